@@ -1,0 +1,48 @@
+# memory — build, demo and test. `make demo` and `make test` work on a fresh machine:
+# they install what they need into .deps/ (idempotent) and run from there.
+SHELL  := /bin/bash
+GO     ?= go
+ROOT   := $(CURDIR)
+DEPS   := $(ROOT)/.deps
+
+# Native libraries fetched by scripts/deps.sh: ONNX Runtime (npm onnxruntime-node@1.30.0) and
+# the FAISS C API (built from Debian's faiss source package), both under .deps/.
+export MEMORY_ORT_LIB ?= $(DEPS)/onnxruntime/libonnxruntime.so.1
+export CGO_LDFLAGS    := -L$(DEPS)/faiss/lib $(CGO_LDFLAGS)
+# Model fixtures (tokenizers, tiny ONNX graphs, goldens) live in ../shared/models beside the
+# clone; when they are there, tests that need them must not skip.
+export MEMORY_MODELS  ?= $(abspath $(ROOT)/../shared/models)
+export MEMORY_REQUIRE_FIXTURES ?= $(if $(wildcard $(MEMORY_MODELS)/golden),1,)
+
+.PHONY: all build deps demo test test-short vet bench eval-scifact clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build:
+	$(GO) build ./...
+
+demo:
+	$(GO) run ./examples/quickstart
+
+vet: deps
+	$(GO) vet ./...
+	$(GO) vet -tags faiss ./...
+
+test: deps vet
+	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -tags faiss ./vectorstore/...
+
+test-short: deps
+	$(GO) test -short -count=1 ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+eval-scifact:
+	$(GO) run ./cmd/memory eval --data $(ROOT)/../shared/data/beir/scifact --mode bm25 --run-out /tmp/scifact-bm25.run
+
+clean:
+	rm -rf $(DEPS) bin

@@ -1,0 +1,680 @@
+//go:build cgo
+
+package chunker
+
+import (
+	"context"
+	"strings"
+
+	sitter "github.com/smacker/go-tree-sitter"
+)
+
+// tinySize is the size (non-whitespace characters) of a piece that always joins a
+// neighbour when the sum fits: a closing brace, "end", a semicolon.
+const tinySize = 3
+
+// treeSpans chunks src with tree-sitter; nil means "use the fallback".
+func treeSpans(lang string, src []byte, nws []int32, budget int) []span {
+	grammarsOnce.Do(loadGrammars)
+	pool, spec := parserPools[lang], specs[lang]
+	if pool == nil || spec == nil {
+		return nil
+	}
+	p := pool.Get().(*sitter.Parser)
+	tree, err := p.ParseCtx(context.Background(), nil, src)
+	if err != nil || tree == nil {
+		p.Reset()
+		pool.Put(p)
+		return nil
+	}
+	defer pool.Put(p)
+	defer tree.Close()
+	root := tree.RootNode()
+	if root == nil || root.IsError() {
+		return nil
+	}
+	kids := children(root)
+	for _, k := range kids {
+		if k.IsError() {
+			return nil
+		}
+	}
+	a := &astChunker{src: src, nws: nws, budget: budget, spec: spec, lang: lang}
+	spans := a.split(kids, 0, len(src), nil, nil, true)
+	// The spans must tile the file; anything else is a bug we must not leak.
+	pos := 0
+	for _, s := range spans {
+		if s.start != pos || s.end <= s.start {
+			return nil
+		}
+		pos = s.end
+	}
+	if pos != len(src) {
+		return nil
+	}
+	return spans
+}
+
+type astChunker struct {
+	src    []byte
+	nws    []int32
+	budget int
+	spec   *langSpec
+	lang   string
+}
+
+func (a *astChunker) size(lo, hi int) int { return int(a.nws[hi] - a.nws[lo]) }
+
+// unit is a node with the comments (and attributes) attached before it and the trailing
+// comments on its last line, or a block of comments on its own.
+type unit struct {
+	lo, hi int
+	lead   []*sitter.Node // attached comments and attributes before main
+	main   *sitter.Node   // nil for a block of comments
+	nodes  []*sitter.Node // everything, in order
+}
+
+type flags struct{ doc, imp, other bool }
+
+func children(n *sitter.Node) []*sitter.Node {
+	c := int(n.ChildCount())
+	out := make([]*sitter.Node, 0, c)
+	for i := 0; i < c; i++ {
+		if k := n.Child(i); k != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (a *astChunker) hasBlankLine(lo, hi int) bool {
+	nl := 0
+	for i := lo; i < hi; i++ {
+		switch a.src[i] {
+		case '\n':
+			nl++
+			if nl >= 2 {
+				return true
+			}
+		case ' ', '\t', '\r', '\f', '\v':
+		default:
+			nl = 0
+		}
+	}
+	return false
+}
+
+func (a *astChunker) hasNewline(lo, hi int) bool {
+	for i := lo; i < hi; i++ {
+		if a.src[i] == '\n' {
+			return true
+		}
+	}
+	return false
+}
+
+// units groups nodes (ordered, within [lo, hi)) into units and sets their byte ranges so
+// that they tile [lo, hi): the gap between two units goes to the first up to and including
+// its first newline, the rest to the second.
+func (a *astChunker) units(nodes []*sitter.Node, lo, hi int) []unit {
+	type item struct {
+		n    *sitter.Node
+		s, e int
+	}
+	var us []unit
+	var pending []item
+	prevEnd := lo
+	lastEnd := func() int {
+		if len(us) == 0 {
+			return -1
+		}
+		u := us[len(us)-1]
+		return int(u.nodes[len(u.nodes)-1].EndByte())
+	}
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		u := unit{}
+		for _, p := range pending {
+			u.nodes = append(u.nodes, p.n)
+		}
+		us = append(us, u)
+		pending = nil
+	}
+	for _, n := range nodes {
+		s, e := int(n.StartByte()), int(n.EndByte())
+		if s < prevEnd {
+			s = prevEnd
+		}
+		if e > hi {
+			e = hi
+		}
+		if e <= s || a.size(s, e) == 0 {
+			continue // empty, or a newline terminator: part of the gap
+		}
+		prevEnd = e
+		t := n.Type()
+		if a.spec.comments[t] || a.spec.attached[t] {
+			if a.spec.comments[t] && len(pending) == 0 && len(us) > 0 && !a.hasNewline(lastEnd(), s) {
+				// a trailing comment on the line of the previous node
+				u := &us[len(us)-1]
+				u.nodes = append(u.nodes, n)
+				continue
+			}
+			if len(pending) > 0 && a.hasBlankLine(pending[len(pending)-1].e, s) {
+				flush()
+			}
+			pending = append(pending, item{n, s, e})
+			continue
+		}
+		if len(pending) > 0 && a.hasBlankLine(pending[len(pending)-1].e, s) {
+			flush()
+		}
+		u := unit{main: n}
+		for _, p := range pending {
+			u.lead = append(u.lead, p.n)
+			u.nodes = append(u.nodes, p.n)
+		}
+		pending = nil
+		u.nodes = append(u.nodes, n)
+		us = append(us, u)
+	}
+	flush()
+	if len(us) == 0 {
+		return nil
+	}
+	// byte ranges
+	prev := lo
+	for i := range us {
+		first := int(us[i].nodes[0].StartByte())
+		if first < prev {
+			first = prev
+		}
+		if i == 0 {
+			us[i].lo = lo
+			continue
+		}
+		pe := int(us[i-1].nodes[len(us[i-1].nodes)-1].EndByte())
+		if pe < us[i-1].lo {
+			pe = us[i-1].lo
+		}
+		if pe > first {
+			pe = first
+		}
+		cut := first
+		for j := pe; j < first; j++ {
+			if a.src[j] == '\n' {
+				cut = j + 1
+				break
+			}
+		}
+		if cut < us[i-1].lo {
+			cut = us[i-1].lo
+		}
+		us[i].lo = cut
+		us[i-1].hi = cut
+		prev = cut
+	}
+	us[len(us)-1].hi = hi
+	// drop empty units (possible only with overlapping nodes) by folding them forward
+	out := us[:0]
+	for _, u := range us {
+		if u.hi <= u.lo {
+			continue
+		}
+		out = append(out, u)
+	}
+	if len(out) > 0 {
+		out[0].lo = lo
+		for i := 1; i < len(out); i++ {
+			out[i].lo = out[i-1].hi
+		}
+		out[len(out)-1].hi = hi
+	}
+	return out
+}
+
+// split chunks the nodes covering [lo, hi), all inside definition cur (nil at top level).
+// force, when set, gives the flags of every top-level piece (the pieces of a big import).
+func (a *astChunker) split(nodes []*sitter.Node, lo, hi int, cur *defInfo, force *flags, top bool) []span {
+	us := a.units(nodes, lo, hi)
+	if len(us) == 0 {
+		return a.lineSpans(lo, hi, cur, force)
+	}
+	var out []span
+	for i, u := range us {
+		var d *defInfo
+		if u.main != nil {
+			d = a.defOf(u, cur)
+		}
+		if a.size(u.lo, u.hi) <= a.budget {
+			if d != nil {
+				out = append(out, span{start: u.lo, end: u.hi, def: d, whole: true})
+			} else {
+				s := span{start: u.lo, end: u.hi, def: cur}
+				if cur == nil {
+					f := a.flagsOf(u, top && i == a.firstStatement(us))
+					if force != nil {
+						f = *force
+					}
+					s.hasDoc, s.hasImport, s.hasOther = f.doc, f.imp, f.other
+				}
+				out = append(out, s)
+			}
+			continue
+		}
+		owner := cur
+		var sub *flags
+		if d != nil {
+			owner = d
+		} else if cur == nil {
+			f := a.flagsOf(u, false)
+			if force != nil {
+				f = *force
+			}
+			sub = &f
+		}
+		var kids []*sitter.Node
+		if u.main != nil && u.main.ChildCount() > 0 {
+			kids = append(append(kids, u.lead...), children(u.main)...)
+			kids = append(kids, u.nodes[len(u.lead)+1:]...)
+		}
+		if len(kids) == 0 {
+			out = append(out, a.lineSpans(u.lo, u.hi, owner, sub)...)
+			continue
+		}
+		out = append(out, a.split(kids, u.lo, u.hi, owner, sub, false)...)
+	}
+	return a.merge(out, cur)
+}
+
+// firstStatement returns the index of the first unit with a main node.
+func (a *astChunker) firstStatement(us []unit) int {
+	for i, u := range us {
+		if u.main != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func (a *astChunker) lineSpans(lo, hi int, owner *defInfo, f *flags) []span {
+	var out []span
+	for _, r := range lineSplit(a.src, a.nws, lo, hi, a.budget) {
+		s := span{start: r[0], end: r[1], def: owner}
+		if owner == nil {
+			if f != nil {
+				s.hasDoc, s.hasImport, s.hasOther = f.doc, f.imp, f.other
+			} else {
+				s.hasOther = true
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// flagsOf classifies a top-level unit that is not a definition.
+func (a *astChunker) flagsOf(u unit, first bool) flags {
+	if u.main == nil {
+		return flags{}
+	}
+	t := u.main.Type()
+	switch {
+	case a.spec.imports[t]:
+		return flags{imp: true}
+	case a.spec.neutral[t]:
+		// a package clause with a comment before it is the package doc
+		for _, l := range u.lead {
+			if a.spec.comments[l.Type()] {
+				return flags{doc: true}
+			}
+		}
+		return flags{}
+	case first && a.spec.docstrings && a.docstringNode(u.main) != nil:
+		return flags{doc: true}
+	}
+	return flags{other: true}
+}
+
+// merge joins adjacent spans while they fit the budget. Spans of other definitions than cur
+// are kept apart, except that a tiny piece (a closing brace) joins its neighbour.
+func (a *astChunker) merge(in []span, cur *defInfo) []span {
+	out := make([]span, 0, len(in))
+	for _, s := range in {
+		if n := len(out); n > 0 {
+			p := &out[n-1]
+			if a.size(p.start, s.end) <= a.budget {
+				pOwn, sOwn := p.def == cur, s.def == cur
+				switch {
+				case pOwn && sOwn:
+					p.end = s.end
+					p.hasDoc = p.hasDoc || s.hasDoc
+					p.hasImport = p.hasImport || s.hasImport
+					p.hasOther = p.hasOther || s.hasOther
+					continue
+				case sOwn && a.size(s.start, s.end) <= tinySize:
+					p.end = s.end
+					continue
+				case pOwn && a.size(p.start, p.end) <= tinySize && !p.hasDoc:
+					s.start = p.start
+					*p = s
+					continue
+				}
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// defOf returns the definition a unit's main node is, or nil.
+func (a *astChunker) defOf(u unit, cur *defInfo) *defInfo {
+	n := u.main
+	t := n.Type()
+	if cur != nil && int(n.StartByte()) == cur.innerStart && int(n.EndByte()) == cur.innerEnd {
+		return nil // the definition being split, seen through its wrapper
+	}
+	inner := n
+	kind := ""
+	if field, ok := a.spec.wrappers[t]; ok {
+		inner = nil
+		if field != "" {
+			inner = n.ChildByFieldName(field)
+		} else {
+			ks := children(n)
+			for i := len(ks) - 1; i >= 0; i-- {
+				if ks[i].IsNamed() && a.spec.defs[ks[i].Type()] != "" {
+					inner = ks[i]
+					break
+				}
+			}
+		}
+		if inner == nil {
+			return nil
+		}
+		for depth := 0; depth < 4; depth++ {
+			f, ok := a.spec.wrappers[inner.Type()]
+			if !ok {
+				break
+			}
+			var next *sitter.Node
+			if f != "" {
+				next = inner.ChildByFieldName(f)
+			} else {
+				ks := children(inner)
+				for i := len(ks) - 1; i >= 0; i-- {
+					if ks[i].IsNamed() && a.spec.defs[ks[i].Type()] != "" {
+						next = ks[i]
+						break
+					}
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			inner = next
+		}
+	}
+	it := inner.Type()
+	kind = a.spec.defs[it]
+	name := ""
+	switch {
+	case kind != "":
+	case (a.lang == "javascript" || a.lang == "typescript" || a.lang == "tsx") &&
+		(it == "lexical_declaration" || it == "variable_declaration"):
+		decl := firstNamedOfType(inner, "variable_declarator")
+		if decl == nil {
+			return nil
+		}
+		v := decl.ChildByFieldName("value")
+		if v == nil || !isFunctionValue(v.Type()) {
+			return nil
+		}
+		kind = KindFunction
+		if nn := decl.ChildByFieldName("name"); nn != nil {
+			name = a.text(nn)
+		}
+	case (a.lang == "javascript" || a.lang == "typescript" || a.lang == "tsx") &&
+		(it == "field_definition" || it == "public_field_definition"):
+		v := inner.ChildByFieldName("value")
+		if v == nil || !isFunctionValue(v.Type()) {
+			return nil
+		}
+		kind = KindMethod
+		if nn := inner.ChildByFieldName("property"); nn != nil {
+			name = a.text(nn)
+		} else if nn := inner.ChildByFieldName("name"); nn != nil {
+			name = a.text(nn)
+		}
+	case (a.lang == "c" || a.lang == "cpp") && it == "declaration":
+		// struct foo { ... };
+		ty := inner.ChildByFieldName("type")
+		if ty == nil || ty.ChildByFieldName("body") == nil {
+			return nil
+		}
+		kind = a.spec.defs[ty.Type()]
+		if kind == "" {
+			return nil
+		}
+		name = a.nameOf(ty)
+	default:
+		return nil
+	}
+	// C/C++ specifiers without a body are references, not definitions.
+	if (a.lang == "c" || a.lang == "cpp") && strings.HasSuffix(it, "_specifier") && inner.ChildByFieldName("body") == nil {
+		return nil
+	}
+	d := &defInfo{kind: kind, innerStart: int(inner.StartByte()), innerEnd: int(inner.EndByte())}
+	if name == "" {
+		name = a.nameOf(inner)
+	}
+	switch a.lang {
+	case "go":
+		if it == "type_declaration" {
+			if spec := firstNamedOfType(inner, "type_spec"); spec != nil {
+				if ty := spec.ChildByFieldName("type"); ty != nil {
+					switch ty.Type() {
+					case "struct_type":
+						d.kind = KindStruct
+					case "interface_type":
+						d.kind = KindInterface
+					}
+				}
+				if nn := spec.ChildByFieldName("name"); nn != nil {
+					name = a.text(nn)
+				}
+			} else if spec := firstNamedOfType(inner, "type_alias"); spec != nil {
+				if nn := spec.ChildByFieldName("name"); nn != nil {
+					name = a.text(nn)
+				}
+			}
+		}
+	case "rust":
+		if it == "impl_item" {
+			if ty := inner.ChildByFieldName("type"); ty != nil {
+				name = a.text(ty)
+				if i := strings.IndexByte(name, '<'); i > 0 {
+					name = name[:i]
+				}
+			}
+		}
+	case "c", "cpp":
+		if it == "type_definition" {
+			if dd := inner.ChildByFieldName("declarator"); dd != nil {
+				name = a.declName(dd)
+			}
+			if ty := inner.ChildByFieldName("type"); ty != nil && ty.ChildByFieldName("body") != nil {
+				if k := a.spec.defs[ty.Type()]; k != "" {
+					d.kind = k
+				}
+			}
+		}
+	}
+	d.name = name
+	if cur != nil {
+		d.parent = cur.qname
+		d.context = append(append([]string(nil), cur.context...), cur.sig)
+		if d.kind == KindFunction && classLike[cur.kind] {
+			d.kind = KindMethod
+		}
+	}
+	if a.lang == "go" && it == "method_declaration" {
+		if r := inner.ChildByFieldName("receiver"); r != nil {
+			d.parent = goReceiverType(a.text(r))
+		}
+	}
+	if a.lang == "ruby" && it == "singleton_method" && d.kind == KindFunction {
+		d.kind = KindMethod
+	}
+	switch {
+	case d.parent != "" && d.name != "":
+		d.qname = d.parent + "." + d.name
+	default:
+		d.qname = d.name
+	}
+	d.sig = a.signature(inner)
+	d.doc = a.docOf(u, inner)
+	return d
+}
+
+func isFunctionValue(t string) bool {
+	return t == "arrow_function" || t == "function_expression" || t == "function" ||
+		t == "generator_function"
+}
+
+func firstNamedOfType(n *sitter.Node, t string) *sitter.Node {
+	c := int(n.NamedChildCount())
+	for i := 0; i < c; i++ {
+		if k := n.NamedChild(i); k != nil && k.Type() == t {
+			return k
+		}
+	}
+	return nil
+}
+
+// text returns a node's text on one line, capped.
+func (a *astChunker) text(n *sitter.Node) string {
+	s, e := int(n.StartByte()), int(n.EndByte())
+	if s < 0 || e > len(a.src) || e < s {
+		return ""
+	}
+	t := strings.Join(strings.Fields(string(a.src[s:e])), " ")
+	if len(t) > 120 {
+		t = t[:120]
+		for len(t) > 0 && t[len(t)-1]&0xC0 == 0x80 {
+			t = t[:len(t)-1]
+		}
+		if len(t) > 0 && t[len(t)-1] >= 0xC0 {
+			t = t[:len(t)-1]
+		}
+	}
+	return t
+}
+
+func (a *astChunker) nameOf(n *sitter.Node) string {
+	if nn := n.ChildByFieldName("name"); nn != nil {
+		return a.text(nn)
+	}
+	if dd := n.ChildByFieldName("declarator"); dd != nil {
+		return a.declName(dd)
+	}
+	return ""
+}
+
+// declName digs the declared name out of a C/C++ declarator.
+func (a *astChunker) declName(d *sitter.Node) string {
+	for depth := 0; d != nil && depth < 16; depth++ {
+		switch d.Type() {
+		case "identifier", "field_identifier", "type_identifier", "qualified_identifier",
+			"destructor_name", "operator_name", "primitive_type", "template_function":
+			return a.text(d)
+		}
+		if n := d.ChildByFieldName("declarator"); n != nil {
+			d = n
+			continue
+		}
+		if n := d.ChildByFieldName("name"); n != nil {
+			d = n
+			continue
+		}
+		if d.NamedChildCount() == 0 {
+			return ""
+		}
+		d = d.NamedChild(0)
+	}
+	return ""
+}
+
+func goReceiverType(r string) string {
+	r = strings.Trim(r, "()")
+	f := strings.Fields(r)
+	if len(f) == 0 {
+		return ""
+	}
+	t := f[len(f)-1]
+	t = strings.TrimLeft(t, "*")
+	if i := strings.IndexByte(t, '['); i >= 0 {
+		t = t[:i]
+	}
+	return t
+}
+
+func (a *astChunker) signature(n *sitter.Node) string {
+	s, e := int(n.StartByte()), int(n.EndByte())
+	if e > len(a.src) || s >= e {
+		return ""
+	}
+	line := a.src[s:e]
+	for i, b := range line {
+		if b == '\n' {
+			line = line[:i]
+			break
+		}
+	}
+	sig := strings.TrimSpace(string(line))
+	if len(sig) > 200 {
+		sig = sig[:200]
+		for len(sig) > 0 && sig[len(sig)-1]&0xC0 == 0x80 {
+			sig = sig[:len(sig)-1]
+		}
+		if len(sig) > 0 && sig[len(sig)-1] >= 0xC0 {
+			sig = sig[:len(sig)-1]
+		}
+	}
+	return sig
+}
+
+// docstringNode returns the string node of a statement that is a bare string literal.
+func (a *astChunker) docstringNode(stmt *sitter.Node) *sitter.Node {
+	if stmt == nil || stmt.Type() != "expression_statement" || stmt.NamedChildCount() != 1 {
+		return nil
+	}
+	s := stmt.NamedChild(0)
+	if s != nil && (s.Type() == "string" || s.Type() == "concatenated_string") {
+		return s
+	}
+	return nil
+}
+
+// docOf returns the doc comment before a definition, or its docstring.
+func (a *astChunker) docOf(u unit, inner *sitter.Node) string {
+	var parts []string
+	for _, l := range u.lead {
+		if a.spec.comments[l.Type()] {
+			parts = append(parts, string(a.src[l.StartByte():l.EndByte()]))
+		}
+	}
+	if len(parts) > 0 {
+		return cleanComment(strings.Join(parts, "\n"))
+	}
+	if a.spec.docstrings {
+		if body := inner.ChildByFieldName("body"); body != nil && body.NamedChildCount() > 0 {
+			if s := a.docstringNode(body.NamedChild(0)); s != nil {
+				return cleanDocstring(string(a.src[s.StartByte():s.EndByte()]))
+			}
+		}
+	}
+	return ""
+}

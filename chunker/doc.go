@@ -1,0 +1,55 @@
+package chunker
+
+import "strings"
+
+// cleanComment strips comment markers (//, ///, /* */, *, #, --) from a doc comment and
+// drops lines that are only an XML tag (C# <summary>).
+func cleanComment(s string) string {
+	lines := strings.Split(s, "\n")
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		l = strings.TrimSpace(l)
+		for _, p := range []string{"/**", "/*!", "/*", "///", "//!", "//", "#", "--"} {
+			if strings.HasPrefix(l, p) {
+				l = l[len(p):]
+				break
+			}
+		}
+		l = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(l), "*/"))
+		if strings.HasPrefix(l, "*") {
+			l = strings.TrimSpace(l[1:])
+		}
+		if strings.HasPrefix(l, "<") && strings.HasSuffix(l, ">") && strings.Count(l, "<") == 1 {
+			continue // <summary>, </summary>
+		}
+		out = append(out, l)
+	}
+	return trimBlankLines(out)
+}
+
+// cleanDocstring strips the quotes and prefix of a Python string literal and the common
+// indentation of its lines.
+func cleanDocstring(s string) string {
+	s = strings.TrimLeft(s, "rRuUbBfF")
+	for _, q := range []string{`"""`, `'''`, `"`, `'`} {
+		if strings.HasPrefix(s, q) && strings.HasSuffix(s, q) && len(s) >= 2*len(q) {
+			s = s[len(q) : len(s)-len(q)]
+			break
+		}
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return trimBlankLines(lines)
+}
+
+func trimBlankLines(lines []string) string {
+	for len(lines) > 0 && lines[0] == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return strings.Join(lines, "\n")
+}

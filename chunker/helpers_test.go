@@ -1,0 +1,68 @@
+package chunker
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// checkLossless fails t unless chunks tile src exactly.
+func checkLossless(t testing.TB, path string, src []byte, chunks []Chunk) {
+	t.Helper()
+	if err := losslessErr(src, chunks); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func losslessErr(src []byte, chunks []Chunk) error {
+	var b strings.Builder
+	pos := 0
+	for i, c := range chunks {
+		if c.StartByte != pos {
+			return fmt.Errorf("chunk %d starts at %d, want %d", i, c.StartByte, pos)
+		}
+		if c.EndByte <= c.StartByte {
+			return fmt.Errorf("chunk %d is empty [%d,%d)", i, c.StartByte, c.EndByte)
+		}
+		if c.Content != string(src[c.StartByte:c.EndByte]) {
+			return fmt.Errorf("chunk %d content differs from src[%d:%d]", i, c.StartByte, c.EndByte)
+		}
+		b.WriteString(c.Content)
+		pos = c.EndByte
+	}
+	if b.String() != string(src) {
+		return fmt.Errorf("concatenation differs from source (%d vs %d bytes)", b.Len(), len(src))
+	}
+	return nil
+}
+
+// TestDump prints the chunks of $CHUNK_DUMP (a debugging aid, skipped otherwise).
+func TestDump(t *testing.T) {
+	p := os.Getenv("CHUNK_DUMP")
+	if p == "" {
+		t.Skip("set CHUNK_DUMP=FILE to print its chunks")
+	}
+	src, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := Code(p, src, CodeOptions{Budget: budgetFromEnv()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		fmt.Printf("== %s %q q=%q parent=%q part=%d lines %d-%d size %d doc=%q ctx=%q\n", c.Kind, c.Name, c.QualifiedName, c.Parent, c.Part, c.StartLine, c.EndLine, c.Size, firstLine(c.Doc), c.Context)
+		if os.Getenv("CHUNK_CONTENT") != "" {
+			fmt.Print(c.Content)
+			fmt.Println("<<END")
+		}
+	}
+	checkLossless(t, p, src, chunks)
+}
+
+func budgetFromEnv() int {
+	var b int
+	fmt.Sscan(os.Getenv("CHUNK_BUDGET"), &b)
+	return b
+}

@@ -1,0 +1,54 @@
+package memory
+
+import "errors"
+
+// Errors about the store as a whole. Test with errors.Is; the returned errors wrap these
+// with the details (the path, the id, the operator) that name what is wrong.
+var (
+	// ErrNotAStore: the directory holds files but no memory manifest.
+	ErrNotAStore = errors.New("memory: directory is not a memory store")
+	// ErrFormatVersion: the store was written by a newer format this build cannot read.
+	ErrFormatVersion = errors.New("memory: unsupported store format version")
+	// ErrCorrupt: the store of record failed a consistency check.
+	ErrCorrupt = errors.New("memory: store is corrupt")
+	// ErrClosed: the Memory was closed.
+	ErrClosed = errors.New("memory: store is closed")
+	// ErrLocked: another process holds the store open.
+	ErrLocked = errors.New("memory: store is locked by another process")
+	// ErrEmbedderMismatch: the store's vectors come from another embedder (id or dimension)
+	// than the one configured; open with WithReEmbed to re-embed.
+	ErrEmbedderMismatch = errors.New("memory: embedder does not match the store")
+	// ErrNoEmbedder: the operation needs an embedder and none is configured.
+	ErrNoEmbedder = errors.New("memory: no embedder configured")
+)
+
+// Errors about documents. Nothing is written when an Add or Upsert returns one of them.
+var (
+	// ErrNotFound: no document has that id.
+	ErrNotFound = errors.New("memory: document not found")
+	// ErrEmptyID: a document has an empty id.
+	ErrEmptyID = errors.New("memory: empty document id")
+	// ErrDuplicateID: Add was given an id twice, or an id that is already stored.
+	ErrDuplicateID = errors.New("memory: duplicate document id")
+	// ErrEmptyText: a document has neither title nor text.
+	ErrEmptyText = errors.New("memory: empty document text")
+	// ErrInvalidUTF8: an id, title, text or metadata string is not valid UTF-8.
+	ErrInvalidUTF8 = errors.New("memory: invalid UTF-8")
+	// ErrTooLarge: a document exceeds Options.MaxDocumentBytes.
+	ErrTooLarge = errors.New("memory: document too large")
+	// ErrInvalidMetadata: a metadata value is not a string, number or bool, or a key is empty.
+	ErrInvalidMetadata = errors.New("memory: invalid metadata")
+	// ErrBadVector: a precomputed embedding has the wrong length or a NaN/Inf.
+	ErrBadVector = errors.New("memory: invalid embedding")
+)
+
+// Errors about queries.
+var (
+	// ErrInvalidFilter: a Where or WhereDocument filter is malformed (unknown operator,
+	// wrong operand type).
+	ErrInvalidFilter = errors.New("memory: invalid filter")
+	// ErrInvalidOption: a search or open option is out of range.
+	ErrInvalidOption = errors.New("memory: invalid option")
+	// ErrInvalidCollection: a collection name is not allowed.
+	ErrInvalidCollection = errors.New("memory: invalid collection name")
+)

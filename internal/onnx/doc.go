@@ -1,0 +1,10 @@
+// Package onnx wraps ONNX Runtime (through github.com/yalue/onnxruntime_go) for the
+// transformer models of this module: it finds and loads the shared library once per
+// process, opens sessions on CPU or CUDA, checks that a model has the inputs and outputs a
+// caller needs, and runs int64 token batches into float32 outputs.
+//
+// The library is loaded from, in order: [Options.LibraryPath], $MEMORY_ORT_LIB,
+// <repo>/.deps/onnxruntime/libonnxruntime.so.1 (the local cache scripts/deps.sh fills, found
+// by walking up from the executable and from the working directory), and finally the system
+// library "libonnxruntime.so.1" through the dynamic loader's search path.
+package onnx

@@ -1,0 +1,615 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// Errors returned by this package. They are wrapped with the offending file, name or value.
+var (
+	// ErrLibrary reports that the ONNX Runtime shared library cannot be found or loaded
+	// (missing file, wrong architecture, or a version older than the API this build needs).
+	ErrLibrary = errors.New("onnx: cannot load the ONNX Runtime library")
+	// ErrCUDAUnavailable reports that CUDA was asked for but the library or machine cannot
+	// provide it.
+	ErrCUDAUnavailable = errors.New("onnx: CUDA execution provider unavailable")
+	// ErrModelNotFound reports a missing model file.
+	ErrModelNotFound = errors.New("onnx: model file not found")
+	// ErrModelCorrupt reports a model file that ONNX Runtime cannot load.
+	ErrModelCorrupt = errors.New("onnx: model file cannot be loaded")
+	// ErrUnexpectedModel reports a model that lacks an input or output the caller needs,
+	// or has one of an unusable type or shape.
+	ErrUnexpectedModel = errors.New("onnx: unexpected model interface")
+	// ErrBadInput reports a Run call with inconsistent tensors.
+	ErrBadInput = errors.New("onnx: bad input")
+	// ErrClosed reports use of a closed session.
+	ErrClosed = errors.New("onnx: session closed")
+)
+
+// LibraryEnv is the environment variable naming the ONNX Runtime shared library.
+const LibraryEnv = "MEMORY_ORT_LIB"
+
+// SystemLibrary is the library name handed to the dynamic loader when no file is found.
+const SystemLibrary = "libonnxruntime.so.1"
+
+// localLibrary is the path of the local cache, relative to the repository root.
+var localLibrary = filepath.Join(".deps", "onnxruntime", "libonnxruntime.so.1")
+
+var (
+	envMu   sync.Mutex
+	envPath string // library the environment was initialised with; "" = not initialised
+)
+
+// ResolveLibrary returns the library path Init would load for an explicit path (which may
+// be ""): explicit, then $MEMORY_ORT_LIB, then the local .deps cache, then SystemLibrary.
+func ResolveLibrary(explicit string) string {
+	if explicit != "" {
+		return explicit
+	}
+	if p := os.Getenv(LibraryEnv); p != "" {
+		return p
+	}
+	var starts []string
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		starts = append(starts, filepath.Dir(exe))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, s := range starts {
+		if p := findUp(s, localLibrary); p != "" {
+			return p
+		}
+	}
+	return SystemLibrary
+}
+
+// findUp looks for rel in dir and each of its parents.
+func findUp(dir, rel string) string {
+	for {
+		p := filepath.Join(dir, rel)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Init loads the ONNX Runtime library (see [ResolveLibrary]) and creates the process-wide
+// environment. It is safe to call concurrently and repeatedly: after a success later calls
+// return nil at once (a different explicit path is then ignored with a warning, since a
+// process can hold only one environment); after a failure the next call tries again.
+func Init(libraryPath string) error {
+	envMu.Lock()
+	defer envMu.Unlock()
+	if envPath != "" {
+		if libraryPath != "" && libraryPath != envPath {
+			slog.Warn("onnx: runtime already initialised; ignoring other library",
+				"loaded", envPath, "requested", libraryPath)
+		}
+		return nil
+	}
+	path := ResolveLibrary(libraryPath)
+	if strings.ContainsRune(path, filepath.Separator) {
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrLibrary, path, err)
+		}
+	}
+	ort.SetSharedLibraryPath(path)
+	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrLibrary, path, err)
+	}
+	envPath = path
+	slog.Debug("onnx: runtime initialised", "library", path, "version", ort.GetVersion())
+	return nil
+}
+
+// Version is the version string of the loaded ONNX Runtime ("" before Init).
+func Version() string {
+	envMu.Lock()
+	defer envMu.Unlock()
+	if envPath == "" {
+		return ""
+	}
+	return ort.GetVersion()
+}
+
+// LibraryPath is the library the environment was initialised with ("" before Init).
+func LibraryPath() string {
+	envMu.Lock()
+	defer envMu.Unlock()
+	return envPath
+}
+
+// Device selects where a session runs.
+type Device string
+
+const (
+	// CPU runs on the CPU execution provider. The zero Device means CPU.
+	CPU Device = "cpu"
+	// CUDA runs on the CUDA execution provider; without it, opening fails with
+	// ErrCUDAUnavailable unless Options.FallbackCPU is set.
+	CUDA Device = "cuda"
+	// Auto uses CUDA when available and the CPU otherwise.
+	Auto Device = "auto"
+)
+
+// ParseDevice maps "", "cpu", "cuda", "gpu" and "auto" (any case) to a Device.
+func ParseDevice(s string) (Device, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "cpu":
+		return CPU, nil
+	case "cuda", "gpu":
+		return CUDA, nil
+	case "auto":
+		return Auto, nil
+	}
+	return "", fmt.Errorf("%w: unknown device %q (want cpu, cuda or auto)", ErrBadInput, s)
+}
+
+// OptLevel is the graph optimisation level of a session.
+type OptLevel string
+
+const (
+	// OptAll enables every graph optimisation. The zero OptLevel means OptAll.
+	OptAll OptLevel = "all"
+	// OptExtended enables basic and extended optimisations.
+	OptExtended OptLevel = "extended"
+	// OptBasic enables basic optimisations only.
+	OptBasic OptLevel = "basic"
+	// OptDisable disables graph optimisations.
+	OptDisable OptLevel = "disable"
+)
+
+func (l OptLevel) ort() (ort.GraphOptimizationLevel, error) {
+	switch strings.ToLower(string(l)) {
+	case "", "all":
+		return ort.GraphOptimizationLevelEnableAll, nil
+	case "extended":
+		return ort.GraphOptimizationLevelEnableExtended, nil
+	case "basic":
+		return ort.GraphOptimizationLevelEnableBasic, nil
+	case "disable", "none", "off":
+		return ort.GraphOptimizationLevelDisableAll, nil
+	}
+	return 0, fmt.Errorf("%w: unknown graph optimisation level %q", ErrBadInput, string(l))
+}
+
+// Options configures a session. The zero value runs on the CPU with ONNX Runtime's default
+// thread count and every graph optimisation.
+type Options struct {
+	// LibraryPath is the ONNX Runtime shared library; "" = see ResolveLibrary.
+	LibraryPath string
+	// Threads is the intra-op thread count; 0 = ONNX Runtime's default (one per core).
+	Threads int
+	// InterOpThreads is the inter-op thread count; 0 = default.
+	InterOpThreads int
+	// OptLevel is the graph optimisation level; "" = OptAll.
+	OptLevel OptLevel
+	// Device is where the session runs; "" = CPU.
+	Device Device
+	// CUDADeviceID selects the GPU when Device is CUDA or Auto.
+	CUDADeviceID int
+	// FallbackCPU makes a CUDA session that cannot get CUDA run on the CPU (with a warning)
+	// instead of failing with ErrCUDAUnavailable.
+	FallbackCPU bool
+	// Logger receives warnings; nil = slog.Default().
+	Logger *slog.Logger
+}
+
+// Spec names the tensors a caller needs from a model.
+type Spec struct {
+	// Inputs must all exist (int64 tensors of rank 2, [batch, sequence]).
+	Inputs []string
+	// OptionalInputs are fed when the model has them.
+	OptionalInputs []string
+	// Outputs lists acceptable names for the one float32 output used, in preference order.
+	Outputs []string
+}
+
+// Session is an ONNX Runtime inference session with a fixed set of int64 inputs and one
+// float32 output. It is safe for concurrent use.
+type Session struct {
+	path      string
+	inputs    []string // fed inputs, in session order
+	output    string
+	outDims   []int64 // declared output shape (-1 = dynamic)
+	device    Device
+	mu        sync.RWMutex // guards s against Close during Run
+	s         *ort.DynamicAdvancedSession
+	modelIn   []ort.InputOutputInfo
+	modelOuts []ort.InputOutputInfo
+}
+
+// Open loads the model at path with the inputs and output spec names and opts.
+func Open(ctx context.Context, path string, spec Spec, opts Options) (*Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(spec.Outputs) == 0 {
+		return nil, fmt.Errorf("%w: spec names no output", ErrBadInput)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrModelNotFound, path)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrModelNotFound, path, err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%w: %s is a directory", ErrModelNotFound, path)
+	}
+	if err := Init(opts.LibraryPath); err != nil {
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ins, outs, err := ort.GetInputOutputInfo(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrModelCorrupt, path, err)
+	}
+	sess := &Session{path: path, modelIn: ins, modelOuts: outs}
+	if err := sess.bind(spec); err != nil {
+		return nil, err
+	}
+
+	device := opts.Device
+	if device == "" {
+		device = CPU
+	}
+	if _, err := ParseDevice(string(device)); err != nil {
+		return nil, err
+	}
+	if device == CPU {
+		s, err := newSession(path, sess, opts, false)
+		if err != nil {
+			return nil, err
+		}
+		sess.s, sess.device = s, CPU
+		return sess, nil
+	}
+	s, cudaErr := newSession(path, sess, opts, true)
+	if cudaErr == nil {
+		sess.s, sess.device = s, CUDA
+		return sess, nil
+	}
+	if !errors.Is(cudaErr, ErrCUDAUnavailable) {
+		return nil, cudaErr
+	}
+	if device == CUDA && !opts.FallbackCPU {
+		return nil, cudaErr
+	}
+	if device == CUDA {
+		logger.Warn("onnx: CUDA unavailable, running on CPU", "model", path, "err", cudaErr)
+	} else {
+		logger.Debug("onnx: CUDA unavailable, running on CPU", "model", path, "err", cudaErr)
+	}
+	s, err = newSession(path, sess, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	sess.s, sess.device = s, CPU
+	return sess, nil
+}
+
+// bind checks the model's interface against spec and records the names to feed.
+func (sess *Session) bind(spec Spec) error {
+	have := map[string]ort.InputOutputInfo{}
+	for _, in := range sess.modelIn {
+		have[in.Name] = in
+	}
+	var missing []string
+	for _, name := range spec.Inputs {
+		if _, ok := have[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s lacks input(s) %s (has %s)", ErrUnexpectedModel, sess.path,
+			strings.Join(missing, ", "), names(sess.modelIn))
+	}
+	want := map[string]bool{}
+	for _, n := range spec.Inputs {
+		want[n] = true
+	}
+	for _, n := range spec.OptionalInputs {
+		want[n] = true
+	}
+	// Feed in the model's own input order; every model input must be one we can feed.
+	for _, in := range sess.modelIn {
+		if !want[in.Name] {
+			return fmt.Errorf("%w: %s has input %q this code cannot feed (feeds %s)",
+				ErrUnexpectedModel, sess.path, in.Name,
+				strings.Join(append(append([]string{}, spec.Inputs...), spec.OptionalInputs...), ", "))
+		}
+		if in.OrtValueType != ort.ONNXTypeTensor || in.DataType != ort.TensorElementDataTypeInt64 ||
+			len(in.Dimensions) != 2 {
+			return fmt.Errorf("%w: %s input %q is %s, want an int64 tensor [batch, sequence]",
+				ErrUnexpectedModel, sess.path, in.Name, in.String())
+		}
+		sess.inputs = append(sess.inputs, in.Name)
+	}
+	for _, want := range spec.Outputs {
+		for _, out := range sess.modelOuts {
+			if out.Name != want {
+				continue
+			}
+			if out.OrtValueType != ort.ONNXTypeTensor || out.DataType != ort.TensorElementDataTypeFloat {
+				return fmt.Errorf("%w: %s output %q is %s, want a float32 tensor",
+					ErrUnexpectedModel, sess.path, out.Name, out.String())
+			}
+			sess.output = out.Name
+			sess.outDims = append([]int64(nil), out.Dimensions...)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s lacks output %s (has %s)", ErrUnexpectedModel, sess.path,
+		strings.Join(spec.Outputs, " or "), names(sess.modelOuts))
+}
+
+func names(infos []ort.InputOutputInfo) string {
+	if len(infos) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, in := range infos {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(in.Name)
+	}
+	return b.String()
+}
+
+// newSession creates the ORT session; cuda appends the CUDA execution provider, and any
+// failure to do so is reported as ErrCUDAUnavailable.
+func newSession(path string, sess *Session, opts Options, cuda bool) (*ort.DynamicAdvancedSession, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: session options: %v", ErrLibrary, err)
+	}
+	defer so.Destroy()
+	if opts.Threads > 0 {
+		if err := so.SetIntraOpNumThreads(opts.Threads); err != nil {
+			return nil, fmt.Errorf("%w: intra-op threads %d: %v", ErrBadInput, opts.Threads, err)
+		}
+	}
+	if opts.InterOpThreads > 0 {
+		if err := so.SetInterOpNumThreads(opts.InterOpThreads); err != nil {
+			return nil, fmt.Errorf("%w: inter-op threads %d: %v", ErrBadInput, opts.InterOpThreads, err)
+		}
+	}
+	lvl, err := opts.OptLevel.ort()
+	if err != nil {
+		return nil, err
+	}
+	if err := so.SetGraphOptimizationLevel(lvl); err != nil {
+		return nil, fmt.Errorf("%w: optimisation level %q: %v", ErrBadInput, opts.OptLevel, err)
+	}
+	if cuda {
+		if err := appendCUDA(so, opts.CUDADeviceID); err != nil {
+			return nil, err
+		}
+	}
+	s, err := ort.NewDynamicAdvancedSession(path, sess.inputs, []string{sess.output}, so)
+	if err != nil {
+		if cuda {
+			return nil, fmt.Errorf("%w: %s: %v", ErrCUDAUnavailable, path, err)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrModelCorrupt, path, err)
+	}
+	return s, nil
+}
+
+func appendCUDA(so *ort.SessionOptions, deviceID int) (err error) {
+	// A library built without CUDA, or a CUDA build whose provider libraries are absent,
+	// fails here; some failures surface only at session creation (handled by the caller).
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrCUDAUnavailable, r)
+		}
+	}()
+	co, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCUDAUnavailable, err)
+	}
+	defer co.Destroy()
+	if err := co.Update(map[string]string{"device_id": fmt.Sprint(deviceID)}); err != nil {
+		return fmt.Errorf("%w: device %d: %v", ErrCUDAUnavailable, deviceID, err)
+	}
+	if err := so.AppendExecutionProviderCUDA(co); err != nil {
+		return fmt.Errorf("%w: %v", ErrCUDAUnavailable, err)
+	}
+	return nil
+}
+
+// Device is where the session runs: CPU or CUDA (never Auto).
+func (s *Session) Device() Device { return s.device }
+
+// Path is the model file.
+func (s *Session) Path() string { return s.path }
+
+// Inputs are the input names fed to the model, in the model's order.
+func (s *Session) Inputs() []string { return append([]string(nil), s.inputs...) }
+
+// HasInput reports whether the model takes the named input.
+func (s *Session) HasInput(name string) bool {
+	for _, n := range s.inputs {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Output is the name of the output Run returns.
+func (s *Session) Output() string { return s.output }
+
+// OutputDims is the declared shape of the output; dynamic dimensions are -1.
+func (s *Session) OutputDims() []int64 { return append([]int64(nil), s.outDims...) }
+
+// Result is a float32 output tensor.
+type Result struct {
+	Data  []float32
+	Shape []int64
+}
+
+// Run feeds int64 [rows, cols] tensors by name (every input of the session must be
+// present; extra names are ignored) and returns the output. out, when its capacity is
+// large enough, is reused for the output data. A cancelled ctx terminates the run.
+func (s *Session) Run(ctx context.Context, rows, cols int, feeds map[string][]int64, out []float32) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if rows <= 0 || cols <= 0 {
+		return Result{}, fmt.Errorf("%w: empty batch %dx%d", ErrBadInput, rows, cols)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.s == nil {
+		return Result{}, ErrClosed
+	}
+	shape := ort.NewShape(int64(rows), int64(cols))
+	inputs := make([]ort.Value, len(s.inputs))
+	defer func() {
+		for _, v := range inputs {
+			if v != nil {
+				v.Destroy()
+			}
+		}
+	}()
+	for i, name := range s.inputs {
+		data, ok := feeds[name]
+		if !ok {
+			return Result{}, fmt.Errorf("%w: missing input %q", ErrBadInput, name)
+		}
+		if len(data) != rows*cols {
+			return Result{}, fmt.Errorf("%w: input %q has %d values, want %d×%d", ErrBadInput, name, len(data), rows, cols)
+		}
+		t, err := ort.NewTensor(shape, data)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: input %q: %v", ErrBadInput, name, err)
+		}
+		inputs[i] = t
+	}
+
+	// Pre-allocate the output when its shape is known from the model, saving a copy.
+	outputs := []ort.Value{nil}
+	var outTensor *ort.Tensor[float32]
+	if oshape, ok := s.outShape(rows, cols); ok {
+		n := int(oshape.FlattenedSize())
+		if cap(out) >= n {
+			out = out[:n]
+		} else {
+			out = make([]float32, n)
+		}
+		t, err := ort.NewTensor(oshape, out)
+		if err == nil {
+			outTensor = t
+			outputs[0] = t
+		}
+	}
+	defer func() {
+		if outputs[0] != nil {
+			outputs[0].Destroy()
+		}
+	}()
+
+	var ro *ort.RunOptions
+	if done := ctx.Done(); done != nil {
+		var err error
+		ro, err = ort.NewRunOptions()
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: run options: %v", ErrLibrary, err)
+		}
+		defer ro.Destroy()
+		stop := make(chan struct{})
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			select {
+			case <-done:
+				ro.Terminate()
+			case <-stop:
+			}
+		}()
+		defer func() { close(stop); <-finished }()
+	}
+	err := s.s.RunWithOptions(inputs, outputs, ro)
+	runtime.KeepAlive(feeds)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return Result{}, cerr
+		}
+		return Result{}, fmt.Errorf("onnx: run %s: %w", filepath.Base(s.path), err)
+	}
+	if outTensor != nil {
+		return Result{Data: out, Shape: []int64(oshapeOf(outTensor))}, nil
+	}
+	t, ok := outputs[0].(*ort.Tensor[float32])
+	if !ok {
+		return Result{}, fmt.Errorf("%w: output %q is %T, want float32", ErrUnexpectedModel, s.output, outputs[0])
+	}
+	return Result{Data: t.GetData(), Shape: []int64(t.GetShape().Clone())}, nil
+}
+
+func oshapeOf(t *ort.Tensor[float32]) ort.Shape { return t.GetShape().Clone() }
+
+// outShape resolves the declared output shape for a batch: a leading dynamic dimension is
+// the batch, a second dynamic one the sequence (rank 3); anything else unknown gives false.
+func (s *Session) outShape(rows, cols int) (ort.Shape, bool) {
+	d := s.outDims
+	if len(d) == 0 || len(d) > 3 {
+		return nil, false
+	}
+	shape := make(ort.Shape, len(d))
+	for i, v := range d {
+		switch {
+		case v > 0:
+			shape[i] = v
+		case i == 0:
+			shape[i] = int64(rows)
+		case i == 1 && len(d) == 3:
+			shape[i] = int64(cols)
+		default:
+			return nil, false
+		}
+	}
+	if shape[0] != int64(rows) || (len(d) == 3 && shape[1] != int64(cols)) {
+		return nil, false
+	}
+	return shape, true
+}
+
+// Close releases the session. Later Runs fail with ErrClosed.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s == nil {
+		return nil
+	}
+	err := s.s.Destroy()
+	s.s = nil
+	return err
+}

@@ -1,0 +1,195 @@
+//go:build cgo
+
+package onnx
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentmem/memory/internal/onnx/onnxgraph"
+	"github.com/agentmem/memory/internal/onnx/onnxtest"
+)
+
+var bertSpec = Spec{
+	Inputs:         []string{"input_ids", "attention_mask"},
+	OptionalInputs: []string{"token_type_ids"},
+	Outputs:        []string{"last_hidden_state"},
+}
+
+func writeModel(t *testing.T, g *onnxgraph.Graph) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "model.onnx")
+	if err := os.WriteFile(p, g.Marshal(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func small(classifier bool) onnxgraph.BERTConfig {
+	return onnxgraph.BERTConfig{Layers: 1, Hidden: 16, Heads: 2, Intermediate: 32, Vocab: 200, MaxPositions: 64, Seed: 7, Classifier: classifier}
+}
+
+func TestOpenAndRun(t *testing.T) {
+	opts := Options{LibraryPath: onnxtest.Library(t), Threads: 1}
+	ctx := context.Background()
+	p := writeModel(t, onnxgraph.BERT(small(false)))
+	s, err := Open(ctx, p, bertSpec, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Device() != CPU {
+		t.Fatalf("device %q", s.Device())
+	}
+	if got := s.Inputs(); len(got) != 3 {
+		t.Fatalf("inputs %v", got)
+	}
+	ids := []int64{1, 5, 7, 2, 1, 9, 2, 0}
+	mask := []int64{1, 1, 1, 1, 1, 1, 1, 0}
+	types := make([]int64, 8)
+	res, err := s.Run(ctx, 2, 4, map[string][]int64{"input_ids": ids, "attention_mask": mask, "token_type_ids": types}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{2, 4, 16}; len(res.Shape) != 3 || res.Shape[0] != want[0] || res.Shape[1] != want[1] || res.Shape[2] != want[2] {
+		t.Fatalf("shape %v want %v", res.Shape, want)
+	}
+	// Row 1 without its padding must equal row 1 of the padded batch on real tokens.
+	one, err := s.Run(ctx, 1, 3, map[string][]int64{"input_ids": ids[4:7], "attention_mask": mask[4:7], "token_type_ids": types[4:7]}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3*16; i++ {
+		if d := one.Data[i] - res.Data[4*16+i]; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("padding changed element %d: %v vs %v", i, one.Data[i], res.Data[4*16+i])
+		}
+	}
+	// Bad feeds.
+	if _, err := s.Run(ctx, 2, 4, map[string][]int64{"input_ids": ids, "attention_mask": mask}, nil); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("missing input: %v", err)
+	}
+	if _, err := s.Run(ctx, 2, 5, map[string][]int64{"input_ids": ids, "attention_mask": mask, "token_type_ids": types}, nil); !errors.Is(err, ErrBadInput) {
+		t.Fatalf("bad length: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Run(cctx, 2, 4, map[string][]int64{"input_ids": ids, "attention_mask": mask, "token_type_ids": types}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	s.Close()
+	if _, err := s.Run(ctx, 2, 4, map[string][]int64{"input_ids": ids, "attention_mask": mask, "token_type_ids": types}, nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed: %v", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	opts := Options{LibraryPath: onnxtest.Library(t), Threads: 1}
+	ctx := context.Background()
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.onnx")
+	good := onnxgraph.BERT(small(false)).Marshal()
+	if err := os.WriteFile(corrupt, good[:len(good)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(dir, "garbage.onnx")
+	if err := os.WriteFile(garbage, []byte("this is not an onnx model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noMask := small(false)
+	noMask.NoAttentionMask = true
+	renamed := small(false)
+	renamed.OutputName = "token_embeddings"
+	noTypes := small(false)
+	noTypes.NoTokenTypes = true
+	cases := []struct {
+		name string
+		path string
+		want error
+	}{
+		{"missing", filepath.Join(dir, "nope.onnx"), ErrModelNotFound},
+		{"directory", dir, ErrModelNotFound},
+		{"truncated", corrupt, ErrModelCorrupt},
+		{"garbage", garbage, ErrModelCorrupt},
+		{"float input", writeModel(t, onnxgraph.AddModel()), ErrUnexpectedModel},
+		{"no attention_mask", writeModel(t, onnxgraph.BERT(noMask)), ErrUnexpectedModel},
+		{"wrong output", writeModel(t, onnxgraph.BERT(renamed)), ErrUnexpectedModel},
+		{"no token types is fine", writeModel(t, onnxgraph.BERT(noTypes)), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := Open(ctx, c.path, bertSpec, opts)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("Open(%s) = %v, want %v", c.path, err, c.want)
+			}
+			if err == nil {
+				defer s.Close()
+				if s.HasInput("token_type_ids") {
+					t.Fatal("token_type_ids reported for a model without it")
+				}
+			} else {
+				t.Log(err)
+			}
+		})
+	}
+}
+
+func TestCUDA(t *testing.T) {
+	lib := onnxtest.Library(t)
+	ctx := context.Background()
+	p := writeModel(t, onnxgraph.BERT(small(false)))
+	_, err := Open(ctx, p, bertSpec, Options{LibraryPath: lib, Device: CUDA})
+	if err == nil {
+		t.Skip("this machine has a working CUDA execution provider")
+	}
+	if !errors.Is(err, ErrCUDAUnavailable) {
+		t.Fatalf("CUDA on a CPU-only library: %v, want ErrCUDAUnavailable", err)
+	}
+	t.Log(err)
+	for _, o := range []Options{{Device: CUDA, FallbackCPU: true}, {Device: Auto}} {
+		o.LibraryPath = lib
+		s, err := Open(ctx, p, bertSpec, o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		if s.Device() != CPU {
+			t.Fatalf("%+v: device %q, want cpu", o, s.Device())
+		}
+		s.Close()
+	}
+}
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string]Device{"": CPU, "CPU": CPU, "cuda": CUDA, "gpu": CUDA, "auto": Auto} {
+		if got, err := ParseDevice(in); err != nil || got != want {
+			t.Errorf("ParseDevice(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ParseDevice("tpu"); !errors.Is(err, ErrBadInput) {
+		t.Errorf("ParseDevice(tpu) = %v", err)
+	}
+	if _, err := OptLevel("max").ort(); !errors.Is(err, ErrBadInput) {
+		t.Errorf("OptLevel(max) = %v", err)
+	}
+}
+
+func TestResolveLibrary(t *testing.T) {
+	t.Setenv(LibraryEnv, "/x/lib.so")
+	if got := ResolveLibrary("/explicit.so"); got != "/explicit.so" {
+		t.Fatalf("explicit: %s", got)
+	}
+	if got := ResolveLibrary(""); got != "/x/lib.so" {
+		t.Fatalf("env: %s", got)
+	}
+	t.Setenv(LibraryEnv, "")
+	got := ResolveLibrary("")
+	if _, err := os.Stat(filepath.Join(onnxtest.RepoRoot(), localLibrary)); err == nil {
+		if got != filepath.Join(onnxtest.RepoRoot(), localLibrary) {
+			t.Fatalf("local cache not found: %s", got)
+		}
+	} else if got != SystemLibrary {
+		t.Fatalf("fallback: %s", got)
+	}
+}

@@ -1,0 +1,73 @@
+// Package onnxtest finds the fixtures the ONNX tests need: the ONNX Runtime library and the
+// shared model folder. A missing fixture skips the test, or fails it when
+// MEMORY_REQUIRE_FIXTURES=1.
+package onnxtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// RepoRoot walks up from the working directory to the folder holding go.mod ("" if none).
+func RepoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Missing skips tb, or fails it when MEMORY_REQUIRE_FIXTURES=1.
+func Missing(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("MEMORY_REQUIRE_FIXTURES") == "1" {
+		tb.Fatalf("required fixture missing: "+format, args...)
+	}
+	tb.Skipf("fixture missing: "+format, args...)
+}
+
+// Library returns the ONNX Runtime library: $MEMORY_ORT_LIB or <root>/.deps/onnxruntime.
+func Library(tb testing.TB) string {
+	tb.Helper()
+	p := os.Getenv("MEMORY_ORT_LIB")
+	if p == "" {
+		p = filepath.Join(RepoRoot(), ".deps", "onnxruntime", "libonnxruntime.so.1")
+	}
+	if _, err := os.Stat(p); err != nil {
+		Missing(tb, "ONNX Runtime library %s (run scripts/deps.sh ort)", p)
+	}
+	return p
+}
+
+// ModelsDir returns the shared model folder: $MEMORY_MODELS or <root>/../shared/models.
+func ModelsDir(tb testing.TB) string {
+	tb.Helper()
+	p := os.Getenv("MEMORY_MODELS")
+	if p == "" {
+		p = filepath.Join(RepoRoot(), "..", "shared", "models")
+	}
+	if _, err := os.Stat(filepath.Join(p, "tiny-bert-encoder", "model.onnx")); err != nil {
+		Missing(tb, "model fixtures in %s", p)
+	}
+	return p
+}
+
+// Model returns a folder of ModelsDir, skipping (or failing) when it is absent.
+func Model(tb testing.TB, name string) string {
+	tb.Helper()
+	p := filepath.Join(ModelsDir(tb), name)
+	if _, err := os.Stat(p); err != nil {
+		Missing(tb, "model %s", p)
+	}
+	return p
+}

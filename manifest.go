@@ -1,0 +1,93 @@
+package memory
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// formatVersion is the on-disk format this build writes and reads.
+const formatVersion = 1
+
+const (
+	manifestName = "manifest.json"
+	dbName       = "store.db"
+	bm25Dir      = "bm25"
+	vecDir       = "vectors"
+)
+
+// manifest identifies a directory as a memory store and records what its data depends on.
+type manifest struct {
+	Format   int       `json:"format"`
+	Created  time.Time `json:"created"`
+	Embedder *embInfo  `json:"embedder,omitempty"`
+}
+
+type embInfo struct {
+	ID  string `json:"id"`
+	Dim int    `json:"dim"`
+}
+
+// readManifest returns (nil, nil) when dir has no manifest.
+func readManifest(dir string) (*manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m manifest
+	if err := json.Unmarshal(b, &m); err != nil || m.Format <= 0 {
+		return nil, fmt.Errorf("%w: %s: unreadable manifest", ErrCorrupt, filepath.Join(dir, manifestName))
+	}
+	if m.Format > formatVersion {
+		return nil, fmt.Errorf("%w: %s has format %d, this build reads up to %d",
+			ErrFormatVersion, dir, m.Format, formatVersion)
+	}
+	return &m, nil
+}
+
+// writeManifest replaces the manifest atomically: temp file, fsync, rename, fsync dir.
+func writeManifest(dir string, m *manifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, manifestName), append(b, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,168 @@
+package memory
+
+import (
+	"log/slog"
+
+	"github.com/agentmem/memory/rerank"
+	"github.com/agentmem/memory/vectorstore"
+)
+
+// Options configure a store. The zero value is a working BM25-only store; see the With*
+// functions for the common settings.
+type Options struct {
+	// Embedder makes the vectors of dense recall. nil: BM25 only (hybrid searches degrade to
+	// BM25 and say so in each result).
+	Embedder vectorstore.Embedder
+	// Reranker reorders the top results when a search asks for it.
+	Reranker rerank.Reranker
+	// Index selects the dense index backend ("" = chromem-go exact search) and its settings;
+	// Dim is taken from the embedder.
+	Index vectorstore.IndexConfig
+	// ReEmbed: when the store's embedder differs from Embedder, re-embed every document
+	// instead of failing with ErrEmbedderMismatch. Progress reports (done, total).
+	ReEmbed         bool
+	ReEmbedProgress func(done, total int)
+	// BM25K1 and BM25B tune Bleve's BM25 (defaults 1.2 and 0.75, Bleve's).
+	BM25K1, BM25B float64
+	// MaxDocumentBytes caps title+text+metadata of one document (default 16 MiB).
+	MaxDocumentBytes int
+	// NoSync skips fsync on writes: faster bulk loads, but a crash may lose recent writes.
+	NoSync bool
+	// EmbedBatch is how many texts go to the embedder per call (default 32).
+	EmbedBatch int
+	// Logger receives diagnostics (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Option changes Options.
+type Option func(*Options)
+
+// WithEmbedder sets the embedder for dense recall.
+func WithEmbedder(e vectorstore.Embedder) Option { return func(o *Options) { o.Embedder = e } }
+
+// WithReranker sets the cross-encoder used when a search asks to rerank.
+func WithReranker(r rerank.Reranker) Option { return func(o *Options) { o.Reranker = r } }
+
+// WithIndex selects the dense index backend and its settings.
+func WithIndex(cfg vectorstore.IndexConfig) Option { return func(o *Options) { o.Index = cfg } }
+
+// WithReEmbed allows opening a store made with another embedder: every document is embedded
+// again with the configured one, reporting progress (progress may be nil).
+func WithReEmbed(progress func(done, total int)) Option {
+	return func(o *Options) { o.ReEmbed = true; o.ReEmbedProgress = progress }
+}
+
+// WithBM25 sets BM25's k1 and b.
+func WithBM25(k1, b float64) Option { return func(o *Options) { o.BM25K1, o.BM25B = k1, b } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }
+
+// WithNoSync trades durability of the most recent writes for write speed.
+func WithNoSync() Option { return func(o *Options) { o.NoSync = true } }
+
+// WithOptions replaces all options at once.
+func WithOptions(opts Options) Option { return func(o *Options) { *o = opts } }
+
+// Mode selects the retrievers of a search.
+type Mode string
+
+const (
+	// Hybrid fuses BM25 and dense recall (the default; BM25 alone without an embedder).
+	Hybrid Mode = "hybrid"
+	// BM25 uses the keyword index only.
+	BM25 Mode = "bm25"
+	// Dense uses the vector index only.
+	Dense Mode = "dense"
+)
+
+// Fusion selects how hybrid lists are combined.
+type Fusion string
+
+const (
+	// RRF is weighted Reciprocal Rank Fusion (the default).
+	RRF Fusion = "rrf"
+	// WeightedScore is min-max normalised score fusion.
+	WeightedScore Fusion = "weighted"
+)
+
+// SearchOptions configure one search. The zero value means: hybrid, top 10, window 100,
+// RRF k 60, equal weights, no filter, no rerank.
+type SearchOptions struct {
+	Mode   Mode
+	TopK   int     // results returned (default 10)
+	Window int     // candidates taken from each retriever (default max(100, TopK))
+	RRFK   float64 // RRF rank constant (default 60)
+	Fusion Fusion
+	// BM25Weight and DenseWeight weight each retriever in fusion (default 1 each).
+	BM25Weight, DenseWeight float64
+	Where                   Where
+	WhereDocument           WhereDocument
+	// Rerank reorders the top RerankTop fused candidates with the store's reranker.
+	Rerank    bool
+	RerankTop int // default max(TopK, 50)
+	// MinScore drops results whose final score is below it.
+	MinScore float64
+	// Collapse drops a result whose dense vector has cosine >= CollapseThreshold with a
+	// better-ranked one (0 = off), and, across collections, repeats of the same id.
+	CollapseThreshold float64
+	// Collections searches these collections at once, each with a weight in the final
+	// fusion (empty: the collection the search is called on).
+	Collections map[string]float64
+
+	stats *SearchStats // filled when set (WithStats)
+}
+
+// SearchOption changes SearchOptions.
+type SearchOption func(*SearchOptions)
+
+// WithMode selects hybrid, bm25 or dense.
+func WithMode(m Mode) SearchOption { return func(s *SearchOptions) { s.Mode = m } }
+
+// TopK sets how many results are returned.
+func TopK(k int) SearchOption { return func(s *SearchOptions) { s.TopK = k } }
+
+// WithWindow sets how many candidates each retriever contributes to fusion.
+func WithWindow(w int) SearchOption { return func(s *SearchOptions) { s.Window = w } }
+
+// WithRRFK sets the RRF rank constant.
+func WithRRFK(k float64) SearchOption { return func(s *SearchOptions) { s.RRFK = k } }
+
+// WithFusion selects RRF or weighted score fusion.
+func WithFusion(f Fusion) SearchOption { return func(s *SearchOptions) { s.Fusion = f } }
+
+// WithWeights sets the fusion weights of BM25 and dense recall.
+func WithWeights(bm25, dense float64) SearchOption {
+	return func(s *SearchOptions) { s.BM25Weight, s.DenseWeight = bm25, dense }
+}
+
+// WithWhere filters on metadata before ranking.
+func WithWhere(w Where) SearchOption { return func(s *SearchOptions) { s.Where = w } }
+
+// WithWhereDocument filters on the document text before ranking.
+func WithWhereDocument(w WhereDocument) SearchOption {
+	return func(s *SearchOptions) { s.WhereDocument = w }
+}
+
+// WithRerank reranks the top n fused candidates (n <= 0: the default).
+func WithRerank(n int) SearchOption {
+	return func(s *SearchOptions) { s.Rerank = true; s.RerankTop = n }
+}
+
+// WithMinScore drops results scoring below min.
+func WithMinScore(min float64) SearchOption { return func(s *SearchOptions) { s.MinScore = min } }
+
+// WithCollapse drops near-duplicates (dense cosine >= threshold) from the final list.
+func WithCollapse(threshold float64) SearchOption {
+	return func(s *SearchOptions) { s.CollapseThreshold = threshold }
+}
+
+// InCollections searches several collections, each with a weight.
+func InCollections(weights map[string]float64) SearchOption {
+	return func(s *SearchOptions) { s.Collections = weights }
+}
+
+// WithSearchOptions replaces all search options at once.
+func WithSearchOptions(opts SearchOptions) SearchOption {
+	return func(s *SearchOptions) { *s = opts }
+}

@@ -1,0 +1,425 @@
+package searchr1
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentmem/memory"
+)
+
+// Generator produces the model's continuation of prompt, stopping at the first of stop.
+// Implementations may include or omit the stop string, or even run on past it: the loop
+// cuts at the first closing tag itself.
+type Generator interface {
+	Generate(ctx context.Context, prompt string, stop []string) (string, error)
+}
+
+// Continuer is an optional upgrade of [Generator] for chat models, which need the user's
+// prompt and the assistant's text so far as separate messages. The loop calls Continue
+// instead of Generate when the generator implements it.
+type Continuer interface {
+	Continue(ctx context.Context, prompt, assistant string, stop []string) (string, error)
+}
+
+// GeneratorFunc adapts a function to [Generator].
+type GeneratorFunc func(ctx context.Context, prompt string, stop []string) (string, error)
+
+// Generate calls f.
+func (f GeneratorFunc) Generate(ctx context.Context, prompt string, stop []string) (string, error) {
+	return f(ctx, prompt, stop)
+}
+
+// Searcher is what the loop retrieves from; *memory.Memory and *memory.Collection
+// implement it.
+type Searcher interface {
+	Search(ctx context.Context, query string, opts ...memory.SearchOption) ([]memory.Result, error)
+}
+
+var (
+	_ Searcher  = (*memory.Memory)(nil)
+	_ Searcher  = (*memory.Collection)(nil)
+	_ Generator = GeneratorFunc(nil)
+)
+
+// Errors of the loop.
+var (
+	// ErrNoGenerator: Run was called without a generator.
+	ErrNoGenerator = errors.New("searchr1: no generator")
+	// ErrNoSearcher: the model asked for a search and the loop has no searcher.
+	ErrNoSearcher = errors.New("searchr1: no searcher")
+	// ErrInvalidOption: a Loop or server option is out of range.
+	ErrInvalidOption = errors.New("searchr1: invalid option")
+)
+
+// Defaults of [Loop].
+const (
+	DefaultTopK        = 3
+	DefaultMaxSearches = 3
+	DefaultMaxTurns    = 4
+)
+
+// DefaultTruncationMarker ends an injected context block that was cut to its cap.
+const DefaultTruncationMarker = " …[truncated]"
+
+// DefaultNoResults is injected when a search returns nothing.
+const DefaultNoResults = "No results found."
+
+// Loop runs Search-R1 episodes. The zero value is ready to use: default tags
+// (search/context/answer), top 3 passages per search, at most 3 searches and 4 turns,
+// Search-R1 passage formatting, no context cap.
+type Loop struct {
+	// Tags names the protocol tags ([DefaultTags]; [SearchR1Tags] for original checkpoints).
+	Tags Tags
+	// TopK is the number of passages per search (default 3).
+	TopK int
+	// MaxSearches caps the searches of an episode (default 3; negative: no search at all).
+	// A search asked beyond it is refused with BudgetMessage and the final generation runs.
+	MaxSearches int
+	// MaxTurns caps the model turns before the final generation, which runs without
+	// search (default 4, Search-R1's max_turns of the paper scripts).
+	MaxTurns int
+	// Format selects the passage format (default [FormatSearchR1]).
+	Format PassageFormat
+	// MaxContextTokens caps each injected block, counted by Tokenizer (0: no cap).
+	MaxContextTokens int
+	// Tokenizer counts tokens for MaxContextTokens (default [Words]).
+	Tokenizer Truncator
+	// MaxContextChars caps each injected block in code points (0: no cap).
+	MaxContextChars int
+	// TruncationMarker ends a truncated block (default [DefaultTruncationMarker]).
+	TruncationMarker string
+	// InvalidActionMessage is the observation after a turn with no valid action (default
+	// Search-R1's text, with the configured tags).
+	InvalidActionMessage string
+	// BudgetMessage is the observation after a search beyond MaxSearches (default: asks
+	// for the final answer).
+	BudgetMessage string
+	// NoResultsMessage fills the context block of a search that found nothing (default
+	// [DefaultNoResults]).
+	NoResultsMessage string
+	// PromptTemplate builds the first prompt from a question: "{question}" is replaced
+	// (default: Search-R1's nq_search prompt, with the configured tags).
+	PromptTemplate string
+	// SearchOptions are added to every search (filters, mode, collections…); TopK is
+	// always set from the TopK field.
+	SearchOptions []memory.SearchOption
+	// NoRepair disables closing an unclosed final tag when the generator omitted the stop
+	// string (see [CutResponse]).
+	NoRepair bool
+	// Logger receives per-turn debug logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// StopReason says why an episode ended.
+type StopReason string
+
+const (
+	// StopAnswer: the model answered within its turns.
+	StopAnswer StopReason = "answer"
+	// StopMaxSearches: the model asked for more searches than allowed; the final
+	// generation ran.
+	StopMaxSearches StopReason = "max_searches"
+	// StopMaxTurns: the turns ran out; the final generation ran.
+	StopMaxTurns StopReason = "max_turns"
+)
+
+// Episode is the outcome of one run.
+type Episode struct {
+	// Answer is the content of the model's <answer> (trimmed); Answered is false when the
+	// model never gave one.
+	Answer   string
+	Answered bool
+	Stop     StopReason
+	// Transcript is the prompt followed by every model turn and observation, as the model
+	// saw it. [ExtractSolution] and [FormatReward] apply to it.
+	Transcript string
+	Trace      Trace
+}
+
+// Trace records every turn of an episode.
+type Trace struct {
+	Question string
+	Turns    []Turn
+	Searches int           // searches run
+	Elapsed  time.Duration // whole episode
+}
+
+// TurnAction is what the loop did with a turn: an [ActionKind] or [ActionRefused].
+type TurnAction = ActionKind
+
+// ActionRefused: the turn asked for a search beyond MaxSearches.
+const ActionRefused ActionKind = "refused"
+
+// Turn is one model generation and what followed it.
+type Turn struct {
+	Index int
+	// Final marks the last generation, run without search after the budget ran out.
+	Final bool
+	// Raw is what the generator returned; Text is Raw cut at the first closing tag (and
+	// repaired when Repaired).
+	Raw, Text string
+	Repaired  bool
+	Action    TurnAction
+	Query     string // search query (search or refused turns)
+	Answer    string // answer (answer turns)
+	Passages  []PassageRef
+	// Observation is the text injected after the turn ("" after an answer).
+	Observation  string
+	Truncated    bool // the observation was cut to the context cap
+	GenerateTime time.Duration
+	SearchTime   time.Duration
+}
+
+// PassageRef identifies one retrieved passage of a turn.
+type PassageRef struct {
+	ID         string  `json:"id"`
+	Collection string  `json:"collection,omitempty"`
+	Score      float64 `json:"score"`
+}
+
+// Prompt builds the first prompt for question from PromptTemplate.
+func (l Loop) Prompt(question string) string {
+	t := l.Tags.withDefaults()
+	tmpl := l.PromptTemplate
+	if tmpl == "" {
+		tmpl = "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you get new information. After reasoning, if you find you lack some knowledge, you can call a search engine by " +
+			openTag(t.Search) + " query " + closeTag(t.Search) + " and it will return the top searched results between " +
+			openTag(t.Context) + " and " + closeTag(t.Context) + ". You can search as many times as your want. If you find no further external knowledge needed, you can directly provide the answer inside " +
+			openTag(t.Answer) + " and " + closeTag(t.Answer) + ", without detailed illustrations. For example, " +
+			openTag(t.Answer) + " Beijing " + closeTag(t.Answer) + ". Question: {question}\n"
+	}
+	return strings.ReplaceAll(tmpl, "{question}", question)
+}
+
+// InvalidAction returns the observation after an invalid turn.
+func (l Loop) InvalidAction() string {
+	if l.InvalidActionMessage != "" {
+		return l.InvalidActionMessage
+	}
+	t := l.Tags.withDefaults()
+	return "My previous action is invalid. If I want to search, I should put the query between " +
+		openTag(t.Search) + " and " + closeTag(t.Search) + ". If I want to give the final answer, I should put the answer between " +
+		openTag(t.Answer) + " and " + closeTag(t.Answer) + ". Let me try again."
+}
+
+func (l Loop) budgetMessage() string {
+	if l.BudgetMessage != "" {
+		return l.BudgetMessage
+	}
+	t := l.Tags.withDefaults()
+	return "I have used all my searches. I must now give the final answer between " +
+		openTag(t.Answer) + " and " + closeTag(t.Answer) + "."
+}
+
+func (l Loop) validate() error {
+	switch {
+	case l.TopK < 0:
+		return fmt.Errorf("%w: TopK %d", ErrInvalidOption, l.TopK)
+	case l.MaxTurns < 0:
+		return fmt.Errorf("%w: MaxTurns %d", ErrInvalidOption, l.MaxTurns)
+	case l.MaxContextTokens < 0:
+		return fmt.Errorf("%w: MaxContextTokens %d", ErrInvalidOption, l.MaxContextTokens)
+	case l.MaxContextChars < 0:
+		return fmt.Errorf("%w: MaxContextChars %d", ErrInvalidOption, l.MaxContextChars)
+	}
+	for _, n := range []string{l.Tags.Search, l.Tags.Context, l.Tags.Answer} {
+		if strings.ContainsAny(n, "<>/ \t\n") {
+			return fmt.Errorf("%w: tag name %q", ErrInvalidOption, n)
+		}
+	}
+	return nil
+}
+
+// Run answers question: it builds the prompt with [Loop.Prompt] and runs [Loop.RunPrompt].
+func (l Loop) Run(ctx context.Context, gen Generator, s Searcher, question string) (*Episode, error) {
+	ep, err := l.RunPrompt(ctx, gen, s, l.Prompt(question))
+	if ep != nil {
+		ep.Trace.Question = question
+	}
+	return ep, err
+}
+
+// RunPrompt runs an episode from a ready prompt. On error the episode so far is returned
+// with it.
+func (l Loop) RunPrompt(ctx context.Context, gen Generator, s Searcher, prompt string) (*Episode, error) {
+	if gen == nil {
+		return nil, ErrNoGenerator
+	}
+	if err := l.validate(); err != nil {
+		return nil, err
+	}
+	tags := l.Tags.withDefaults()
+	topK := defaultInt(l.TopK, DefaultTopK)
+	maxSearches := defaultInt(l.MaxSearches, DefaultMaxSearches)
+	maxTurns := defaultInt(l.MaxTurns, DefaultMaxTurns)
+	log := l.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	stops := []string{closeTag(tags.Search), closeTag(tags.Answer)}
+	protected := []string{tags.Search, tags.Context, tags.Answer}
+
+	start := time.Now()
+	ep := &Episode{}
+	var assistant strings.Builder
+	finish := func() *Episode {
+		ep.Transcript = prompt + assistant.String()
+		ep.Trace.Elapsed = time.Since(start)
+		return ep
+	}
+	generate := func(stop []string) (string, time.Duration, error) {
+		t0 := time.Now()
+		var out string
+		var err error
+		if c, ok := gen.(Continuer); ok {
+			out, err = c.Continue(ctx, prompt, assistant.String(), stop)
+		} else {
+			out, err = gen.Generate(ctx, prompt+assistant.String(), stop)
+		}
+		return out, time.Since(t0), err
+	}
+
+	for turn := 0; turn < maxTurns; turn++ {
+		if err := ctx.Err(); err != nil {
+			return finish(), err
+		}
+		raw, dt, err := generate(stops)
+		if err != nil {
+			return finish(), fmt.Errorf("searchr1: generate turn %d: %w", turn, err)
+		}
+		text, repaired := CutResponse(raw, stops, !l.NoRepair)
+		act := ParseAction(text, tags)
+		tr := Turn{Index: turn, Raw: raw, Text: text, Repaired: repaired, Action: act.Kind, GenerateTime: dt}
+		assistant.WriteString(text)
+
+		if act.Kind == ActionSearch && act.Content == "" {
+			act.Kind, tr.Action = ActionInvalid, ActionInvalid
+		}
+		switch act.Kind {
+		case ActionAnswer:
+			tr.Answer = act.Content
+			ep.Trace.Turns = append(ep.Trace.Turns, tr)
+			ep.Answer, ep.Answered, ep.Stop = act.Content, true, StopAnswer
+			log.Debug("searchr1: answer", "turn", turn, "answer", act.Content)
+			return finish(), nil
+		case ActionSearch:
+			tr.Query = act.Content
+			if maxSearches < 0 || ep.Trace.Searches >= maxSearches {
+				tr.Action = ActionRefused
+				tr.Observation = "\n" + l.budgetMessage() + "\n"
+				assistant.WriteString(tr.Observation)
+				ep.Trace.Turns = append(ep.Trace.Turns, tr)
+				ep.Stop = StopMaxSearches
+				log.Debug("searchr1: search refused", "turn", turn, "query", act.Content)
+				return l.final(ctx, ep, &assistant, tags, generate, finish, turn+1)
+			}
+			if s == nil {
+				ep.Trace.Turns = append(ep.Trace.Turns, tr)
+				return finish(), ErrNoSearcher
+			}
+			opts := append(append([]memory.SearchOption(nil), l.SearchOptions...), memory.TopK(topK))
+			t0 := time.Now()
+			results, err := s.Search(ctx, act.Content, opts...)
+			tr.SearchTime = time.Since(t0)
+			ep.Trace.Searches++
+			if err != nil {
+				ep.Trace.Turns = append(ep.Trace.Turns, tr)
+				return finish(), fmt.Errorf("searchr1: search %q: %w", act.Content, err)
+			}
+			if len(results) > topK {
+				results = results[:topK]
+			}
+			for _, r := range results {
+				tr.Passages = append(tr.Passages, PassageRef{ID: r.ID, Collection: r.Collection, Score: r.Score})
+			}
+			body := l.NoResultsMessage
+			if body == "" {
+				body = DefaultNoResults
+			}
+			if len(results) > 0 {
+				body = FormatPassages(results, l.Format, protected...)
+			}
+			body, tr.Truncated = l.capContext(body)
+			tr.Observation = "\n\n" + openTag(tags.Context) + body + closeTag(tags.Context) + "\n\n"
+			log.Debug("searchr1: search", "turn", turn, "query", act.Content, "hits", len(results))
+		default:
+			tr.Observation = "\n" + l.InvalidAction() + "\n"
+			log.Debug("searchr1: invalid action", "turn", turn)
+		}
+		assistant.WriteString(tr.Observation)
+		ep.Trace.Turns = append(ep.Trace.Turns, tr)
+	}
+	ep.Stop = StopMaxTurns
+	return l.final(ctx, ep, &assistant, tags, generate, finish, maxTurns)
+}
+
+// final runs the last generation, without search: only </answer> stops it and only an
+// answer is read from it.
+func (l Loop) final(ctx context.Context, ep *Episode, assistant *strings.Builder, tags Tags,
+	generate func([]string) (string, time.Duration, error), finish func() *Episode, index int) (*Episode, error) {
+	if err := ctx.Err(); err != nil {
+		return finish(), err
+	}
+	stop := []string{closeTag(tags.Answer)}
+	raw, dt, err := generate(stop)
+	if err != nil {
+		return finish(), fmt.Errorf("searchr1: final generation: %w", err)
+	}
+	text, repaired := CutResponse(raw, stop, !l.NoRepair)
+	assistant.WriteString(text)
+	tr := Turn{Index: index, Final: true, Raw: raw, Text: text, Repaired: repaired, Action: ActionInvalid, GenerateTime: dt}
+	if a, ok := firstAnswer(text, tags.Answer); ok {
+		tr.Action, tr.Answer = ActionAnswer, a
+		ep.Answer, ep.Answered = a, true
+	}
+	ep.Trace.Turns = append(ep.Trace.Turns, tr)
+	return finish(), nil
+}
+
+func firstAnswer(text, tag string) (string, bool) {
+	re := regexp.MustCompile(`(?s)<` + regexp.QuoteMeta(tag) + `>(.*?)</` + regexp.QuoteMeta(tag) + `>`)
+	m := re.FindStringSubmatch(text)
+	if m == nil {
+		return "", false
+	}
+	return strings.TrimSpace(m[1]), true
+}
+
+// capContext applies MaxContextTokens and MaxContextChars to an injected block.
+func (l Loop) capContext(body string) (string, bool) {
+	marker := l.TruncationMarker
+	if marker == "" {
+		marker = DefaultTruncationMarker
+	}
+	cut := false
+	if l.MaxContextTokens > 0 {
+		tok := l.Tokenizer
+		if tok == nil {
+			tok = Words{}
+		}
+		var c bool
+		body, c = tok.Truncate(body, l.MaxContextTokens)
+		cut = cut || c
+	}
+	if l.MaxContextChars > 0 {
+		var c bool
+		body, c = Chars{}.Truncate(body, l.MaxContextChars)
+		cut = cut || c
+	}
+	if cut {
+		body += marker
+	}
+	return body, cut
+}
+
+func defaultInt(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}

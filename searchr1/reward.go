@@ -1,0 +1,251 @@
+package searchr1
+
+import (
+	"regexp"
+	"strings"
+)
+
+// NormalizeAnswer applies Search-R1's (SQuAD's) answer normalisation: lower-case, remove
+// ASCII punctuation, drop the articles a/an/the, collapse whitespace.
+func NormalizeAnswer(s string) string {
+	s = strings.ToLower(s)
+	s = strings.Map(func(r rune) rune {
+		if r < 128 && strings.ContainsRune(asciiPunct, r) {
+			return -1
+		}
+		return r
+	}, s)
+	s = articles.ReplaceAllString(s, " ")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// asciiPunct is Python's string.punctuation.
+const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+var articles = regexp.MustCompile(`\b(a|an|the)\b`)
+
+// ExactMatch reports whether the normalised prediction equals any normalised gold answer
+// (Search-R1's em_check).
+func ExactMatch(prediction string, golds ...string) bool {
+	p := NormalizeAnswer(prediction)
+	for _, g := range golds {
+		if NormalizeAnswer(g) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// SubstringMatch reports whether any normalised gold answer occurs in the normalised
+// prediction (Search-R1's subem_check).
+func SubstringMatch(prediction string, golds ...string) bool {
+	p := NormalizeAnswer(prediction)
+	for _, g := range golds {
+		if strings.Contains(p, NormalizeAnswer(g)) {
+			return true
+		}
+	}
+	return false
+}
+
+// ExtractOptions configure [ExtractSolution].
+type ExtractOptions struct {
+	// Tag is the answer tag name (default "answer").
+	Tag string
+	// MinMatches is how many answer blocks the text must hold for the last one to count
+	// (default 1). Search-R1's extract_solution uses 2, because its prompt's own
+	// "<answer> Beijing </answer>" example is one of them: use [SearchR1Extract].
+	MinMatches int
+}
+
+// SearchR1Extract is extract_solution's exact rule: at least two answer blocks.
+var SearchR1Extract = ExtractOptions{MinMatches: 2}
+
+// ExtractSolution returns the content (trimmed) of the LAST answer block of text, or false
+// when text has fewer than opts.MinMatches answer blocks.
+func ExtractSolution(text string, opts ExtractOptions) (string, bool) {
+	tag := opts.Tag
+	if tag == "" {
+		tag = "answer"
+	}
+	min := opts.MinMatches
+	if min < 1 {
+		min = 1
+	}
+	re := tagRE(tag)
+	ms := re.FindAllStringSubmatch(text, -1)
+	if len(ms) < min {
+		return "", false
+	}
+	return strings.TrimSpace(ms[len(ms)-1][1]), true
+}
+
+func tagRE(tag string) *regexp.Regexp {
+	q := regexp.QuoteMeta(tag)
+	return regexp.MustCompile(`(?s)<` + q + `>(.*?)</` + q + `>`)
+}
+
+// EMReward is Search-R1's compute_score_em: the extracted solution (see [ExtractSolution])
+// scores score when it exactly matches a gold answer, formatScore when it does not, and 0
+// when there is none.
+func EMReward(text string, golds []string, opts ExtractOptions, formatScore, score float64) float64 {
+	a, ok := ExtractSolution(text, opts)
+	if !ok {
+		return 0
+	}
+	if ExactMatch(a, golds...) {
+		return score
+	}
+	return formatScore
+}
+
+// FormatScores are the scores of [FormatReward] (Search-R1 v0.3's qa_em_format).
+type FormatScores struct {
+	// Score is given for a correct answer in a well-formed response (default 1).
+	Score float64
+	// Structure is given for a well-formed response whose answer is wrong or missing
+	// (script value 0.2); a correct answer in a malformed response gets Score - Structure.
+	Structure float64
+	// Final is given for a malformed response with a wrong answer (script value 0.1).
+	Final float64
+	// Retrieval is added to Structure when a gold answer appears in a retrieved block and
+	// the answer is wrong (script value 0).
+	Retrieval float64
+}
+
+// SearchR1FormatScores are the values of Search-R1's v0.3 training scripts.
+var SearchR1FormatScores = FormatScores{Score: 1, Structure: 0.2, Final: 0.1, Retrieval: 0}
+
+// FormatOptions configure [ValidSequence] and [FormatReward].
+type FormatOptions struct {
+	// Think, Search, Information and Answer name the tags (defaults think, search,
+	// information, answer).
+	Think, Search, Information, Answer string
+	// Start marks where the model's response begins in the text (for example
+	// "<|im_start|>assistant"); the text after its last occurrence is checked. Empty: the
+	// whole text is checked, so pass only the model's part of a transcript.
+	Start string
+	// Extract configures the answer extraction (default: last answer block, 1 match).
+	Extract ExtractOptions
+}
+
+func (o FormatOptions) withDefaults() FormatOptions {
+	if o.Think == "" {
+		o.Think = "think"
+	}
+	if o.Search == "" {
+		o.Search = "search"
+	}
+	if o.Information == "" {
+		o.Information = "information"
+	}
+	if o.Answer == "" {
+		o.Answer = "answer"
+	}
+	if o.Extract.Tag == "" {
+		o.Extract.Tag = o.Answer
+	}
+	return o
+}
+
+// ValidSequence checks the structure of a response: one or more rounds of
+// <think>…</think> followed by <search>…</search> and <information>…</information>, then
+// <think>…</think> <answer>…</answer> and nothing after. Only whitespace may appear
+// between blocks, tags may not nest, and each block must be closed. It returns false with
+// a reason otherwise.
+func ValidSequence(text string, opts FormatOptions) (bool, string) {
+	o := opts.withDefaults()
+	if o.Start != "" {
+		i := strings.LastIndex(text, o.Start)
+		if i < 0 {
+			return false, "response start marker not found"
+		}
+		text = text[i+len(o.Start):]
+	}
+	names := []string{o.Think, o.Search, o.Information, o.Answer}
+	var alt []string
+	for _, n := range names {
+		alt = append(alt, regexp.QuoteMeta(n))
+	}
+	tagTok := regexp.MustCompile(`</?(?:` + strings.Join(alt, "|") + `)>`)
+	// Allowed successor of each state; states are the names of closed blocks.
+	next := map[string][]string{
+		"start":       {o.Think},
+		o.Think:       {o.Search, o.Answer},
+		o.Search:      {o.Information},
+		o.Information: {o.Think, o.Search, o.Answer},
+		o.Answer:      {},
+	}
+	state := "start"
+	pos := 0
+	locs := tagTok.FindAllStringIndex(text, -1)
+	for i := 0; i < len(locs); i++ {
+		between := text[pos:locs[i][0]]
+		tok := text[locs[i][0]:locs[i][1]]
+		if strings.HasPrefix(tok, "</") {
+			return false, "unexpected closing tag " + tok
+		}
+		if strings.TrimSpace(between) != "" {
+			return false, "text outside tags before " + tok
+		}
+		name := tok[1 : len(tok)-1]
+		if !contains(next[state], name) {
+			return false, "tag " + tok + " not allowed after " + state
+		}
+		if i+1 >= len(locs) || text[locs[i+1][0]:locs[i+1][1]] != "</"+name+">" {
+			return false, "tag " + tok + " is not closed before the next tag"
+		}
+		state, pos = name, locs[i+1][1]
+		i++
+	}
+	if strings.TrimSpace(text[pos:]) != "" {
+		return false, "text after the last tag"
+	}
+	if state != o.Answer {
+		return false, "no final answer"
+	}
+	return true, ""
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// FormatReward is Search-R1 v0.3's format-aware outcome reward (qa_em_format): it combines
+// the exact match of the extracted answer with [ValidSequence] and whether a gold answer
+// was retrieved (appears in an information block).
+func FormatReward(text string, golds []string, opts FormatOptions, s FormatScores) float64 {
+	o := opts.withDefaults()
+	if s.Score == 0 {
+		s.Score = 1
+	}
+	valid, _ := ValidSequence(text, o)
+	retrieved := false
+	if valid {
+		for _, m := range tagRE(o.Information).FindAllStringSubmatch(text, -1) {
+			if SubstringMatch(m[1], golds...) {
+				retrieved = true
+				break
+			}
+		}
+	}
+	a, ok := ExtractSolution(text, o.Extract)
+	switch {
+	case ok && ExactMatch(a, golds...) && valid:
+		return s.Score
+	case ok && ExactMatch(a, golds...):
+		return s.Score - s.Structure
+	case valid && retrieved:
+		return s.Structure + s.Retrieval
+	case valid:
+		return s.Structure
+	case ok:
+		return s.Final
+	}
+	return 0
+}

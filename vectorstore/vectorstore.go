@@ -1,0 +1,156 @@
+// Package vectorstore holds what turns text into vectors and what searches them:
+// the [Embedder] interface with its ONNX bi-encoder and static (Model2Vec) implementations,
+// and the [Index] interface with its backends (chromem-go exact search by default, a
+// SIMD flat scan, and FAISS behind the "faiss" build tag).
+//
+// Indexes are derived data: the memory store keeps every vector in its store of record and
+// rebuilds or catches up an index when it opens. Backends that persist themselves implement
+// [Durable].
+package vectorstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Embedder turns texts into vectors. Implementations must be safe for concurrent use.
+type Embedder interface {
+	// Embed returns one vector of length Dim() per text, in order.
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Dim is the vector length.
+	Dim() int
+	// ID identifies the model (name and a digest of its weights); the store records it and
+	// refuses to mix vectors of two models.
+	ID() string
+}
+
+// QueryEmbedder is an optional ability of an Embedder whose models embed queries and
+// passages differently (for example with an instruction prefix). The store uses it for
+// search queries when present.
+type QueryEmbedder interface {
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+}
+
+// Hit is one search result of an Index.
+type Hit struct {
+	ID    string
+	Score float32 // similarity: higher is better (cosine or inner product)
+}
+
+// Filter accepts the ids a search may return; a nil Filter accepts every id.
+// It is evaluated before ranking: an Index returns the best k among accepted ids.
+type Filter func(id string) bool
+
+// Index maps string ids to vectors and finds the nearest ones. Implementations are safe for
+// concurrent searches; Add and Delete are called by one writer at a time.
+type Index interface {
+	// Add inserts or replaces the vectors of ids.
+	Add(ctx context.Context, ids []string, vecs [][]float32) error
+	// Delete removes ids; unknown ids are ignored.
+	Delete(ctx context.Context, ids ...string) error
+	// Search returns up to k hits accepted by f, best first. k larger than the number of
+	// accepted vectors returns them all (never an error).
+	Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error)
+	// Len is the number of vectors held.
+	Len() int
+	// Close releases resources (and, for a Durable index, persists it).
+	Close() error
+}
+
+// Durable is implemented by indexes that persist themselves in IndexConfig.Dir.
+// Seq reports the store sequence number their persisted state reflects (0: nothing);
+// the store replays later changes or rebuilds from its store of record when an index is
+// behind. Commit asks the index to persist its state as of seq; it may defer the write, but
+// must have written it by Close.
+type Durable interface {
+	Seq() uint64
+	Commit(seq uint64) error
+}
+
+// Metric is the similarity an Index ranks by.
+type Metric string
+
+const (
+	// Cosine similarity (vectors are normalised on insert and query). The default.
+	Cosine Metric = "cosine"
+	// InnerProduct ranks by the raw dot product.
+	InnerProduct Metric = "ip"
+)
+
+// IndexConfig describes an Index to build. The zero value of each field is a sensible default.
+type IndexConfig struct {
+	Backend string // registered backend name; "" = "chromem"
+	Dim     int    // vector length (required)
+	Metric  Metric // "" = Cosine
+	Dir     string // where a Durable backend persists itself; "" = in memory
+	// Factory is a FAISS index factory string ("Flat", "IVF1024,Flat", "HNSW32"); "" = "Flat".
+	Factory string
+	// Params are backend-specific tuning knobs (for example "nprobe", "efSearch").
+	Params map[string]int
+	// GPU asks a backend that can use a GPU to do so (FAISS with the "faissgpu" build tag).
+	GPU bool
+}
+
+// IndexFactory builds an Index from its configuration.
+type IndexFactory func(cfg IndexConfig) (Index, error)
+
+// Errors returned by this package.
+var (
+	ErrUnknownBackend = errors.New("vectorstore: unknown index backend")
+	ErrDimMismatch    = errors.New("vectorstore: vector dimension mismatch")
+	ErrBadConfig      = errors.New("vectorstore: invalid index configuration")
+)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]IndexFactory{}
+)
+
+// RegisterIndex makes a backend available by name. It panics on an empty name, a nil factory
+// or a duplicate, like database/sql.Register.
+func RegisterIndex(name string, f IndexFactory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if name == "" || f == nil {
+		panic("vectorstore: RegisterIndex with empty name or nil factory")
+	}
+	if _, dup := registry[name]; dup {
+		panic("vectorstore: RegisterIndex called twice for " + name)
+	}
+	registry[name] = f
+}
+
+// Backends lists the registered backend names, sorted.
+func Backends() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewIndex builds an Index with the backend cfg names.
+func NewIndex(cfg IndexConfig) (Index, error) {
+	if cfg.Backend == "" {
+		cfg.Backend = "chromem"
+	}
+	if cfg.Metric == "" {
+		cfg.Metric = Cosine
+	}
+	if cfg.Dim <= 0 {
+		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
+	}
+	registryMu.RLock()
+	f := registry[cfg.Backend]
+	registryMu.RUnlock()
+	if f == nil {
+		return nil, fmt.Errorf("%w %q (have %v)", ErrUnknownBackend, cfg.Backend, Backends())
+	}
+	return f(cfg)
+}
