@@ -372,6 +372,9 @@ func (a *astChunker) merge(in []span, cur *defInfo) []span {
 // defOf returns the definition a unit's main node is, or nil.
 func (a *astChunker) defOf(u unit, cur *defInfo) *defInfo {
 	n := u.main
+	if !n.IsNamed() {
+		return nil // a keyword token ("class", "module")
+	}
 	t := n.Type()
 	if cur != nil && int(n.StartByte()) == cur.innerStart && int(n.EndByte()) == cur.innerEnd {
 		return nil // the definition being split, seen through its wrapper

@@ -19,8 +19,9 @@ func cleanComment(s string) string {
 		if strings.HasPrefix(l, "*") {
 			l = strings.TrimSpace(l[1:])
 		}
-		if strings.HasPrefix(l, "<") && strings.HasSuffix(l, ">") && strings.Count(l, "<") == 1 {
-			continue // <summary>, </summary>
+		l = stripXMLDocTags(l)
+		if l == "" && len(out) > 0 && out[len(out)-1] == "" {
+			continue
 		}
 		out = append(out, l)
 	}
@@ -52,4 +53,26 @@ func trimBlankLines(lines []string) string {
 		lines = lines[:len(lines)-1]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// xmlDocTags are the C# XML doc comment tags removed from doc text.
+var xmlDocTags = []string{"summary", "remarks", "returns", "para", "param", "typeparam", "value", "example"}
+
+func stripXMLDocTags(l string) string {
+	for _, t := range xmlDocTags {
+		for _, open := range []string{"<" + t + ">", "</" + t + ">", "<" + t + " "} {
+			for {
+				i := strings.Index(l, open)
+				if i < 0 {
+					break
+				}
+				j := strings.IndexByte(l[i:], '>')
+				if j < 0 {
+					break
+				}
+				l = strings.TrimSpace(l[:i] + " " + l[i+j+1:])
+			}
+		}
+	}
+	return l
 }

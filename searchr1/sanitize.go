@@ -148,7 +148,7 @@ var homoglyphs = map[rune]rune{
 
 func isOpenBracket(r rune) bool {
 	switch r {
-	case '<', '＜', '﹤', '‹', '〈', '〈', '⟨', '❮', '❬', '˂', '«', 'ᐸ', '⧼', '≺', '⋖':
+	case '<', '\uFF1C', '\uFE64', '\u2039', '\u2329', '\u3008', '\u27E8', '❮', '❬', '˂', '«', 'ᐸ', '⧼', '≺', '⋖':
 		return true
 	}
 	return false
@@ -156,7 +156,7 @@ func isOpenBracket(r rune) bool {
 
 func isCloseBracket(r rune) bool {
 	switch r {
-	case '>', '＞', '﹥', '›', '〉', '〉', '⟩', '❯', '❭', '˃', '»', 'ᐳ', '⧽', '≻', '⋗':
+	case '>', '\uFF1E', '\uFE65', '\u203A', '\u232A', '\u3009', '\u27E9', '❯', '❭', '˃', '»', 'ᐳ', '⧽', '≻', '⋗':
 		return true
 	}
 	return false
@@ -202,7 +202,7 @@ func bracketAt(s string, i int, class func(rune) bool) int {
 
 // namedEntities are the HTML entity names of brackets and slashes.
 var namedEntities = map[string]rune{
-	"lt": '<', "gt": '>', "lsaquo": '‹', "rsaquo": '›', "lang": '〈', "rang": '〉',
+	"lt": '<', "gt": '>', "lsaquo": '‹', "rsaquo": '›', "lang": '\u2329', "rang": '\u232A',
 	"langle": '⟨', "rangle": '⟩', "laquo": '«', "raquo": '»', "sol": '/', "bsol": '\\',
 	"LT": '<', "GT": '>',
 }

@@ -1,0 +1,180 @@
+package chunker
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stdlibRoots returns the Go and Python standard library source trees.
+func stdlibRoots(t testing.TB) []string {
+	roots := []string{filepath.Join(runtime.GOROOT(), "src")}
+	py := "/root/.pyenv/versions/3.11.7/lib/python3.11"
+	if _, err := os.Stat(py); err != nil {
+		out, err := exec.Command("python3", "-c", `import sysconfig;print(sysconfig.get_paths()["stdlib"])`).Output()
+		if err != nil {
+			t.Fatalf("no Python standard library found: %v", err)
+		}
+		py = strings.TrimSpace(string(out))
+	}
+	return append(roots, py)
+}
+
+// TestLosslessStdlib chunks every file of the Go and Python standard libraries and checks
+// that the chunks give back each file byte for byte. Set MEMORY_LONG=1 to run it.
+func TestLosslessStdlib(t *testing.T) {
+	if os.Getenv("MEMORY_LONG") != "1" {
+		t.Skip("set MEMORY_LONG=1 to chunk the Go and Python standard libraries (minutes)")
+	}
+	for _, root := range stdlibRoots(t) {
+		var paths []string
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.Type().IsRegular() {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type stat struct{ files, chunks, fallback int }
+		var (
+			mu                       sync.Mutex
+			files, skipped, failures int
+			bytesN                   int64
+			byLang                   = map[string]*stat{}
+			parseTime                time.Duration
+		)
+		work := make(chan string)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for p := range work {
+					src, err := os.ReadFile(p)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					t0 := time.Now()
+					chunks, err, panicked := codeNoPanic(p, src)
+					d := time.Since(t0)
+					mu.Lock()
+					parseTime += d
+					switch {
+					case panicked != nil:
+						failures++
+						t.Errorf("%s: panic: %v", p, panicked)
+					case errors.Is(err, ErrBinary) || errors.Is(err, ErrInvalidUTF8):
+						skipped++
+					case err != nil:
+						failures++
+						t.Errorf("%s: %v", p, err)
+					default:
+						if e := losslessErr(src, chunks); e != nil {
+							failures++
+							t.Errorf("%s: %v", p, e)
+						}
+						files++
+						bytesN += int64(len(src))
+						lang := LanguageOf(p)
+						if lang == "" {
+							lang = "text"
+						}
+						s := byLang[lang]
+						if s == nil {
+							s = &stat{}
+							byLang[lang] = s
+						}
+						s.files++
+						s.chunks += len(chunks)
+						if len(chunks) > 0 && chunks[0].Kind == KindLines && lang != "text" {
+							s.fallback++
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		for _, p := range paths {
+			work <- p
+		}
+		close(work)
+		wg.Wait()
+		wall := time.Since(start)
+		mb := float64(bytesN) / 1e6
+		t.Logf("%s: %d files chunked (%.1f MB), %d skipped (binary or invalid UTF-8), %d failures; wall %.1fs (%.2f MB/s with 2 workers), chunking time %.1fs (%.2f MB/s per core)",
+			root, files, mb, skipped, failures, wall.Seconds(), mb/wall.Seconds(), parseTime.Seconds(), mb/parseTime.Seconds())
+		langs := make([]string, 0, len(byLang))
+		for l := range byLang {
+			langs = append(langs, l)
+		}
+		sort.Strings(langs)
+		var b strings.Builder
+		for _, l := range langs {
+			s := byLang[l]
+			fmt.Fprintf(&b, " %s: %d files, %d chunks, %d line-fallback;", l, s.files, s.chunks, s.fallback)
+		}
+		t.Logf("by language:%s", b.String())
+	}
+}
+
+func codeNoPanic(p string, src []byte) (chunks []Chunk, err error, panicked any) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = r
+		}
+	}()
+	chunks, err = Code(p, src, CodeOptions{})
+	return chunks, err, nil
+}
+
+// BenchmarkCode measures chunking speed (MB/s) over the Go files of a few standard
+// library packages.
+func BenchmarkCode(b *testing.B) {
+	for _, lang := range []string{"go", "python"} {
+		b.Run(lang, func(b *testing.B) {
+			var files [][]byte
+			var names []string
+			var total int64
+			roots := stdlibRoots(b)
+			root := filepath.Join(roots[0], "net", "http")
+			ext := ".go"
+			if lang == "python" {
+				root, ext = filepath.Join(roots[1], "email"), ".py"
+			}
+			filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.HasSuffix(p, ext) {
+					src, _ := os.ReadFile(p)
+					files = append(files, src)
+					names = append(names, p)
+					total += int64(len(src))
+				}
+				return nil
+			})
+			b.SetBytes(total)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j, src := range files {
+					if _, err := Code(names[j], src, CodeOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

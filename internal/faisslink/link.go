@@ -1,0 +1,60 @@
+//go:build faiss
+
+package faisslink
+
+// #cgo LDFLAGS: -lfaiss_c -fopenmp -lopenblas -lstdc++ -lm
+// #cgo CXXFLAGS: -std=c++17 -O2
+// #include <stdlib.h>
+// #include "shim.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// ErrWrongType reports that a shim was given an index of a type it does not apply to.
+var ErrWrongType = errors.New("faisslink: index is not of the needed type")
+
+const errLen = 512
+
+func result(rc C.int, buf []byte, what string) error {
+	switch rc {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s: %w", what, ErrWrongType)
+	default:
+		n := 0
+		for n < len(buf) && buf[n] != 0 {
+			n++
+		}
+		return fmt.Errorf("%s: faiss: %s", what, buf[:n])
+	}
+}
+
+// SetHNSWEf sets efConstruction and efSearch of the IndexHNSW index points to (a FaissIndex*,
+// possibly an IndexIDMap/IndexIDMap2 around one). A value <= 0 keeps the current setting.
+func SetHNSWEf(index unsafe.Pointer, efConstruction, efSearch int) error {
+	buf := make([]byte, errLen)
+	rc := C.memory_faiss_hnsw_set_ef(index, C.int(efConstruction), C.int(efSearch), (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
+	return result(rc, buf, "set HNSW ef")
+}
+
+// HNSWEf reports efConstruction and efSearch of the IndexHNSW index points to.
+func HNSWEf(index unsafe.Pointer) (efConstruction, efSearch int, err error) {
+	var c, s C.int
+	if rc := C.memory_faiss_hnsw_get_ef(index, &c, &s); rc != 0 {
+		return 0, 0, result(rc, nil, "get HNSW ef")
+	}
+	return int(c), int(s), nil
+}
+
+// UseIVFHashDirectMap gives the IndexIVF index points to a hashtable direct map, so that
+// reconstruct by id works while remove_ids keeps working.
+func UseIVFHashDirectMap(index unsafe.Pointer) error {
+	buf := make([]byte, errLen)
+	rc := C.memory_faiss_ivf_hash_direct_map(index, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
+	return result(rc, buf, "IVF hashtable direct map")
+}

@@ -1,0 +1,77 @@
+//go:build faiss
+
+#include "shim.h"
+
+#include <cstring>
+#include <exception>
+
+#include <faiss/Index.h>
+#include <faiss/IndexHNSW.h>
+#include <faiss/IndexIDMap.h>
+#include <faiss/IndexIVF.h>
+#include <faiss/invlists/DirectMap.h>
+
+namespace {
+
+faiss::Index* unwrap(void* p) {
+    faiss::Index* idx = static_cast<faiss::Index*>(p);
+    if (auto* m = dynamic_cast<faiss::IndexIDMap*>(idx)) {
+        return m->index;
+    }
+    return idx;
+}
+
+void copy_err(const char* msg, char* err, int err_len) {
+    if (err == nullptr || err_len <= 0) {
+        return;
+    }
+    std::strncpy(err, msg, err_len - 1);
+    err[err_len - 1] = '\0';
+}
+
+}  // namespace
+
+extern "C" int memory_faiss_hnsw_set_ef(void* index, int ef_construction, int ef_search, char* err, int err_len) {
+    try {
+        auto* h = dynamic_cast<faiss::IndexHNSW*>(unwrap(index));
+        if (h == nullptr) {
+            return 1;
+        }
+        if (ef_construction > 0) {
+            h->hnsw.efConstruction = ef_construction;
+        }
+        if (ef_search > 0) {
+            h->hnsw.efSearch = ef_search;
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        copy_err(e.what(), err, err_len);
+        return -1;
+    }
+}
+
+extern "C" int memory_faiss_hnsw_get_ef(void* index, int* ef_construction, int* ef_search) {
+    auto* h = dynamic_cast<faiss::IndexHNSW*>(unwrap(index));
+    if (h == nullptr) {
+        return 1;
+    }
+    *ef_construction = h->hnsw.efConstruction;
+    *ef_search = h->hnsw.efSearch;
+    return 0;
+}
+
+extern "C" int memory_faiss_ivf_hash_direct_map(void* index, char* err, int err_len) {
+    try {
+        auto* ivf = dynamic_cast<faiss::IndexIVF*>(unwrap(index));
+        if (ivf == nullptr) {
+            return 1;
+        }
+        if (ivf->direct_map.type != faiss::DirectMap::Hashtable) {
+            ivf->set_direct_map_type(faiss::DirectMap::Hashtable);
+        }
+        return 0;
+    } catch (const std::exception& e) {
+        copy_err(e.what(), err, err_len);
+        return -1;
+    }
+}

@@ -1,0 +1,830 @@
+//go:build faiss
+
+package vectorstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	faiss "github.com/DataIntelligenceCrew/go-faiss"
+
+	"github.com/agentmem/memory/internal/faisslink"
+)
+
+// FaissBackend is the backend name of the FAISS index (build tag "faiss").
+const FaissBackend = "faiss"
+
+// Errors of the FAISS backend. Each wraps (or is wrapped next to) ErrBadConfig where it is a
+// configuration error, so errors.Is(err, ErrBadConfig) holds for them too.
+var (
+	// ErrFaissFactory reports an unsupported IndexConfig.Factory string.
+	ErrFaissFactory = errors.New("vectorstore: unsupported FAISS factory string")
+	// ErrFaissUntrained reports that an IVF index cannot be trained yet (too few vectors).
+	ErrFaissUntrained = errors.New("vectorstore: not enough vectors to train the FAISS IVF index")
+	// ErrFaissInput reports bad arguments to Add (empty id, ids and vectors of unequal count).
+	ErrFaissInput = errors.New("vectorstore: invalid input to the FAISS index")
+	// ErrFaissClosed reports a call on a closed FAISS index.
+	ErrFaissClosed = errors.New("vectorstore: FAISS index is closed")
+)
+
+// Parameter names read from IndexConfig.Params by the FAISS backend.
+const (
+	FaissParamNprobe         = "nprobe"         // IVF: lists probed per query (default max(16, nlist/16))
+	FaissParamEfSearch       = "efSearch"       // HNSW: search beam width (default 128)
+	FaissParamEfConstruction = "efConstruction" // HNSW: build beam width (default 40, faiss's own)
+	FaissParamTrainSize      = "trainSize"      // IVF: vectors buffered before training (default 39*nlist)
+	FaissParamCompactPercent = "compactPercent" // HNSW: tombstone share (%) that triggers a rebuild (default 20)
+)
+
+// Default tuning of the FAISS backend; see bench-notes/faiss.md for the recall they reach.
+const (
+	faissDefaultEfSearch       = 128
+	faissDefaultEfConstruction = 40
+	faissDefaultCompactPercent = 20
+	faissMinTrainPerList       = 39 // faiss warns below 39 training points per centroid
+)
+
+func faissDefaultNprobe(nlist int) int {
+	return min(nlist, max(16, nlist/16))
+}
+
+func init() {
+	RegisterIndex(FaissBackend, func(cfg IndexConfig) (Index, error) { return NewFaissIndex(cfg) })
+}
+
+type faissKind int
+
+const (
+	faissFlat faissKind = iota
+	faissIVF
+	faissHNSW
+)
+
+func (k faissKind) String() string {
+	switch k {
+	case faissIVF:
+		return "IVF"
+	case faissHNSW:
+		return "HNSW"
+	default:
+		return "Flat"
+	}
+}
+
+// faissSpec is a parsed factory string.
+type faissSpec struct {
+	kind  faissKind
+	nlist int // IVF lists
+	m     int // HNSW links per node
+}
+
+// canonical is the factory string as stored in the persisted metadata.
+func (s faissSpec) canonical() string {
+	switch s.kind {
+	case faissIVF:
+		return fmt.Sprintf("IVF%d,Flat", s.nlist)
+	case faissHNSW:
+		return fmt.Sprintf("HNSW%d", s.m)
+	default:
+		return "Flat"
+	}
+}
+
+// description is the string handed to faiss's index_factory. Flat and HNSW sit inside an
+// IndexIDMap2, which maps our int64 labels and can reconstruct by label; IVF stores labels
+// natively (an IDMap around IVF would break remove_ids).
+func (s faissSpec) description() string {
+	switch s.kind {
+	case faissIVF:
+		return fmt.Sprintf("IVF%d,Flat", s.nlist)
+	case faissHNSW:
+		return fmt.Sprintf("IDMap2,HNSW%d", s.m)
+	default:
+		return "IDMap2,Flat"
+	}
+}
+
+// parseFaissFactory accepts "Flat" (or ""), "IVF<n>,Flat" and "HNSW<m>" (or "HNSW<m>,Flat").
+func parseFaissFactory(s string) (faissSpec, error) {
+	f := strings.TrimSpace(s)
+	bad := func() (faissSpec, error) {
+		return faissSpec{}, fmt.Errorf("%w: %w %q (want Flat, IVF<n>,Flat or HNSW<m>)", ErrBadConfig, ErrFaissFactory, s)
+	}
+	num := func(digits string, lo, hi int) (int, bool) {
+		n, err := strconv.Atoi(digits)
+		return n, err == nil && n >= lo && n <= hi && strconv.Itoa(n) == digits
+	}
+	switch {
+	case f == "" || f == "Flat":
+		return faissSpec{kind: faissFlat}, nil
+	case strings.HasPrefix(f, "IVF") && strings.HasSuffix(f, ",Flat"):
+		n, ok := num(strings.TrimSuffix(strings.TrimPrefix(f, "IVF"), ",Flat"), 1, 1<<24)
+		if !ok {
+			return bad()
+		}
+		return faissSpec{kind: faissIVF, nlist: n}, nil
+	case strings.HasPrefix(f, "HNSW"):
+		n, ok := num(strings.TrimSuffix(strings.TrimPrefix(f, "HNSW"), ",Flat"), 2, 512)
+		if !ok {
+			return bad()
+		}
+		return faissSpec{kind: faissHNSW, m: n}, nil
+	}
+	return bad()
+}
+
+// FaissIndex is the FAISS dense index (backend "faiss"). It maps string ids to int64 labels
+// (stable, persisted, never reused), normalises vectors for Cosine and ranks by inner product.
+//
+// Factory "Flat" is exact; "IVF<n>,Flat" buffers vectors (searched exactly) until
+// Params["trainSize"] arrive or Train is called; "HNSW<m>" deletes by tombstones and
+// rebuilds once they exceed Params["compactPercent"] of the graph.
+//
+// A search with a Filter over-fetches (doubling k) from faiss and falls back to an exact scan
+// of the accepted vectors when the filter is selective, so it returns the full k whenever k
+// vectors are accepted; for Flat the result is the exact filtered top-k (see Search).
+// With Dir set it implements Durable.
+type FaissIndex struct {
+	cfg    IndexConfig
+	spec   faissSpec
+	cosine bool
+
+	nprobe, efSearch, efConstruction, trainSize, compactPercent int
+
+	mu     sync.RWMutex
+	idx    *faiss.IndexImpl // nil for an IVF index that is not trained yet
+	cp     unsafe.Pointer   // idx's FaissIndex*
+	labels map[int64]string // live labels
+	ids    map[string]int64
+	next   int64 // next label to hand out
+
+	// IVF before training: vectors wait here, searched exactly.
+	bufLabels []int64
+	bufVecs   []float32
+
+	seq    uint64 // store sequence the persisted state reflects
+	gen    uint64 // generation of the files in Dir
+	dirty  bool   // changed since the last write
+	closed bool
+	gpu    faissGPU
+}
+
+var (
+	_ Index   = (*FaissIndex)(nil)
+	_ Durable = (*FaissIndex)(nil)
+)
+
+// NewFaissIndex builds a FAISS index from cfg (cfg.Backend is ignored). With cfg.Dir set it
+// loads the state persisted there, if any and if it matches cfg (dimension, metric, factory);
+// otherwise it starts empty with Seq 0, so the store rebuilds it.
+func NewFaissIndex(cfg IndexConfig) (*FaissIndex, error) {
+	if cfg.Dim <= 0 {
+		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
+	}
+	if cfg.Metric == "" {
+		cfg.Metric = Cosine
+	}
+	if cfg.Metric != Cosine && cfg.Metric != InnerProduct {
+		return nil, fmt.Errorf("%w: metric %q", ErrBadConfig, cfg.Metric)
+	}
+	spec, err := parseFaissFactory(cfg.Factory)
+	if err != nil {
+		return nil, err
+	}
+	x := &FaissIndex{
+		cfg:            cfg,
+		spec:           spec,
+		cosine:         cfg.Metric == Cosine,
+		efSearch:       faissDefaultEfSearch,
+		efConstruction: faissDefaultEfConstruction,
+		compactPercent: faissDefaultCompactPercent,
+		labels:         map[int64]string{},
+		ids:            map[string]int64{},
+	}
+	if spec.kind == faissIVF {
+		x.nprobe = faissDefaultNprobe(spec.nlist)
+		x.trainSize = faissMinTrainPerList * spec.nlist
+	}
+	for name, v := range cfg.Params {
+		if err := x.setParam(name, v); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Dir != "" {
+		if err := x.load(); err != nil {
+			return nil, err
+		}
+	}
+	if x.idx == nil && spec.kind != faissIVF {
+		if x.idx, x.cp, err = x.newFaiss(); err != nil {
+			return nil, err
+		}
+	}
+	x.gpu.attach(x)
+	x.gpu.sync(x.idx)
+	return x, nil
+}
+
+func (x *FaissIndex) setParam(name string, v int) error {
+	bad := func() error { return fmt.Errorf("%w: FAISS param %s=%d", ErrBadConfig, name, v) }
+	if v <= 0 {
+		return bad()
+	}
+	switch name {
+	case FaissParamNprobe:
+		if x.spec.kind == faissIVF {
+			x.nprobe = min(v, x.spec.nlist)
+		}
+	case FaissParamEfSearch:
+		x.efSearch = v
+	case FaissParamEfConstruction:
+		x.efConstruction = v
+	case FaissParamTrainSize:
+		if x.spec.kind == faissIVF {
+			if v < x.spec.nlist {
+				return fmt.Errorf("%w: FAISS trainSize %d < nlist %d", ErrBadConfig, v, x.spec.nlist)
+			}
+			x.trainSize = v
+		}
+	case FaissParamCompactPercent:
+		if v > 100 {
+			return bad()
+		}
+		x.compactPercent = v
+	default:
+		return fmt.Errorf("%w: unknown FAISS param %q", ErrBadConfig, name)
+	}
+	return nil
+}
+
+// newFaiss creates an empty faiss index of x's kind and applies the tuning parameters.
+func (x *FaissIndex) newFaiss() (*faiss.IndexImpl, unsafe.Pointer, error) {
+	idx, err := faiss.IndexFactory(x.cfg.Dim, x.spec.description(), faiss.MetricInnerProduct)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vectorstore: faiss index_factory %q: %w", x.spec.description(), err)
+	}
+	p, err := x.configure(idx)
+	if err != nil {
+		idx.Delete()
+		return nil, nil, err
+	}
+	return idx, p, nil
+}
+
+// configure applies nprobe / ef settings (and the IVF hashtable direct map) to idx.
+func (x *FaissIndex) configure(idx *faiss.IndexImpl) (unsafe.Pointer, error) {
+	p, err := cptr(idx)
+	if err != nil {
+		return nil, err
+	}
+	switch x.spec.kind {
+	case faissHNSW:
+		if err := faisslink.SetHNSWEf(p, x.efConstruction, x.efSearch); err != nil {
+			return nil, err
+		}
+	case faissIVF:
+		ps, err := faiss.NewParameterSpace()
+		if err != nil {
+			return nil, fmt.Errorf("vectorstore: faiss ParameterSpace: %w", err)
+		}
+		defer ps.Delete()
+		if err := ps.SetIndexParameter(idx, "nprobe", float64(x.nprobe)); err != nil {
+			return nil, fmt.Errorf("vectorstore: faiss nprobe: %w", err)
+		}
+		if err := faisslink.UseIVFHashDirectMap(p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Kind reports the index kind: "Flat", "IVF" or "HNSW".
+func (x *FaissIndex) Kind() string { return x.spec.kind.String() }
+
+// Device reports where searches run: "cpu", or "gpu:<n>" with the faissgpu build tag and a GPU.
+func (x *FaissIndex) Device() string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.gpu.device()
+}
+
+// Trained reports whether the faiss index exists (always true but for an IVF index still
+// buffering its training vectors).
+func (x *FaissIndex) Trained() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.idx != nil
+}
+
+// Train trains an IVF index now on the vectors buffered so far (at least nlist of them,
+// else ErrFaissUntrained) and moves them into it. It is a no-op for other kinds and for an
+// index already trained.
+func (x *FaissIndex) Train(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrFaissClosed
+	}
+	if x.spec.kind != faissIVF || x.idx != nil {
+		return nil
+	}
+	if n := len(x.bufLabels); n < x.spec.nlist {
+		return fmt.Errorf("%w: %d vectors buffered, IVF%d needs at least %d", ErrFaissUntrained, n, x.spec.nlist, x.spec.nlist)
+	}
+	if err := x.trainLocked(); err != nil {
+		return err
+	}
+	x.gpu.sync(x.idx)
+	return nil
+}
+
+// trainLocked trains a new IVF index on the buffer and moves the buffer into it.
+func (x *FaissIndex) trainLocked() error {
+	idx, p, err := x.newFaiss()
+	if err != nil {
+		return err
+	}
+	if err := idx.Train(x.bufVecs); err != nil {
+		idx.Delete()
+		return fmt.Errorf("vectorstore: faiss train IVF%d on %d vectors: %w", x.spec.nlist, len(x.bufLabels), err)
+	}
+	if err := idx.AddWithIDs(x.bufVecs, x.bufLabels); err != nil {
+		idx.Delete()
+		return fmt.Errorf("vectorstore: faiss add: %w", err)
+	}
+	slog.Debug("faiss: IVF trained", "nlist", x.spec.nlist, "vectors", len(x.bufLabels))
+	x.idx, x.cp = idx, p
+	x.bufLabels, x.bufVecs = nil, nil
+	x.dirty = true
+	return nil
+}
+
+// prepare copies v, normalised for Cosine.
+func (x *FaissIndex) prepare(dst, v []float32) {
+	copy(dst, v)
+	if !x.cosine {
+		return
+	}
+	var s float64
+	for _, f := range v {
+		s += float64(f) * float64(f)
+	}
+	if s == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range dst {
+		dst[i] *= inv
+	}
+}
+
+// Add inserts or replaces the vectors of ids (for a repeated id, the last vector wins).
+func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(ids) != len(vecs) {
+		return fmt.Errorf("%w: %d ids but %d vectors", ErrFaissInput, len(ids), len(vecs))
+	}
+	last := make(map[string]int, len(ids))
+	for i, id := range ids {
+		if id == "" {
+			return fmt.Errorf("%w: empty id at %d", ErrFaissInput, i)
+		}
+		if len(vecs[i]) != x.cfg.Dim {
+			return fmt.Errorf("%w: id %q has %d dims, index has %d", ErrDimMismatch, id, len(vecs[i]), x.cfg.Dim)
+		}
+		last[id] = i
+	}
+	if len(last) == 0 {
+		return nil
+	}
+	d := x.cfg.Dim
+	order := make([]int, 0, len(last))
+	for i, id := range ids {
+		if last[id] == i {
+			order = append(order, i)
+		}
+	}
+	data := make([]float32, len(order)*d)
+	for j, i := range order {
+		x.prepare(data[j*d:(j+1)*d], vecs[i])
+	}
+
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrFaissClosed
+	}
+	newLabels := make([]int64, len(order))
+	var old []int64
+	for j, i := range order {
+		newLabels[j] = x.next + int64(j)
+		if l, ok := x.ids[ids[i]]; ok {
+			old = append(old, l)
+		}
+	}
+	if x.idx == nil { // IVF, untrained
+		x.bufLabels = append(x.bufLabels, newLabels...)
+		x.bufVecs = append(x.bufVecs, data...)
+	} else if err := x.idx.AddWithIDs(data, newLabels); err != nil {
+		return fmt.Errorf("vectorstore: faiss add %d vectors: %w", len(order), err)
+	}
+	x.next += int64(len(order))
+	if err := x.removeLocked(old); err != nil {
+		return err
+	}
+	for j, i := range order {
+		x.ids[ids[i]] = newLabels[j]
+		x.labels[newLabels[j]] = ids[i]
+	}
+	x.dirty = true
+	if x.idx == nil && len(x.bufLabels) >= x.trainSize {
+		if err := x.trainLocked(); err != nil {
+			return err
+		}
+	}
+	if err := x.maybeCompactLocked(); err != nil {
+		return err
+	}
+	x.gpu.sync(x.idx)
+	return nil
+}
+
+// Delete removes ids; unknown ids are ignored.
+func (x *FaissIndex) Delete(ctx context.Context, ids ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrFaissClosed
+	}
+	var old []int64
+	for _, id := range ids {
+		if l, ok := x.ids[id]; ok {
+			old = append(old, l)
+			delete(x.ids, id) // a repeated id is removed once
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	if err := x.removeLocked(old); err != nil {
+		return err
+	}
+	x.dirty = true
+	if err := x.maybeCompactLocked(); err != nil {
+		return err
+	}
+	x.gpu.sync(x.idx)
+	return nil
+}
+
+// removeLocked drops labels from the maps and from faiss (Flat, IVF) or the IVF buffer; HNSW
+// labels simply stop being live (tombstones).
+func (x *FaissIndex) removeLocked(labels []int64) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	dead := make(map[int64]bool, len(labels))
+	for _, l := range labels {
+		dead[l] = true
+		if id, ok := x.labels[l]; ok {
+			delete(x.labels, l)
+			if x.ids[id] == l {
+				delete(x.ids, id)
+			}
+		}
+	}
+	switch {
+	case x.idx == nil:
+		d := x.cfg.Dim
+		j := 0
+		for i, l := range x.bufLabels {
+			if dead[l] {
+				continue
+			}
+			x.bufLabels[j] = l
+			copy(x.bufVecs[j*d:(j+1)*d], x.bufVecs[i*d:(i+1)*d])
+			j++
+		}
+		x.bufLabels, x.bufVecs = x.bufLabels[:j], x.bufVecs[:j*d]
+	case x.spec.kind != faissHNSW:
+		sel, err := faiss.NewIDSelectorBatch(labels)
+		if err != nil {
+			return fmt.Errorf("vectorstore: faiss id selector: %w", err)
+		}
+		defer sel.Delete()
+		if _, err := x.idx.RemoveIDs(sel); err != nil {
+			return fmt.Errorf("vectorstore: faiss remove %d ids: %w", len(labels), err)
+		}
+	}
+	return nil
+}
+
+// maybeCompactLocked rebuilds an HNSW graph whose tombstones exceed compactPercent.
+func (x *FaissIndex) maybeCompactLocked() error {
+	if x.spec.kind != faissHNSW || x.idx == nil {
+		return nil
+	}
+	n := x.idx.Ntotal()
+	dead := n - int64(len(x.labels))
+	if dead == 0 || dead*100 <= int64(x.compactPercent)*n {
+		return nil
+	}
+	return x.rebuildLocked()
+}
+
+// Compact rebuilds an HNSW index without its tombstones now (a no-op for other kinds).
+func (x *FaissIndex) Compact(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrFaissClosed
+	}
+	if x.spec.kind != faissHNSW || x.idx == nil || x.idx.Ntotal() == int64(len(x.labels)) {
+		return nil
+	}
+	if err := x.rebuildLocked(); err != nil {
+		return err
+	}
+	x.gpu.sync(x.idx)
+	return nil
+}
+
+// Tombstones reports how many deleted vectors an HNSW graph still holds.
+func (x *FaissIndex) Tombstones() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.idx == nil {
+		return 0
+	}
+	return int(x.idx.Ntotal()) - len(x.labels)
+}
+
+// rebuildLocked builds a fresh index from the live vectors (same labels).
+func (x *FaissIndex) rebuildLocked() error {
+	live := make([]int64, 0, len(x.labels))
+	for l := range x.labels {
+		live = append(live, l)
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i] < live[j] })
+	d := x.cfg.Dim
+	data := make([]float32, len(live)*d)
+	for i, l := range live {
+		if err := reconstruct(x.cp, l, data[i*d:(i+1)*d]); err != nil {
+			return err
+		}
+	}
+	idx, p, err := x.newFaiss()
+	if err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		if err := idx.AddWithIDs(data, live); err != nil {
+			idx.Delete()
+			return fmt.Errorf("vectorstore: faiss rebuild: %w", err)
+		}
+	}
+	slog.Debug("faiss: rebuilt without tombstones", "kind", x.spec.kind, "live", len(live), "dropped", x.idx.Ntotal()-int64(len(live)))
+	x.idx.Delete()
+	x.idx, x.cp = idx, p
+	x.dirty = true
+	return nil
+}
+
+// Len is the number of live vectors.
+func (x *FaissIndex) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.labels)
+}
+
+// faissOverfetchFactor bounds the filtered over-fetch: past faissOverfetchFactor*k results
+// (and at least faissOverfetchMin) a filter is selective enough that scanning the accepted
+// vectors exactly is cheaper.
+const (
+	faissOverfetchFactor = 16
+	faissOverfetchMin    = 256
+)
+
+// Search returns up to k hits accepted by f, best first (score = inner product of the
+// normalised vectors for Cosine).
+//
+// Without a filter it asks faiss for k (more while HNSW tombstones hide some). With a filter
+// it asks for 2k and doubles while fewer than k accepted hits come back, up to
+// max(16k, 256) candidates; then it scans the accepted vectors exactly (reconstructed from
+// faiss). Hence it returns min(k, accepted) hits. For Flat the result is the exact filtered
+// top-k: faiss's top-kk list is exact, and any accepted vector outside it scores no higher
+// than every vector in it, so the first k accepted entries of the list are the best k
+// accepted ones (ties aside); when the list is too short the exact scan decides. For IVF and
+// HNSW the over-fetched candidates carry the index's own approximation (recall of the
+// filtered top-k is that of an ANN top-kk search); the exact fallback is exact.
+func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(q) != x.cfg.Dim {
+		return nil, fmt.Errorf("%w: query has %d dims, index has %d", ErrDimMismatch, len(q), x.cfg.Dim)
+	}
+	if k <= 0 {
+		return nil, nil
+	}
+	qv := make([]float32, len(q))
+	x.prepare(qv, q)
+
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.closed {
+		return nil, ErrFaissClosed
+	}
+	if x.idx == nil {
+		return x.scanBuffer(qv, k, f), nil
+	}
+	live := len(x.labels)
+	n := int(x.idx.Ntotal())
+	if live == 0 {
+		return nil, nil
+	}
+	target := k
+	if f == nil {
+		target = min(k, live)
+	}
+	kk := k
+	if f != nil || n > live {
+		kk = 2 * k
+	}
+	kk = min(kk, n)
+	limit := max(faissOverfetchFactor*k, faissOverfetchMin)
+	var hits []Hit
+	for {
+		var err error
+		if hits, err = x.searchFaiss(qv, kk, f); err != nil {
+			return nil, err
+		}
+		if len(hits) >= target {
+			return hits[:target], nil
+		}
+		if kk >= n || (f != nil && kk >= limit) {
+			break
+		}
+		kk = min(n, 2*kk)
+	}
+	if x.spec.kind == faissFlat && kk >= n {
+		return hits, nil // the whole index was ranked exactly
+	}
+	return x.scanExact(qv, k, f)
+}
+
+// searchFaiss runs one faiss search for kk neighbours and keeps the live, accepted ones.
+func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) ([]Hit, error) {
+	idx := x.gpu.index(kk)
+	if idx == nil {
+		idx = x.idx
+	}
+	dist, lab, err := idx.Search(q, int64(kk))
+	if err != nil {
+		return nil, fmt.Errorf("vectorstore: faiss search k=%d: %w", kk, err)
+	}
+	hits := make([]Hit, 0, min(kk, 64))
+	for i, l := range lab {
+		if l < 0 {
+			continue
+		}
+		id, ok := x.labels[l]
+		if !ok || (f != nil && !f(id)) {
+			continue
+		}
+		hits = append(hits, Hit{ID: id, Score: dist[i]})
+	}
+	return hits, nil
+}
+
+// scanExact ranks every live vector accepted by f exactly.
+func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
+	top := newTopHits(k)
+	v := make([]float32, x.cfg.Dim)
+	for l, id := range x.labels {
+		if f != nil && !f(id) {
+			continue
+		}
+		if err := reconstruct(x.cp, l, v); err != nil {
+			return nil, err
+		}
+		top.push(Hit{ID: id, Score: dot32(q, v)})
+	}
+	return top.hits, nil
+}
+
+// scanBuffer ranks the buffered vectors of an untrained IVF index exactly.
+func (x *FaissIndex) scanBuffer(q []float32, k int, f Filter) []Hit {
+	top := newTopHits(k)
+	d := x.cfg.Dim
+	for i, l := range x.bufLabels {
+		id, ok := x.labels[l]
+		if !ok || (f != nil && !f(id)) {
+			continue
+		}
+		top.push(Hit{ID: id, Score: dot32(q, x.bufVecs[i*d:(i+1)*d])})
+	}
+	return top.hits
+}
+
+func dot32(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// topHits keeps the k best hits, sorted by score (desc), then id (asc).
+type topHits struct {
+	k    int
+	hits []Hit
+}
+
+func newTopHits(k int) *topHits { return &topHits{k: k, hits: make([]Hit, 0, min(k, 1024))} }
+
+func hitBefore(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.ID < b.ID
+}
+
+func (t *topHits) push(h Hit) {
+	if len(t.hits) == t.k && !hitBefore(h, t.hits[t.k-1]) {
+		return
+	}
+	i := sort.Search(len(t.hits), func(i int) bool { return hitBefore(h, t.hits[i]) })
+	if len(t.hits) < t.k {
+		t.hits = append(t.hits, Hit{})
+	}
+	copy(t.hits[i+1:], t.hits[i:len(t.hits)-1])
+	t.hits[i] = h
+}
+
+// Seq reports the store sequence number the persisted state reflects (0: nothing).
+func (x *FaissIndex) Seq() uint64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.seq
+}
+
+// Commit records seq and, with a Dir, writes the index, the id map and seq there (each file
+// to a temporary name, then renamed; the metadata file is the commit point).
+func (x *FaissIndex) Commit(seq uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return ErrFaissClosed
+	}
+	prev := x.seq
+	x.seq = seq
+	if x.cfg.Dir == "" {
+		return nil
+	}
+	if err := x.persistLocked(); err != nil {
+		x.seq = prev
+		return err
+	}
+	return nil
+}
+
+// Close persists the index if it changed since the last Commit (with the last committed
+// seq: the store replays later changes, which are idempotent) and frees it.
+func (x *FaissIndex) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return nil
+	}
+	x.closed = true
+	var err error
+	if x.cfg.Dir != "" && x.dirty {
+		err = x.persistLocked()
+	}
+	x.gpu.close()
+	if x.idx != nil {
+		x.idx.Delete()
+		x.idx, x.cp = nil, nil
+	}
+	return err
+}

@@ -1,0 +1,80 @@
+package vectorstore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"unicode"
+)
+
+// HashEmbedder embeds text by feature hashing: each lower-cased word and word bigram adds
+// ±1 to one of Dim buckets (the sign from a second hash), and the vector is L2-normalised.
+// It needs no model, is deterministic and fast, and captures word overlap only: use it for
+// tests, demos and as a baseline, not for semantic recall.
+type HashEmbedder struct {
+	dim int
+}
+
+var _ Embedder = (*HashEmbedder)(nil)
+
+// NewHashEmbedder returns a hashing embedder with dim buckets (dim <= 0: 256).
+func NewHashEmbedder(dim int) *HashEmbedder {
+	if dim <= 0 {
+		dim = 256
+	}
+	return &HashEmbedder{dim: dim}
+}
+
+// ID identifies the embedder and its dimension.
+func (h *HashEmbedder) ID() string { return fmt.Sprintf("hash-bigram-v1/%d", h.dim) }
+
+// Dim is the vector length.
+func (h *HashEmbedder) Dim() int { return h.dim }
+
+// Embed returns one normalised vector per text (all zeros for a text without words).
+func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out[i] = h.one(t)
+	}
+	return out, nil
+}
+
+func (h *HashEmbedder) one(text string) []float32 {
+	v := make([]float32, h.dim)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
+	})
+	add := func(feature string, weight float32) {
+		f := fnv.New64a()
+		f.Write([]byte(feature))
+		x := f.Sum64()
+		sign := float32(1)
+		if x>>63 == 1 {
+			sign = -1
+		}
+		v[(x&0x7fffffffffffffff)%uint64(h.dim)] += sign * weight
+	}
+	for i, w := range words {
+		add(w, 1)
+		if i > 0 {
+			add(words[i-1]+" "+w, 0.5)
+		}
+	}
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n > 0 {
+		s := float32(1 / math.Sqrt(n))
+		for i := range v {
+			v[i] *= s
+		}
+	}
+	return v
+}
