@@ -30,7 +30,6 @@ type SearchStats struct {
 	Allowed    int // documents the filter accepted (-1: no filter)
 }
 
-
 // WithStats makes the search fill st with its per-stage timings.
 func WithStats(st *SearchStats) SearchOption {
 	return func(s *SearchOptions) { s.stats = st }

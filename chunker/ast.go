@@ -14,13 +14,16 @@ import (
 const tinySize = 3
 
 // treeSpans chunks src with tree-sitter; nil means "use the fallback".
-func treeSpans(lang string, src []byte, nws []int32, budget int) []span {
+func treeSpans(lang string, src []byte, nws []int32, budget int, mergeDefs bool) []span {
 	grammarsOnce.Do(loadGrammars)
 	pool, spec := parserPools[lang], specs[lang]
 	if pool == nil || spec == nil {
 		return nil
 	}
 	p := pool.Get().(*sitter.Parser)
+	// Pathological input can make a GLR parse slow: give up (and fall back to lines) after
+	// 5 s plus 1 s per 100 kB.
+	p.SetOperationLimit(5_000_000 + len(src)*10)
 	tree, err := p.ParseCtx(context.Background(), nil, src)
 	if err != nil || tree == nil {
 		p.Reset()
@@ -39,7 +42,7 @@ func treeSpans(lang string, src []byte, nws []int32, budget int) []span {
 			return nil
 		}
 	}
-	a := &astChunker{src: src, nws: nws, budget: budget, spec: spec, lang: lang}
+	a := &astChunker{src: src, nws: nws, budget: budget, spec: spec, lang: lang, mergeDefs: mergeDefs}
 	spans := a.split(kids, 0, len(src), nil, nil, true)
 	// The spans must tile the file; anything else is a bug we must not leak.
 	pos := 0
@@ -61,6 +64,9 @@ type astChunker struct {
 	budget int
 	spec   *langSpec
 	lang   string
+	// mergeDefs lets whole definitions merge with their siblings (cAST); otherwise each
+	// definition keeps its own chunk.
+	mergeDefs bool
 }
 
 func (a *astChunker) size(lo, hi int) int { return int(a.nws[hi] - a.nws[lo]) }
@@ -248,9 +254,9 @@ func (a *astChunker) split(nodes []*sitter.Node, lo, hi int, cur *defInfo, force
 		if u.main != nil {
 			d = a.defOf(u, cur)
 		}
-		if a.size(u.lo, u.hi) <= a.budget {
+		if a.size(u.lo, u.hi) <= a.budget && (d != nil || cur == nil || !a.holdsDef(u.main)) {
 			if d != nil {
-				out = append(out, span{start: u.lo, end: u.hi, def: d, whole: true})
+				out = append(out, span{start: u.lo, end: u.hi, def: d, whole: true, defs: []*defInfo{d}})
 			} else {
 				s := span{start: u.lo, end: u.hi, def: cur}
 				if cur == nil {
@@ -284,9 +290,40 @@ func (a *astChunker) split(nodes []*sitter.Node, lo, hi int, cur *defInfo, force
 			out = append(out, a.lineSpans(u.lo, u.hi, owner, sub)...)
 			continue
 		}
-		out = append(out, a.split(kids, u.lo, u.hi, owner, sub, false)...)
+		pieces := a.split(kids, u.lo, u.hi, owner, sub, false)
+		if d != nil {
+			// the pieces of a split definition never merge with its siblings
+			for i := range pieces {
+				pieces[i].sealed = true
+			}
+		}
+		out = append(out, pieces...)
 	}
 	return a.merge(out, cur)
+}
+
+// holdsDef reports whether a node that is not a definition (a class body) has definitions
+// among its children: inside a definition being split, such a node is split further so
+// that its methods get their own names even when the body would fit.
+func (a *astChunker) holdsDef(n *sitter.Node) bool {
+	if n == nil {
+		return false
+	}
+	c := int(n.NamedChildCount())
+	for i := 0; i < c; i++ {
+		k := n.NamedChild(i)
+		if k == nil {
+			continue
+		}
+		t := k.Type()
+		if a.spec.defs[t] != "" || a.spec.wrappers[t] != "" {
+			return true
+		}
+		if _, ok := a.spec.wrappers[t]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // firstStatement returns the index of the first unit with a main node.
@@ -338,26 +375,34 @@ func (a *astChunker) flagsOf(u unit, first bool) flags {
 	return flags{other: true}
 }
 
-// merge joins adjacent spans while they fit the budget. Spans of other definitions than cur
-// are kept apart, except that a tiny piece (a closing brace) joins its neighbour.
+// merge joins adjacent spans while they fit the budget. Own pieces of cur merge; whole
+// definitions merge too when mergeDefs is set; pieces of a split definition (sealed) stay
+// apart, except that a tiny piece (a closing brace) joins its neighbour.
 func (a *astChunker) merge(in []span, cur *defInfo) []span {
+	mergeable := func(x *span) bool {
+		return !x.sealed && (x.def == cur || (a.mergeDefs && x.whole))
+	}
 	out := make([]span, 0, len(in))
 	for _, s := range in {
 		if n := len(out); n > 0 {
 			p := &out[n-1]
 			if a.size(p.start, s.end) <= a.budget {
-				pOwn, sOwn := p.def == cur, s.def == cur
 				switch {
-				case pOwn && sOwn:
+				case mergeable(p) && mergeable(&s):
+					if p.def == cur && cur == nil && len(p.defs) == 0 && s.whole {
+						// top-level code before a definition: the definition names the chunk
+						p.def, p.whole = s.def, true
+					}
 					p.end = s.end
+					p.defs = append(p.defs, s.defs...)
 					p.hasDoc = p.hasDoc || s.hasDoc
 					p.hasImport = p.hasImport || s.hasImport
 					p.hasOther = p.hasOther || s.hasOther
 					continue
-				case sOwn && a.size(s.start, s.end) <= tinySize:
+				case s.def == cur && !s.sealed && a.size(s.start, s.end) <= tinySize:
 					p.end = s.end
 					continue
-				case pOwn && a.size(p.start, p.end) <= tinySize && !p.hasDoc:
+				case p.def == cur && !p.sealed && a.size(p.start, p.end) <= tinySize && !p.hasDoc:
 					s.start = p.start
 					*p = s
 					continue

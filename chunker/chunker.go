@@ -77,6 +77,9 @@ type Chunk struct {
 	Context []string `json:"context,omitempty"`
 	// Doc is the definition's doc comment or docstring, with comment markers removed.
 	Doc string `json:"doc,omitempty"`
+	// Defs lists the qualified names of the definitions the chunk holds whole, when it
+	// holds more than one.
+	Defs []string `json:"defs,omitempty"`
 	// Part numbers the pieces (from 1) when a definition was larger than the budget and
 	// was split over several chunks; 0 when the chunk holds the whole definition.
 	Part int `json:"part,omitempty"`
@@ -108,6 +111,10 @@ type CodeOptions struct {
 	DropWhitespaceGaps bool
 	// NoTreeSitter forces the line-based fallback.
 	NoTreeSitter bool
+	// NoMergeDefinitions keeps every function, method and type in its own chunk. By
+	// default (cAST) small adjacent definitions are packed together while they fit the
+	// budget; the chunk is then named after its first definition and Defs lists them all.
+	NoMergeDefinitions bool
 }
 
 func (o CodeOptions) budget() int {
@@ -219,7 +226,7 @@ func Code(path string, src []byte, opts CodeOptions) ([]Chunk, error) {
 	case lang == "markdown":
 		spans = markdownSpans(src, nws, budget)
 	case !opts.NoTreeSitter && treeSitterAvailable && lang != "" && lang != "text":
-		spans = treeSpans(lang, src, nws, budget)
+		spans = treeSpans(lang, src, nws, budget, !opts.NoMergeDefinitions)
 	}
 	if spans == nil {
 		spans = fallbackSpans(src, nws, budget)
@@ -243,8 +250,10 @@ type defInfo struct {
 // span is a chunk under construction: a byte range and what it holds.
 type span struct {
 	start, end int
-	def        *defInfo // the definition this span is (a part of); nil at top level
-	whole      bool     // the span holds the whole definition
+	def        *defInfo   // the definition this span is (a part of); nil at top level
+	whole      bool       // the span holds the whole definition
+	sealed     bool       // a piece of a split definition: never merged with siblings
+	defs       []*defInfo // the definitions the span holds whole
 	// flags for spans of top-level code
 	hasDoc, hasImport, hasOther bool
 	kind                        string // set for line-based and prose spans
@@ -303,6 +312,11 @@ func buildChunks(path, lang string, src []byte, nws []int32, spans []span, trim 
 		case d != nil:
 			c.Kind, c.Name, c.QualifiedName, c.Parent = d.kind, d.name, d.qname, d.parent
 			c.Signature, c.Doc, c.Context = d.sig, d.doc, d.context
+			if len(s.defs) > 1 {
+				for _, x := range s.defs {
+					c.Defs = append(c.Defs, x.qname)
+				}
+			}
 			if !s.whole && parts[d] > 1 {
 				seen[d]++
 				c.Part = seen[d]
@@ -341,6 +355,11 @@ func (c Chunk) EmbeddingText() string {
 		if c.Part > 0 {
 			fmt.Fprintf(&b, " (part %d)", c.Part)
 		}
+		b.WriteByte('\n')
+	}
+	if len(c.Defs) > 1 {
+		b.WriteString("# defines: ")
+		b.WriteString(strings.Join(c.Defs, ", "))
 		b.WriteByte('\n')
 	}
 	for _, h := range c.Context {

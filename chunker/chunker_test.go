@@ -100,7 +100,7 @@ func TestGoldenShape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			chunks, err := Code(tt.file, src, CodeOptions{Budget: goldenBudget})
+			chunks, err := Code(tt.file, src, CodeOptions{Budget: goldenBudget, NoMergeDefinitions: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,9 +141,35 @@ func TestBudgetAndMerge(t *testing.T) {
 			}
 		}
 		if budget == 100000 && treeSitterAvailable {
-			// everything fits, but definitions still get their own chunks
-			if len(chunks) < 10 {
-				t.Errorf("budget %d: %d chunks, want one per definition", budget, len(chunks))
+			// everything fits: one chunk (cAST), unless definitions are kept apart
+			if len(chunks) != 1 {
+				t.Errorf("budget %d: %d chunks, want 1", budget, len(chunks))
+			}
+			apart, err := Code("ratelimit.go", src, CodeOptions{Budget: budget, NoMergeDefinitions: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkLossless(t, "ratelimit.go", src, apart)
+			if len(apart) < 12 {
+				t.Errorf("NoMergeDefinitions: %d chunks, want one per definition", len(apart))
+			}
+		}
+		if budget == 400 && treeSitterAvailable {
+			// merged chunks list the definitions they hold
+			found := false
+			for _, c := range chunks {
+				if len(c.Defs) > 1 {
+					found = true
+					if c.QualifiedName != c.Defs[0] && c.Part == 0 {
+						t.Errorf("chunk named %q, first definition %q", c.QualifiedName, c.Defs[0])
+					}
+					if !strings.Contains(c.EmbeddingText(), "# defines: "+strings.Join(c.Defs, ", ")) {
+						t.Errorf("EmbeddingText lacks the definitions:\n%s", c.EmbeddingText())
+					}
+				}
+			}
+			if !found {
+				t.Error("no chunk holds several definitions")
 			}
 		}
 		if budget == 20 && len(chunks) < 40 {
@@ -154,7 +180,7 @@ func TestBudgetAndMerge(t *testing.T) {
 
 func TestDropWhitespaceGaps(t *testing.T) {
 	src := []byte("package p\n\n\nfunc A() {}\n\n\n\nfunc B() {}\n\n")
-	chunks, err := Code("p.go", src, CodeOptions{DropWhitespaceGaps: true})
+	chunks, err := Code("p.go", src, CodeOptions{DropWhitespaceGaps: true, NoMergeDefinitions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +280,7 @@ func TestEmbeddingText(t *testing.T) {
 		t.Skip("built without cgo: no tree-sitter")
 	}
 	src, _ := os.ReadFile("testdata/inventory.py")
-	chunks, err := Code("shop/inventory.py", src, CodeOptions{Budget: goldenBudget})
+	chunks, err := Code("shop/inventory.py", src, CodeOptions{Budget: goldenBudget, NoMergeDefinitions: true})
 	if err != nil {
 		t.Fatal(err)
 	}

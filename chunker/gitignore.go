@@ -64,10 +64,19 @@ func (ig *Ignore) Add(dir, content string) {
 	}
 }
 
-// Match reports whether rel (slash-separated, relative to the walk root) is ignored; isDir
-// says whether it is a directory.
+// Match reports whether rel (slash-separated, relative to the walk root) is ignored, by its
+// own rules or because a directory above it is; isDir says whether it is a directory.
 func (ig *Ignore) Match(rel string, isDir bool) bool {
 	rel = strings.Trim(rel, "/")
+	for i := 0; i < len(rel); i++ {
+		if rel[i] == '/' && ig.match(rel[:i], true) {
+			return true
+		}
+	}
+	return ig.match(rel, isDir)
+}
+
+func (ig *Ignore) match(rel string, isDir bool) bool {
 	ignored := false
 	for _, r := range ig.rules {
 		if r.dirOnly && !isDir {

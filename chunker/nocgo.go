@@ -6,4 +6,4 @@ package chunker
 const treeSitterAvailable = false
 
 // treeSpans is unavailable without cgo: every file uses the line-based fallback.
-func treeSpans(lang string, src []byte, nws []int32, budget int) []span { return nil }
+func treeSpans(lang string, src []byte, nws []int32, budget int, mergeDefs bool) []span { return nil }

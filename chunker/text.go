@@ -216,15 +216,14 @@ func pack(bounds []int, size func(a, b int) int, budget int, finer func(a, b int
 			last = b
 			continue
 		}
-		if last > start {
+		if size(last, b) <= budget {
+			// the atom fits alone: close the range before it
 			out = append(out, [2]int{start, last})
-			start = last
-		}
-		if size(start, b) <= budget {
-			last = b
+			start, last = last, b
 			continue
 		}
-		// one atom over the budget
+		// An atom over the budget: cut finer, from the start of the open range so that a
+		// heading or short lead-in stays with what follows.
 		pieces := finer(start, b)
 		if n := len(pieces); n > 0 {
 			out = append(out, pieces[:n-1]...)

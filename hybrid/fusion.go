@@ -94,15 +94,21 @@ func prepareLists(lists []List, window int) []fusionList {
 // fuse accumulates value(listIndex, rank, hit) over every list and returns the results
 // above opt.MinScore, best first.
 func fuse(lists []fusionList, opt FusionOptions, method string, value func(li, rank int, h Hit) float64) []Fused {
-	pos := make(map[string]int)
-	var res []Fused
+	total := 0
+	for _, l := range lists {
+		total += len(l.hits)
+	}
+	pos := make(map[string]int, total)
+	res := make([]Fused, 0, total)
+	slab := make([]Contribution, 0, total*len(lists)) // every result's contributions, carved
 	for li, l := range lists {
 		for r, h := range l.hits {
 			i, ok := pos[h.ID]
 			if !ok {
 				i = len(res)
 				pos[h.ID] = i
-				cs := make([]Contribution, len(lists))
+				cs := slab[len(slab) : len(slab)+len(lists) : len(slab)+len(lists)]
+				slab = slab[:len(slab)+len(lists)]
 				for j, lj := range lists {
 					cs[j] = Contribution{List: lj.name, Weight: lj.weight}
 				}

@@ -207,19 +207,28 @@ func resolve(name, cacheDir string) (string, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return "", fmt.Errorf("%w %q", ErrUnknownModel, name)
 	}
-	m, lookupErr := Lookup(name)
-	if root := os.Getenv(EnvModels); root != "" {
-		dir := filepath.Join(root, name)
-		if lookupErr != nil {
-			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+	m, err := Lookup(name)
+	if err != nil {
+		// Not in the manifest: only a folder of $MEMORY_MODELS can provide it.
+		if root := os.Getenv(EnvModels); root != "" {
+			dir := filepath.Join(root, name)
+			if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
 				return dir, nil
 			}
-		} else if complete(dir, m) == nil {
+		}
+		return "", err
+	}
+	return resolveModel(m, cacheDir)
+}
+
+// ResolveModel is Resolve for a model described by the caller (see PullModel).
+func ResolveModel(m Model) (string, error) { return resolveModel(m, "") }
+
+func resolveModel(m Model, cacheDir string) (string, error) {
+	if root := os.Getenv(EnvModels); root != "" {
+		if dir := filepath.Join(root, m.Name); complete(dir, m) == nil {
 			return dir, nil
 		}
-	}
-	if lookupErr != nil {
-		return "", lookupErr
 	}
 	if cacheDir == "" {
 		var err error

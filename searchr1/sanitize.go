@@ -99,7 +99,8 @@ func matchTag(s string, i int, names [][]rune) (end int, closing bool, name []ru
 }
 
 // matchName matches name at s[j:], folding case, width and homoglyphs and skipping
-// zero-width characters between letters; the name must not run on into a letter or digit.
+// zero-width characters between letters; the name must not run on into an ASCII word
+// character.
 func matchName(s string, j int, name []rune) (int, bool) {
 	k := j
 	for idx, want := range name {
@@ -117,7 +118,9 @@ func matchName(s string, j int, name []rune) (int, bool) {
 	}
 	if k < len(s) {
 		r, _ := utf8.DecodeRuneInString(s[k:])
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' {
+		// Only an ASCII word character ends the match ("<answers>" is another tag); any
+		// other rune after the name is treated as the end of a tag, to err on the safe side.
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-') {
 			return 0, false
 		}
 	}

@@ -41,7 +41,8 @@ func WithEmbedder(e vectorstore.Embedder) Option { return func(c *config) { c.em
 func WithMaxFileSize(n int64) Option { return func(c *config) { c.maxFileSize = n } }
 
 // Library is a set of procedures with unique names and a trigger index to match queries
-// against them. It is safe for concurrent use.
+// against them. It is safe for concurrent use. The zero value is an empty library with the
+// default options; NewLibrary sets options.
 type Library struct {
 	cfg config
 
@@ -84,10 +85,14 @@ func NewLibrary(opts ...Option) *Library {
 	for _, o := range opts {
 		o(&l.cfg)
 	}
-	if l.cfg.maxFileSize <= 0 {
-		l.cfg.maxFileSize = DefaultMaxFileSize
-	}
 	return l
+}
+
+func (l *Library) maxFileSize() int64 {
+	if l.cfg.maxFileSize <= 0 {
+		return DefaultMaxFileSize
+	}
+	return l.cfg.maxFileSize
 }
 
 // LoadDir returns a library holding the procedures of dir (see [Library.LoadDir]). The
@@ -122,9 +127,9 @@ func (l *Library) LoadDir(dir string) error {
 		if !info.Mode().IsRegular() {
 			continue
 		}
-		if info.Size() > l.cfg.maxFileSize {
+		if limit := l.maxFileSize(); info.Size() > limit {
 			errs = append(errs, &ValidationError{File: path, Index: -1,
-				Problem: fmt.Sprintf("file of %d bytes is larger than %d", info.Size(), l.cfg.maxFileSize)})
+				Problem: fmt.Sprintf("file of %d bytes is larger than %d", info.Size(), limit)})
 			continue
 		}
 		data, err := os.ReadFile(path)
@@ -308,6 +313,9 @@ func compile(s SOP) []ctrigger {
 }
 
 func (l *Library) insertLocked(s SOP) {
+	if l.byName == nil { // the zero Library
+		l.byName, l.exact, l.prefix, l.df = map[string]*entry{}, map[string][]posting{}, map[string][]posting{}, map[string]int{}
+	}
 	s = s.Clone()
 	e := &entry{sop: s, trig: compile(s)}
 	l.byName[s.Name] = e

@@ -41,6 +41,13 @@ var (
 	ErrNotFound = errors.New("sop: procedure not found")
 )
 
+var (
+	_ json.Unmarshaler = (*Triggers)(nil)
+	_ json.Marshaler   = Triggers(nil)
+	_ yaml.Unmarshaler = (*Triggers)(nil)
+	_ error            = (*ValidationError)(nil)
+)
+
 // MinPriority and MaxPriority bound SOP.Priority.
 const (
 	MinPriority = 0

@@ -15,19 +15,6 @@ type token struct {
 	prefix bool
 }
 
-// fold lower-cases s and removes accents (NFD, then drops combining marks).
-func fold(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range norm.NFD.String(s) {
-		if unicode.Is(unicode.Mn, r) {
-			continue
-		}
-		b.WriteRune(unicode.ToLower(r))
-	}
-	return b.String()
-}
-
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // tokenize splits text into segments of tokens. The first segment holds the words of text

@@ -29,8 +29,6 @@ var (
 	ErrFaissFactory = errors.New("vectorstore: unsupported FAISS factory string")
 	// ErrFaissUntrained reports that an IVF index cannot be trained yet (too few vectors).
 	ErrFaissUntrained = errors.New("vectorstore: not enough vectors to train the FAISS IVF index")
-	// ErrFaissInput reports bad arguments to Add (empty id, ids and vectors of unequal count).
-	ErrFaissInput = errors.New("vectorstore: invalid input to the FAISS index")
 	// ErrFaissClosed reports a call on a closed FAISS index.
 	ErrFaissClosed = errors.New("vectorstore: FAISS index is closed")
 )
@@ -370,6 +368,19 @@ func (x *FaissIndex) trainLocked() error {
 	return nil
 }
 
+// checkVector validates the length and values of v.
+func (x *FaissIndex) checkVector(v []float32, what string) error {
+	if len(v) != x.cfg.Dim {
+		return fmt.Errorf("%w: %s has %d values, index dim is %d", ErrDimMismatch, what, len(v), x.cfg.Dim)
+	}
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return fmt.Errorf("%w: %s", ErrNonFinite, what)
+		}
+	}
+	return nil
+}
+
 // prepare copies v, normalised for Cosine.
 func (x *FaissIndex) prepare(dst, v []float32) {
 	copy(dst, v)
@@ -383,9 +394,9 @@ func (x *FaissIndex) prepare(dst, v []float32) {
 	if s == 0 {
 		return
 	}
-	inv := float32(1 / math.Sqrt(s))
+	norm := math.Sqrt(s)
 	for i := range dst {
-		dst[i] *= inv
+		dst[i] = float32(float64(dst[i]) / norm)
 	}
 }
 
@@ -395,15 +406,15 @@ func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) er
 		return err
 	}
 	if len(ids) != len(vecs) {
-		return fmt.Errorf("%w: %d ids but %d vectors", ErrFaissInput, len(ids), len(vecs))
+		return fmt.Errorf("%w: %d ids but %d vectors", ErrBadBatch, len(ids), len(vecs))
 	}
 	last := make(map[string]int, len(ids))
 	for i, id := range ids {
 		if id == "" {
-			return fmt.Errorf("%w: empty id at %d", ErrFaissInput, i)
+			return fmt.Errorf("%w: empty id at position %d", ErrBadBatch, i)
 		}
-		if len(vecs[i]) != x.cfg.Dim {
-			return fmt.Errorf("%w: id %q has %d dims, index has %d", ErrDimMismatch, id, len(vecs[i]), x.cfg.Dim)
+		if err := x.checkVector(vecs[i], fmt.Sprintf("vector of %q", id)); err != nil {
+			return err
 		}
 		last[id] = i
 	}
@@ -522,7 +533,12 @@ func (x *FaissIndex) removeLocked(labels []int64) error {
 			j++
 		}
 		x.bufLabels, x.bufVecs = x.bufLabels[:j], x.bufVecs[:j*d]
-	case x.spec.kind != faissHNSW:
+	case x.spec.kind == faissIVF:
+		// The hashtable direct map only accepts an IDSelectorArray.
+		if _, err := faisslink.RemoveIDsArray(x.cp, labels); err != nil {
+			return fmt.Errorf("vectorstore: faiss remove %d ids: %w", len(labels), err)
+		}
+	case x.spec.kind == faissFlat:
 		sel, err := faiss.NewIDSelectorBatch(labels)
 		if err != nil {
 			return fmt.Errorf("vectorstore: faiss id selector: %w", err)
@@ -640,8 +656,8 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(q) != x.cfg.Dim {
-		return nil, fmt.Errorf("%w: query has %d dims, index has %d", ErrDimMismatch, len(q), x.cfg.Dim)
+	if err := x.checkVector(q, "query"); err != nil {
+		return nil, err
 	}
 	if k <= 0 {
 		return nil, nil
@@ -666,7 +682,8 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 	if f == nil {
 		target = min(k, live)
 	}
-	kk := k
+	// One candidate beyond k shows whether a tie at the cut-off may continue past the list.
+	kk := k + 1
 	if f != nil || n > live {
 		kk = 2 * k
 	}
@@ -674,11 +691,20 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 	limit := max(faissOverfetchFactor*k, faissOverfetchMin)
 	var hits []Hit
 	for {
+		var last float32
 		var err error
-		if hits, err = x.searchFaiss(qv, kk, f); err != nil {
+		if hits, last, err = x.searchFaiss(qv, kk, f); err != nil {
 			return nil, err
 		}
 		if len(hits) >= target {
+			// Ties are ordered by id: when the cut-off score is also the last score faiss
+			// returned, tied vectors may lie beyond kk, so fetch more. (With all candidates
+			// accepted, the k+1st candidate makes this a real tie, not the k-th hit itself.)
+			if kk < n && last == hits[target-1].Score {
+				kk = min(n, 2*kk)
+				continue
+			}
+			faissSortHits(hits)
 			return hits[:target], nil
 		}
 		if kk >= n || (f != nil && kk >= limit) {
@@ -687,38 +713,46 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 		kk = min(n, 2*kk)
 	}
 	if x.spec.kind == faissFlat && kk >= n {
+		faissSortHits(hits)
 		return hits, nil // the whole index was ranked exactly
 	}
 	return x.scanExact(qv, k, f)
 }
 
-// searchFaiss runs one faiss search for kk neighbours and keeps the live, accepted ones.
-func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) ([]Hit, error) {
-	idx := x.gpu.index(kk)
-	if idx == nil {
-		idx = x.idx
+// searchFaiss runs one faiss search for kk neighbours and keeps the live, accepted ones. last
+// is the score of the last neighbour faiss returned (accepted or not).
+func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) (hits []Hit, last float32, err error) {
+	dist, lab, onGPU, err := x.gpu.search(q, kk)
+	if !onGPU {
+		dist, lab, err = x.idx.Search(q, int64(kk))
 	}
-	dist, lab, err := idx.Search(q, int64(kk))
 	if err != nil {
-		return nil, fmt.Errorf("vectorstore: faiss search k=%d: %w", kk, err)
+		return nil, 0, fmt.Errorf("vectorstore: faiss search k=%d: %w", kk, err)
 	}
-	hits := make([]Hit, 0, min(kk, 64))
+	hits = make([]Hit, 0, min(kk, 64))
+	last = float32(math.Inf(-1))
 	for i, l := range lab {
 		if l < 0 {
 			continue
 		}
+		last = dist[i]
 		id, ok := x.labels[l]
 		if !ok || (f != nil && !f(id)) {
 			continue
 		}
 		hits = append(hits, Hit{ID: id, Score: dist[i]})
 	}
-	return hits, nil
+	return hits, last, nil
+}
+
+// faissSortHits orders hits by score (desc), then id (asc).
+func faissSortHits(hits []Hit) {
+	sort.SliceStable(hits, func(i, j int) bool { return faissHitBefore(hits[i], hits[j]) })
 }
 
 // scanExact ranks every live vector accepted by f exactly.
 func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
-	top := newTopHits(k)
+	top := newFaissTopHits(k)
 	v := make([]float32, x.cfg.Dim)
 	for l, id := range x.labels {
 		if f != nil && !f(id) {
@@ -727,26 +761,26 @@ func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
 		if err := reconstruct(x.cp, l, v); err != nil {
 			return nil, err
 		}
-		top.push(Hit{ID: id, Score: dot32(q, v)})
+		top.push(Hit{ID: id, Score: faissDot(q, v)})
 	}
 	return top.hits, nil
 }
 
 // scanBuffer ranks the buffered vectors of an untrained IVF index exactly.
 func (x *FaissIndex) scanBuffer(q []float32, k int, f Filter) []Hit {
-	top := newTopHits(k)
+	top := newFaissTopHits(k)
 	d := x.cfg.Dim
 	for i, l := range x.bufLabels {
 		id, ok := x.labels[l]
 		if !ok || (f != nil && !f(id)) {
 			continue
 		}
-		top.push(Hit{ID: id, Score: dot32(q, x.bufVecs[i*d:(i+1)*d])})
+		top.push(Hit{ID: id, Score: faissDot(q, x.bufVecs[i*d:(i+1)*d])})
 	}
 	return top.hits
 }
 
-func dot32(a, b []float32) float32 {
+func faissDot(a, b []float32) float32 {
 	var s float32
 	for i := range a {
 		s += a[i] * b[i]
@@ -754,26 +788,28 @@ func dot32(a, b []float32) float32 {
 	return s
 }
 
-// topHits keeps the k best hits, sorted by score (desc), then id (asc).
-type topHits struct {
+// faissTopHits keeps the k best hits, sorted by score (desc), then id (asc).
+type faissTopHits struct {
 	k    int
 	hits []Hit
 }
 
-func newTopHits(k int) *topHits { return &topHits{k: k, hits: make([]Hit, 0, min(k, 1024))} }
+func newFaissTopHits(k int) *faissTopHits {
+	return &faissTopHits{k: k, hits: make([]Hit, 0, min(k, 1024))}
+}
 
-func hitBefore(a, b Hit) bool {
+func faissHitBefore(a, b Hit) bool {
 	if a.Score != b.Score {
 		return a.Score > b.Score
 	}
 	return a.ID < b.ID
 }
 
-func (t *topHits) push(h Hit) {
-	if len(t.hits) == t.k && !hitBefore(h, t.hits[t.k-1]) {
+func (t *faissTopHits) push(h Hit) {
+	if len(t.hits) == t.k && !faissHitBefore(h, t.hits[t.k-1]) {
 		return
 	}
-	i := sort.Search(len(t.hits), func(i int) bool { return hitBefore(h, t.hits[i]) })
+	i := sort.Search(len(t.hits), func(i int) bool { return faissHitBefore(h, t.hits[i]) })
 	if len(t.hits) < t.k {
 		t.hits = append(t.hits, Hit{})
 	}

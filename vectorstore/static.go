@@ -89,6 +89,12 @@ type staticConfig struct {
 // NewStaticEmbedder loads a Model2Vec model folder (model.safetensors, tokenizer.json,
 // config.json). Every file is validated; problems are reported as ErrBadModel.
 func NewStaticEmbedder(dir string, opts ...StaticOption) (*StaticEmbedder, error) {
+	return newStaticEmbedder(dir, nil, opts...)
+}
+
+// newStaticEmbedder is NewStaticEmbedder with an optional already-loaded tokenizer (tests
+// share one instead of parsing tokenizer.json for every model they build).
+func newStaticEmbedder(dir string, tok *wordpiece.Tokenizer, opts ...StaticOption) (*StaticEmbedder, error) {
 	o := staticOptions{maxTokens: DefaultStaticMaxTokens}
 	for _, opt := range opts {
 		opt(&o)
@@ -106,18 +112,22 @@ func NewStaticEmbedder(dir string, opts ...StaticOption) (*StaticEmbedder, error
 		return nil, fmt.Errorf("%w: %s: model_type %q (want model2vec)", ErrBadModel, cfgPath, cfg.ModelType)
 	}
 
-	tokPath := filepath.Join(dir, "tokenizer.json")
-	tok, err := wordpiece.Load(tokPath)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadModel, err)
-	}
-
+	// The safetensors header is validated before the (slower) tokenizer load.
 	stPath := filepath.Join(dir, "model.safetensors")
 	data, err := os.ReadFile(stPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadModel, stPath, err)
 	}
-	e, err := newStaticFromSafetensors(data, tok)
+	tensors, body, err := parseSafetensors(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", stPath, err)
+	}
+	if tok == nil {
+		if tok, err = wordpiece.Load(filepath.Join(dir, "tokenizer.json")); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadModel, err)
+		}
+	}
+	e, err := newStaticFromTensors(tensors, body, tok)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", stPath, err)
 	}
@@ -145,12 +155,9 @@ func NewStaticEmbedder(dir string, opts ...StaticOption) (*StaticEmbedder, error
 	return e, nil
 }
 
-// newStaticFromSafetensors builds the embedding tables from a safetensors file's bytes.
-func newStaticFromSafetensors(data []byte, tok *wordpiece.Tokenizer) (*StaticEmbedder, error) {
-	tensors, body, err := parseSafetensors(data)
-	if err != nil {
-		return nil, err
-	}
+// newStaticFromTensors builds the embedding tables from a parsed safetensors file.
+func newStaticFromTensors(tensors map[string]staticTensor, body []byte, tok *wordpiece.Tokenizer) (*StaticEmbedder, error) {
+	var err error
 	emb, ok := tensors["embeddings"]
 	if !ok {
 		return nil, fmt.Errorf("%w: no \"embeddings\" tensor (have %s)", ErrBadModel, staticTensorNames(tensors))

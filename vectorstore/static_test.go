@@ -15,7 +15,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/agentmem/memory/internal/wordpiece"
 )
 
 // staticFixturesDir locates the shared model fixtures: $MEMORY_MODELS, else
@@ -157,6 +160,24 @@ func staticWriteModel(t *testing.T, config string, tensors []staticTensorSpec) s
 	return dir
 }
 
+var (
+	staticTokOnce sync.Once
+	staticTok     *wordpiece.Tokenizer
+	staticTokErr  error
+)
+
+// staticSharedTokenizer loads the potion tokenizer once for the tests that are not about
+// loading it.
+func staticSharedTokenizer(t *testing.T) *wordpiece.Tokenizer {
+	t.Helper()
+	path := filepath.Join(staticFixturesDir(t), "potion-base-2M", "tokenizer.json")
+	staticTokOnce.Do(func() { staticTok, staticTokErr = wordpiece.Load(path) })
+	if staticTokErr != nil {
+		t.Fatal(staticTokErr)
+	}
+	return staticTok
+}
+
 type staticPotionCase struct {
 	ID            string  `json:"id"`
 	Text          string  `json:"text"`
@@ -253,10 +274,16 @@ func TestStaticEmbedderGolden(t *testing.T) {
 		{"no config defaults to normalize", "", f32, nil, true, 512},
 		{"option overrides config", `{"normalize":true}`, f32, []StaticOption{WithStaticNormalize(false), WithStaticMaxTokens(5)}, false, 5},
 	}
-	for _, tc := range tests {
+	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := staticWriteModel(t, tc.config, tc.tensors)
-			e, err := NewStaticEmbedder(dir, tc.opts...)
+			var e *StaticEmbedder
+			var err error
+			if i == 0 {
+				e, err = NewStaticEmbedder(dir, tc.opts...) // the full load path once
+			} else {
+				e, err = newStaticEmbedder(dir, staticSharedTokenizer(t), tc.opts...)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -322,7 +349,7 @@ func TestStaticEmbedderMappingWeights(t *testing.T) {
 		{"mapping", "I32", []int64{staticPotionVocab}, mapBytes},
 		{"weights", "F32", []int64{staticPotionVocab}, wBytes},
 	})
-	e, err := NewStaticEmbedder(dir)
+	e, err := newStaticEmbedder(dir, staticSharedTokenizer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +378,7 @@ func TestStaticEmbedderID(t *testing.T) {
 	if want := "model2vec:tiny-potion@sha256:" + digest; e.ID() != want {
 		t.Fatalf("ID %q, want %q", e.ID(), want)
 	}
-	e, err = NewStaticEmbedder(dir, WithStaticName("potion-base-2M"))
+	e, err = newStaticEmbedder(dir, staticSharedTokenizer(t), WithStaticName("potion-base-2M"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +438,7 @@ func TestStaticEmbedderBadModel(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), tc.file, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := NewStaticEmbedder(dir); !errors.Is(err, ErrBadModel) {
+			if _, err := newStaticEmbedder(dir, staticSharedTokenizer(t)); !errors.Is(err, ErrBadModel) {
 				t.Fatalf("NewStaticEmbedder: %v, want ErrBadModel", err)
 			}
 		})
@@ -543,4 +570,47 @@ func ExampleNewStaticEmbedder() {
 	}
 	fmt.Println(e.Dim(), vecs)
 	// Output: 2 [[3 0] [1.5 2] [3 0] [0 0]]
+}
+
+// BenchmarkStaticEmbed measures Model2Vec embedding (potion tokenizer, 29528 x 64 F32, the
+// potion-base-2M shape) over the 14 golden texts.
+func BenchmarkStaticEmbed(b *testing.B) {
+	const dim = 64
+	tokData, err := os.ReadFile(filepath.Join(staticFixturesDir(b), "potion-base-2M", "tokenizer.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), tokData, 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"normalize":true}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "model.safetensors"), staticEncodeSafetensors([]staticTensorSpec{
+		{"embeddings", "F32", []int64{staticPotionVocab, dim}, staticF32Bytes(staticTestEmbeddings(staticPotionVocab, dim))},
+	}, nil), 0o644)
+	e, err := NewStaticEmbedder(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(staticFixturesDir(b), "golden", "potion_tokens.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var g struct{ Cases []staticPotionCase }
+	if err := json.Unmarshal(data, &g); err != nil {
+		b.Fatal(err)
+	}
+	texts := make([]string, len(g.Cases))
+	bytes := 0
+	for i, c := range g.Cases {
+		texts[i] = c.Text
+		bytes += len(c.Text)
+	}
+	b.SetBytes(int64(bytes))
+	b.ReportAllocs()
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := e.Embed(ctx, texts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(texts))/b.Elapsed().Seconds(), "texts/s")
 }

@@ -72,7 +72,7 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 	}
-	tok, err := loadTokenizer(resolveModel(*model))
+	tok, err := tokenizeLoadTokenizer(tokenizeResolveModel(*model))
 	if err != nil {
 		return err
 	}
@@ -115,9 +115,9 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return nil
 }
 
-// resolveModel maps a model name to a path: a folder of that name inside $MEMORY_MODELS
+// tokenizeResolveModel maps a model name to a path: a folder of that name inside $MEMORY_MODELS
 // when one exists, else the name itself as a path.
-func resolveModel(name string) string {
+func tokenizeResolveModel(name string) string {
 	if root := os.Getenv("MEMORY_MODELS"); root != "" && !filepath.IsAbs(name) {
 		p := filepath.Join(root, name)
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
@@ -127,9 +127,9 @@ func resolveModel(name string) string {
 	return name
 }
 
-// loadTokenizer loads a model folder with wordpiece.LoadDir, or a single tokenizer file
+// tokenizeLoadTokenizer loads a model folder with wordpiece.LoadDir, or a single tokenizer file
 // with the maximum length configured in the folder holding it.
-func loadTokenizer(path string) (*wordpiece.Tokenizer, error) {
+func tokenizeLoadTokenizer(path string) (*wordpiece.Tokenizer, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -58,3 +58,15 @@ func UseIVFHashDirectMap(index unsafe.Pointer) error {
 	rc := C.memory_faiss_ivf_hash_direct_map(index, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
 	return result(rc, buf, "IVF hashtable direct map")
 }
+
+// RemoveIDsArray removes ids from the FaissIndex* index through an IDSelectorArray (which an
+// IVF index with a hashtable direct map requires) and reports how many were removed.
+func RemoveIDsArray(index unsafe.Pointer, ids []int64) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	buf := make([]byte, errLen)
+	var removed C.long
+	rc := C.memory_faiss_remove_ids_array(index, C.long(len(ids)), (*C.long)(unsafe.Pointer(&ids[0])), &removed, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
+	return int(removed), result(rc, buf, "remove ids")
+}

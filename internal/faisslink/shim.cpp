@@ -9,6 +9,7 @@
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
 #include <faiss/IndexIVF.h>
+#include <faiss/impl/IDSelector.h>
 #include <faiss/invlists/DirectMap.h>
 
 namespace {
@@ -69,6 +70,18 @@ extern "C" int memory_faiss_ivf_hash_direct_map(void* index, char* err, int err_
         if (ivf->direct_map.type != faiss::DirectMap::Hashtable) {
             ivf->set_direct_map_type(faiss::DirectMap::Hashtable);
         }
+        return 0;
+    } catch (const std::exception& e) {
+        copy_err(e.what(), err, err_len);
+        return -1;
+    }
+}
+
+extern "C" int memory_faiss_remove_ids_array(void* index, long n, const long* ids, long* removed, char* err, int err_len) {
+    try {
+        static_assert(sizeof(long) == sizeof(faiss::Index::idx_t), "idx_t is not long");
+        faiss::IDSelectorArray sel(static_cast<size_t>(n), reinterpret_cast<const faiss::Index::idx_t*>(ids));
+        *removed = static_cast<long>(static_cast<faiss::Index*>(index)->remove_ids(sel));
         return 0;
     } catch (const std::exception& e) {
         copy_err(e.what(), err, err_len);

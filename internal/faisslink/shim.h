@@ -21,6 +21,10 @@ int memory_faiss_hnsw_get_ef(void* index, int* ef_construction, int* ef_search);
 // reconstruct(id) work and, unlike the array direct map, still allows remove_ids.
 int memory_faiss_ivf_hash_direct_map(void* index, char* err, int err_len);
 
+// memory_faiss_remove_ids_array removes the n ids with an IDSelectorArray (the only selector an
+// IVF hashtable direct map accepts) and stores the number removed in *removed.
+int memory_faiss_remove_ids_array(void* index, long n, const long* ids, long* removed, char* err, int err_len);
+
 #ifdef __cplusplus
 }
 #endif

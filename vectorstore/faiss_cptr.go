@@ -2,10 +2,6 @@
 
 package vectorstore
 
-// #include <faiss/c_api/Index_c.h>
-// #include <faiss/c_api/error_c.h>
-import "C"
-
 import (
 	"errors"
 	"fmt"
@@ -13,6 +9,8 @@ import (
 	"unsafe"
 
 	faiss "github.com/DataIntelligenceCrew/go-faiss"
+
+	"github.com/agentmem/memory/internal/faisslink"
 )
 
 // errNoCPtr reports that go-faiss's internal layout is not the one cptrSlot was written for.
@@ -38,8 +36,8 @@ func cptrSlot(impl *faiss.IndexImpl) (*unsafe.Pointer, error) {
 	iface := impl.Index
 	data := (*[2]unsafe.Pointer)(unsafe.Pointer(&iface))[1] // the *faissIndex
 	slot := (*unsafe.Pointer)(data)
-	p := (*C.FaissIndex)(*slot)
-	if p == nil || int(C.faiss_Index_d(p)) != impl.D() || int64(C.faiss_Index_ntotal(p)) != impl.Ntotal() {
+	p := *slot
+	if p == nil || faisslink.IndexD(p) != impl.D() || faisslink.IndexNtotal(p) != impl.Ntotal() {
 		return nil, fmt.Errorf("%w: pointer check failed", errNoCPtr)
 	}
 	return slot, nil
@@ -54,15 +52,17 @@ func cptr(impl *faiss.IndexImpl) (unsafe.Pointer, error) {
 	return *s, nil
 }
 
-// faissLastError turns faiss's last error message into an error.
-func faissLastError(what string) error {
-	return fmt.Errorf("%s: faiss: %s", what, C.GoString(C.faiss_get_last_error()))
-}
-
 // reconstruct copies the stored vector of label into out (len = index dimension).
 func reconstruct(p unsafe.Pointer, label int64, out []float32) error {
-	if C.faiss_Index_reconstruct((*C.FaissIndex)(p), C.idx_t(label), (*C.float)(unsafe.Pointer(&out[0]))) != 0 {
-		return faissLastError(fmt.Sprintf("reconstruct %d", label))
+	return faisslink.Reconstruct(p, label, out)
+}
+
+// faissHNSWEf reports the HNSW efConstruction and efSearch in force (for tests and tuning).
+func faissHNSWEf(x *FaissIndex) (efConstruction, efSearch int, err error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.cp == nil {
+		return 0, 0, errNoCPtr
 	}
-	return nil
+	return faisslink.HNSWEf(x.cp)
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agentmem/memory/chunker"
+)
+
+func init() {
+	register(command{
+		name:    "chunk",
+		summary: "split source files into chunks: chunk FILE... [--json] [--budget N] [--language L]",
+		run:     runChunk,
+	})
+}
+
+// chunkLine is the JSON form of one chunk (end_byte is exclusive).
+type chunkLine struct {
+	Path          string `json:"path"`
+	Language      string `json:"language"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name,omitempty"`
+	QualifiedName string `json:"qualified_name,omitempty"`
+	StartByte     int    `json:"start_byte"`
+	EndByte       int    `json:"end_byte"`
+	StartLine     int    `json:"start_line"`
+	EndLine       int    `json:"end_line"`
+	Size          int    `json:"size"`
+}
+
+func runChunk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("chunk", stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object per chunk")
+	budget := fs.Int("budget", chunker.DefaultBudget, "chunk budget in non-whitespace characters")
+	lang := fs.String("language", "", "language override (default: from the file extension)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: memory chunk FILE... [--json] [--budget N] [--language L]")
+		fs.PrintDefaults()
+	}
+	// Flags may come before, between or after the files.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return errUsage
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		files = append(files, rest[0])
+		args = rest[1:]
+	}
+	if len(files) == 0 || *budget <= 0 {
+		fs.Usage()
+		return errUsage
+	}
+	enc := json.NewEncoder(stdout)
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		chunks, err := chunker.Code(f, src, chunker.CodeOptions{Budget: *budget, Language: *lang})
+		if err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			if *asJSON {
+				if err := enc.Encode(chunkLine{
+					Path: c.Path, Language: c.Language, Kind: c.Kind, Name: c.Name,
+					QualifiedName: c.QualifiedName, StartByte: c.StartByte, EndByte: c.EndByte,
+					StartLine: c.StartLine, EndLine: c.EndLine, Size: c.Size,
+				}); err != nil {
+					return err
+				}
+				continue
+			}
+			name := c.QualifiedName
+			if name == "" {
+				name = "-"
+			}
+			fmt.Fprintf(stdout, "%s:%d-%d\t%s\t%s\t%s\t%d\n", c.Path, c.StartLine, c.EndLine, c.Language, c.Kind, name, c.Size)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentmem/memory"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func seedStore(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	m, err := memory.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(context.Background(),
+		memory.Document{ID: "fr", Title: "France", Text: "Paris is the capital of France."},
+		memory.Document{ID: "de", Title: "Germany", Text: "Berlin is the capital of Germany."},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+var listenRE = regexp.MustCompile(`memory serve: (\w+) listening on (http://\S+)`)
+
+func waitAddrs(t *testing.T, stderr *lockedBuffer, n int, done <-chan error) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\n%s", err, stderr.String())
+		default:
+		}
+		ms := listenRE.FindAllStringSubmatch(stderr.String(), -1)
+		if len(ms) == n {
+			out := map[string]string{}
+			for _, m := range ms {
+				out[m[1]] = m[2]
+			}
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("servers did not start:\n%s", stderr.String())
+	return nil
+}
+
+func TestServeRetrieveAndMCPHTTP(t *testing.T) {
+	dir := seedStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, []string{"--store", dir, "--retrieve", "127.0.0.1:0", "--mcp-http", "127.0.0.1:0", "--token", "tok"}, &stdout, &stderr)
+	}()
+	addrs := waitAddrs(t, &stderr, 2, done)
+
+	// Exactly what Search-R1's client sends.
+	body := `{"queries": ["What is the capital of France?"], "topk": 3, "return_scores": true}`
+	resp, err := http.Post(addrs["retrieve"]+"/retrieve", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var r struct {
+		Result [][]struct {
+			Document struct {
+				ID       string `json:"id"`
+				Contents string `json:"contents"`
+			} `json:"document"`
+			Score float64 `json:"score"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("retrieve: %d %s", resp.StatusCode, data)
+	}
+	if len(r.Result) != 1 || len(r.Result[0]) == 0 || r.Result[0][0].Document.ID != "fr" || r.Result[0][0].Document.Contents != "\"France\"\nParis is the capital of France." {
+		t.Fatalf("retrieve result: %s", data)
+	}
+	if resp, err := http.Get(addrs["retrieve"] + "/health"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// MCP over HTTP: 401 without the token, tools with it.
+	resp, err = http.Post(addrs["mcp"], "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("mcp without token: %d", resp.StatusCode)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: addrs["mcp"], HTTPClient: &http.Client{Transport: bearer("tok")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 5 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	cs.Close()
+
+	cancel() // what SIGINT/SIGTERM does through main's signal.NotifyContext
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+	if _, err := http.Get(addrs["retrieve"] + "/health"); err == nil {
+		t.Fatal("server still answering after shutdown")
+	}
+}
+
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestServeMCPStdio(t *testing.T) {
+	dir := seedStore(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	old := serveStdin
+	serveStdin = inR
+	defer func() { serveStdin = old }()
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(context.Background(), []string{"--store", dir, "--mcp"}, outW, &stderr)
+		outW.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "memory_search", Arguments: map[string]any{"query": "capital of Germany", "top_k": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, res)
+	}
+	out, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(out), `"id":"de"`) {
+		t.Fatalf("search over stdio: %s", out)
+	}
+	cs.Close() // closes stdin: the server stops
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v\n%s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop when stdin closed")
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	dir := t.TempDir()
+	cases := [][]string{
+		{},
+		{"--store", dir},
+		{"--retrieve", "127.0.0.1:0"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "--mode", "magic"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "--topk", "0"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "extra"},
+	}
+	for _, args := range cases {
+		var stderr lockedBuffer
+		if err := runServe(context.Background(), args, io.Discard, &stderr); !errors.Is(err, errUsage) {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	// An address that cannot be listened on is a plain error, not a usage error.
+	var stderr lockedBuffer
+	if err := runServe(context.Background(), []string{"--store", dir, "--retrieve", "256.0.0.1:1"}, io.Discard, &stderr); err == nil || errors.Is(err, errUsage) {
+		t.Errorf("bad address: %v", err)
+	}
+}

@@ -1,0 +1,135 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentmem/memory/chunker"
+)
+
+// DefaultCodeBatch is how many chunks AddCode upserts per call by default.
+const DefaultCodeBatch = 256
+
+// CodeOptions configure [Collection.AddCode]. The zero value is ready to use.
+type CodeOptions struct {
+	// Walk selects and chunks the files (budget, language override, .gitignore...).
+	Walk chunker.WalkOptions
+	// BatchSize is how many chunks go to one Upsert (default DefaultCodeBatch).
+	BatchSize int
+	// IDPrefix is prepended to every document id and path (for example a repository name),
+	// so that several trees can share a collection.
+	IDPrefix string
+	// Progress, when set, is called after each batch is stored.
+	Progress func(CodeProgress)
+}
+
+// CodeProgress reports how far AddCode got.
+type CodeProgress struct {
+	Files  int    // files chunked so far
+	Chunks int    // chunks stored so far
+	Path   string // the last file chunked
+}
+
+// AddCode chunks the source tree under root with package chunker (tree-sitter, cAST) and
+// upserts one document per chunk, in batches:
+//
+//   - ID: "<path>#L<start>-L<end>" (lines of the chunk, path relative to root, slash
+//     separated, after opts.IDPrefix); if two chunks of a file span the same lines, the
+//     later ones get "@<start byte>" appended. Ids are stable as long as the file does not
+//     change, so indexing the same tree twice replaces rather than duplicates.
+//   - Title: the path, then the chunk's qualified name when it has one.
+//   - Text: [chunker.Chunk.EmbeddingText] (a short header, then the code).
+//   - Metadata: path, language, kind, name, qualified_name, start_line, end_line.
+//
+// Chunks that are only whitespace are skipped. Only the first opts value is used. It
+// returns the walk summary; on error, the chunks of earlier batches stay stored.
+func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptions) (chunker.WalkSummary, error) {
+	var o CodeOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	batch := o.BatchSize
+	if batch <= 0 {
+		batch = DefaultCodeBatch
+	}
+	var (
+		docs   []Document
+		files  int
+		stored int
+		last   string
+	)
+	flush := func() error {
+		if len(docs) == 0 {
+			return nil
+		}
+		if err := c.Upsert(ctx, docs...); err != nil {
+			return fmt.Errorf("memory: add code from %s: %w", root, err)
+		}
+		stored += len(docs)
+		docs = docs[:0]
+		if o.Progress != nil {
+			o.Progress(CodeProgress{Files: files, Chunks: stored, Path: last})
+		}
+		return nil
+	}
+	sum, err := chunker.Walk(ctx, root, o.Walk, func(path string, chunks []chunker.Chunk) error {
+		files++
+		last = path
+		for _, d := range CodeDocuments(o.IDPrefix+path, chunks) {
+			docs = append(docs, d)
+			if len(docs) >= batch {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return sum, err
+	}
+	return sum, flush()
+}
+
+// AddCode chunks and stores a source tree in the default collection; see
+// [Collection.AddCode].
+func (m *Memory) AddCode(ctx context.Context, root string, opts ...CodeOptions) (chunker.WalkSummary, error) {
+	return m.Collection("").AddCode(ctx, root, opts...)
+}
+
+// CodeDocuments turns the chunks of one file into documents the way AddCode does (path is
+// used in ids, titles and metadata instead of the chunks' own Path).
+func CodeDocuments(path string, chunks []chunker.Chunk) []Document {
+	out := make([]Document, 0, len(chunks))
+	seen := make(map[string]bool, len(chunks))
+	for _, ch := range chunks {
+		if ch.Size == 0 {
+			continue
+		}
+		ch.Path = path
+		id := fmt.Sprintf("%s#L%d-L%d", path, ch.StartLine, ch.EndLine)
+		if seen[id] {
+			id = fmt.Sprintf("%s@%d", id, ch.StartByte)
+		}
+		seen[id] = true
+		title := path
+		if ch.QualifiedName != "" {
+			title += " " + ch.QualifiedName
+		}
+		out = append(out, Document{
+			ID:    id,
+			Title: title,
+			Text:  ch.EmbeddingText(),
+			Metadata: map[string]any{
+				"path":           path,
+				"language":       ch.Language,
+				"kind":           ch.Kind,
+				"name":           ch.Name,
+				"qualified_name": ch.QualifiedName,
+				"start_line":     float64(ch.StartLine),
+				"end_line":       float64(ch.EndLine),
+			},
+		})
+	}
+	return out
+}

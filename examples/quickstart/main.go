@@ -1,0 +1,85 @@
+// Quickstart: build a store from a small bundled corpus, search it three ways, and print
+// each result with its score breakdown. Runs with no model files: dense recall uses the
+// model-free hashing embedder (see vectorstore.NewHashEmbedder); swap in an ONNX or
+// Model2Vec embedder for semantic recall.
+//
+//	go run ./examples/quickstart
+package main
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"log"
+	"os"
+	"path"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/vectorstore"
+)
+
+//go:embed corpus/*.md
+var corpus embed.FS
+
+func main() {
+	ctx := context.Background()
+	m, err := memory.Open("", memory.WithEmbedder(vectorstore.NewHashEmbedder(256)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+
+	entries, err := corpus.ReadDir("corpus")
+	if err != nil {
+		log.Fatal(err)
+	}
+	var docs []memory.Document
+	for _, e := range entries {
+		b, err := corpus.ReadFile(path.Join("corpus", e.Name()))
+		if err != nil {
+			log.Fatal(err)
+		}
+		title, text, _ := strings.Cut(string(b), "\n")
+		topic := "search"
+		if strings.Contains(e.Name(), "garbage") || strings.Contains(e.Name(), "bbolt") {
+			topic = "systems"
+		}
+		docs = append(docs, memory.Document{
+			ID:       strings.TrimSuffix(e.Name(), ".md"),
+			Title:    strings.TrimPrefix(title, "# "),
+			Text:     strings.TrimSpace(text),
+			Metadata: map[string]any{"topic": topic},
+		})
+	}
+	if err := m.Add(ctx, docs...); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("indexed %d documents\n", m.Count())
+
+	show := func(label, query string, opts ...memory.SearchOption) {
+		res, err := m.Search(ctx, query, opts...)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("\n%s: %q\n", label, query)
+		tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tid\tscore\tbm25 (rank, score)\tdense (rank, cosine)")
+		for i, r := range res {
+			bm, de := "-", "-"
+			if s := r.Explain.BM25; s != nil {
+				bm = fmt.Sprintf("#%d  %.3f", s.Rank, s.Score)
+			}
+			if s := r.Explain.Dense; s != nil {
+				de = fmt.Sprintf("#%d  %.3f", s.Rank, s.Score)
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%.4f\t%s\t%s\n", i+1, r.ID, r.Score, bm, de)
+		}
+		tw.Flush()
+	}
+	show("hybrid (BM25 + dense, RRF k=60)", "how does rank fusion combine keyword and vector search", memory.TopK(3))
+	show("bm25 only", "garbage collector pause", memory.WithMode(memory.BM25), memory.TopK(3))
+	show("hybrid, filtered to topic=systems", "crash safe writes", memory.TopK(3),
+		memory.WithWhere(memory.Where{"topic": "systems"}))
+}

@@ -1,0 +1,261 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/sop"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func newStore(t *testing.T) *memory.Memory {
+	t.Helper()
+	m, err := memory.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func newLibrary(t *testing.T) *sop.Library {
+	t.Helper()
+	lib := sop.NewLibrary()
+	if err := lib.Add(sop.SOP{
+		Name: "debug_python_code", Description: "Find and fix a bug in Python code.",
+		Trigger: sop.Triggers{"debug", "bug", "not working"}, Category: "coding", Priority: 8,
+		Steps: []sop.Step{{Action: "Reproduce the problem."}, {Action: "Run the tests again.", Condition: "fix proposed"}},
+	}, sop.SOP{
+		Name: "deploy_service", Trigger: sop.Triggers{"deploy", "release"}, Category: "devops", Priority: 5,
+		Steps: []sop.Step{{Action: "Build the image."}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+func connect(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call invokes a tool and decodes its structured output into out; it returns the result.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if out != nil && !res.IsError {
+		data, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", name, data, err)
+		}
+	}
+	return res
+}
+
+func errorText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsOverInMemoryTransport(t *testing.T) {
+	m := newStore(t)
+	cs := connect(t, New(m, Options{SOPs: newLibrary(t)}))
+	ctx := context.Background()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		schema, _ := json.Marshal(tool.InputSchema)
+		if !strings.Contains(string(schema), `"type":"object"`) {
+			t.Errorf("%s: input schema %s", tool.Name, schema)
+		}
+		if tool.Description == "" {
+			t.Errorf("%s: no description", tool.Name)
+		}
+		if tool.Name == ToolSearch && !strings.Contains(string(schema), `"required":["query"]`) {
+			t.Errorf("memory_search schema does not require query: %s", schema)
+		}
+	}
+	sort.Strings(names)
+	if got := strings.Join(names, ","); got != "memory_add,memory_delete,memory_get,memory_search,sop_match" {
+		t.Fatalf("tools = %s", got)
+	}
+
+	var added AddOutput
+	res := call(t, cs, ToolAdd, map[string]any{"documents": []any{
+		map[string]any{"id": "go", "title": "Go", "text": "Go is a statically typed language from Google.", "metadata": map[string]any{"lang": "go"}},
+		map[string]any{"id": "py", "title": "Python", "text": "Python is a dynamically typed language.", "metadata": map[string]any{"lang": "py"}},
+	}}, &added)
+	if res.IsError || added.Stored != 2 {
+		t.Fatalf("add: %v %+v", errorText(res), added)
+	}
+	if m.Count() != 2 {
+		t.Fatalf("store holds %d docs", m.Count())
+	}
+
+	var found SearchOutput
+	res = call(t, cs, ToolSearch, map[string]any{"query": "statically typed language", "top_k": 1}, &found)
+	if res.IsError || len(found.Results) != 1 || found.Results[0].ID != "go" || found.Results[0].Score <= 0 {
+		t.Fatalf("search: %v %+v", errorText(res), found)
+	}
+	res = call(t, cs, ToolSearch, map[string]any{"query": "typed language", "where": map[string]any{"lang": "py"}, "mode": "bm25"}, &found)
+	if res.IsError || len(found.Results) != 1 || found.Results[0].ID != "py" {
+		t.Fatalf("filtered search: %v %+v", errorText(res), found)
+	}
+
+	var got GetOutput
+	res = call(t, cs, ToolGet, map[string]any{"id": "py"}, &got)
+	if res.IsError || got.Title != "Python" || got.Metadata["lang"] != "py" {
+		t.Fatalf("get: %v %+v", errorText(res), got)
+	}
+
+	var del DeleteOutput
+	res = call(t, cs, ToolDelete, map[string]any{"ids": []string{"py", "unknown"}}, &del)
+	if res.IsError || del.Deleted != 1 || m.Count() != 1 {
+		t.Fatalf("delete: %v %+v count %d", errorText(res), del, m.Count())
+	}
+	res = call(t, cs, ToolGet, map[string]any{"id": "py"}, nil)
+	if !res.IsError || !strings.Contains(errorText(res), "not found") {
+		t.Fatalf("get deleted: isError %v %q", res.IsError, errorText(res))
+	}
+
+	var sops SOPOutput
+	res = call(t, cs, ToolSOP, map[string]any{"query": "my script is not working, help me debug it"}, &sops)
+	if res.IsError || len(sops.Matches) != 1 || sops.Matches[0].Name != "debug_python_code" {
+		t.Fatalf("sop_match: %v %+v", errorText(res), sops)
+	}
+	mt := sops.Matches[0]
+	if len(mt.MatchedTriggers) != 2 || len(mt.Steps) != 2 || !strings.Contains(mt.Rendered, "Reproduce the problem.") || mt.Score <= 0 {
+		t.Fatalf("sop match = %+v", mt)
+	}
+	res = call(t, cs, ToolSOP, map[string]any{"query": "nothing relevant here"}, &sops)
+	if res.IsError || len(sops.Matches) != 0 {
+		t.Fatalf("sop_match none: %+v", sops)
+	}
+}
+
+func TestToolErrors(t *testing.T) {
+	m := newStore(t)
+	cs := connect(t, New(m, Options{MaxAddDocs: 1}))
+	cases := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{ToolSearch, map[string]any{"query": " "}, "query is empty"},
+		{ToolSearch, map[string]any{"query": "x", "top_k": 1000}, "top_k"},
+		{ToolSearch, map[string]any{"query": "x", "mode": "magic"}, "mode"},
+		{ToolSearch, map[string]any{"query": "x", "where": map[string]any{"n": map[string]any{"$bogus": 1}}}, "filter"},
+		{ToolAdd, map[string]any{"documents": []any{}}, "no documents"},
+		{ToolAdd, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "x"}, map[string]any{"id": "b", "text": "y"}}}, "at most 1"},
+		{ToolAdd, map[string]any{"documents": []any{map[string]any{"id": "", "text": "x"}}}, "empty document id"},
+		{ToolDelete, map[string]any{"ids": []string{}}, "no ids"},
+		{ToolGet, map[string]any{"id": "nope"}, "not found"},
+		{ToolSOP, map[string]any{"query": "debug"}, "no SOP library"},
+	}
+	for _, c := range cases {
+		res := call(t, cs, c.tool, c.args, nil)
+		if !res.IsError || !strings.Contains(errorText(res), c.want) {
+			t.Errorf("%s %v: isError %v %q, want %q", c.tool, c.args, res.IsError, errorText(res), c.want)
+		}
+	}
+	// Schema validation rejects a missing required field before the handler runs.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolSearch, Arguments: map[string]any{}})
+	if err == nil && !res.IsError {
+		t.Fatal("missing query accepted")
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	cs := connect(t, New(newStore(t), Options{ReadOnly: true}))
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name == ToolAdd || tool.Name == ToolDelete {
+			t.Fatalf("read-only server lists %s", tool.Name)
+		}
+	}
+}
+
+func TestHTTPBearer(t *testing.T) {
+	m := newStore(t)
+	if err := m.Add(context.Background(), memory.Document{ID: "a", Text: "alpha beta"}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), "s3cret", nil))
+	defer hs.Close()
+
+	for _, auth := range []string{"", "Bearer wrong", "Basic s3cret"} {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("auth %q: status %d", auth, resp.StatusCode)
+		}
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v1"}, nil)
+	httpClient := &http.Client{Transport: bearerTransport{token: "s3cret"}}
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: httpClient}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var found SearchOutput
+	res := call(t, cs, ToolSearch, map[string]any{"query": "alpha"}, &found)
+	if res.IsError || len(found.Results) != 1 || found.Results[0].ID != "a" {
+		t.Fatalf("search over HTTP: %v %+v", errorText(res), found)
+	}
+}
+
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}

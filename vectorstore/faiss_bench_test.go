@@ -1,0 +1,324 @@
+//go:build faiss
+
+package vectorstore
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	faiss "github.com/DataIntelligenceCrew/go-faiss"
+
+	"github.com/agentmem/memory/internal/faisslink"
+)
+
+// BenchmarkFaissANN measures, for each data set and index kind, build time, recall@10 against
+// exact search, and single-query throughput through FaissIndex.Search (and through the bare
+// go-faiss call), for a sweep of efSearch / nprobe that includes our defaults; then it writes
+// the very same index, the queries and the ground truth to a temp dir and runs
+// bench/faiss/compare.py with Debian's python3-faiss on them, in the same run.
+//
+// It is long (minutes: HNSW builds are slow on 2 cores); run it alone, e.g.
+//
+//	MEMORY_FAISS_BENCH_N=100000 go test -tags faiss -run '^$' -bench FaissANN -benchtime 1x -timeout 60m ./vectorstore/
+//
+// Knobs: MEMORY_FAISS_BENCH_N (vectors, default 100000), MEMORY_FAISS_BENCH_Q (queries, 1000),
+// MEMORY_FAISS_BENCH_DATA ("clustered,random"), MEMORY_FAISS_BENCH_KINDS ("HNSW32,IVF"; IVF
+// gets nlist = 1024 for n >= 50k, else 4*sqrt(n) rounded down to a power of two),
+// MEMORY_FAISS_BENCH_PY (python, default /usr/bin/python3; "off" skips the comparison).
+func BenchmarkFaissANN(b *testing.B) {
+	const dim, k = 384, 10
+	n := faissBenchEnvInt("MEMORY_FAISS_BENCH_N", 100000)
+	nq := faissBenchEnvInt("MEMORY_FAISS_BENCH_Q", 1000)
+	datas := strings.Split(faissBenchEnv("MEMORY_FAISS_BENCH_DATA", "clustered,random"), ",")
+	kinds := strings.Split(faissBenchEnv("MEMORY_FAISS_BENCH_KINDS", "HNSW32,IVF"), ",")
+	py := faissBenchEnv("MEMORY_FAISS_BENCH_PY", "/usr/bin/python3")
+	for _, data := range datas {
+		b.Run(fmt.Sprintf("%s-%d", data, n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(42, uint64(len(data))))
+			var all [][]float32
+			if data == "clustered" {
+				all = faissClustered(rng, n+nq, dim, 1000, 0.5)
+			} else {
+				all = faissRandom(rng, n+nq, dim)
+			}
+			vecs, queries := all[:n], all[n:]
+			ids := make([]string, n)
+			for i := range ids {
+				ids[i] = strconv.Itoa(i)
+			}
+			norm := &FaissIndex{cosine: true, cfg: IndexConfig{Dim: dim}}
+			qflat := make([]float32, nq*dim)
+			for i, q := range queries {
+				norm.prepare(qflat[i*dim:(i+1)*dim], q)
+			}
+			t0 := time.Now()
+			gt := faissBenchTruth(b, norm, vecs, qflat, k)
+			b.Logf("%s n=%d: exact ground truth for %d queries in %.1fs", data, n, nq, time.Since(t0).Seconds())
+			for _, kind := range kinds {
+				factory, param, values := kind, FaissParamEfSearch, []int{32, 64, 128, 256}
+				if kind == "IVF" {
+					nlist := 1024
+					if n < 50000 {
+						nlist = 1
+						for nlist*2 <= 4*int(sqrtInt(n)) {
+							nlist *= 2
+						}
+					}
+					factory, param = fmt.Sprintf("IVF%d,Flat", nlist), FaissParamNprobe
+					values = []int{8, 16, 32, 64, 128}
+				}
+				if !slices.Contains(values, defaultFor(param, factory)) {
+					values = append(values, defaultFor(param, factory))
+					slices.Sort(values)
+				}
+				b.Run(factory, func(b *testing.B) {
+					faissBenchKind(b, factory, param, values, ids, vecs, queries, qflat, gt, k, py)
+				})
+			}
+		})
+	}
+}
+
+// defaultFor is the default of param for factory.
+func defaultFor(param, factory string) int {
+	if param == FaissParamEfSearch {
+		return faissDefaultEfSearch
+	}
+	spec, _ := parseFaissFactory(factory)
+	return faissDefaultNprobe(spec.nlist)
+}
+
+func sqrtInt(n int) int {
+	r := 0
+	for (r+1)*(r+1) <= n {
+		r++
+	}
+	return r
+}
+
+func faissBenchEnv(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func faissBenchEnvInt(name string, def int) int {
+	v, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || v <= 0 {
+		return def
+	}
+	return v
+}
+
+// faissBenchTruth is the exact top k (labels = positions) by a batched faiss Flat IP search.
+func faissBenchTruth(b *testing.B, norm *FaissIndex, vecs [][]float32, qflat []float32, k int) [][]int64 {
+	d := norm.cfg.Dim
+	flat, err := faiss.NewIndexFlatIP(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer flat.Delete()
+	buf := make([]float32, 10000*d)
+	for lo := 0; lo < len(vecs); lo += 10000 {
+		hi := min(lo+10000, len(vecs))
+		for i := lo; i < hi; i++ {
+			norm.prepare(buf[(i-lo)*d:(i-lo+1)*d], vecs[i])
+		}
+		if err := flat.Add(buf[:(hi-lo)*d]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_, lab, err := flat.Search(qflat, int64(k))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gt := make([][]int64, len(qflat)/d)
+	for i := range gt {
+		gt[i] = lab[i*k : (i+1)*k]
+	}
+	return gt
+}
+
+func faissBenchKind(b *testing.B, factory, param string, values []int, ids []string, vecs, queries [][]float32, qflat []float32, gt [][]int64, k int, py string) {
+	ctx := context.Background()
+	dim := len(vecs[0])
+	x, err := NewFaissIndex(IndexConfig{Dim: dim, Factory: factory})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	t0 := time.Now()
+	for lo := 0; lo < len(vecs); lo += 10000 {
+		hi := min(lo+10000, len(vecs))
+		if err := x.Add(ctx, ids[lo:hi], vecs[lo:hi]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := x.Train(ctx); err != nil {
+		b.Fatal(err)
+	}
+	build := time.Since(t0)
+	b.Logf("%s: built %d vectors in %.1fs", factory, len(vecs), build.Seconds())
+	b.ReportMetric(build.Seconds(), "build_s")
+
+	set := func(v int) {
+		if param == FaissParamEfSearch {
+			if err := faisslink.SetHNSWEf(x.cp, 0, v); err != nil {
+				b.Fatal(err)
+			}
+			return
+		}
+		ps, err := faiss.NewParameterSpace()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ps.Delete()
+		if err := ps.SetIndexParameter(x.idx, "nprobe", float64(v)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	type row struct {
+		v                      int
+		recall, goQPS, rawQPS  float64
+		pyQPS, pyRecall, ratio float64
+	}
+	rows := make([]row, len(values))
+	const repeat = 3
+	for ri, v := range values {
+		set(v)
+		// Through the backend: normalisation, id mapping, over-fetch logic.
+		hits := make([][]Hit, len(queries))
+		best := 0.0
+		for range repeat {
+			t := time.Now()
+			for i, q := range queries {
+				if hits[i], err = x.Search(ctx, q, k, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			best = max(best, float64(len(queries))/time.Since(t).Seconds())
+		}
+		found := 0
+		for i, hs := range hits {
+			want := map[int64]bool{}
+			for _, l := range gt[i] {
+				want[l] = true
+			}
+			for _, h := range hs {
+				l, _ := strconv.ParseInt(h.ID, 10, 64)
+				if want[l] {
+					found++
+				}
+			}
+		}
+		// The bare go-faiss call on the same (normalised) queries.
+		raw := 0.0
+		for range repeat {
+			t := time.Now()
+			for i := range queries {
+				if _, _, err := x.idx.Search(qflat[i*dim:(i+1)*dim], int64(k)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			raw = max(raw, float64(len(queries))/time.Since(t).Seconds())
+		}
+		rows[ri] = row{v: v, recall: float64(found) / float64(len(queries)*k), goQPS: best, rawQPS: raw}
+	}
+
+	if py != "off" {
+		dir := b.TempDir()
+		if err := faiss.WriteIndex(x.idx, filepath.Join(dir, "index")); err != nil {
+			b.Fatal(err)
+		}
+		gtFlat := make([]int64, 0, len(gt)*k)
+		for _, g := range gt {
+			gtFlat = append(gtFlat, g...)
+		}
+		if err := writeNpy(filepath.Join(dir, "q.npy"), "<f4", []int{len(queries), dim}, qflat); err != nil {
+			b.Fatal(err)
+		}
+		if err := writeNpy(filepath.Join(dir, "gt.npy"), "<i8", []int{len(gt), k}, gtFlat); err != nil {
+			b.Fatal(err)
+		}
+		vs := make([]string, len(values))
+		for i, v := range values {
+			vs[i] = strconv.Itoa(v)
+		}
+		script := filepath.Join("..", "bench", "faiss", "compare.py")
+		out, err := exec.Command(py, script, "--index", filepath.Join(dir, "index"), "--queries", filepath.Join(dir, "q.npy"),
+			"--gt", filepath.Join(dir, "gt.npy"), "--param", param, "--values", strings.Join(vs, ","), "--k", strconv.Itoa(k),
+			"--repeat", strconv.Itoa(repeat)).CombinedOutput()
+		if err != nil {
+			b.Fatalf("%s %s: %v\n%s", py, script, err, out)
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(out)))
+		i := 0
+		for sc.Scan() {
+			var r struct {
+				Value  int     `json:"value"`
+				QPS    float64 `json:"qps"`
+				Recall float64 `json:"recall"`
+			}
+			if json.Unmarshal(sc.Bytes(), &r) != nil || i >= len(rows) || r.Value != rows[i].v {
+				continue
+			}
+			rows[i].pyQPS, rows[i].pyRecall, rows[i].ratio = r.QPS, r.Recall, rows[i].goQPS/r.QPS
+			i++
+		}
+	}
+	var tb strings.Builder
+	fmt.Fprintf(&tb, "\n| %s | %s | recall@10 Go | Go QPS (FaissIndex.Search) | Go QPS (bare go-faiss) | Python QPS | Python recall | Go/Python |\n|---|---|---|---|---|---|---|---|\n", factory, param)
+	for _, r := range rows {
+		def := ""
+		if (param == FaissParamEfSearch && r.v == faissDefaultEfSearch) || (param == FaissParamNprobe && r.v == x.nprobe) {
+			def = " (default)"
+			b.ReportMetric(r.recall, "recall@10")
+			b.ReportMetric(r.goQPS, "go_qps")
+			b.ReportMetric(r.pyQPS, "py_qps")
+			b.ReportMetric(r.ratio, "go/py")
+		}
+		fmt.Fprintf(&tb, "| %s | %d%s | %.4f | %.0f | %.0f | %.0f | %.4f | %.3f |\n", factory, r.v, def, r.recall, r.goQPS, r.rawQPS, r.pyQPS, r.pyRecall, r.ratio)
+	}
+	b.Log(tb.String())
+}
+
+// writeNpy writes a little-endian .npy (format 1.0) file.
+func writeNpy(path, descr string, shape []int, data any) error {
+	dims := make([]string, len(shape))
+	for i, s := range shape {
+		dims[i] = strconv.Itoa(s)
+	}
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%s,), }", descr, strings.Join(dims, ", "))
+	pad := 64 - (10+len(h)+1)%64
+	h += strings.Repeat(" ", pad%64) + "\n"
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(w, binary.LittleEndian, uint16(len(h)))
+	w.WriteString(h)
+	if err := binary.Write(w, binary.LittleEndian, data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,283 @@
+//go:build faiss
+
+package vectorstore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	faiss "github.com/DataIntelligenceCrew/go-faiss"
+)
+
+// Files of a FAISS index in IndexConfig.Dir. faiss.json is the commit point: it names the
+// generation whose index and buffer files hold the data, so a crash mid-write leaves the
+// previous generation in force.
+const (
+	faissMetaFile    = "faiss.json"
+	faissMetaVersion = 1
+)
+
+// faissMeta is the JSON of faiss.json.
+type faissMeta struct {
+	Version int      `json:"version"`
+	Dim     int      `json:"dim"`
+	Metric  Metric   `json:"metric"`
+	Factory string   `json:"factory"`
+	Seq     uint64   `json:"seq"`
+	Gen     uint64   `json:"gen"`
+	Next    int64    `json:"next"`
+	Index   string   `json:"index,omitempty"`  // faiss index file ("" = IVF not trained yet)
+	Buffer  string   `json:"buffer,omitempty"` // IVF training buffer (labels + vectors)
+	IDs     []string `json:"ids"`
+	Labels  []int64  `json:"labels"`
+}
+
+// persistLocked writes generation gen+1 and then switches faiss.json to it.
+func (x *FaissIndex) persistLocked() error {
+	dir := x.cfg.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("vectorstore: faiss dir: %w", err)
+	}
+	gen := x.gen + 1
+	m := faissMeta{
+		Version: faissMetaVersion, Dim: x.cfg.Dim, Metric: x.cfg.Metric, Factory: x.spec.canonical(),
+		Seq: x.seq, Gen: gen, Next: x.next,
+		IDs: make([]string, 0, len(x.labels)), Labels: make([]int64, 0, len(x.labels)),
+	}
+	for l, id := range x.labels {
+		m.IDs = append(m.IDs, id)
+		m.Labels = append(m.Labels, l)
+	}
+	if x.idx != nil {
+		m.Index = fmt.Sprintf("faiss-%d.index", gen)
+		tmp := filepath.Join(dir, m.Index+".tmp")
+		if err := faiss.WriteIndex(x.idx, tmp); err != nil {
+			return fmt.Errorf("vectorstore: faiss write %s: %w", tmp, err)
+		}
+		if err := syncAndRename(tmp, filepath.Join(dir, m.Index)); err != nil {
+			return err
+		}
+	}
+	if len(x.bufLabels) > 0 {
+		m.Buffer = fmt.Sprintf("faiss-%d.buf", gen)
+		if err := writeFileAtomic(filepath.Join(dir, m.Buffer), func(w io.Writer) error {
+			return writeFaissBuffer(w, x.bufLabels, x.bufVecs)
+		}); err != nil {
+			return err
+		}
+	}
+	if err := writeFileAtomic(filepath.Join(dir, faissMetaFile), func(w io.Writer) error {
+		return json.NewEncoder(w).Encode(&m)
+	}); err != nil {
+		return err
+	}
+	x.gen = gen
+	x.dirty = false
+	removeStaleFaissFiles(dir, m.Index, m.Buffer)
+	return nil
+}
+
+// removeStaleFaissFiles deletes index and buffer files of older generations.
+func removeStaleFaissFiles(dir string, keep ...string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasPrefix(n, "faiss-") {
+			continue
+		}
+		stale := true
+		for _, k := range keep {
+			if k != "" && n == k {
+				stale = false
+			}
+		}
+		if stale {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil {
+				slog.Warn("faiss: cannot remove stale file", "file", n, "err", err)
+			}
+		}
+	}
+}
+
+func syncAndRename(tmp, dst string) error {
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("vectorstore: faiss: %w", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("vectorstore: faiss persist %s: %w", dst, err)
+	}
+	return nil
+}
+
+func writeFileAtomic(dst string, write func(io.Writer) error) error {
+	tmp := dst + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("vectorstore: faiss: %w", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("vectorstore: faiss persist %s: %w", dst, err)
+	}
+	return nil
+}
+
+// The buffer file: uint64 count, then count int64 labels, then count*dim float32, little endian.
+func writeFaissBuffer(w io.Writer, labels []int64, vecs []float32) error {
+	if err := binary.Write(w, binary.LittleEndian, uint64(len(labels))); err != nil {
+		return err
+	}
+	if err := binary.Write(w, binary.LittleEndian, labels); err != nil {
+		return err
+	}
+	return binary.Write(w, binary.LittleEndian, vecs)
+}
+
+func readFaissBuffer(r io.Reader, dim int) ([]int64, []float32, error) {
+	var n uint64
+	if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+		return nil, nil, err
+	}
+	if n > math.MaxInt32 {
+		return nil, nil, fmt.Errorf("buffer count %d", n)
+	}
+	labels := make([]int64, n)
+	vecs := make([]float32, int(n)*dim)
+	if err := binary.Read(r, binary.LittleEndian, labels); err != nil {
+		return nil, nil, err
+	}
+	if err := binary.Read(r, binary.LittleEndian, vecs); err != nil {
+		return nil, nil, err
+	}
+	return labels, vecs, nil
+}
+
+// errFaissStale marks persisted state that does not fit the configuration.
+var errFaissStale = errors.New("persisted FAISS state does not match the configuration")
+
+// load reads the state persisted in Dir. Missing state is not an error; state that is
+// unreadable or built for another configuration is logged and ignored (the index starts empty
+// with Seq 0 and the store rebuilds it): the index is derived data.
+func (x *FaissIndex) load() error {
+	err := x.loadFiles()
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist) && x.gen == 0:
+		return nil
+	default:
+		slog.Warn("faiss: ignoring persisted index; it will be rebuilt", "dir", x.cfg.Dir, "err", err)
+		x.resetState()
+		return nil
+	}
+}
+
+func (x *FaissIndex) resetState() {
+	if x.idx != nil {
+		x.idx.Delete()
+	}
+	x.idx, x.cp = nil, nil
+	x.labels, x.ids = map[int64]string{}, map[string]int64{}
+	x.bufLabels, x.bufVecs = nil, nil
+	x.next, x.seq, x.gen = 0, 0, 0
+}
+
+func (x *FaissIndex) loadFiles() error {
+	dir := x.cfg.Dir
+	raw, err := os.ReadFile(filepath.Join(dir, faissMetaFile))
+	if err != nil {
+		return err
+	}
+	var m faissMeta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		x.gen = 1 // not "absent": report it
+		return fmt.Errorf("%s: %w", faissMetaFile, err)
+	}
+	x.gen = max(m.Gen, 1)
+	switch {
+	case m.Version != faissMetaVersion, m.Dim != x.cfg.Dim, m.Metric != x.cfg.Metric, m.Factory != x.spec.canonical():
+		return fmt.Errorf("%w: have v%d dim %d %s %s", errFaissStale, m.Version, m.Dim, m.Metric, m.Factory)
+	case len(m.IDs) != len(m.Labels):
+		return fmt.Errorf("%w: %d ids, %d labels", errFaissStale, len(m.IDs), len(m.Labels))
+	case m.Index == "" && x.spec.kind != faissIVF:
+		return fmt.Errorf("%w: no index file", errFaissStale)
+	}
+	for i, id := range m.IDs {
+		l := m.Labels[i]
+		if l < 0 || l >= m.Next {
+			return fmt.Errorf("%w: label %d out of range", errFaissStale, l)
+		}
+		x.ids[id] = l
+		x.labels[l] = id
+	}
+	if len(x.ids) != len(m.IDs) || len(x.labels) != len(m.IDs) {
+		return fmt.Errorf("%w: duplicate ids or labels", errFaissStale)
+	}
+	if m.Buffer != "" {
+		f, err := os.Open(filepath.Join(dir, m.Buffer))
+		if err != nil {
+			return err
+		}
+		x.bufLabels, x.bufVecs, err = readFaissBuffer(bufio.NewReader(f), x.cfg.Dim)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Buffer, err)
+		}
+	}
+	if m.Index != "" {
+		idx, err := faiss.ReadIndex(filepath.Join(dir, m.Index), 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Index, err)
+		}
+		x.idx = idx
+		if idx.D() != x.cfg.Dim {
+			return fmt.Errorf("%w: index file has dim %d", errFaissStale, idx.D())
+		}
+		if x.cp, err = x.configure(idx); err != nil {
+			return err
+		}
+	}
+	held := len(x.bufLabels)
+	if x.idx != nil {
+		held += int(x.idx.Ntotal())
+	}
+	if held < len(x.labels) || (x.spec.kind != faissHNSW && held != len(x.labels)) {
+		return fmt.Errorf("%w: %d vectors stored for %d ids", errFaissStale, held, len(x.labels))
+	}
+	x.next, x.seq = m.Next, m.Seq
+	return nil
+}
