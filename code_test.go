@@ -149,35 +149,39 @@ func TestCodeSearchBenchmark(t *testing.T) {
 		name string
 		docs func(path string, src []byte) []Document
 	}
-	variants := []variant{
-		{"ast (cAST chunks, EmbeddingText)", func(p string, src []byte) []Document {
-			chunks, err := chunker.Code(p, src, chunker.CodeOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return CodeDocuments(p, chunks)
-		}},
-		{"ast, one definition per chunk", func(p string, src []byte) []Document {
-			chunks, err := chunker.Code(p, src, chunker.CodeOptions{NoMergeDefinitions: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return CodeDocuments(p, chunks)
-		}},
-		{"ast, code only (no header)", func(p string, src []byte) []Document {
-			chunks, err := chunker.Code(p, src, chunker.CodeOptions{})
+	astDocs := func(opts chunker.CodeOptions, header bool) func(string, []byte) []Document {
+		return func(p string, src []byte) []Document {
+			chunks, err := chunker.Code(p, src, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			docs := CodeDocuments(p, chunks)
-			for i, d := range docs {
-				docs[i].Title = p
-				_, body, _ := strings.Cut(d.Text, "\n\n")
-				docs[i].Text = "# " + p + "\n\n" + body
+			if !header {
+				for i, d := range docs {
+					docs[i].Title = p
+					_, body, _ := strings.Cut(d.Text, "\n\n")
+					docs[i].Text = "# " + p + "\n\n" + body
+				}
 			}
 			return docs
-		}},
-		{"fixed 40-line chunks", fixedLineDocs},
+		}
+	}
+	variants := []variant{
+		{"ast (cAST, budget 1500)", astDocs(chunker.CodeOptions{}, true)},
+		{"ast (cAST, budget 1250)", astDocs(chunker.CodeOptions{Budget: 1250}, true)},
+		{"ast, one definition per chunk", astDocs(chunker.CodeOptions{NoMergeDefinitions: true}, true)},
+		{"ast 1500, code only (no header)", astDocs(chunker.CodeOptions{}, false)},
+		{"fixed 40-line chunks", fixedLineDocs(40)},
+		{"fixed 47-line chunks", fixedLineDocs(47)},
+	}
+	if v := os.Getenv("MEMORY_CODESEARCH_ONLY"); v != "" {
+		var keep []variant
+		for _, x := range variants {
+			if strings.Contains(x.name, v) {
+				keep = append(keep, x)
+			}
+		}
+		variants = keep
 	}
 	for _, v := range variants {
 		m, err := Open("")
@@ -329,12 +333,16 @@ func firstSentence(doc string) string {
 	return doc
 }
 
-// fixedLineDocs cuts a file into 40-line chunks (the baseline), with the path as header.
-func fixedLineDocs(path string, src []byte) []Document {
+// fixedLineDocs cuts files into chunks of n lines (the baseline), with the path as header.
+func fixedLineDocs(n int) func(path string, src []byte) []Document {
+	return func(path string, src []byte) []Document { return fixedLines(path, src, n) }
+}
+
+func fixedLines(path string, src []byte, n int) []Document {
 	lines := strings.SplitAfter(string(src), "\n")
 	var out []Document
-	for i := 0; i < len(lines); i += 40 {
-		j := min(i+40, len(lines))
+	for i := 0; i < len(lines); i += n {
+		j := min(i+n, len(lines))
 		body := strings.Join(lines[i:j], "")
 		if strings.TrimSpace(body) == "" {
 			continue
