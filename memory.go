@@ -39,6 +39,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/sop"
 	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
 )
@@ -60,6 +61,8 @@ type Memory struct {
 	cmu    sync.RWMutex
 	cols   map[string]*colState
 	closed atomic.Bool
+	sopMu  sync.Mutex
+	sops   *sop.Library // loaded on first SOPs call
 }
 
 // Open opens the store in dir, creating it when dir is missing or empty. dir "" makes a

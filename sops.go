@@ -1,0 +1,57 @@
+package memory
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/agentmem/memory/sop"
+)
+
+const sopDir = "sops"
+
+// SOPs returns the store's procedural memory: a [sop.Library] loaded, on first use, from the
+// store's sops/ directory (procedure files that fail validation are logged and skipped).
+// With an embedder configured, matching can fall back to semantic similarity. Call
+// [Memory.SaveSOPs] to persist changes.
+func (m *Memory) SOPs() *sop.Library {
+	m.sopMu.Lock()
+	defer m.sopMu.Unlock()
+	if m.sops != nil {
+		return m.sops
+	}
+	var opts []sop.Option
+	if m.opts.Embedder != nil {
+		opts = append(opts, sop.WithEmbedder(m.opts.Embedder))
+	}
+	dir := filepath.Join(m.dir, sopDir)
+	if _, err := os.Stat(dir); err == nil {
+		lib, err := sop.LoadDir(dir, opts...)
+		if err != nil {
+			m.log.Warn("memory: some procedures could not be loaded", "dir", dir, "err", err)
+		}
+		if lib != nil {
+			m.sops = lib
+			return lib
+		}
+	}
+	m.sops = sop.NewLibrary(opts...)
+	return m.sops
+}
+
+// SaveSOPs writes the procedural memory to the store's sops/ directory (one file per
+// procedure, each written atomically).
+func (m *Memory) SaveSOPs() error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	lib := m.SOPs()
+	dir := filepath.Join(m.dir, sopDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := lib.SaveDir(dir); err != nil {
+		return errors.Join(errors.New("memory: save procedures"), err)
+	}
+	return nil
+}
