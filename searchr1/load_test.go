@@ -60,7 +60,7 @@ func readJSONL(t testing.TB, path string, fn func(map[string]any)) {
 }
 
 // TestRetrieveLoad runs 200 concurrent clients against POST /retrieve on 127.0.0.1 for
-// 30 s (MEMORY_LOAD_DURATION, MEMORY_LOAD_CLIENTS override) over a real in-memory store
+// 30 s (MEMORY_LOAD_DURATION, MEMORY_LOAD_CLIENTS and MEMORY_LOAD_MAXCONC override) over a real in-memory store
 // holding the SciFact corpus, and requires zero errors. Run with MEMORY_LOAD=1.
 func TestRetrieveLoad(t *testing.T) {
 	if os.Getenv("MEMORY_LOAD") != "1" {
@@ -103,7 +103,11 @@ func TestRetrieveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewRetrieveHandler(m, RetrieveOptions{}), ReadHeaderTimeout: 10 * time.Second}
+	maxConc := 0 // the handler's default
+	if n, err := fmt.Sscan(os.Getenv("MEMORY_LOAD_MAXCONC"), &maxConc); n != 1 || err != nil {
+		maxConc = 0
+	}
+	srv := &http.Server{Handler: NewRetrieveHandler(m, RetrieveOptions{MaxConcurrent: maxConc}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	url := "http://" + ln.Addr().String() + "/retrieve"
@@ -161,8 +165,8 @@ func TestRetrieveLoad(t *testing.T) {
 		}
 		return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))]
 	}
-	t.Logf("clients=%d duration=%v requests=%d errors=%d throughput=%.0f req/s p50=%v p90=%v p99=%v max=%v",
-		clients, elapsed.Round(time.Millisecond), len(latencies), errs.Load(), float64(len(latencies))/elapsed.Seconds(),
+	t.Logf("max-concurrent=%d clients=%d duration=%v requests=%d errors=%d throughput=%.0f req/s p50=%v p90=%v p99=%v max=%v",
+		maxConc, clients, elapsed.Round(time.Millisecond), len(latencies), errs.Load(), float64(len(latencies))/elapsed.Seconds(),
 		pct(0.50).Round(time.Microsecond), pct(0.90).Round(time.Microsecond), pct(0.99).Round(time.Microsecond),
 		pct(1).Round(time.Microsecond))
 	if errs.Load() != 0 {

@@ -196,7 +196,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 		pyQPS, pyRecall, ratio float64
 	}
 	rows := make([]row, len(values))
-	const repeat = 3
+	const repeat = 5
 	for ri, v := range values {
 		set(v)
 		// Through the backend: normalisation, id mapping, over-fetch logic.

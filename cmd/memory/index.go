@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,11 +33,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sf.register(fs, true)
 	col := fs.String("collection", "", "collection (default: the default collection)")
 	batch := fs.Int("batch", 256, "documents per write")
+	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	if sf.dir == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: memory index --store DIR [--collection C] PATH...")
+	if sf.dir == "" || (fs.NArg() == 0 && *code == "") {
+		fmt.Fprintln(stderr, "usage: memory index --store DIR [--collection C] PATH...\n       memory index --store DIR [--collection C] --code DIR")
 		return errUsage
 	}
 	m, err := sf.open(sf.dir, stderr)
@@ -45,6 +47,9 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer m.Close()
 	c := m.Collection(*col)
+	if *code != "" {
+		return indexCode(ctx, c, *code, *batch, stdout, stderr)
+	}
 
 	var files []string
 	for _, p := range fs.Args() {
@@ -267,4 +272,56 @@ func (p *progress) finish() {
 		p.bar.Finish()
 		fmt.Fprintln(p.w)
 	}
+}
+
+// indexCode chunks and indexes a source tree, then prints a summary.
+func indexCode(ctx context.Context, c *memory.Collection, root string, batch int, stdout, stderr io.Writer) error {
+	start := time.Now()
+	var bar *progressbar.ProgressBar
+	if isTerminal(stderr) {
+		bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("chunking"),
+			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("chunks"),
+			progressbar.OptionThrottle(100*time.Millisecond))
+	}
+	last := time.Now()
+	sum, err := c.AddCode(ctx, root, memory.CodeOptions{BatchSize: batch, Progress: func(p memory.CodeProgress) {
+		switch {
+		case bar != nil:
+			bar.Set(p.Chunks)
+		case time.Since(last) >= 2*time.Second:
+			last = time.Now()
+			fmt.Fprintf(stderr, "indexing code: %d files, %d chunks (%.0f chunks/s), at %s\n",
+				p.Files, p.Chunks, float64(p.Chunks)/time.Since(start).Seconds(), p.Path)
+		}
+	}})
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "indexed %d files (%d bytes) as %d chunks into %q in %s\n",
+		sum.Files, sum.Bytes, sum.Chunks, c.Name(), time.Since(start).Round(time.Millisecond))
+	for _, kv := range sortedCounts(sum.ChunksByLanguage) {
+		fmt.Fprintf(stdout, "  %-12s %6d chunks in %d files\n", kv.k, kv.n, sum.FilesByLanguage[kv.k])
+	}
+	for _, kv := range sortedCounts(sum.Skipped) {
+		fmt.Fprintf(stdout, "  skipped %-20s %d\n", kv.k+":", kv.n)
+	}
+	return nil
+}
+
+type count struct {
+	k string
+	n int
+}
+
+func sortedCounts(m map[string]int) []count {
+	out := make([]count, 0, len(m))
+	for k, n := range m {
+		out = append(out, count{k, n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n > out[j].n || (out[i].n == out[j].n && out[i].k < out[j].k) })
+	return out
 }
