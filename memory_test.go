@@ -348,9 +348,19 @@ func TestFilters(t *testing.T) {
 // TestFilterBeforeRanking: a selective filter still returns the full k when k documents
 // match, even though they rank far below the unfiltered top k.
 func TestFilterBeforeRanking(t *testing.T) {
-	for _, mode := range []Mode{BM25, Dense, Hybrid} {
-		t.Run(string(mode), func(t *testing.T) {
-			m := openT(t, "", WithEmbedder(vectorstore.NewHashEmbedder(64)))
+	for _, backend := range vectorstore.Backends() {
+		for _, mode := range []Mode{BM25, Dense, Hybrid} {
+			t.Run(backend+"/"+string(mode), func(t *testing.T) {
+				testFilterBeforeRanking(t, backend, mode)
+			})
+		}
+	}
+}
+
+func testFilterBeforeRanking(t *testing.T, backend string, mode Mode) {
+	{
+		{
+			m := openT(t, "", WithEmbedder(vectorstore.NewHashEmbedder(64)), WithIndex(vectorstore.IndexConfig{Backend: backend}))
 			var docs []Document
 			for i := 0; i < 300; i++ {
 				text := "common words about retrieval"
@@ -374,7 +384,7 @@ func TestFilterBeforeRanking(t *testing.T) {
 					t.Fatalf("result %s violates the filter", r.ID)
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -508,5 +518,42 @@ func TestPrecomputedEmbeddings(t *testing.T) {
 	d, _ := m.Get(bg, "a")
 	if d.Embedding[3] != 1 {
 		t.Fatalf("stored embedding %v", d.Embedding)
+	}
+}
+
+// TestDenseReopenEveryBackend: dense results are the same after close and reopen, and after
+// writes that only the store of record saw (the index catches up from the change log).
+func TestDenseReopenEveryBackend(t *testing.T) {
+	for _, backend := range vectorstore.Backends() {
+		t.Run(backend, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), WithIndex(vectorstore.IndexConfig{Backend: backend})}
+			m, err := Open(dir, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Add(bg, corpus...)
+			m.Delete(bg, "py")
+			before, err := m.Search(bg, "compiled language memory", WithMode(Dense))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			m2 := openT(t, dir, opts...)
+			after, err := m2.Search(bg, "compiled language memory", WithMode(Dense))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(ids(before)) != fmt.Sprint(ids(after)) {
+				t.Fatalf("dense results changed across reopen: %v vs %v", ids(before), ids(after))
+			}
+			for _, r := range after {
+				if r.ID == "py" {
+					t.Fatal("deleted document came back")
+				}
+			}
+		})
 	}
 }

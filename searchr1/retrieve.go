@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -26,8 +27,9 @@ type RetrieveOptions struct {
 	MaxQueries int
 	// MaxBodyBytes bounds the request body (default 1 MiB); larger bodies get 413.
 	MaxBodyBytes int64
-	// MaxConcurrent bounds the requests searched at once (default 64); others wait up to
-	// QueueTimeout and then get 503.
+	// MaxConcurrent bounds the requests searched at once (default 2 x GOMAXPROCS: search
+	// is CPU-bound, and few slots keep the latency tail short; see bench-notes); others
+	// wait up to QueueTimeout and then get 503.
 	MaxConcurrent int
 	// QueueTimeout is how long a request waits for a slot (default 30 s).
 	QueueTimeout time.Duration
@@ -89,7 +91,7 @@ func NewRetrieveHandler(s Searcher, opts RetrieveOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = 1 << 20
 	}
-	o.MaxConcurrent = defaultInt(o.MaxConcurrent, 64)
+	o.MaxConcurrent = defaultInt(o.MaxConcurrent, 2*runtime.GOMAXPROCS(0))
 	if o.QueueTimeout <= 0 {
 		o.QueueTimeout = 30 * time.Second
 	}

@@ -38,6 +38,10 @@ func Sanitize(text string, tags ...string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(text); {
+		if c := text[i]; c < utf8.RuneSelf && c != '<' && c != '&' && c != '%' && c != '\\' {
+			i++ // fast path: an ASCII byte that cannot start a bracket
+			continue
+		}
 		end, closing, name, ok := matchTag(text, i, names)
 		if !ok {
 			_, size := utf8.DecodeRuneInString(text[i:])
@@ -214,7 +218,7 @@ var namedEntities = map[string]rune{
 // of "amp;" layers; the trailing ';' is optional, as browsers and models accept it.
 func entityAt(s string, i int) (rune, int) {
 	j := i + 1
-	for strings.HasPrefix(strings.ToLower(s[j:]), "amp;") {
+	for len(s) >= j+4 && strings.EqualFold(s[j:j+4], "amp;") {
 		j += 4
 	}
 	if j >= len(s) {

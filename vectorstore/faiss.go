@@ -168,9 +168,10 @@ type FaissIndex struct {
 	bufLabels []int64
 	bufVecs   []float32
 
-	seq    uint64 // store sequence the persisted state reflects
-	gen    uint64 // generation of the files in Dir
-	dirty  bool   // changed since the last write
+	seq    uint64    // store sequence the persisted state reflects
+	gen    uint64    // generation of the files in Dir
+	files  [2]string // that generation's index and buffer file names
+	dirty  bool      // changed since the last write
 	closed bool
 	gpu    faissGPU
 }

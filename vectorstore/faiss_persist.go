@@ -48,16 +48,13 @@ func (x *FaissIndex) persistLocked() error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("vectorstore: faiss dir: %w", err)
 	}
+	if !x.dirty && x.gen > 0 && x.files != [2]string{} {
+		// Nothing changed since the last write: only the metadata (the new seq) is rewritten,
+		// pointing at the same generation's files.
+		return x.writeMetaLocked(x.gen, x.files[0], x.files[1])
+	}
 	gen := x.gen + 1
-	m := faissMeta{
-		Version: faissMetaVersion, Dim: x.cfg.Dim, Metric: x.cfg.Metric, Factory: x.spec.canonical(),
-		Seq: x.seq, Gen: gen, Next: x.next,
-		IDs: make([]string, 0, len(x.labels)), Labels: make([]int64, 0, len(x.labels)),
-	}
-	for l, id := range x.labels {
-		m.IDs = append(m.IDs, id)
-		m.Labels = append(m.Labels, l)
-	}
+	var m struct{ Index, Buffer string }
 	if x.idx != nil {
 		m.Index = fmt.Sprintf("faiss-%d.index", gen)
 		tmp := filepath.Join(dir, m.Index+".tmp")
@@ -76,14 +73,31 @@ func (x *FaissIndex) persistLocked() error {
 			return err
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, faissMetaFile), func(w io.Writer) error {
+	if err := x.writeMetaLocked(gen, m.Index, m.Buffer); err != nil {
+		return err
+	}
+	x.dirty = false
+	removeStaleFaissFiles(dir, m.Index, m.Buffer)
+	return nil
+}
+
+// writeMetaLocked writes faiss.json (the commit point) for generation gen and its files.
+func (x *FaissIndex) writeMetaLocked(gen uint64, index, buffer string) error {
+	m := faissMeta{
+		Version: faissMetaVersion, Dim: x.cfg.Dim, Metric: x.cfg.Metric, Factory: x.spec.canonical(),
+		Seq: x.seq, Gen: gen, Next: x.next, Index: index, Buffer: buffer,
+		IDs: make([]string, 0, len(x.labels)), Labels: make([]int64, 0, len(x.labels)),
+	}
+	for l, id := range x.labels {
+		m.IDs = append(m.IDs, id)
+		m.Labels = append(m.Labels, l)
+	}
+	if err := writeFileAtomic(filepath.Join(x.cfg.Dir, faissMetaFile), func(w io.Writer) error {
 		return json.NewEncoder(w).Encode(&m)
 	}); err != nil {
 		return err
 	}
-	x.gen = gen
-	x.dirty = false
-	removeStaleFaissFiles(dir, m.Index, m.Buffer)
+	x.gen, x.files = gen, [2]string{index, buffer}
 	return nil
 }
 
@@ -213,7 +227,7 @@ func (x *FaissIndex) resetState() {
 	x.idx, x.cp = nil, nil
 	x.labels, x.ids = map[int64]string{}, map[string]int64{}
 	x.bufLabels, x.bufVecs = nil, nil
-	x.next, x.seq, x.gen = 0, 0, 0
+	x.next, x.seq, x.gen, x.files = 0, 0, 0, [2]string{}
 }
 
 func (x *FaissIndex) loadFiles() error {
@@ -278,6 +292,6 @@ func (x *FaissIndex) loadFiles() error {
 	if held < len(x.labels) || (x.spec.kind != faissHNSW && held != len(x.labels)) {
 		return fmt.Errorf("%w: %d vectors stored for %d ids", errFaissStale, held, len(x.labels))
 	}
-	x.next, x.seq = m.Next, m.Seq
+	x.next, x.seq, x.files = m.Next, m.Seq, [2]string{m.Index, m.Buffer}
 	return nil
 }

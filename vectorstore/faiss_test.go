@@ -589,8 +589,16 @@ func TestFaissPersistenceMismatchOrCorrupt(t *testing.T) {
 	if err := idx.Add(ctx, []string{"a"}, [][]float32{{1, 2, 3, 4}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := idx.Commit(3); err != nil {
+	if err := idx.Commit(2); err != nil {
 		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "faiss-*"))
+	if err := idx.Commit(3); err != nil { // nothing changed: only the metadata is rewritten
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "faiss-*"))
+	if len(before) != 1 || fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Fatalf("index files before %v, after an unchanged Commit %v", before, after)
 	}
 	idx.Close()
 	// Another factory or dimension ignores the persisted state (Seq 0: the store rebuilds).

@@ -42,7 +42,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	retrieveAddr := fs.String("retrieve", "", "serve Search-R1 POST /retrieve and GET /health on this address (e.g. 127.0.0.1:8000)")
 	topK := fs.Int("topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
 	mode := fs.String("mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid)")
-	maxConc := fs.Int("max-concurrent", 64, "/retrieve: requests searched at once")
+	maxConc := fs.Int("max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
 	mcpStdio := fs.Bool("mcp", false, "serve MCP over stdin/stdout")
 	mcpHTTP := fs.String("mcp-http", "", "serve MCP streamable HTTP on this address")
 	token := fs.String("token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
