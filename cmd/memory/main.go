@@ -1,8 +1,13 @@
 // Command memory indexes, searches, evaluates and serves a memory store.
 //
-//	memory index  --store DIR [--collection C] PATH...
-//	memory search --store DIR [--json] QUERY
-//	memory eval   --data DIR --mode bm25|dense|hybrid [--run-out FILE]
+//	memory index    --store DIR [--collection C] PATH... | --code DIR
+//	memory search   --store DIR [--json] [--where JSON] QUERY
+//	memory eval     --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
+//	memory serve    --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]
+//	memory models   list | pull NAME | path NAME
+//	memory tokenize --model NAME_OR_DIR [--pair] TEXT...
+//	memory chunk    [--json] FILE...
+//	memory sop      match | list | render --dir DIR ...
 //	memory help
 //
 // Each subcommand lives in its own file and registers itself in init with [register].

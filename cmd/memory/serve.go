@@ -46,7 +46,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mcpStdio := fs.Bool("mcp", false, "serve MCP over stdin/stdout")
 	mcpHTTP := fs.String("mcp-http", "", "serve MCP streamable HTTP on this address")
 	token := fs.String("token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
-	sopDir := fs.String("sops", "", "directory of SOP files for the sop_match tool")
+	sopDir := fs.String("sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
 	readOnly := fs.Bool("read-only", false, "MCP: leave out memory_add and memory_delete")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
@@ -88,7 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer m.Close()
 
-	var lib *sop.Library
+	lib := m.SOPs() // the store's own procedures (sops/ in the store), unless --sops names a folder
 	if *sopDir != "" {
 		lib, err = sop.LoadDir(*sopDir)
 		if err != nil {
