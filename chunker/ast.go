@@ -316,10 +316,7 @@ func (a *astChunker) holdsDef(n *sitter.Node) bool {
 			continue
 		}
 		t := k.Type()
-		if a.spec.defs[t] != "" || a.spec.wrappers[t] != "" {
-			return true
-		}
-		if _, ok := a.spec.wrappers[t]; ok {
+		if _, wrapper := a.spec.wrappers[t]; wrapper || a.spec.defs[t] != "" {
 			return true
 		}
 	}
@@ -389,8 +386,9 @@ func (a *astChunker) merge(in []span, cur *defInfo) []span {
 			if a.size(p.start, s.end) <= a.budget {
 				switch {
 				case mergeable(p) && mergeable(&s):
-					if p.def == cur && cur == nil && len(p.defs) == 0 && s.whole {
+					if p.def == cur && cur == nil && len(p.defs) == 0 && s.whole && !p.hasDoc {
 						// top-level code before a definition: the definition names the chunk
+						// (the module docstring keeps naming its chunk)
 						p.def, p.whole = s.def, true
 					}
 					p.end = s.end

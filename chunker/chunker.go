@@ -3,12 +3,14 @@
 // [Code] parses a file with tree-sitter (Go, Python, JavaScript, TypeScript/TSX, Java, Rust,
 // C, C++, C#, Ruby) and applies the cAST algorithm: a syntax node whose size is over the
 // budget is split at its children, recursively, and small adjacent siblings are merged while
-// they fit. Sizes are counted in non-whitespace characters. Functions, methods and types get
-// their own chunks (with the doc comment that precedes them); the rest of the file (imports,
-// statements, fields) is packed around them. The chunks of a file tile it: concatenated in
-// order they give back the file byte for byte, so nothing is ever lost. Files in languages
-// without a grammar, and files the parser cannot make sense of, fall back to line-based
-// chunks cut at blank lines.
+// they fit. Sizes are counted in non-whitespace characters. Doc comments stay with the
+// definition they precede, the pieces of a split definition never merge with its siblings,
+// and each chunk is named after the (first) definition it holds, with its qualified name,
+// enclosing definitions and doc ([CodeOptions.NoMergeDefinitions] gives every definition its
+// own chunk instead). The chunks of a file tile it: concatenated in order they give back the
+// file byte for byte, so nothing is ever lost. Files in languages without a grammar, and
+// files whose parse tree has errors at the top level, fall back to line-based chunks cut at
+// blank lines.
 //
 // [Text] chunks prose (markdown-aware: sections keep their heading path), and [Walk] chunks a
 // whole tree, honouring .gitignore files.
@@ -78,7 +80,7 @@ type Chunk struct {
 	// Doc is the definition's doc comment or docstring, with comment markers removed.
 	Doc string `json:"doc,omitempty"`
 	// Defs lists the qualified names of the definitions the chunk holds whole, when it
-	// holds more than one.
+	// holds more than one or is not named after the one it holds.
 	Defs []string `json:"defs,omitempty"`
 	// Part numbers the pieces (from 1) when a definition was larger than the budget and
 	// was split over several chunks; 0 when the chunk holds the whole definition.
@@ -308,15 +310,15 @@ func buildChunks(path, lang string, src []byte, nws []int32, spans []span, trim 
 		} else {
 			c.EndLine = c.StartLine
 		}
+		if len(s.defs) > 1 || (len(s.defs) == 1 && s.def != s.defs[0]) {
+			for _, x := range s.defs {
+				c.Defs = append(c.Defs, x.qname)
+			}
+		}
 		switch d := s.def; {
 		case d != nil:
 			c.Kind, c.Name, c.QualifiedName, c.Parent = d.kind, d.name, d.qname, d.parent
 			c.Signature, c.Doc, c.Context = d.sig, d.doc, d.context
-			if len(s.defs) > 1 {
-				for _, x := range s.defs {
-					c.Defs = append(c.Defs, x.qname)
-				}
-			}
 			if !s.whole && parts[d] > 1 {
 				seen[d]++
 				c.Part = seen[d]
@@ -357,7 +359,7 @@ func (c Chunk) EmbeddingText() string {
 		}
 		b.WriteByte('\n')
 	}
-	if len(c.Defs) > 1 {
+	if len(c.Defs) > 0 {
 		b.WriteString("# defines: ")
 		b.WriteString(strings.Join(c.Defs, ", "))
 		b.WriteByte('\n')

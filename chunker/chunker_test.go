@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -309,5 +310,35 @@ func TestLanguageOverride(t *testing.T) {
 	}
 	if len(chunks) != 1 || chunks[0].Language != "python" || chunks[0].Kind != KindFunction || chunks[0].Name != "f" {
 		t.Fatalf("got %+v", chunks)
+	}
+}
+
+func TestConcurrentCode(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.*")
+	want := map[string][]Chunk{}
+	for _, f := range files {
+		src, _ := os.ReadFile(f)
+		want[f], _ = Code(f, src, CodeOptions{Budget: 300})
+	}
+	done := make(chan error)
+	for w := 0; w < 4; w++ {
+		go func() {
+			for i := 0; i < 3; i++ {
+				for _, f := range files {
+					src, _ := os.ReadFile(f)
+					got, err := Code(f, src, CodeOptions{Budget: 300})
+					if err != nil || len(got) != len(want[f]) {
+						done <- fmt.Errorf("%s: %d chunks, want %d (err %v)", f, len(got), len(want[f]), err)
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

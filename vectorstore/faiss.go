@@ -35,7 +35,7 @@ var (
 
 // Parameter names read from IndexConfig.Params by the FAISS backend.
 const (
-	FaissParamNprobe         = "nprobe"         // IVF: lists probed per query (default max(16, nlist/16))
+	FaissParamNprobe         = "nprobe"         // IVF: lists probed per query (default max(16, nlist/32))
 	FaissParamEfSearch       = "efSearch"       // HNSW: search beam width (default 128)
 	FaissParamEfConstruction = "efConstruction" // HNSW: build beam width (default 40, faiss's own)
 	FaissParamTrainSize      = "trainSize"      // IVF: vectors buffered before training (default 39*nlist)
@@ -51,7 +51,7 @@ const (
 )
 
 func faissDefaultNprobe(nlist int) int {
-	return min(nlist, max(16, nlist/16))
+	return min(nlist, max(16, nlist/32))
 }
 
 func init() {
@@ -725,12 +725,13 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) (hits []Hit, last float32, err error) {
 	dist, lab, onGPU, err := x.gpu.search(q, kk)
 	if !onGPU {
-		dist, lab, err = x.idx.Search(q, int64(kk))
+		// One query: run it on the calling thread alone (no OpenMP team per call).
+		dist, lab, err = faisslink.SearchSerial(x.cp, x.cfg.Dim, q, kk)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("vectorstore: faiss search k=%d: %w", kk, err)
 	}
-	hits = make([]Hit, 0, min(kk, 64))
+	hits = make([]Hit, 0, min(kk, 256))
 	last = float32(math.Inf(-1))
 	for i, l := range lab {
 		if l < 0 {
@@ -748,7 +749,12 @@ func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) (hits []Hit, las
 
 // faissSortHits orders hits by score (desc), then id (asc).
 func faissSortHits(hits []Hit) {
-	sort.SliceStable(hits, func(i, j int) bool { return faissHitBefore(hits[i], hits[j]) })
+	// Hits come from faiss sorted by score; only ties may need reordering (insertion sort).
+	for i := 1; i < len(hits); i++ {
+		for j := i; j > 0 && faissHitBefore(hits[j], hits[j-1]); j-- {
+			hits[j], hits[j-1] = hits[j-1], hits[j]
+		}
+	}
 }
 
 // scanExact ranks every live vector accepted by f exactly.

@@ -3,8 +3,8 @@
 
 The Go benchmark starts this script once per index and talks to it over stdin/stdout, so that
 Go and Python passes over the same queries can alternate (the machine is shared and noisy):
-each stdin line "PARAM VALUE" sets the parameter (efSearch or nprobe) with faiss's
-ParameterSpace, runs one pass of single-query searches (one index.search call per query, as
+each stdin line "PARAM VALUE THREADS" sets the parameter (efSearch or nprobe) with faiss's
+ParameterSpace and the OpenMP threads (0 = faiss's default), runs one pass of single-query searches (one index.search call per query, as
 the Go side does) and prints one JSON line: qps, recall@k against the ground truth.
 
 Usage: compare.py --index F --queries Q.npy --gt GT.npy [--k 10]   (then commands on stdin)
@@ -30,13 +30,15 @@ def main():
     q = np.load(a.queries).astype(np.float32)
     gt = np.load(a.gt)
     ps = faiss.ParameterSpace()
+    default_threads = faiss.omp_get_max_threads()
     print(json.dumps({"ready": True, "ntotal": index.ntotal, "faiss": faiss.__version__,
                       "omp_threads": faiss.omp_get_max_threads()}), flush=True)
     for line in sys.stdin:
         parts = line.split()
-        if len(parts) != 2:
+        if len(parts) != 3:
             continue
-        param, v = parts[0], int(parts[1])
+        param, v, threads = parts[0], int(parts[1]), int(parts[2])
+        faiss.omp_set_num_threads(threads if threads > 0 else default_threads)
         ps.set_index_parameter(index, param, v)
         labels = np.empty((len(q), a.k), dtype=np.int64)
         t0 = time.perf_counter()
@@ -45,7 +47,7 @@ def main():
             labels[i] = lab[0]
         qps = len(q) / (time.perf_counter() - t0)
         hit = sum(len(set(labels[i]) & set(gt[i, :a.k])) for i in range(len(q)))
-        print(json.dumps({"param": param, "value": v, "qps": round(qps, 1),
+        print(json.dumps({"param": param, "value": v, "threads": faiss.omp_get_max_threads(), "qps": round(qps, 1),
                           "recall": hit / (len(q) * a.k)}), flush=True)
 
 

@@ -12,7 +12,10 @@ import (
 
 func TestChunkCommand(t *testing.T) {
 	dir := t.TempDir()
-	src := "package p\n\n// A does a.\nfunc A() {}\n\n// B does b.\nfunc B() {}\n"
+	// Each function is about 60 non-whitespace characters: with a budget of 100 the package
+	// clause joins A (cAST merging) but A and B do not fit together.
+	src := "package p\n\n// A does a.\nfunc A(x int) int {\n\treturn x*x + 2*x + 1 + len(\"abcdefghij\")\n}\n\n" +
+		"// B does b.\nfunc B(y int) int {\n\treturn y*y - 2*y - 1 - len(\"abcdefghij\")\n}\n"
 	f := filepath.Join(dir, "p.go")
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -29,7 +32,7 @@ func TestChunkCommand(t *testing.T) {
 		}
 		got = append(got, c)
 	}
-	if len(got) != 3 || got[1].Name != "A" || got[1].Kind != "function" || got[2].Name != "B" {
+	if len(got) != 2 || got[0].Name != "A" || got[0].Kind != "function" || got[1].Name != "B" || got[0].StartLine != 1 {
 		t.Fatalf("chunks %+v", got)
 	}
 	// end_byte is exclusive: the chunks tile the file
@@ -37,12 +40,12 @@ func TestChunkCommand(t *testing.T) {
 	for _, c := range got {
 		b.WriteString(src[c.StartByte:c.EndByte])
 	}
-	if b.String() != src || got[2].EndByte != len(src) {
+	if b.String() != src || got[1].EndByte != len(src) {
 		t.Fatalf("chunks do not tile the file: %+v", got)
 	}
 
 	out.Reset()
-	if code := runMain(context.Background(), []string{"chunk", "--language", "go", f}, &out, &errb); code != 0 {
+	if code := runMain(context.Background(), []string{"chunk", "--language", "go", "--budget", "100", f}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "\tgo\tfunction\tB\t") {

@@ -70,3 +70,22 @@ func RemoveIDsArray(index unsafe.Pointer, ids []int64) (int, error) {
 	rc := C.memory_faiss_remove_ids_array(index, C.long(len(ids)), (*C.long)(unsafe.Pointer(&ids[0])), &removed, (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
 	return int(removed), result(rc, buf, "remove ids")
 }
+
+// SearchSerial searches the FaissIndex* index for the k nearest neighbours of each of the
+// len(x)/d queries in x with OpenMP limited to the calling thread (see shim.h): for single
+// queries it avoids waking an OpenMP team per call. Missing results have label -1.
+func SearchSerial(index unsafe.Pointer, d int, x []float32, k int) (dist []float32, labels []int64, err error) {
+	n := len(x) / d
+	if n == 0 || k <= 0 {
+		return nil, nil, nil
+	}
+	dist = make([]float32, n*k)
+	labels = make([]int64, n*k)
+	buf := make([]byte, errLen)
+	rc := C.memory_faiss_search_serial(index, C.long(n), (*C.float)(unsafe.Pointer(&x[0])), C.long(k),
+		(*C.float)(unsafe.Pointer(&dist[0])), (*C.long)(unsafe.Pointer(&labels[0])), (*C.char)(unsafe.Pointer(&buf[0])), C.int(len(buf)))
+	if err := result(rc, buf, "search"); err != nil {
+		return nil, nil, err
+	}
+	return dist, labels, nil
+}

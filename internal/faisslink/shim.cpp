@@ -5,6 +5,8 @@
 #include <cstring>
 #include <exception>
 
+#include <omp.h>
+
 #include <faiss/Index.h>
 #include <faiss/IndexHNSW.h>
 #include <faiss/IndexIDMap.h>
@@ -87,4 +89,19 @@ extern "C" int memory_faiss_remove_ids_array(void* index, long n, const long* id
         copy_err(e.what(), err, err_len);
         return -1;
     }
+}
+
+extern "C" int memory_faiss_search_serial(void* index, long n, const float* x, long k, float* D, long* I, char* err, int err_len) {
+    const int prev = omp_get_max_threads();
+    omp_set_num_threads(1);
+    int rc = 0;
+    try {
+        static_cast<faiss::Index*>(index)->search(
+                n, x, k, D, reinterpret_cast<faiss::Index::idx_t*>(I));
+    } catch (const std::exception& e) {
+        copy_err(e.what(), err, err_len);
+        rc = -1;
+    }
+    omp_set_num_threads(prev);
+    return rc;
 }

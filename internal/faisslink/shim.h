@@ -25,6 +25,12 @@ int memory_faiss_ivf_hash_direct_map(void* index, char* err, int err_len);
 // IVF hashtable direct map accepts) and stores the number removed in *removed.
 int memory_faiss_remove_ids_array(void* index, long n, const long* ids, long* removed, char* err, int err_len);
 
+// memory_faiss_search_serial runs index->search(n, x, k, D, I) with OpenMP limited to one
+// thread on the calling thread (its ICV is restored afterwards). For a single query faiss has
+// nothing to parallelise, but some searches (HNSW in 1.7.3) open a parallel region anyway,
+// whose team wake-up costs more than the search on a loaded machine.
+int memory_faiss_search_serial(void* index, long n, const float* x, long k, float* D, long* I, char* err, int err_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -265,7 +265,7 @@ func Open(ctx context.Context, path string, spec Spec, opts Options) (*Session, 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	ins, outs, err := ort.GetInputOutputInfo(path)
+	ins, outs, err := inspect(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrModelCorrupt, path, err)
 	}
@@ -311,6 +311,23 @@ func Open(ctx context.Context, path string, spec Spec, opts Options) (*Session, 
 	}
 	sess.s, sess.device = s, CPU
 	return sess, nil
+}
+
+// inspect reads the model's inputs and outputs through a throwaway single-threaded,
+// unoptimised session (so that inspecting a model does not start a thread pool).
+func inspect(path string) ([]ort.InputOutputInfo, []ort.InputOutputInfo, error) {
+	so, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer so.Destroy()
+	if err := so.SetIntraOpNumThreads(1); err != nil {
+		return nil, nil, err
+	}
+	if err := so.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll); err != nil {
+		return nil, nil, err
+	}
+	return ort.GetInputOutputInfoWithOptions(path, so)
 }
 
 // bind checks the model's interface against spec and records the names to feed.

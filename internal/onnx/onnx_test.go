@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -191,5 +192,45 @@ func TestResolveLibrary(t *testing.T) {
 		}
 	} else if got != SystemLibrary {
 		t.Fatalf("fallback: %s", got)
+	}
+}
+
+// TestLibraryErrors runs in a child process, since a process initialises ONNX Runtime once:
+// a missing library and a file that is not a library give ErrLibrary, and a later call
+// with the right library still succeeds.
+func TestLibraryErrors(t *testing.T) {
+	lib := onnxtest.Library(t)
+	if os.Getenv("ONNX_TEST_CHILD") != "1" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLibraryErrors$", "-test.v")
+		cmd.Env = append(os.Environ(), "ONNX_TEST_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		return
+	}
+	ctx := context.Background()
+	model := writeModel(t, onnxgraph.BERT(small(false)))
+	notLib := filepath.Join(t.TempDir(), "libonnxruntime.so.1")
+	if err := os.WriteFile(notLib, []byte("not an ELF file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{filepath.Join(t.TempDir(), "missing", "libonnxruntime.so.1"), notLib} {
+		_, err := Open(ctx, model, bertSpec, Options{LibraryPath: bad})
+		if !errors.Is(err, ErrLibrary) {
+			t.Fatalf("library %s: %v, want ErrLibrary", bad, err)
+		}
+		t.Log(err)
+	}
+	if Version() != "" || LibraryPath() != "" {
+		t.Fatalf("runtime reported as loaded after failures: %q %q", Version(), LibraryPath())
+	}
+	s, err := Open(ctx, model, bertSpec, Options{LibraryPath: lib})
+	if err != nil {
+		t.Fatalf("retry with the right library: %v", err)
+	}
+	s.Close()
+	if Version() == "" || LibraryPath() != lib {
+		t.Fatalf("Version %q LibraryPath %q", Version(), LibraryPath())
 	}
 }
