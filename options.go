@@ -111,7 +111,8 @@ type SearchOptions struct {
 	// fusion (empty: the collection the search is called on).
 	Collections map[string]float64
 
-	stats *SearchStats // filled when set (WithStats)
+	stats     *SearchStats // filled when set (WithStats)
+	windowSet bool         // Window was given explicitly
 }
 
 // SearchOption changes SearchOptions.

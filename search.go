@@ -56,6 +56,7 @@ func (so *SearchOptions) normalise() error {
 	if so.TopK == 0 {
 		so.TopK = 10
 	}
+	so.windowSet = so.Window > 0
 	if so.Window == 0 {
 		so.Window = max(100, so.TopK)
 	}
@@ -200,10 +201,16 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	}
 	st.Filter = time.Since(t)
 
+	// A single retriever without rerank or collapse needs no fusion window: asking for
+	// exactly k is cheaper (BM25's top-k collection is a large share of its cost).
+	window := so.Window
+	if mode != Hybrid && !so.Rerank && so.CollapseThreshold == 0 && !so.windowSet {
+		window = so.TopK
+	}
 	var lists []hybrid.List
 	if mode != Dense {
 		t := time.Now()
-		hits, err := s.bm25.Search(ctx, query, so.Window, allow)
+		hits, err := s.bm25.Search(ctx, query, window, allow)
 		st.BM25 = time.Since(t)
 		if err != nil {
 			s.mu.RUnlock()
@@ -217,7 +224,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		if allowSet != nil {
 			f = func(id string) bool { return allowSet[id] }
 		}
-		vh, err := s.vec.Search(ctx, qv, so.Window, f)
+		vh, err := s.vec.Search(ctx, qv, window, f)
 		st.Dense = time.Since(t)
 		if err != nil {
 			s.mu.RUnlock()
@@ -231,7 +238,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	}
 
 	t = time.Now()
-	fopt := hybrid.FusionOptions{K: so.RRFK, Window: so.Window}
+	fopt := hybrid.FusionOptions{K: so.RRFK, Window: window}
 	var fused []hybrid.Fused
 	if so.Fusion == WeightedScore {
 		fused = hybrid.WeightedScore(lists, fopt)

@@ -183,3 +183,15 @@ func (b *BM25Index) Count() (uint64, error) { return b.idx.DocCount() }
 
 // Close persists and closes the index.
 func (b *BM25Index) Close() error { return b.idx.Close() }
+
+// Stats reports Bleve's index statistics (segment counts and so on), for diagnostics.
+func (b *BM25Index) Stats() map[string]any {
+	st := b.idx.StatsMap()
+	out := map[string]any{}
+	if idx, ok := st["index"].(map[string]interface{}); ok {
+		for _, k := range []string{"num_root_segments", "num_persisted_segments", "TotFileMergeSegments", "num_files_on_disk"} {
+			out[k] = idx[k]
+		}
+	}
+	return out
+}
