@@ -1,9 +1,9 @@
-// Quickstart: build a store from a small bundled corpus, search it three ways, and print
-// each result with its score breakdown. Runs with no model files: dense recall uses the
-// model-free hashing embedder (see vectorstore.NewHashEmbedder); swap in an ONNX or
-// Model2Vec embedder for semantic recall.
+// Quickstart: build an on-disk store from a small bundled corpus, close it, reopen it, search
+// it three ways, and print each result with its score breakdown. Runs with no model files:
+// dense recall uses the model-free hashing embedder (see vectorstore.NewHashEmbedder); swap in
+// an ONNX or Model2Vec embedder for semantic recall.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart [STORE_DIR]   (default: a temporary directory, removed after)
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"log"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -25,11 +26,22 @@ var corpus embed.FS
 
 func main() {
 	ctx := context.Background()
-	m, err := memory.Open("", memory.WithEmbedder(vectorstore.NewHashEmbedder(256)))
+	dir := ""
+	if len(os.Args) > 1 {
+		dir = os.Args[1]
+	} else {
+		tmp, err := os.MkdirTemp("", "memory-quickstart-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = filepath.Join(tmp, "store")
+	}
+	emb := vectorstore.NewHashEmbedder(256)
+	m, err := memory.Open(dir, memory.WithEmbedder(emb))
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer m.Close()
 
 	entries, err := corpus.ReadDir("corpus")
 	if err != nil {
@@ -53,10 +65,19 @@ func main() {
 			Metadata: map[string]any{"topic": topic},
 		})
 	}
-	if err := m.Add(ctx, docs...); err != nil {
+	if err := m.Upsert(ctx, docs...); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("indexed %d documents\n", m.Count())
+	fmt.Printf("indexed %d documents into %s\n", m.Count(), dir)
+	// The store is a directory: close it and open it again, as the next run of an agent would.
+	if err := m.Close(); err != nil {
+		log.Fatal(err)
+	}
+	if m, err = memory.Open(dir, memory.WithEmbedder(emb)); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	fmt.Printf("reopened: %d documents, embedder %s\n", m.Count(), emb.ID())
 
 	show := func(label, query string, opts ...memory.SearchOption) {
 		res, err := m.Search(ctx, query, opts...)
