@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -58,7 +60,18 @@ type BM25Index struct {
 	idx bleve.Index
 	mu  sync.Mutex // guards seq
 	seq uint64
+
+	bleveScoring atomic.Bool // query through Bleve's own search instead of the TAAT path
+	anaOnce      sync.Once
+	analyzer     analysis.Analyzer
+	stats        statsCache
 }
+
+// SetBleveScoring selects the query path of Search. false (the default) scores with
+// textbook BM25 (Lucene's formula) through a term-at-a-time evaluator over the index's
+// postings; true runs Bleve's own BM25 search (which scores sqrt(tf), derives avgdl from
+// the term dictionary size and applies coord). Safe to call while searches run.
+func (b *BM25Index) SetBleveScoring(on bool) { b.bleveScoring.Store(on) }
 
 func newMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
@@ -142,6 +155,11 @@ func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
 	b.mu.Lock()
 	b.seq = seq
 	b.mu.Unlock()
+	if len(puts) > 0 && !b.bleveScoring.Load() {
+		// Compute the new segment's document lengths now, on the writer, rather than on
+		// the next query.
+		b.warmStats()
+	}
 	return nil
 }
 
@@ -155,6 +173,17 @@ func (b *BM25Index) Search(ctx context.Context, q string, k int, allow []string)
 	if k <= 0 || (allow != nil && len(allow) == 0) {
 		return nil, nil
 	}
+	if !b.bleveScoring.Load() {
+		hits, ok, err := b.searchTAAT(ctx, q, k, allow)
+		if ok {
+			return hits, err
+		}
+	}
+	return b.searchBleve(ctx, q, k, allow)
+}
+
+// searchBleve is Search through Bleve's own query execution and scoring.
+func (b *BM25Index) searchBleve(ctx context.Context, q string, k int, allow []string) ([]Hit, error) {
 	mq := bleve.NewMatchQuery(q)
 	mq.SetField(bodyField)
 	mq.Analyzer = en.AnalyzerName

@@ -1,0 +1,108 @@
+package hybrid
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/agentmem/memory/internal/beir"
+)
+
+// loadSciFact opens SciFact from $MEMORY_SCIFACT or <repo>/../shared/data/beir/scifact.
+func loadSciFact(b *testing.B) *beir.Dataset {
+	dir := os.Getenv("MEMORY_SCIFACT")
+	if dir == "" {
+		wd, _ := os.Getwd()
+		dir = filepath.Join(wd, "..", "..", "shared", "data", "beir", "scifact")
+	}
+	ds, err := beir.Load(dir, "test")
+	if err != nil {
+		b.Skipf("SciFact not available (%v); set MEMORY_SCIFACT", err)
+	}
+	return ds
+}
+
+// BenchmarkBM25Paths compares the two query paths of BM25Index on SciFact (5,183 docs,
+// 300 test queries, k1 0.9, b 0.4), single thread, after a warm-up pass: "taat" (default,
+// textbook BM25) and "bleve" (Bleve's own search). Reported: p50/p99 in microseconds.
+func BenchmarkBM25Paths(b *testing.B) {
+	ds := loadSciFact(b)
+	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
+	idx, err := OpenBM25("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer idx.Close()
+	docs := make([]BM25Doc, len(ds.Corpus))
+	for i, d := range ds.Corpus {
+		docs[i] = BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
+	}
+	for j := 0; j < len(docs); j += 512 {
+		if err := idx.Apply(docs[j:min(j+512, len(docs))], nil, uint64(j+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, path := range []string{"taat", "bleve"} {
+		for _, k := range []int{10, 100} {
+			b.Run(fmt.Sprintf("%s/k=%d", path, k), func(b *testing.B) {
+				idx.SetBleveScoring(path == "bleve")
+				defer idx.SetBleveScoring(false)
+				for _, q := range ds.Queries {
+					if _, err := idx.Search(ctx, q.Text, k, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				lat := make([]time.Duration, 0, b.N)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					q := ds.Queries[i%len(ds.Queries)]
+					t := time.Now()
+					if _, err := idx.Search(ctx, q.Text, k, nil); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t))
+				}
+				b.StopTimer()
+				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
+			})
+		}
+	}
+}
+
+// BenchmarkBM25ColdStats measures what the first TAAT search after opening an index pays
+// on SciFact: computing every segment's document lengths (one pass over all body postings)
+// and the snapshot's statistics. Reported: ms per cold computation.
+func BenchmarkBM25ColdStats(b *testing.B) {
+	ds := loadSciFact(b)
+	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
+	idx, err := OpenBM25("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer idx.Close()
+	docs := make([]BM25Doc, len(ds.Corpus))
+	for i, d := range ds.Corpus {
+		docs[i] = BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
+	}
+	for j := 0; j < len(docs); j += 512 {
+		if err := idx.Apply(docs[j:min(j+512, len(docs))], nil, uint64(j+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		idx.stats.mu.Lock()
+		idx.stats.segs, idx.stats.last = nil, nil
+		idx.stats.mu.Unlock()
+		idx.warmStats()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/cold")
+}
