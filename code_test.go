@@ -130,7 +130,7 @@ func TestCodeDocumentsUniqueIDs(t *testing.T) {
 }
 
 // TestCodeSearchBenchmark compares AST chunks with fixed 40-line chunks for code search
-// over the Go standard library (see bench-notes/chunker.md for the protocol). Set
+// over the Go standard library (see BENCHMARKS.md §8 for the protocol). Set
 // MEMORY_LONG=1 to run it (minutes); MEMORY_CODESEARCH_N sets the number of queries.
 func TestCodeSearchBenchmark(t *testing.T) {
 	if os.Getenv("MEMORY_LONG") != "1" {

@@ -28,7 +28,7 @@ type RetrieveOptions struct {
 	// MaxBodyBytes bounds the request body (default 1 MiB); larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxConcurrent bounds the requests searched at once (default 2 x GOMAXPROCS: search
-	// is CPU-bound, and few slots keep the latency tail short; see bench-notes); others
+	// is CPU-bound, and few slots keep the latency tail short; see BENCHMARKS.md §10); others
 	// wait up to QueueTimeout and then get 503.
 	MaxConcurrent int
 	// QueueTimeout is how long a request waits for a slot (default 30 s).

@@ -42,7 +42,7 @@ const (
 	FaissParamCompactPercent = "compactPercent" // HNSW: tombstone share (%) that triggers a rebuild (default 20)
 )
 
-// Default tuning of the FAISS backend; see bench-notes/faiss.md for the recall they reach.
+// Default tuning of the FAISS backend; see BENCHMARKS.md §6 for the recall they reach.
 const (
 	faissDefaultEfSearch       = 128
 	faissDefaultEfConstruction = 40

@@ -20,7 +20,7 @@ const faissBuiltWithGPU = true
 const faissGPUMaxK = 2048
 
 // faissGPU keeps a GPU replica of the CPU index for searches (UNTESTED: no GPU and no GPU
-// build of faiss were available when this was written; see bench-notes/faiss.md).
+// build of faiss were available when this was written; see BENCHMARKS.md §6).
 //
 // The CPU index stays the master copy: adds, removes, reconstruct and persistence use it, and
 // after every change the replica is cloned again with faiss_index_cpu_to_gpu (simple and
