@@ -26,26 +26,34 @@ func loadSciFact(b *testing.B) *beir.Dataset {
 	return ds
 }
 
-// BenchmarkBM25Paths compares the two query paths of BM25Index on SciFact (5,183 docs,
-// 300 test queries, k1 0.9, b 0.4), single thread, after a warm-up pass: "taat" (default,
-// textbook BM25) and "bleve" (Bleve's own search). Reported: p50/p99 in microseconds.
-func BenchmarkBM25Paths(b *testing.B) {
+// sciFactIndex indexes the SciFact corpus in memory (k1 0.9, b 0.4) in batches of 512, as
+// `memory eval` does.
+func sciFactIndex(b *testing.B) (*beir.Dataset, *BM25Index) {
 	ds := loadSciFact(b)
 	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
 	idx, err := OpenBM25("")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer idx.Close()
 	docs := make([]BM25Doc, len(ds.Corpus))
 	for i, d := range ds.Corpus {
 		docs[i] = BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
 	}
 	for j := 0; j < len(docs); j += 512 {
 		if err := idx.Apply(docs[j:min(j+512, len(docs))], nil, uint64(j+1)); err != nil {
+			idx.Close()
 			b.Fatal(err)
 		}
 	}
+	return ds, idx
+}
+
+// BenchmarkBM25Paths compares the two query paths of BM25Index on SciFact (5,183 docs,
+// 300 test queries, k1 0.9, b 0.4), single thread, after a warm-up pass: "taat" (default,
+// textbook BM25) and "bleve" (Bleve's own search). Reported: p50/p99 in microseconds.
+func BenchmarkBM25Paths(b *testing.B) {
+	ds, idx := sciFactIndex(b)
+	defer idx.Close()
 	ctx := context.Background()
 	for _, path := range []string{"taat", "bleve"} {
 		for _, k := range []int{10, 100} {
@@ -81,22 +89,8 @@ func BenchmarkBM25Paths(b *testing.B) {
 // on SciFact: computing every segment's document lengths (one pass over all body postings)
 // and the snapshot's statistics. Reported: ms per cold computation.
 func BenchmarkBM25ColdStats(b *testing.B) {
-	ds := loadSciFact(b)
-	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
-	idx, err := OpenBM25("")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, idx := sciFactIndex(b)
 	defer idx.Close()
-	docs := make([]BM25Doc, len(ds.Corpus))
-	for i, d := range ds.Corpus {
-		docs[i] = BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
-	}
-	for j := 0; j < len(docs); j += 512 {
-		if err := idx.Apply(docs[j:min(j+512, len(docs))], nil, uint64(j+1)); err != nil {
-			b.Fatal(err)
-		}
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		idx.stats.mu.Lock()
