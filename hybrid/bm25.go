@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -65,6 +67,9 @@ type BM25Index struct {
 	anaOnce      sync.Once
 	analyzer     analysis.Analyzer
 	stats        statsCache
+
+	stopBG context.CancelFunc // stops the background length prefetch started by OpenBM25
+	bg     sync.WaitGroup
 }
 
 // SetBleveScoring selects the query path of Search. false (the default) scores with
@@ -117,6 +122,24 @@ func OpenBM25(path string) (*BM25Index, error) {
 	}
 	if len(v) == 8 {
 		b.seq = binary.BigEndian.Uint64(v)
+	}
+	// Compute the document lengths of an existing index in the background, so that the
+	// first search after opening it does not pay for a pass over every posting.
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopBG = cancel
+	if n, err := idx.DocCount(); err == nil && n > 0 {
+		b.bg.Add(1)
+		go func() {
+			defer b.bg.Done()
+			start := time.Now()
+			if err := b.prefetchLengths(ctx, 100); err != nil {
+				if ctx.Err() == nil {
+					slog.Debug("hybrid: bm25 length prefetch", "err", err)
+				}
+				return
+			}
+			slog.Debug("hybrid: bm25 lengths ready", "docs", n, "took", time.Since(start))
+		}()
 	}
 	return b, nil
 }
@@ -211,7 +234,11 @@ func (b *BM25Index) searchBleve(ctx context.Context, q string, k int, allow []st
 func (b *BM25Index) Count() (uint64, error) { return b.idx.DocCount() }
 
 // Close persists and closes the index.
-func (b *BM25Index) Close() error { return b.idx.Close() }
+func (b *BM25Index) Close() error {
+	b.stopBG()
+	b.bg.Wait()
+	return b.idx.Close()
+}
 
 // Stats reports Bleve's index statistics (segment counts and so on), for diagnostics.
 func (b *BM25Index) Stats() map[string]any {

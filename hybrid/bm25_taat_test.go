@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search"
@@ -669,5 +670,98 @@ func TestTAATConcurrent(t *testing.T) {
 		for i, q := range testQueries {
 			checkSame(t, fmt.Sprintf("goroutine %d q=%q", g, q), results[g][i], ref.search(t, b, q, 10, nil))
 		}
+	}
+}
+
+// TestPrefetchOnOpen reopens an on-disk index of several segments and checks that the
+// document lengths of every segment get cached in the background with no search at all,
+// and that searches then score exactly as the brute-force reference does.
+func TestPrefetchOnOpen(t *testing.T) {
+	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
+	dir := t.TempDir() + "/bm25"
+	b, err := OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, total := b.cachedSegments(); total != 0 || c != 0 {
+		t.Fatalf("empty index: %d/%d segments cached", c, total)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ref := newRef()
+	for batch := 0; batch < 4; batch++ {
+		var docs []BM25Doc
+		for i := 0; i < 60; i++ {
+			d := randomDoc(rng, fmt.Sprintf("d%03d", batch*60+i))
+			docs = append(docs, d)
+			ref.put(t, b, d)
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err = OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, total := b.cachedSegments()
+		if total > 0 && c == total {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s only %d of %d segments have cached lengths", c, total)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, q := range []string{vocab[0] + " " + vocab[5], vocab[12], vocab[3] + " " + vocab[30] + " " + vocab[7]} {
+		got, err := b.Search(context.Background(), q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSame(t, "after prefetch "+q, got, ref.search(t, b, q, 10, nil))
+	}
+}
+
+// TestCloseDuringPrefetch closes indexes right after opening them, while the background
+// prefetch may be running: Close must stop it and return cleanly (run under -race).
+func TestCloseDuringPrefetch(t *testing.T) {
+	dir := t.TempDir() + "/bm25"
+	b, err := OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var docs []BM25Doc
+	for i := 0; i < 2000; i++ {
+		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		b, err := OpenBM25(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+	}
+	b, err = OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n, err := b.Count(); err != nil || n != 2000 {
+		t.Fatalf("count after repeated open/close: %d, %v", n, err)
 	}
 }
