@@ -35,6 +35,12 @@ func sciFactIndex(b *testing.B) (*beir.Dataset, *BM25Index) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	applySciFact(b, idx, ds)
+	return ds, idx
+}
+
+// applySciFact indexes ds's corpus into idx in batches of 512.
+func applySciFact(b *testing.B, idx *BM25Index, ds *beir.Dataset) {
 	docs := make([]BM25Doc, len(ds.Corpus))
 	for i, d := range ds.Corpus {
 		docs[i] = BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
@@ -45,7 +51,6 @@ func sciFactIndex(b *testing.B) (*beir.Dataset, *BM25Index) {
 			b.Fatal(err)
 		}
 	}
-	return ds, idx
 }
 
 // BenchmarkBM25Paths compares the two query paths of BM25Index on SciFact (5,183 docs,
@@ -114,15 +119,7 @@ func BenchmarkBM25FirstSearchAfterOpen(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	docs := make([]BM25Doc, len(ds.Corpus))
-	for i, d := range ds.Corpus {
-		docs[i] = BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
-	}
-	for j := 0; j < len(docs); j += 512 {
-		if err := idx.Apply(docs[j:min(j+512, len(docs))], nil, uint64(j+1)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	applySciFact(b, idx, ds)
 	if err := idx.Close(); err != nil {
 		b.Fatal(err)
 	}

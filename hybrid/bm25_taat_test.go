@@ -156,6 +156,18 @@ func checkSame(t *testing.T, label string, got, want []Hit) {
 	}
 }
 
+// openMemBM25 opens an in-memory index with k1 0.9, b 0.4, closed when the test ends.
+func openMemBM25(t *testing.T) *BM25Index {
+	t.Helper()
+	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
+	b, err := OpenBM25("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
 // atLeast3 fails the test unless hs has at least 3 entries.
 func atLeast3(t *testing.T, hs []Hit) []Hit {
 	t.Helper()
@@ -320,12 +332,7 @@ func TestTAATMatchesReference(t *testing.T) {
 // back, the full k when enough allowed documents match, with the unfiltered scores (filters
 // do not change N, n or avgdl).
 func TestTAATFilters(t *testing.T) {
-	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
-	b, err := OpenBM25("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openMemBM25(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 5))
 	ref := newRef()
@@ -434,12 +441,7 @@ func TestTAATFilters(t *testing.T) {
 // TestTAATTies checks the deterministic order of equal scores: smaller external id first,
 // also when k cuts through a group of ties.
 func TestTAATTies(t *testing.T) {
-	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
-	b, err := OpenBM25("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openMemBM25(t)
 	for i, ids := range [][]string{{"m", "c", "x"}, {"a", "q", "e"}} { // two segments
 		var docs []BM25Doc
 		for _, id := range ids {
@@ -532,12 +534,7 @@ func TestTAATPathUsed(t *testing.T) {
 }
 
 func TestTAATDuplicateTermsAndCancel(t *testing.T) {
-	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
-	b, err := OpenBM25("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openMemBM25(t)
 	docs := []BM25Doc{
 		{ID: "a", Text: "tumor tumor growth"},
 		{ID: "b", Text: "growth growth factor"},
@@ -588,12 +585,7 @@ func TestTAATDuplicateTermsAndCancel(t *testing.T) {
 // (new segments, deletes): no errors, and once writes stop every goroutine sees the
 // reference ranking.
 func TestTAATConcurrent(t *testing.T) {
-	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
-	b, err := OpenBM25("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := openMemBM25(t)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(9, 9))
 	ref := newRef()
