@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -268,6 +269,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 				r.backQPS = max(r.backQPS, float64(len(queries))/time.Since(t).Seconds())
 			},
 		}
+		runtime.GC() // start the timed passes from a settled heap, on both sides alike
 		for round := range rounds {
 			for p := range goPasses {
 				goPasses[(p+round)%len(goPasses)]()

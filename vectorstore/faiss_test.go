@@ -15,11 +15,13 @@ import (
 	"testing"
 )
 
-// faissRandom returns n random-normal vectors of dim d.
+// faissRandom returns n random-normal vectors of dim d. The vectors share one allocation
+// (a 1M-vector benchmark would otherwise hand Go's GC a million objects to trace).
 func faissRandom(rng *rand.Rand, n, d int) [][]float32 {
 	vs := make([][]float32, n)
+	slab := make([]float32, n*d)
 	for i := range vs {
-		v := make([]float32, d)
+		v := slab[i*d : (i+1)*d : (i+1)*d]
 		for j := range v {
 			v[j] = float32(rng.NormFloat64())
 		}
@@ -33,9 +35,10 @@ func faissRandom(rng *rand.Rand, n, d int) [][]float32 {
 func faissClustered(rng *rand.Rand, n, d, c int, sigma float64) [][]float32 {
 	centres := faissRandom(rng, c, d)
 	vs := make([][]float32, n)
+	slab := make([]float32, n*d) // one allocation, as in faissRandom
 	for i := range vs {
 		ctr := centres[rng.IntN(c)]
-		v := make([]float32, d)
+		v := slab[i*d : (i+1)*d : (i+1)*d]
 		for j := range v {
 			v[j] = ctr[j] + float32(sigma*rng.NormFloat64())
 		}
