@@ -179,9 +179,11 @@ func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
 	b.seq = seq
 	b.mu.Unlock()
 	if len(puts) > 0 && !b.bleveScoring.Load() {
-		// Compute the new segment's document lengths now, on the writer, rather than on
-		// the next query.
-		b.warmStats()
+		// Cache the new segment's document lengths now, on the writer, rather than on the
+		// next query (best effort: a search computes whatever is still missing).
+		if _, err := b.prefetchPass(context.Background()); err != nil {
+			slog.Debug("hybrid: bm25 lengths", "err", err)
+		}
 	}
 	return nil
 }

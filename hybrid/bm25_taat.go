@@ -3,8 +3,8 @@ package hybrid
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"sort"
 	"sync"
@@ -151,6 +151,13 @@ func segmentLengths(ctx context.Context, seg segment.Segment) (*segLengths, erro
 	return sl, nil
 }
 
+// cached returns the cached lengths of ss's segment, when there is a valid entry (the
+// entry is checked against the segment's document count). c.mu must be held.
+func (c *statsCache) cached(ss *scorch.SegmentSnapshot) (*segLengths, bool) {
+	sl, ok := c.segs[ss.Id()]
+	return sl, ok && uint64(len(sl.lens)) == ss.Segment().Count()
+}
+
 // stats returns the scoring statistics of snap, computing them when snap (or k1/b) changed.
 func (c *statsCache) stats(snap *scorch.IndexSnapshot) (*snapStats, error) {
 	k1, bb := search.BM25_k1, search.BM25_b
@@ -172,8 +179,8 @@ func (c *statsCache) stats(snap *scorch.IndexSnapshot) (*snapStats, error) {
 	offs := make([]uint64, len(segs))
 	for i, ss := range segs {
 		seg := ss.Segment()
-		sl, ok := c.segs[ss.Id()]
-		if !ok || uint64(len(sl.lens)) != seg.Count() {
+		sl, ok := c.cached(ss)
+		if !ok {
 			var err error
 			if sl, err = segmentLengths(context.Background(), seg); err != nil {
 				return nil, err
@@ -230,15 +237,13 @@ func (c *statsCache) stats(snap *scorch.IndexSnapshot) (*snapStats, error) {
 // opening a large index does not pay for a pass over all postings.
 //
 // Scorch keeps merging segments after an index is opened, and a merged segment needs its
-// own lengths, so the prefetch follows the index: after each pass it looks at the current
-// snapshot again, until every segment there is cached (or maxPasses passes are done).
+// own lengths, so the prefetch follows the index: it passes over the current snapshot again
+// until a pass finds nothing missing (or maxPasses passes are done).
 func (b *BM25Index) prefetchLengths(ctx context.Context, maxPasses int) error {
 	for pass := 0; pass < maxPasses; pass++ {
-		if err := b.prefetchPass(ctx); err != nil {
+		computed, err := b.prefetchPass(ctx)
+		if err != nil || computed == 0 {
 			return err
-		}
-		if c, n := b.cachedSegments(); c == n {
-			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -249,93 +254,59 @@ func (b *BM25Index) prefetchLengths(ctx context.Context, maxPasses int) error {
 	return nil
 }
 
-// prefetchPass caches the lengths of the current snapshot's segments that lack them.
-func (b *BM25Index) prefetchPass(ctx context.Context) error {
-	adv, err := b.idx.Advanced()
-	if err != nil {
-		return err
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	snap, ok := r.(*scorch.IndexSnapshot)
-	if !ok {
-		return nil
-	}
+// prefetchPass caches the lengths of the current snapshot's segments that lack them and
+// reports how many it computed.
+func (b *BM25Index) prefetchPass(ctx context.Context) (computed int, err error) {
 	c := &b.stats
-	for _, ss := range snap.Segments() {
-		seg := ss.Segment()
-		c.mu.Lock()
-		sl, ok := c.segs[ss.Id()]
-		have := ok && uint64(len(sl.lens)) == seg.Count()
-		c.mu.Unlock()
-		if have {
-			continue
+	err = b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		for _, ss := range snap.Segments() {
+			c.mu.Lock()
+			_, have := c.cached(ss)
+			c.mu.Unlock()
+			if have {
+				continue
+			}
+			sl, err := segmentLengths(ctx, ss.Segment())
+			if err != nil {
+				return err
+			}
+			computed++
+			c.mu.Lock()
+			if _, have := c.cached(ss); !have {
+				if c.segs == nil {
+					c.segs = map[uint64]*segLengths{}
+				}
+				sl.gen = c.gen
+				c.segs[ss.Id()] = sl
+			}
+			c.mu.Unlock()
 		}
-		sl, err := segmentLengths(ctx, seg)
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		if c.segs == nil {
-			c.segs = map[uint64]*segLengths{}
-		}
-		if old, ok := c.segs[ss.Id()]; !ok || uint64(len(old.lens)) != seg.Count() {
-			sl.gen = c.gen
-			c.segs[ss.Id()] = sl
-		}
-		c.mu.Unlock()
-	}
-	return nil
+		return nil
+	})
+	return computed, err
 }
 
-// cachedSegments reports how many segments of the current snapshot have their lengths
-// cached, and how many segments it has (for tests and diagnostics).
-func (b *BM25Index) cachedSegments() (cached, total int) {
+// withSnapshot runs fn on the index's current scorch snapshot, released afterwards. It
+// returns errNotScorch when the reader is not a scorch snapshot.
+func (b *BM25Index) withSnapshot(fn func(*scorch.IndexSnapshot) error) error {
 	adv, err := b.idx.Advanced()
 	if err != nil {
-		return 0, 0
+		return fmt.Errorf("%w: advanced index: %v", ErrBM25, err)
 	}
 	r, err := adv.Reader()
 	if err != nil {
-		return 0, 0
+		return fmt.Errorf("%w: reader: %v", ErrBM25, err)
 	}
 	defer r.Close()
 	snap, ok := r.(*scorch.IndexSnapshot)
 	if !ok {
-		return 0, 0
+		return errNotScorch
 	}
-	b.stats.mu.Lock()
-	defer b.stats.mu.Unlock()
-	for _, ss := range snap.Segments() {
-		total++
-		if sl, ok := b.stats.segs[ss.Id()]; ok && uint64(len(sl.lens)) == ss.Segment().Count() {
-			cached++
-		}
-	}
-	return cached, total
+	return fn(snap)
 }
 
-// warmStats computes the scoring statistics of the current snapshot (best effort: a failure
-// here surfaces again on the next search).
-func (b *BM25Index) warmStats() {
-	adv, err := b.idx.Advanced()
-	if err != nil {
-		return
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return
-	}
-	defer r.Close()
-	if snap, ok := r.(*scorch.IndexSnapshot); ok {
-		if _, err := b.stats.stats(snap); err != nil {
-			slog.Debug("hybrid: bm25 statistics", "err", err)
-		}
-	}
-}
+// errNotScorch: the index reader is not a scorch snapshot, so the TAAT path cannot run.
+var errNotScorch = errors.New("hybrid: index reader is not a scorch snapshot")
 
 // accum is a reusable score accumulator.
 type accum struct {
@@ -424,29 +395,28 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 	if len(terms) == 0 {
 		return nil, true, nil
 	}
-	adv, err := b.idx.Advanced()
-	if err != nil {
-		return nil, true, fmt.Errorf("%w: advanced index: %v", ErrBM25, err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		return nil, true, fmt.Errorf("%w: reader: %v", ErrBM25, err)
-	}
-	defer r.Close()
-	snap, isSnap := r.(*scorch.IndexSnapshot)
-	if !isSnap {
+	err = b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		hits, err = b.searchSnapshot(ctx, snap, terms, k, allow)
+		return err
+	})
+	if errors.Is(err, errNotScorch) {
 		return nil, false, nil
 	}
+	return hits, true, err
+}
+
+// searchSnapshot scores the analysed query terms over snap and returns the top k.
+func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, terms []termCount, k int, allow []string) ([]Hit, error) {
 	st, err := b.stats.stats(snap)
 	if err != nil {
-		return nil, true, fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
+		return nil, fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
 	}
 	if st.n == 0 {
-		return nil, true, nil
+		return nil, nil
 	}
 	segs := snap.Segments()
 	if len(segs) != len(st.offs) {
-		return nil, true, fmt.Errorf("%w: snapshot has %d segments, statistics %d", ErrBM25, len(segs), len(st.offs))
+		return nil, fmt.Errorf("%w: snapshot has %d segments, statistics %d", ErrBM25, len(segs), len(st.offs))
 	}
 
 	a := accumPool.Get().(*accum)
@@ -475,7 +445,7 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 		for i, ss := range segs {
 			nums, err := ss.DocNumbers(allow) // live documents only
 			if err != nil {
-				return nil, true, fmt.Errorf("%w: allowed ids: %v", ErrBM25, err)
+				return nil, fmt.Errorf("%w: allowed ids: %v", ErrBM25, err)
 			}
 			off := st.offs[i]
 			ni := nums.Iterator()
@@ -487,25 +457,25 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 			}
 		}
 		if !found {
-			return nil, true, nil
+			return nil, nil
 		}
 	}
 
 	k1p1 := st.k1 + 1
 	norm := st.norm
 	if err := a.bind(snap, segs); err != nil {
-		return nil, true, fmt.Errorf("%w: segment dictionaries: %v", ErrBM25, err)
+		return nil, fmt.Errorf("%w: segment dictionaries: %v", ErrBM25, err)
 	}
 	for _, tc := range terms {
 		if err := ctx.Err(); err != nil {
-			return nil, true, err
+			return nil, err
 		}
 		term := []byte(tc.term)
 		var df uint64
 		for i, c := range a.cur {
 			pl, err := c.dict.PostingsList(term, segs[i].Deleted(), c.pl)
 			if err != nil {
-				return nil, true, fmt.Errorf("%w: postings %q: %v", ErrBM25, tc.term, err)
+				return nil, fmt.Errorf("%w: postings %q: %v", ErrBM25, tc.term, err)
 			}
 			c.pl = pl
 			df += pl.Count()
@@ -520,14 +490,14 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, true, err
+				return nil, err
 			}
 			off := st.offs[i]
 			c.it = c.pl.Iterator(true, false, false, c.it)
 			for {
 				p, err := c.it.Next()
 				if err != nil {
-					return nil, true, fmt.Errorf("%w: postings %q: %v", ErrBM25, tc.term, err)
+					return nil, fmt.Errorf("%w: postings %q: %v", ErrBM25, tc.term, err)
 				}
 				if p == nil {
 					break
@@ -548,7 +518,7 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 		}
 	}
 	if len(touched) == 0 {
-		return nil, true, nil
+		return nil, nil
 	}
 
 	// k-th best score, then every document at or above it (ties at the cut are broken by
@@ -573,14 +543,14 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 		cut = h[0]
 	}
 	a.heap = h[:0]
-	hits = make([]Hit, 0, min(k, len(touched)))
+	hits := make([]Hit, 0, min(k, len(touched)))
 	for _, d := range touched {
 		if s := scores[d]; s >= cut {
 			var iid [8]byte
 			binary.BigEndian.PutUint64(iid[:], uint64(d))
 			ext, err := snap.ExternalID(iid[:])
 			if err != nil {
-				return nil, true, fmt.Errorf("%w: external id of %d: %v", ErrBM25, d, err)
+				return nil, fmt.Errorf("%w: external id of %d: %v", ErrBM25, d, err)
 			}
 			hits = append(hits, Hit{ID: ext, Score: s})
 		}
@@ -594,5 +564,5 @@ func (b *BM25Index) searchTAAT(ctx context.Context, q string, k int, allow []str
 	if len(hits) > k {
 		hits = hits[:k]
 	}
-	return hits, true, nil
+	return hits, nil
 }

@@ -665,6 +665,23 @@ func TestTAATConcurrent(t *testing.T) {
 	}
 }
 
+// cachedSegments reports how many segments of the current snapshot have valid cached
+// lengths, and how many segments it has.
+func (b *BM25Index) cachedSegments() (cached, total int) {
+	b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		b.stats.mu.Lock()
+		defer b.stats.mu.Unlock()
+		for _, ss := range snap.Segments() {
+			total++
+			if _, ok := b.stats.cached(ss); ok {
+				cached++
+			}
+		}
+		return nil
+	})
+	return cached, total
+}
+
 // TestPrefetchOnOpen reopens an on-disk index of several segments and checks that the
 // document lengths of every segment get cached in the background with no search at all,
 // and that searches then score exactly as the brute-force reference does.
