@@ -92,8 +92,13 @@ func TestCrashDurability(t *testing.T) {
 			}
 			close(lines)
 		}()
-		// Kill at a random point: sometimes during open/catch-up, mostly mid-writes.
-		time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
+		// Kill at a random point: every third run early (during start-up, the first
+		// manifest write, open and catch-up), the others mostly mid-writes.
+		if run%3 == 0 {
+			time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
+		} else {
+			time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
+		}
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		for l := range lines {

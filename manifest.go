@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -58,6 +60,36 @@ func writeManifest(dir string, m *manifest) error {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, manifestName), append(b, '\n'))
+}
+
+// manifestTempPrefix starts the name of writeManifest's temp files.
+const manifestTempPrefix = "." + manifestName + ".tmp"
+
+// manifestTemps splits dir's entries into writeManifest temp files (full paths) and
+// the names of everything else.
+func manifestTemps(dir string) (temps, others []string, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), manifestTempPrefix) {
+			temps = append(temps, filepath.Join(dir, e.Name()))
+		} else {
+			others = append(others, e.Name())
+		}
+	}
+	return temps, others, nil
+}
+
+// removeFiles deletes paths, ignoring ones already gone.
+func removeFiles(paths []string) error {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeFileAtomic(path string, data []byte) error {

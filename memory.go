@@ -125,14 +125,23 @@ func (m *Memory) open() error {
 	if err != nil {
 		return err
 	}
+	// A process killed inside writeManifest leaves its temp file behind. It never
+	// holds the live manifest (that is only ever renamed into place), so it is
+	// removed, but only in a directory that is ours: one with a manifest (after
+	// taking the lock, below) or one holding nothing else. A foreign directory is
+	// left untouched.
+	temps, others, err := manifestTemps(m.dir)
+	if err != nil {
+		return err
+	}
 	if man == nil {
-		entries, err := os.ReadDir(m.dir)
-		if err != nil {
-			return err
-		}
-		if len(entries) > 0 {
+		if len(others) > 0 {
 			return fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, m.dir, manifestName)
 		}
+		if err := removeFiles(temps); err != nil {
+			return err
+		}
+		temps = nil
 		man = &manifest{Format: formatVersion, Created: time.Now().UTC()}
 		if err := writeManifest(m.dir, man); err != nil {
 			return err
@@ -147,6 +156,9 @@ func (m *Memory) open() error {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, filepath.Join(m.dir, dbName), err)
 	}
 	m.db = db
+	if err := removeFiles(temps); err != nil {
+		return err
+	}
 
 	if err := m.checkEmbedder(); err != nil {
 		return err

@@ -258,6 +258,16 @@ func TestOpenErrors(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "mine" {
 		t.Fatal("foreign file touched")
 	}
+	// A foreign directory that happens to hold a manifest temp name is still foreign,
+	// and nothing in it is removed.
+	stray := filepath.Join(dir, manifestTempPrefix+"123")
+	os.WriteFile(stray, []byte("{"), 0o644)
+	if _, err := Open(dir); !errors.Is(err, ErrNotAStore) {
+		t.Fatalf("foreign dir with a temp name: %v", err)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Fatalf("foreign dir: temp-named file removed: %v", err)
+	}
 	// A manifest from a newer format.
 	dir2 := filepath.Join(t.TempDir(), "s")
 	m, _ := Open(dir2)
@@ -283,6 +293,39 @@ func TestOpenErrors(t *testing.T) {
 	os.WriteFile(filepath.Join(dir3, manifestName), []byte("{"), 0o644)
 	if _, err := Open(dir3); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("garbage manifest: %v", err)
+	}
+}
+
+// A process killed inside the first writeManifest leaves only a manifest temp file;
+// the directory must still open as a new store (the crash test found this). A kill
+// inside a later manifest rewrite leaves a temp file beside the manifest, which the
+// next open removes.
+func TestOpenAfterKillInManifestWrite(t *testing.T) {
+	dir := t.TempDir()
+	half := filepath.Join(dir, manifestTempPrefix+"4242")
+	if err := os.WriteFile(half, []byte(`{"format": 1, "crea`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatalf("open after kill in first manifest write: %v", err)
+	}
+	if err := m.Add(bg, corpus...); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if _, err := os.Stat(half); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temp file left: %v", err)
+	}
+	// Beside a live manifest.
+	half2 := filepath.Join(dir, manifestTempPrefix+"777")
+	os.WriteFile(half2, []byte(`{`), 0o644)
+	m = openT(t, dir)
+	if m.Count() != len(corpus) {
+		t.Fatalf("count %d after reopen, want %d", m.Count(), len(corpus))
+	}
+	if _, err := os.Stat(half2); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temp file beside the manifest left: %v", err)
 	}
 }
 
