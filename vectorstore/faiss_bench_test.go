@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,9 +28,11 @@ import (
 
 // BenchmarkFaissANN measures, for each data set and index kind, build time, recall@10 against
 // exact search, and single-query throughput through FaissIndex.Search (and through the bare
-// go-faiss call), for a sweep of efSearch / nprobe that includes our defaults; then it writes
-// the very same index, the queries and the ground truth to a temp dir and runs
-// bench/faiss/compare.py with Debian's python3-faiss on them, in the same run.
+// go-faiss call), for a sweep of efSearch / nprobe that includes our defaults. It measures two
+// layouts of the same index: as grown by FaissIndex.Add, and as persisted and reopened from
+// its directory. bench/faiss/compare.py runs Debian's python3-faiss on that very file (and,
+// with MEMORY_FAISS_BENCH_PYBUILD=on, on an index it grows by adds itself), alternating
+// with the Go passes in the same run.
 //
 // It is long (minutes: HNSW builds are slow on 2 cores); run it alone, e.g.
 //
@@ -39,6 +42,7 @@ import (
 // MEMORY_FAISS_BENCH_DATA ("clustered,random"), MEMORY_FAISS_BENCH_KINDS ("HNSW32,IVF"; IVF
 // gets nlist = 1024 for n >= 50k, else 4*sqrt(n) rounded down to a power of two),
 // MEMORY_FAISS_BENCH_PY (python, default /usr/bin/python3; "off" skips the comparison),
+// MEMORY_FAISS_BENCH_PYBUILD ("on": Python also builds its own index by adds),
 // MEMORY_FAISS_BENCH_VALUES (the efSearch / nprobe values to sweep, e.g. "32,128"; the default is
 // always added).
 func BenchmarkFaissANN(b *testing.B) {
@@ -169,7 +173,8 @@ func faissBenchTruth(b *testing.B, norm *FaissIndex, vecs [][]float32, qflat []f
 func faissBenchKind(b *testing.B, factory, param string, values []int, ids []string, vecs, queries [][]float32, qflat []float32, gt [][]int64, k int, py string) {
 	ctx := context.Background()
 	dim := len(vecs[0])
-	x, err := NewFaissIndex(IndexConfig{Dim: dim, Factory: factory})
+	cfg := IndexConfig{Dim: dim, Factory: factory, Dir: filepath.Join(b.TempDir(), "faiss")}
+	x, err := NewFaissIndex(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,113 +193,75 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 	b.Logf("%s: built %d vectors in %.1fs", factory, len(vecs), build.Seconds())
 	b.ReportMetric(build.Seconds(), "build_s")
 
-	// The same index written to a file and read back, as Python gets it (and as a store
-	// reopened from disk gets it): faiss lays out a read index in fresh allocations.
-	backPath := filepath.Join(b.TempDir(), "index")
-	if err := faiss.WriteIndex(x.idx, backPath); err != nil {
+	// The same index persisted to its directory and opened again, as a store reopened
+	// from disk has it; Python reads that very file. FAISS lays out an index read from a
+	// file in one allocation per inverted list, while one grown by adds keeps the lists
+	// where their vectors grew, so both layouts are measured, from both languages.
+	t0 = time.Now()
+	if err := x.Commit(1); err != nil {
 		b.Fatal(err)
 	}
-	back, err := faiss.ReadIndex(backPath, 0)
+	re, err := NewFaissIndex(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer back.Delete()
+	defer re.Close()
+	if re.Len() != len(vecs) || re.idx == nil {
+		b.Fatalf("reopened index holds %d vectors, want %d", re.Len(), len(vecs))
+	}
+	b.Logf("%s: persisted and reopened in %.1fs", factory, time.Since(t0).Seconds())
 	set := func(v int) {
-		ps, err := faiss.NewParameterSpace()
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer ps.Delete()
-		name := "nprobe"
-		if param == FaissParamEfSearch {
-			name = "efSearch"
-			if err := faisslink.SetHNSWEf(x.cp, 0, v); err != nil {
+		for _, ix := range []*FaissIndex{x, re} {
+			if param == FaissParamEfSearch {
+				if err := faisslink.SetHNSWEf(ix.cp, 0, v); err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
+			ps, err := faiss.NewParameterSpace()
+			if err != nil {
 				b.Fatal(err)
 			}
-		} else if err := ps.SetIndexParameter(x.idx, name, float64(v)); err != nil {
-			b.Fatal(err)
-		}
-		if err := ps.SetIndexParameter(back, name, float64(v)); err != nil {
-			b.Fatal(err)
+			if err := ps.SetIndexParameter(ix.idx, "nprobe", float64(v)); err != nil {
+				b.Fatal(err)
+			}
+			ps.Delete()
 		}
 	}
 	type row struct {
-		v                      int
-		recall, goQPS, rawQPS  float64
-		backQPS                float64 // bare go-faiss on the index read back from its file
-		pyQPS, pyRecall, ratio float64
-		pyQPS1                 float64 // Python with faiss.omp_set_num_threads(1)
+		v                        int
+		recall, reRecall         float64
+		builtQPS, builtBareQPS   float64 // FaissIndex.Search and the bare go-faiss call, index grown by adds
+		reQPS, reBareQPS         float64 // the same on the index reopened from its files
+		pyQPS, pyQPS1, pyRecall  float64 // Python on the file: faiss's default OpenMP threads, then 1
+		pyBuiltQPS, pyBuiltRecal float64 // Python on an index it grew by adds itself (MEMORY_FAISS_BENCH_PYBUILD)
 	}
 	rows := make([]row, len(values))
 	var pyIn io.WriteCloser
 	var pyOut *bufio.Scanner
+	pyBuild := py != "off" && faissBenchEnv("MEMORY_FAISS_BENCH_PYBUILD", "off") != "off"
 	if py != "off" {
-		pyIn, pyOut = faissBenchPython(b, py, x, qflat, gt, dim, k)
+		pyIn, pyOut = faissBenchPython(b, py, re, vecs, qflat, gt, dim, k, factory, pyBuild)
 		defer pyIn.Close()
 	}
-	// Go and Python passes alternate, rounds times; each figure is the best pass.
-	const rounds = 5
-	for ri, v := range values {
-		set(v)
-		r := row{v: v}
-		hits := make([][]Hit, len(queries))
-		// The three Go passes rotate their order every round, so that none always runs
-		// right after Python's passes (each figure is the best of the rounds).
-		goPasses := []func(){
-			func() { // through the backend: normalisation, id mapping, over-fetch logic
-				t := time.Now()
-				for i, q := range queries {
-					if hits[i], err = x.Search(ctx, q, k, nil); err != nil {
-						b.Fatal(err)
-					}
-				}
-				r.goQPS = max(r.goQPS, float64(len(queries))/time.Since(t).Seconds())
-			},
-			func() { // the bare go-faiss call on the same (normalised) queries
-				t := time.Now()
-				for i := range queries {
-					if _, _, err := x.idx.Search(qflat[i*dim:(i+1)*dim], int64(k)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				r.rawQPS = max(r.rawQPS, float64(len(queries))/time.Since(t).Seconds())
-			},
-			func() { // bare go-faiss on the index read back from its file
-				t := time.Now()
-				for i := range queries {
-					if _, _, err := back.Search(qflat[i*dim:(i+1)*dim], int64(k)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				r.backQPS = max(r.backQPS, float64(len(queries))/time.Since(t).Seconds())
-			},
+	pyPass := func(v, threads int, which string) (qps, recall float64) {
+		fmt.Fprintf(pyIn, "%s %d %d %s\n", param, v, threads, which)
+		if !pyOut.Scan() {
+			b.Fatalf("python ended: %v", pyOut.Err())
 		}
-		runtime.GC() // start the timed passes from a settled heap, on both sides alike
-		for round := range rounds {
-			for p := range goPasses {
-				goPasses[(p+round)%len(goPasses)]()
-			}
-			if pyIn != nil {
-				for _, threads := range []int{0, 1} { // faiss's default OpenMP threads, then 1
-					fmt.Fprintf(pyIn, "%s %d %d\n", param, v, threads)
-					if !pyOut.Scan() {
-						b.Fatalf("python ended: %v", pyOut.Err())
-					}
-					var res struct {
-						QPS    float64 `json:"qps"`
-						Recall float64 `json:"recall"`
-					}
-					if err := json.Unmarshal(pyOut.Bytes(), &res); err != nil {
-						b.Fatalf("python said %q: %v", pyOut.Text(), err)
-					}
-					if threads == 0 {
-						r.pyQPS, r.pyRecall = max(r.pyQPS, res.QPS), res.Recall
-					} else {
-						r.pyQPS1 = max(r.pyQPS1, res.QPS)
-					}
-				}
-			}
+		var res struct {
+			QPS       float64 `json:"qps"`
+			Recall    float64 `json:"recall"`
+			ThreadCPU float64 `json:"thread_cpu"`
+			ProcCPU   float64 `json:"process_cpu"`
 		}
+		if err := json.Unmarshal(pyOut.Bytes(), &res); err != nil {
+			b.Fatalf("python said %q: %v", pyOut.Text(), err)
+		}
+		b.Logf("pass python %s threads=%d %s=%d: %.1f QPS, thread CPU %.3f of wall, process CPU %.3f", which, threads, param, v, res.QPS, res.ThreadCPU, res.ProcCPU)
+		return res.QPS, res.Recall
+	}
+	recallOf := func(hits [][]Hit) float64 {
 		found := 0
 		for i, hs := range hits {
 			want := map[int64]bool{}
@@ -308,40 +275,170 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 				}
 			}
 		}
-		r.recall = float64(found) / float64(len(queries)*k)
-		if r.pyQPS > 0 {
-			r.ratio = r.goQPS / r.pyQPS
+		return float64(found) / float64(len(queries)*k)
+	}
+	// Go and Python passes alternate, rounds times; each figure is the best pass.
+	const rounds = 5
+	for ri, v := range values {
+		set(v)
+		r := row{v: v}
+		hits := make([][]Hit, len(queries))
+		reHits := make([][]Hit, len(queries))
+		backend := func(ix *FaissIndex, out [][]Hit, name string, qps *float64) func() {
+			return func() { // normalisation, id mapping, over-fetch logic
+				defer faissPassCPU(b, name, v)()
+				t := time.Now()
+				for i, q := range queries {
+					if out[i], err = ix.Search(ctx, q, k, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				*qps = max(*qps, float64(len(queries))/time.Since(t).Seconds())
+			}
 		}
+		bare := func(ix *FaissIndex, name string, qps *float64) func() {
+			return func() { // the bare go-faiss call on the same (normalised) queries
+				defer faissPassCPU(b, name, v)()
+				t := time.Now()
+				for i := range queries {
+					if _, _, err := ix.idx.Search(qflat[i*dim:(i+1)*dim], int64(k)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				*qps = max(*qps, float64(len(queries))/time.Since(t).Seconds())
+			}
+		}
+		// The Go passes rotate their order every round, so that none always runs right
+		// after Python's passes.
+		goPasses := []func(){
+			backend(re, reHits, "backend/reopened", &r.reQPS),
+			bare(re, "bare/reopened", &r.reBareQPS),
+			backend(x, hits, "backend/built", &r.builtQPS),
+			bare(x, "bare/built", &r.builtBareQPS),
+		}
+		runtime.GC() // start the timed passes from a settled heap, on both sides alike
+		for round := range rounds {
+			for p := range goPasses {
+				goPasses[(p+round)%len(goPasses)]()
+			}
+			if pyIn != nil {
+				qps, rec := pyPass(v, 0, "read")
+				r.pyQPS, r.pyRecall = max(r.pyQPS, qps), rec
+				qps, _ = pyPass(v, 1, "read")
+				r.pyQPS1 = max(r.pyQPS1, qps)
+				if pyBuild {
+					qps, rec = pyPass(v, 0, "built")
+					r.pyBuiltQPS, r.pyBuiltRecal = max(r.pyBuiltQPS, qps), rec
+				}
+			}
+		}
+		r.recall, r.reRecall = recallOf(hits), recallOf(reHits)
 		rows[ri] = r
 	}
+	ratio := func(a, b float64) string {
+		if b <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.3f", a/b)
+	}
 	var tb strings.Builder
-	fmt.Fprintf(&tb, "\n| %s | %s | recall@10 Go | Go QPS (FaissIndex.Search) | Go QPS (bare go-faiss) | Go QPS (bare, read-back index) | Python QPS | Python QPS (1 OMP thread) | Python recall | Go/Python | Go/Python (1 thread) |\n|---|---|---|---|---|---|---|---|---|---|---|\n", factory, param)
+	fmt.Fprintf(&tb, "\n| %s | %s | recall@10 Go (built / reopened) | Go QPS FaissIndex.Search, reopened | bare go-faiss, reopened | Python QPS, same file | Python QPS, 1 OMP thread | Python recall | **Go/Python, same file** | Go/Python (1 thread) | Go QPS FaissIndex.Search, built by adds | bare go-faiss, built | Python QPS, built by adds | Go/Python, built by adds |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", factory, param)
 	for _, r := range rows {
 		def := ""
-		if (param == FaissParamEfSearch && r.v == faissDefaultEfSearch) || (param == FaissParamNprobe && r.v == x.nprobe) {
+		if r.v == defaultFor(param, factory) {
 			def = " (default)"
-			b.ReportMetric(r.recall, "recall@10")
-			b.ReportMetric(r.goQPS, "go_qps")
+			b.ReportMetric(r.reRecall, "recall@10")
+			b.ReportMetric(r.reQPS, "go_qps")
 			b.ReportMetric(r.pyQPS, "py_qps")
-			b.ReportMetric(r.ratio, "go/py")
-			b.ReportMetric(r.backQPS, "go_back_qps")
+			if r.pyQPS > 0 {
+				b.ReportMetric(r.reQPS/r.pyQPS, "go/py")
+			}
+			b.ReportMetric(r.builtQPS, "go_built_qps")
 		}
-		ratio1 := 0.0
-		if r.pyQPS1 > 0 {
-			ratio1 = r.goQPS / r.pyQPS1
-		}
-		fmt.Fprintf(&tb, "| %s | %d%s | %.4f | %.0f | %.0f | %.0f | %.0f | %.0f | %.4f | %.3f | %.3f |\n", factory, r.v, def, r.recall, r.goQPS, r.rawQPS, r.backQPS, r.pyQPS, r.pyQPS1, r.pyRecall, r.ratio, ratio1)
+		fmt.Fprintf(&tb, "| %s | %d%s | %.4f / %.4f | %.0f | %.0f | %.0f | %.0f | %.4f | **%s** | %s | %.0f | %.0f | %.0f | %s |\n",
+			factory, r.v, def, r.recall, r.reRecall, r.reQPS, r.reBareQPS, r.pyQPS, r.pyQPS1, r.pyRecall,
+			ratio(r.reQPS, r.pyQPS), ratio(r.reQPS, r.pyQPS1), r.builtQPS, r.builtBareQPS, r.pyBuiltQPS, ratio(r.builtQPS, r.pyBuiltQPS))
 	}
 	b.Log(tb.String())
 }
 
-// faissBenchPython writes x's index, the queries and the ground truth to a temp dir and
-// starts bench/faiss/compare.py on them; it returns the script's stdin and stdout.
-func faissBenchPython(b *testing.B, py string, x *FaissIndex, qflat []float32, gt [][]int64, dim, k int) (io.WriteCloser, *bufio.Scanner) {
-	dir := b.TempDir()
-	if err := faiss.WriteIndex(x.idx, filepath.Join(dir, "index")); err != nil {
-		b.Fatal(err)
+// faissPassCPU locks the calling goroutine to its thread for one timed pass and, when the
+// returned func runs, logs the pass's wall time, the CPU time of that thread and of the
+// whole process (as fractions of the wall time) and the thread's context switches: a thread
+// CPU fraction below 1 means the search thread was descheduled; a process fraction above the
+// thread's means other threads of the process (the GC, OpenMP workers) ran beside it.
+func faissPassCPU(b *testing.B, name string, v int) func() {
+	runtime.LockOSThread()
+	var t0, p0 syscall.Rusage
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	th0 := faissThreadTicks()
+	syscall.Getrusage(rusageThread, &t0)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &p0)
+	start := time.Now()
+	return func() {
+		wall := time.Since(start).Seconds()
+		var t1, p1 syscall.Rusage
+		syscall.Getrusage(rusageThread, &t1)
+		syscall.Getrusage(syscall.RUSAGE_SELF, &p1)
+		th1 := faissThreadTicks()
+		var m1 runtime.MemStats
+		runtime.ReadMemStats(&m1)
+		self := syscall.Gettid()
+		runtime.UnlockOSThread()
+		var others []string
+		for tid, t := range th1 {
+			if d := t - th0[tid]; d > 0 && tid != self {
+				others = append(others, fmt.Sprintf("%d:%d", tid, d))
+			}
+		}
+		slices.Sort(others)
+		b.Logf("pass go %s v=%d: %d GCs, %.1f MB allocated; other threads' CPU ticks (1/100 s): %v",
+			name, v, m1.NumGC-m0.NumGC, float64(m1.TotalAlloc-m0.TotalAlloc)/1e6, others)
+		cpu := func(a, z syscall.Rusage) float64 {
+			d := time.Duration(z.Utime.Nano()-a.Utime.Nano()) + time.Duration(z.Stime.Nano()-a.Stime.Nano())
+			return d.Seconds() / wall
+		}
+		b.Logf("pass go %s v=%d: %.2fs wall, thread CPU %.3f of wall, process CPU %.3f, switches %d voluntary %d involuntary",
+			name, v, wall, cpu(t0, t1), cpu(p0, p1), t1.Nvcsw-t0.Nvcsw, t1.Nivcsw-t0.Nivcsw)
 	}
+}
+
+// faissThreadTicks reads the user+system CPU ticks of every thread of the process.
+func faissThreadTicks() map[int]int {
+	out := map[int]int{}
+	ents, _ := os.ReadDir("/proc/self/task")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 13 {
+			continue
+		}
+		tid, _ := strconv.Atoi(e.Name())
+		u, _ := strconv.Atoi(f[11])
+		st, _ := strconv.Atoi(f[12])
+		out[tid] = u + st
+	}
+	return out
+}
+
+// rusageThread is Linux's RUSAGE_THREAD (not exported by package syscall).
+const rusageThread = 1
+
+// faissBenchPython starts bench/faiss/compare.py on the index file of x (a FaissIndex with a
+// Dir), with the queries and the ground truth written to a temp dir; with build it also
+// writes the normalised vectors and has the script grow its own index from them by adds.
+// It returns the script's stdin and stdout.
+func faissBenchPython(b *testing.B, py string, x *FaissIndex, vecs [][]float32, qflat []float32, gt [][]int64, dim, k int, factory string, build bool) (io.WriteCloser, *bufio.Scanner) {
+	dir := b.TempDir()
+	if x.files[0] == "" {
+		b.Fatal("index has no file")
+	}
+	index := filepath.Join(x.cfg.Dir, x.files[0])
 	gtFlat := make([]int64, 0, len(gt)*k)
 	for _, g := range gt {
 		gtFlat = append(gtFlat, g...)
@@ -353,8 +450,20 @@ func faissBenchPython(b *testing.B, py string, x *FaissIndex, qflat []float32, g
 		b.Fatal(err)
 	}
 	script := filepath.Join("..", "bench", "faiss", "compare.py")
-	cmd := exec.Command(py, script, "--index", filepath.Join(dir, "index"), "--queries", filepath.Join(dir, "q.npy"),
-		"--gt", filepath.Join(dir, "gt.npy"), "--k", strconv.Itoa(k))
+	args := []string{script, "--index", index, "--queries", filepath.Join(dir, "q.npy"),
+		"--gt", filepath.Join(dir, "gt.npy"), "--k", strconv.Itoa(k)}
+	if build {
+		flat := make([]float32, len(vecs)*dim)
+		for i, v := range vecs {
+			x.prepare(flat[i*dim:(i+1)*dim], v)
+		}
+		if err := writeNpy(filepath.Join(dir, "vecs.npy"), "<f4", []int{len(vecs), dim}, flat); err != nil {
+			b.Fatal(err)
+		}
+		args = append(args, "--build-from", filepath.Join(dir, "vecs.npy"), "--factory", factory,
+			"--train", strconv.Itoa(x.trainSize))
+	}
+	cmd := exec.Command(py, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
