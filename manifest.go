@@ -62,8 +62,11 @@ func writeManifest(dir string, m *manifest) error {
 	return writeFileAtomic(filepath.Join(dir, manifestName), append(b, '\n'))
 }
 
-// manifestTempPrefix starts the name of writeManifest's temp files.
-const manifestTempPrefix = "." + manifestName + ".tmp"
+// tempPrefix starts the names of the temp files writeFileAtomic writes before renaming
+// them to name; manifestTempPrefix is the manifest's.
+func tempPrefix(name string) string { return "." + name + ".tmp" }
+
+var manifestTempPrefix = tempPrefix(manifestName)
 
 // manifestTemps splits dir's entries into writeManifest temp files (full paths) and
 // the names of everything else.
@@ -93,7 +96,7 @@ func removeFiles(paths []string) error {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix(filepath.Base(path))+"*")
 	if err != nil {
 		return err
 	}

@@ -120,6 +120,24 @@ model models mechanism mechanisms level levels rate rates age aging children wom
 men population mortality survival growth factor factors stem differentiation
 the of and in to with for on by is are was were a an this that these`)
 
+// applyRandomBatches applies batches batches of 60 random documents (ids d000, d001, ...),
+// one Apply each with seq 1, 2, ..., recording them in ref; it returns the last seq.
+func applyRandomBatches(t *testing.T, b *BM25Index, ref *refBM25, rng *rand.Rand, batches int) uint64 {
+	t.Helper()
+	for batch := 0; batch < batches; batch++ {
+		docs := make([]BM25Doc, 0, 60)
+		for i := 0; i < 60; i++ {
+			d := randomDoc(rng, fmt.Sprintf("d%03d", batch*60+i))
+			docs = append(docs, d)
+			ref.put(t, b, d)
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return uint64(batches)
+}
+
 func randomDoc(rng *rand.Rand, id string) BM25Doc {
 	words := func(n int) string {
 		w := make([]string, n)
@@ -202,20 +220,8 @@ func TestTAATMatchesReference(t *testing.T) {
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(7, 11))
 			ref := newRef()
-			seq := uint64(0)
 			// several batches: several segments
-			for batch := 0; batch < 5; batch++ {
-				var puts []BM25Doc
-				for i := 0; i < 60; i++ {
-					d := randomDoc(rng, fmt.Sprintf("d%03d", batch*60+i))
-					puts = append(puts, d)
-					ref.put(t, b, d)
-				}
-				seq++
-				if err := b.Apply(puts, nil, seq); err != nil {
-					t.Fatal(err)
-				}
-			}
+			seq := applyRandomBatches(t, b, ref, rng, 5)
 			check := func(stage string) {
 				t.Helper()
 				for _, q := range testQueries {
@@ -697,17 +703,7 @@ func TestPrefetchOnOpen(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	ref := newRef()
-	for batch := 0; batch < 4; batch++ {
-		var docs []BM25Doc
-		for i := 0; i < 60; i++ {
-			d := randomDoc(rng, fmt.Sprintf("d%03d", batch*60+i))
-			docs = append(docs, d)
-			ref.put(t, b, d)
-		}
-		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyRandomBatches(t, b, ref, rng, 4)
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
