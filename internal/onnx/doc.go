@@ -5,6 +5,8 @@
 //
 // The library is loaded from, in order: [Options.LibraryPath], $MEMORY_ORT_LIB,
 // <repo>/.deps/onnxruntime/libonnxruntime.so.1 (the local cache scripts/deps.sh fills, found
-// by walking up from the executable and from the working directory), and finally the system
-// library "libonnxruntime.so.1" through the dynamic loader's search path.
+// by walking up from the executable and from the working directory), the user cache that
+// `memory runtime pull` fills ([PullRuntime], [RuntimeDir]), and finally the system library
+// "libonnxruntime.so.1" through the dynamic loader's search path. When none loads, the
+// error ([ErrLibrary]) names $MEMORY_ORT_LIB and `memory runtime pull`.
 package onnx

@@ -38,12 +38,6 @@ var (
 	ErrClosed = errors.New("onnx: session closed")
 )
 
-// LibraryEnv is the environment variable naming the ONNX Runtime shared library.
-const LibraryEnv = "MEMORY_ORT_LIB"
-
-// SystemLibrary is the library name handed to the dynamic loader when no file is found.
-const SystemLibrary = "libonnxruntime.so.1"
-
 // localLibrary is the path of the local cache, relative to the repository root.
 var localLibrary = filepath.Join(".deps", "onnxruntime", "libonnxruntime.so.1")
 
@@ -53,7 +47,8 @@ var (
 )
 
 // ResolveLibrary returns the library path Init would load for an explicit path (which may
-// be ""): explicit, then $MEMORY_ORT_LIB, then the local .deps cache, then SystemLibrary.
+// be ""): explicit, then $MEMORY_ORT_LIB, then the local .deps cache, then the user cache
+// that `memory runtime pull` fills (see [RuntimeDir]), then SystemLibrary.
 func ResolveLibrary(explicit string) string {
 	if explicit != "" {
 		return explicit
@@ -75,6 +70,9 @@ func ResolveLibrary(explicit string) string {
 		if p := findUp(s, localLibrary); p != "" {
 			return p
 		}
+	}
+	if p := CachedLibrary(); p != "" {
+		return p
 	}
 	return SystemLibrary
 }
@@ -111,12 +109,12 @@ func Init(libraryPath string) error {
 	path := ResolveLibrary(libraryPath)
 	if strings.ContainsRune(path, filepath.Separator) {
 		if _, err := os.Stat(path); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrLibrary, path, err)
+			return fmt.Errorf("%w: %s: %v; %s", ErrLibrary, path, err, libraryHint())
 		}
 	}
 	ort.SetSharedLibraryPath(path)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrLibrary, path, err)
+		return fmt.Errorf("%w: %s: %v; %s", ErrLibrary, path, err, libraryHint())
 	}
 	envPath = path
 	slog.Debug("onnx: runtime initialised", "library", path, "version", ort.GetVersion())

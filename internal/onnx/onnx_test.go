@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentmem/memory/internal/onnx/onnxgraph"
@@ -185,6 +186,7 @@ func TestResolveLibrary(t *testing.T) {
 		t.Fatalf("env: %s", got)
 	}
 	t.Setenv(LibraryEnv, "")
+	t.Setenv(CacheEnv, t.TempDir())
 	got := ResolveLibrary("")
 	if _, err := os.Stat(filepath.Join(onnxtest.RepoRoot(), localLibrary)); err == nil {
 		if got != filepath.Join(onnxtest.RepoRoot(), localLibrary) {
@@ -192,6 +194,31 @@ func TestResolveLibrary(t *testing.T) {
 		}
 	} else if got != SystemLibrary {
 		t.Fatalf("fallback: %s", got)
+	}
+}
+
+// TestResolveLibraryUserCache: outside the repository, with no $MEMORY_ORT_LIB, the library
+// `memory runtime pull` installed is found, and without it the system name is used.
+func TestResolveLibraryUserCache(t *testing.T) {
+	t.Setenv(LibraryEnv, "")
+	t.Setenv(CacheEnv, t.TempDir())
+	t.Chdir(t.TempDir())
+	if exe, _ := os.Executable(); findUp(filepath.Dir(exe), localLibrary) != "" {
+		t.Skip("test binary lives under a tree with .deps")
+	}
+	if got := ResolveLibrary(""); got != SystemLibrary {
+		t.Fatalf("empty cache: %s", got)
+	}
+	dir, _ := RuntimeDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(dir, SystemLibrary)
+	if err := os.WriteFile(lib, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := ResolveLibrary(""); got != lib {
+		t.Fatalf("got %s want %s", got, lib)
 	}
 }
 
@@ -219,6 +246,9 @@ func TestLibraryErrors(t *testing.T) {
 		_, err := Open(ctx, model, bertSpec, Options{LibraryPath: bad})
 		if !errors.Is(err, ErrLibrary) {
 			t.Fatalf("library %s: %v, want ErrLibrary", bad, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, LibraryEnv) || !strings.Contains(msg, PullCommand) {
+			t.Fatalf("error does not say how to get the library: %v", err)
 		}
 		t.Log(err)
 	}
