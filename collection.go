@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -33,6 +34,7 @@ type colState struct {
 	vec     vectorstore.Index // nil without an embedder
 	lastSeq uint64            // sequence number of the collection's last change
 	changes int               // entries in its change log
+	units   int               // index ids (chunks) of all documents
 }
 
 // maxChanges bounds the change log kept for index catch-up; past it the oldest half is
@@ -85,6 +87,12 @@ func (c *Collection) state(create bool) (*colState, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if !m.tempDir {
+		// Indexes left by a deleted collection of that name must not be caught up.
+		if err := errors.Join(os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name))); err != nil {
+			return nil, err
+		}
+	}
 	s, err := m.loadCollection(c.name)
 	if err != nil {
 		return nil, err
@@ -111,6 +119,7 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 				return err
 			}
 			s.docs[string(k)] = r
+			s.units += max(1, len(r.Chunks))
 			return nil
 		}); err != nil {
 			return err
@@ -141,9 +150,8 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 	}
 	if err := m.catchUp(s, s.bm25.Seq(), trimmed, func(puts []string, dels []string, seq uint64) error {
 		docs := make([]hybrid.BM25Doc, len(puts))
-		for i, id := range puts {
-			r := s.docs[id]
-			docs[i] = hybrid.BM25Doc{ID: id, Title: r.Title, Text: r.Text}
+		for i, uid := range puts {
+			docs[i] = s.bm25Unit(uid)
 		}
 		return s.bm25.Apply(docs, dels, seq)
 	}, func() error {
@@ -194,7 +202,8 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 
 // catchUp brings an index that reflects sequence number from up to s.lastSeq: it replays
 // the change log when it reaches back far enough, else it resets the index and loads every
-// document.
+// document. puts and dels are index ids (see unitID): a touched id that is live now is put
+// again, one that is not is deleted.
 func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts, dels []string, seq uint64) error, reset func() error) error {
 	if from >= s.lastSeq {
 		return nil
@@ -207,8 +216,8 @@ func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts, del
 		if err := reset(); err != nil {
 			return err
 		}
-		for id := range s.docs {
-			puts = append(puts, id)
+		for id, r := range s.docs {
+			puts = append(puts, r.unitIDs(id)...)
 		}
 		sort.Strings(puts)
 	} else {
@@ -226,7 +235,7 @@ func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts, del
 			return err
 		}
 		for id := range touched {
-			if _, ok := s.docs[id]; ok {
+			if _, _, _, ok := s.unit(id); ok {
 				puts = append(puts, id)
 			} else {
 				dels = append(dels, id)
@@ -315,6 +324,23 @@ func (m *Memory) validate(d *Document) error {
 	}
 	if len(d.ID) > 1024 {
 		return fmt.Errorf("%w: id of %d bytes (max 1024)", ErrInvalidOption, len(d.ID))
+	}
+	if strings.IndexByte(d.ID, 0) >= 0 {
+		return fmt.Errorf("%w: id %q holds a NUL byte", ErrInvalidOption, d.ID)
+	}
+	if d.Source != "" {
+		if !utf8.ValidString(d.Source) {
+			return fmt.Errorf("%w: document %q source", ErrInvalidUTF8, d.ID)
+		}
+		if v, ok := d.Metadata[sourceKey]; ok && v != d.Source {
+			return fmt.Errorf("%w: document %q has Source %q and metadata source %v", ErrInvalidMetadata, d.ID, d.Source, v)
+		}
+		md := make(map[string]any, len(d.Metadata)+1)
+		for k, v := range d.Metadata {
+			md[k] = v
+		}
+		md[sourceKey] = d.Source
+		d.Metadata = md
 	}
 	if d.Title == "" && d.Text == "" {
 		return fmt.Errorf("%w: document %q", ErrEmptyText, d.ID)
@@ -413,7 +439,13 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 		seen[docs[i].ID] = true
 	}
 	if m.opts.Embedder == nil && m.man.Embedder != nil {
-		return fmt.Errorf("%w: the store's documents are embedded with %q; configure it to write", ErrNoEmbedder, m.man.Embedder.ID)
+		return m.embedderNeeded("write")
+	}
+
+	// Chunk before taking the writer lock.
+	recs := make([]*record, len(docs))
+	for i, d := range docs {
+		recs[i] = &record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: m.chunkDoc(&docs[i])}
 	}
 
 	m.wmu.Lock()
@@ -422,38 +454,64 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	if err != nil {
 		return err
 	}
-	if !upsert {
-		s.mu.RLock()
-		for _, d := range docs {
-			if _, dup := s.docs[d.ID]; dup {
-				s.mu.RUnlock()
-				return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, c.name)
+	// The index ids each document replaces: those of its stored version that it does not
+	// reuse (a document that shrinks drops its last chunks).
+	stale := make([][]string, len(docs))
+	oldUnits := 0
+	s.mu.RLock()
+	for i, d := range docs {
+		old := s.docs[d.ID]
+		if old != nil && !upsert {
+			s.mu.RUnlock()
+			return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, c.name)
+		}
+		if old == nil {
+			continue
+		}
+		oldUnits += max(1, len(old.Chunks))
+		keep := make(map[string]bool)
+		for _, u := range recs[i].unitIDs(d.ID) {
+			keep[u] = true
+		}
+		for _, u := range old.unitIDs(d.ID) {
+			if !keep[u] {
+				stale[i] = append(stale[i], u)
 			}
 		}
-		s.mu.RUnlock()
 	}
+	s.mu.RUnlock()
 
-	// Embed outside any lock that readers need.
-	var vecs [][]float32
+	// Embed outside any lock that readers need: one vector per chunk.
+	units := make([][]string, len(docs))
+	nUnits := 0
+	for i, d := range docs {
+		units[i] = recs[i].unitIDs(d.ID)
+		nUnits += len(units[i])
+	}
+	var vecs [][][]float32
 	if m.opts.Embedder != nil {
-		vecs = make([][]float32, len(docs))
+		vecs = make([][][]float32, len(docs))
 		var texts []string
-		var at []int
+		type at struct{ doc, unit int }
+		var where []at
 		for i, d := range docs {
+			vecs[i] = make([][]float32, len(units[i]))
 			if d.Embedding != nil {
-				vecs[i] = d.Embedding
+				vecs[i][0] = d.Embedding
 				continue
 			}
-			texts = append(texts, embedText(d.Title, d.Text))
-			at = append(at, i)
+			for u := range units[i] {
+				texts = append(texts, recs[i].unitEmbedText(unitIndex(recs[i], u)))
+				where = append(where, at{i, u})
+			}
 		}
 		if len(texts) > 0 {
 			out, err := m.embed(ctx, texts)
 			if err != nil {
 				return err
 			}
-			for n, i := range at {
-				vecs[i] = out[n]
+			for n, w := range where {
+				vecs[w.doc][w.unit] = out[n]
 			}
 		}
 	}
@@ -461,16 +519,23 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 		return err
 	}
 
-	recs := make([]*record, len(docs))
 	var seq uint64
+	nChanges := 0
 	err = m.db.Update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, c.name, true)
 		if err != nil {
 			return err
 		}
 		db, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+		change := func(op byte, uid string) error {
+			var err error
+			if seq, err = nextSeq(tx); err != nil {
+				return err
+			}
+			nChanges++
+			return cb.Put(u64b(seq), append([]byte{op}, uid...))
+		}
 		for i, d := range docs {
-			recs[i] = &record{Title: d.Title, Text: d.Text, Metadata: d.Metadata}
 			enc, err := jsonMarshal(recs[i])
 			if err != nil {
 				return err
@@ -478,16 +543,23 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 			if err := db.Put([]byte(d.ID), enc); err != nil {
 				return err
 			}
-			if vecs != nil {
-				if err := vb.Put([]byte(d.ID), encodeVec(vecs[i])); err != nil {
+			for _, u := range stale[i] {
+				if err := vb.Delete([]byte(u)); err != nil {
+					return err
+				}
+				if err := change(opDel, u); err != nil {
 					return err
 				}
 			}
-			if seq, err = nextSeq(tx); err != nil {
-				return err
-			}
-			if err := cb.Put(u64b(seq), append([]byte{opPut}, d.ID...)); err != nil {
-				return err
+			for n, u := range units[i] {
+				if vecs != nil {
+					if err := vb.Put([]byte(u), encodeVec(vecs[i][n])); err != nil {
+						return err
+					}
+				}
+				if err := change(opPut, u); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -499,19 +571,31 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	// The write is durable; now the in-memory view and the indexes.
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	bdocs := make([]hybrid.BM25Doc, len(docs))
-	ids := make([]string, len(docs))
+	bdocs := make([]hybrid.BM25Doc, 0, nUnits)
+	ids := make([]string, 0, nUnits)
+	var flat [][]float32
+	var dels []string
 	for i, d := range docs {
 		s.docs[d.ID] = recs[i]
-		bdocs[i] = hybrid.BM25Doc{ID: d.ID, Title: d.Title, Text: d.Text}
-		ids[i] = d.ID
+		dels = append(dels, stale[i]...)
+		for n, u := range units[i] {
+			bdocs = append(bdocs, s.bm25Unit(u))
+			ids = append(ids, u)
+			if vecs != nil {
+				flat = append(flat, vecs[i][n])
+			}
+		}
 	}
+	s.units += nUnits - oldUnits
 	s.lastSeq = seq
-	s.changes += len(docs)
+	s.changes += nChanges
 	var errs []error
-	errs = append(errs, s.bm25.Apply(bdocs, nil, seq))
+	errs = append(errs, s.bm25.Apply(bdocs, dels, seq))
 	if s.vec != nil {
-		errs = append(errs, s.vec.Add(ctx, ids, vecs))
+		if len(dels) > 0 {
+			errs = append(errs, s.vec.Delete(ctx, dels...))
+		}
+		errs = append(errs, s.vec.Add(ctx, ids, flat))
 		if d, ok := s.vec.(vectorstore.Durable); ok {
 			errs = append(errs, d.Commit(seq))
 		}
@@ -521,6 +605,14 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 		return fmt.Errorf("memory: documents stored, but an index update failed (it is rebuilt on reopen): %w", err)
 	}
 	return nil
+}
+
+// unitIndex is the chunk index of a record's u-th index id (-1 for an unchunked record).
+func unitIndex(r *record, u int) int {
+	if len(r.Chunks) == 0 {
+		return -1
+	}
+	return u
 }
 
 // maybeTrim drops the oldest half of a change log that grew past maxChanges.
@@ -549,7 +641,7 @@ func (m *Memory) maybeTrim(s *colState) error {
 	})
 }
 
-// Delete removes documents; unknown ids are ignored.
+// Delete removes documents (with all their chunks); unknown ids are ignored.
 func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 	m := c.m
 	if len(ids) == 0 {
@@ -569,26 +661,44 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 		}
 	}
 	s.mu.RUnlock()
-	if len(gone) == 0 {
+	return c.deleteDocs(ctx, s, gone)
+}
+
+// deleteDocs removes stored documents and their chunks in one transaction; the caller holds
+// the writer lock and ids are distinct and stored.
+func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) error {
+	m := c.m
+	if len(ids) == 0 {
 		return nil
 	}
+	var units []string
+	s.mu.RLock()
+	for _, id := range ids {
+		units = append(units, s.docs[id].unitIDs(id)...)
+	}
+	s.mu.RUnlock()
 	var seq uint64
 	if err := m.db.Update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, c.name, false)
 		if err != nil {
 			return err
 		}
-		for _, id := range gone {
+		if b == nil {
+			return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+		}
+		for _, id := range ids {
 			if err := b.Bucket(bkDocs).Delete([]byte(id)); err != nil {
 				return err
 			}
-			if err := b.Bucket(bkVecs).Delete([]byte(id)); err != nil {
+		}
+		for _, u := range units {
+			if err := b.Bucket(bkVecs).Delete([]byte(u)); err != nil {
 				return err
 			}
 			if seq, err = nextSeq(tx); err != nil {
 				return err
 			}
-			if err := b.Bucket(bkChanges).Put(u64b(seq), append([]byte{opDel}, id...)); err != nil {
+			if err := b.Bucket(bkChanges).Put(u64b(seq), append([]byte{opDel}, u...)); err != nil {
 				return err
 			}
 		}
@@ -598,14 +708,15 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range gone {
+	for _, id := range ids {
 		delete(s.docs, id)
 	}
+	s.units -= len(units)
 	s.lastSeq = seq
-	s.changes += len(gone)
-	errs := []error{s.bm25.Apply(nil, gone, seq)}
+	s.changes += len(units)
+	errs := []error{s.bm25.Apply(nil, units, seq)}
 	if s.vec != nil {
-		errs = append(errs, s.vec.Delete(ctx, gone...))
+		errs = append(errs, s.vec.Delete(ctx, units...))
 		if d, ok := s.vec.(vectorstore.Durable); ok {
 			errs = append(errs, d.Commit(seq))
 		}
@@ -617,19 +728,111 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 	return nil
 }
 
-// Get returns the document with id, or ErrNotFound. Its Embedding is filled when stored.
+// DeleteWhere removes every document whose metadata matches where (with all its chunks),
+// in one transaction, and returns how many it removed. Document.Source is the metadata key
+// "source": DeleteWhere(ctx, Where{"source": path}) removes what was indexed from path. An
+// empty filter is ErrInvalidFilter (use DeleteCollection to empty a collection); a named
+// collection that does not exist is ErrCollectionNotFound (the default collection is
+// always there, empty until written).
+func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) {
+	m := c.m
+	if len(where) == 0 {
+		return 0, fmt.Errorf("%w: DeleteWhere needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
+	}
+	pred, err := compileWhere(where)
+	if err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	s, err := c.existing()
+	if err != nil || s == nil {
+		return 0, err
+	}
+	var gone []string
+	s.mu.RLock()
+	for id, r := range s.docs {
+		if pred(r) {
+			gone = append(gone, id)
+		}
+	}
+	s.mu.RUnlock()
+	sort.Strings(gone)
+	if err := c.deleteDocs(ctx, s, gone); err != nil {
+		return 0, err
+	}
+	return len(gone), nil
+}
+
+// DeleteWhere removes the documents of the default collection that match where; see
+// [Collection.DeleteWhere].
+func (m *Memory) DeleteWhere(ctx context.Context, where Where) (int, error) {
+	return m.Collection("").DeleteWhere(ctx, where)
+}
+
+// Sources lists the distinct Source values of the collection's documents, sorted (a
+// document without one is not listed). With DeleteWhere it syncs a collection with a
+// folder: delete the sources that are no longer there.
+func (c *Collection) Sources(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := c.existing()
+	if err != nil || s == nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	s.mu.RLock()
+	for _, r := range s.docs {
+		if src := r.source(); src != "" {
+			set[src] = true
+		}
+	}
+	s.mu.RUnlock()
+	out := make([]string, 0, len(set))
+	for src := range set {
+		out = append(out, src)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// existing returns the loaded collection; ErrCollectionNotFound when a named collection
+// does not exist, (nil, nil) for the default collection before its first write.
+func (c *Collection) existing() (*colState, error) {
+	s, err := c.state(false)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil && c.name != DefaultCollection {
+		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+	}
+	return s, nil
+}
+
+// Get returns the whole document with id (not a chunk), or ErrNotFound (which, in a named
+// collection that does not exist, also matches ErrCollectionNotFound). Its Embedding is
+// filled when one vector is stored for it (a chunked document has one per chunk: nil).
 func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 	s, err := c.state(false)
 	if err != nil {
 		return Document{}, err
+	}
+	if s == nil && c.name != DefaultCollection {
+		return Document{}, fmt.Errorf("%w: %q: %w: %q", ErrNotFound, id, ErrCollectionNotFound, c.name)
 	}
 	if s != nil {
 		s.mu.RLock()
 		r := s.docs[id]
 		s.mu.RUnlock()
 		if r != nil {
-			d := Document{ID: id, Title: r.Title, Text: r.Text, Metadata: cloneMeta(r.Metadata)}
-			d.Embedding, err = c.m.vector(c.name, id)
+			d := Document{ID: id, Title: r.Title, Text: r.Text, Metadata: cloneMeta(r.Metadata), Source: r.source()}
+			if len(r.Chunks) == 0 {
+				d.Embedding, err = c.m.vector(c.name, id)
+			}
 			return d, err
 		}
 	}

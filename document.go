@@ -11,19 +11,54 @@ type Document struct {
 	// Metadata values are strings, numbers (stored as float64) or bools; filters match them.
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Embedding is an optional precomputed vector; when nil the configured embedder makes one.
+	// A document with a precomputed embedding is never chunked.
 	Embedding []float32 `json:"-"`
+	// Source is where the document came from (a file path, a URL): the key by which a
+	// source is re-indexed or removed. It is stored as the string metadata value "source",
+	// so filters see it there: DeleteWhere(ctx, Where{"source": path}). Setting both Source
+	// and a different Metadata["source"] is ErrInvalidMetadata. Get and search results fill
+	// it back from Metadata["source"].
+	Source string `json:"source,omitempty"`
 }
 
+// sourceKey is the metadata key that holds Document.Source.
+const sourceKey = "source"
+
 // Result is one search hit with the breakdown of how it was scored.
+//
+// Text is the matching chunk of the document (the whole text of a one-chunk document);
+// Get(ID) returns the whole document.
 type Result struct {
 	ID         string         `json:"id"`
 	Collection string         `json:"collection"`
 	Title      string         `json:"title,omitempty"`
 	Text       string         `json:"text"`
 	Metadata   map[string]any `json:"metadata,omitempty"`
+	// Source is the document's Source (its metadata "source" string).
+	Source string `json:"source,omitempty"`
+	// ParentID is the id of the document the chunk belongs to (the same as ID: results
+	// name their document; ChunkIndex tells its chunks apart).
+	ParentID string `json:"parent_id"`
+	// ChunkIndex is the chunk's position in its document (0 for a one-chunk document), and
+	// Chunks the document's number of chunks.
+	ChunkIndex int `json:"chunk_index"`
+	Chunks     int `json:"chunks"`
+	// Start and End are the byte offsets of Text in the document's text (End exclusive).
+	Start int `json:"start"`
+	End   int `json:"end"`
+	// Headings is the chunk's markdown heading path, outermost first (for code, its
+	// qualified name); nil when none.
+	Headings []string `json:"headings,omitempty"`
+	// Snippet is a short excerpt of Text (at most SnippetBytes bytes, cut on word and UTF-8
+	// boundaries, whitespace runs shown as one space) around the query terms it holds, as
+	// the English analyzer of BM25 sees them (stemmed, stop words ignored); the start of
+	// Text when it holds none.
+	Snippet string `json:"snippet,omitempty"`
 	// Score is the final ranking score: the reranker's sigmoid when reranked, else the fused score.
 	Score   float64     `json:"score"`
 	Explain Explanation `json:"explain"`
+
+	unit string // the index id of the chunk
 }
 
 // StageScore is one retriever's view of a result.

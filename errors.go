@@ -20,6 +20,16 @@ var (
 	ErrEmbedderMismatch = errors.New("memory: embedder does not match the store")
 	// ErrNoEmbedder: the operation needs an embedder and none is configured.
 	ErrNoEmbedder = errors.New("memory: no embedder configured")
+	// ErrStoreNotFound: OpenExisting was given a directory that is missing, empty, or holds
+	// no store database.
+	ErrStoreNotFound = errors.New("memory: no store in directory")
+	// ErrEmbedderNeeded: the store's vectors were made by an embedder (its id and dimension
+	// are in the error) that is not configured and could not be resolved, and the operation
+	// (a hybrid or dense search, a write) needs it. It also matches ErrNoEmbedder.
+	ErrEmbedderNeeded = errors.New("memory: the store's embedder is needed")
+	// ErrCollectionNotFound: a named collection does not exist (GetCollection, a search of
+	// it or InCollections naming it, DeleteCollection, DeleteWhere).
+	ErrCollectionNotFound = errors.New("memory: collection not found")
 )
 
 // Errors about documents. Nothing is written when an Add or Upsert returns one of them.

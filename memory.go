@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -63,10 +64,31 @@ type Memory struct {
 	closed atomic.Bool
 	sopMu  sync.Mutex
 	sops   *sop.Library // loaded on first SOPs call
+
+	resolveErr error // why the recorded embedder could not be resolved (nil: not tried or none)
+}
+
+// EmbedderResolver loads the embedder with the given id and dimension (as recorded in a
+// store's manifest). It returns an error when it does not know or cannot load it.
+type EmbedderResolver func(ctx context.Context, id string, dim int) (vectorstore.Embedder, error)
+
+// WithEmbedderResolver lets Open, when no embedder is configured, load the one the store
+// was embedded with (its id and dimension are recorded in the manifest). The root package
+// has no resolver of its own (it would pull in every model loader); the CLI supplies one
+// that looks in its models directory and cache. When the resolver fails, the store opens
+// anyway: BM25 searches work, while hybrid and dense searches and writes fail with
+// ErrEmbedderNeeded, which names the model and wraps the resolver's error. A resolver that
+// returns an embedder of another id or dimension makes Open fail with ErrEmbedderMismatch.
+func WithEmbedderResolver(r EmbedderResolver) Option {
+	return func(o *Options) { o.EmbedderResolver = r }
 }
 
 // Open opens the store in dir, creating it when dir is missing or empty. dir "" makes a
-// store in a temporary directory that Close removes.
+// store in a temporary directory that Close removes. [OpenExisting] never creates one.
+//
+// Without WithEmbedder, a store whose manifest records an embedder is opened with the one
+// WithEmbedderResolver gives for it; when none resolves, hybrid and dense searches and
+// writes fail with ErrEmbedderNeeded (BM25 searches work).
 //
 // Errors: ErrNotAStore when dir holds other files, ErrFormatVersion for a store of a newer
 // format, ErrLocked when another process has it open, ErrEmbedderMismatch when its vectors
@@ -117,6 +139,44 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 	return m, nil
 }
 
+// OpenExisting opens the store in dir like Open, but never creates one: a missing or empty
+// directory, or one with a manifest but no store database, is ErrStoreNotFound, and a
+// directory holding other files ErrNotAStore. Read-only tools use it so that a mistyped
+// path fails instead of making an empty store.
+func OpenExisting(dir string, opts ...Option) (*Memory, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory name", ErrStoreNotFound)
+	}
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s does not exist", ErrStoreNotFound, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s is not a directory", ErrNotAStore, dir)
+	}
+	man, err := readManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if man == nil {
+		_, others, err := manifestTemps(dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(others) > 0 {
+			return nil, fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, dir, manifestName)
+		}
+		return nil, fmt.Errorf("%w: %s is empty", ErrStoreNotFound, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbName)); err != nil {
+		return nil, fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, dir, dbName)
+	}
+	return Open(dir, opts...)
+}
+
 func (m *Memory) open() error {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return err
@@ -160,6 +220,9 @@ func (m *Memory) open() error {
 		return err
 	}
 
+	if err := m.resolveEmbedder(); err != nil {
+		return err
+	}
 	if err := m.checkEmbedder(); err != nil {
 		return err
 	}
@@ -182,7 +245,74 @@ func (m *Memory) open() error {
 		}
 		m.cols[n] = c
 	}
+	m.removeOrphanIndexes()
 	return nil
+}
+
+// removeOrphanIndexes deletes the derived index directories of collections that no longer
+// exist (left by a DeleteCollection interrupted after its transaction).
+func (m *Memory) removeOrphanIndexes() {
+	if m.tempDir {
+		return
+	}
+	for _, kind := range []string{bm25Dir, vecDir} {
+		entries, err := os.ReadDir(filepath.Join(m.dir, kind))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name, err := url.PathUnescape(e.Name())
+			if err != nil || m.cols[name] != nil {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(m.dir, kind, e.Name())); err != nil {
+				m.log.Warn("memory: cannot remove the index of a deleted collection", "path", e.Name(), "err", err)
+			}
+		}
+	}
+}
+
+// resolveEmbedder loads the recorded embedder through the resolver when none is configured.
+func (m *Memory) resolveEmbedder() error {
+	rec, r := m.man.Embedder, m.opts.EmbedderResolver
+	if m.opts.Embedder != nil || rec == nil || r == nil {
+		return nil
+	}
+	e, err := r(context.Background(), rec.ID, rec.Dim)
+	if err == nil && e == nil {
+		err = errors.New("the resolver returned no embedder")
+	}
+	if err != nil {
+		m.resolveErr = err
+		m.log.Warn("memory: the store's embedder could not be resolved; only BM25 searches work",
+			"embedder", rec.ID, "dim", rec.Dim, "err", err)
+		return nil
+	}
+	if e.ID() != rec.ID || e.Dim() != rec.Dim {
+		return fmt.Errorf("%w: the resolver gave %q (dim %d) for %q (dim %d)", ErrEmbedderMismatch, e.ID(), e.Dim(), rec.ID, rec.Dim)
+	}
+	m.opts.Embedder = e
+	return nil
+}
+
+// embedderNeeded is the error of an operation that needs the store's unresolved embedder.
+func (m *Memory) embedderNeeded(op string) error {
+	rec := m.man.Embedder
+	why := ""
+	if m.resolveErr != nil {
+		why = fmt.Sprintf(" (resolving it failed: %v)", m.resolveErr)
+	}
+	return fmt.Errorf("%w: %w: %s needs embedder %q (dim %d), which made this store's vectors; open with WithEmbedder or a WithEmbedderResolver that loads it%s",
+		ErrEmbedderNeeded, ErrNoEmbedder, op, rec.ID, rec.Dim, why)
+}
+
+// StoredEmbedder returns the id and dimension of the embedder recorded in the store's
+// manifest (ok false when the store has none).
+func (m *Memory) StoredEmbedder() (id string, dim int, ok bool) {
+	if e := m.man.Embedder; e != nil {
+		return e.ID, e.Dim, true
+	}
+	return "", 0, false
 }
 
 // checkEmbedder compares the configured embedder with the one recorded in the manifest.
@@ -252,16 +382,22 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 		return err
 	}
 	for _, name := range names {
-		var ids []string
+		var ids []string // index ids: one per chunk
 		var texts []string
+		var owner []int // the document (counted from 0 in this collection) of each id
+		ndocs := 0
 		if err := m.db.View(func(tx *bolt.Tx) error {
 			return tx.Bucket(bkCols).Bucket([]byte(name)).Bucket(bkDocs).ForEach(func(k, v []byte) error {
 				r, err := decodeRecord(string(k), v)
 				if err != nil {
 					return err
 				}
-				ids = append(ids, string(k))
-				texts = append(texts, embedText(r.Title, r.Text))
+				for u, uid := range r.unitIDs(string(k)) {
+					ids = append(ids, uid)
+					texts = append(texts, r.unitEmbedText(unitIndex(r, u)))
+					owner = append(owner, ndocs)
+				}
+				ndocs++
 				return nil
 			})
 		}); err != nil {
@@ -284,11 +420,16 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 			}); err != nil {
 				return err
 			}
-			done += j - i
+			// Documents whose every chunk is embedded.
+			docsDone := owner[j-1] + 1
+			if j < len(ids) && owner[j] == owner[j-1] {
+				docsDone--
+			}
 			if m.opts.ReEmbedProgress != nil {
-				m.opts.ReEmbedProgress(done, total)
+				m.opts.ReEmbedProgress(done+docsDone, total)
 			}
 		}
+		done += ndocs
 	}
 	return nil
 }
@@ -333,8 +474,9 @@ func (m *Memory) Dir() string { return m.dir }
 // Embedder is the configured embedder (nil when none).
 func (m *Memory) Embedder() vectorstore.Embedder { return m.opts.Embedder }
 
-// Collection returns the named collection, created on its first write. "" is the default
-// collection. A name must be valid UTF-8 of 1 to 200 bytes without control characters;
+// Collection returns a handle on the named collection, created on its first write (reads of
+// a named collection that does not exist fail with ErrCollectionNotFound; see also
+// GetCollection and CreateCollection). "" is the default collection. A name must be valid UTF-8 of 1 to 200 bytes without control characters;
 // operations on an invalid one fail with ErrInvalidCollection.
 func (m *Memory) Collection(name string) *Collection {
 	if name == "" {
@@ -343,7 +485,75 @@ func (m *Memory) Collection(name string) *Collection {
 	return &Collection{m: m, name: name}
 }
 
-// Collections lists the collections that hold or held documents, sorted.
+// GetCollection returns the named collection ("" is the default collection) when it exists,
+// else ErrCollectionNotFound. The default collection always exists (empty until written).
+func (m *Memory) GetCollection(name string) (*Collection, error) {
+	c := m.Collection(name)
+	if _, err := c.existing(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CreateCollection returns the named collection, creating it (durably, empty) when it does
+// not exist yet.
+func (m *Memory) CreateCollection(name string) (*Collection, error) {
+	c := m.Collection(name)
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if _, err := c.state(true); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DeleteCollection removes a collection with all its documents and indexes, in one
+// transaction. A named collection that does not exist is ErrCollectionNotFound; deleting the
+// default collection empties it. Searches running on it finish first; later ones of the
+// name fail with ErrCollectionNotFound until it is written again.
+func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
+	c := m.Collection(name)
+	if err := validCollectionName(c.name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.cmu.Lock()
+	defer m.cmu.Unlock()
+	s := m.cols[c.name]
+	if s == nil {
+		if c.name == DefaultCollection {
+			return nil
+		}
+		return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+	}
+	if err := m.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bkCols).DeleteBucket([]byte(c.name))
+	}); err != nil {
+		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
+	}
+	delete(m.cols, c.name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errs := []error{s.close()}
+	s.docs = map[string]*record{}
+	if !m.tempDir {
+		errs = append(errs, os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
+	}
+	return nil
+}
+
+// Collections lists the collections that exist (created by CreateCollection or a write, and
+// not deleted), sorted.
 func (m *Memory) Collections() []string {
 	m.cmu.RLock()
 	defer m.cmu.RUnlock()

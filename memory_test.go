@@ -522,8 +522,15 @@ func TestEmbedderIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := m2.Search(bg, "rust"); err != nil || len(res) == 0 {
+	if res, err := m2.Search(bg, "rust", WithMode(BM25)); err != nil || len(res) == 0 {
 		t.Fatalf("bm25 read without embedder: %v", err)
+	}
+	// Hybrid (the default) and dense need the store's embedder and say which one.
+	for _, mode := range []Mode{Hybrid, Dense} {
+		_, err := m2.Search(bg, "rust", WithMode(mode))
+		if !errors.Is(err, ErrEmbedderNeeded) || !errors.Is(err, ErrNoEmbedder) || !strings.Contains(err.Error(), "hash-bigram-v1/32") {
+			t.Fatalf("%s search without the store's embedder: %v", mode, err)
+		}
 	}
 	if err := m2.Add(bg, Document{ID: "new", Text: "x"}); !errors.Is(err, ErrNoEmbedder) {
 		t.Fatalf("write without embedder: %v", err)

@@ -33,6 +33,11 @@ type Options struct {
 	EmbedBatch int
 	// Logger receives diagnostics (default: slog.Default()).
 	Logger *slog.Logger
+	// Chunking configures how long documents are split on add (see ChunkOptions).
+	Chunking ChunkOptions
+	// EmbedderResolver loads the embedder recorded in the manifest when Embedder is nil
+	// (see WithEmbedderResolver).
+	EmbedderResolver EmbedderResolver
 }
 
 // Option changes Options.
@@ -110,6 +115,8 @@ type SearchOptions struct {
 	// Collections searches these collections at once, each with a weight in the final
 	// fusion (empty: the collection the search is called on).
 	Collections map[string]float64
+	// AllChunks returns every matching chunk rather than the best chunk of each document.
+	AllChunks bool
 
 	stats     *SearchStats // filled when set (WithStats)
 	windowSet bool         // Window was given explicitly

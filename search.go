@@ -136,7 +136,7 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 
 // candidate is a fused result before it becomes a Result.
 type candidate struct {
-	id  string
+	id  string // index id of the chunk
 	rec *record
 	res Result
 }
@@ -152,6 +152,9 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	}
 	mode := so.Mode
 	var notes []string
+	if m.opts.Embedder == nil && m.man.Embedder != nil && mode != BM25 {
+		return nil, m.embedderNeeded(string(mode) + " search")
+	}
 	if m.opts.Embedder == nil {
 		switch mode {
 		case Dense:
@@ -179,10 +182,18 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		return nil, err
 	}
 	if s == nil {
+		if col != DefaultCollection {
+			return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+		}
 		return nil, nil
 	}
 	s.mu.RLock()
-	// Filter: one evaluation serves every retriever, before ranking.
+	if s.bm25 == nil { // deleted since it was looked up
+		s.mu.RUnlock()
+		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+	}
+	// Filter: one evaluation serves every retriever, before ranking. The filters see
+	// documents; the indexes hold their chunks.
 	t := time.Now()
 	var allow []string
 	var allowSet map[string]bool
@@ -190,15 +201,24 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	if where != nil || whereDoc != nil {
 		allow = make([]string, 0)
 		allowSet = map[string]bool{}
+		docs := 0
 		for id, r := range s.docs {
 			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
-				allow = append(allow, id)
-				allowSet[id] = true
+				for _, u := range r.unitIDs(id) {
+					allow = append(allow, u)
+					allowSet[u] = true
+				}
+				docs++
 			}
 		}
 		sort.Strings(allow)
-		st.Allowed = len(allow)
+		st.Allowed = docs
 	}
+	units := s.units
+	if allow != nil {
+		units = len(allow)
+	}
+	bestBM25, bestDense := map[string]string{}, map[string]string{}
 	st.Filter = time.Since(t)
 
 	// A single retriever without rerank or collapse needs no fusion window: asking for
@@ -210,7 +230,9 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	var lists []hybrid.List
 	if mode != Dense {
 		t := time.Now()
-		hits, err := s.bm25.Search(ctx, query, window, allow)
+		hits, err := searchUnits(window, units, so.AllChunks, bestBM25, func(k int) ([]hybrid.Hit, error) {
+			return s.bm25.Search(ctx, query, k, allow)
+		})
 		st.BM25 = time.Since(t)
 		if err != nil {
 			s.mu.RUnlock()
@@ -224,15 +246,18 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		if allowSet != nil {
 			f = func(id string) bool { return allowSet[id] }
 		}
-		vh, err := s.vec.Search(ctx, qv, window, f)
+		hits, err := searchUnits(window, units, so.AllChunks, bestDense, func(k int) ([]hybrid.Hit, error) {
+			vh, err := s.vec.Search(ctx, qv, k, f)
+			hits := make([]hybrid.Hit, len(vh))
+			for i, h := range vh {
+				hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
+			}
+			return hits, err
+		})
 		st.Dense = time.Since(t)
 		if err != nil {
 			s.mu.RUnlock()
 			return nil, err
-		}
-		hits := make([]hybrid.Hit, len(vh))
-		for i, h := range vh {
-			hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
 		}
 		lists = append(lists, hybrid.List{Name: "dense", Weight: so.DenseWeight, Hits: hits})
 	}
@@ -259,8 +284,12 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	}
 	cands := make([]candidate, 0, len(fused))
 	for _, f := range fused {
-		r := s.docs[f.ID]
-		if r == nil {
+		uid := f.ID
+		if !so.AllChunks {
+			uid = bestUnit(f, bestBM25, bestDense)
+		}
+		parent, r, ci, ok := s.unit(uid)
+		if !ok {
 			continue // deleted between index and map: cannot happen under the lock, but be safe
 		}
 		ex := Explanation{Mode: mode, Fused: f.Score, Notes: notes}
@@ -282,10 +311,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		if mode != Hybrid {
 			score = raw // one retriever: its own score is the most useful
 		}
-		cands = append(cands, candidate{id: f.ID, rec: r, res: Result{
-			ID: f.ID, Collection: col, Title: r.Title, Text: r.Text, Metadata: cloneMeta(r.Metadata),
-			Score: score, Explain: ex,
-		}})
+		cands = append(cands, candidate{id: uid, rec: r, res: chunkResult(col, parent, uid, r, ci, score, ex)})
 	}
 	s.mu.RUnlock() // records are immutable: the candidates stay valid
 	st.Fuse = time.Since(t)
@@ -312,6 +338,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		}
 		out = append(out, c.res)
 	}
+	addSnippets(query, out)
 	return out, nil
 }
 
@@ -337,7 +364,7 @@ func (m *Memory) rerank(ctx context.Context, query string, cands []candidate, to
 	n := min(top, len(cands))
 	passages := make([]string, n)
 	for i := 0; i < n; i++ {
-		passages[i] = embedText(cands[i].rec.Title, cands[i].rec.Text)
+		passages[i] = embedText(cands[i].rec.Title, cands[i].res.Text)
 	}
 	logits, err := m.opts.Reranker.Score(ctx, query, passages)
 	if err != nil {
@@ -443,7 +470,7 @@ func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions,
 		}
 		hits := make([]hybrid.Hit, len(res))
 		for i, r := range res {
-			key := n + "\x00" + r.ID
+			key := n + "\x00" + r.unit
 			r.Explain.CollectionWeight = w
 			byKey[key] = r
 			hits[i] = hybrid.Hit{ID: key, Score: r.Score}
@@ -461,7 +488,7 @@ func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions,
 		}
 		seenID[r.ID] = true
 		r.Score = f.Score
-		cands = append(cands, candidate{id: r.ID, res: r})
+		cands = append(cands, candidate{id: r.unit, res: r})
 	}
 	if so.CollapseThreshold > 0 {
 		var err error

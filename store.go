@@ -13,8 +13,8 @@ import (
 //
 //	meta                      seq -> uint64 (last sequence number handed out)
 //	col/<name>/docs           id  -> JSON record
-//	col/<name>/vecs           id  -> little-endian float32s
-//	col/<name>/changes        seq -> op byte + id   (replayed into indexes that lag behind)
+//	col/<name>/vecs           unit id -> little-endian float32s (unit: the id, or id NUL i for chunk i)
+//	col/<name>/changes        seq -> op byte + unit id   (replayed into indexes that lag behind)
 //	col/<name>/info           trimmed -> uint64 (changes up to it were dropped)
 //
 // Every write is one bbolt transaction (fsynced unless NoSync): a write that returned nil
@@ -41,6 +41,15 @@ type record struct {
 	Title    string         `json:"t,omitempty"`
 	Text     string         `json:"x"`
 	Metadata map[string]any `json:"m,omitempty"`
+	// Chunks are the document's chunks when it has several (see chunking.go); none: the
+	// document is its own single chunk (as every document stored before chunking).
+	Chunks []chunkRec `json:"c,omitempty"`
+}
+
+// source is the document's Source (its metadata "source" string).
+func (r *record) source() string {
+	s, _ := r.Metadata[sourceKey].(string)
+	return s
 }
 
 func u64(b []byte) uint64 {

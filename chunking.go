@@ -1,0 +1,280 @@
+package memory
+
+import (
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/agentmem/memory/chunker"
+	"github.com/agentmem/memory/hybrid"
+)
+
+// Chunking on add
+//
+// A document whose text is longer than the chunk budget is split when it is written: prose
+// with [chunker.Text] (markdown-aware: each chunk records its heading path), code with
+// [chunker.Code] (tree-sitter). The chunks are stored as children of the document: the
+// document itself (title, whole text, metadata) stays the unit of Get, Delete, Upsert and
+// filters, and each chunk is indexed (BM25 and dense) on its own with the document's title.
+// Upserting or deleting a document replaces or removes all its chunks in the same
+// transaction. A short document, a document with a precomputed Embedding, and any document
+// stored before chunking existed are one chunk: the document itself.
+
+// ChunkOptions configure how documents are split into chunks when they are added. The zero
+// value chunks with the defaults.
+type ChunkOptions struct {
+	// Budget is the largest prose chunk, in non-whitespace characters (default
+	// chunker.DefaultTextBudget, 1000, about 250 to 300 tokens of English; lowered to
+	// fit the window of an embedder that reports MaxLength()). A text within the budget
+	// stays one chunk.
+	Budget int
+	// CodeBudget is the largest code chunk, in non-whitespace characters (default
+	// chunker.DefaultBudget, 1500, as [Collection.AddCode] uses).
+	CodeBudget int
+	// Disabled stores every document as one chunk, however long.
+	Disabled bool
+}
+
+// WithChunking sets how long documents are split into chunks on add.
+func WithChunking(c ChunkOptions) Option { return func(o *Options) { o.Chunking = c } }
+
+// WithAllChunks makes a search return every matching chunk instead of the best chunk of
+// each document (several results may then share an ID, told apart by ChunkIndex).
+func WithAllChunks() SearchOption { return func(s *SearchOptions) { s.AllChunks = true } }
+
+// maxLengther is implemented by embedders that truncate input at a number of tokens
+// (vectorstore.ONNXEmbedder).
+type maxLengther interface{ MaxLength() int }
+
+// chunkBudgets returns the prose and code budgets in effect.
+func (m *Memory) chunkBudgets() (prose, code int) {
+	c := m.opts.Chunking
+	prose, code = c.Budget, c.CodeBudget
+	if prose <= 0 {
+		prose = chunker.DefaultTextBudget
+		if ml, ok := m.opts.Embedder.(maxLengther); ok && ml.MaxLength() > 0 {
+			// About 3 non-whitespace characters per word piece of English, [CLS] and
+			// [SEP] excluded.
+			prose = min(prose, max(200, (ml.MaxLength()-2)*3))
+		}
+	}
+	if code <= 0 {
+		code = chunker.DefaultBudget
+	}
+	return prose, code
+}
+
+// chunkRec is a stored chunk: the bytes [S, E) of its document's text.
+type chunkRec struct {
+	S int      `json:"s"`
+	E int      `json:"e"`
+	H []string `json:"h,omitempty"` // heading path (markdown) or qualified name (code)
+}
+
+// codeLanguage returns the chunker language of a code document ("" for prose): the
+// metadata key "language" when set, else the extension of the source.
+func codeLanguage(d *Document) string {
+	lang, _ := d.Metadata["language"].(string)
+	if lang == "" {
+		lang = chunker.LanguageOf(path.Base(d.Source))
+	}
+	switch strings.ToLower(lang) {
+	case "", "text", "txt", "markdown", "md":
+		return ""
+	}
+	return lang
+}
+
+// chunkDoc returns the chunks of a document, nil when it stays one chunk.
+func (m *Memory) chunkDoc(d *Document) []chunkRec {
+	if m.opts.Chunking.Disabled || d.Embedding != nil {
+		return nil
+	}
+	prose, code := m.chunkBudgets()
+	if len(d.Text) <= prose {
+		return nil // non-whitespace characters <= bytes
+	}
+	var chunks []chunker.Chunk
+	if lang := codeLanguage(d); lang != "" {
+		if len(d.Text) <= code {
+			return nil
+		}
+		name := d.Source
+		if name == "" {
+			name = d.ID
+		}
+		cs, err := chunker.Code(name, []byte(d.Text), chunker.CodeOptions{Budget: code, Language: lang})
+		if err == nil {
+			chunks = cs
+		} else {
+			m.log.Debug("memory: code chunking failed, chunking as prose", "id", d.ID, "err", err)
+		}
+	}
+	if chunks == nil {
+		chunks = chunker.Text(d.Text, chunker.TextOptions{Budget: prose})
+	}
+	out := make([]chunkRec, 0, len(chunks))
+	for _, c := range chunks {
+		if c.Size == 0 {
+			continue // whitespace only
+		}
+		h := c.Headings
+		if h == nil && c.QualifiedName != "" {
+			h = []string{c.QualifiedName}
+		}
+		out = append(out, chunkRec{S: c.StartByte, E: c.EndByte, H: h})
+	}
+	if len(out) <= 1 {
+		return nil
+	}
+	return out
+}
+
+// Index ids. A document of one chunk is indexed under its own id; chunk i of a chunked
+// document under id + "\x00" + i (ids may not hold NUL bytes).
+
+func unitID(parent string, i int) string { return parent + "\x00" + strconv.Itoa(i) }
+
+// splitUnit returns the document id and chunk index of an index id (-1: the whole document).
+func splitUnit(uid string) (parent string, idx int) {
+	j := strings.IndexByte(uid, 0)
+	if j < 0 {
+		return uid, -1
+	}
+	n, err := strconv.Atoi(uid[j+1:])
+	if err != nil {
+		return uid, -1
+	}
+	return uid[:j], n
+}
+
+// unitIDs lists the index ids of a stored document.
+func (r *record) unitIDs(id string) []string {
+	if r == nil {
+		return nil
+	}
+	if len(r.Chunks) == 0 {
+		return []string{id}
+	}
+	out := make([]string, len(r.Chunks))
+	for i := range r.Chunks {
+		out[i] = unitID(id, i)
+	}
+	return out
+}
+
+// unitText returns the text and heading path of chunk i (-1 or an unchunked record: all).
+func (r *record) unitText(i int) (text string, start, end int, headings []string) {
+	if i < 0 || len(r.Chunks) == 0 {
+		return r.Text, 0, len(r.Text), nil
+	}
+	c := r.Chunks[i]
+	return r.Text[c.S:c.E], c.S, c.E, c.H
+}
+
+// unitEmbedText is what the embedder sees of a chunk: title, heading path, chunk text.
+func (r *record) unitEmbedText(i int) string {
+	text, _, _, h := r.unitText(i)
+	if len(h) > 0 {
+		text = strings.Join(h, " > ") + "\n" + text
+	}
+	return embedText(r.Title, text)
+}
+
+// unit finds the live document and chunk of an index id.
+func (s *colState) unit(uid string) (parent string, r *record, idx int, ok bool) {
+	parent, idx = splitUnit(uid)
+	r = s.docs[parent]
+	if r == nil {
+		return parent, nil, idx, false
+	}
+	if idx < 0 {
+		return parent, r, -1, len(r.Chunks) == 0
+	}
+	return parent, r, idx, idx < len(r.Chunks)
+}
+
+// bm25Unit is the keyword index's view of a live index id.
+func (s *colState) bm25Unit(uid string) hybrid.BM25Doc {
+	_, r, i, _ := s.unit(uid)
+	text, _, _, h := r.unitText(i)
+	if len(h) > 0 && i >= 0 {
+		// The heading path is searchable with its chunk.
+		text = strings.Join(h, " ") + "\n" + text
+	}
+	return hybrid.BM25Doc{ID: uid, Title: r.Title, Text: text}
+}
+
+// collapseList keeps the best-ranked chunk of each document in a ranked list of index ids
+// and renames its hits to the document ids; best records which chunk each kept.
+func collapseList(hits []hybrid.Hit, best map[string]string) []hybrid.Hit {
+	out := hits[:0:0]
+	for _, h := range hits {
+		parent, _ := splitUnit(h.ID)
+		if _, seen := best[parent]; seen {
+			continue
+		}
+		best[parent] = h.ID
+		out = append(out, hybrid.Hit{ID: parent, Score: h.Score})
+	}
+	return out
+}
+
+// searchUnits runs a retriever for the best k documents over a collection whose documents
+// may have several chunks: it asks for k chunks and, while the chunks returned name fewer
+// than k documents and more could exist, asks again for more. It returns the list
+// collapsed to the best chunk per document (or, with all, the chunks as they came).
+func searchUnits(k, units int, all bool, best map[string]string, run func(k int) ([]hybrid.Hit, error)) ([]hybrid.Hit, error) {
+	ask := k
+	for {
+		hits, err := run(ask)
+		if err != nil {
+			return nil, err
+		}
+		if all {
+			return hits, nil
+		}
+		clear(best)
+		out := collapseList(hits, best)
+		if len(out) >= k || len(hits) < ask || ask >= units {
+			return out, nil
+		}
+		ask = min(ask*4, units)
+	}
+}
+
+// bestUnit picks the chunk that stands for a fused document: the best chunk of the
+// retriever that added most to its fused score (BM25 on a tie).
+func bestUnit(f hybrid.Fused, bm25, dense map[string]string) string {
+	uid, best := "", 0.0
+	for _, c := range f.Contributions {
+		if c.Rank == 0 {
+			continue
+		}
+		var u string
+		switch c.List {
+		case "bm25":
+			u = bm25[f.ID]
+		case "dense":
+			u = dense[f.ID]
+		}
+		if u != "" && (uid == "" || c.Value > best) {
+			uid, best = u, c.Value
+		}
+	}
+	if uid == "" {
+		return f.ID
+	}
+	return uid
+}
+
+// chunkResult makes the Result of chunk ci (-1: the whole document) of document parent.
+func chunkResult(col, parent, uid string, r *record, ci int, score float64, ex Explanation) Result {
+	text, start, end, h := r.unitText(ci)
+	return Result{
+		ID: parent, Collection: col, Title: r.Title, Text: text, Metadata: cloneMeta(r.Metadata),
+		Source: r.source(), ParentID: parent, ChunkIndex: max(ci, 0), Chunks: max(1, len(r.Chunks)),
+		Start: start, End: end, Headings: h,
+		Score: score, Explain: ex, unit: uid,
+	}
+}
