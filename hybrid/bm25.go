@@ -7,10 +7,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -28,17 +27,32 @@ const bodyField = "body"
 // seqKey is the Bleve internal key holding the store sequence number the index reflects.
 var seqKey = []byte("memory.seq")
 
-// ErrBM25 wraps failures of the keyword index.
-var ErrBM25 = errors.New("hybrid: bm25 index error")
+// Errors of the keyword index.
+var (
+	// ErrBM25 wraps failures of the keyword index.
+	ErrBM25 = errors.New("hybrid: bm25 index error")
+	// ErrBM25Format: the index on disk was written by an older layout; rebuild it.
+	ErrBM25Format = errors.New("hybrid: bm25 index has an old layout")
+	// ErrBM25Option: an invalid BM25Options value.
+	ErrBM25Option = errors.New("hybrid: invalid bm25 option")
+	// ErrQueryTooLong: the query text is over BM25Options.MaxQueryBytes.
+	ErrQueryTooLong = errors.New("hybrid: query too long")
+	// ErrQueryTooManyTerms: the analysed query has more distinct terms than
+	// BM25Options.MaxQueryTerms.
+	ErrQueryTooManyTerms = errors.New("hybrid: query has too many terms")
+)
 
-// BM25Params are the BM25 constants. Bleve keeps them in package variables, so they apply to
-// every BM25 index in the process.
+// BM25Params are the BM25 constants of Bleve's own scoring path ([BM25Index.SetBleveScoring]).
+// Bleve keeps them in package variables, so they apply to every index of the process that
+// uses Bleve's scoring. The default path (MaxScore over textbook BM25) does not read them:
+// it takes k1 and b from [BM25Options], per index.
 type BM25Params struct{ K1, B float64 }
 
 var bm25Once sync.Mutex
 
-// SetBM25Params sets k1 and b for every BM25 index of the process (values <= 0 keep the
-// current ones). Call it before searching.
+// SetBM25Params sets k1 and b of Bleve's own scoring path for every index of the process
+// (values <= 0 keep the current ones). It does not change the default path, whose k1 and b
+// are per index ([BM25Options]).
 func SetBM25Params(p BM25Params) {
 	bm25Once.Lock()
 	defer bm25Once.Unlock()
@@ -50,6 +64,56 @@ func SetBM25Params(p BM25Params) {
 	}
 }
 
+// Defaults of [BM25Options].
+const (
+	DefaultK1            = 0.9
+	DefaultB             = 0.4
+	DefaultMaxQueryTerms = 1024
+	DefaultMaxQueryBytes = 64 << 10
+)
+
+// BM25Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
+// (Lucene/Anserini's BEIR settings), at most 1,024 distinct query terms and 64 KiB of query
+// text.
+type BM25Options struct {
+	// K1 and B are the BM25 constants (0 = default). B must be in [0, 1].
+	K1, B float64
+	// MaxQueryTerms caps the distinct analysed terms of a query (0 = 1,024). A query over it
+	// fails with ErrQueryTooManyTerms.
+	MaxQueryTerms int
+	// MaxQueryBytes caps the query text (0 = 64 KiB). A longer query fails with
+	// ErrQueryTooLong before it is analysed.
+	MaxQueryBytes int
+	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
+	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches
+	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
+	SegmentWorkers int
+}
+
+func (o BM25Options) withDefaults() (BM25Options, error) {
+	if o.K1 == 0 {
+		o.K1 = DefaultK1
+	}
+	if o.B == 0 {
+		o.B = DefaultB
+	}
+	if o.MaxQueryTerms == 0 {
+		o.MaxQueryTerms = DefaultMaxQueryTerms
+	}
+	if o.MaxQueryBytes == 0 {
+		o.MaxQueryBytes = DefaultMaxQueryBytes
+	}
+	switch {
+	case math.IsNaN(o.K1) || math.IsInf(o.K1, 0) || o.K1 < 0:
+		return o, fmt.Errorf("%w: k1 %v (want a finite value >= 0)", ErrBM25Option, o.K1)
+	case math.IsNaN(o.B) || o.B < 0 || o.B > 1:
+		return o, fmt.Errorf("%w: b %v (want 0..1)", ErrBM25Option, o.B)
+	case o.MaxQueryTerms < 0 || o.MaxQueryBytes < 0 || o.SegmentWorkers < 0:
+		return o, fmt.Errorf("%w: negative cap (terms %d, bytes %d, segment workers %d)", ErrBM25Option, o.MaxQueryTerms, o.MaxQueryBytes, o.SegmentWorkers)
+	}
+	return o, nil
+}
+
 // BM25Doc is a document as the keyword index sees it.
 type BM25Doc struct {
 	ID, Title, Text string
@@ -59,24 +123,29 @@ type BM25Doc struct {
 // possessive filter, lower case, English stop words, Porter stemming). It is safe for
 // concurrent searches; Apply calls must come from one writer at a time.
 type BM25Index struct {
-	idx bleve.Index
-	mu  sync.Mutex // guards seq
-	seq uint64
+	idx  bleve.Index
+	opts BM25Options
+	mu   sync.Mutex // guards seq
+	seq  uint64
 
-	bleveScoring atomic.Bool // query through Bleve's own search instead of the TAAT path
+	bleveScoring atomic.Bool // query through Bleve's own search instead of the default path
+	exhaustive   atomic.Bool // score every posting (term at a time) instead of MaxScore
 	anaOnce      sync.Once
 	analyzer     analysis.Analyzer
 	stats        statsCache
-
-	stopBG context.CancelFunc // stops the background length prefetch started by OpenBM25
-	bg     sync.WaitGroup
 }
 
 // SetBleveScoring selects the query path of Search. false (the default) scores with
-// textbook BM25 (Lucene's formula) through a term-at-a-time evaluator over the index's
-// postings; true runs Bleve's own BM25 search (which scores sqrt(tf), derives avgdl from
-// the term dictionary size and applies coord). Safe to call while searches run.
+// textbook BM25 (Lucene's formula) over the index's postings; true runs Bleve's own BM25
+// search (which scores sqrt(tf), derives avgdl from the term dictionary size and applies
+// coord). Safe to call while searches run.
 func (b *BM25Index) SetBleveScoring(on bool) { b.bleveScoring.Store(on) }
+
+// SetExhaustive selects, for the default path, exhaustive term-at-a-time evaluation (every
+// posting of every query term is scored) instead of MaxScore dynamic pruning. Both return
+// the same hits with the same scores; exhaustive evaluation is the reference the pruned
+// one is tested against, and a baseline for benchmarks. Safe to call while searches run.
+func (b *BM25Index) SetExhaustive(on bool) { b.exhaustive.Store(on) }
 
 func newMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
@@ -97,24 +166,61 @@ func newMapping() mapping.IndexMapping {
 	return im
 }
 
-// OpenBM25 opens the index at path, creating it when missing. path "" keeps it in memory.
-func OpenBM25(path string) (*BM25Index, error) {
+// formatKey is the Bleve internal key holding the index layout version. Version 2 indexes
+// every document's analysed body length as a term of lenField; an index without it (made
+// by an earlier release) cannot give BM25 its statistics without a pass over every posting,
+// so OpenBM25 refuses it with ErrBM25Format and the store rebuilds it from its records.
+var formatKey = []byte("memory.bm25.format")
+
+const formatVersion = "2"
+
+// OpenBM25 opens the index at path with default options, creating it when missing. path ""
+// keeps it in memory.
+func OpenBM25(path string) (*BM25Index, error) { return OpenBM25With(path, BM25Options{}) }
+
+// OpenBM25With opens the index at path, creating it when missing; path "" keeps it in
+// memory. An existing index of an older layout fails with ErrBM25Format (the caller
+// rebuilds it: it is derived data). Opening reads no postings: the statistics BM25 needs
+// are kept in the index as it is written.
+func OpenBM25With(path string, o BM25Options) (*BM25Index, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	var (
-		idx bleve.Index
-		err error
+		idx     bleve.Index
+		created bool
 	)
 	if path == "" {
 		idx, err = bleve.NewUsing("", newMapping(), scorch.Name, scorch.Name, nil)
+		created = true
 	} else {
 		idx, err = bleve.Open(path)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
+			created = true
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &BM25Index{idx: idx}
+	b := &BM25Index{idx: idx, opts: o}
+	if created {
+		if err := idx.SetInternal(formatKey, []byte(formatVersion)); err != nil {
+			idx.Close()
+			return nil, fmt.Errorf("%w: write format: %v", ErrBM25, err)
+		}
+	} else {
+		v, err := idx.GetInternal(formatKey)
+		if err != nil {
+			idx.Close()
+			return nil, fmt.Errorf("%w: read format: %v", ErrBM25, err)
+		}
+		if string(v) != formatVersion {
+			idx.Close()
+			return nil, fmt.Errorf("%w: %q has layout %q, want %q", ErrBM25Format, path, v, formatVersion)
+		}
+	}
 	v, err := idx.GetInternal(seqKey)
 	if err != nil {
 		idx.Close()
@@ -122,24 +228,6 @@ func OpenBM25(path string) (*BM25Index, error) {
 	}
 	if len(v) == 8 {
 		b.seq = binary.BigEndian.Uint64(v)
-	}
-	// Compute the document lengths of an existing index in the background, so that the
-	// first search after opening it does not pay for a pass over every posting.
-	ctx, cancel := context.WithCancel(context.Background())
-	b.stopBG = cancel
-	if n, err := idx.DocCount(); err == nil && n > 0 {
-		b.bg.Add(1)
-		go func() {
-			defer b.bg.Done()
-			start := time.Now()
-			if err := b.prefetchLengths(ctx, 100); err != nil {
-				if ctx.Err() == nil {
-					slog.Debug("hybrid: bm25 length prefetch", "err", err)
-				}
-				return
-			}
-			slog.Debug("hybrid: bm25 lengths ready", "docs", n, "took", time.Since(start))
-		}()
 	}
 	return b, nil
 }
@@ -153,16 +241,16 @@ func (b *BM25Index) Seq() uint64 {
 
 // Apply indexes puts, removes deletes and records seq, all in one Bleve batch.
 func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
+	ana := b.bodyAnalyzer()
+	if ana == nil {
+		return fmt.Errorf("%w: analyzer %q not registered", ErrBM25, en.AnalyzerName)
+	}
 	batch := b.idx.NewBatch()
 	for _, d := range puts {
-		body := d.Title
-		if d.Text != "" {
-			if body != "" {
-				body += "\n"
-			}
-			body += d.Text
+		if d.ID == "" {
+			return fmt.Errorf("%w: empty document id", ErrBM25)
 		}
-		if err := batch.Index(d.ID, map[string]any{bodyField: body}); err != nil {
+		if err := batch.IndexAdvanced(newBM25Document(d, ana)); err != nil {
 			return fmt.Errorf("%w: index %q: %v", ErrBM25, d.ID, err)
 		}
 	}
@@ -178,13 +266,6 @@ func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
 	b.mu.Lock()
 	b.seq = seq
 	b.mu.Unlock()
-	if len(puts) > 0 && !b.bleveScoring.Load() {
-		// Cache the new segment's document lengths now, on the writer, rather than on the
-		// next query (best effort: a search computes whatever is still missing).
-		if _, err := b.prefetchPass(context.Background()); err != nil {
-			slog.Debug("hybrid: bm25 lengths", "err", err)
-		}
-	}
 	return nil
 }
 
@@ -198,11 +279,17 @@ func (b *BM25Index) Search(ctx context.Context, q string, k int, allow []string)
 	if k <= 0 || (allow != nil && len(allow) == 0) {
 		return nil, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if !b.bleveScoring.Load() {
-		hits, ok, err := b.searchTAAT(ctx, q, k, allow)
+		hits, ok, err := b.searchPostings(ctx, q, k, allow)
 		if ok {
 			return hits, err
 		}
+	}
+	if len(q) > b.opts.MaxQueryBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the cap is %d", ErrQueryTooLong, len(q), b.opts.MaxQueryBytes)
 	}
 	return b.searchBleve(ctx, q, k, allow)
 }
@@ -236,11 +323,10 @@ func (b *BM25Index) searchBleve(ctx context.Context, q string, k int, allow []st
 func (b *BM25Index) Count() (uint64, error) { return b.idx.DocCount() }
 
 // Close persists and closes the index.
-func (b *BM25Index) Close() error {
-	b.stopBG()
-	b.bg.Wait()
-	return b.idx.Close()
-}
+func (b *BM25Index) Close() error { return b.idx.Close() }
+
+// Options returns the index's options, defaults filled in.
+func (b *BM25Index) Options() BM25Options { return b.opts }
 
 // Stats reports Bleve's index statistics (segment counts and so on), for diagnostics.
 func (b *BM25Index) Stats() map[string]any {

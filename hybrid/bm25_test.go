@@ -10,10 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/blevesearch/bleve/v2/search"
 )
 
 // refBM25 is an independent brute-force textbook BM25 (Lucene's formula) over an in-memory
@@ -49,7 +47,7 @@ func (r *refBM25) put(t testing.TB, b *BM25Index, d BM25Doc) {
 }
 
 func (r *refBM25) search(t testing.TB, b *BM25Index, q string, k int, allow []string) []Hit {
-	k1, bb := search.BM25_k1, search.BM25_b
+	k1, bb := b.opts.K1, b.opts.B
 	n := float64(len(r.docs))
 	var total float64
 	for _, toks := range r.docs {
@@ -528,9 +526,9 @@ func TestTAATPathUsed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			hits, ok, err := b.searchTAAT(context.Background(), "growth tumor", 10, nil)
+			hits, ok, err := b.searchPostings(context.Background(), "growth tumor", 10, nil)
 			if err != nil || !ok {
-				t.Fatalf("searchTAAT: ok %v err %v", ok, err)
+				t.Fatalf("searchPostings: ok %v err %v", ok, err)
 			}
 			if len(hits) != 2 || hits[0].ID != "a" {
 				t.Fatalf("hits %v", hits)
@@ -671,102 +669,122 @@ func TestTAATConcurrent(t *testing.T) {
 	}
 }
 
-// cachedSegments reports how many segments of the current snapshot have valid cached
-// lengths, and how many segments it has.
-func (b *BM25Index) cachedSegments() (cached, total int) {
-	b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
-		b.stats.mu.Lock()
-		defer b.stats.mu.Unlock()
-		for _, ss := range snap.Segments() {
-			total++
-			if _, ok := b.stats.cached(ss); ok {
-				cached++
-			}
-		}
-		return nil
-	})
-	return cached, total
-}
-
-// TestPrefetchOnOpen reopens an on-disk index of several segments and checks that the
-// document lengths of every segment get cached in the background with no search at all,
-// and that searches then score exactly as the brute-force reference does.
-func TestPrefetchOnOpen(t *testing.T) {
-	SetBM25Params(BM25Params{K1: 0.9, B: 0.4})
+// TestReopenNeedsNoPass reopens an on-disk index of several segments with deletes and
+// checks that its first search scores exactly as the brute-force reference, with no
+// background work (there is none to wait for: lengths are in the index).
+func TestReopenNeedsNoPass(t *testing.T) {
 	dir := t.TempDir() + "/bm25"
 	b, err := OpenBM25(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, total := b.cachedSegments(); total != 0 || c != 0 {
-		t.Fatalf("empty index: %d/%d segments cached", c, total)
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	ref := newRef()
-	applyRandomBatches(t, b, ref, rng, 4)
+	seq := applyRandomBatches(t, b, ref, rng, 4)
+	var dels []string
+	for i := 0; i < 240; i += 5 {
+		id := fmt.Sprintf("d%03d", i)
+		dels = append(dels, id)
+		delete(ref.docs, id)
+	}
+	if err := b.Apply(nil, dels, seq+1); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-
 	b, err = OpenBM25(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, total := b.cachedSegments()
-		if total > 0 && c == total {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s only %d of %d segments have cached lengths", c, total)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 	for _, q := range []string{vocab[0] + " " + vocab[5], vocab[12], vocab[3] + " " + vocab[30] + " " + vocab[7]} {
 		got, err := b.Search(context.Background(), q, 10, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSame(t, "after prefetch "+q, got, ref.search(t, b, q, 10, nil))
+		checkSame(t, "reopened "+q, got, ref.search(t, b, q, 10, nil))
 	}
 }
 
-// TestCloseDuringPrefetch closes indexes right after opening them, while the background
-// prefetch may be running: Close must stop it and return cleanly (run under -race).
-func TestCloseDuringPrefetch(t *testing.T) {
+// TestOldLayoutRefused: an index written without the length field (an earlier release)
+// is refused with ErrBM25Format, so the store rebuilds it rather than scoring with wrong
+// statistics.
+func TestOldLayoutRefused(t *testing.T) {
 	dir := t.TempDir() + "/bm25"
 	b, err := OpenBM25(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	var docs []BM25Doc
-	for i := 0; i < 2000; i++ {
-		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
+	if err := b.Apply([]BM25Doc{{ID: "a", Text: "tumor growth"}}, nil, 1); err != nil {
+		t.Fatal(err)
 	}
-	if err := b.Apply(docs, nil, 1); err != nil {
+	if err := b.idx.DeleteInternal(formatKey); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 5; i++ {
-		b, err := OpenBM25(dir)
+	if _, err := OpenBM25(dir); !errors.Is(err, ErrBM25Format) {
+		t.Fatalf("old layout: err %v, want ErrBM25Format", err)
+	}
+}
+
+// TestPerIndexParams: two indexes in one process with different k1/b keep their own
+// scores, while both are searched concurrently (run under -race).
+func TestPerIndexParams(t *testing.T) {
+	docs := []BM25Doc{{ID: "a", Text: "tumor tumor tumor growth in a long text about many other things entirely"}, {ID: "b", Text: "tumor growth"}, {ID: "c", Text: "cell"}}
+	open := func(o BM25Options) *BM25Index {
+		b, err := OpenBM25With("", o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Close(); err != nil {
-			t.Fatalf("close %d: %v", i, err)
+		t.Cleanup(func() { b.Close() })
+		if err := b.Apply(docs, nil, 1); err != nil {
+			t.Fatal(err)
 		}
+		return b
 	}
-	b, err = OpenBM25(dir)
-	if err != nil {
-		t.Fatal(err)
+	x := open(BM25Options{K1: 0.9, B: 0.4})
+	y := open(BM25Options{K1: 2.0, B: 1.0})
+	want := func(b *BM25Index) []Hit {
+		ref := newRef()
+		for _, d := range docs {
+			ref.put(t, b, d)
+		}
+		return ref.search(t, b, "tumor growth", 10, nil)
 	}
-	defer b.Close()
-	if n, err := b.Count(); err != nil || n != 2000 {
-		t.Fatalf("count after repeated open/close: %d, %v", n, err)
+	wx, wy := want(x), want(y)
+	if fmt.Sprint(wx) == fmt.Sprint(wy) {
+		t.Fatal("weak test: both parameter sets give the same scores")
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				b, w := x, wx
+				if (i+j)%2 == 1 {
+					b, w = y, wy
+				}
+				got, err := b.Search(context.Background(), "tumor growth", 10, nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(got) != len(w) || got[0].ID != w[0].ID || math.Abs(got[0].Score-w[0].Score) > 1e-6*w[0].Score {
+					t.Errorf("k1 %v: got %v want %v", b.opts.K1, got, w)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := OpenBM25With("", BM25Options{B: 1.5}); !errors.Is(err, ErrBM25Option) {
+		t.Fatalf("b 1.5: err %v", err)
+	}
+	if _, err := OpenBM25With("", BM25Options{K1: math.NaN()}); !errors.Is(err, ErrBM25Option) {
+		t.Fatalf("k1 NaN: err %v", err)
 	}
 }

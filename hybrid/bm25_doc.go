@@ -1,0 +1,77 @@
+package hybrid
+
+import (
+	"encoding/binary"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/document"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// lenField is the field that records each document's analysed body length at index time:
+// one term per document, the length as 4 big-endian bytes. Bleve keeps it through merges
+// and excludes deleted documents from its postings like any other field, so a segment's
+// total live body length is Σ over its few distinct length terms of length × live count:
+// a walk of a small dictionary, never of the body postings. (Each body posting carries its
+// document's length too — zap v16 stores the field length as the posting's norm — which is
+// what scoring reads per document.)
+const lenField = "memory_dl"
+
+// bodyAnalyzer returns the English analyzer of the body field.
+func (b *BM25Index) bodyAnalyzer() analysis.Analyzer {
+	b.anaOnce.Do(func() {
+		b.analyzer = b.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+	})
+	return b.analyzer
+}
+
+// bodyText is the analysed text of a document: title and text in one field.
+func bodyText(d BM25Doc) string {
+	body := d.Title
+	if d.Text != "" {
+		if body != "" {
+			body += "\n"
+		}
+		body += d.Text
+	}
+	return body
+}
+
+// newBM25Document builds the Bleve document of d: the body field, as the index mapping
+// would build it, and the length field that reads the body's analysed length.
+func newBM25Document(d BM25Doc, ana analysis.Analyzer) *document.Document {
+	doc := document.NewDocument(d.ID)
+	body := document.NewTextFieldCustom(bodyField, nil, []byte(bodyText(d)), index.IndexField, ana)
+	doc.AddField(body)
+	doc.AddField(&lengthField{body: body})
+	return doc
+}
+
+// lengthField implements Bleve's document.Field for lenField. Bleve analyses a document's
+// fields in order on one goroutine, so by the time Analyze runs the body has been analysed.
+type lengthField struct {
+	body *document.TextField
+	term [4]byte
+	tf   index.TokenFrequencies
+}
+
+var _ document.Field = (*lengthField)(nil)
+
+func (f *lengthField) Name() string                        { return lenField }
+func (f *lengthField) ArrayPositions() []uint64            { return nil }
+func (f *lengthField) Options() index.FieldIndexingOptions { return index.IndexField }
+func (f *lengthField) Value() []byte                       { return f.term[:] }
+func (f *lengthField) NumPlainTextBytes() uint64           { return 0 }
+func (f *lengthField) Size() int                           { return 64 }
+func (f *lengthField) EncodedFieldType() byte              { return 't' }
+func (f *lengthField) AnalyzedLength() int                 { return 1 }
+
+func (f *lengthField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.tf }
+
+func (f *lengthField) Analyze() {
+	binary.BigEndian.PutUint32(f.term[:], uint32(min(f.body.AnalyzedLength(), 1<<32-1)))
+	tf := &index.TokenFreq{Term: f.term[:]}
+	tf.SetFrequency(1)
+	f.tf = index.TokenFrequencies{string(f.term[:]): tf}
+}

@@ -1,0 +1,717 @@
+package hybrid
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// This file holds the default query path of BM25Index: textbook BM25 as Lucene computes it,
+// evaluated over Bleve's own index data (the scorch snapshot's segments, their zap term
+// dictionaries and postings):
+//
+//	score(d) = Σ_t count(t, q) · idf(t) · f·(k1+1) / (f + k1·(1 − b + b·dl/avgdl))
+//	idf(t)   = ln(1 + (N − n + 0.5)/(n + 0.5))
+//
+// with f the raw term frequency, dl the document's analysed body length (tokens after stop
+// words; zap v16 stores it as each posting's norm), avgdl the mean dl over live documents
+// (from the length field, see bm25_stats.go), N the live document count and n the live
+// document frequency. Terms are summed in query order, so every evaluator gives bit-equal
+// scores.
+//
+// Two evaluators share that scoring:
+//   - MaxScore (the default): document at a time over each segment, with each term's
+//     score bound idf·(k1+1)·count (f/(f+K) < 1). Terms are ordered by bound; the longest
+//     prefix whose bounds add up to less than the current k-th best score is
+//     "non-essential": a document is found only through the essential terms' postings,
+//     and the non-essential ones are advanced to it only while the document can still
+//     reach the top k. The result is exact: the same top k with the same scores as
+//     exhaustive evaluation, ties at the cut broken by external id.
+//   - exhaustive term at a time (SetExhaustive): every posting of every term, into a score
+//     array. The reference for tests and benchmarks.
+
+// termCount is one distinct analysed query term and how often the query holds it.
+type termCount struct {
+	term  string
+	count int
+}
+
+// analyzeQuery runs q through the index's English analyzer and returns its distinct terms
+// (first-occurrence order) with their multiplicities, in time linear in q. It enforces the
+// query caps of the index's options.
+func (b *BM25Index) analyzeQuery(q string) ([]termCount, error) {
+	if len(q) > b.opts.MaxQueryBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the cap is %d (BM25Options.MaxQueryBytes)", ErrQueryTooLong, len(q), b.opts.MaxQueryBytes)
+	}
+	ana := b.bodyAnalyzer()
+	if ana == nil {
+		return nil, fmt.Errorf("%w: analyzer not registered", ErrBM25)
+	}
+	toks := ana.Analyze([]byte(q))
+	pos := make(map[string]int, min(len(toks), b.opts.MaxQueryTerms))
+	out := make([]termCount, 0, min(len(toks), b.opts.MaxQueryTerms))
+	for _, t := range toks {
+		if i, ok := pos[string(t.Term)]; ok {
+			out[i].count++
+			continue
+		}
+		if len(out) == b.opts.MaxQueryTerms {
+			return nil, fmt.Errorf("%w: more than %d distinct terms (BM25Options.MaxQueryTerms)", ErrQueryTooManyTerms, b.opts.MaxQueryTerms)
+		}
+		term := string(t.Term)
+		pos[term] = len(out)
+		out = append(out, termCount{term: term, count: 1})
+	}
+	return out, nil
+}
+
+// withSnapshot runs fn on the index's current scorch snapshot, released afterwards. It
+// returns errNotScorch when the reader is not a scorch snapshot.
+func (b *BM25Index) withSnapshot(fn func(*scorch.IndexSnapshot) error) error {
+	adv, err := b.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("%w: advanced index: %v", ErrBM25, err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return fmt.Errorf("%w: reader: %v", ErrBM25, err)
+	}
+	defer r.Close()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return errNotScorch
+	}
+	return fn(snap)
+}
+
+// errNotScorch: the index reader is not a scorch snapshot, or its segments do not carry
+// document lengths in their norms (not zap v16), so the default path cannot run.
+var errNotScorch = errors.New("hybrid: index reader is not a scorch v16 snapshot")
+
+// searchPostings is the default path of Search. ok is false when the index cannot be read
+// this way (the caller then uses Bleve's own search).
+func (b *BM25Index) searchPostings(ctx context.Context, q string, k int, allow []string) (hits []Hit, ok bool, err error) {
+	terms, err := b.analyzeQuery(q)
+	if err != nil {
+		return nil, true, err
+	}
+	if len(terms) == 0 {
+		return nil, true, nil
+	}
+	err = b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		hits, err = b.searchSnapshot(ctx, snap, terms, k, allow)
+		return err
+	})
+	if errors.Is(err, errNotScorch) {
+		return nil, false, nil
+	}
+	return hits, true, err
+}
+
+// normer is the zap v16 posting's access to the raw norm: the document's field length.
+type normer interface{ NormUint64() uint64 }
+
+// segCursor holds one segment's body dictionary and, per query term, reusable postings
+// structures. Zap dictionaries are not safe for concurrent use, so each pooled evalState
+// has its own.
+type segCursor struct {
+	dict  segment.TermDictionary
+	terms []termCursor
+}
+
+// termCursor is one query term's postings in one segment.
+type termCursor struct {
+	pl  segment.PostingsList
+	it  segment.PostingsIterator
+	doc uint64 // current document, noMore once exhausted
+	f   float64
+	dl  uint64
+	w   float64 // count·idf·(k1+1): the term's weight and its score bound
+	ti  int     // index in the query's term order
+}
+
+const noMore = math.MaxUint64
+
+// load reads p (nil: exhausted) into c.
+func (c *termCursor) load(p segment.Posting) error {
+	if p == nil {
+		c.doc = noMore
+		return nil
+	}
+	nm, ok := p.(normer)
+	if !ok {
+		return errNotScorch
+	}
+	c.doc, c.f, c.dl = p.Number(), float64(p.Frequency()), nm.NormUint64()
+	return nil
+}
+
+// evalState is the reusable state of one query's evaluation.
+type evalState struct {
+	snap *scorch.IndexSnapshot // the snapshot curs is bound to (held: no address reuse)
+	curs map[segment.Segment]*segCursor
+	cur  []*segCursor // per segment of snap, in order
+
+	// exhaustive evaluation
+	scores  []float64
+	touched []uint32
+	allow   []uint64 // bitset over global doc numbers, nil when unrestricted
+}
+
+var evalPool = sync.Pool{New: func() any { return new(evalState) }}
+
+// bind points e.cur at the dictionaries of snap's segments, reusing those of segments seen
+// before and dropping those of segments no longer live.
+func (e *evalState) bind(snap *scorch.IndexSnapshot, segs []*scorch.SegmentSnapshot) error {
+	if e.snap == snap {
+		return nil
+	}
+	if e.curs == nil {
+		e.curs = map[segment.Segment]*segCursor{}
+	}
+	live := make(map[segment.Segment]bool, len(segs))
+	e.cur = e.cur[:0]
+	for _, ss := range segs {
+		seg := ss.Segment()
+		live[seg] = true
+		c := e.curs[seg]
+		if c == nil {
+			dict, err := seg.Dictionary(bodyField)
+			if err != nil {
+				e.snap, e.cur = nil, e.cur[:0]
+				return err
+			}
+			c = &segCursor{dict: dict}
+			e.curs[seg] = c
+		}
+		e.cur = append(e.cur, c)
+	}
+	for seg := range e.curs {
+		if !live[seg] {
+			delete(e.curs, seg)
+		}
+	}
+	e.snap = snap
+	return nil
+}
+
+// scoredDoc is a candidate: its score and global document number.
+type scoredDoc struct {
+	score float64
+	doc   uint64
+}
+
+// topK keeps the k best documents by score, and every document tied with the k-th (ties
+// at the cut are broken by external id once the ids are known).
+type topK struct {
+	k    int
+	h    []scoredDoc // min-heap on score
+	ties []scoredDoc // documents scoring exactly h[0].score that are not in h
+}
+
+// threshold is the score a document must reach to enter: the k-th best so far, or -Inf
+// while fewer than k are held.
+func (t *topK) threshold() float64 {
+	if len(t.h) < t.k {
+		return math.Inf(-1)
+	}
+	return t.h[0].score
+}
+
+func (t *topK) push(s scoredDoc) {
+	if len(t.h) < t.k {
+		t.h = append(t.h, s)
+		for i := len(t.h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if t.h[p].score <= t.h[i].score {
+				break
+			}
+			t.h[p], t.h[i] = t.h[i], t.h[p]
+			i = p
+		}
+		return
+	}
+	low := t.h[0].score
+	switch {
+	case s.score < low:
+		return
+	case s.score == low:
+		t.ties = append(t.ties, s)
+		return
+	}
+	old := t.h[0]
+	t.h[0] = s
+	t.siftDown(0)
+	if t.h[0].score == low {
+		t.ties = append(t.ties, old)
+	} else {
+		t.ties = t.ties[:0]
+	}
+}
+
+func (t *topK) siftDown(i int) {
+	h := t.h
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].score < h[l].score {
+			m = r
+		}
+		if h[i].score <= h[m].score {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// sharedBound is the best k-th score any segment worker of one query has reached: a lower
+// bound of the final k-th score, so every worker may prune against it.
+type sharedBound struct{ bits atomic.Uint64 }
+
+func newSharedBound() *sharedBound {
+	s := &sharedBound{}
+	s.bits.Store(math.Float64bits(math.Inf(-1)))
+	return s
+}
+
+func (s *sharedBound) load() float64 { return math.Float64frombits(s.bits.Load()) }
+
+func (s *sharedBound) raise(v float64) {
+	for {
+		old := s.bits.Load()
+		if math.Float64frombits(old) >= v || s.bits.CompareAndSwap(old, math.Float64bits(v)) {
+			return
+		}
+	}
+}
+
+// searchSnapshot scores the analysed query terms over snap and returns the top k.
+func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, terms []termCount, k int, allow []string) ([]Hit, error) {
+	st, err := b.stats.stats(snap, b.opts.K1, b.opts.B)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
+	}
+	if st.n == 0 {
+		return nil, nil
+	}
+	segs := snap.Segments()
+	if len(segs) != len(st.offs) {
+		return nil, fmt.Errorf("%w: snapshot has %d segments, statistics %d", ErrBM25, len(segs), len(st.offs))
+	}
+	e := evalPool.Get().(*evalState)
+	defer evalPool.Put(e)
+	if err := e.bind(snap, segs); err != nil {
+		return nil, fmt.Errorf("%w: segment dictionaries: %v", ErrBM25, err)
+	}
+
+	var allowBits []uint64
+	if allow != nil {
+		if allowBits, err = e.allowBits(st, segs, allow); err != nil || allowBits == nil {
+			return nil, err
+		}
+	}
+
+	// Postings lists of every term in every segment, and the live document frequencies.
+	k1p1 := st.k1 + 1
+	weights := make([]float64, len(terms))
+	for _, c := range e.cur {
+		if cap(c.terms) < len(terms) {
+			c.terms = make([]termCursor, len(terms))
+		}
+		c.terms = c.terms[:len(terms)]
+	}
+	var termBuf []byte
+	for ti, tc := range terms {
+		termBuf = append(termBuf[:0], tc.term...)
+		var df uint64
+		for si, c := range e.cur {
+			tcur := &c.terms[ti]
+			pl, err := c.dict.PostingsList(termBuf, segs[si].Deleted(), tcur.pl)
+			if err != nil {
+				return nil, fmt.Errorf("%w: postings %q: %v", ErrBM25, tc.term, err)
+			}
+			tcur.pl = pl
+			df += pl.Count()
+		}
+		if df > 0 {
+			dff := float64(df)
+			weights[ti] = float64(tc.count) * math.Log(1+(st.n-dff+0.5)/(dff+0.5)) * k1p1
+		}
+	}
+
+	top := &topK{k: k}
+	if b.exhaustive.Load() {
+		err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
+	} else {
+		err = b.maxScore(ctx, e, st, segs, weights, allowBits, top)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collect(snap, top, k)
+}
+
+// allowBits builds the bitset of the allowed ids' live global document numbers; nil when
+// none of them is in the index.
+func (e *evalState) allowBits(st *snapStats, segs []*scorch.SegmentSnapshot, allow []string) ([]uint64, error) {
+	words := (st.maxDoc + 63) / 64
+	if cap(e.allow) < words {
+		e.allow = make([]uint64, words)
+	}
+	bits := e.allow[:words]
+	clear(bits)
+	found := false
+	for i, ss := range segs {
+		nums, err := ss.DocNumbers(allow) // live documents only
+		if err != nil {
+			return nil, fmt.Errorf("%w: allowed ids: %v", ErrBM25, err)
+		}
+		off := st.offs[i]
+		ni := nums.Iterator()
+		for ni.HasNext() {
+			if d := off + uint64(ni.Next()); d < uint64(st.maxDoc) {
+				bits[d/64] |= 1 << (d % 64)
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return bits, nil
+}
+
+// collect resolves the external ids of top's documents and returns the best k, ties
+// broken by id.
+func collect(snap *scorch.IndexSnapshot, top *topK, k int) ([]Hit, error) {
+	cands := append(top.h, top.ties...)
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	hits := make([]Hit, 0, len(cands))
+	for _, c := range cands {
+		var iid [8]byte
+		binary.BigEndian.PutUint64(iid[:], c.doc)
+		ext, err := snap.ExternalID(iid[:])
+		if err != nil {
+			return nil, fmt.Errorf("%w: external id of %d: %v", ErrBM25, c.doc, err)
+		}
+		hits = append(hits, Hit{ID: ext, Score: c.score})
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].ID < hits[j].ID
+	})
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+// exhaustive scores every posting of every term, term at a time, into a score array, and
+// offers every scored document to top.
+func (e *evalState) exhaustive(ctx context.Context, st *snapStats, segs []*scorch.SegmentSnapshot, weights []float64, allowBits []uint64, top *topK) error {
+	if cap(e.scores) < st.maxDoc {
+		e.scores = make([]float64, st.maxDoc)
+	}
+	scores := e.scores[:st.maxDoc]
+	touched := e.touched[:0]
+	defer func() {
+		for _, d := range touched {
+			scores[d] = 0
+		}
+		e.touched = touched[:0]
+	}()
+	for ti, w := range weights {
+		if w == 0 {
+			continue
+		}
+		for si, c := range e.cur {
+			tc := &c.terms[ti]
+			if tc.pl.Count() == 0 {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			off := st.offs[si]
+			tc.it = tc.pl.Iterator(true, true, false, tc.it)
+			for {
+				p, err := tc.it.Next()
+				if err != nil {
+					return fmt.Errorf("%w: postings: %v", ErrBM25, err)
+				}
+				if err := tc.load(p); err != nil {
+					return err
+				}
+				if tc.doc == noMore {
+					break
+				}
+				d := off + tc.doc
+				if d >= uint64(st.maxDoc) || (allowBits != nil && allowBits[d/64]&(1<<(d%64)) == 0) {
+					continue
+				}
+				if scores[d] == 0 {
+					touched = append(touched, uint32(d))
+				}
+				scores[d] += w * tc.f / (tc.f + st.kOf(tc.dl))
+			}
+		}
+	}
+	for _, d := range touched {
+		top.push(scoredDoc{score: scores[d], doc: uint64(d)})
+	}
+	return nil
+}
+
+// pruneSlack keeps pruning decisions safe against rounding: partial sums are added in a
+// different order than the final score, so a document is dropped only when its bound is
+// below the threshold by more than any rounding difference.
+const pruneSlack = 1 - 1e-9
+
+// maxScore runs MaxScore over every segment, largest first, on up to
+// opts.SegmentWorkers goroutines.
+func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, segs []*scorch.SegmentSnapshot, weights []float64, allowBits []uint64, top *topK) error {
+	order := make([]int, 0, len(segs))
+	for si, c := range e.cur {
+		for ti := range weights {
+			if weights[ti] > 0 && c.terms[ti].pl.Count() > 0 {
+				order = append(order, si)
+				break
+			}
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		ca, cb := segs[a].Count(), segs[b].Count()
+		switch {
+		case ca > cb:
+			return -1
+		case ca < cb:
+			return 1
+		}
+		return a - b
+	})
+	workers := min(b.opts.SegmentWorkers, len(order))
+	if workers <= 1 {
+		var sc segScorer
+		for _, si := range order {
+			if err := sc.run(ctx, e.cur[si], st, st.offs[si], weights, allowBits, top, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	bound := newSharedBound()
+	tops := make([]*topK, workers)
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		tops[w] = &topK{k: top.k}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var sc segScorer
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(order) || ctx.Err() != nil {
+					return
+				}
+				si := order[i]
+				if err := sc.run(ctx, e.cur[si], st, st.offs[si], weights, allowBits, tops[w], bound); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, t := range tops {
+		for _, d := range t.h {
+			top.push(d)
+		}
+		for _, d := range t.ties {
+			top.push(d)
+		}
+	}
+	return nil
+}
+
+// segScorer is the reusable scratch of MaxScore over one segment.
+type segScorer struct {
+	cs      []*termCursor
+	prefix  []float64 // prefix[i] = Σ bounds of cs[:i]
+	contrib []float64 // per query term index: the current document's contribution
+	present []int     // query term indexes with a contribution for the current document
+}
+
+// run scores segment c (global numbers from off) into top. bound, when not nil, is shared
+// with other workers of the same query.
+func (sc *segScorer) run(ctx context.Context, c *segCursor, st *snapStats, off uint64, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
+	cs := sc.cs[:0]
+	for ti, w := range weights {
+		tc := &c.terms[ti]
+		if w == 0 || tc.pl.Count() == 0 {
+			continue
+		}
+		tc.w, tc.ti = w, ti
+		tc.it = tc.pl.Iterator(true, true, false, tc.it)
+		p, err := tc.it.Next()
+		if err != nil {
+			return fmt.Errorf("%w: postings: %v", ErrBM25, err)
+		}
+		if err := tc.load(p); err != nil {
+			return err
+		}
+		cs = append(cs, tc)
+	}
+	sc.cs = cs
+	if len(cs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(cs, func(a, b *termCursor) int {
+		switch {
+		case a.w < b.w:
+			return -1
+		case a.w > b.w:
+			return 1
+		}
+		return 0
+	})
+	sc.prefix = append(sc.prefix[:0], 0)
+	for _, tc := range cs {
+		sc.prefix = append(sc.prefix, sc.prefix[len(sc.prefix)-1]+tc.w)
+	}
+	prefix := sc.prefix
+	if cap(sc.contrib) < len(weights) {
+		sc.contrib = make([]float64, len(weights))
+	}
+	contrib := sc.contrib[:len(weights)]
+
+	theta := top.threshold()
+	if bound != nil {
+		theta = max(theta, bound.load())
+	}
+	ne := essentialFrom(prefix, theta)
+	maxDoc := uint64(st.maxDoc)
+	for n := 0; ; n++ {
+		if n&4095 == 4095 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if bound != nil {
+				if t := bound.load(); t > theta {
+					theta = t
+					ne = essentialFrom(prefix, theta)
+				}
+			}
+		}
+		d := uint64(noMore)
+		for _, tc := range cs[ne:] {
+			d = min(d, tc.doc)
+		}
+		if d == noMore {
+			return nil
+		}
+		gd := off + d
+		allowed := gd < maxDoc && (allowBits == nil || allowBits[gd/64]&(1<<(gd%64)) != 0)
+		s := 0.0
+		present := sc.present[:0]
+		for _, tc := range cs[ne:] {
+			if tc.doc != d {
+				continue
+			}
+			if allowed {
+				v := tc.w * tc.f / (tc.f + st.kOf(tc.dl))
+				contrib[tc.ti] = v
+				present = append(present, tc.ti)
+				s += v
+			}
+			p, err := tc.it.Next()
+			if err != nil {
+				return fmt.Errorf("%w: postings: %v", ErrBM25, err)
+			}
+			if err := tc.load(p); err != nil {
+				return err
+			}
+		}
+		if !allowed {
+			continue
+		}
+		pruned := false
+		for i := ne - 1; i >= 0; i-- {
+			if s+prefix[i+1] < theta*pruneSlack {
+				pruned = true
+				break
+			}
+			tc := cs[i]
+			if tc.doc < d {
+				p, err := tc.it.Advance(d)
+				if err != nil {
+					return fmt.Errorf("%w: postings: %v", ErrBM25, err)
+				}
+				if err := tc.load(p); err != nil {
+					return err
+				}
+			}
+			if tc.doc == d {
+				v := tc.w * tc.f / (tc.f + st.kOf(tc.dl))
+				contrib[tc.ti] = v
+				present = append(present, tc.ti)
+				s += v
+			}
+		}
+		if !pruned {
+			// The score as exhaustive evaluation adds it: in query term order.
+			slices.Sort(present)
+			score := 0.0
+			for _, ti := range present {
+				score += contrib[ti]
+			}
+			if score >= theta {
+				top.push(scoredDoc{score: score, doc: gd})
+				if t := top.threshold(); t > theta {
+					theta = t
+					if bound != nil {
+						bound.raise(t)
+						theta = max(theta, bound.load())
+					}
+					ne = essentialFrom(prefix, theta)
+				}
+			}
+		}
+		sc.present = present
+	}
+}
+
+// essentialFrom returns the number of non-essential terms: the longest prefix of the
+// bound-ordered terms whose bounds add up to less than theta.
+func essentialFrom(prefix []float64, theta float64) int {
+	p := 0
+	for p+1 < len(prefix) && prefix[p+1] < theta*pruneSlack {
+		p++
+	}
+	return p
+}
