@@ -2,8 +2,11 @@ package memory_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
+	"strings"
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/vectorstore"
@@ -65,4 +68,81 @@ func ExampleMemory_Collection() {
 	// Output:
 	// qna 1
 	// docs 1
+}
+
+// wordOverlap is a stand-in cross-encoder for the examples: it scores a passage by the
+// query words it holds (a real one is rerank.NewCrossEncoder).
+type wordOverlap struct{}
+
+func (wordOverlap) Score(ctx context.Context, query string, passages []string) ([]float32, error) {
+	out := make([]float32, len(passages))
+	for i, p := range passages {
+		for _, w := range strings.Fields(strings.ToLower(query)) {
+			if strings.Contains(strings.ToLower(p), w) {
+				out[i]++
+			}
+		}
+	}
+	return out, nil
+}
+
+// Example_readme is the README's first example, as written there (with a stand-in embedder
+// and reranker).
+func Example_readme() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "agent-memory-*")
+	defer os.RemoveAll(dir)
+	emb, rr := vectorstore.NewHashEmbedder(64), wordOverlap{}
+
+	m, err := memory.Open(dir, memory.WithEmbedder(emb), memory.WithReranker(rr)) // emb: ONNX, Model2Vec or your own; rr: a cross-encoder
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	err = m.Add(ctx, memory.Document{ID: "1", Title: "Deploys", Text: "Deploy with make release.", Source: "docs/deploy.md",
+		Metadata: map[string]any{"team": "infra", "year": 2024}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Search(ctx, "how do I ship a release", memory.TopK(5),
+		memory.WithWhere(memory.Where{"team": "infra", "year": map[string]any{"$gte": 2020}}), memory.WithRerank(50))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.ID, r.Source, r.Snippet, r.Explain.BM25 != nil, r.Explain.Dense != nil, r.Explain.Rerank != nil) // per-stage breakdown
+	}
+	// Output:
+	// 1 docs/deploy.md Deploy with make release. true true true
+}
+
+// ExampleCollection_DeleteWhere re-indexes a source: the chunks of its old version go, the
+// new version is added, and sources that disappeared are deleted.
+func ExampleCollection_DeleteWhere() {
+	ctx := context.Background()
+	m, _ := memory.Open("")
+	defer m.Close()
+	docs, _ := m.CreateCollection("docs")
+	docs.Add(ctx,
+		memory.Document{ID: "a.md", Text: "old text of a", Source: "a.md"},
+		memory.Document{ID: "b.md", Text: "text of b", Source: "b.md"})
+	// a.md changed: replace everything that came from it.
+	docs.DeleteWhere(ctx, memory.Where{"source": "a.md"})
+	docs.Add(ctx, memory.Document{ID: "a.md", Text: "new text of a", Source: "a.md"})
+	// b.md is gone from the folder.
+	present := map[string]bool{"a.md": true}
+	srcs, _ := docs.Sources(ctx)
+	for _, s := range srcs {
+		if !present[s] {
+			n, _ := docs.DeleteWhere(ctx, memory.Where{"source": s})
+			fmt.Println("deleted", s, n)
+		}
+	}
+	fmt.Println(docs.IDs())
+	_, err := m.GetCollection("typo")
+	fmt.Println(errors.Is(err, memory.ErrCollectionNotFound))
+	// Output:
+	// deleted b.md 1
+	// [a.md]
+	// true
 }
