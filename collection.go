@@ -136,14 +136,15 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 
 	// BM25.
 	path := m.colPath(bm25Dir, name)
-	if m.tempDir {
-		path = "" // a temporary store keeps its indexes in memory
-	}
-	s.bm25, err = hybrid.OpenBM25(path)
+	// A temporary store keeps its BM25 index in its temporary directory too, not in
+	// memory: scorch merges only persisted segments, so an in-memory index keeps one
+	// segment per batch (1,000 segments after 1M documents added 1,000 at a time), and
+	// every query pays per segment.
+	s.bm25, err = hybrid.OpenBM25With(path, m.bm25Options())
 	if err != nil && path != "" {
 		m.log.Warn("memory: BM25 index unreadable, rebuilding", "collection", name, "err", err)
 		os.RemoveAll(path)
-		s.bm25, err = hybrid.OpenBM25(path)
+		s.bm25, err = hybrid.OpenBM25With(path, m.bm25Options())
 	}
 	if err != nil {
 		return nil, err
@@ -158,7 +159,7 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 		s.bm25.Close()
 		os.RemoveAll(path)
 		var err error
-		s.bm25, err = hybrid.OpenBM25(path)
+		s.bm25, err = hybrid.OpenBM25With(path, m.bm25Options())
 		return err
 	}); err != nil {
 		s.close()

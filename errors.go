@@ -61,4 +61,7 @@ var (
 	ErrInvalidOption = errors.New("memory: invalid option")
 	// ErrInvalidCollection: a collection name is not allowed.
 	ErrInvalidCollection = errors.New("memory: invalid collection name")
+	// ErrQueryTooLarge: a query is over Options.MaxQueryBytes, or has more distinct terms
+	// than Options.MaxQueryTerms, or a batch has more than MaxBatchQueries queries.
+	ErrQueryTooLarge = errors.New("memory: query too large")
 )

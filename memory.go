@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -39,7 +40,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/sop"
 	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
@@ -110,10 +110,12 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 	if o.BM25K1 == 0 && o.BM25B == 0 {
 		o.BM25K1, o.BM25B = 0.9, 0.4
 	}
-	if o.BM25K1 < 0 || o.BM25B < 0 || o.BM25B > 1 {
+	if !(o.BM25K1 >= 0) || math.IsInf(o.BM25K1, 0) || !(o.BM25B >= 0 && o.BM25B <= 1) {
 		return nil, fmt.Errorf("%w: BM25 k1=%v b=%v (want k1 > 0, 0 <= b <= 1)", ErrInvalidOption, o.BM25K1, o.BM25B)
 	}
-	hybrid.SetBM25Params(hybrid.BM25Params{K1: o.BM25K1, B: o.BM25B})
+	if o.MaxQueryTerms < 0 || o.MaxQueryBytes < 0 || o.QueryWorkers < 0 {
+		return nil, fmt.Errorf("%w: negative query cap (terms %d, bytes %d, workers %d)", ErrInvalidOption, o.MaxQueryTerms, o.MaxQueryBytes, o.QueryWorkers)
+	}
 
 	m := &Memory{dir: dir, opts: o, log: o.Logger, cols: map[string]*colState{}}
 	if dir == "" {

@@ -23,8 +23,17 @@ type Options struct {
 	// instead of failing with ErrEmbedderMismatch. Progress reports (done, total).
 	ReEmbed         bool
 	ReEmbedProgress func(done, total int)
-	// BM25K1 and BM25B tune Bleve's BM25 (defaults 1.2 and 0.75, Bleve's).
+	// BM25K1 and BM25B are the BM25 constants of this store (defaults 0.9 and 0.4, the
+	// Lucene/Anserini settings for BEIR). Each store keeps its own.
 	BM25K1, BM25B float64
+	// MaxQueryTerms caps the distinct analysed terms of a keyword query (default 1,024) and
+	// MaxQueryBytes its text (default 64 KiB); over either, Search fails with
+	// ErrQueryTooLarge.
+	MaxQueryTerms, MaxQueryBytes int
+	// QueryWorkers lets one BM25 query score the index's segments on up to this many
+	// goroutines (default 1): lower latency for one query on an idle machine. SearchBatch
+	// already spreads its queries over every core.
+	QueryWorkers int
 	// MaxDocumentBytes caps title+text+metadata of one document (default 16 MiB).
 	MaxDocumentBytes int
 	// NoSync skips fsync on writes: faster bulk loads, but a crash may lose recent writes.

@@ -236,7 +236,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		st.BM25 = time.Since(t)
 		if err != nil {
 			s.mu.RUnlock()
-			return nil, err
+			return nil, bm25Error(err)
 		}
 		lists = append(lists, hybrid.List{Name: "bm25", Weight: so.BM25Weight, Hits: hits})
 	}
