@@ -337,14 +337,22 @@ func (l Loop) RunPrompt(ctx context.Context, gen Generator, s Searcher, prompt s
 			for _, r := range results {
 				tr.Passages = append(tr.Passages, PassageRef{ID: r.ID, Collection: r.Collection, Score: r.Score})
 			}
-			body := l.NoResultsMessage
-			if body == "" {
-				body = DefaultNoResults
-			}
+			var body string
 			if len(results) > 0 {
-				body = FormatPassages(results, l.Format, protected...)
+				// Cut passage by passage, so no element or header is left open.
+				body, tr.Truncated = FormatPassagesCapped(results, l.Format, ContextCap{
+					MaxTokens: l.MaxContextTokens, Tokenizer: l.Tokenizer, MaxChars: l.MaxContextChars,
+				}, protected...)
+				if tr.Truncated {
+					body += l.truncationMarker()
+				}
+			} else {
+				body = l.NoResultsMessage
+				if body == "" {
+					body = DefaultNoResults
+				}
+				body, tr.Truncated = l.capContext(body)
 			}
-			body, tr.Truncated = l.capContext(body)
 			tr.Observation = "\n\n" + openTag(tags.Context) + body + closeTag(tags.Context) + "\n\n"
 			log.Debug("searchr1: search", "turn", turn, "query", act.Content, "hits", len(results))
 		default:
@@ -390,12 +398,17 @@ func firstAnswer(text, tag string) (string, bool) {
 	return strings.TrimSpace(m[1]), true
 }
 
-// capContext applies MaxContextTokens and MaxContextChars to an injected block.
-func (l Loop) capContext(body string) (string, bool) {
-	marker := l.TruncationMarker
-	if marker == "" {
-		marker = DefaultTruncationMarker
+func (l Loop) truncationMarker() string {
+	if l.TruncationMarker == "" {
+		return DefaultTruncationMarker
 	}
+	return l.TruncationMarker
+}
+
+// capContext applies MaxContextTokens and MaxContextChars to an injected plain-text
+// block (passages go through [FormatPassagesCapped]).
+func (l Loop) capContext(body string) (string, bool) {
+	marker := l.truncationMarker()
 	cut := false
 	if l.MaxContextTokens > 0 {
 		tok := l.Tokenizer

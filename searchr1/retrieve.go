@@ -1,6 +1,7 @@
 package searchr1
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,35 +9,169 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"runtime"
-	"strings"
+	"sort"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/rerank"
 )
 
-// RetrieveOptions configure [NewRetrieveHandler]. The zero value is usable.
+// Defaults of [RetrieveOptions].
+const (
+	// DefaultMaxQueries is the default cap on the queries of one request: Search-R1's
+	// trainer sends every pending search of a rollout step in one request (2,560 with its
+	// stock GRPO script).
+	DefaultMaxQueries = 8192
+	// DefaultMaxQueryBytes is the default cap on the bytes of one query.
+	DefaultMaxQueryBytes = 8 << 10
+	// DefaultMaxPassageBytes is the default cap on the bytes of one returned passage's
+	// "contents" (longer ones are cut at a UTF-8 boundary).
+	DefaultMaxPassageBytes = 16 << 10
+	// DefaultMaxResponseBytes is the default response budget: queries x topk x
+	// MaxPassageBytes may not exceed it.
+	DefaultMaxResponseBytes = 1 << 30
+	// DefaultRerankDepth is how many candidates /retrieve reranks per query.
+	DefaultRerankDepth = 50
+)
+
+// Errors of the retrieval server's limits (the handler answers them with 422 or 413 and
+// a message naming the limit).
+var (
+	// ErrTooManyQueries: a request holds more queries than MaxQueries.
+	ErrTooManyQueries = errors.New("searchr1: too many queries")
+	// ErrQueryTooLong: a query is longer than MaxQueryBytes.
+	ErrQueryTooLong = errors.New("searchr1: query over the per-query byte cap")
+	// ErrOverBudget: queries x topk x MaxPassageBytes is over MaxResponseBytes.
+	ErrOverBudget = errors.New("searchr1: request over the response budget")
+	// ErrNoReranker: /rerank was called on a server without a reranker.
+	ErrNoReranker = errors.New("searchr1: no reranker configured")
+)
+
+// RetrieveOptions configure [NewRetrieveHandler] and [NewRetrieveServer]. The zero value
+// is usable.
 type RetrieveOptions struct {
 	// DefaultTopK answers requests whose "topk" is null or missing (default 3, the
 	// original server's --topk).
 	DefaultTopK int
 	// MaxTopK bounds "topk" (default 100); larger values get 422.
 	MaxTopK int
-	// MaxQueries bounds the number of queries of one request (default 512).
+	// MaxQueries bounds the number of queries of one request (default
+	// [DefaultMaxQueries]); more get 422 naming the limit.
 	MaxQueries int
-	// MaxBodyBytes bounds the request body (default 1 MiB); larger bodies get 413.
+	// MaxQueryBytes bounds each query (default [DefaultMaxQueryBytes]); a longer one gets
+	// 422 naming the cap.
+	MaxQueryBytes int
+	// MaxPassageBytes bounds the "contents" of each returned passage (default
+	// [DefaultMaxPassageBytes]); longer contents are cut at a UTF-8 boundary.
+	MaxPassageBytes int
+	// MaxResponseBytes is the response budget (default [DefaultMaxResponseBytes]): a
+	// request whose queries x topk x MaxPassageBytes exceeds it gets 413 naming the budget.
+	// The response is streamed query by query, so the server's memory does not grow with
+	// it; the budget bounds the work and the time of one request.
+	MaxResponseBytes int64
+	// MaxBodyBytes bounds the /retrieve request body (default 8 MiB); larger bodies get
+	// 413.
 	MaxBodyBytes int64
-	// MaxConcurrent bounds the requests searched at once (default 2 x GOMAXPROCS: search
-	// is CPU-bound, and few slots keep the latency tail short; see BENCHMARKS.md §10); others
+	// MaxRerankBodyBytes bounds the /rerank request body, which carries passages (default
+	// 32 MiB).
+	MaxRerankBodyBytes int64
+	// MaxRerankPairs bounds the (query, passage) pairs of one /rerank request (default
+	// 65,536).
+	MaxRerankPairs int
+	// Workers is the number of queries of one request searched at once (default
+	// GOMAXPROCS). A searcher implementing [BatchSearcher] gets the queries in batches
+	// instead.
+	Workers int
+	// MaxConcurrent bounds the requests served at once (default 2 x GOMAXPROCS); others
 	// wait up to QueueTimeout and then get 503.
 	MaxConcurrent int
 	// QueueTimeout is how long a request waits for a slot (default 30 s).
 	QueueTimeout time.Duration
+	// Reranker, when set, reranks /retrieve: each query retrieves RerankDepth candidates,
+	// the cross-encoder scores them and the best topk are returned, with sigmoid(logit)
+	// as their score (as the original retrieval-with-rerank server does). It also enables
+	// POST /rerank.
+	Reranker rerank.Reranker
+	// RerankDepth is the number of candidates reranked per query (default
+	// [DefaultRerankDepth]; at least topk).
+	RerankDepth int
 	// SearchOptions are added to every search (mode, filters, collections…).
 	SearchOptions []memory.SearchOption
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout configure the server
+	// of [NewRetrieveServer]. Defaults: 10 s; 30 s plus the body cap at 256 KiB/s; 2 min
+	// plus MaxResponseBytes at 2 MiB/s (the whole of a request's search and response
+	// must fit in it); 60 s.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
+}
+
+// withDefaults fills the zero fields.
+func (o RetrieveOptions) withDefaults() RetrieveOptions {
+	o.DefaultTopK = defaultInt(o.DefaultTopK, DefaultTopK)
+	o.MaxTopK = defaultInt(o.MaxTopK, 100)
+	o.MaxQueries = defaultInt(o.MaxQueries, DefaultMaxQueries)
+	o.MaxQueryBytes = defaultInt(o.MaxQueryBytes, DefaultMaxQueryBytes)
+	o.MaxPassageBytes = defaultInt(o.MaxPassageBytes, DefaultMaxPassageBytes)
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 8 << 20
+	}
+	if o.MaxRerankBodyBytes <= 0 {
+		o.MaxRerankBodyBytes = 32 << 20
+	}
+	o.MaxRerankPairs = defaultInt(o.MaxRerankPairs, 1<<16)
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	o.MaxConcurrent = defaultInt(o.MaxConcurrent, 2*runtime.GOMAXPROCS(0))
+	if o.QueueTimeout <= 0 {
+		o.QueueTimeout = 30 * time.Second
+	}
+	o.RerankDepth = defaultInt(o.RerankDepth, DefaultRerankDepth)
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.ReadTimeout <= 0 {
+		body := max(o.MaxBodyBytes, o.MaxRerankBodyBytes)
+		if o.Reranker == nil {
+			body = o.MaxBodyBytes
+		}
+		o.ReadTimeout = 30*time.Second + time.Duration(body/(256<<10))*time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 2*time.Minute + time.Duration(o.MaxResponseBytes/(2<<20))*time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// NewRetrieveServer returns an http.Server serving [NewRetrieveHandler] with every
+// timeout set (see RetrieveOptions): slow request bodies, stalled readers of a response
+// and idle keep-alive connections are all cut off. Set its Addr, or call Serve with a
+// listener.
+func NewRetrieveServer(s Searcher, opts RetrieveOptions) *http.Server {
+	o := opts.withDefaults()
+	return &http.Server{
+		Handler:           NewRetrieveHandler(s, o),
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // RetrieveRequest is the body of POST /retrieve, as the original Search-R1 client sends it:
@@ -79,28 +214,25 @@ type retrieveHandler struct {
 //	POST /retrieve  {"queries": [...], "topk": 3, "return_scores": true}
 //	                -> {"result": [[{"document": {"id": ..., "contents": ...}, "score": ...}, ...], ...]}
 //	                   ({"result": [[{"id": ..., "contents": ...}, ...]]} when return_scores is false)
+//	POST /rerank    {"queries": [...], "documents": [[doc, ...], ...], "rerank_topk": 3, "return_scores": true}
+//	                -> the same layout as /retrieve (only with a Reranker; see [RerankRequest])
 //	GET  /health    -> {"status": "ok"}
 //
+// The queries of a request are searched in parallel (Workers) or as batches (a
+// [BatchSearcher]); the answer keeps their order and is streamed query by query. With a
+// Reranker each query's RerankDepth candidates are reranked before the topk are kept.
+//
 // Errors are JSON {"detail": "..."} with 400 (malformed JSON), 405 (method), 413 (body
-// too large), 422 (missing or out-of-range field), 503 (busy) or 500 (search failed).
+// too large, or over the response budget), 422 (missing or out-of-range field, too many
+// queries, query too long), 501 (/rerank without a reranker), 503 (busy) or 500 (search
+// failed). A search that fails after the first results were sent aborts the connection,
+// so a client never reads a truncated body as a complete answer.
 func NewRetrieveHandler(s Searcher, opts RetrieveOptions) http.Handler {
-	o := opts
-	o.DefaultTopK = defaultInt(o.DefaultTopK, DefaultTopK)
-	o.MaxTopK = defaultInt(o.MaxTopK, 100)
-	o.MaxQueries = defaultInt(o.MaxQueries, 512)
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
-	}
-	o.MaxConcurrent = defaultInt(o.MaxConcurrent, 2*runtime.GOMAXPROCS(0))
-	if o.QueueTimeout <= 0 {
-		o.QueueTimeout = 30 * time.Second
-	}
+	o := opts.withDefaults()
 	h := &retrieveHandler{s: s, o: o, sem: make(chan struct{}, o.MaxConcurrent), log: o.Logger}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/retrieve", h.retrieve)
+	h.mux.HandleFunc("/rerank", h.rerank)
 	h.mux.HandleFunc("/health", h.health)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found: "+r.URL.Path)
@@ -119,6 +251,31 @@ func (h *retrieveHandler) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// acquire takes a request slot, waiting up to QueueTimeout; on failure it has answered
+// 503 and returns false.
+func (h *retrieveHandler) acquire(w http.ResponseWriter, r *http.Request) bool {
+	wait, cancel := context.WithTimeout(r.Context(), h.o.QueueTimeout)
+	defer cancel()
+	select {
+	case h.sem <- struct{}{}:
+		return true
+	case <-wait.Done():
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "server busy")
+		return false
+	}
+}
+
+func (h *retrieveHandler) release() { <-h.sem }
+
+// chunkSize is the number of queries searched before their results are written: about
+// 8 MiB of candidate passages at the passage cap, at least 4 per worker, at most 1,024.
+func (h *retrieveHandler) chunkSize(depth int) int {
+	per := int64(depth) * int64(h.o.MaxPassageBytes)
+	c := int((8 << 20) / max(per, 1))
+	return min(max(c, 4*h.o.Workers), 1024)
+}
+
 func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
@@ -134,93 +291,228 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 	if req.TopK != nil {
 		topK = *req.TopK
 	}
-
-	wait, cancel := context.WithTimeout(r.Context(), h.o.QueueTimeout)
-	select {
-	case h.sem <- struct{}{}:
-		cancel()
-	case <-wait.Done():
-		cancel()
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, "server busy")
+	if need := int64(len(req.Queries)) * int64(topK) * int64(h.o.MaxPassageBytes); need > h.o.MaxResponseBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"%v: %d queries x topk %d x %d passage bytes = %d bytes, over the response budget of %d bytes; send fewer queries or a smaller topk",
+			ErrOverBudget, len(req.Queries), topK, h.o.MaxPassageBytes, need, h.o.MaxResponseBytes))
 		return
 	}
-	defer func() { <-h.sem }()
+	if !h.acquire(w, r) {
+		return
+	}
+	defer h.release()
 
-	opts := append(append([]memory.SearchOption(nil), h.o.SearchOptions...), memory.TopK(topK))
-	hits := make([][]memory.Result, len(req.Queries))
-	for i, q := range req.Queries {
-		if strings.TrimSpace(q) == "" {
-			continue
+	depth := topK
+	if h.o.Reranker != nil {
+		depth = max(topK, h.o.RerankDepth)
+	}
+	opts := append(append([]memory.SearchOption(nil), h.o.SearchOptions...), memory.TopK(depth))
+	search := func(ctx context.Context, _ int, qs []string) ([][]memory.Result, error) {
+		hits, err := SearchQueries(ctx, h.s, qs, h.o.Workers, opts...)
+		if err != nil || h.o.Reranker == nil {
+			return hits, err
 		}
-		res, err := h.s.Search(r.Context(), q, opts...)
-		if err != nil {
-			if errors.Is(err, memory.ErrInvalidOption) || errors.Is(err, memory.ErrInvalidFilter) {
-				writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("queries[%d]: %v", i, err))
-				return
+		err = parallelFor(ctx, len(qs), h.o.Workers, func(ctx context.Context, i int) error {
+			if len(hits[i]) == 0 {
+				return nil
 			}
-			if r.Context().Err() != nil {
-				return // client gone
+			var err error
+			texts := make([]string, len(hits[i]))
+			for j, r := range hits[i] {
+				texts[j] = rerankText(r.Title, r.Text)
 			}
-			h.log.Error("searchr1: retrieve", "query", q, "err", err)
-			writeError(w, http.StatusInternalServerError, "search failed")
-			return
-		}
+			hits[i], err = h.rerankResults(ctx, qs[i], hits[i], texts)
+			return err
+		})
+		return hits, err
+	}
+	h.stream(w, r, req.Queries, h.chunkSize(depth), search, func(res []memory.Result) []memory.Result {
 		if len(res) > topK {
 			res = res[:topK]
 		}
-		hits[i] = res
+		return res
+	}, req.ReturnScores)
+}
+
+// rerankResults scores texts (the passages of res) with the reranker against query and
+// returns res sorted by logit (stable on ties), scored sigmoid(logit).
+func (h *retrieveHandler) rerankResults(ctx context.Context, query string, res []memory.Result, texts []string) ([]memory.Result, error) {
+	logits, err := h.o.Reranker.Score(ctx, query, texts)
+	if err != nil {
+		return nil, fmt.Errorf("rerank: %w", err)
 	}
-	if req.ReturnScores {
-		out := RetrieveResponse{Result: make([][]ScoredDoc, len(hits))}
-		for i, l := range hits {
-			out.Result[i] = make([]ScoredDoc, len(l))
-			for j, r := range l {
-				out.Result[i][j] = ScoredDoc{Document: RetrievedDoc{ID: r.ID, Contents: Contents(r)}, Score: r.Score}
+	if len(logits) != len(res) {
+		return nil, fmt.Errorf("rerank: %d scores for %d passages", len(logits), len(res))
+	}
+	out := make([]memory.Result, len(res))
+	copy(out, res)
+	order := make([]int, len(res))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return logits[order[a]] > logits[order[b]] })
+	for rank, i := range order {
+		r := res[i]
+		l := float64(logits[i])
+		r.Score = rerankSigmoid(l)
+		r.Explain.Rerank = &memory.RerankScore{Logit: l, Prob: r.Score, Rank: rank + 1}
+		out[rank] = r
+	}
+	return out, nil
+}
+
+// rerankText is the passage text a cross-encoder scores: the title and the text on their
+// own lines, as the library's own rerank stage builds it.
+func rerankText(title, text string) string {
+	switch {
+	case title == "":
+		return text
+	case text == "":
+		return title
+	}
+	return title + "\n" + text
+}
+
+func rerankSigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+// stream searches queries chunk by chunk (the next chunk is searched while the previous
+// one is written) and writes {"result": [...]} one query list at a time, so memory holds
+// at most three chunks whatever the size of the request. Errors before the first byte
+// get their HTTP status; later ones abort the connection.
+func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries []string, chunk int,
+	search func(ctx context.Context, base int, qs []string) ([][]memory.Result, error),
+	cut func([]memory.Result) []memory.Result, scores bool) {
+	ctx, cancel := context.WithCancel(r.Context())
+	type part struct {
+		hits [][]memory.Result
+		err  error
+	}
+	parts := make(chan part, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(parts)
+		for lo := 0; lo < len(queries); lo += chunk {
+			hits, err := search(ctx, lo, queries[lo:min(lo+chunk, len(queries))])
+			select {
+			case parts <- part{hits, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
 			}
 		}
-		writeJSON(w, http.StatusOK, out)
-		return
-	}
-	out := struct {
-		Result [][]RetrievedDoc `json:"result"`
-	}{Result: make([][]RetrievedDoc, len(hits))}
-	for i, l := range hits {
-		out.Result[i] = make([]RetrievedDoc, len(l))
-		for j, r := range l {
-			out.Result[i][j] = RetrievedDoc{ID: r.ID, Contents: Contents(r)}
+	})
+	defer func() {
+		cancel()
+		for range parts { // let the producer finish
+		}
+		wg.Wait()
+	}()
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	started := false
+	i := 0
+	var buf []byte
+	for p := range parts {
+		if p.err != nil {
+			if !started {
+				h.searchFailed(w, r, p.err)
+				return
+			}
+			if r.Context().Err() == nil {
+				h.log.Error("searchr1: retrieve: search failed mid-response", "err", p.err)
+			}
+			panic(http.ErrAbortHandler)
+		}
+		if !started {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = bw.WriteString(`{"result":[`)
+			started = true
+		}
+		for _, res := range p.hits {
+			if i > 0 {
+				_ = bw.WriteByte(',')
+			}
+			i++
+			buf = h.appendList(buf[:0], cut(res), scores)
+			if _, err := bw.Write(buf); err != nil {
+				return // client gone or write timeout: the deferred cancel stops the search
+			}
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	if !started {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = bw.WriteString(`{"result":[`)
+	}
+	_, _ = bw.WriteString(`]}`)
+	_ = bw.Flush()
+}
+
+// appendList appends the JSON of one query's list to buf.
+func (h *retrieveHandler) appendList(buf []byte, res []memory.Result, scores bool) []byte {
+	var (
+		data []byte
+		err  error
+	)
+	if scores {
+		l := make([]ScoredDoc, len(res))
+		for j, r := range res {
+			l[j] = ScoredDoc{Document: RetrievedDoc{ID: r.ID, Contents: capBytes(Contents(r), h.o.MaxPassageBytes)}, Score: r.Score}
+		}
+		data, err = json.Marshal(l)
+	} else {
+		l := make([]RetrievedDoc, len(res))
+		for j, r := range res {
+			l[j] = RetrievedDoc{ID: r.ID, Contents: capBytes(Contents(r), h.o.MaxPassageBytes)}
+		}
+		data, err = json.Marshal(l)
+	}
+	if err != nil { // only non-finite scores can fail; never leave the array malformed
+		return append(buf, "[]"...)
+	}
+	return append(buf, data...)
+}
+
+// searchFailed answers a search error that happened before the response began.
+func (h *retrieveHandler) searchFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, memory.ErrInvalidOption), errors.Is(err, memory.ErrInvalidFilter):
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+	case r.Context().Err() != nil:
+		// client gone: nobody reads an answer
+	default:
+		h.log.Error("searchr1: retrieve", "err", err)
+		writeError(w, http.StatusInternalServerError, "search failed")
+	}
+}
+
+// capBytes cuts s to at most n bytes at a UTF-8 boundary.
+func capBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // decode reads and validates the request body, returning the HTTP status of a failure.
 func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (RetrieveRequest, int, error) {
 	var req RetrieveRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBodyBytes))
+	raw, status, err := readObject(w, r, h.o.MaxBodyBytes)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", h.o.MaxBodyBytes)
-		}
-		return req, http.StatusBadRequest, fmt.Errorf("read body: %v", err)
-	}
-	// Field presence and types are checked on a raw view first, so "queries": "x" or a
-	// missing field get 422 and only malformed JSON gets 400.
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&raw); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return req, http.StatusUnprocessableEntity, errors.New("body must be a JSON object")
-		}
-		return req, http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
-	}
-	if dec.More() {
-		return req, http.StatusBadRequest, errors.New("malformed JSON: data after the object")
-	}
-	if raw == nil {
-		return req, http.StatusUnprocessableEntity, errors.New("body must be a JSON object")
+		return req, status, err
 	}
 	q, ok := raw["queries"]
 	if !ok || string(q) == "null" {
@@ -229,8 +521,8 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 	if err := json.Unmarshal(q, &req.Queries); err != nil {
 		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" must be a list of strings`)
 	}
-	if len(req.Queries) > h.o.MaxQueries {
-		return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "queries" has %d items, at most %d allowed`, len(req.Queries), h.o.MaxQueries)
+	if err := h.checkQueries(req.Queries); err != nil {
+		return req, http.StatusUnprocessableEntity, err
 	}
 	if t, ok := raw["topk"]; ok && string(t) != "null" {
 		var k int
@@ -248,6 +540,49 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 		}
 	}
 	return req, 0, nil
+}
+
+// readObject reads a JSON object body of at most limit bytes as raw fields. Field
+// presence and types are checked by the caller on this raw view, so "queries": "x" or a
+// missing field get 422 and only malformed JSON gets 400.
+func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string]json.RawMessage, int, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit)
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("read body: %v", err)
+	}
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&raw); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return nil, http.StatusUnprocessableEntity, errors.New("body must be a JSON object")
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, http.StatusBadRequest, errors.New("malformed JSON: data after the object")
+	}
+	if raw == nil {
+		return nil, http.StatusUnprocessableEntity, errors.New("body must be a JSON object")
+	}
+	return raw, 0, nil
+}
+
+// checkQueries applies MaxQueries and MaxQueryBytes.
+func (h *retrieveHandler) checkQueries(qs []string) error {
+	if len(qs) > h.o.MaxQueries {
+		return fmt.Errorf(`%w: field "queries" has %d items, at most %d allowed (the server's max-queries limit)`, ErrTooManyQueries, len(qs), h.o.MaxQueries)
+	}
+	for i, q := range qs {
+		if len(q) > h.o.MaxQueryBytes {
+			return fmt.Errorf("%w: queries[%d] is %d bytes, the per-query cap is %d bytes", ErrQueryTooLong, i, len(q), h.o.MaxQueryBytes)
+		}
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

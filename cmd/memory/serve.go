@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/mcpserver"
+	"github.com/agentmem/memory/rerank"
 	"github.com/agentmem/memory/searchr1"
 	"github.com/agentmem/memory/sop"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,6 +44,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	topK := fs.Int("topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
 	mode := fs.String("mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid)")
 	maxConc := fs.Int("max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
+	maxQueries := fs.Int("max-queries", searchr1.DefaultMaxQueries, "/retrieve: most queries in one request (more get 422)")
+	maxQueryBytes := fs.Int("max-query-bytes", searchr1.DefaultMaxQueryBytes, "/retrieve: most bytes in one query (more get 422)")
+	maxPassageBytes := fs.Int("max-passage-bytes", searchr1.DefaultMaxPassageBytes, "/retrieve: returned passage contents are cut to this many bytes")
+	maxResponseBytes := fs.Int64("max-response-bytes", searchr1.DefaultMaxResponseBytes, "/retrieve: response budget: queries x topk x max-passage-bytes over it get 413")
+	rerankDepth := fs.Int("rerank-depth", searchr1.DefaultRerankDepth, "/retrieve with --reranker: candidates retrieved and reranked per query")
+	workers := fs.Int("workers", 0, "/retrieve: queries of one request searched at once (default GOMAXPROCS)")
+	readTimeout := fs.Duration("read-timeout", 0, "/retrieve: time to read a whole request (default 30s + body cap at 256 KiB/s)")
+	writeTimeout := fs.Duration("write-timeout", 0, "/retrieve: time to search and write a response (default 2m + response budget at 2 MiB/s)")
+	idleTimeout := fs.Duration("idle-timeout", 0, "HTTP servers: keep-alive connections idle this long are closed (default 60s)")
 	mcpStdio := fs.Bool("mcp", false, "serve MCP over stdin/stdout")
 	mcpHTTP := fs.String("mcp-http", "", "serve MCP streamable HTTP on this address")
 	token := fs.String("token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
@@ -77,12 +87,42 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "memory serve: --topk %d: must be at least 1\n", *topK)
 		return errUsage
 	}
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"max-queries", int64(*maxQueries)}, {"max-query-bytes", int64(*maxQueryBytes)}, {"max-passage-bytes", int64(*maxPassageBytes)},
+		{"max-response-bytes", *maxResponseBytes}, {"rerank-depth", int64(*rerankDepth)}} {
+		if c.v < 1 {
+			fmt.Fprintf(stderr, "memory serve: --%s %d: must be at least 1\n", c.name, c.v)
+			return errUsage
+		}
+	}
+	if *workers < 0 || *readTimeout < 0 || *writeTimeout < 0 || *idleTimeout < 0 {
+		fmt.Fprintln(stderr, "memory serve: --workers and the timeouts must not be negative")
+		return errUsage
+	}
 	if *token == "" {
 		*token = os.Getenv("MEMORY_MCP_TOKEN")
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	m, err := sf.open(sf.dir, stderr)
+	// The reranker is loaded here, once, so /retrieve and /rerank can use it as well as
+	// the store's own searches.
+	var reranker rerank.Reranker
+	var extra []memory.Option
+	if sf.reranker != "" {
+		r, err := loadReranker(sf.reranker)
+		if err != nil {
+			return err
+		}
+		if c, ok := r.(io.Closer); ok {
+			defer c.Close()
+		}
+		reranker = r
+		extra = append(extra, memory.WithReranker(r))
+		sf.reranker = ""
+	}
+	m, err := sf.open(sf.dir, stderr, extra...)
 	if err != nil {
 		return err
 	}
@@ -116,12 +156,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		errMu.Unlock()
 		cancel()
 	}
-	serveHTTP := func(name, addr string, h http.Handler) error {
+	serveHTTP := func(name, addr string, srv *http.Server) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 		fmt.Fprintf(stderr, "memory serve: %s listening on http://%s\n", name, ln.Addr())
 		wg.Add(2)
 		go func() {
@@ -145,11 +184,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	searcher := m.Collection(*collection)
 	if *retrieveAddr != "" {
-		ropts := searchr1.RetrieveOptions{DefaultTopK: *topK, MaxConcurrent: *maxConc, Logger: logger}
+		ropts := searchr1.RetrieveOptions{
+			DefaultTopK: *topK, MaxConcurrent: *maxConc, Logger: logger,
+			MaxQueries: *maxQueries, MaxQueryBytes: *maxQueryBytes, MaxPassageBytes: *maxPassageBytes,
+			MaxResponseBytes: *maxResponseBytes, Workers: *workers,
+			Reranker: reranker, RerankDepth: *rerankDepth,
+			ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
+		}
 		if *mode != "" {
 			ropts.SearchOptions = []memory.SearchOption{memory.WithMode(memory.Mode(*mode))}
 		}
-		if err := serveHTTP("retrieve", *retrieveAddr, searchr1.NewRetrieveHandler(searcher, ropts)); err != nil {
+		if err := serveHTTP("retrieve", *retrieveAddr, searchr1.NewRetrieveServer(searcher, ropts)); err != nil {
 			cancel()
 			wg.Wait()
 			return err
@@ -160,7 +205,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *token == "" && !isLoopback(*mcpHTTP) {
 			fmt.Fprintln(stderr, "memory serve: warning: --mcp-http on a non-loopback address without --token: anyone who can reach it can read and write the store")
 		}
-		if err := serveHTTP("mcp", *mcpHTTP, mcpserver.NewHTTPHandler(mcpserver.New(m, mopts), *token, logger)); err != nil {
+		idle := *idleTimeout
+		if idle == 0 {
+			idle = 60 * time.Second
+		}
+		// No ReadTimeout/WriteTimeout here: MCP's streamable HTTP keeps event streams open.
+		srv := &http.Server{
+			Handler:           mcpserver.NewHTTPHandler(mcpserver.New(m, mopts), *token, logger),
+			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle,
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		if err := serveHTTP("mcp", *mcpHTTP, srv); err != nil {
 			cancel()
 			wg.Wait()
 			return err

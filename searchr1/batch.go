@@ -1,0 +1,119 @@
+package searchr1
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentmem/memory"
+)
+
+// BatchSearcher is an optional upgrade of [Searcher] for searchers that answer many
+// queries at once faster than one by one (for example by reading each index structure
+// once for the whole batch). [SearchQueries] and the /retrieve handler use SearchBatch
+// when the searcher implements it, and their own worker pool over Search otherwise.
+//
+// SearchBatch returns one result list per query, in the order of queries. The queries
+// given to it are never blank.
+type BatchSearcher interface {
+	Searcher
+	SearchBatch(ctx context.Context, queries []string, opts ...memory.SearchOption) ([][]memory.Result, error)
+}
+
+// SearchQueries searches every query of queries and returns the result lists in input
+// order; a blank query gets an empty list. When s implements [BatchSearcher] the whole
+// batch goes to SearchBatch; otherwise up to workers searches run at once (workers <= 0:
+// GOMAXPROCS). The first failing search cancels the others; its error names the index of
+// its query and wraps the searcher's error.
+func SearchQueries(ctx context.Context, s Searcher, queries []string, workers int, opts ...memory.SearchOption) ([][]memory.Result, error) {
+	out := make([][]memory.Result, len(queries))
+	if bs, ok := s.(BatchSearcher); ok {
+		idx := make([]int, 0, len(queries))
+		qs := make([]string, 0, len(queries))
+		for i, q := range queries {
+			if strings.TrimSpace(q) != "" {
+				idx = append(idx, i)
+				qs = append(qs, q)
+			}
+		}
+		if len(qs) == 0 {
+			return out, nil
+		}
+		res, err := bs.SearchBatch(ctx, qs, opts...)
+		if err != nil {
+			return nil, err
+		}
+		if len(res) != len(qs) {
+			return nil, fmt.Errorf("searchr1: batch search returned %d lists for %d queries", len(res), len(qs))
+		}
+		for j, i := range idx {
+			out[i] = res[j]
+		}
+		return out, nil
+	}
+	err := parallelFor(ctx, len(queries), workers, func(ctx context.Context, i int) error {
+		if strings.TrimSpace(queries[i]) == "" {
+			return nil
+		}
+		res, err := s.Search(ctx, queries[i], opts...)
+		if err != nil {
+			return fmt.Errorf("queries[%d]: %w", i, err)
+		}
+		out[i] = res
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parallelFor calls fn(ctx, i) for i in [0, n) from up to workers goroutines (<= 0:
+// GOMAXPROCS). The first error (or the cancellation of ctx) stops the hand-out of further
+// indices and is returned; fn receives a context cancelled on the first error.
+func parallelFor(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	if n == 0 {
+		return ctx.Err()
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, n)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		once     sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	fail := func(err error) {
+		once.Do(func() { firstErr = err })
+		cancel()
+	}
+	for range workers {
+		wg.Go(func() {
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,198 @@
+package searchr1
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentmem/memory"
+)
+
+// RerankRequest is the body of POST /rerank, in the layout of Search-R1's reranker server
+// (search_r1/search/reranker_server.py), for trainers that retrieve elsewhere:
+//
+//	{"queries": ["q1", "q2"], "documents": [[doc, ...], [doc, ...]], "rerank_topk": 3, "return_scores": true}
+//
+// documents[i] are the passages of queries[i]. A doc is what /retrieve returns: a
+// {"id": ..., "contents": "\"Title\"\ntext"} object, the same wrapped as
+// {"document": {...}, "score": ...}, or a bare contents string. rerank_topk defaults to
+// the server's default topk. The answer has /retrieve's layout, best passage first, with
+// sigmoid(logit) as the score.
+type RerankRequest struct {
+	Queries      []string         `json:"queries"`
+	Documents    [][]RetrievedDoc `json:"documents"`
+	RerankTopK   *int             `json:"rerank_topk"`
+	ReturnScores bool             `json:"return_scores"`
+}
+
+// parseDoc reads one /rerank document.
+func parseDoc(raw json.RawMessage) (RetrievedDoc, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return RetrievedDoc{Contents: s}, nil
+	}
+	var obj struct {
+		ID       *json.RawMessage `json:"id"`
+		Contents *string          `json:"contents"`
+		Document *struct {
+			ID       *json.RawMessage `json:"id"`
+			Contents *string          `json:"contents"`
+		} `json:"document"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return RetrievedDoc{}, errors.New(`must be an object with "contents" or a string`)
+	}
+	id, contents := obj.ID, obj.Contents
+	if obj.Document != nil {
+		id, contents = obj.Document.ID, obj.Document.Contents
+	}
+	if contents == nil {
+		return RetrievedDoc{}, errors.New(`has no "contents" string`)
+	}
+	d := RetrievedDoc{Contents: *contents}
+	if id != nil {
+		var sid string
+		if err := json.Unmarshal(*id, &sid); err == nil {
+			d.ID = sid
+		} else if string(*id) != "null" {
+			d.ID = string(*id) // a number: keep its JSON text
+		}
+	}
+	return d, nil
+}
+
+// splitContents splits Search-R1 "contents" into title and text: the first line is the
+// title, in double quotes that are dropped; a one-line contents is all text.
+func splitContents(c string) (title, text string) {
+	first, rest, ok := strings.Cut(c, "\n")
+	if !ok {
+		return "", c
+	}
+	if len(first) >= 2 && first[0] == '"' && first[len(first)-1] == '"' {
+		first = first[1 : len(first)-1]
+	}
+	return first, rest
+}
+
+// decodeRerank reads and validates a /rerank body.
+func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (RerankRequest, int, error) {
+	var req RerankRequest
+	raw, status, err := readObject(w, r, h.o.MaxRerankBodyBytes)
+	if err != nil {
+		return req, status, err
+	}
+	q, ok := raw["queries"]
+	if !ok || string(q) == "null" {
+		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" is required`)
+	}
+	if err := json.Unmarshal(q, &req.Queries); err != nil {
+		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" must be a list of strings`)
+	}
+	if err := h.checkQueries(req.Queries); err != nil {
+		return req, http.StatusUnprocessableEntity, err
+	}
+	d, ok := raw["documents"]
+	if !ok || string(d) == "null" {
+		return req, http.StatusUnprocessableEntity, errors.New(`field "documents" is required`)
+	}
+	var docs [][]json.RawMessage
+	if err := json.Unmarshal(d, &docs); err != nil {
+		return req, http.StatusUnprocessableEntity, errors.New(`field "documents" must be a list of lists of documents`)
+	}
+	if len(docs) != len(req.Queries) {
+		return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "documents" has %d lists for %d queries`, len(docs), len(req.Queries))
+	}
+	pairs := 0
+	for _, l := range docs {
+		pairs += len(l)
+	}
+	if pairs > h.o.MaxRerankPairs {
+		return req, http.StatusUnprocessableEntity, fmt.Errorf(`%w: %d (query, passage) pairs, at most %d allowed (the server's max rerank pairs)`, ErrTooManyQueries, pairs, h.o.MaxRerankPairs)
+	}
+	req.Documents = make([][]RetrievedDoc, len(docs))
+	for i, l := range docs {
+		req.Documents[i] = make([]RetrievedDoc, len(l))
+		for j, rd := range l {
+			doc, err := parseDoc(rd)
+			if err != nil {
+				return req, http.StatusUnprocessableEntity, fmt.Errorf("documents[%d][%d] %v", i, j, err)
+			}
+			req.Documents[i][j] = doc
+		}
+	}
+	if t, ok := raw["rerank_topk"]; ok && string(t) != "null" {
+		var k int
+		if err := json.Unmarshal(t, &k); err != nil {
+			return req, http.StatusUnprocessableEntity, errors.New(`field "rerank_topk" must be an integer`)
+		}
+		if k < 1 {
+			return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "rerank_topk" is %d, must be at least 1`, k)
+		}
+		req.RerankTopK = &k
+	}
+	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
+		if err := json.Unmarshal(rs, &req.ReturnScores); err != nil {
+			return req, http.StatusUnprocessableEntity, errors.New(`field "return_scores" must be a boolean`)
+		}
+	}
+	return req, 0, nil
+}
+
+func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
+		return
+	}
+	if h.o.Reranker == nil {
+		writeError(w, http.StatusNotImplemented, ErrNoReranker.Error()+": start the server with a reranker (serve --reranker)")
+		return
+	}
+	req, status, err := h.decodeRerank(w, r)
+	if err != nil {
+		writeError(w, status, err.Error())
+		return
+	}
+	topK := h.o.DefaultTopK
+	if req.RerankTopK != nil {
+		topK = *req.RerankTopK
+	}
+	if !h.acquire(w, r) {
+		return
+	}
+	defer h.release()
+
+	// The documents are already in memory; they are reranked chunk by chunk like
+	// /retrieve's results, and returned with their contents as given.
+	search := func(ctx context.Context, base int, qs []string) ([][]memory.Result, error) {
+		out := make([][]memory.Result, len(qs))
+		err := parallelFor(ctx, len(qs), h.o.Workers, func(ctx context.Context, i int) error {
+			docs := req.Documents[base+i]
+			if len(docs) == 0 {
+				return nil
+			}
+			res := make([]memory.Result, len(docs))
+			texts := make([]string, len(docs))
+			for j, d := range docs {
+				res[j] = memory.Result{ID: d.ID, Text: d.Contents}
+				texts[j] = rerankText(splitContents(d.Contents))
+			}
+			ranked, err := h.rerankResults(ctx, qs[i], res, texts)
+			if err != nil {
+				return fmt.Errorf("queries[%d]: %w", base+i, err)
+			}
+			out[i] = ranked
+			return nil
+		})
+		return out, err
+	}
+	h.stream(w, r, req.Queries, h.chunkSize(1), search, func(res []memory.Result) []memory.Result {
+		if len(res) > topK {
+			res = res[:topK]
+		}
+		return res
+	}, req.ReturnScores)
+}
