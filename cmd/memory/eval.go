@@ -35,12 +35,13 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	k1 := fs.Float64("k1", 0.9, "BM25 k1")
 	b := fs.Float64("b", 0.4, "BM25 b")
 	limit := fs.Int("queries", 0, "evaluate only the first N queries (0: all)")
-	storeDir := fs.String("store", "", "keep the built store in this directory (default: temporary)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	storeDir := fs.String("store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
+	keepDir := fs.String("keep", "", "build the store in this new directory and keep it (default: a temporary store)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	if *data == "" {
-		fmt.Fprintln(stderr, "usage: memory eval --data DIR [--mode bm25|dense|hybrid] [--run-out FILE]")
+	if *data == "" || (*storeDir != "" && *keepDir != "") {
+		fs.Usage()
 		return errUsage
 	}
 	ds, err := beir.Load(*data, *split)
@@ -51,7 +52,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *limit > 0 && *limit < len(queries) {
 		queries = queries[:*limit]
 	}
-	m, err := sf.open(*storeDir, stderr, memory.WithBM25(*k1, *b), memory.WithNoSync())
+	var m *memory.Memory
+	if *storeDir != "" {
+		m, err = sf.open(*storeDir, stderr, memory.WithBM25(*k1, *b), memory.WithNoSync())
+	} else {
+		m, err = sf.create(*keepDir, stderr, memory.WithBM25(*k1, *b), memory.WithNoSync())
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,26 +32,21 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("index", stderr)
 	var sf storeFlags
 	sf.register(fs, true)
-	col := fs.String("collection", "", "collection (default: the default collection)")
+	col := fs.String("collection", "", "collection (default: the default collection; created on the first write)")
 	batch := fs.Int("batch", 256, "documents per write")
 	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if sf.dir == "" || (fs.NArg() == 0 && *code == "") {
-		fmt.Fprintln(stderr, "usage: memory index --store DIR [--collection C] PATH...\n       memory index --store DIR [--collection C] --code DIR")
-		return errUsage
-	}
-	m, err := sf.open(sf.dir, stderr)
-	if err != nil {
+	sync := fs.Bool("sync", false, "also delete the documents of sources under the given folders that are gone")
+	strict := fs.Bool("strict", false, "exit with status 1 when any document was skipped")
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	defer m.Close()
-	c := m.Collection(*col)
-	if *code != "" {
-		return indexCode(ctx, c, *code, *batch, stdout, stderr)
+	if sf.dir == "" || (fs.NArg() == 0 && *code == "") {
+		fs.Usage()
+		return errUsage
 	}
-
+	if *batch <= 0 {
+		*batch = 256
+	}
 	var files []string
 	for _, p := range fs.Args() {
 		found, err := collectFiles(p)
@@ -59,49 +55,256 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		files = append(files, found...)
 	}
-	if len(files) == 0 {
+	if *code == "" && len(files) == 0 && !*sync {
 		return fmt.Errorf("no .txt, .md or .jsonl files under %v", fs.Args())
+	}
+	m, err := sf.create(sf.dir, stderr)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	c := m.Collection(*col)
+	if *code != "" {
+		return indexCode(ctx, c, *code, *batch, stdout, stderr)
+	}
+	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: map[string]docLoc{}}
+	if ix.existing, err = existingSources(ctx, c); err != nil {
+		return err
 	}
 	total, err := countDocs(files)
 	if err != nil {
 		return err
 	}
-	prog := newProgress(stderr, total, "indexing")
+	ix.prog = newProgress(stderr, total, "indexing")
 	start := time.Now()
-	var pending []memory.Document
-	done, skipped := 0, 0
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		if err := c.Upsert(ctx, pending...); err != nil {
-			return err
-		}
-		done += len(pending)
-		prog.add(len(pending))
-		pending = pending[:0]
-		return nil
-	}
-	for _, f := range files {
-		err := readDocs(f, func(d memory.Document) error {
-			pending = append(pending, d)
-			if len(pending) >= *batch {
-				return flush()
-			}
-			return nil
-		}, func(reason string) { skipped++; fmt.Fprintf(stderr, "skip: %s\n", reason) })
-		if err != nil {
+	for i, f := range files {
+		ix.file = i
+		ix.files = files
+		if err := ix.indexFile(f); err != nil {
 			return err
 		}
 	}
-	if err := flush(); err != nil {
+	if err := ix.flush(); err != nil {
 		return err
 	}
-	prog.finish()
+	ix.prog.finish()
+	removed := 0
+	if *sync {
+		if removed, err = ix.syncRoots(fs.Args(), files); err != nil {
+			return err
+		}
+	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "indexed %d documents into %q in %s (%.0f docs/s); %d skipped; collection now holds %d\n",
-		done, c.Name(), el.Round(time.Millisecond), float64(done)/el.Seconds(), skipped, c.Count())
+	fmt.Fprintf(stdout, "stored %d documents from %d files into %q in %s (%.0f docs/s); skipped %d; replaced %d earlier documents of re-indexed sources",
+		ix.stored, len(files), c.Name(), el.Round(time.Millisecond), float64(ix.stored)/max(el.Seconds(), 1e-9), ix.skipped, ix.replaced)
+	if *sync {
+		fmt.Fprintf(stdout, "; removed %d documents of %d vanished sources", removed, ix.vanished)
+	}
+	fmt.Fprintf(stdout, "; collection now holds %d\n", c.Count())
+	switch {
+	case ix.stored == 0 && total > 0:
+		return fmt.Errorf("nothing stored: all %d documents were skipped", ix.skipped)
+	case ix.stored == 0 && !*sync:
+		return errors.New("nothing stored")
+	case *strict && ix.skipped > 0:
+		return fmt.Errorf("%d documents skipped (--strict)", ix.skipped)
+	}
 	return nil
+}
+
+// docLoc is where a document came from: a file of the run and a line (0 for a whole file).
+type docLoc struct {
+	file, line int
+}
+
+// pendingDoc is a document waiting for the next write, with its origin.
+type pendingDoc struct {
+	doc memory.Document
+	loc docLoc
+}
+
+// indexer writes documents in batches and reports each bad one with its file and line.
+type indexer struct {
+	ctx      context.Context
+	c        *memory.Collection
+	batch    int
+	stderr   io.Writer
+	prog     *progress
+	files    []string
+	file     int               // index in files of the file being read
+	seen     map[string]docLoc // ids read in this run
+	existing map[string]bool   // sources the collection held when the run began
+	cleared  map[string]bool   // sources whose earlier documents were deleted in this run
+	pending  []pendingDoc
+
+	stored, skipped, replaced, vanished int
+}
+
+func (ix *indexer) where(l docLoc) string {
+	if l.line == 0 {
+		return ix.files[l.file]
+	}
+	return fmt.Sprintf("%s:%d", ix.files[l.file], l.line)
+}
+
+// skip reports a document that is not stored.
+func (ix *indexer) skip(l docLoc, format string, args ...any) {
+	ix.skipped++
+	fmt.Fprintf(ix.stderr, "skip %s: %s\n", ix.where(l), fmt.Sprintf(format, args...))
+}
+
+// existingSources returns the sources a collection holds (none when it does not exist).
+func existingSources(ctx context.Context, c *memory.Collection) (map[string]bool, error) {
+	srcs, err := c.Sources(ctx)
+	if errors.Is(err, memory.ErrCollectionNotFound) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(srcs))
+	for _, s := range srcs {
+		out[s] = true
+	}
+	return out, nil
+}
+
+// sourceOf is the source key of a file: its absolute, cleaned, slash-separated path.
+func sourceOf(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return filepath.ToSlash(filepath.Clean(path))
+}
+
+// clearSources deletes, once per run, the earlier documents of the sources given (those the
+// collection held when the run began), so that re-indexing a path replaces its documents.
+func (ix *indexer) clearSources(srcs []string) error {
+	var todo []any
+	for _, s := range srcs {
+		if ix.existing[s] && !ix.cleared[s] {
+			if ix.cleared == nil {
+				ix.cleared = map[string]bool{}
+			}
+			ix.cleared[s] = true
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	n, err := ix.c.DeleteWhere(ix.ctx, memory.Where{"source": map[string]any{"$in": todo}})
+	if err != nil {
+		return fmt.Errorf("replacing the documents of %d re-indexed sources: %w", len(todo), err)
+	}
+	ix.replaced += n
+	return nil
+}
+
+// add queues a document read from l, after the run-wide checks.
+func (ix *indexer) add(d memory.Document, l docLoc) error {
+	if d.ID == "" {
+		ix.skip(l, "no id")
+		return nil
+	}
+	if d.Title == "" && strings.TrimSpace(d.Text) == "" {
+		ix.skip(l, "document %q has no text", d.ID)
+		return nil
+	}
+	if first, dup := ix.seen[d.ID]; dup {
+		ix.skip(l, "duplicate id %q (first read at %s)", d.ID, ix.where(first))
+		return nil
+	}
+	ix.seen[d.ID] = l
+	ix.pending = append(ix.pending, pendingDoc{d, l})
+	if len(ix.pending) >= ix.batch {
+		return ix.flush()
+	}
+	return nil
+}
+
+// perDocument reports whether err is about one document (skip it) rather than the store.
+func perDocument(err error) bool {
+	for _, e := range []error{memory.ErrEmptyID, memory.ErrEmptyText, memory.ErrInvalidUTF8, memory.ErrTooLarge,
+		memory.ErrInvalidMetadata, memory.ErrDuplicateID, memory.ErrBadVector, memory.ErrInvalidOption} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// flush writes the pending documents. When the store rejects the batch for one document's
+// sake, the documents are written one by one so that only the bad ones are skipped.
+func (ix *indexer) flush() error {
+	if len(ix.pending) == 0 {
+		return nil
+	}
+	srcs := make([]string, 0, len(ix.pending))
+	docs := make([]memory.Document, len(ix.pending))
+	for i, p := range ix.pending {
+		docs[i] = p.doc
+		srcs = append(srcs, p.doc.Source)
+	}
+	if err := ix.clearSources(srcs); err != nil {
+		return err
+	}
+	err := ix.c.Upsert(ix.ctx, docs...)
+	switch {
+	case err == nil:
+		ix.stored += len(docs)
+	case perDocument(err):
+		for _, p := range ix.pending {
+			if err := ix.c.Upsert(ix.ctx, p.doc); err != nil {
+				if !perDocument(err) {
+					return err
+				}
+				ix.skip(p.loc, "%v", err)
+				continue
+			}
+			ix.stored++
+		}
+	default:
+		return err
+	}
+	ix.prog.add(len(docs))
+	ix.pending = ix.pending[:0]
+	return nil
+}
+
+// syncRoots deletes the documents of sources under roots (folders, or files given
+// directly) that this run did not index.
+func (ix *indexer) syncRoots(roots, indexed []string) (int, error) {
+	keep := make(map[string]bool, len(indexed))
+	for _, f := range indexed {
+		keep[sourceOf(f)] = true
+	}
+	var dirs []string
+	for _, r := range roots {
+		dirs = append(dirs, sourceOf(r))
+	}
+	var gone []any
+	for s := range ix.existing {
+		if keep[s] || ix.cleared[s] {
+			continue
+		}
+		for _, d := range dirs {
+			if s == d || strings.HasPrefix(s, strings.TrimSuffix(d, "/")+"/") {
+				gone = append(gone, s)
+				fmt.Fprintf(ix.stderr, "sync: %s is gone; deleting its documents\n", s)
+				break
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	ix.vanished = len(gone)
+	n, err := ix.c.DeleteWhere(ix.ctx, memory.Where{"source": map[string]any{"$in": gone}})
+	if err != nil {
+		return 0, fmt.Errorf("--sync: %w", err)
+	}
+	return n, nil
 }
 
 func collectFiles(root string) ([]string, error) {
@@ -125,6 +328,10 @@ func collectFiles(root string) ([]string, error) {
 	return out, err
 }
 
+// maxLineBytes caps one JSONL line; a longer line is skipped.
+const maxLineBytes = 64 << 20
+
+// countDocs counts the documents the files hold at most (for the progress display).
 func countDocs(files []string) (int, error) {
 	n := 0
 	for _, f := range files {
@@ -136,23 +343,63 @@ func countDocs(files []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			if len(strings.TrimSpace(sc.Text())) > 0 {
+		err = readLines(fh, func(_ int, line []byte, tooLong bool) error {
+			if tooLong || len(bytes.TrimSpace(line)) > 0 {
 				n++
 			}
-		}
+			return nil
+		})
 		fh.Close()
-		if err := sc.Err(); err != nil {
+		if err != nil {
 			return 0, fmt.Errorf("%s: %w", f, err)
 		}
 	}
 	return n, nil
 }
 
+// readLines calls fn with each line of r (without its line ending) and its 1-based number.
+// A line over maxLineBytes is passed as nil with tooLong set, after being read past.
+func readLines(r io.Reader, fn func(n int, line []byte, tooLong bool) error) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	var buf []byte
+	for n := 1; ; n++ {
+		buf = buf[:0]
+		tooLong := false
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if !tooLong {
+				if len(buf)+len(chunk) > maxLineBytes+1 {
+					tooLong, buf = true, buf[:0]
+				} else {
+					buf = append(buf, chunk...)
+				}
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF {
+				if len(buf) == 0 && !tooLong {
+					return nil
+				}
+				break
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+		line := bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r"))
+		if tooLong {
+			line = nil
+		}
+		if err := fn(n, line, tooLong); err != nil {
+			return err
+		}
+	}
+}
+
 // jsonlDoc accepts BEIR ({"_id","title","text"}), Search-R1 ({"id","contents"}) and our own
-// ({"id","title","text","metadata"}) lines.
+// ({"id","title","text","metadata","source"}) lines.
 type jsonlDoc struct {
 	ID       string         `json:"id"`
 	BeirID   string         `json:"_id"`
@@ -160,10 +407,11 @@ type jsonlDoc struct {
 	Text     string         `json:"text"`
 	Contents string         `json:"contents"`
 	Metadata map[string]any `json:"metadata"`
+	Source   string         `json:"source"`
 }
 
 func (j jsonlDoc) document() memory.Document {
-	d := memory.Document{ID: j.ID, Title: j.Title, Text: j.Text, Metadata: j.Metadata}
+	d := memory.Document{ID: j.ID, Title: j.Title, Text: j.Text, Metadata: j.Metadata, Source: j.Source}
 	if d.ID == "" {
 		d.ID = j.BeirID
 	}
@@ -175,61 +423,69 @@ func (j jsonlDoc) document() memory.Document {
 	return d
 }
 
-// readDocs reads one file: a .txt/.md file is one document (first line = title, id = the
-// path), a .jsonl file one document per line.
-func readDocs(path string, fn func(memory.Document) error, skip func(string)) error {
+// indexFile reads one file: a .txt/.md file is one document (first line = title, id = the
+// path, source = its absolute path), a .jsonl file one document per line (source = the
+// line's own, else the file's absolute path).
+func (ix *indexer) indexFile(path string) error {
+	src := sourceOf(path)
+	whole := docLoc{file: ix.file}
 	if strings.ToLower(filepath.Ext(path)) != ".jsonl" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return err
+			ix.skip(whole, "%v", err)
+			return nil
 		}
 		if !utf8.Valid(b) {
-			skip(path + ": not UTF-8 text")
+			ix.skip(whole, "not UTF-8 text")
 			return nil
 		}
 		title, text, _ := strings.Cut(string(b), "\n")
 		title = strings.TrimSpace(strings.TrimLeft(title, "# "))
 		if strings.TrimSpace(text) == "" && title == "" {
-			skip(path + ": empty")
+			ix.skip(whole, "empty")
 			return nil
 		}
-		return fn(memory.Document{ID: filepath.ToSlash(path), Title: title, Text: strings.TrimSpace(text),
-			Metadata: map[string]any{"path": filepath.ToSlash(path)}})
+		return ix.add(memory.Document{ID: filepath.ToSlash(path), Title: title, Text: strings.TrimSpace(text),
+			Metadata: map[string]any{"path": filepath.ToSlash(path)}, Source: src}, whole)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		ix.skip(whole, "%v", err)
+		return nil
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
-			continue
+	// The file's earlier documents go before its new ones are written.
+	if err := ix.flush(); err != nil {
+		return err
+	}
+	if err := ix.clearSources([]string{src}); err != nil {
+		return err
+	}
+	err = readLines(f, func(n int, line []byte, tooLong bool) error {
+		l := docLoc{file: ix.file, line: n}
+		if tooLong {
+			ix.skip(l, "line longer than %d bytes", maxLineBytes)
+			return nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			ix.skip(l, "empty line")
+			return nil
 		}
 		var j jsonlDoc
 		if err := json.Unmarshal(line, &j); err != nil {
-			skip(fmt.Sprintf("%s:%d: %v", path, n, err))
-			continue
+			ix.skip(l, "invalid JSON: %v", err)
+			return nil
 		}
 		d := j.document()
-		if d.ID == "" {
-			skip(fmt.Sprintf("%s:%d: no id", path, n))
-			continue
+		if _, has := d.Metadata["source"]; d.Source == "" && !has {
+			d.Source = src
 		}
-		if err := fn(d); err != nil {
-			var bad bool
-			for _, e := range []error{memory.ErrEmptyText, memory.ErrInvalidUTF8, memory.ErrTooLarge, memory.ErrInvalidMetadata} {
-				bad = bad || errors.Is(err, e)
-			}
-			if !bad {
-				return err
-			}
-			skip(fmt.Sprintf("%s:%d: %v", path, n, err))
-		}
+		return ix.add(d, l)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	return sc.Err()
+	return nil
 }
 
 // progress shows a bar with rate and ETA on a terminal, plain lines otherwise.

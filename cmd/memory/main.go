@@ -1,14 +1,23 @@
 // Command memory indexes, searches, evaluates and serves a memory store.
 //
-//	memory index    --store DIR [--collection C] PATH... | --code DIR
-//	memory search   --store DIR [--json] [--where JSON] QUERY
-//	memory eval     --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
-//	memory serve    --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]
-//	memory models   list | pull NAME | path NAME
-//	memory tokenize --model NAME_OR_DIR [--pair] TEXT...
-//	memory chunk    [--json] FILE...
-//	memory sop      match | list | render --dir DIR ...
+//	memory index       --store DIR [--collection C] [--sync] [--strict] PATH... | --code DIR
+//	memory search      --store DIR [--json] [--where JSON] QUERY
+//	memory get         --store DIR [--collection C] [--json] ID...
+//	memory delete      --store DIR [--collection C] ID... | --where JSON | --source PATH
+//	memory count       --store DIR [--collection C]
+//	memory collections --store DIR [--json] | --delete NAME
+//	memory eval        --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
+//	memory serve       --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]
+//	memory models      list | pull NAME | path NAME
+//	memory runtime     pull | path
+//	memory tokenize    --model NAME_OR_DIR [--pair] TEXT...
+//	memory chunk       [--json] FILE...
+//	memory sop         match | list | render --dir DIR ...
+//	memory version
 //	memory help
+//
+// Read commands (search, get, count, collections, eval --store, serve) never create a store
+// or a collection. Every command's -h explains its flags and input formats and exits 0.
 //
 // Each subcommand lives in its own file and registers itself in init with [register].
 package main
@@ -22,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -48,11 +58,63 @@ func register(c command) {
 // errUsage reports bad arguments; the flag package has already printed the details.
 var errUsage = errors.New("usage")
 
-// newFlags returns a FlagSet for a subcommand that reports errors instead of exiting.
+// newFlags returns a FlagSet for a subcommand that reports errors instead of exiting. Its
+// usage text is the command's synopsis and help (see commandHelp), then the flags.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("memory "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { printCommandHelp(fs.Output(), name, fs) }
 	return fs
+}
+
+// printCommandHelp writes the synopsis, the help text and the flags of a command.
+func printCommandHelp(w io.Writer, name string, fs *flag.FlagSet) {
+	c := commands[name]
+	h := commandHelp[name]
+	synopsis, help := h.usage, h.help
+	if synopsis == "" {
+		synopsis = "memory " + name + " [flags]"
+	}
+	fmt.Fprintf(w, "usage: %s\n", strings.ReplaceAll(strings.TrimSpace(synopsis), "\n", "\n       "))
+	if c.summary != "" {
+		fmt.Fprintf(w, "\n%s.\n", strings.TrimSuffix(c.summary, "."))
+	}
+	if help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(help))
+	}
+	if fs != nil {
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+}
+
+// wantsHelp reports whether args (before a "--") ask for help.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// parseFlags parses args; -h prints the command's help and gives flag.ErrHelp (exit 0), a
+// bad flag gives errUsage (exit 2).
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
 }
 
 func main() {
@@ -75,8 +137,17 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	if len(args) > 1 && args[1] == "help" {
+		if _, sub := subcommandHelp[args[0]]; !sub {
+			args = []string{args[0], "-h"}
+		}
+	}
 	if err := c.run(ctx, args[1:], stdout, stderr); err != nil {
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		// -h is not an error, whichever way the command reports it.
+		if errors.Is(err, flag.ErrHelp) || (errors.Is(err, errUsage) && wantsHelp(args[1:])) {
+			return 0
+		}
+		if errors.Is(err, errUsage) {
 			return 2
 		}
 		fmt.Fprintf(stderr, "memory %s: %v\n", c.name, err)
@@ -86,13 +157,13 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: memory <command> [flags] [args]\n\ncommands:")
+	fmt.Fprintln(w, "usage: memory <command> [flags] [args]   (memory <command> -h: its flags and input formats)\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-12s %s\n", n, commands[n].summary)
 	}
 }

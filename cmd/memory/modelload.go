@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/rerank"
@@ -29,17 +31,50 @@ func modelDir(name string) (string, error) {
 	return dir, nil
 }
 
-// loadEmbedder loads a Model2Vec folder (model.safetensors) as a static embedder and any
-// other folder as an ONNX bi-encoder.
+// embedderSpec says which embedder to load and how.
+type embedderSpec struct {
+	// name is a model name, a directory, or "hash" / "hash:DIM" for the hashing embedder.
+	name string
+	// queryPrefix and passagePrefix override the model folder's prompts
+	// (config_sentence_transformers.json) when set; nil keeps the folder's.
+	queryPrefix, passagePrefix *string
+}
+
+// hashPrefix names the model-free hashing embedder on the command line.
+const hashPrefix = "hash"
+
+// loadEmbedder loads an embedder by name (see embedderSpec).
 func loadEmbedder(name string) (vectorstore.Embedder, error) {
-	dir, err := modelDir(name)
+	return loadEmbedderSpec(context.Background(), embedderSpec{name: name})
+}
+
+// loadEmbedderSpec loads "hash[:DIM]" as the hashing embedder, a Model2Vec folder
+// (model.safetensors) as a static embedder and any other folder as an ONNX bi-encoder.
+func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embedder, error) {
+	if spec.name == hashPrefix || strings.HasPrefix(spec.name, hashPrefix+":") {
+		dim := 0
+		if d, ok := strings.CutPrefix(spec.name, hashPrefix+":"); ok {
+			n, err := strconv.Atoi(d)
+			if err != nil || n <= 0 || n > 1<<16 {
+				return nil, fmt.Errorf("embedder %q: want hash or hash:DIM with 0 < DIM <= 65536", spec.name)
+			}
+			dim = n
+		}
+		return vectorstore.NewHashEmbedder(dim), nil
+	}
+	dir, err := modelDir(spec.name)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		if spec.queryPrefix != nil || spec.passagePrefix != nil {
+			return nil, fmt.Errorf("embedder %q: --query-prefix/--passage-prefix apply to ONNX models only", spec.name)
+		}
 		return vectorstore.NewStaticEmbedder(dir)
 	}
-	return vectorstore.NewONNXEmbedder(context.Background(), dir, vectorstore.ONNXOptions{})
+	opts := vectorstore.ONNXOptions{}
+	setPrefixes(&opts, spec.queryPrefix, spec.passagePrefix)
+	return vectorstore.NewONNXEmbedder(ctx, dir, opts)
 }
 
 func loadReranker(name string) (rerank.Reranker, error) {
@@ -48,4 +83,38 @@ func loadReranker(name string) (rerank.Reranker, error) {
 		return nil, err
 	}
 	return rerank.NewCrossEncoder(context.Background(), dir, rerank.CrossEncoderOptions{})
+}
+
+// recordedModel maps an embedder identity recorded in a store's manifest back to the name
+// the CLI loads it by: "hash-bigram-v1/DIM" -> "hash:DIM", "model2vec:NAME@sha256:..." and
+// "NAME@sha256:..." -> NAME.
+func recordedModel(id string) (string, bool) {
+	if d, ok := strings.CutPrefix(id, "hash-bigram-v1/"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n > 0 {
+			return hashPrefix + ":" + d, true
+		}
+		return "", false
+	}
+	id = strings.TrimPrefix(id, "model2vec:")
+	name, _, ok := strings.Cut(id, "@")
+	if !ok || name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return "", false
+	}
+	return name, true
+}
+
+// resolveEmbedder loads the embedder a store recorded (its identity and dimension), with
+// the prefixes of spec (the model folder's own when unset). The store checks that the
+// loaded embedder's identity and dimension match the record.
+func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec) (vectorstore.Embedder, error) {
+	name, ok := recordedModel(id)
+	if !ok {
+		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d), which the CLI cannot load by name: pass --embedder", id, dim)
+	}
+	spec.name = name
+	e, err := loadEmbedderSpec(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d): %w", id, dim, err)
+	}
+	return e, nil
 }

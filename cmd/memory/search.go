@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -24,21 +25,25 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sf storeFlags
 	sf.register(fs, true)
 	col := fs.String("collection", "", "collection to search")
-	mode := fs.String("mode", "hybrid", "hybrid, bm25 or dense")
+	mode := fs.String("mode", "", "hybrid, bm25 or dense (default hybrid; bm25 with a warning when the store's embedder cannot be loaded)")
 	k := fs.Int("k", 10, "results")
 	window := fs.Int("window", 0, "candidates per retriever (default 100)")
 	rerankTop := fs.Int("rerank", 0, "rerank the top N fused candidates with --reranker (0: off)")
 	where := fs.String("where", "", `metadata filter as JSON, e.g. '{"year":{"$gte":2020}}'`)
 	whereDoc := fs.String("where-document", "", `text filter as JSON, e.g. '{"$contains":"go"}'`)
 	asJSON := fs.Bool("json", false, "one JSON object per result")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if sf.dir == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: memory search --store DIR [flags] QUERY")
+		fs.Usage()
 		return errUsage
 	}
-	opts := []memory.SearchOption{memory.WithMode(memory.Mode(*mode)), memory.TopK(*k), memory.WithWindow(*window)}
+	modeSet := *mode != ""
+	if !modeSet {
+		*mode = string(memory.Hybrid)
+	}
+	opts := []memory.SearchOption{memory.TopK(*k), memory.WithWindow(*window)}
 	if *where != "" {
 		w, err := memory.ParseWhere([]byte(*where))
 		if err != nil {
@@ -61,7 +66,16 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer m.Close()
-	res, err := m.Collection(*col).Search(ctx, strings.Join(fs.Args(), " "), opts...)
+	c, err := openCollection(m, *col)
+	if err != nil {
+		return err
+	}
+	query := strings.Join(fs.Args(), " ")
+	res, err := c.Search(ctx, query, append(opts, memory.WithMode(memory.Mode(*mode)))...)
+	if err != nil && !modeSet && errors.Is(err, memory.ErrEmbedderNeeded) {
+		fmt.Fprintf(stderr, "warning: searching with BM25 only: %v\n", err)
+		res, err = c.Search(ctx, query, append(opts, memory.WithMode(memory.BM25))...)
+	}
 	if err != nil {
 		return err
 	}
@@ -78,7 +92,8 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// printResults writes a results table with each result's score breakdown.
+// printResults writes a results table with each result's score breakdown and, under each
+// row, its snippet. Stored text is shown with control characters escaped.
 func printResults(w io.Writer, res []memory.Result) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tSCORE\tBM25\tDENSE\tRERANK\tID\tTITLE")
@@ -97,15 +112,24 @@ func printResults(w io.Writer, res []memory.Result) {
 		if title == "" {
 			title = r.Text
 		}
-		if len(title) > 60 {
-			title = title[:57] + "..."
+		id := cell(r.ID, 60)
+		if r.Chunks > 1 {
+			id += fmt.Sprintf(" [%d/%d]", r.ChunkIndex+1, r.Chunks)
 		}
-		fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Score, bm, de, rr, r.ID, strings.ReplaceAll(title, "\n", " "))
+		if len(r.Headings) > 0 {
+			title += " > " + strings.Join(r.Headings, " > ")
+		}
+		fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Score, bm, de, rr, id, cell(title, 60))
+		if r.Snippet != "" {
+			// Text after the last tab is not a column: the snippet sits under TITLE
+			// without widening it.
+			fmt.Fprintf(tw, "\t\t\t\t\t\t  %s\n", cell(r.Snippet, 160))
+		}
 	}
 	tw.Flush()
 	if len(res) > 0 {
 		for _, n := range res[0].Explain.Notes {
-			fmt.Fprintf(w, "note: %s\n", n)
+			fmt.Fprintf(w, "note: %s\n", escapeControls(n, false))
 		}
 	}
 }

@@ -1,51 +1,92 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/vectorstore"
 	"golang.org/x/term"
 )
 
 // storeFlags are the flags every command that opens a store shares.
 type storeFlags struct {
-	dir      string
-	embedder string // model name (in MEMORY_MODELS or the cache) or directory
-	reranker string
-	backend  string // vector index backend
-	factory  string // FAISS factory string
-	reembed  bool
-	verbose  bool
+	dir           string
+	embedder      string // model name (in MEMORY_MODELS or the cache), directory, or hash[:DIM]
+	reranker      string
+	backend       string // vector index backend
+	factory       string // FAISS factory string
+	reembed       bool
+	verbose       bool
+	queryPrefix   optString
+	passagePrefix optString
+}
+
+// optString is a string flag that remembers whether it was given (so that "" can clear a
+// default).
+type optString struct {
+	v   string
+	set bool
+}
+
+func (o *optString) String() string { return o.v }
+func (o *optString) Set(s string) error {
+	o.v, o.set = s, true
+	return nil
+}
+
+// ptr is the flag's value, nil when it was not given.
+func (o *optString) ptr() *string {
+	if !o.set {
+		return nil
+	}
+	v := o.v
+	return &v
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	if needDir {
 		fs.StringVar(&f.dir, "store", "", "store directory (required)")
 	}
-	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, or a directory (default: none, BM25 only)")
+	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, or hash[:DIM]\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
 	fs.StringVar(&f.reranker, "reranker", "", "cross-encoder model: a name or a directory (default: none)")
 	fs.StringVar(&f.backend, "index", "", "dense index backend (chromem, flat, faiss when built with -tags faiss)")
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
+	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
+	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the model folder's\nprompts, e.g. E5's \"passage: \"; \"\" for none). Part of the embedder's identity")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
 }
 
-// open opens the store the flags describe, loading the models they name.
-func (f *storeFlags) open(dir string, stderr io.Writer, extra ...memory.Option) (*memory.Memory, error) {
+// spec is the embedder the flags name (name "" when --embedder is not given).
+func (f *storeFlags) spec() embedderSpec {
+	return embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr()}
+}
+
+// options builds the store options of the flags: logger, models, index, re-embedding, and
+// the resolver that reloads the embedder a store was built with.
+func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
 	}
 	opts := []memory.Option{memory.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))}
 	if f.embedder != "" {
-		e, err := loadEmbedder(f.embedder)
+		e, err := loadEmbedderSpec(context.Background(), f.spec())
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, memory.WithEmbedder(e))
+	} else {
+		spec := f.spec()
+		opts = append(opts, memory.WithEmbedderResolver(func(ctx context.Context, id string, dim int) (vectorstore.Embedder, error) {
+			return resolveEmbedder(ctx, id, dim, spec)
+		}))
 	}
 	if f.reranker != "" {
 		r, err := loadReranker(f.reranker)
@@ -55,13 +96,87 @@ func (f *storeFlags) open(dir string, stderr io.Writer, extra ...memory.Option) 
 		opts = append(opts, memory.WithReranker(r))
 	}
 	if f.backend != "" || f.factory != "" {
-		cfg := indexConfig(f.backend, f.factory)
-		opts = append(opts, memory.WithIndex(cfg))
+		opts = append(opts, memory.WithIndex(indexConfig(f.backend, f.factory)))
 	}
 	if f.reembed {
 		opts = append(opts, memory.WithReEmbed(nil))
 	}
-	return memory.Open(dir, append(opts, extra...)...)
+	return opts, nil
+}
+
+// open opens the existing store the flags describe for a read command (search, get, count,
+// serve, eval --store): it never creates a store, and fails with a message naming dir when
+// there is none. A store built with an embedder gets it back without --embedder.
+func (f *storeFlags) open(dir string, stderr io.Writer, extra ...memory.Option) (*memory.Memory, error) {
+	return openStore(f, dir, false, stderr, extra...)
+}
+
+// create opens the store in dir, creating it when dir is missing or empty (index).
+func (f *storeFlags) create(dir string, stderr io.Writer, extra ...memory.Option) (*memory.Memory, error) {
+	return openStore(f, dir, true, stderr, extra...)
+}
+
+// openStore is the one place the CLI opens stores; serve uses it through storeFlags.open.
+func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra ...memory.Option) (*memory.Memory, error) {
+	opts, err := f.options(stderr)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, extra...)
+	if create {
+		m, err := memory.Open(dir, opts...)
+		return m, cliHint(err)
+	}
+	if dir == "" {
+		return nil, errors.New("no --store given")
+	}
+	m, err := memory.OpenExisting(dir, opts...)
+	if err != nil {
+		if errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore) {
+			return nil, fmt.Errorf("%w (create one with `memory index --store %s FILE...`)", err, dir)
+		}
+		return nil, cliHint(err)
+	}
+	return m, nil
+}
+
+// cliHint adds the CLI's way out to errors whose text names a library option.
+func cliHint(err error) error {
+	if errors.Is(err, memory.ErrEmbedderMismatch) {
+		return fmt.Errorf("%w (pass --reembed to re-embed the store with --embedder, or leave --embedder out to use the store's own)", err)
+	}
+	return err
+}
+
+// openCollection returns an existing collection of m for a read command ("" = the default
+// collection, which always exists); a missing one fails with memory.ErrCollectionNotFound
+// and lists the collections there are. serve uses it for --collection.
+func openCollection(m *memory.Memory, name string) (*memory.Collection, error) {
+	if name == "" {
+		return m.Collection(""), nil
+	}
+	c, err := m.GetCollection(name)
+	if err != nil {
+		if errors.Is(err, memory.ErrCollectionNotFound) {
+			return nil, fmt.Errorf("%w: %q in %s (collections: %s)", memory.ErrCollectionNotFound, name, m.Dir(), listNames(m.Collections()))
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func listNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%q", n)
+	}
+	return out
 }
 
 // isTerminal reports whether w is an interactive terminal.

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+func init() {
+	register(command{
+		name:    "collections",
+		summary: "list the collections of a store with their sizes, or delete one (--delete NAME)",
+		run:     runCollections,
+	})
+}
+
+func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("collections", stderr)
+	var sf storeFlags
+	sf.register(fs, true)
+	del := fs.String("delete", "", "delete this collection with all its documents")
+	asJSON := fs.Bool("json", false, `one JSON object per collection: {"name": ..., "count": ...}`)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if sf.dir == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	m, err := sf.open(sf.dir, stderr)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if *del != "" {
+		c, err := openCollection(m, *del)
+		if err != nil {
+			return err
+		}
+		n := c.Count()
+		if err := m.DeleteCollection(ctx, *del); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "deleted collection %q (%d documents)\n", escapeControls(c.Name(), false), n)
+		return nil
+	}
+	names := m.Collections()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, n := range names {
+			if err := enc.Encode(struct {
+				Name  string `json:"name"`
+				Count int    `json:"count"`
+			}{n, m.Collection(n).Count()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "COLLECTION\tDOCUMENTS")
+	for _, n := range names {
+		fmt.Fprintf(tw, "%s\t%d\n", cell(n, 80), m.Collection(n).Count())
+	}
+	return tw.Flush()
+}

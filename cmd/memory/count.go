@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+func init() {
+	register(command{
+		name:    "count",
+		summary: "print the number of documents in a collection",
+		run:     runCount,
+	})
+}
+
+func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("count", stderr)
+	var sf storeFlags
+	sf.register(fs, true)
+	col := fs.String("collection", "", "collection (default: the default collection)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if sf.dir == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	m, err := sf.open(sf.dir, stderr)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	c, err := openCollection(m, *col)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, c.Count())
+	return nil
+}

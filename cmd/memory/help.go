@@ -1,0 +1,131 @@
+package main
+
+// helpText is what `memory COMMAND -h` prints before the flags.
+type helpText struct {
+	usage string // synopsis lines, without "usage: "
+	help  string // behaviour and input formats
+}
+
+// subcommandHelp lists the commands that take a subcommand word (and handle "help" as one).
+var subcommandHelp = map[string]bool{"models": true, "sop": true, "runtime": true}
+
+// storeHelp explains how read and write commands treat stores and embedders.
+const storeHelp = `Stores: --store DIR is a store directory. Only index creates one (and a collection on
+its first write); search, get, count, collections, eval --store and serve fail with exit
+status 1, naming the path or the collection, when it does not exist. A store remembers its
+embedder: --embedder is needed only when creating a store or with --reembed; later commands
+reload the recorded model (by name from $MEMORY_MODELS or the model cache, see memory models)
+or, when it cannot be found, say which model is needed (BM25 searches still work).`
+
+// commandHelp holds the -h text of each command (commands without an entry print their
+// flags only).
+var commandHelp = map[string]helpText{
+	"index": {
+		usage: `memory index --store DIR [--collection C] [--sync] [--strict] [--embedder M] PATH...
+memory index --store DIR [--collection C] --code DIR`,
+		help: `PATH is a file or a folder (walked recursively; hidden folders skipped). Input formats:
+
+  .txt, .md   one document per file: the first line is the title (leading "#" removed),
+              the rest the text. id = the path as given; source = the absolute path.
+  .jsonl      one JSON object per line, any of:
+                {"id": "1", "title": "...", "text": "...", "metadata": {"year": 2020}, "source": "..."}
+                {"_id": "1", "title": "...", "text": "..."}          (BEIR corpus.jsonl)
+                {"id": "1", "contents": "\"Title\"\ntext"}           (Search-R1 corpus)
+              metadata values are strings, numbers or booleans. source defaults to the
+              absolute path of the .jsonl file.
+
+Each document is checked on its own: a bad line (empty, invalid JSON, no id, no text, a
+duplicate id within the run, a document the store rejects) is reported with its file and
+line number and skipped; the others are stored. A summary ends the run. The exit status is
+1 only when nothing was stored, or with --strict when anything was skipped.
+
+Re-indexing a path replaces what was indexed from it: the documents whose source is that
+path are deleted before its new documents are added. --sync also deletes the documents of
+sources under the given folders that no longer exist (or are no longer indexed).
+
+--code indexes a source tree chunked with tree-sitter (respects .gitignore).
+
+` + storeHelp,
+	},
+	"search": {
+		usage: `memory search --store DIR [--collection C] [--mode hybrid|bm25|dense] [--k N] [--where JSON] [--json] QUERY...`,
+		help: `Searches an existing store and prints a table (rank, score, BM25 / dense / rerank
+breakdown, id, title, and a snippet around the matched terms) or, with --json, one JSON
+result per line. Control characters in stored text are shown escaped (\x1b) in the table.
+
+--where takes a Chroma-style metadata filter: {"year": {"$gte": 2020}}, {"source": "a.md"},
+operators $eq $ne $gt $gte $lt $lte $in $nin $and $or. --where-document takes
+{"$contains": "text"} or {"$not_contains": "text"}.
+
+Without --mode, a store whose embedder cannot be loaded is searched with BM25 (with a
+warning).
+
+` + storeHelp,
+	},
+	"get": {
+		usage: `memory get --store DIR [--collection C] [--json] ID...`,
+		help: `Prints the stored documents with the given ids (title, source, metadata and the whole
+text; with --json one JSON document per line). A missing id is reported and makes the exit
+status 1.
+
+` + storeHelp,
+	},
+	"delete": {
+		usage: `memory delete --store DIR [--collection C] ID...
+memory delete --store DIR [--collection C] --where JSON
+memory delete --store DIR [--collection C] --source PATH`,
+		help: `Deletes documents (with all their chunks) by id, by a metadata filter (the JSON of
+search --where), or by source (a path given to index; relative paths are made absolute).
+Prints how many were deleted. Never creates a store or a collection.`,
+	},
+	"count": {
+		usage: `memory count --store DIR [--collection C]`,
+		help: `Prints the number of documents in a collection (default: the default collection).
+
+` + storeHelp,
+	},
+	"collections": {
+		usage: `memory collections --store DIR [--json]
+memory collections --store DIR --delete NAME`,
+		help: `Lists the collections of a store with their document counts, or deletes a collection
+with all its documents (--delete; deleting the default collection empties it).`,
+	},
+	"eval": {
+		usage: `memory eval --data DIR [--mode bm25|dense|hybrid] [--embedder M] [--reranker M] [--run-out FILE]
+memory eval --data DIR --store DIR [...]`,
+		help: `Evaluates retrieval on a BEIR folder: DIR/corpus.jsonl ({"_id","title","text"} per line),
+DIR/queries.jsonl ({"_id","text"}) and DIR/qrels/SPLIT.tsv (query-id, corpus-id, score with a
+header line). Prints nDCG@10, Recall@100, MRR@10, index and query timings.
+
+Without --store the corpus is indexed into a temporary store. --store DIR evaluates an
+existing store (an empty one is filled with the corpus first); it never creates one: build
+it with --keep DIR, or with memory index --store DIR DIR/corpus.jsonl.`,
+	},
+	"serve": {
+		usage: `memory serve --store DIR [--collection C] [--retrieve ADDR] [--mcp | --mcp-http ADDR]`,
+		help: `Serves an existing store: Search-R1's POST /retrieve ({"queries": ["..."], "topk": 3,
+"return_scores": true}) and GET /health over HTTP, and/or MCP (memory_search, memory_add,
+memory_delete, memory_get, sop_match) over stdio or streamable HTTP.
+
+` + storeHelp,
+	},
+	"runtime": {
+		usage: `memory runtime pull [--url URL] [--dir DIR] [--force]
+memory runtime path`,
+		help: runtimeHelp,
+	},
+	"version": {
+		usage: `memory version`,
+		help:  `Prints the module version, the Go version, and the ONNX Runtime library that would be loaded.`,
+	},
+	"chunk": {
+		usage: `memory chunk [--json] [--budget N] [--language L] FILE...`,
+		help: `Splits source files into chunks with tree-sitter (the language from the file extension
+unless --language) and prints them, or one JSON chunk per line with --json.`,
+	},
+	"tokenize": {
+		usage: `memory tokenize --model NAME_OR_DIR [--pair] TEXT...`,
+		help: `Prints the WordPiece token ids of each TEXT with the model's tokenizer (tokenizer.json
+or vocab.txt); --pair encodes two texts as a cross-encoder pair.`,
+	},
+}

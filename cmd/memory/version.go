@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/agentmem/memory/internal/onnx"
+)
+
+func init() {
+	register(command{
+		name:    "version",
+		summary: "print the version of memory, Go and the ONNX Runtime library in use",
+		run:     runVersion,
+	})
+}
+
+func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	version, revision := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					revision += " (modified)"
+				}
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "memory       %s\n", version)
+	if revision != "" {
+		fmt.Fprintf(stdout, "revision     %s\n", revision)
+	}
+	fmt.Fprintf(stdout, "go           %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	lib := onnx.ResolveLibrary("")
+	state := "found"
+	if _, err := os.Stat(lib); err != nil {
+		state = fmt.Sprintf("not found: set %s or run `%s`", onnx.LibraryEnv, onnx.PullCommand)
+	}
+	fmt.Fprintf(stdout, "onnxruntime  %s wanted; library %s (%s)\n", onnx.RuntimeVersion, lib, state)
+	return nil
+}
