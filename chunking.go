@@ -9,17 +9,6 @@ import (
 	"github.com/agentmem/memory/hybrid"
 )
 
-// Chunking on add
-//
-// A document whose text is longer than the chunk budget is split when it is written: prose
-// with [chunker.Text] (markdown-aware: each chunk records its heading path), code with
-// [chunker.Code] (tree-sitter). The chunks are stored as children of the document: the
-// document itself (title, whole text, metadata) stays the unit of Get, Delete, Upsert and
-// filters, and each chunk is indexed (BM25 and dense) on its own with the document's title.
-// Upserting or deleting a document replaces or removes all its chunks in the same
-// transaction. A short document, a document with a precomputed Embedding, and any document
-// stored before chunking existed are one chunk: the document itself.
-
 // ChunkOptions configure how documents are split into chunks when they are added. The zero
 // value chunks with the defaults.
 type ChunkOptions struct {
@@ -29,7 +18,8 @@ type ChunkOptions struct {
 	// stays one chunk.
 	Budget int
 	// CodeBudget is the largest code chunk, in non-whitespace characters (default
-	// chunker.DefaultBudget, 1500, as [Collection.AddCode] uses).
+	// chunker.DefaultBudget, 1500, as [Collection.AddCode] uses). Code is split only when
+	// it is a fifth over it, so AddCode's chunks (the budget plus a short header) stay whole.
 	CodeBudget int
 	// Disabled stores every document as one chunk, however long.
 	Disabled bool
@@ -94,9 +84,16 @@ func (m *Memory) chunkDoc(d *Document) []chunkRec {
 	if len(d.Text) <= prose {
 		return nil // non-whitespace characters <= bytes
 	}
+	size := nonSpace(d.Text)
 	var chunks []chunker.Chunk
-	if lang := codeLanguage(d); lang != "" {
-		if len(d.Text) <= code {
+	lang := codeLanguage(d)
+	if lang == "" && size <= prose {
+		return nil
+	}
+	if lang != "" {
+		// A code chunk from AddCode carries a header of a few lines over its budget:
+		// allow a fifth more before splitting code again.
+		if size <= code+code/5 {
 			return nil
 		}
 		name := d.Source
@@ -128,6 +125,18 @@ func (m *Memory) chunkDoc(d *Document) []chunkRec {
 		return nil
 	}
 	return out
+}
+
+// nonSpace counts the characters of s that are not ASCII whitespace, as chunker budgets do.
+func nonSpace(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if b != ' ' && b != '\t' && b != '\n' && b != '\r' && b != '\v' && b != '\f' && b&0xC0 != 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 // Index ids. A document of one chunk is indexed under its own id; chunk i of a chunked

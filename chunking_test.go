@@ -665,3 +665,70 @@ func FuzzSnippet(f *testing.F) {
 		}
 	})
 }
+
+func TestReEmbedChunkedDocuments(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	m := openT(t, dir, WithEmbedder(vectorstore.NewHashEmbedder(32)))
+	text := prose(11, 8000) + " Unique tail sentence about the pelican observatory. " + prose(12, 2000)
+	if err := m.Add(bg, Document{ID: "long", Text: text}, Document{ID: "short", Text: "a short one"}); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	var last [2]int
+	m2 := openT(t, dir, WithEmbedder(vectorstore.NewHashEmbedder(64)), WithReEmbed(func(done, total int) { last = [2]int{done, total} }))
+	if last != [2]int{2, 2} {
+		t.Fatalf("last progress %v, want [2 2] (documents, not chunks)", last)
+	}
+	docs, units, bm25, vec := colIndexCounts(t, m2.Collection(""))
+	if docs != 2 || units < 4 || bm25 != units || vec != units {
+		t.Fatalf("docs %d units %d bm25 %d vectors %d", docs, units, bm25, vec)
+	}
+	// Every chunk's stored vector is the new embedder's vector of that chunk.
+	e := vectorstore.NewHashEmbedder(64)
+	s, _ := m2.Collection("").state(false)
+	for _, id := range []string{"long", "short"} {
+		r := s.docs[id]
+		for u, uid := range r.unitIDs(id) {
+			got, err := m2.vector("default", uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := e.Embed(bg, []string{r.unitEmbedText(unitIndex(r, u))})
+			if fmt.Sprint(got) != fmt.Sprint(want[0]) {
+				t.Fatalf("vector of %q is not the embedding of its chunk", uid)
+			}
+		}
+	}
+}
+
+// TestDeleteCollectionWhileSearching: searches running while their collection is deleted
+// either finish or fail with ErrCollectionNotFound.
+func TestDeleteCollectionWhileSearching(t *testing.T) {
+	m := openT(t, "")
+	for round := 0; round < 5; round++ {
+		c := m.Collection("c")
+		if err := c.Add(bg, Document{ID: "1", Text: prose(int64(round), 5000)}); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 8)
+		for g := 0; g < 4; g++ {
+			go func() {
+				for i := 0; i < 20; i++ {
+					if _, err := c.Search(bg, "lantern orchard river", WithMode(BM25)); err != nil && !errors.Is(err, ErrCollectionNotFound) {
+						errs <- err
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		if err := m.DeleteCollection(bg, "c"); err != nil {
+			t.Fatal(err)
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-errs; err != nil {
+				t.Fatalf("search during delete: %v", err)
+			}
+		}
+	}
+}
