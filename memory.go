@@ -9,6 +9,21 @@
 //	err = m.Add(ctx, memory.Document{ID: "1", Title: "Go", Text: "Go is a language."})
 //	res, err := m.Search(ctx, "what is go", memory.TopK(5))
 //
+// # Chunks, sources and snippets
+//
+// A document longer than the chunk budget (see ChunkOptions: 1,000 non-whitespace
+// characters of prose by default, fewer for an embedder with a short window) is split when
+// it is added: prose by package chunker's markdown-aware text chunker (each chunk keeps its
+// heading path), code (Metadata "language", or a Source whose extension names a language)
+// by its tree-sitter code chunker. Each chunk is indexed and embedded on its own; the
+// document stays the unit of Get, Delete, Upsert and filters, and replacing or deleting it
+// replaces or deletes all its chunks in the same transaction. A search ranks chunks and
+// returns the best chunk of each document (WithAllChunks: every chunk), with the chunk's
+// text, byte offsets, heading path and index (Result.ParentID, ChunkIndex, Start, End,
+// Headings) and a Snippet around the query terms. Document.Source (stored as the metadata
+// value "source") names where a document came from: DeleteWhere(ctx, Where{"source": p})
+// removes it and Sources lists them.
+//
 // # Durability
 //
 // The store of record is one bbolt file in the store directory. Each Add, Upsert and Delete
