@@ -368,6 +368,9 @@ func TestHelpExitsZero(t *testing.T) {
 			}
 		}
 	}
+	for _, args := range [][]string{{"models", "pull", "-h"}, {"sop", "match", "-h"}, {"runtime", "pull", "-h"}, {"runtime", "help"}, {"index", "help"}} {
+		mustCLI(t, 0, args...)
+	}
 	_, errs := mustCLI(t, 0, "index", "-h")
 	for _, want := range []string{".jsonl", ".md", `"_id"`, `"contents"`, "--strict", "--sync", "line number"} {
 		if !strings.Contains(errs, want) {
@@ -535,4 +538,29 @@ func (f fakeEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 		out[i][i%f.dim] = 1
 	}
 	return out, nil
+}
+
+func TestEvalStoreAndKeep(t *testing.T) {
+	dir := t.TempDir()
+	beirDir := filepath.Join(dir, "beir")
+	writeFile(t, filepath.Join(beirDir, "corpus.jsonl"),
+		`{"_id":"1","title":"Otters","text":"Sea otters hold hands while sleeping."}`+"\n"+
+			`{"_id":"2","title":"Walrus","text":"Walruses use their tusks to haul out."}`+"\n")
+	writeFile(t, filepath.Join(beirDir, "queries.jsonl"), `{"_id":"q1","text":"sleeping otters"}`+"\n")
+	writeFile(t, filepath.Join(beirDir, "qrels", "test.tsv"), "query-id\tcorpus-id\tscore\nq1\t1\t1\n")
+	out, _ := mustCLI(t, 0, "eval", "--data", beirDir)
+	if !strings.Contains(out, "nDCG@10      1.0000") {
+		t.Fatalf("eval:\n%s", out)
+	}
+	kept := filepath.Join(dir, "kept")
+	mustCLI(t, 0, "eval", "--data", beirDir, "--keep", kept)
+	out, _ = mustCLI(t, 0, "eval", "--data", beirDir, "--store", kept)
+	if !strings.Contains(out, "nDCG@10      1.0000") {
+		t.Fatalf("eval --store:\n%s", out)
+	}
+	out, _ = mustCLI(t, 0, "count", "--store", kept)
+	if strings.TrimSpace(out) != "2" {
+		t.Fatalf("kept store holds %q", out)
+	}
+	mustCLI(t, 2, "eval", "--data", beirDir, "--keep", kept, "--store", kept)
 }
