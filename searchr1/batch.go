@@ -23,6 +23,11 @@ type BatchSearcher interface {
 	SearchBatch(ctx context.Context, queries []string, opts ...memory.SearchOption) ([][]memory.Result, error)
 }
 
+var (
+	_ BatchSearcher = (*memory.Memory)(nil)
+	_ BatchSearcher = (*memory.Collection)(nil)
+)
+
 // SearchQueries searches every query of queries and returns the result lists in input
 // order; a blank query gets an empty list. When s implements [BatchSearcher] the whole
 // batch goes to SearchBatch; otherwise up to workers searches run at once (workers <= 0:

@@ -485,7 +485,7 @@ func (h *retrieveHandler) appendList(buf []byte, res []memory.Result, scores boo
 // searchFailed answers a search error that happened before the response began.
 func (h *retrieveHandler) searchFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, memory.ErrInvalidOption), errors.Is(err, memory.ErrInvalidFilter):
+	case errors.Is(err, memory.ErrInvalidOption), errors.Is(err, memory.ErrInvalidFilter), errors.Is(err, memory.ErrQueryTooLarge):
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 	case r.Context().Err() != nil:
 		// client gone: nobody reads an answer
