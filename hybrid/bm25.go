@@ -76,7 +76,8 @@ const (
 // (Lucene/Anserini's BEIR settings), at most 1,024 distinct query terms and 64 KiB of query
 // text.
 type BM25Options struct {
-	// K1 and B are the BM25 constants (0 = default). B must be in [0, 1].
+	// K1 and B are the BM25 constants. Both zero selects the defaults; otherwise both are
+	// taken as given (b 0 turns length normalisation off). K1 must be >= 0, B in [0, 1].
 	K1, B float64
 	// MaxQueryTerms caps the distinct analysed terms of a query (0 = 1,024). A query over it
 	// fails with ErrQueryTooManyTerms.
@@ -84,6 +85,9 @@ type BM25Options struct {
 	// MaxQueryBytes caps the query text (0 = 64 KiB). A longer query fails with
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
+	// NoSync skips fsync when Bleve persists segments (Bleve's "unsafe_batch"): for
+	// indexes that are rebuilt from a store of record anyway, or temporary ones.
+	NoSync bool
 	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
 	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches
 	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
@@ -91,11 +95,8 @@ type BM25Options struct {
 }
 
 func (o BM25Options) withDefaults() (BM25Options, error) {
-	if o.K1 == 0 {
-		o.K1 = DefaultK1
-	}
-	if o.B == 0 {
-		o.B = DefaultB
+	if o.K1 == 0 && o.B == 0 {
+		o.K1, o.B = DefaultK1, DefaultB
 	}
 	if o.MaxQueryTerms == 0 {
 		o.MaxQueryTerms = DefaultMaxQueryTerms
@@ -112,6 +113,14 @@ func (o BM25Options) withDefaults() (BM25Options, error) {
 		return o, fmt.Errorf("%w: negative cap (terms %d, bytes %d, segment workers %d)", ErrBM25Option, o.MaxQueryTerms, o.MaxQueryBytes, o.SegmentWorkers)
 	}
 	return o, nil
+}
+
+// scorchConfig is the Bleve runtime configuration of an on-disk index.
+func (o BM25Options) scorchConfig() map[string]any {
+	if o.NoSync {
+		return map[string]any{"unsafe_batch": true}
+	}
+	return nil
 }
 
 // BM25Doc is a document as the keyword index sees it.
@@ -195,9 +204,9 @@ func OpenBM25With(path string, o BM25Options) (*BM25Index, error) {
 		idx, err = bleve.NewUsing("", newMapping(), scorch.Name, scorch.Name, nil)
 		created = true
 	} else {
-		idx, err = bleve.Open(path)
+		idx, err = bleve.OpenUsing(path, o.scorchConfig())
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
+			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, o.scorchConfig())
 			created = true
 		}
 	}

@@ -1,0 +1,191 @@
+package memory
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentmem/memory/internal/beir"
+)
+
+// The scale benchmark runs against a corpus written by bench/corpusgen (BEIR layout, e.g.
+// 1M passages of ~760 bytes) and a store built from it once and kept on disk:
+//
+//	go run ./bench/corpusgen -n 1000000 -out /tmp/corpus1m
+//	MEMORY_SCALE_CORPUS=/tmp/corpus1m MEMORY_SCALE_STORE=/tmp/store1m \
+//	  go test -run '^$' -bench BM25Scale -benchtime 1x -timeout 60m .
+//
+// It reports the time to open the store and answer one query, single-thread p50/p99 at
+// k=10 and k=100 over the corpus's test queries (after a warm-up pass), and the seconds of
+// one SearchBatch of batch-queries.jsonl over GOMAXPROCS workers. With
+// MEMORY_SCALE_TEMP=1 it also builds a temporary store (Open(""), as `memory eval` does)
+// and measures its p50/p99.
+
+// scaleCorpus reads a BEIR corpus.jsonl passage by passage.
+func scaleCorpus(b *testing.B, dir string, fn func([]Document) error) int {
+	f, err := os.Open(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	batch := make([]Document, 0, 10000)
+	n := 0
+	for dec.More() {
+		var d beir.Doc
+		if err := dec.Decode(&d); err != nil {
+			b.Fatal(err)
+		}
+		batch = append(batch, Document{ID: d.ID, Title: d.Title, Text: d.Text})
+		if len(batch) == cap(batch) {
+			if err := fn(batch); err != nil {
+				b.Fatal(err)
+			}
+			n += len(batch)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		if err := fn(batch); err != nil {
+			b.Fatal(err)
+		}
+		n += len(batch)
+	}
+	return n
+}
+
+func scaleQueries(b *testing.B, path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var q beir.Query
+		if err := dec.Decode(&q); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, q.Text)
+	}
+	return out
+}
+
+// buildScaleStore adds the corpus to a store at dir (or a temporary one for dir "").
+func buildScaleStore(b *testing.B, corpus, dir string) *Memory {
+	ctx := context.Background()
+	m, err := Open(dir, WithNoSync(), WithChunking(ChunkOptions{Disabled: true}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	n := scaleCorpus(b, corpus, func(docs []Document) error { return m.Add(ctx, docs...) })
+	b.Logf("built %q: %d passages in %v (%.0f docs/s)", dir, n, time.Since(start).Round(time.Second), float64(n)/time.Since(start).Seconds())
+	return m
+}
+
+// latency runs every query once untimed, then passes timed passes, and returns p50, p99.
+func latency(b *testing.B, m *Memory, qs []string, k, passes int) (p50, p99 time.Duration) {
+	ctx := context.Background()
+	for _, q := range qs {
+		if _, err := m.Search(ctx, q, WithMode(BM25), TopK(k)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, passes*len(qs))
+	for range passes {
+		for _, q := range qs {
+			t := time.Now()
+			if _, err := m.Search(ctx, q, WithMode(BM25), TopK(k)); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t))
+		}
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100]
+}
+
+func BenchmarkBM25Scale(b *testing.B) {
+	corpus, dir := os.Getenv("MEMORY_SCALE_CORPUS"), os.Getenv("MEMORY_SCALE_STORE")
+	if corpus == "" || dir == "" {
+		b.Skip("set MEMORY_SCALE_CORPUS (a bench/corpusgen folder) and MEMORY_SCALE_STORE")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "manifest.json")); err != nil {
+		m := buildScaleStore(b, corpus, dir)
+		if err := m.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	qs := scaleQueries(b, filepath.Join(corpus, "queries.jsonl"))
+	batch := scaleQueries(b, filepath.Join(corpus, "batch-queries.jsonl"))
+	ctx := context.Background()
+
+	runtime.GC()
+	start := time.Now()
+	m, err := Open(dir, WithChunking(ChunkOptions{Disabled: true}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opened := time.Since(start)
+	t := time.Now()
+	if _, err := m.Search(ctx, qs[0], WithMode(BM25), TopK(10)); err != nil {
+		b.Fatal(err)
+	}
+	first := time.Since(t)
+	defer m.Close()
+	b.Run("open", func(b *testing.B) {
+		b.ReportMetric(float64(opened.Microseconds())/1000, "open-ms")
+		b.ReportMetric(float64(first.Microseconds())/1000, "first-query-ms")
+	})
+	passes := 3
+	for _, k := range []int{10, 100} {
+		b.Run(fmt.Sprintf("disk/k=%d", k), func(b *testing.B) {
+			p50, p99 := latency(b, m, qs, k, passes)
+			b.ReportMetric(float64(p50.Microseconds()), "p50-us")
+			b.ReportMetric(float64(p99.Microseconds()), "p99-us")
+		})
+	}
+	for _, k := range []int{3, 10} {
+		b.Run(fmt.Sprintf("batch%d/k=%d", len(batch), k), func(b *testing.B) {
+			if _, err := m.SearchBatch(ctx, batch, WithMode(BM25), TopK(k)); err != nil { // warm-up
+				b.Fatal(err)
+			}
+			var secs []float64
+			for range 3 {
+				t := time.Now()
+				res, err := m.SearchBatch(ctx, batch, WithMode(BM25), TopK(k))
+				if err != nil {
+					b.Fatal(err)
+				}
+				secs = append(secs, time.Since(t).Seconds())
+				if len(res) != len(batch) {
+					b.Fatalf("%d result lists", len(res))
+				}
+			}
+			slices.Sort(secs)
+			b.ReportMetric(secs[1], "s/batch")
+			b.ReportMetric(float64(len(batch))/secs[1], "queries/s")
+			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "workers")
+		})
+	}
+	if os.Getenv("MEMORY_SCALE_TEMP") == "1" {
+		b.Run("temp", func(b *testing.B) {
+			tm := buildScaleStore(b, corpus, "")
+			defer tm.Close()
+			for _, k := range []int{10, 100} {
+				p50, p99 := latency(b, tm, qs, k, passes)
+				b.ReportMetric(float64(p50.Microseconds()), fmt.Sprintf("k%d-p50-us", k))
+				b.ReportMetric(float64(p99.Microseconds()), fmt.Sprintf("k%d-p99-us", k))
+			}
+		})
+	}
+}
