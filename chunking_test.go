@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/chunker"
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -730,5 +731,153 @@ func TestDeleteCollectionWhileSearching(t *testing.T) {
 				t.Fatalf("search during delete: %v", err)
 			}
 		}
+	}
+}
+
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChangeLogReplayReplacesChunks: indexes that lag behind the store of record (as after a
+// crash) are caught up from the change log, chunk by chunk: chunks of replaced or deleted
+// documents go, new ones come.
+func TestChangeLogReplayReplacesChunks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	e := vectorstore.NewHashEmbedder(32)
+	m1 := openT(t, dir, WithEmbedder(e))
+	if err := m1.Add(bg,
+		Document{ID: "A", Text: prose(20, 9000) + " The quokkaword lives in version one. " + prose(21, 3000)},
+		Document{ID: "B", Text: prose(22, 6000) + " The wombatword goes away."},
+		Document{ID: "C", Text: "short C"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	m1.Close()
+	saved := filepath.Join(t.TempDir(), "saved")
+	for _, d := range []string{bm25Dir, vecDir} {
+		if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+			copyTree(t, filepath.Join(dir, d), filepath.Join(saved, d))
+		}
+	}
+
+	m2, err := Open(dir, WithEmbedder(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Upsert(bg, Document{ID: "A", Text: prose(23, 5000)}, Document{ID: "C", Text: prose(24, 7000) + " The numbatword is new."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Delete(bg, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Add(bg, Document{ID: "D", Text: prose(25, 4000)}); err != nil {
+		t.Fatal(err)
+	}
+	// "Crash": release the store without trimming the change log, and put the indexes back
+	// as they were before these writes.
+	m2.closed.Store(true)
+	for _, s := range m2.cols {
+		s.close()
+	}
+	m2.db.Close()
+	for _, d := range []string{bm25Dir, vecDir} {
+		os.RemoveAll(filepath.Join(dir, d))
+		if _, err := os.Stat(filepath.Join(saved, d)); err == nil {
+			copyTree(t, filepath.Join(saved, d), filepath.Join(dir, d))
+		}
+	}
+
+	// The restored BM25 index reflects the first session: opening replays the log (it is
+	// not rebuilt).
+	idx, err := hybrid.OpenBM25(filepath.Join(dir, bm25Dir, DefaultCollection))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq := idx.Seq(); seq == 0 || seq >= m2.cols[DefaultCollection].lastSeq {
+		t.Fatalf("restored index at seq %d, store at %d: this would not test the replay", seq, m2.cols[DefaultCollection].lastSeq)
+	}
+	idx.Close()
+
+	m3 := openT(t, dir, WithEmbedder(e))
+	docs, units, bm25, vec := colIndexCounts(t, m3.Collection(""))
+	if docs != 3 || bm25 != units || vec != units {
+		t.Fatalf("docs %d units %d bm25 %d vectors %d", docs, units, bm25, vec)
+	}
+	for _, tc := range []struct {
+		query string
+		want  string // "" = nothing may match
+	}{
+		{"quokkaword", ""},
+		{"wombatword", ""},
+		{"short", ""},
+		{"numbatword", "C"},
+	} {
+		res, err := m3.Search(bg, tc.query, WithMode(BM25), WithAllChunks())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, r := range res {
+			got += r.ID
+		}
+		if got != tc.want {
+			t.Fatalf("%q found in %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+// TestUnchunkedDocumentsStayReadable: a long document stored whole (as every document of a
+// store written before chunking) is its own single chunk; upserting it chunks it and drops
+// the whole-document entry from the indexes.
+func TestUnchunkedDocumentsStayReadable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	e := vectorstore.NewHashEmbedder(32)
+	text := prose(30, 6000) + " The tapirword sits at the end."
+	old := openT(t, dir, WithEmbedder(e), WithChunking(ChunkOptions{Disabled: true}))
+	if err := old.Add(bg, Document{ID: "legacy", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	m := openT(t, dir, WithEmbedder(e))
+	res, err := m.Search(bg, "tapirword", WithMode(BM25))
+	if err != nil || len(res) != 1 {
+		t.Fatalf("search: %v %v", ids(res), err)
+	}
+	if r := res[0]; r.Text != text || r.Start != 0 || r.End != len(text) || r.Chunks != 1 || r.ChunkIndex != 0 || r.ParentID != "legacy" {
+		t.Fatalf("whole-document result: chunk %d/%d [%d,%d)", r.ChunkIndex, r.Chunks, r.Start, r.End)
+	}
+	if d, _ := m.Get(bg, "legacy"); len(d.Embedding) != 32 {
+		t.Fatalf("the whole document's vector: %d dims", len(d.Embedding))
+	}
+	if err := m.Upsert(bg, Document{ID: "legacy", Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = m.Search(bg, "tapirword", WithMode(BM25), WithAllChunks())
+	if len(res) != 1 || res[0].Chunks < 2 || res[0].Start == 0 {
+		t.Fatalf("after upsert: %+v", res)
+	}
+	if d, _ := m.Get(bg, "legacy"); d.Embedding != nil || d.Text != text {
+		t.Fatal("a chunked document has no single vector, and Get returns all its text")
+	}
+	if docs, units, bm25, vec := colIndexCounts(t, m.Collection("")); docs != 1 || bm25 != units || vec != units {
+		t.Fatalf("docs %d units %d bm25 %d vectors %d", docs, units, bm25, vec)
 	}
 }
