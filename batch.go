@@ -56,7 +56,6 @@ func (m *Memory) bm25Options() hybrid.BM25Options {
 		MaxQueryTerms:  m.opts.MaxQueryTerms,
 		MaxQueryBytes:  m.opts.MaxQueryBytes,
 		SegmentWorkers: m.opts.QueryWorkers,
-		NoSync:         m.opts.NoSync || m.tempDir,
 	}
 }
 

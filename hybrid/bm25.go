@@ -85,9 +85,6 @@ type BM25Options struct {
 	// MaxQueryBytes caps the query text (0 = 64 KiB). A longer query fails with
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
-	// NoSync skips fsync when Bleve persists segments (Bleve's "unsafe_batch"): for
-	// indexes that are rebuilt from a store of record anyway, or temporary ones.
-	NoSync bool
 	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
 	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches
 	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
@@ -113,14 +110,6 @@ func (o BM25Options) withDefaults() (BM25Options, error) {
 		return o, fmt.Errorf("%w: negative cap (terms %d, bytes %d, segment workers %d)", ErrBM25Option, o.MaxQueryTerms, o.MaxQueryBytes, o.SegmentWorkers)
 	}
 	return o, nil
-}
-
-// scorchConfig is the Bleve runtime configuration of an on-disk index.
-func (o BM25Options) scorchConfig() map[string]any {
-	if o.NoSync {
-		return map[string]any{"unsafe_batch": true}
-	}
-	return nil
 }
 
 // BM25Doc is a document as the keyword index sees it.
@@ -204,9 +193,9 @@ func OpenBM25With(path string, o BM25Options) (*BM25Index, error) {
 		idx, err = bleve.NewUsing("", newMapping(), scorch.Name, scorch.Name, nil)
 		created = true
 	} else {
-		idx, err = bleve.OpenUsing(path, o.scorchConfig())
+		idx, err = bleve.OpenUsing(path, nil)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
-			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, o.scorchConfig())
+			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
 			created = true
 		}
 	}
