@@ -98,11 +98,14 @@ func TestIndexEachKindOfBadLine(t *testing.T) {
 		40: `{"id": "d1", "title": "again", "text": "a duplicate of line 2"}`,
 		50: `{"id": "meta", "text": "t", "metadata": {"nested": {"no": 1}}}`,
 		60: `[1, 2, 3]`,
+		70: `{"id": 1.5, "text": "a fractional id"}`,
+		80: `{"id": 8080, "text": "an integer id is fine"}`,
 	}
 	jsonl(t, file, 100, bad)
 	store := filepath.Join(dir, "s")
 	out, errs := mustCLI(t, 0, "index", "--store", store, "--batch", "7", file)
-	if !strings.Contains(out, fmt.Sprintf("stored %d documents", 100-len(bad))) || !strings.Contains(out, fmt.Sprintf("skipped %d", len(bad))) {
+	nBad := len(bad) - 1
+	if !strings.Contains(out, fmt.Sprintf("stored %d documents", 100-nBad)) || !strings.Contains(out, fmt.Sprintf("skipped %d", nBad)) {
 		t.Fatalf("summary: %s\n%s", out, errs)
 	}
 	for _, want := range []string{
@@ -113,14 +116,18 @@ func TestIndexEachKindOfBadLine(t *testing.T) {
 		`c.jsonl:40: duplicate id "d1" (first read at ` + file + ":2)",
 		`c.jsonl:50: memory: invalid metadata`,
 		"c.jsonl:60: invalid JSON",
+		"c.jsonl:70: invalid JSON: id 1.5 is not an integer",
 	} {
 		if !strings.Contains(errs, "skip "+filepath.Join(dir, want)) {
 			t.Errorf("missing %q in:\n%s", want, errs)
 		}
 	}
 	m := openTest(t, store)
-	if n := m.Count(); n != 100-len(bad) {
+	if n := m.Count(); n != 100-nBad {
 		t.Fatalf("stored %d", n)
+	}
+	if _, err := m.Get(context.Background(), "8080"); err != nil {
+		t.Fatalf("integer id: %v", err)
 	}
 	if d, err := m.Get(context.Background(), "d1"); err != nil || d.Title != "Doc 1" {
 		t.Fatalf("first d1 not kept: %+v %v", d, err)
@@ -563,4 +570,43 @@ func TestEvalStoreAndKeep(t *testing.T) {
 		t.Fatalf("kept store holds %q", out)
 	}
 	mustCLI(t, 2, "eval", "--data", beirDir, "--keep", kept, "--store", kept)
+}
+
+func FuzzReadLines(f *testing.F) {
+	f.Add("a\nb\n")
+	f.Add("\n\n{}\nlast")
+	f.Fuzz(func(t *testing.T, in string) {
+		in = strings.ReplaceAll(in, "\r", "")
+		var lines []string
+		next := 1
+		err := readLines(strings.NewReader(in), func(n int, line []byte, tooLong bool) error {
+			if n != next || tooLong {
+				t.Fatalf("line %d (want %d) tooLong %v", n, next, tooLong)
+			}
+			next++
+			lines = append(lines, string(line))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(lines, "\n"); got != strings.TrimSuffix(in, "\n") {
+			t.Fatalf("lines %q do not rebuild %q", lines, in)
+		}
+	})
+}
+
+func FuzzJSONLDocument(f *testing.F) {
+	f.Add(`{"id": 7, "contents": "\"T\"\nbody"}`)
+	f.Add(`{"_id": "x", "title": "t", "text": "y", "metadata": {"a": [1]}}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		var j jsonlDoc
+		if err := json.Unmarshal([]byte(line), &j); err != nil {
+			return
+		}
+		d := j.document()
+		if j.ID != "" && d.ID != string(j.ID) {
+			t.Fatalf("id %q lost: %q", j.ID, d.ID)
+		}
+	})
 }

@@ -147,8 +147,16 @@ func (ix *indexer) where(l docLoc) string {
 	return fmt.Sprintf("%s:%d", ix.files[l.file], l.line)
 }
 
-// skip reports a document that is not stored.
+// skip reports a document that is not stored (and counts it as done for the progress).
 func (ix *indexer) skip(l docLoc, format string, args ...any) {
+	ix.report(l, format, args...)
+	if ix.prog != nil {
+		ix.prog.add(1)
+	}
+}
+
+// report reports a document that is not stored.
+func (ix *indexer) report(l docLoc, format string, args ...any) {
 	ix.skipped++
 	fmt.Fprintf(ix.stderr, "skip %s: %s\n", ix.where(l), fmt.Sprintf(format, args...))
 }
@@ -259,7 +267,7 @@ func (ix *indexer) flush() error {
 				if !perDocument(err) {
 					return err
 				}
-				ix.skip(p.loc, "%v", err)
+				ix.report(p.loc, "%v", err)
 				continue
 			}
 			ix.stored++
@@ -343,10 +351,8 @@ func countDocs(files []string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		err = readLines(fh, func(_ int, line []byte, tooLong bool) error {
-			if tooLong || len(bytes.TrimSpace(line)) > 0 {
-				n++
-			}
+		err = readLines(fh, func(int, []byte, bool) error {
+			n++
 			return nil
 		})
 		fh.Close()
@@ -401,8 +407,8 @@ func readLines(r io.Reader, fn func(n int, line []byte, tooLong bool) error) err
 // jsonlDoc accepts BEIR ({"_id","title","text"}), Search-R1 ({"id","contents"}) and our own
 // ({"id","title","text","metadata","source"}) lines.
 type jsonlDoc struct {
-	ID       string         `json:"id"`
-	BeirID   string         `json:"_id"`
+	ID       flexID         `json:"id"`
+	BeirID   flexID         `json:"_id"`
 	Title    string         `json:"title"`
 	Text     string         `json:"text"`
 	Contents string         `json:"contents"`
@@ -410,10 +416,37 @@ type jsonlDoc struct {
 	Source   string         `json:"source"`
 }
 
+// flexID is an id given as a JSON string or an integer (kept as its decimal text).
+type flexID string
+
+// UnmarshalJSON accepts a string, an integer, or null.
+func (f *flexID) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexID(s)
+		return nil
+	}
+	if string(b) == "null" {
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return errors.New("id must be a string or an integer")
+	}
+	if _, err := n.Int64(); err != nil {
+		return fmt.Errorf("id %s is not an integer", n)
+	}
+	*f = flexID(n.String())
+	return nil
+}
+
 func (j jsonlDoc) document() memory.Document {
-	d := memory.Document{ID: j.ID, Title: j.Title, Text: j.Text, Metadata: j.Metadata, Source: j.Source}
+	d := memory.Document{ID: string(j.ID), Title: j.Title, Text: j.Text, Metadata: j.Metadata, Source: j.Source}
 	if d.ID == "" {
-		d.ID = j.BeirID
+		d.ID = string(j.BeirID)
 	}
 	if d.Text == "" && j.Contents != "" {
 		title, text, _ := strings.Cut(j.Contents, "\n")
