@@ -103,9 +103,9 @@ type RetrieveOptions struct {
 	// SearchOptions are added to every search (mode, filters, collections…).
 	SearchOptions []memory.SearchOption
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout configure the server
-	// of [NewRetrieveServer]. Defaults: 10 s; 30 s plus the body cap at 256 KiB/s; 2 min
-	// plus MaxResponseBytes at 2 MiB/s (the whole of a request's search and response
-	// must fit in it); 60 s.
+	// of [NewRetrieveServer]. Defaults: 10 s (at most ReadTimeout); 30 s plus the body cap
+	// at 256 KiB/s; 2 min plus MaxResponseBytes at 2 MiB/s (the whole of a request's
+	// search and response must fit in it); 60 s.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
@@ -136,15 +136,15 @@ func (o RetrieveOptions) withDefaults() RetrieveOptions {
 		o.QueueTimeout = 30 * time.Second
 	}
 	o.RerankDepth = defaultInt(o.RerankDepth, DefaultRerankDepth)
-	if o.ReadHeaderTimeout <= 0 {
-		o.ReadHeaderTimeout = 10 * time.Second
-	}
 	if o.ReadTimeout <= 0 {
 		body := max(o.MaxBodyBytes, o.MaxRerankBodyBytes)
 		if o.Reranker == nil {
 			body = o.MaxBodyBytes
 		}
 		o.ReadTimeout = 30*time.Second + time.Duration(body/(256<<10))*time.Second
+	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = min(10*time.Second, o.ReadTimeout)
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 2*time.Minute + time.Duration(o.MaxResponseBytes/(2<<20))*time.Second

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/onnx/onnxtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -221,5 +224,191 @@ func TestServeUsage(t *testing.T) {
 	var stderr lockedBuffer
 	if err := runServe(context.Background(), []string{"--store", dir, "--retrieve", "256.0.0.1:1"}, io.Discard, &stderr); err == nil || errors.Is(err, errUsage) {
 		t.Errorf("bad address: %v", err)
+	}
+}
+
+// startServe runs `memory serve` with args on a seeded store and returns the /retrieve
+// base URL; the server stops at the end of the test.
+func startServe(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, append([]string{"--store", dir, "--retrieve", "127.0.0.1:0"}, args...), io.Discard, &stderr)
+	}()
+	addrs := waitAddrs(t, &stderr, 1, done)
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	return addrs["retrieve"]
+}
+
+// searchR1Body is the body Search-R1's client sends (json.dumps separators).
+func searchR1Body(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"queries": [`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i%2 == 0 {
+			b.WriteString(`"What is the capital of France?"`)
+		} else {
+			b.WriteString(`"capital of Germany"`)
+		}
+	}
+	b.WriteString(`], "topk": 3, "return_scores": true}`)
+	return b.String()
+}
+
+func TestServeRetrieveSearchR1Batch(t *testing.T) {
+	base := startServe(t, seedStore(t))
+	resp, err := http.Post(base+"/retrieve", "application/json", strings.NewReader(searchR1Body(2560)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var r struct {
+		Result [][]struct {
+			Document struct{ ID string } `json:"document"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || resp.StatusCode != 200 || len(r.Result) != 2560 {
+		t.Fatalf("2,560 queries: %d, %d lists (%v)", resp.StatusCode, len(r.Result), err)
+	}
+	for i, l := range r.Result {
+		want := "fr"
+		if i%2 == 1 {
+			want = "de"
+		}
+		if len(l) == 0 || l[0].Document.ID != want {
+			t.Fatalf("list %d: %+v, want %s first", i, l, want)
+		}
+	}
+	resp, err = http.Post(base+"/retrieve", "application/json", strings.NewReader(searchR1Body(8193)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(data), "at most 8192") {
+		t.Fatalf("8,193 queries: %d %s", resp.StatusCode, data)
+	}
+
+	// The cap is a flag.
+	small := startServe(t, seedStore(t), "--max-queries", "4", "--max-response-bytes", "100000")
+	resp, err = http.Post(small+"/retrieve", "application/json", strings.NewReader(searchR1Body(5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(data), "at most 4") {
+		t.Fatalf("--max-queries 4: %d %s", resp.StatusCode, data)
+	}
+	resp, err = http.Post(small+"/retrieve", "application/json", strings.NewReader(searchR1Body(4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(data), "response budget of 100000 bytes") {
+		t.Fatalf("--max-response-bytes: %d %s", resp.StatusCode, data)
+	}
+}
+
+// TestServeTimeoutsCloseConnections uses raw TCP clients: a body that never finishes, a
+// connection that never sends a request and an idle keep-alive connection must all be
+// closed by the server.
+func TestServeTimeoutsCloseConnections(t *testing.T) {
+	base := startServe(t, seedStore(t), "--read-timeout", "300ms", "--idle-timeout", "300ms")
+	addr := strings.TrimPrefix(base, "http://")
+	// closedWithin reads until the server closes the connection.
+	closedWithin := func(t *testing.T, c net.Conn, d time.Duration) string {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(d))
+		data, err := io.ReadAll(c)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("connection still open after %v (read %q)", d, data)
+		}
+		return string(data)
+	}
+	t.Run("slow body", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"queries\": [")
+		start := time.Now()
+		for i := 0; i < 3; i++ { // trickle a byte now and then, slower than the timeout allows
+			time.Sleep(150 * time.Millisecond)
+			if _, err := c.Write([]byte(`"`)); err != nil {
+				break
+			}
+		}
+		closedWithin(t, c, 5*time.Second)
+		if d := time.Since(start); d > 4*time.Second {
+			t.Fatalf("slow body held the connection %v", d)
+		}
+	})
+	t.Run("silent connection", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		closedWithin(t, c, 5*time.Second)
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		got := closedWithin(t, c, 5*time.Second)
+		if !strings.HasPrefix(got, "HTTP/1.1 200") || !strings.Contains(got, `{"status":"ok"}`) {
+			t.Fatalf("response %q", got)
+		}
+	})
+}
+
+func TestServeRerankFlag(t *testing.T) {
+	dir := onnxtest.Model(t, "tiny-bert-cross-encoder")
+	onnxtest.Library(t)
+	base := startServe(t, seedStore(t), "--reranker", dir, "--rerank-depth", "5")
+	body := `{"queries": ["capital"], "documents": [["\"A\"\nParis is the capital of France.", "\"B\"\nBread."]], "rerank_topk": 2, "return_scores": true}`
+	resp, err := http.Post(base+"/rerank", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var r struct {
+		Result [][]struct {
+			Score float64 `json:"score"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || resp.StatusCode != 200 || len(r.Result) != 1 || len(r.Result[0]) != 2 ||
+		r.Result[0][0].Score < r.Result[0][1].Score || r.Result[0][0].Score <= 0 || r.Result[0][0].Score >= 1 {
+		t.Fatalf("/rerank: %d %s", resp.StatusCode, data)
+	}
+	resp, err = http.Post(base+"/retrieve", "application/json", strings.NewReader(`{"queries": ["capital of France"], "topk": 1, "return_scores": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(data), `"score":0.`) {
+		t.Fatalf("/retrieve with reranker (scores are sigmoids): %d %s", resp.StatusCode, data)
 	}
 }
