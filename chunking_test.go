@@ -286,7 +286,7 @@ func TestLongDocumentTailPhrase(t *testing.T) {
 	if err := m.Add(bg, docs...); err != nil {
 		t.Fatal(err)
 	}
-	res, err := m.Search(bg, "albatross migration ledger lighthouse", WithMode(BM25), TopK(3))
+	res, err := m.Search(bg, "albatross migration ledger lighthouse", WithMode(BM25), TopK(3), WithSnippets())
 	if err != nil || len(res) == 0 {
 		t.Fatalf("search: %v %v", ids(res), err)
 	}
@@ -879,5 +879,53 @@ func TestUnchunkedDocumentsStayReadable(t *testing.T) {
 	}
 	if docs, units, bm25, vec := colIndexCounts(t, m.Collection("")); docs != 1 || bm25 != units || vec != units {
 		t.Fatalf("docs %d units %d bm25 %d vectors %d", docs, units, bm25, vec)
+	}
+}
+
+// BenchmarkSnippet: the snippet of one chunk-sized result (about 1,200 bytes).
+func BenchmarkSnippet(b *testing.B) {
+	text := prose(40, 1200) + " lighthouse keeper"
+	terms := map[string]bool{"lighthous": true, "keeper": true, "lantern": true}
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if snippet(text, terms, SnippetBytes) == "" {
+			b.Fatal("empty")
+		}
+	}
+}
+
+// BenchmarkAddLongDocument: Upsert of a 500 KB prose document (chunked, BM25 only).
+func BenchmarkAddLongDocument(b *testing.B) {
+	m, err := Open("", WithNoSync())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	text := prose(41, 500<<10)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		if err := m.Upsert(bg, Document{ID: "big", Text: text}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSearchChunked: a BM25 search (top 10, best chunk per document, snippets) over
+// 200 documents of 20 KB (about 4,000 chunks).
+func BenchmarkSearchChunked(b *testing.B) {
+	m, err := Open("", WithNoSync())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for i := 0; i < 200; i++ {
+		if err := m.Add(bg, Document{ID: fmt.Sprint(i), Text: prose(int64(1000+i), 20<<10)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if res, err := m.Search(bg, "lantern orchard harbor", WithMode(BM25)); err != nil || len(res) != 10 {
+			b.Fatal(len(res), err)
+		}
 	}
 }

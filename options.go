@@ -129,6 +129,8 @@ type SearchOptions struct {
 
 	stats     *SearchStats // filled when set (WithStats)
 	windowSet bool         // Window was given explicitly
+	// Snippets fills each result's Snippet (see WithSnippets).
+	Snippets bool
 }
 
 // SearchOption changes SearchOptions.
@@ -184,3 +186,8 @@ func InCollections(weights map[string]float64) SearchOption {
 func WithSearchOptions(opts SearchOptions) SearchOption {
 	return func(s *SearchOptions) { *s = opts }
 }
+
+// WithSnippets fills each result's Snippet: at most SnippetBytes bytes of its text around
+// the query's terms. Off by default: it analyses every result's text, which costs more
+// than the BM25 search itself at k=100.
+func WithSnippets() SearchOption { return func(s *SearchOptions) { s.Snippets = true } }

@@ -338,7 +338,9 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		}
 		out = append(out, c.res)
 	}
-	addSnippets(query, out)
+	if so.Snippets {
+		addSnippets(query, out)
+	}
 	return out, nil
 }
 

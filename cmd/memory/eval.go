@@ -37,6 +37,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	limit := fs.Int("queries", 0, "evaluate only the first N queries (0: all)")
 	storeDir := fs.String("store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
 	keepDir := fs.String("keep", "", "build the store in this new directory and keep it (default: a temporary store)")
+	chunk := fs.Bool("chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -53,10 +54,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		queries = queries[:*limit]
 	}
 	var m *memory.Memory
+	openOpts := []memory.Option{memory.WithBM25(*k1, *b), memory.WithNoSync()}
+	if !*chunk {
+		openOpts = append(openOpts, memory.WithChunking(memory.ChunkOptions{Disabled: true}))
+	}
 	if *storeDir != "" {
-		m, err = sf.open(*storeDir, stderr, memory.WithBM25(*k1, *b), memory.WithNoSync())
+		m, err = sf.open(*storeDir, stderr, openOpts...)
 	} else {
-		m, err = sf.create(*keepDir, stderr, memory.WithBM25(*k1, *b), memory.WithNoSync())
+		m, err = sf.create(*keepDir, stderr, openOpts...)
 	}
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !modeSet {
 		*mode = string(memory.Hybrid)
 	}
-	opts := []memory.SearchOption{memory.TopK(*k), memory.WithWindow(*window)}
+	opts := []memory.SearchOption{memory.TopK(*k), memory.WithWindow(*window), memory.WithSnippets()}
 	if *where != "" {
 		w, err := memory.ParseWhere([]byte(*where))
 		if err != nil {
