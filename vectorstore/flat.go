@@ -417,6 +417,26 @@ func flatDotsGeneric(q, rows, out []float32) {
 	}
 }
 
+// flatTail is the dot product of the last len(q) (< 8) floats, added by the SIMD paths
+// after their main part. Each product is rounded to float32 before it is added (the
+// conversion forbids fusing it into an FMA), so every caller gets the same bits.
+func flatTail(q, r []float32) float32 {
+	var t float32
+	r = r[:len(q)]
+	for j := range q {
+		t += float32(q[j] * r[j])
+	}
+	return t
+}
+
+// flatTile3Generic is the portable flatTile3: query a's scores against the nrows rows go to
+// out[a*ldo : a*ldo+nrows], computed by flatDotsGeneric so they equal a single search's.
+func flatTile3Generic(qs, rows []float32, d, nrows int, out []float32, ldo int) {
+	for a := range 3 {
+		flatDotsGeneric(qs[a*d:(a+1)*d], rows[:nrows*d], out[a*ldo:a*ldo+nrows])
+	}
+}
+
 // flatSumGeneric is the sum of x (the portable twin of the read-bandwidth kernel).
 func flatSumGeneric(x []float32) float32 {
 	var a0, a1, a2, a3 float32

@@ -1,81 +1,183 @@
 #include "textflag.h"
 
-// func flatDotsAVX2(q, x *float32, dim, n int, out *float32)
+// The dot-product kernels below all compute the "main part" of a dot product the same way,
+// so that a batch search scores every (query, row) pair bit for bit as a single search does.
+// Over the first d8 floats (d8 a multiple of 8), 8-float chunk c is fused-multiply-added
+// into accumulator c%2 of the pair (two 8-lane accumulators, A and B); then A+B, and its
+// lanes summed as ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) with VHADDPS. The last dim-d8
+// floats are added by the Go caller (flatTail).
+
+// func flatDotsAVX2(q, x *float32, d8, stride, n int, out *float32)
 //
-// For each of the n rows of x (dim floats each, contiguous) it computes the dot product
-// with q: 4 ymm accumulators over 32 floats per step, then 8-float steps, then a scalar
-// tail, then a horizontal sum.
-TEXT ·flatDotsAVX2(SB), NOSPLIT, $0-40
+// out[i] = main part of dot(q, row i) for i < n, row i at x + i*stride floats. One row at a
+// time, read in address order (what the hardware prefetcher streams best), two rows'
+// chains interleaved.
+TEXT ·flatDotsAVX2(SB), NOSPLIT, $0-48
 	MOVQ q+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ dim+16(FP), CX
-	MOVQ n+24(FP), BX
-	MOVQ out+32(FP), DX
-	TESTQ BX, BX
-	JLE  dots_done
+	MOVQ d8+16(FP), CX
+	SHLQ $2, CX                // main part in bytes
+	MOVQ CX, R9
+	ANDQ $-64, R9              // the part done 16 floats at a time
+	MOVQ stride+24(FP), R10
+	SHLQ $2, R10               // row stride in bytes
+	MOVQ n+32(FP), BX
+	MOVQ out+40(FP), DX
 
 dots_row:
+	TESTQ  BX, BX
+	JEQ    dots_done
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ   AX, AX
+
+dots_loop16:
+	CMPQ        AX, R9
+	JGE         dots_tail8
+	VMOVUPS     (DI)(AX*1), Y4
+	VMOVUPS     32(DI)(AX*1), Y5
+	VFMADD231PS (SI)(AX*1), Y4, Y0
+	VFMADD231PS 32(SI)(AX*1), Y5, Y1
+	ADDQ        $64, AX
+	JMP         dots_loop16
+
+dots_tail8:
+	CMPQ        AX, CX
+	JGE         dots_reduce
+	VMOVUPS     (DI)(AX*1), Y4
+	VFMADD231PS (SI)(AX*1), Y4, Y0
+
+dots_reduce:
+	VADDPS       Y1, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS       X0, (DX)
+	ADDQ         $4, DX
+	ADDQ         R10, SI
+	DECQ         BX
+	JMP          dots_row
+
+dots_done:
+	VZEROUPPER
+	RET
+
+// func flatTileAVX2(q *float32, qstride int, x *float32, xstride, groups, d8 int, out *float32, ldo int)
+//
+// The register-blocked kernel of the batch search: three queries (at q, q+qstride,
+// q+2*qstride floats) against 2*groups rows (row r at x + r*xstride floats), two rows at a
+// time with twelve accumulators (Y0-Y11: query a, row r, chunk parity p in Y(4a+2r+p)), the
+// three query chunks in Y12-Y14 and each row chunk in Y15, so that every row load feeds three
+// FMAs. The three query vectors stay in L1 while the rows stream past. Writes the main part of
+// dot(query a, row r) to out[a*ldo + r].
+TEXT ·flatTileAVX2(SB), NOSPLIT, $0-64
+	MOVQ q+0(FP), DI
+	MOVQ qstride+8(FP), R8
+	SHLQ $2, R8
+	LEAQ (DI)(R8*1), R9        // query 1
+	LEAQ (R9)(R8*1), R8        // query 2
+	MOVQ x+16(FP), SI
+	MOVQ xstride+24(FP), R10
+	SHLQ $2, R10               // row stride in bytes
+	MOVQ groups+32(FP), BX
+	MOVQ d8+40(FP), CX
+	SHLQ $2, CX                // main part in bytes
+	MOVQ CX, R12
+	ANDQ $-64, R12             // the part done 16 floats at a time
+	MOVQ out+48(FP), DX
+	MOVQ ldo+56(FP), R14
+	SHLQ $2, R14               // output row stride in bytes
+
+tile_group:
+	TESTQ  BX, BX
+	JEQ    tile_done
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VXORPS X8, X8, X8
-	MOVQ   DI, R8
-	MOVQ   CX, R9
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	LEAQ   (SI)(R10*1), R11
+	XORQ   AX, AX
 
-dots_loop32:
-	CMPQ        R9, $32
-	JLT         dots_loop8
-	VMOVUPS     (R8), Y4
-	VMOVUPS     32(R8), Y5
-	VMOVUPS     64(R8), Y6
-	VMOVUPS     96(R8), Y7
-	VFMADD231PS (SI), Y4, Y0
-	VFMADD231PS 32(SI), Y5, Y1
-	VFMADD231PS 64(SI), Y6, Y2
-	VFMADD231PS 96(SI), Y7, Y3
-	ADDQ        $128, R8
-	ADDQ        $128, SI
-	SUBQ        $32, R9
-	JMP         dots_loop32
+tile_loop16:
+	CMPQ        AX, R12
+	JGE         tile_tail8
+	VMOVUPS     (DI)(AX*1), Y12
+	VMOVUPS     (R9)(AX*1), Y13
+	VMOVUPS     (R8)(AX*1), Y14
+	VMOVUPS     (SI)(AX*1), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS     (R11)(AX*1), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS     32(DI)(AX*1), Y12
+	VMOVUPS     32(R9)(AX*1), Y13
+	VMOVUPS     32(R8)(AX*1), Y14
+	VMOVUPS     32(SI)(AX*1), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS     32(R11)(AX*1), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ        $64, AX
+	JMP         tile_loop16
 
-dots_loop8:
-	CMPQ        R9, $8
-	JLT         dots_tail
-	VMOVUPS     (R8), Y4
-	VFMADD231PS (SI), Y4, Y0
-	ADDQ        $32, R8
-	ADDQ        $32, SI
-	SUBQ        $8, R9
-	JMP         dots_loop8
+tile_tail8:
+	CMPQ        AX, CX
+	JGE         tile_reduce
+	VMOVUPS     (DI)(AX*1), Y12
+	VMOVUPS     (R9)(AX*1), Y13
+	VMOVUPS     (R8)(AX*1), Y14
+	VMOVUPS     (SI)(AX*1), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS     (R11)(AX*1), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
 
-dots_tail:
-	TESTQ       R9, R9
-	JEQ         dots_reduce
-	VMOVSS      (R8), X4
-	VFMADD231SS (SI), X4, X8
-	ADDQ        $4, R8
-	ADDQ        $4, SI
-	DECQ        R9
-	JMP         dots_tail
-
-dots_reduce:
-	VADDPS       Y1, Y0, Y0
+tile_reduce:
+	VADDPS       Y1, Y0, Y0    // query 0: row 0 in Y0, row 1 in Y2
 	VADDPS       Y3, Y2, Y2
-	VADDPS       Y2, Y0, Y0
+	VHADDPS      Y2, Y0, Y0
+	VHADDPS      Y0, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	VADDSS       X8, X0, X0
-	VMOVSS       X0, (DX)
-	ADDQ         $4, DX
+	VMOVSD       X0, (DX)
+	VADDPS       Y5, Y4, Y4    // query 1
+	VADDPS       Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VHADDPS      Y4, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVSD       X4, (DX)(R14*1)
+	VADDPS       Y9, Y8, Y8    // query 2
+	VADDPS       Y11, Y10, Y10
+	VHADDPS      Y10, Y8, Y8
+	VHADDPS      Y8, Y8, Y8
+	VEXTRACTF128 $1, Y8, X9
+	VADDPS       X9, X8, X8
+	VMOVSD       X8, (DX)(R14*2)
+	ADDQ         $8, DX
+	LEAQ         (R11)(R10*1), SI
 	DECQ         BX
-	JNZ          dots_row
+	JMP          tile_group
 
-dots_done:
+tile_done:
 	VZEROUPPER
 	RET
 

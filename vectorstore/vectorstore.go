@@ -12,8 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Embedder turns texts into vectors. Implementations must be safe for concurrent use.
@@ -58,6 +60,56 @@ type Index interface {
 	Len() int
 	// Close releases resources (and, for a Durable index, persists it).
 	Close() error
+}
+
+// BatchSearcher is an optional ability of an Index that answers many queries at once
+// faster than one Search per query (the flat index reads its vectors once per batch). The
+// result for qs[i] is what Search(ctx, qs[i], k, f) returns. Use the package function
+// [SearchBatch] to ask any Index.
+type BatchSearcher interface {
+	SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error)
+}
+
+// SearchBatch answers every query of qs against idx: through idx's own [BatchSearcher] when
+// it has one, otherwise by calling idx.Search per query over GOMAXPROCS goroutines. Result i
+// is the answer to qs[i]; the first error (a bad query, a cancelled ctx) fails the batch.
+func SearchBatch(ctx context.Context, idx Index, qs [][]float32, k int, f Filter) ([][]Hit, error) {
+	if bs, ok := idx.(BatchSearcher); ok {
+		return bs.SearchBatch(ctx, qs, k, f)
+	}
+	out := make([][]Hit, len(qs))
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(qs)))
+	var next atomic.Int64
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(qs) {
+					return
+				}
+				hits, err := idx.Search(ctx, qs[i], k, f)
+				if err != nil {
+					if errs[w] == nil {
+						errs[w] = fmt.Errorf("query %d: %w", i, err)
+					}
+					next.Store(int64(len(qs))) // stop the others early
+					return
+				}
+				out[i] = hits
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Durable is implemented by indexes that persist themselves in IndexConfig.Dir.
