@@ -626,6 +626,8 @@ func TestSnippet(t *testing.T) {
 		{"stop words only: the start", long, "the of", []string{"filler"}, true},
 		{"multibyte text", strings.Repeat("naïve café ", 60) + "ÉCOLE target " + strings.Repeat("日本語のテキスト ", 40), "target", []string{"target"}, false},
 		{"whitespace collapsed", "alpha\n\n\tbeta   gamma", "beta", []string{"alpha beta gamma"}, true},
+		{"possessive and case", strings.Repeat("padding words. ", 30) + "We met at the FOX'S den.", "foxes", []string{"FOX'S den"}, false},
+		{"accented stem", strings.Repeat("padding words. ", 30) + "Les cafés ferment tôt.", "Café", []string{"cafés"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -926,6 +928,38 @@ func BenchmarkSearchChunked(b *testing.B) {
 	for b.Loop() {
 		if res, err := m.Search(bg, "lantern orchard harbor", WithMode(BM25)); err != nil || len(res) != 10 {
 			b.Fatal(len(res), err)
+		}
+	}
+}
+
+// TestSnippetHitsMatchAnalyzer: the word scan of snippets finds the words the English
+// analyzer over the whole text finds.
+func TestSnippetHitsMatchAnalyzer(t *testing.T) {
+	texts := []string{
+		prose(50, 3000),
+		"Running runners ran; the runner's RUN-time isn't over. Happily, happiness happens: generalization generalizes. Naïve cafés' owners' caféine",
+		"x y z 1 22 333 ab AB aB abc Abc ABC stop the and of to",
+	}
+	queries := []string{"running", "lantern orchard river", "happy generalize", "café naive", "ab abc 22", "owner runner"}
+	for ti, text := range texts {
+		for _, q := range queries {
+			terms := map[string]bool{}
+			for _, tok := range english().Analyze([]byte(q)) {
+				terms[string(tok.Term)] = true
+			}
+			var want []string
+			for _, tok := range english().Analyze([]byte(text)) {
+				if terms[string(tok.Term)] {
+					want = append(want, fmt.Sprintf("%d-%d:%s", tok.Start, tok.End, tok.Term))
+				}
+			}
+			var got []string
+			for _, h := range snippetHits(text, terms) {
+				got = append(got, fmt.Sprintf("%d-%d:%s", h.start, h.end, h.term))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("text %d, query %q:\n got %v\nwant %v", ti, q, got, want)
+			}
 		}
 	}
 }

@@ -61,18 +61,7 @@ func snippet(text string, terms map[string]bool, size int) string {
 		}
 		scan = scan[:end]
 	}
-	type hit struct {
-		start, end int
-		term       string
-	}
-	var hits []hit
-	if a := english(); a != nil && len(terms) > 0 {
-		for _, t := range a.Analyze([]byte(scan)) {
-			if terms[string(t.Term)] {
-				hits = append(hits, hit{t.Start, t.End, string(t.Term)})
-			}
-		}
-	}
+	hits := snippetHits(scan, terms)
 	lo, hi := 0, 0 // the chosen cluster of hits: [hits[lo].start, hits[hi-1].end)
 	if len(hits) > 0 {
 		count := map[string]int{}
@@ -136,4 +125,106 @@ func snippet(text string, terms map[string]bool, size int) string {
 
 func isSpaceByte(b byte) bool {
 	return b == ' ' || b == '\n' || b == '\t' || b == '\r' || b == '\f' || b == '\v'
+}
+
+// hit is a word of a text that analyses to a query term.
+type hit struct {
+	start, end int
+	term       string
+}
+
+// snippetHits returns the words of text that the English analyzer turns into one of terms.
+func snippetHits(scan string, terms map[string]bool) []hit {
+	var hits []hit
+	if a := english(); a != nil && len(terms) > 0 {
+		// Running the analyzer over the whole text costs more than the search; instead,
+		// split the text into words and analyse only the words that could stem to a query
+		// term (Porter stemming keeps a word's first two letters).
+		prefixes := make(map[string]bool, len(terms))
+		for t := range terms {
+			prefixes[lowerPrefix(t)] = true
+		}
+		seen := map[string]string{} // word -> the query term it analyses to ("" none)
+		forEachWord(scan, func(start, end int) {
+			w := scan[start:end]
+			if !prefixes[lowerPrefix(w)] {
+				return
+			}
+			term, ok := seen[w]
+			if !ok {
+				for _, t := range a.Analyze([]byte(w)) {
+					if terms[string(t.Term)] {
+						term = string(t.Term)
+						break
+					}
+				}
+				seen[w] = term
+			}
+			if term != "" {
+				hits = append(hits, hit{start, end, term})
+			}
+		})
+	}
+	return hits
+}
+
+// lowerPrefix is the lower-cased first two characters of w (one when it has one).
+func lowerPrefix(w string) string {
+	if len(w) >= 2 && w[0] < utf8.RuneSelf && w[1] < utf8.RuneSelf {
+		a, b := w[0], w[1]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a == w[0] && b == w[1] {
+			return w[:2]
+		}
+		return string([]byte{a, b})
+	}
+	n := 0
+	for i := range w {
+		if n == 2 {
+			return strings.ToLower(w[:i])
+		}
+		n++
+	}
+	return strings.ToLower(w)
+}
+
+// forEachWord calls fn with the byte span of every word of s: a run of letters, digits and
+// marks, with apostrophes inside it (the possessive and contractions the analyzer handles).
+func forEachWord(s string, fn func(start, end int)) {
+	start := -1
+	for i := 0; i < len(s); {
+		c := s[i]
+		var r rune
+		size := 1
+		if c < utf8.RuneSelf {
+			r = rune(c)
+		} else {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		word := ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')
+		if !word && r >= utf8.RuneSelf {
+			word = unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r)
+		}
+		if !word && start >= 0 && (r == '\'' || r == '’') && i+size < len(s) {
+			// An apostrophe between letters stays in the word.
+			n, _ := utf8.DecodeRuneInString(s[i+size:])
+			word = unicode.IsLetter(n)
+		}
+		switch {
+		case word && start < 0:
+			start = i
+		case !word && start >= 0:
+			fn(start, i)
+			start = -1
+		}
+		i += size
+	}
+	if start >= 0 {
+		fn(start, len(s))
+	}
 }
