@@ -963,3 +963,33 @@ func TestSnippetHitsMatchAnalyzer(t *testing.T) {
 		}
 	}
 }
+
+// TestRecreateDeletedCollection: a collection deleted and written again holds only the new
+// documents, in a temporary store and in a directory.
+func TestRecreateDeletedCollection(t *testing.T) {
+	for _, dir := range []string{"", filepath.Join(t.TempDir(), "s")} {
+		m := openT(t, dir, WithEmbedder(vectorstore.NewHashEmbedder(16)))
+		c := m.Collection("c")
+		if err := c.Add(bg, Document{ID: "old", Text: "elephant memory " + prose(60, 4000)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.DeleteCollection(bg, "c"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Add(bg, Document{ID: "new", Text: "giraffe neck"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			mode Mode
+			want string
+		}{{BM25, "[]"}, {Dense, "[new]"}} {
+			res, err := c.Search(bg, "elephant memory", WithMode(tc.mode), WithAllChunks(), TopK(100))
+			if err != nil || fmt.Sprint(ids(res)) != tc.want {
+				t.Fatalf("store %q, %s: %v %v, want %s", dir, tc.mode, ids(res), err, tc.want)
+			}
+		}
+		if docs, units, bm25, vec := colIndexCounts(t, c); docs != 1 || units != 1 || bm25 != 1 || vec != 1 {
+			t.Fatalf("store %q: docs %d units %d bm25 %d vectors %d", dir, docs, units, bm25, vec)
+		}
+	}
+}

@@ -87,11 +87,9 @@ func (c *Collection) state(create bool) (*colState, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if !m.tempDir {
-		// Indexes left by a deleted collection of that name must not be caught up.
-		if err := errors.Join(os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name))); err != nil {
-			return nil, err
-		}
+	// Indexes left by a deleted collection of that name must not be caught up.
+	if err := errors.Join(os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name))); err != nil {
+		return nil, err
 	}
 	s, err := m.loadCollection(c.name)
 	if err != nil {

@@ -560,9 +560,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	defer s.mu.Unlock()
 	errs := []error{s.close()}
 	s.docs = map[string]*record{}
-	if !m.tempDir {
-		errs = append(errs, os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name)))
-	}
+	errs = append(errs, os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name)))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
 	}
