@@ -70,6 +70,8 @@ const (
 	DefaultB             = 0.4
 	DefaultMaxQueryTerms = 1024
 	DefaultMaxQueryBytes = 64 << 10
+	// DefaultPostingsCacheBytes is the default budget of the decoded-postings cache.
+	DefaultPostingsCacheBytes = 256 << 20
 )
 
 // BM25Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
@@ -85,6 +87,10 @@ type BM25Options struct {
 	// MaxQueryBytes caps the query text (0 = 64 KiB). A longer query fails with
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
+	// PostingsCacheBytes is the budget of the decoded-postings cache that dynamic pruning
+	// reads (0 = 256 MiB): the postings of recently queried terms, decoded once per
+	// segment. Negative disables caching (every query decodes what it needs).
+	PostingsCacheBytes int
 	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
 	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches
 	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
@@ -100,6 +106,9 @@ func (o BM25Options) withDefaults() (BM25Options, error) {
 	}
 	if o.MaxQueryBytes == 0 {
 		o.MaxQueryBytes = DefaultMaxQueryBytes
+	}
+	if o.PostingsCacheBytes == 0 {
+		o.PostingsCacheBytes = DefaultPostingsCacheBytes
 	}
 	switch {
 	case math.IsNaN(o.K1) || math.IsInf(o.K1, 0) || o.K1 < 0:
@@ -131,6 +140,7 @@ type BM25Index struct {
 	anaOnce      sync.Once
 	analyzer     analysis.Analyzer
 	stats        statsCache
+	postings     *postingsCache
 }
 
 // SetBleveScoring selects the query path of Search. false (the default) scores with
@@ -202,7 +212,8 @@ func OpenBM25With(path string, o BM25Options) (*BM25Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &BM25Index{idx: idx, opts: o}
+	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0))}
+	b.stats.onChange = b.postings.dropSegments
 	if created {
 		if err := idx.SetInternal(formatKey, []byte(formatVersion)); err != nil {
 			idx.Close()

@@ -357,7 +357,7 @@ func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapsh
 	if b.exhaustive.Load() {
 		err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
 	} else {
-		err = b.maxScore(ctx, e, st, segs, weights, allowBits, top)
+		err = b.maxScore(ctx, e, st, segs, terms, weights, allowBits, top)
 	}
 	if err != nil {
 		return nil, err
@@ -487,7 +487,7 @@ const pruneSlack = 1 - 1e-9
 
 // maxScore runs MaxScore over every segment, largest first, on up to
 // opts.SegmentWorkers goroutines.
-func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, segs []*scorch.SegmentSnapshot, weights []float64, allowBits []uint64, top *topK) error {
+func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount, weights []float64, allowBits []uint64, top *topK) error {
 	order := make([]int, 0, len(segs))
 	for si, c := range e.cur {
 		for ti := range weights {
@@ -507,11 +507,14 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 		}
 		return a - b
 	})
+	job := func(sc *segScorer, si int, top *topK, bound *sharedBound) error {
+		return sc.run(ctx, b.postings, segs[si], e.cur[si], st, st.offs[si], terms, weights, allowBits, top, bound)
+	}
 	workers := min(b.opts.SegmentWorkers, len(order))
 	if workers <= 1 {
 		var sc segScorer
 		for _, si := range order {
-			if err := sc.run(ctx, e.cur[si], st, st.offs[si], weights, allowBits, top, nil); err != nil {
+			if err := job(&sc, si, top, nil); err != nil {
 				return err
 			}
 		}
@@ -533,8 +536,7 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 				if i >= len(order) || ctx.Err() != nil {
 					return
 				}
-				si := order[i]
-				if err := sc.run(ctx, e.cur[si], st, st.offs[si], weights, allowBits, tops[w], bound); err != nil {
+				if err := job(&sc, order[i], tops[w], bound); err != nil {
 					errs[w] = err
 					return
 				}
@@ -559,56 +561,119 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 	return nil
 }
 
+// arrCursor walks one term's decoded postings in one segment.
+type arrCursor struct {
+	p   *decodedPostings
+	pos int
+	doc uint32 // p.docs[pos], or noDoc once exhausted
+	w   float64
+	ub  float64 // w · the term's best ratio in this segment: its score bound
+	ti  int     // index in the query's term order
+}
+
+const noDoc = math.MaxUint32
+
+func (c *arrCursor) set(pos int) {
+	c.pos = pos
+	if pos < len(c.p.docs) {
+		c.doc = c.p.docs[pos]
+	} else {
+		c.doc = noDoc
+	}
+}
+
+// advance moves to the first posting at or after d (galloping, then binary search).
+func (c *arrCursor) advance(d uint32) {
+	docs := c.p.docs
+	lo := c.pos
+	if lo >= len(docs) || docs[lo] >= d {
+		return
+	}
+	step := 1
+	hi := lo + 1
+	for hi < len(docs) && docs[hi] < d {
+		lo = hi
+		step <<= 1
+		hi = lo + step
+	}
+	hi = min(hi, len(docs))
+	// docs[lo] < d; the answer is in (lo, hi]
+	for lo+1 < hi {
+		m := int(uint(lo+hi) >> 1)
+		if docs[m] < d {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	c.set(hi)
+}
+
 // segScorer is the reusable scratch of MaxScore over one segment.
 type segScorer struct {
-	cs      []*termCursor
+	curs    []arrCursor
+	cs      []*arrCursor
 	prefix  []float64 // prefix[i] = Σ bounds of cs[:i]
 	contrib []float64 // per query term index: the current document's contribution
 	present []int     // query term indexes with a contribution for the current document
+	termBuf []byte
 }
 
-// run scores segment c (global numbers from off) into top. bound, when not nil, is shared
-// with other workers of the same query.
-func (sc *segScorer) run(ctx context.Context, c *segCursor, st *snapStats, off uint64, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
-	cs := sc.cs[:0]
+// run scores segment ss (cursor c, global numbers from off) into top. bound, when not
+// nil, is shared with other workers of the same query.
+func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, off uint64, terms []termCount, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
+	sc.curs = sc.curs[:0]
 	for ti, w := range weights {
 		tc := &c.terms[ti]
 		if w == 0 || tc.pl.Count() == 0 {
 			continue
 		}
-		tc.w, tc.ti = w, ti
-		tc.it = tc.pl.Iterator(true, true, false, tc.it)
-		p, err := tc.it.Next()
-		if err != nil {
-			return fmt.Errorf("%w: postings: %v", ErrBM25, err)
+		key := postingsKey{seg: ss.Id(), term: terms[ti].term}
+		p := cache.get(key)
+		if p == nil {
+			sc.termBuf = append(sc.termBuf[:0], terms[ti].term...)
+			var err error
+			if p, tc.pl, tc.it, err = decodePostings(c.dict, sc.termBuf, tc.pl, tc.it); err != nil {
+				if errors.Is(err, errNotScorch) {
+					return err
+				}
+				return fmt.Errorf("%w: postings %q: %v", ErrBM25, terms[ti].term, err)
+			}
+			p = cache.put(key, p)
 		}
-		if err := tc.load(p); err != nil {
-			return err
-		}
-		cs = append(cs, tc)
+		sc.curs = append(sc.curs, arrCursor{p: p, w: w, ub: w * bestRatio(st, p.front), ti: ti})
+		sc.curs[len(sc.curs)-1].set(0)
 	}
-	sc.cs = cs
-	if len(cs) == 0 {
+	if len(sc.curs) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(cs, func(a, b *termCursor) int {
+	cs := sc.cs[:0]
+	for i := range sc.curs {
+		cs = append(cs, &sc.curs[i])
+	}
+	sc.cs = cs
+	slices.SortStableFunc(cs, func(a, b *arrCursor) int {
 		switch {
-		case a.w < b.w:
+		case a.ub < b.ub:
 			return -1
-		case a.w > b.w:
+		case a.ub > b.ub:
 			return 1
 		}
 		return 0
 	})
 	sc.prefix = append(sc.prefix[:0], 0)
 	for _, tc := range cs {
-		sc.prefix = append(sc.prefix, sc.prefix[len(sc.prefix)-1]+tc.w)
+		sc.prefix = append(sc.prefix, sc.prefix[len(sc.prefix)-1]+tc.ub)
 	}
 	prefix := sc.prefix
 	if cap(sc.contrib) < len(weights) {
 		sc.contrib = make([]float64, len(weights))
 	}
 	contrib := sc.contrib[:len(weights)]
+	del := ss.Deleted()
+	if del != nil && del.IsEmpty() {
+		del = nil
+	}
 
 	theta := top.threshold()
 	if bound != nil {
@@ -628,36 +693,32 @@ func (sc *segScorer) run(ctx context.Context, c *segCursor, st *snapStats, off u
 				}
 			}
 		}
-		d := uint64(noMore)
+		d := uint32(noDoc)
 		for _, tc := range cs[ne:] {
 			d = min(d, tc.doc)
 		}
-		if d == noMore {
+		if d == noDoc {
 			return nil
 		}
-		gd := off + d
-		allowed := gd < maxDoc && (allowBits == nil || allowBits[gd/64]&(1<<(gd%64)) != 0)
+		gd := off + uint64(d)
+		skip := gd >= maxDoc || (allowBits != nil && allowBits[gd/64]&(1<<(gd%64)) == 0) || (del != nil && del.Contains(d))
 		s := 0.0
 		present := sc.present[:0]
 		for _, tc := range cs[ne:] {
 			if tc.doc != d {
 				continue
 			}
-			if allowed {
-				v := tc.w * tc.f / (tc.f + st.kOf(tc.dl))
+			if !skip {
+				fi, dl := tc.p.at(tc.pos)
+				f := float64(fi)
+				v := tc.w * f / (f + st.kOf(uint64(dl)))
 				contrib[tc.ti] = v
 				present = append(present, tc.ti)
 				s += v
 			}
-			p, err := tc.it.Next()
-			if err != nil {
-				return fmt.Errorf("%w: postings: %v", ErrBM25, err)
-			}
-			if err := tc.load(p); err != nil {
-				return err
-			}
+			tc.set(tc.pos + 1)
 		}
-		if !allowed {
+		if skip {
 			continue
 		}
 		pruned := false
@@ -668,16 +729,12 @@ func (sc *segScorer) run(ctx context.Context, c *segCursor, st *snapStats, off u
 			}
 			tc := cs[i]
 			if tc.doc < d {
-				p, err := tc.it.Advance(d)
-				if err != nil {
-					return fmt.Errorf("%w: postings: %v", ErrBM25, err)
-				}
-				if err := tc.load(p); err != nil {
-					return err
-				}
+				tc.advance(d)
 			}
 			if tc.doc == d {
-				v := tc.w * tc.f / (tc.f + st.kOf(tc.dl))
+				fi, dl := tc.p.at(tc.pos)
+				f := float64(fi)
+				v := tc.w * f / (f + st.kOf(uint64(dl)))
 				contrib[tc.ti] = v
 				present = append(present, tc.ti)
 				s += v

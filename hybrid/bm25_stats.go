@@ -64,6 +64,9 @@ type statsCache struct {
 	gen  uint64
 	segs map[uint64]*segTotal
 	last *snapStats
+	// onChange, when set, is told the live segment ids whenever a new snapshot's
+	// statistics are computed (the postings cache drops merged-away segments).
+	onChange func(live map[uint64]bool)
 }
 
 // segmentTotal sums the live body lengths of seg from its length field.
@@ -141,6 +144,13 @@ func (c *statsCache) stats(snap *scorch.IndexSnapshot, k1, b float64) (*snapStat
 		if e.gen+2 <= c.gen {
 			delete(c.segs, id)
 		}
+	}
+	if c.onChange != nil {
+		live := make(map[uint64]bool, len(segs))
+		for _, ss := range segs {
+			live[ss.Id()] = true
+		}
+		c.onChange(live)
 	}
 	n, err := snap.DocCount()
 	if err != nil {
