@@ -237,3 +237,79 @@ func TestSearchBatch(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// TestMaxScoreCache covers the decoded-postings cache: documents deleted after their
+// postings were cached are not returned; a budget too small to hold a query's terms
+// (constant eviction) changes nothing; a document longer than 65,535 tokens (the wide
+// layout) scores exactly. Every answer equals exhaustive evaluation and the reference.
+func TestMaxScoreCache(t *testing.T) {
+	ctx := context.Background()
+	for _, budget := range []int{0, 1} {
+		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
+			b, err := OpenBM25With("", BM25Options{PostingsCacheBytes: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			rng := rand.New(rand.NewPCG(5, 5))
+			ref := newRef()
+			seq := applyRandomBatches(t, b, ref, rng, 2)
+			huge := BM25Doc{ID: "huge", Text: strings.Repeat("tumor cell growth insulin ", 17000) + "zinc"}
+			ref.put(t, b, huge)
+			seq++
+			if err := b.Apply([]BM25Doc{huge}, nil, seq); err != nil {
+				t.Fatal(err)
+			}
+			queries := []string{"tumor cell", "insulin zinc growth", "cell cell protein", "zinc"}
+			check := func(stage string) {
+				t.Helper()
+				for _, q := range queries {
+					for _, k := range []int{1, 5, 100} {
+						b.SetExhaustive(true)
+						want, err := b.Search(ctx, q, k, nil)
+						b.SetExhaustive(false)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := b.Search(ctx, q, k, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if fmt.Sprint(got) != fmt.Sprint(want) {
+							t.Fatalf("%s q=%q k=%d:\n got %v\nwant %v", stage, q, k, got, want)
+						}
+						checkSame(t, stage+" "+q, got, ref.search(t, b, q, k, nil))
+					}
+				}
+			}
+			check("cached")
+			if bytes, _, _, _ := b.CacheStats(); budget == 0 && bytes == 0 {
+				t.Fatal("nothing cached")
+			}
+			// delete documents of the segments whose postings are cached
+			var dels []string
+			for i := 0; i < 120; i += 2 {
+				id := fmt.Sprintf("d%03d", i)
+				dels = append(dels, id)
+				delete(ref.docs, id)
+			}
+			dels = append(dels, "huge")
+			delete(ref.docs, "huge")
+			seq++
+			if err := b.Apply(nil, dels, seq); err != nil {
+				t.Fatal(err)
+			}
+			check("after deletes")
+			for _, q := range queries {
+				hits, _ := b.Search(ctx, q, 1000, nil)
+				for _, h := range hits {
+					for _, d := range dels {
+						if h.ID == d {
+							t.Fatalf("deleted %s returned for %q", d, q)
+						}
+					}
+				}
+			}
+		})
+	}
+}
