@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/agentmem/memory/internal/onnx"
 	"github.com/agentmem/memory/internal/wordpiece"
@@ -64,22 +65,43 @@ type ONNXOptions struct {
 	Normalize *bool
 	// Logger receives warnings; nil = slog.Default().
 	Logger *slog.Logger
+	// QueryPrefix is prepended to search queries (EmbedQuery) by asymmetric models (E5:
+	// "query: "; BGE: "Represent this sentence for searching relevant passages: "). nil = the
+	// folder's config_sentence_transformers.json prompts (the "query" prompt, else
+	// "search_query"), none when absent; a pointer to "" turns a configured prompt off.
+	QueryPrefix *string
+	// PassagePrefix is prepended to every text Embed embeds (E5: "passage: "). nil = the
+	// folder's prompts ("document", "passage", "corpus", else "search_document", the names
+	// sentence-transformers' encode_document looks for), none when absent. A non-empty
+	// passage prefix is part of the embedder's ID, so a store built with another one reports
+	// an embedder mismatch.
+	PassagePrefix *string
 }
 
 // ONNXEmbedder is a bi-encoder [Embedder] over a BERT-family ONNX model that outputs
 // last_hidden_state: WordPiece tokenization, inference in length-sorted batches, pooling over
 // the attention mask, and optional L2 normalisation. It is safe for concurrent use.
+//
+// Models trained with instructions get them from the options or from the folder's
+// config_sentence_transformers.json: Embed prepends the passage prefix, EmbedQuery (the
+// [QueryEmbedder] ability the store uses for search queries) the query prefix.
 type ONNXEmbedder struct {
-	sess      *onnx.Session
-	tok       *wordpiece.Tokenizer
-	id        string
-	dim       int
-	batch     int
-	cls       bool
-	normalize bool
+	sess          *onnx.Session
+	tok           *wordpiece.Tokenizer
+	id            string
+	dim           int
+	batch         int
+	cls           bool
+	normalize     bool
+	queryPrefix   string
+	passagePrefix string
 }
 
-var _ Embedder = (*ONNXEmbedder)(nil)
+var (
+	_ Embedder           = (*ONNXEmbedder)(nil)
+	_ QueryEmbedder      = (*ONNXEmbedder)(nil)
+	_ BatchQueryEmbedder = (*ONNXEmbedder)(nil)
+)
 
 // NewONNXEmbedder loads the model in dir: model.onnx or onnx/model.onnx, tokenizer.json or
 // vocab.txt, and the optional sentence-transformers files 1_Pooling/config.json,
@@ -116,6 +138,9 @@ func NewONNXEmbedder(ctx context.Context, dir string, opts ONNXOptions) (*ONNXEm
 	if err := e.configurePooling(dir, opts); err != nil {
 		return nil, err
 	}
+	if err := e.configurePrompts(dir, opts); err != nil {
+		return nil, err
+	}
 	device, err := onnx.ParseDevice(opts.Device)
 	if err != nil {
 		return nil, fmt.Errorf("vectorstore: %w", err)
@@ -141,6 +166,11 @@ func NewONNXEmbedder(ctx context.Context, dir string, opts ONNXOptions) (*ONNXEm
 	}
 	e.sess = sess
 	e.id = filepath.Base(filepath.Clean(dir)) + "@sha256:" + sum[:16]
+	if e.passagePrefix != "" {
+		// Vectors of passages embedded with another prefix are not comparable; no prefix
+		// keeps the ID stores created before prefixes existed recorded.
+		e.id += "+passage=" + strconv.Quote(e.passagePrefix)
+	}
 
 	dims := sess.OutputDims()
 	switch {
@@ -200,6 +230,40 @@ func (e *ONNXEmbedder) configurePooling(dir string, opts ONNXOptions) error {
 			e.normalize = true
 		}
 	}
+	return nil
+}
+
+// Prompt names in config_sentence_transformers.json, in the order sentence-transformers'
+// encode_query / encode_document look for them, then Nomic's names.
+var (
+	stQueryPrompts   = []string{"query", "search_query"}
+	stPassagePrompts = []string{"document", "passage", "corpus", "search_document"}
+)
+
+// configurePrompts sets the query and passage prefixes from opts, else from the folder's
+// config_sentence_transformers.json "prompts".
+func (e *ONNXEmbedder) configurePrompts(dir string, opts ONNXOptions) error {
+	var st struct {
+		Prompts map[string]string `json:"prompts"`
+	}
+	if opts.QueryPrefix == nil || opts.PassagePrefix == nil {
+		if err := onnxReadJSON(filepath.Join(dir, "config_sentence_transformers.json"), &st); err != nil {
+			return err
+		}
+	}
+	pick := func(opt *string, names []string) string {
+		if opt != nil {
+			return *opt
+		}
+		for _, n := range names {
+			if p, ok := st.Prompts[n]; ok {
+				return p
+			}
+		}
+		return ""
+	}
+	e.queryPrefix = pick(opts.QueryPrefix, stQueryPrompts)
+	e.passagePrefix = pick(opts.PassagePrefix, stPassagePrompts)
 	return nil
 }
 
@@ -280,15 +344,41 @@ func (e *ONNXEmbedder) MaxLength() int { return e.tok.MaxLength() }
 // Close releases the ONNX session.
 func (e *ONNXEmbedder) Close() error { return e.sess.Close() }
 
-// Embed returns one vector per text. Texts longer than MaxLength tokens are truncated;
-// empty texts embed the [CLS] [SEP] sequence.
+// QueryPrefix is the text EmbedQuery prepends to a query ("" for none).
+func (e *ONNXEmbedder) QueryPrefix() string { return e.queryPrefix }
+
+// PassagePrefix is the text Embed prepends to every text ("" for none).
+func (e *ONNXEmbedder) PassagePrefix() string { return e.passagePrefix }
+
+// Embed returns one vector per text, each embedded with the passage prefix. Texts longer
+// than MaxLength tokens (prefix included) are truncated; empty texts embed the [CLS] [SEP]
+// sequence (or the prefix alone).
 func (e *ONNXEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embedWith(ctx, e.passagePrefix, texts)
+}
+
+// EmbedQuery embeds a search query with the query prefix.
+func (e *ONNXEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	v, err := e.embedWith(ctx, e.queryPrefix, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// EmbedQueries embeds search queries with the query prefix, in length-sorted batches like
+// Embed.
+func (e *ONNXEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embedWith(ctx, e.queryPrefix, texts)
+}
+
+func (e *ONNXEmbedder) embedWith(ctx context.Context, prefix string, texts []string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	encs := make([]wordpiece.Encoding, len(texts))
 	for i, t := range texts {
-		encs[i] = e.tok.Encode(t)
+		encs[i] = e.tok.Encode(prefix + t)
 	}
 	return e.embedEncodings(ctx, encs)
 }

@@ -36,6 +36,34 @@ type QueryEmbedder interface {
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
 }
 
+// BatchQueryEmbedder is an optional ability of a [QueryEmbedder] that embeds many search
+// queries in one call (batched inference or requests). Use the package function
+// [EmbedQueries] to ask any Embedder.
+type BatchQueryEmbedder interface {
+	EmbedQueries(ctx context.Context, texts []string) ([][]float32, error)
+}
+
+// EmbedQueries embeds search queries with emb: in one call when it is a
+// [BatchQueryEmbedder], one EmbedQuery per text when it is only a [QueryEmbedder], else as
+// passages through Embed (symmetric models embed both alike).
+func EmbedQueries(ctx context.Context, emb Embedder, texts []string) ([][]float32, error) {
+	switch e := emb.(type) {
+	case BatchQueryEmbedder:
+		return e.EmbedQueries(ctx, texts)
+	case QueryEmbedder:
+		out := make([][]float32, len(texts))
+		for i, t := range texts {
+			v, err := e.EmbedQuery(ctx, t)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	return emb.Embed(ctx, texts)
+}
+
 // Hit is one search result of an Index.
 type Hit struct {
 	ID    string
