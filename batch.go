@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // MaxBatchQueries caps the queries of one SearchBatch call.
@@ -27,9 +28,17 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 	if so.stats != nil {
 		return nil, fmt.Errorf("%w: WithStats cannot be used with SearchBatch", ErrInvalidOption)
 	}
+	dense, err := c.denseBatch(ctx, queries, so)
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]Result, len(queries))
-	err := hybrid.ParallelFor(ctx, len(queries), 0, func(ctx context.Context, i int) error {
-		res, err := c.Search(ctx, queries[i], opts...)
+	err = hybrid.ParallelFor(ctx, len(queries), 0, func(ctx context.Context, i int) error {
+		qopts := opts
+		if dense != nil {
+			qopts = append(opts[:len(opts):len(opts)], func(s *SearchOptions) { s.dense = &dense[i] })
+		}
+		res, err := c.Search(ctx, queries[i], qopts...)
 		if err != nil {
 			return fmt.Errorf("query %d: %w", i, err)
 		}
@@ -40,6 +49,73 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 		return nil, err
 	}
 	return out, nil
+}
+
+// denseBatch is one query's share of a batch's dense retrieval.
+type denseBatch struct {
+	vec  []float32         // the query's embedding
+	k    int               // hits asked for
+	hits []vectorstore.Hit // the index's answer for vec at k, no filter
+}
+
+// denseBatch embeds the queries of a dense or hybrid batch together and asks the vector
+// index for all of them at once (the flat index reads its vectors once per batch, not once
+// per query). It returns nil when there is nothing to share: BM25 only, no embedder,
+// filters (each query's filter is applied on its own), or several collections.
+func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
+	e := c.m.opts.Embedder
+	if e == nil || so.Mode == BM25 || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(queries) < 2 {
+		return nil, nil
+	}
+	if err := so.normalise(); err != nil {
+		return nil, err
+	}
+	s, err := c.state(false)
+	if err != nil || s == nil {
+		return nil, err // a missing collection is reported by each query
+	}
+	vecs, err := vectorstore.EmbedQueries(ctx, e, queries)
+	if err != nil {
+		return nil, fmt.Errorf("memory: embed queries: %w", err)
+	}
+	for _, v := range vecs {
+		if err := checkVec(v, e.Dim()); err != nil {
+			return nil, err
+		}
+	}
+	k := so.retrieverWindow(so.Mode)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.vec == nil {
+		return nil, nil
+	}
+	hits, err := vectorstore.SearchBatch(ctx, s.vec, vecs, k, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]denseBatch, len(queries))
+	for i := range out {
+		out[i] = denseBatch{vec: vecs[i], k: k, hits: hits[i]}
+	}
+	return out, nil
+}
+
+// retrieverWindow is how many hits each retriever is asked for: the fusion window, or
+// just k when a single retriever answers without rerank or collapse.
+func (so *SearchOptions) retrieverWindow(mode Mode) int {
+	if mode != Hybrid && !so.Rerank && so.CollapseThreshold == 0 && !so.windowSet {
+		return so.TopK
+	}
+	return so.Window
+}
+
+// denseHits converts vector hits to a fusion list's hits.
+func denseHits(vh []vectorstore.Hit) []hybrid.Hit {
+	hits := make([]hybrid.Hit, len(vh))
+	for i, h := range vh {
+		hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
+	}
+	return hits
 }
 
 // SearchBatch runs a batch of searches over the default collection; see

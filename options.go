@@ -131,6 +131,8 @@ type SearchOptions struct {
 	windowSet bool         // Window was given explicitly
 	// Snippets fills each result's Snippet (see WithSnippets).
 	Snippets bool
+
+	dense *denseBatch // set by SearchBatch: this query's vector and dense hits, computed with its batch
 }
 
 // SearchOption changes SearchOptions.

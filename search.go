@@ -168,7 +168,9 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 
 	// Embed the query before taking any lock.
 	var qv []float32
-	if mode != BM25 {
+	if mode != BM25 && so.dense != nil {
+		qv = so.dense.vec // embedded with the rest of its batch
+	} else if mode != BM25 {
 		t := time.Now()
 		qv, err = m.embedQuery(ctx, query)
 		st.Embed = time.Since(t)
@@ -223,10 +225,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 
 	// A single retriever without rerank or collapse needs no fusion window: asking for
 	// exactly k is cheaper (BM25's top-k collection is a large share of its cost).
-	window := so.Window
-	if mode != Hybrid && !so.Rerank && so.CollapseThreshold == 0 && !so.windowSet {
-		window = so.TopK
-	}
+	window := so.retrieverWindow(mode)
 	var lists []hybrid.List
 	if mode != Dense {
 		t := time.Now()
@@ -247,6 +246,9 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 			f = func(id string) bool { return allowSet[id] }
 		}
 		hits, err := searchUnits(window, units, so.AllChunks, bestDense, func(k int) ([]hybrid.Hit, error) {
+			if d := so.dense; d != nil && f == nil && k <= d.k { // answered with its batch
+				return denseHits(d.hits[:min(k, len(d.hits))]), nil
+			}
 			vh, err := s.vec.Search(ctx, qv, k, f)
 			hits := make([]hybrid.Hit, len(vh))
 			for i, h := range vh {

@@ -1,0 +1,146 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory/vectorstore"
+)
+
+// TestSearchBatch: every mode (dense and hybrid share one embedding call and one vector
+// index batch) returns, for each query, exactly what Search returns, in input order;
+// filters, options and errors behave as for single searches.
+func TestSearchBatch(t *testing.T) {
+	ctx := context.Background()
+	m, err := Open(t.TempDir(), WithEmbedder(vectorstore.NewHashEmbedder(64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	words := strings.Fields("cell tumor growth insulin glucose mouse brain protein gene therapy risk diet sleep memory zinc iron")
+	rng := rand.New(rand.NewPCG(3, 3))
+	var docs []Document
+	for i := 0; i < 300; i++ {
+		var sb strings.Builder
+		for j := 0; j < 5+rng.IntN(30); j++ {
+			sb.WriteString(words[rng.IntN(len(words))] + " ")
+		}
+		docs = append(docs, Document{ID: fmt.Sprintf("d%03d", i), Text: sb.String(), Metadata: map[string]any{"even": i%2 == 0}})
+	}
+	if err := m.Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	qs := make([]string, 40)
+	for i := range qs {
+		qs[i] = words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))]
+	}
+	for _, tc := range []struct {
+		name string
+		opts []SearchOption
+	}{
+		{"bm25", []SearchOption{WithMode(BM25), TopK(5)}},
+		{"dense", []SearchOption{WithMode(Dense), TopK(7)}},
+		{"hybrid", []SearchOption{TopK(10)}},
+		{"hybrid window", []SearchOption{TopK(3), WithWindow(20)}},
+		{"hybrid filtered", []SearchOption{TopK(5), WithWhere(Where{"even": true})}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := m.SearchBatch(ctx, qs, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(qs) {
+				t.Fatalf("%d lists for %d queries", len(got), len(qs))
+			}
+			for i, q := range qs {
+				want, err := m.Search(ctx, q, tc.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want) == 0 {
+					t.Fatalf("query %q: no results: weak test", q)
+				}
+				if fmt.Sprint(resultKeys(got[i])) != fmt.Sprint(resultKeys(want)) {
+					t.Fatalf("query %d %q:\nbatch  %v\nsingle %v", i, q, resultKeys(got[i]), resultKeys(want))
+				}
+			}
+		})
+	}
+	if _, err := m.SearchBatch(ctx, qs, WithStats(&SearchStats{})); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("WithStats: %v", err)
+	}
+	bad := append([]string{}, qs...)
+	bad[7] = strings.Repeat("x ", 40<<10)
+	if _, err := m.SearchBatch(ctx, bad, WithMode(BM25)); !errors.Is(err, ErrQueryTooLarge) || !strings.Contains(err.Error(), "query 7") {
+		t.Fatalf("oversized query: %v", err)
+	}
+	if _, err := m.SearchBatch(ctx, make([]string, MaxBatchQueries+1)); !errors.Is(err, ErrQueryTooLarge) {
+		t.Fatalf("oversized batch: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := m.SearchBatch(cctx, qs, WithMode(BM25)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if res, err := m.SearchBatch(ctx, nil); err != nil || len(res) != 0 {
+		t.Fatalf("empty batch: %v %v", res, err)
+	}
+}
+
+// resultKeys is what a result list says: ids, chunks and scores in order.
+func resultKeys(rs []Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = fmt.Sprintf("%s#%d:%.6g", r.ID, r.ChunkIndex, r.Score)
+	}
+	return out
+}
+
+// countingEmbedder counts the embedding calls of the embedder it wraps.
+type countingEmbedder struct {
+	vectorstore.Embedder
+	calls, texts int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.calls++
+	c.texts += len(texts)
+	return c.Embedder.Embed(ctx, texts)
+}
+
+// TestSearchBatchSharesEmbedding: a dense batch embeds its queries in one call (not one per
+// query) and still answers each as Search does.
+func TestSearchBatchSharesEmbedding(t *testing.T) {
+	ctx := context.Background()
+	ce := &countingEmbedder{Embedder: vectorstore.NewHashEmbedder(32)}
+	m, err := Open(t.TempDir(), WithEmbedder(ce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Add(ctx, Document{ID: "a", Text: "tumor growth"}, Document{ID: "b", Text: "insulin glucose"}, Document{ID: "c", Text: "sleep memory"}); err != nil {
+		t.Fatal(err)
+	}
+	qs := []string{"tumor", "glucose", "memory", "growth", "sleep"}
+	ce.calls, ce.texts = 0, 0
+	got, err := m.SearchBatch(ctx, qs, WithMode(Dense), TopK(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce.calls != 1 || ce.texts != len(qs) {
+		t.Fatalf("batch of %d queries: %d embedding calls for %d texts, want 1 call", len(qs), ce.calls, ce.texts)
+	}
+	for i, q := range qs {
+		want, err := m.Search(ctx, q, WithMode(Dense), TopK(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(resultKeys(got[i])) != fmt.Sprint(resultKeys(want)) {
+			t.Fatalf("%q: batch %v single %v", q, resultKeys(got[i]), resultKeys(want))
+		}
+	}
+}
