@@ -1,7 +1,9 @@
-// LuceneBatch: the Lucene 8 side of the batch-throughput benchmarks. It opens an index that
-// ../shared/tools/lucene-bm25 built (flat variant, fs directory: a "contents" field and an
-// "id" binary doc value), and answers every query of a JSONL file ({"_id":..,"text":..} per
-// line) from T threads — each thread takes whole queries, as a retrieval server's workers
+// LuceneBatch: the Lucene 8 side of the batch-throughput benchmarks. It builds (once, when
+// --index is empty and --corpus is given) an fs index as ../shared/tools/lucene-bm25 does
+// for its flat variant — "contents" = title + " " + text as a stock TextField, an "id" string
+// field and binary doc value, EnglishAnalyzer, BM25Similarity, one 256 MB RAM buffer, serial
+// merges — then answers every query of a JSONL file ({"_id":..,"text":..} per line) from T
+// threads — each thread takes whole queries, as a retrieval server's workers
 // do — with the yardstick's query construction: EnglishAnalyzer, one SHOULD TermQuery per
 // distinct term (boost = count), BM25Similarity(k1, b), top k, ids read from doc values.
 // It runs warm-up rounds over the whole batch, then timed rounds, and prints one JSON line:
@@ -25,6 +27,15 @@ import org.apache.lucene.analysis.Analyzer;
 import org.apache.lucene.analysis.TokenStream;
 import org.apache.lucene.analysis.en.EnglishAnalyzer;
 import org.apache.lucene.analysis.tokenattributes.CharTermAttribute;
+import org.apache.lucene.document.BinaryDocValuesField;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.Field;
+import org.apache.lucene.document.StringField;
+import org.apache.lucene.document.TextField;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.SerialMergeScheduler;
+import org.apache.lucene.util.BytesRef;
 import org.apache.lucene.index.BinaryDocValues;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.LeafReaderContext;
@@ -43,13 +54,14 @@ import org.apache.lucene.store.FSDirectory;
 
 public final class LuceneBatch {
   public static void main(String[] args) throws Exception {
-    String index = null, queries = null;
+    String index = null, queries = null, corpus = null;
     int threads = 2, k = 10, warmup = 3, rounds = 5;
     float k1 = 0.9f, b = 0.4f;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--index": index = args[++i]; break;
         case "--queries": queries = args[++i]; break;
+        case "--corpus": corpus = args[++i]; break;
         case "--threads": threads = Integer.parseInt(args[++i]); break;
         case "--k": k = Integer.parseInt(args[++i]); break;
         case "--warmup": warmup = Integer.parseInt(args[++i]); break;
@@ -61,6 +73,7 @@ public final class LuceneBatch {
     }
     if (index == null || queries == null) throw new IllegalArgumentException("--index and --queries are required");
     List<String> qs = readQueries(queries);
+    if (corpus != null) buildIfMissing(Paths.get(index), Paths.get(corpus), new BM25Similarity(k1, b));
     BooleanQuery.setMaxClauseCount(1 << 16);
     try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
       IndexSearcher searcher = new IndexSearcher(reader);
@@ -139,30 +152,88 @@ public final class LuceneBatch {
     return ids;
   }
 
-  /** The "text" string of each JSONL line (a minimal JSON string decoder). */
+  /** Indexes the corpus into dir unless dir already holds an index. */
+  static void buildIfMissing(java.nio.file.Path dir, java.nio.file.Path corpus, BM25Similarity sim) throws IOException {
+    Files.createDirectories(dir);
+    try (FSDirectory d = FSDirectory.open(dir)) {
+      if (DirectoryReader.indexExists(d)) return;
+      long t = System.nanoTime();
+      IndexWriterConfig cfg = new IndexWriterConfig(new EnglishAnalyzer());
+      cfg.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
+      cfg.setSimilarity(sim);
+      cfg.setRAMBufferSizeMB(256);
+      cfg.setMergeScheduler(new SerialMergeScheduler());
+      int n = 0;
+      try (IndexWriter w = new IndexWriter(d, cfg);
+           java.io.BufferedReader r = Files.newBufferedReader(corpus, StandardCharsets.UTF_8)) {
+        for (String line; (line = r.readLine()) != null; ) {
+          Map<String, String> f = parseFlat(line);
+          if (f.get("_id") == null) continue;
+          Document doc = new Document();
+          doc.add(new StringField("id", f.get("_id"), Field.Store.YES));
+          doc.add(new BinaryDocValuesField("id", new BytesRef(f.get("_id"))));
+          doc.add(new TextField("contents", f.getOrDefault("title", "") + " " + f.getOrDefault("text", ""), Field.Store.NO));
+          w.addDocument(doc);
+          n++;
+        }
+        w.commit();
+      }
+      System.err.printf(Locale.ROOT, "indexed %d docs in %.1f s%n", n, (System.nanoTime() - t) / 1e9);
+    }
+  }
+
+  /** The "text" string of each JSONL line. */
   static List<String> readQueries(String path) throws IOException {
     List<String> out = new ArrayList<>();
     for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8)) {
-      int i = line.indexOf("\"text\":");
-      if (i < 0) continue;
-      i = line.indexOf('"', i + 7) + 1;
-      StringBuilder sb = new StringBuilder();
-      while (i < line.length() && line.charAt(i) != '"') {
-        char c = line.charAt(i++);
-        if (c != '\\') { sb.append(c); continue; }
-        char e = line.charAt(i++);
-        switch (e) {
-          case 'n': sb.append('\n'); break;
-          case 't': sb.append('\t'); break;
-          case 'r': sb.append('\r'); break;
-          case 'b': sb.append('\b'); break;
-          case 'f': sb.append('\f'); break;
-          case 'u': sb.append((char) Integer.parseInt(line.substring(i, i + 4), 16)); i += 4; break;
-          default: sb.append(e);
-        }
-      }
-      out.add(sb.toString());
+      String t = parseFlat(line).get("text");
+      if (t != null) out.add(t);
     }
     return out;
+  }
+
+  /** A flat JSON object whose values are strings (other values are skipped). */
+  static Map<String, String> parseFlat(String s) {
+    Map<String, String> out = new java.util.HashMap<>();
+    int[] pos = {s.indexOf('{') + 1};
+    while (true) {
+      skipWs(s, pos);
+      if (pos[0] >= s.length() || s.charAt(pos[0]) != '"') return out;
+      String key = readString(s, pos);
+      skipWs(s, pos);
+      pos[0]++; // ':'
+      skipWs(s, pos);
+      if (s.charAt(pos[0]) == '"') out.put(key, readString(s, pos));
+      else while (pos[0] < s.length() && s.charAt(pos[0]) != ',' && s.charAt(pos[0]) != '}') pos[0]++;
+      skipWs(s, pos);
+      if (pos[0] >= s.length() || s.charAt(pos[0]) != ',') return out;
+      pos[0]++;
+    }
+  }
+
+  static void skipWs(String s, int[] pos) {
+    while (pos[0] < s.length() && Character.isWhitespace(s.charAt(pos[0]))) pos[0]++;
+  }
+
+  /** Reads the JSON string starting at pos (at its opening quote). */
+  static String readString(String s, int[] pos) {
+    int i = pos[0] + 1;
+    StringBuilder sb = new StringBuilder();
+    while (i < s.length() && s.charAt(i) != '"') {
+      char c = s.charAt(i++);
+      if (c != '\\') { sb.append(c); continue; }
+      char e = s.charAt(i++);
+      switch (e) {
+        case 'n': sb.append('\n'); break;
+        case 't': sb.append('\t'); break;
+        case 'r': sb.append('\r'); break;
+        case 'b': sb.append('\b'); break;
+        case 'f': sb.append('\f'); break;
+        case 'u': sb.append((char) Integer.parseInt(s.substring(i, i + 4), 16)); i += 4; break;
+        default: sb.append(e);
+      }
+    }
+    pos[0] = i + 1;
+    return sb.toString();
   }
 }
