@@ -104,7 +104,8 @@ func recordedModel(id string) (string, bool) {
 }
 
 // resolveEmbedder loads the embedder a store recorded (its identity and dimension), with
-// the prefixes of spec (the model folder's own when unset). The store checks that the
+// the query prefix of spec (the model folder's own when unset) and the passage prefix the
+// identity records (unless --passage-prefix says otherwise). The store checks that the
 // loaded embedder's identity and dimension match the record.
 func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec) (vectorstore.Embedder, error) {
 	name, ok := recordedModel(id)
@@ -112,6 +113,9 @@ func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec)
 		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d), which the CLI cannot load by name: pass --embedder", id, dim)
 	}
 	spec.name = name
+	if p, ok := recordedPassagePrefix(id); ok && spec.passagePrefix == nil {
+		spec.passagePrefix = &p
+	}
 	e, err := loadEmbedderSpec(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d): %w", id, dim, err)
