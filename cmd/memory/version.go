@@ -51,8 +51,10 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "go           %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	lib := onnx.ResolveLibrary("")
 	state := "found"
-	if _, err := os.Stat(lib); err != nil {
-		state = fmt.Sprintf("not found: set %s or run `%s`", onnx.LibraryEnv, onnx.PullCommand)
+	if lib == onnx.SystemLibrary {
+		state = fmt.Sprintf("no file found: left to the system loader; set %s or run `%s`", onnx.LibraryEnv, onnx.PullCommand)
+	} else if _, err := os.Stat(lib); err != nil {
+		state = fmt.Sprintf("missing: set %s or run `%s`", onnx.LibraryEnv, onnx.PullCommand)
 	}
 	fmt.Fprintf(stdout, "onnxruntime  %s wanted; library %s (%s)\n", onnx.RuntimeVersion, lib, state)
 	return nil
