@@ -236,6 +236,21 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 	if _, err := m.Get(context.Background(), filepath.ToSlash(filepath.Join(docs, "a.md"))); err == nil {
 		t.Fatal("old id of the re-indexed a.md kept beside the new one")
 	}
+	m.Close()
+
+	// A root that is gone as a whole: --sync empties what came from it; without --sync
+	// it is an error.
+	if err := os.RemoveAll(filepath.Join(docs, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, 1, "index", "--store", store, filepath.Join("docs", "sub"))
+	out, _ = mustCLI(t, 0, "index", "--store", store, "--sync", filepath.Join("docs", "sub"))
+	if !strings.Contains(out, "removed 2 documents of 1 vanished sources") {
+		t.Fatalf("sync of a gone root: %s", out)
+	}
+	if n := openTest(t, store).Count(); n != 1 {
+		t.Fatalf("after syncing the gone root: %d", n)
+	}
 }
 
 func TestReadCommandsNeverCreate(t *testing.T) {

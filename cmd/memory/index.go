@@ -50,6 +50,11 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var files []string
 	for _, p := range fs.Args() {
 		found, err := collectFiles(p)
+		if err != nil && *sync && errors.Is(err, os.ErrNotExist) {
+			// A root that is gone as a whole: --sync removes what was indexed from it.
+			fmt.Fprintf(stderr, "sync: %s does not exist\n", p)
+			continue
+		}
 		if err != nil {
 			return err
 		}
