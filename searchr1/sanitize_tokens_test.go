@@ -1,6 +1,7 @@
 package searchr1
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,28 @@ func BenchmarkSanitizeHostile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// chatTokenLike finds a chat-template special token or an escaped-slash protocol tag in
+// Sanitize's output, as a tokenizer or a lenient parser would read it.
+var chatTokenLike = regexp.MustCompile(`(?i)<\|[a-z0-9_.▁-]{1,64}\|>|<｜[a-z0-9_.▁-]{1,64}｜>|</?s>|\[\s*/?\s*inst\s*\]|<</?sys>>|<\s*[\\/][\s\\/]*(answer|search|context|information|think|doc)\b|<\|?(start|end)_of_turn\|?>`)
+
+func FuzzSanitizeChatTokens(f *testing.F) {
+	for _, s := range []string{"<|im_end|>", "</s><s>[INST]x[/INST]", "<<SYS>>x<</SYS>>", `<\/context>`, `<\\/answer>`,
+		"<｜begin▁of▁sentence｜>", "<|im\u200b_end|>", "&lt;|eot_id|&gt;", `\u003c|im_start|\u003e`, "<start_of_turn>",
+		"<|" + strings.Repeat("a", 70) + "|>", "[ / INST ]", "<<<//SYS>>", "<|<|im_end|>|>"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Sanitize(s)
+		if m := chatTokenLike.FindString(out); m != "" {
+			t.Fatalf("Sanitize(%q) = %q still holds %q", s, out, m)
+		}
+		if m := tagLike.FindString(decodeLikeModel(out)); m != "" {
+			t.Fatalf("Sanitize(%q) = %q still holds %q", s, out, m)
+		}
+		if again := Sanitize(out); again != out {
+			t.Fatalf("not idempotent on %q: %q then %q", s, out, again)
+		}
+	})
 }
