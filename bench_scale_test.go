@@ -22,9 +22,10 @@ import (
 //	MEMORY_SCALE_CORPUS=/tmp/corpus1m MEMORY_SCALE_STORE=/tmp/store1m \
 //	  go test -run '^$' -bench BM25Scale -benchtime 1x -timeout 60m .
 //
-// It reports the time to open the store and answer one query, single-thread p50/p99 at
-// k=10 and k=100 over the corpus's test queries (after a warm-up pass), and the seconds of
-// one SearchBatch of batch-queries.jsonl over GOMAXPROCS workers. With
+// It reports the time to open the store and answer one query, the seconds of one
+// SearchBatch of batch-queries.jsonl over GOMAXPROCS workers (the first round on a cold
+// postings cache, then the median of three), and single-thread p50/p99 at k=10 and k=100
+// over the corpus's test queries (after a warm-up pass). With
 // MEMORY_SCALE_TEMP=1 it also builds a temporary store (Open(""), as `memory eval` does)
 // and measures its p50/p99.
 
@@ -146,35 +147,38 @@ func BenchmarkBM25Scale(b *testing.B) {
 		b.ReportMetric(float64(opened.Microseconds())/1000, "open-ms")
 		b.ReportMetric(float64(first.Microseconds())/1000, "first-query-ms")
 	})
+	// The batches come first, on a cold postings cache: their first round is reported
+	// apart ("cold"), then the median of three more.
+	for _, k := range []int{10, 3} {
+		b.Run(fmt.Sprintf("batch%d/k=%d", len(batch), k), func(b *testing.B) {
+			var secs []float64
+			for round := range 4 {
+				t := time.Now()
+				res, err := m.SearchBatch(ctx, batch, WithMode(BM25), TopK(k))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res) != len(batch) {
+					b.Fatalf("%d result lists", len(res))
+				}
+				if round == 0 {
+					b.ReportMetric(time.Since(t).Seconds(), "cold-s/batch")
+					continue
+				}
+				secs = append(secs, time.Since(t).Seconds())
+			}
+			slices.Sort(secs)
+			b.ReportMetric(secs[1], "s/batch")
+			b.ReportMetric(float64(len(batch))/secs[1], "queries/s")
+			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "workers")
+		})
+	}
 	passes := 3
 	for _, k := range []int{10, 100} {
 		b.Run(fmt.Sprintf("disk/k=%d", k), func(b *testing.B) {
 			p50, p99 := latency(b, m, qs, k, passes)
 			b.ReportMetric(float64(p50.Microseconds()), "p50-us")
 			b.ReportMetric(float64(p99.Microseconds()), "p99-us")
-		})
-	}
-	for _, k := range []int{3, 10} {
-		b.Run(fmt.Sprintf("batch%d/k=%d", len(batch), k), func(b *testing.B) {
-			if _, err := m.SearchBatch(ctx, batch, WithMode(BM25), TopK(k)); err != nil { // warm-up
-				b.Fatal(err)
-			}
-			var secs []float64
-			for range 3 {
-				t := time.Now()
-				res, err := m.SearchBatch(ctx, batch, WithMode(BM25), TopK(k))
-				if err != nil {
-					b.Fatal(err)
-				}
-				secs = append(secs, time.Since(t).Seconds())
-				if len(res) != len(batch) {
-					b.Fatalf("%d result lists", len(res))
-				}
-			}
-			slices.Sort(secs)
-			b.ReportMetric(secs[1], "s/batch")
-			b.ReportMetric(float64(len(batch))/secs[1], "queries/s")
-			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "workers")
 		})
 	}
 	if os.Getenv("MEMORY_SCALE_TEMP") == "1" {

@@ -71,7 +71,7 @@ const (
 	DefaultMaxQueryTerms = 1024
 	DefaultMaxQueryBytes = 64 << 10
 	// DefaultPostingsCacheBytes is the default budget of the decoded-postings cache.
-	DefaultPostingsCacheBytes = 256 << 20
+	DefaultPostingsCacheBytes = 512 << 20
 )
 
 // BM25Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
@@ -88,8 +88,10 @@ type BM25Options struct {
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
 	// PostingsCacheBytes is the budget of the decoded-postings cache that dynamic pruning
-	// reads (0 = 256 MiB): the postings of recently queried terms, decoded once per
-	// segment. Negative disables caching (every query decodes what it needs).
+	// reads (0 = 512 MiB): the postings of recently queried terms, decoded once per
+	// segment at 8 bytes a posting, least recently used out first. It never holds more
+	// than the queried terms' postings, so a small index keeps it small. Negative keeps
+	// only the entry in use (every query decodes what it needs).
 	PostingsCacheBytes int
 	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
 	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches

@@ -617,6 +617,7 @@ type segScorer struct {
 	contrib []float64 // per query term index: the current document's contribution
 	present []int     // query term indexes with a contribution for the current document
 	termBuf []byte
+	minLen  []uint32 // decodePostings' scratch
 }
 
 // run scores segment ss (cursor c, global numbers from off) into top. bound, when not
@@ -633,7 +634,7 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 		if p == nil {
 			sc.termBuf = append(sc.termBuf[:0], terms[ti].term...)
 			var err error
-			if p, tc.pl, tc.it, err = decodePostings(c.dict, sc.termBuf, tc.pl, tc.it); err != nil {
+			if p, tc.pl, tc.it, err = decodePostings(c.dict, sc.termBuf, tc.pl, tc.it, &sc.minLen); err != nil {
 				if errors.Is(err, errNotScorch) {
 					return err
 				}

@@ -254,7 +254,7 @@ func TestMaxScoreCache(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 5))
 			ref := newRef()
 			seq := applyRandomBatches(t, b, ref, rng, 2)
-			huge := BM25Doc{ID: "huge", Text: strings.Repeat("tumor cell growth insulin ", 17000) + "zinc"}
+			huge := BM25Doc{ID: "huge", Text: strings.Repeat("tumor cell growth insulin ", 17000) + strings.Repeat("zinc ", 70000)}
 			ref.put(t, b, huge)
 			seq++
 			if err := b.Apply([]BM25Doc{huge}, nil, seq); err != nil {

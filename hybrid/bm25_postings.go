@@ -1,9 +1,11 @@
 package hybrid
 
 import (
+	"cmp"
 	"container/list"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 
 	segment "github.com/blevesearch/scorch_segment_api/v2"
@@ -60,17 +62,19 @@ func bestRatio(st *snapStats, pairs []fl) float64 {
 }
 
 // decodePostings reads every posting of term in seg (deleted documents included).
-func decodePostings(dict segment.TermDictionary, term []byte, pl segment.PostingsList, it segment.PostingsIterator) (*decodedPostings, segment.PostingsList, segment.PostingsIterator, error) {
+func decodePostings(dict segment.TermDictionary, term []byte, pl segment.PostingsList, it segment.PostingsIterator, scratch *[]uint32) (*decodedPostings, segment.PostingsList, segment.PostingsIterator, error) {
 	pl, err := dict.PostingsList(term, nil, pl)
 	if err != nil {
 		return nil, pl, it, err
 	}
 	n := int(pl.Count())
-	d := &decodedPostings{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n)}
-	freqs, lens := make([]uint32, 0, n), make([]uint32, 0, n)
+	d := &decodedPostings{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n), blocks: make([]fl, 0, (n+blockSize-1)/blockSize)}
+	// minLen[f] is the smallest length among postings of frequency f (0: none yet)
+	minLen := (*scratch)[:0]
 	it = pl.Iterator(true, true, false, it)
-	wide := false
-	for {
+	var bf, bl uint32 // the current block's largest f and smallest dl
+	var big []fl      // postings with f >= 1<<16
+	for i := 0; ; i++ {
 		p, err := it.Next()
 		if err != nil {
 			return nil, pl, it, err
@@ -82,71 +86,71 @@ func decodePostings(dict segment.TermDictionary, term []byte, pl segment.Posting
 		if !ok {
 			return nil, pl, it, errNotScorch
 		}
-		num, f, dl := p.Number(), p.Frequency(), nm.NormUint64()
-		if num > math.MaxUint32 || f > math.MaxUint32 || dl > math.MaxUint32 {
-			return nil, pl, it, fmt.Errorf("posting out of range: doc %d freq %d length %d", num, f, dl)
+		num, f64, dl64 := p.Number(), p.Frequency(), nm.NormUint64()
+		if num > math.MaxUint32 || f64 > math.MaxUint32 || dl64 >= math.MaxUint32 {
+			return nil, pl, it, fmt.Errorf("posting out of range: doc %d freq %d length %d", num, f64, dl64)
 		}
-		i := len(d.docs)
+		f, dl := uint32(f64), uint32(dl64)
 		d.docs = append(d.docs, uint32(num))
-		freqs = append(freqs, uint32(f))
-		lens = append(lens, uint32(dl))
-		wide = wide || f >= 1<<16 || dl >= 1<<16
-		if i%blockSize == 0 {
-			d.blocks = append(d.blocks, fl{f: uint32(f), dl: uint32(dl)})
+		if d.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
+			d.widen()
+		}
+		if d.wide != nil {
+			d.wide = append(d.wide, fl{f: f, dl: dl})
 		} else {
-			b := &d.blocks[len(d.blocks)-1]
-			b.f, b.dl = max(b.f, uint32(f)), min(b.dl, uint32(dl))
+			d.packed = append(d.packed, f<<16|dl)
+		}
+		if i%blockSize == 0 {
+			if i > 0 {
+				d.blocks = append(d.blocks, fl{f: bf, dl: bl})
+			}
+			bf, bl = f, dl
+		} else {
+			bf, bl = max(bf, f), min(bl, dl)
+		}
+		if f >= 1<<16 {
+			big = append(big, fl{f: f, dl: dl}) // rare: kept aside, not in the array
+			continue
+		}
+		if int(f) >= len(minLen) {
+			minLen = append(minLen, make([]uint32, int(f)+1-len(minLen))...)
+		}
+		if m := minLen[f]; m == 0 || dl+1 < m {
+			minLen[f] = dl + 1
 		}
 	}
-	if wide {
-		d.packed = nil
-		d.wide = make([]fl, len(freqs))
-		for i := range freqs {
-			d.wide[i] = fl{f: freqs[i], dl: lens[i]}
-		}
-	} else {
-		d.packed = d.packed[:len(freqs)]
-		for i := range freqs {
-			d.packed[i] = freqs[i]<<16 | lens[i]
+	if len(d.docs) > 0 {
+		d.blocks = append(d.blocks, fl{f: bf, dl: bl})
+	}
+	// Pareto frontier: walking frequencies down, keep a pair whose length beats every
+	// larger frequency's.
+	best := uint32(math.MaxUint32)
+	slices.SortFunc(big, func(a, b fl) int { return cmp.Compare(b.f, a.f)*2 + cmp.Compare(a.dl, b.dl) })
+	for _, p := range big {
+		if p.dl < best {
+			d.front = append(d.front, p)
+			best = p.dl
 		}
 	}
-	d.front = frontier(freqs, lens)
-	d.bytes = 4*cap(d.docs) + 4*cap(d.packed) + 8*(len(d.wide)+len(d.blocks)+len(d.front)) + 128
+	for f := len(minLen) - 1; f >= 0; f-- {
+		if m := minLen[f]; m != 0 && m-1 < best {
+			d.front = append(d.front, fl{f: uint32(f), dl: m - 1})
+			best = m - 1
+		}
+	}
+	clear(minLen)
+	*scratch = minLen
+	d.bytes = 4*cap(d.docs) + 4*cap(d.packed) + 8*(cap(d.wide)+cap(d.blocks)+cap(d.front)) + 128
 	return d, pl, it, nil
 }
 
-// frontier returns the Pareto frontier of the (f, dl) pairs: for each frequency, the
-// smallest length, kept only where no larger frequency has a length as small.
-func frontier(freqs, lens []uint32) []fl {
-	minLen := map[uint32]uint32{}
-	for i, f := range freqs {
-		if l, ok := minLen[f]; !ok || lens[i] < l {
-			minLen[f] = lens[i]
-		}
+// widen switches d to the wide layout (a frequency or length does not fit 16 bits).
+func (d *decodedPostings) widen() {
+	d.wide = make([]fl, len(d.packed), cap(d.packed))
+	for i, v := range d.packed {
+		d.wide[i] = fl{f: v >> 16, dl: v & 0xffff}
 	}
-	fs := make([]uint32, 0, len(minLen))
-	for f := range minLen {
-		fs = append(fs, f)
-	}
-	// descending frequency; keep a pair when its length beats every larger frequency's
-	sortDesc(fs)
-	out := make([]fl, 0, 8)
-	best := uint32(math.MaxUint32)
-	for _, f := range fs {
-		if l := minLen[f]; l < best {
-			out = append(out, fl{f: f, dl: l})
-			best = l
-		}
-	}
-	return out
-}
-
-func sortDesc(a []uint32) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] > a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
+	d.packed = nil
 }
 
 // postingsKey names one term of one segment of one index.
