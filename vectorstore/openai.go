@@ -45,6 +45,7 @@ type EmbeddingHTTPError struct {
 	Attempts   int    // requests made, retries included
 }
 
+// Error names the URL, the status, the server's message and how many attempts were made.
 func (e *EmbeddingHTTPError) Error() string {
 	s := fmt.Sprintf("vectorstore: embedding server %s answered %d %s", e.URL, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
