@@ -70,8 +70,13 @@ func Sanitize(text string, tags ...string) string {
 	var b strings.Builder
 	last := 0
 	for i := 0; i < len(text); {
-		if c := text[i]; c < utf8.RuneSelf && c != '<' && c != '&' && c != '%' && c != '\\' && c != '[' {
-			i++ // fast path: an ASCII byte that cannot start a bracket
+		if c := text[i]; c < utf8.RuneSelf {
+			if c != '<' && c != '&' && c != '%' && c != '\\' && c != '[' {
+				i++ // fast path: an ASCII byte that cannot start a bracket
+				continue
+			}
+		} else if r, size := utf8.DecodeRuneInString(text[i:]); !isOpenBracket(r) {
+			i += size // fast path: a non-ASCII rune that is no bracket
 			continue
 		}
 		end, repl, ok := matchTag(text, i, names)
@@ -116,15 +121,23 @@ func matchTag(s string, i int, names [][]rune) (end int, repl string, ok bool) {
 	if s[i] == '[' {
 		return matchSquare(s, i)
 	}
-	n := bracketAt(s, i, isOpenBracket)
-	if n == 0 {
-		return 0, "", false
+	n := 1
+	if s[i] != '<' {
+		if n = bracketAt(s, i, isOpenBracket); n == 0 {
+			return 0, "", false
+		}
 	}
 	j := skipIgnorable(s, i+n)
+	if j < len(s) && s[j] < utf8.RuneSelf && !mayFollowOpen(s[j]) {
+		return 0, "", false // "<3", "a < b", "<<<<": nothing of interest follows
+	}
 	if k, name, ok := matchPipe(s, j); ok {
 		return k, "[" + name + "]", true
 	}
 	if m := bracketAt(s, j, isOpenBracket); m > 0 {
+		if k := skipIgnorable(s, j+m); k < len(s) && s[k] < utf8.RuneSelf && (s[k] == '<' || s[k] == '|' || !mayFollowOpen(s[k])) {
+			return 0, "", false // "<<<": only "<</sys>>"-like markers are read after two brackets
+		}
 		if k, closing, name, ok := matchNamed(s, j+m, doubleAngleTokens, 2); ok {
 			return k, bracketed("[", closing, strings.ToUpper(string(name)), "]"), true
 		}
@@ -174,6 +187,17 @@ func skipSlashes(s string, j int) (int, bool) {
 		closing = true
 		j = skipIgnorable(s, j+m)
 	}
+}
+
+// mayFollowOpen reports whether an ASCII byte after an opening bracket may continue a
+// tag or token: a letter, a pipe, a slash, another bracket or the start of an escape.
+func mayFollowOpen(c byte) bool {
+	switch c {
+	case '|', '/', '\\', '<', '&', '%':
+		return true
+	}
+	c |= 0x20
+	return c >= 'a' && c <= 'z'
 }
 
 // nameStart reports whether a name may start at s[j]: an ASCII letter or any non-ASCII
@@ -309,7 +333,7 @@ func pipeAt(s string, j int) int {
 	if j < len(s) && s[j] == '|' {
 		return 1
 	}
-	if strings.HasPrefix(s[j:], "｜") {
+	if j < len(s) && s[j] == 0xEF && strings.HasPrefix(s[j:], "｜") {
 		return len("｜")
 	}
 	return 0
@@ -433,7 +457,9 @@ func bracketAt(s string, i int, class func(rune) bool) int {
 		}
 	case r == '%':
 		if i+3 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil && class(rune(v)) {
+			hi, ok1 := hexDigit(s[i+1])
+			lo, ok2 := hexDigit(s[i+2])
+			if ok1 && ok2 && class(rune(hi<<4|lo)) {
 				return 3
 			}
 		}
@@ -506,6 +532,19 @@ func entityAt(s string, i int) (rune, int) {
 		j++
 	}
 	return r, j - i
+}
+
+// hexDigit decodes one hexadecimal digit.
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 func isDigitIn(c byte, base int) bool {
@@ -585,5 +624,11 @@ func skipZeroWidth(s string, i int) int {
 }
 
 func isZeroWidth(r rune) bool {
+	switch {
+	case r < 0xAD:
+		return false
+	case r >= 0x200B && r <= 0x200F, r >= 0x2060 && r <= 0x2064, r == 0xFEFF:
+		return true
+	}
 	return unicode.Is(unicode.Cf, r) || r == '\u034f' || r == '\u115f' || r == '\u1160' || r == '\u3164'
 }
