@@ -14,22 +14,22 @@ type Tags struct {
 	Answer  string // the model answers: <answer>…</answer>
 }
 
-// DefaultTags is the seed protocol: search, context, answer.
-var DefaultTags = Tags{Search: "search", Context: "context", Answer: "answer"}
+// DefaultTags returns the seed protocol: search, context, answer.
+func DefaultTags() Tags { return Tags{Search: "search", Context: "context", Answer: "answer"} }
 
-// SearchR1Tags is the protocol of the original Search-R1 checkpoints, which read passages
-// between <information> and </information>.
-var SearchR1Tags = Tags{Search: "search", Context: "information", Answer: "answer"}
+// SearchR1Tags returns the protocol of the original Search-R1 checkpoints, which read
+// passages between <information> and </information>.
+func SearchR1Tags() Tags { return Tags{Search: "search", Context: "information", Answer: "answer"} }
 
 func (t Tags) withDefaults() Tags {
 	if t.Search == "" {
-		t.Search = DefaultTags.Search
+		t.Search = DefaultTags().Search
 	}
 	if t.Context == "" {
-		t.Context = DefaultTags.Context
+		t.Context = DefaultTags().Context
 	}
 	if t.Answer == "" {
-		t.Answer = DefaultTags.Answer
+		t.Answer = DefaultTags().Answer
 	}
 	return t
 }

@@ -58,8 +58,8 @@ type ExtractOptions struct {
 	MinMatches int
 }
 
-// SearchR1Extract is extract_solution's exact rule: at least two answer blocks.
-var SearchR1Extract = ExtractOptions{MinMatches: 2}
+// SearchR1Extract returns extract_solution's exact rule: at least two answer blocks.
+func SearchR1Extract() ExtractOptions { return ExtractOptions{MinMatches: 2} }
 
 // ExtractSolution returns the content (trimmed) of the LAST answer block of text, or false
 // when text has fewer than opts.MinMatches answer blocks.
@@ -113,8 +113,10 @@ type FormatScores struct {
 	Retrieval float64
 }
 
-// SearchR1FormatScores are the values of Search-R1's v0.3 training scripts.
-var SearchR1FormatScores = FormatScores{Score: 1, Structure: 0.2, Final: 0.1, Retrieval: 0}
+// SearchR1FormatScores returns the values of Search-R1's v0.3 training scripts.
+func SearchR1FormatScores() FormatScores {
+	return FormatScores{Score: 1, Structure: 0.2, Final: 0.1, Retrieval: 0}
+}
 
 // FormatOptions configure [ValidSequence] and [FormatReward].
 type FormatOptions struct {

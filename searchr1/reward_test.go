@@ -49,9 +49,9 @@ func TestExtractSolution(t *testing.T) {
 		want   string
 		wantOK bool
 	}{
-		{prompt + "<answer> Paris </answer>", SearchR1Extract, "Paris", true},
-		{prompt + "no answer", SearchR1Extract, "", false},
-		{"<answer>only</answer>", SearchR1Extract, "", false},
+		{prompt + "<answer> Paris </answer>", SearchR1Extract(), "Paris", true},
+		{prompt + "no answer", SearchR1Extract(), "", false},
+		{"<answer>only</answer>", SearchR1Extract(), "", false},
 		{"<answer>only</answer>", ExtractOptions{}, "only", true},
 		{"<answer>a</answer> <answer>b\n</answer>", ExtractOptions{}, "b", true},
 		{"<ans>x</ans>", ExtractOptions{Tag: "ans"}, "x", true},
@@ -62,13 +62,13 @@ func TestExtractSolution(t *testing.T) {
 			t.Errorf("ExtractSolution(%q) = %q, %v; want %q, %v", c.text, got, ok, c.want, c.wantOK)
 		}
 	}
-	if r := EMReward(prompt+"<answer>the Paris</answer>", []string{"Paris"}, SearchR1Extract, 0, 1); r != 1 {
+	if r := EMReward(prompt+"<answer>the Paris</answer>", []string{"Paris"}, SearchR1Extract(), 0, 1); r != 1 {
 		t.Errorf("EMReward correct = %v", r)
 	}
-	if r := EMReward(prompt+"<answer>Lyon</answer>", []string{"Paris"}, SearchR1Extract, 0.1, 1); r != 0.1 {
+	if r := EMReward(prompt+"<answer>Lyon</answer>", []string{"Paris"}, SearchR1Extract(), 0.1, 1); r != 0.1 {
 		t.Errorf("EMReward wrong = %v", r)
 	}
-	if r := EMReward(prompt, []string{"Paris"}, SearchR1Extract, 0.1, 1); r != 0 {
+	if r := EMReward(prompt, []string{"Paris"}, SearchR1Extract(), 0.1, 1); r != 0 {
 		t.Errorf("EMReward none = %v", r)
 	}
 }
@@ -99,7 +99,7 @@ func TestValidSequenceAndFormatReward(t *testing.T) {
 	if ok, _ := ValidSequence("<|im_start|>user\n<answer>ex</answer><|im_start|>assistant\n"+direct, FormatOptions{Start: "<|im_start|>assistant"}); !ok {
 		t.Error("start marker not honoured")
 	}
-	s := SearchR1FormatScores
+	s := SearchR1FormatScores()
 	s.Retrieval = 0.05
 	golds := []string{"Paris"}
 	rewards := []struct {
