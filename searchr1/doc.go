@@ -6,15 +6,20 @@
 // The package provides:
 //
 //   - [Loop]: the generate → parse → search → inject loop, with a [Trace] of every turn;
-//   - [Sanitize]: neutralises tag look-alikes in retrieved text, so a document can never
-//     open or close a tag the loop parses;
-//   - rewards as plain functions ([ExactMatch], [SubstringMatch], [ExtractSolution],
-//     [EMReward], [FormatReward]) with Search-R1's answer normalisation;
+//   - [Sanitize]: neutralises tag look-alikes and chat-template special tokens in
+//     retrieved text, in linear time, so a document can never open or close a tag the
+//     loop parses or start a chat turn; [FormatPassagesCapped] cuts a context block to a
+//     cap without leaving an element open;
+//   - rewards as plain functions ([ExactMatch], [SubstringMatch], [TokenF1],
+//     [ExtractSolution], [EMReward], [FormatReward], [Reward] with a search bonus) with
+//     Search-R1's answer normalisation, never counting the loop's own messages;
 //   - generators: [OpenAI] (an OpenAI-compatible completions/chat client for vLLM,
 //     llama.cpp or a hosted API) and [Scripted] (canned outputs for tests);
 //   - [HyDE]: a [Searcher] wrapper that also searches a generated hypothetical answer;
-//   - [NewRetrieveHandler]: an HTTP handler speaking the original Search-R1 retrieval
-//     server protocol (POST /retrieve, GET /health).
+//   - [NewRetrieveHandler] and [NewRetrieveServer]: the original Search-R1 retrieval
+//     server protocol (POST /retrieve, POST /rerank, GET /health) for training: batches of
+//     up to 8,192 queries searched in parallel and streamed back in order, an optional
+//     cross-encoder rerank, a response budget and every HTTP timeout set.
 //
-// Both *memory.Memory and *memory.Collection satisfy [Searcher].
+// Both *memory.Memory and *memory.Collection satisfy [Searcher] and [BatchSearcher].
 package searchr1
