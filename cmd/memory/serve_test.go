@@ -213,6 +213,10 @@ func TestServeUsage(t *testing.T) {
 		{"--store", dir, "--retrieve", "127.0.0.1:0", "--mode", "magic"},
 		{"--store", dir, "--retrieve", "127.0.0.1:0", "--topk", "0"},
 		{"--store", dir, "--retrieve", "127.0.0.1:0", "extra"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "--max-queries", "0"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "--max-response-bytes", "-1"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "--rerank-depth", "0"},
+		{"--store", dir, "--retrieve", "127.0.0.1:0", "--read-timeout", "-1s"},
 	}
 	for _, args := range cases {
 		var stderr lockedBuffer
