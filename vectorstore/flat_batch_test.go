@@ -224,15 +224,16 @@ func containsStr(s, sub string) bool {
 	return false
 }
 
-// TestSearchBatchAnyIndex checks the package function on a backend without its own batch
-// search (chromem: one Search per query) and on the flat index (its BatchSearcher).
+// TestSearchBatchAnyIndex checks the package function on the backends without a batch search
+// of their own (chromem, faiss: one Search per query) and on the flat index (its
+// BatchSearcher).
 func TestSearchBatchAnyIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	ctx := context.Background()
 	const dim = 16
 	ids, vecs := testIDs(200), randVecs(rng, 200, dim)
 	qs := randVecs(rng, 25, dim)
-	for _, backend := range []string{"chromem", "flat"} {
+	for _, backend := range Backends() { // flat, chromem, and faiss under its build tag
 		idx, err := NewIndex(IndexConfig{Backend: backend, Dim: dim})
 		if err != nil {
 			t.Fatal(err)
