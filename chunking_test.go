@@ -890,7 +890,7 @@ func BenchmarkSnippet(b *testing.B) {
 	terms := map[string]bool{"lighthous": true, "keeper": true, "lantern": true}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if snippet(text, terms, SnippetBytes) == "" {
+		if snippet(text, newTermMatcher(terms), SnippetBytes) == "" {
 			b.Fatal("empty")
 		}
 	}
@@ -912,8 +912,8 @@ func BenchmarkAddLongDocument(b *testing.B) {
 	}
 }
 
-// BenchmarkSearchChunked: a BM25 search (top 10, best chunk per document, snippets) over
-// 200 documents of 20 KB (about 4,000 chunks).
+// BenchmarkSearchChunked: a BM25 search (best chunk per document, with and without
+// snippets) over 200 documents of 20 KB (about 4,000 chunks).
 func BenchmarkSearchChunked(b *testing.B) {
 	m, err := Open("", WithNoSync())
 	if err != nil {
@@ -925,9 +925,19 @@ func BenchmarkSearchChunked(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for b.Loop() {
-		if res, err := m.Search(bg, "lantern orchard harbor", WithMode(BM25)); err != nil || len(res) != 10 {
-			b.Fatal(len(res), err)
+	for _, k := range []int{10, 100} {
+		for _, snip := range []bool{false, true} {
+			opts := []SearchOption{WithMode(BM25), TopK(k)}
+			if snip {
+				opts = append(opts, WithSnippets())
+			}
+			b.Run(fmt.Sprintf("k=%d/snippets=%v", k, snip), func(b *testing.B) {
+				for b.Loop() {
+					if res, err := m.Search(bg, "lantern orchard harbor", opts...); err != nil || len(res) != k {
+						b.Fatal(len(res), err)
+					}
+				}
+			})
 		}
 	}
 }
@@ -954,7 +964,7 @@ func TestSnippetHitsMatchAnalyzer(t *testing.T) {
 				}
 			}
 			var got []string
-			for _, h := range snippetHits(text, terms) {
+			for _, h := range snippetHits(text, newTermMatcher(terms)) {
 				got = append(got, fmt.Sprintf("%d-%d:%s", h.start, h.end, h.term))
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {

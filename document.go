@@ -49,10 +49,11 @@ type Result struct {
 	// Headings is the chunk's markdown heading path, outermost first (for code, its
 	// qualified name); nil when none.
 	Headings []string `json:"headings,omitempty"`
-	// Snippet is a short excerpt of Text (at most SnippetBytes bytes, cut on word and UTF-8
-	// boundaries, whitespace runs shown as one space) around the query terms it holds, as
-	// the English analyzer of BM25 sees them (stemmed, stop words ignored); the start of
-	// Text when it holds none.
+	// Snippet, filled when the search asks for it (WithSnippets), is a short excerpt of Text
+	// (at most SnippetBytes bytes, cut on word and UTF-8 boundaries, whitespace runs shown
+	// as one space) around the densest cluster of the query terms it holds, as the English
+	// analyzer of BM25 sees them (stemmed, stop words ignored); the start of Text when it
+	// holds none.
 	Snippet string `json:"snippet,omitempty"`
 	// Score is the final ranking score: the reranker's sigmoid when reranked, else the fused score.
 	Score   float64     `json:"score"`

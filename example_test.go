@@ -105,7 +105,7 @@ func Example_readme() {
 		log.Fatal(err)
 	}
 	res, err := m.Search(ctx, "how do I ship a release", memory.TopK(5),
-		memory.WithWhere(memory.Where{"team": "infra", "year": map[string]any{"$gte": 2020}}), memory.WithRerank(50))
+		memory.WithWhere(memory.Where{"team": "infra", "year": map[string]any{"$gte": 2020}}), memory.WithRerank(50), memory.WithSnippets())
 	if err != nil {
 		log.Fatal(err)
 	}

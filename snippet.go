@@ -43,16 +43,86 @@ func addSnippets(query string, res []Result) {
 			terms[string(t.Term)] = true
 		}
 	}
+	tm := newTermMatcher(terms) // shared by the results: its cache of analysed words too
 	for i := range res {
-		res[i].Snippet = snippet(res[i].Text, terms, SnippetBytes)
+		res[i].Snippet = snippet(res[i].Text, tm, SnippetBytes)
 	}
+}
+
+// termMatcher finds the words of a text that the English analyzer turns into query terms.
+type termMatcher struct {
+	terms    map[string]bool
+	prefixes []string          // lower-cased first two characters of each term
+	seen     map[string]string // word -> the query term it analyses to ("" none)
+}
+
+func newTermMatcher(terms map[string]bool) *termMatcher {
+	tm := &termMatcher{terms: terms, seen: map[string]string{}}
+	for t := range terms {
+		tm.prefixes = append(tm.prefixes, lowerPrefix(t))
+	}
+	return tm
+}
+
+// maxSeen bounds the cache of analysed words of one search.
+const maxSeen = 1 << 14
+
+// match returns the query term word analyses to, "" when none.
+func (tm *termMatcher) match(w string) string {
+	if !tm.mayMatch(w) {
+		return ""
+	}
+	term, ok := tm.seen[w]
+	if ok {
+		return term
+	}
+	if a := english(); a != nil {
+		for _, t := range a.Analyze([]byte(w)) {
+			if tm.terms[string(t.Term)] {
+				term = string(t.Term)
+				break
+			}
+		}
+	}
+	if len(tm.seen) < maxSeen {
+		tm.seen[w] = term
+	}
+	return term
+}
+
+// mayMatch reports whether w starts like a query term (Porter stemming keeps a word's first
+// two letters), without allocating for ASCII words.
+func (tm *termMatcher) mayMatch(w string) bool {
+	if len(w) >= 2 && w[0] < utf8.RuneSelf && w[1] < utf8.RuneSelf {
+		a, b := lowerASCII(w[0]), lowerASCII(w[1])
+		for _, p := range tm.prefixes {
+			if len(p) == 2 && p[0] == a && p[1] == b {
+				return true
+			}
+		}
+		return false
+	}
+	lp := lowerPrefix(w)
+	for _, p := range tm.prefixes {
+		if p == lp {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // snippet returns at most size bytes of text around the densest cluster of query terms
 // (most distinct terms, then most occurrences, in a window of size bytes), cut on word and
 // UTF-8 boundaries, with whitespace runs replaced by one space. Without a match it is the
 // start of text.
-func snippet(text string, terms map[string]bool, size int) string {
+func snippet(text string, tm *termMatcher, size int) string {
 	scan := text
 	if len(scan) > snippetScan {
 		end := snippetScan
@@ -61,7 +131,7 @@ func snippet(text string, terms map[string]bool, size int) string {
 		}
 		scan = scan[:end]
 	}
-	hits := snippetHits(scan, terms)
+	hits := snippetHits(scan, tm)
 	lo, hi := 0, 0 // the chosen cluster of hits: [hits[lo].start, hits[hi-1].end)
 	if len(hits) > 0 {
 		count := map[string]int{}
@@ -133,38 +203,19 @@ type hit struct {
 	term       string
 }
 
-// snippetHits returns the words of text that the English analyzer turns into one of terms.
-func snippetHits(scan string, terms map[string]bool) []hit {
+// snippetHits returns the words of scan that the English analyzer turns into a query term.
+func snippetHits(scan string, tm *termMatcher) []hit {
+	// Running the analyzer over the whole text costs more than the search; instead, split
+	// the text into words and analyse only the words that could stem to a query term.
 	var hits []hit
-	if a := english(); a != nil && len(terms) > 0 {
-		// Running the analyzer over the whole text costs more than the search; instead,
-		// split the text into words and analyse only the words that could stem to a query
-		// term (Porter stemming keeps a word's first two letters).
-		prefixes := make(map[string]bool, len(terms))
-		for t := range terms {
-			prefixes[lowerPrefix(t)] = true
-		}
-		seen := map[string]string{} // word -> the query term it analyses to ("" none)
-		forEachWord(scan, func(start, end int) {
-			w := scan[start:end]
-			if !prefixes[lowerPrefix(w)] {
-				return
-			}
-			term, ok := seen[w]
-			if !ok {
-				for _, t := range a.Analyze([]byte(w)) {
-					if terms[string(t.Term)] {
-						term = string(t.Term)
-						break
-					}
-				}
-				seen[w] = term
-			}
-			if term != "" {
-				hits = append(hits, hit{start, end, term})
-			}
-		})
+	if len(tm.terms) == 0 {
+		return nil
 	}
+	forEachWord(scan, func(start, end int) {
+		if term := tm.match(scan[start:end]); term != "" {
+			hits = append(hits, hit{start, end, term})
+		}
+	})
 	return hits
 }
 
