@@ -40,6 +40,7 @@ type CodeProgress struct {
 //   - Title: the path, then the chunk's qualified name when it has one.
 //   - Text: [chunker.Chunk.EmbeddingText] (a short header, then the code).
 //   - Metadata: path, language, kind, name, qualified_name, start_line, end_line.
+//   - Source: the path, so DeleteWhere(ctx, Where{"source": path}) removes a file's chunks.
 //
 // Chunks that are only whitespace are skipped. Only the first opts value is used. It
 // returns the walk summary; on error, the chunks of earlier batches stay stored.
@@ -117,9 +118,10 @@ func CodeDocuments(path string, chunks []chunker.Chunk) []Document {
 			title += " " + ch.QualifiedName
 		}
 		out = append(out, Document{
-			ID:    id,
-			Title: title,
-			Text:  ch.EmbeddingText(),
+			Source: path, // DeleteWhere(Where{"source": path}) re-indexes a file
+			ID:     id,
+			Title:  title,
+			Text:   ch.EmbeddingText(),
 			Metadata: map[string]any{
 				"path":           path,
 				"language":       ch.Language,
