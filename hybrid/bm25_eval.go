@@ -412,16 +412,21 @@ func collect(snap *scorch.IndexSnapshot, top *topK, k int) ([]Hit, error) {
 		}
 		hits = append(hits, Hit{ID: ext, Score: c.score})
 	}
+	sortHits(hits)
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+// sortHits orders hits by score, best first, ties by id.
+func sortHits(hits []Hit) {
 	sort.Slice(hits, func(i, j int) bool {
 		if hits[i].Score != hits[j].Score {
 			return hits[i].Score > hits[j].Score
 		}
 		return hits[i].ID < hits[j].ID
 	})
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits, nil
 }
 
 // exhaustive scores every posting of every term, term at a time, into a score array, and
@@ -582,6 +587,14 @@ func (c *arrCursor) set(pos int) {
 	}
 }
 
+// score is the term's BM25 contribution for the current posting, computed exactly as
+// exhaustive evaluation computes it.
+func (c *arrCursor) score(st *snapStats) float64 {
+	fi, dl := c.p.at(c.pos)
+	f := float64(fi)
+	return c.w * f / (f + st.kOf(uint64(dl)))
+}
+
 // advance moves to the first posting at or after d (galloping, then binary search).
 func (c *arrCursor) advance(d uint32) {
 	docs := c.p.docs
@@ -710,9 +723,7 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 				continue
 			}
 			if !skip {
-				fi, dl := tc.p.at(tc.pos)
-				f := float64(fi)
-				v := tc.w * f / (f + st.kOf(uint64(dl)))
+				v := tc.score(st)
 				contrib[tc.ti] = v
 				present = append(present, tc.ti)
 				s += v
@@ -733,9 +744,7 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 				tc.advance(d)
 			}
 			if tc.doc == d {
-				fi, dl := tc.p.at(tc.pos)
-				f := float64(fi)
-				v := tc.w * f / (f + st.kOf(uint64(dl)))
+				v := tc.score(st)
 				contrib[tc.ti] = v
 				present = append(present, tc.ti)
 				s += v
