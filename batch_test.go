@@ -144,3 +144,58 @@ func TestSearchBatchSharesEmbedding(t *testing.T) {
 		}
 	}
 }
+
+// TestStoresKeepOwnBM25Params: two stores in one process with different k1/b keep their
+// own scores while both are searched concurrently (BM25 parameters are per store, not
+// process-global; run under -race).
+func TestStoresKeepOwnBM25Params(t *testing.T) {
+	ctx := context.Background()
+	docs := []Document{
+		{ID: "a", Text: "tumor tumor tumor growth in a long text about many other things entirely"},
+		{ID: "b", Text: "tumor growth"},
+		{ID: "c", Text: "cell biology"},
+	}
+	open := func(k1, b float64) *Memory {
+		m, err := Open("", WithBM25(k1, b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		if err := m.Add(ctx, docs...); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	x, y := open(0.9, 0.4), open(2.0, 1.0)
+	score := func(m *Memory) string {
+		res, err := m.Search(ctx, "tumor growth", WithMode(BM25), TopK(3))
+		if err != nil {
+			t.Error(err)
+			return ""
+		}
+		return fmt.Sprint(resultKeys(res))
+	}
+	wx, wy := score(x), score(y)
+	if wx == wy {
+		t.Fatalf("weak test: both parameter sets rank alike: %s", wx)
+	}
+	done := make(chan string, 40)
+	for i := 0; i < 40; i++ {
+		go func() {
+			m, want := x, wx
+			if i%2 == 1 {
+				m, want = y, wy
+			}
+			if got := score(m); got != want {
+				done <- fmt.Sprintf("store %d: %s, want %s", i%2, got, want)
+				return
+			}
+			done <- ""
+		}()
+	}
+	for i := 0; i < 40; i++ {
+		if msg := <-done; msg != "" {
+			t.Fatal(msg)
+		}
+	}
+}
