@@ -887,7 +887,7 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 		return 0, err
 	}
 	var gone []string
-	if err := m.forEachRecord(c.name, func(id string, r *record) {
+	if err := m.forEachMeta(c.name, func(id string, r *record) { // a Where reads metadata only
 		if pred(r) {
 			gone = append(gone, id)
 		}
@@ -918,7 +918,7 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	set := map[string]bool{}
-	if err := c.m.forEachRecord(c.name, func(_ string, r *record) {
+	if err := c.m.forEachMeta(c.name, func(_ string, r *record) {
 		if src := r.source(); src != "" {
 			set[src] = true
 		}
@@ -936,18 +936,25 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 // forEachRecord calls fn with every document of a collection, in id order, in one read
 // transaction (fn must not write to the store).
 func (m *Memory) forEachRecord(col string, fn func(id string, r *record)) error {
-	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), fn) })
+	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeRecord, fn) })
 }
 
-// eachRecord calls fn with every document of a docs bucket (nil: none), in id order.
-func eachRecord(docs *bolt.Bucket, fn func(id string, r *record)) error {
+// forEachMeta is forEachRecord for metadata filters: the records passed to fn have their
+// metadata and chunks, but not always their title and text (see decodeMeta).
+func (m *Memory) forEachMeta(col string, fn func(id string, r *record)) error {
+	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeMeta, fn) })
+}
+
+// eachRecord calls fn with every document of a docs bucket (nil: none), in id order,
+// decoded by decode.
+func eachRecord(docs *bolt.Bucket, decode func(id string, v []byte) (*record, error), fn func(id string, r *record)) error {
 	if docs == nil {
 		return nil
 	}
 	cur := docs.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		id := string(k)
-		r, err := decodeRecord(id, v)
+		r, err := decode(id, v)
 		if err != nil {
 			return err
 		}

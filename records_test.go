@@ -162,6 +162,14 @@ func checkDecode(t *testing.T, enc []byte) {
 	if err == nil && !reflect.DeepEqual(*got, want) {
 		t.Fatalf("%q: decoded %+v, encoding/json %+v", enc, *got, want)
 	}
+	if err != nil {
+		return
+	}
+	// What a metadata filter reads: the same metadata and chunks.
+	meta, err := decodeMeta("id", enc)
+	if err != nil || !reflect.DeepEqual(meta.Metadata, want.Metadata) || !reflect.DeepEqual(meta.Chunks, want.Chunks) {
+		t.Fatalf("%q: decodeMeta %+v, %v; encoding/json %+v", enc, meta, err, want)
+	}
 }
 
 // FuzzDecodeRecord: records made of arbitrary strings round-trip as with encoding/json.

@@ -160,7 +160,11 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 		allow = make([]string, 0)
 		allowSet = map[string]bool{}
 		docs := 0
-		if err := eachRecord(docsBucket(tx, col), func(id string, r *record) {
+		decode := decodeRecord
+		if whereDoc == nil {
+			decode = decodeMeta // a Where reads metadata only
+		}
+		if err := eachRecord(docsBucket(tx, col), decode, func(id string, r *record) {
 			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
 				for _, u := range r.unitIDs(id) {
 					allow = append(allow, u)

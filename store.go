@@ -154,7 +154,7 @@ func addCounts(b *bolt.Bucket, docs, units int) (int, int, error) {
 // encoding/json does. TestDecodeRecord* and FuzzDecodeRecord hold both to encoding/json.
 func decodeRecord(id string, v []byte) (*record, error) {
 	var r record
-	if fastDecodeRecord(v, &r) {
+	if fastDecodeRecord(v, &r, false) {
 		return &r, nil
 	}
 	r = record{}
@@ -164,9 +164,21 @@ func decodeRecord(id string, v []byte) (*record, error) {
 	return &r, nil
 }
 
+// decodeMeta decodes what a metadata filter needs of a stored record: its metadata and
+// chunks; Title and Text are skipped (left empty) when the record is in encoding/json's
+// layout. Filters and Sources scan every record with it.
+func decodeMeta(id string, v []byte) (*record, error) {
+	var r record
+	if fastDecodeRecord(v, &r, true) {
+		return &r, nil
+	}
+	return decodeRecord(id, v)
+}
+
 // fastDecodeRecord decodes v into r when it is a record in encoding/json's own layout; false
-// (r partly filled) when it is not, or when it is not valid.
-func fastDecodeRecord(v []byte, r *record) bool {
+// (r partly filled) when it is not, or when it is not valid. With skipText, Title and Text
+// are only skipped over (not checked).
+func fastDecodeRecord(v []byte, r *record, skipText bool) bool {
 	if len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}' {
 		return false
 	}
@@ -184,6 +196,14 @@ func fastDecodeRecord(v []byte, r *record) bool {
 		var end int
 		switch k {
 		case 't', 'x':
+			if skipText {
+				n, ok := skipString(v, i)
+				if !ok {
+					return false
+				}
+				end = n
+				break
+			}
 			s, n, ok := jsonString(v, i)
 			if !ok {
 				return false
@@ -450,6 +470,31 @@ func jsonString(v []byte, i int) (string, int, bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// skipString returns the index after the JSON string at v[i], without checking it.
+func skipString(v []byte, i int) (int, bool) {
+	if i >= len(v) || v[i] != '"' {
+		return 0, false
+	}
+	j := i + 1
+	for j < len(v) {
+		for j+8 <= len(v) && !special(binary.LittleEndian.Uint64(v[j:])) {
+			j += 8
+		}
+		if j >= len(v) {
+			break
+		}
+		switch v[j] {
+		case '"':
+			return j + 1, true
+		case '\\':
+			j += 2
+		default:
+			j++
+		}
+	}
+	return 0, false
 }
 
 // slowString reads the JSON string at v[i] with the general decoder.
