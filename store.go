@@ -405,71 +405,90 @@ func jsonString(v []byte, i int) (string, int, bool) {
 	var b strings.Builder
 	j := i + 1
 	start := j
-	for j < len(v) {
-		for j+8 <= len(v) && !special(binary.LittleEndian.Uint64(v[j:])) {
-			j += 8
+	q := -1 // the next '"' at or after j
+	for {
+		if q < j {
+			if q = bytes.IndexByte(v[j:], '"'); q < 0 {
+				return "", 0, false
+			}
+			q += j
 		}
-		if j >= len(v) {
-			break
+		seg := v[j:q]
+		bs := bytes.IndexByte(seg, '\\')
+		if bs >= 0 {
+			seg = seg[:bs]
 		}
-		c := v[j]
-		switch {
-		case c == '"':
+		if control(seg) {
+			return slowString(v, i)
+		}
+		if bs < 0 { // the closing quote
 			if b.Cap() == 0 {
-				if !utf8.Valid(v[start:j]) {
+				if !utf8.Valid(v[start:q]) {
 					return slowString(v, i)
 				}
-				return string(v[start:j]), j + 1, true
+				return string(v[start:q]), q + 1, true
 			}
-			b.Write(v[start:j])
+			b.Write(v[start:q])
 			s := b.String()
 			if !utf8.ValidString(s) {
 				return slowString(v, i)
 			}
-			return s, j + 1, true
-		case c == '\\':
-			if b.Cap() == 0 {
-				b.Grow(len(v) - i)
-			}
-			b.Write(v[start:j])
-			if j+1 >= len(v) {
+			return s, q + 1, true
+		}
+		j += bs
+		if b.Cap() == 0 {
+			b.Grow(len(v) - i)
+		}
+		b.Write(v[start:j])
+		if j+1 >= len(v) {
+			return "", 0, false
+		}
+		switch e := v[j+1]; e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			if j+6 > len(v) {
 				return "", 0, false
 			}
-			switch e := v[j+1]; e {
-			case '"', '\\', '/':
-				b.WriteByte(e)
-			case 'b':
-				b.WriteByte('\b')
-			case 'f':
-				b.WriteByte('\f')
-			case 'n':
-				b.WriteByte('\n')
-			case 'r':
-				b.WriteByte('\r')
-			case 't':
-				b.WriteByte('\t')
-			case 'u':
-				if j+6 > len(v) {
-					return "", 0, false
-				}
-				r, err := strconv.ParseUint(string(v[j+2:j+6]), 16, 32)
-				if err != nil || r >= 0xD800 && r < 0xE000 {
-					return slowString(v, i)
-				}
-				b.WriteRune(rune(r))
-				j += 4
-			default:
-				return "", 0, false
+			r, err := strconv.ParseUint(string(v[j+2:j+6]), 16, 32)
+			if err != nil || r >= 0xD800 && r < 0xE000 {
+				return slowString(v, i)
 			}
-			j += 2
-			start = j
-		case c < 0x20:
-			return slowString(v, i)
+			b.WriteRune(rune(r))
+			j += 4
 		default:
-			j++
+			return "", 0, false
+		}
+		j += 2
+		start = j
+	}
+}
+
+// control reports whether p holds a byte below 0x20 (8 bytes a step).
+func control(p []byte) bool {
+	j := 0
+	for ; j+8 <= len(p); j += 8 {
+		w := binary.LittleEndian.Uint64(p[j:])
+		if (w-0x20*ones)&^w&highs != 0 {
+			return true
 		}
 	}
-	return "", 0, false
+	for ; j < len(p); j++ {
+		if p[j] < 0x20 {
+			return true
+		}
+	}
+	return false
 }
 
 // skipString returns the index after the JSON string at v[i], without checking it.
