@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
+	bolt "go.etcd.io/bbolt"
 )
 
 // ChunkOptions configure how documents are split into chunks when they are added. The zero
@@ -190,22 +191,26 @@ func (r *record) unitEmbedText(i int) string {
 	return embedText(r.Title, text)
 }
 
-// unit finds the live document and chunk of an index id.
-func (s *colState) unit(uid string) (parent string, r *record, idx int, ok bool) {
+// liveUnit finds the stored document and chunk of an index id in a docs bucket; ok is
+// false when that chunk is not live (its document is gone or has fewer chunks now).
+func liveUnit(docs *bolt.Bucket, uid string) (parent string, r *record, idx int, ok bool, err error) {
 	parent, idx = splitUnit(uid)
-	r = s.docs[parent]
-	if r == nil {
-		return parent, nil, idx, false
+	if r, err = getRecord(docs, parent); err != nil || r == nil {
+		return parent, nil, idx, false, err
 	}
-	if idx < 0 {
-		return parent, r, -1, len(r.Chunks) == 0
-	}
-	return parent, r, idx, idx < len(r.Chunks)
+	return parent, r, idx, r.hasUnit(idx), nil
 }
 
-// bm25Unit is the keyword index's view of a live index id.
-func (s *colState) bm25Unit(uid string) hybrid.BM25Doc {
-	_, r, i, _ := s.unit(uid)
+// hasUnit reports whether chunk idx (-1: the whole document) is one of r's index ids.
+func (r *record) hasUnit(idx int) bool {
+	if idx < 0 {
+		return len(r.Chunks) == 0
+	}
+	return idx < len(r.Chunks)
+}
+
+// bm25Doc is the keyword index's view of chunk i (-1: all) of record r, index id uid.
+func bm25Doc(uid string, r *record, i int) hybrid.BM25Doc {
 	text, _, _, h := r.unitText(i)
 	if len(h) > 0 && i >= 0 {
 		// The heading path is searchable with its chunk.

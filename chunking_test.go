@@ -14,6 +14,7 @@ import (
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 var fillerWords = strings.Fields(`river stone window garden letter silver market engine harbor
@@ -61,22 +62,36 @@ func colIndexCounts(t *testing.T, c *Collection) (docs, units, bm25, vec int) {
 	if s.vec != nil {
 		vec = s.vec.Len()
 	}
-	total := 0
-	for _, r := range s.docs {
+	total, ndocs := 0, 0
+	if err := c.m.forEachRecord(c.name, func(_ string, r *record) {
 		total += max(1, len(r.Chunks))
+		ndocs++
+	}); err != nil {
+		t.Fatal(err)
 	}
-	if total != s.units {
-		t.Fatalf("units counter %d, records hold %d", s.units, total)
+	if total != s.units || ndocs != s.ndocs {
+		t.Fatalf("counters: %d units, %d docs; records hold %d, %d", s.units, s.ndocs, total, ndocs)
 	}
-	return len(s.docs), s.units, int(n), vec
+	return s.ndocs, s.units, int(n), vec
+}
+
+// storedRecord reads a document's record from the store of record (nil when absent).
+func storedRecord(t *testing.T, c *Collection, id string) *record {
+	t.Helper()
+	var r *record
+	if err := c.m.db.View(func(tx *bolt.Tx) error {
+		var err error
+		r, err = getRecord(docsBucket(tx, c.name), id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func chunksOf(t *testing.T, c *Collection, id string) []chunkRec {
 	t.Helper()
-	s, _ := c.state(false)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	r := s.docs[id]
+	r := storedRecord(t, c, id)
 	if r == nil {
 		t.Fatalf("%s not stored", id)
 	}
@@ -688,9 +703,8 @@ func TestReEmbedChunkedDocuments(t *testing.T) {
 	}
 	// Every chunk's stored vector is the new embedder's vector of that chunk.
 	e := vectorstore.NewHashEmbedder(64)
-	s, _ := m2.Collection("").state(false)
 	for _, id := range []string{"long", "short"} {
-		r := s.docs[id]
+		r := storedRecord(t, m2.Collection(""), id)
 		for u, uid := range r.unitIDs(id) {
 			got, err := m2.vector("default", uid)
 			if err != nil {

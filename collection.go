@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
+	segjson "github.com/segmentio/encoding/json"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -28,13 +29,15 @@ type Collection struct {
 type colState struct {
 	name string
 
-	mu      sync.RWMutex // docs and the indexes: searches read-lock, writes lock
-	docs    map[string]*record
+	// Documents are not held in memory: results, filters and catch-up read them from the
+	// store of record. What is kept is O(1) per collection.
+	mu      sync.RWMutex // the indexes and counters: searches read-lock, writes lock
 	bm25    *hybrid.BM25Index
 	vec     vectorstore.Index // nil without an embedder
 	lastSeq uint64            // sequence number of the collection's last change
 	changes int               // entries in its change log
-	units   int               // index ids (chunks) of all documents
+	ndocs   int               // documents stored (persisted as info/ndocs)
+	units   int               // index ids (chunks) of all documents (info/nunits)
 }
 
 // maxChanges bounds the change log kept for index catch-up; past it the oldest half is
@@ -102,8 +105,9 @@ func (c *Collection) state(create bool) (*colState, error) {
 // loadCollection reads a collection's documents and opens its indexes, replaying the
 // changes they miss (or rebuilding them when the change log no longer reaches back).
 func (m *Memory) loadCollection(name string) (*colState, error) {
-	s := &colState{name: name, docs: map[string]*record{}}
+	s := &colState{name: name}
 	var trimmed uint64
+	haveCounts := true
 	err := m.db.View(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, name, false)
 		if err != nil || b == nil {
@@ -111,25 +115,21 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 		}
 		trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
 		s.lastSeq = trimmed
-		if err := b.Bucket(bkDocs).ForEach(func(k, v []byte) error {
-			r, err := decodeRecord(string(k), v)
-			if err != nil {
-				return err
-			}
-			s.docs[string(k)] = r
-			s.units += max(1, len(r.Chunks))
-			return nil
-		}); err != nil {
-			return err
-		}
-		return b.Bucket(bkChanges).ForEach(func(k, _ []byte) error {
+		s.ndocs, s.units, haveCounts = counts(b)
+		cur := b.Bucket(bkChanges).Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 			s.changes++
 			s.lastSeq = max(s.lastSeq, u64(k))
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !haveCounts {
+		if err := m.countCollection(s); err != nil {
+			return nil, err
+		}
 	}
 
 	// BM25.
@@ -147,10 +147,10 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := m.catchUp(s, s.bm25.Seq(), trimmed, func(puts []string, dels []string, seq uint64) error {
+	if err := m.catchUp(s, s.bm25.Seq(), trimmed, func(puts []unitDoc, dels []string, seq uint64) error {
 		docs := make([]hybrid.BM25Doc, len(puts))
-		for i, uid := range puts {
-			docs[i] = s.bm25Unit(uid)
+		for i, p := range puts {
+			docs[i] = bm25Doc(p.uid, p.r, p.idx)
 		}
 		return s.bm25.Apply(docs, dels, seq)
 	}, func() error {
@@ -179,11 +179,15 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 		if d, ok := s.vec.(vectorstore.Durable); ok {
 			from = d.Seq()
 		}
-		apply := func(puts, dels []string, _ uint64) error {
+		apply := func(puts []unitDoc, dels []string, _ uint64) error {
 			if err := s.vec.Delete(context.Background(), dels...); err != nil {
 				return err
 			}
-			return m.loadVectors(s, puts)
+			ids := make([]string, len(puts))
+			for i, p := range puts {
+				ids[i] = p.uid
+			}
+			return m.loadVectors(s, ids)
 		}
 		if err := m.catchUp(s, from, trimmed, apply, func() error {
 			s.vec.Close()
@@ -199,15 +203,56 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 	return s, nil
 }
 
+// countCollection counts the documents and index ids of a collection stored before the
+// counts were persisted, once, and persists them.
+func (m *Memory) countCollection(s *colState) error {
+	m.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", s.name)
+	return m.db.Update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, s.name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		docs, units := 0, 0
+		cur := b.Bucket(bkDocs).Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			var c struct {
+				Chunks []struct{} `json:"c"`
+			}
+			if err := segjson.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("%w: document %q: %v", ErrCorrupt, k, err)
+			}
+			docs++
+			units += max(1, len(c.Chunks))
+		}
+		info := b.Bucket(bkInfo)
+		s.ndocs, s.units = docs, units
+		if err := info.Put(keyDocN, u64b(uint64(docs))); err != nil {
+			return err
+		}
+		return info.Put(keyUnitN, u64b(uint64(units)))
+	})
+}
+
+// unitDoc is a live index id with its document's record and its chunk index (-1: the
+// whole document).
+type unitDoc struct {
+	uid string
+	r   *record
+	idx int
+}
+
+// catchUpBatch is how many index ids catch-up reads (in one read transaction) and applies
+// at a time.
+const catchUpBatch = 1000
+
 // catchUp brings an index that reflects sequence number from up to s.lastSeq: it replays
 // the change log when it reaches back far enough, else it resets the index and loads every
 // document. puts and dels are index ids (see unitID): a touched id that is live now is put
-// again, one that is not is deleted.
-func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts, dels []string, seq uint64) error, reset func() error) error {
+// again, one that is not is deleted. The caller holds the writer lock or is opening.
+func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts []unitDoc, dels []string, seq uint64) error, reset func() error) error {
 	if from >= s.lastSeq {
 		return nil
 	}
-	var puts, dels []string
 	if from < trimmed || from == 0 {
 		if from > 0 {
 			m.log.Warn("memory: index lags behind the change log, rebuilding", "collection", s.name)
@@ -215,37 +260,45 @@ func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts, del
 		if err := reset(); err != nil {
 			return err
 		}
-		for id, r := range s.docs {
-			puts = append(puts, r.unitIDs(id)...)
-		}
-		sort.Strings(puts)
-	} else {
-		touched := map[string]bool{}
-		if err := m.db.View(func(tx *bolt.Tx) error {
-			b, _ := colBucket(tx, s.name, false)
-			cur := b.Bucket(bkChanges).Cursor()
-			for k, v := cur.Seek(u64b(from + 1)); k != nil; k, v = cur.Next() {
-				if len(v) > 1 {
-					touched[string(v[1:])] = true
-				}
-			}
-			return nil
-		}); err != nil {
+		return m.rebuild(s, apply)
+	}
+	touched := map[string]bool{}
+	var puts []unitDoc
+	var dels []string
+	if err := m.db.View(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, s.name, false)
+		if err != nil || b == nil {
 			return err
 		}
+		cur := b.Bucket(bkChanges).Cursor()
+		for k, v := cur.Seek(u64b(from + 1)); k != nil; k, v = cur.Next() {
+			if len(v) > 1 {
+				touched[string(v[1:])] = true
+			}
+		}
+		ids := make([]string, 0, len(touched))
 		for id := range touched {
-			if _, _, _, ok := s.unit(id); ok {
-				puts = append(puts, id)
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		docs := b.Bucket(bkDocs)
+		for _, id := range ids {
+			_, r, idx, ok, err := liveUnit(docs, id)
+			if err != nil {
+				return err
+			}
+			if ok {
+				puts = append(puts, unitDoc{uid: id, r: r, idx: idx})
 			} else {
 				dels = append(dels, id)
 			}
 		}
-		sort.Strings(puts)
-		sort.Strings(dels)
+		return nil
+	}); err != nil {
+		return err
 	}
-	const batch = 1000
-	for i := 0; i < len(puts) || i == 0; i += batch {
-		j := min(i+batch, len(puts))
+	for i := 0; i < len(puts) || i == 0; i += catchUpBatch {
+		j := min(i+catchUpBatch, len(puts))
 		var d []string
 		if i == 0 {
 			d = dels
@@ -258,6 +311,57 @@ func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts, del
 		}
 	}
 	return nil
+}
+
+// rebuild loads every document of a collection into a reset index: a batch of index ids
+// per read transaction, so neither the collection nor a long transaction is held.
+func (m *Memory) rebuild(s *colState, apply func(puts []unitDoc, dels []string, seq uint64) error) error {
+	var after []byte
+	applied := false
+	for {
+		var puts []unitDoc
+		done := true
+		if err := m.db.View(func(tx *bolt.Tx) error {
+			docs := docsBucket(tx, s.name)
+			if docs == nil {
+				return nil
+			}
+			cur := docs.Cursor()
+			k, v := cur.First()
+			if after != nil {
+				if k, v = cur.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = cur.Next()
+				}
+			}
+			for ; k != nil; k, v = cur.Next() {
+				id := string(k)
+				r, err := decodeRecord(id, v)
+				if err != nil {
+					return err
+				}
+				for u, uid := range r.unitIDs(id) {
+					puts = append(puts, unitDoc{uid: uid, r: r, idx: unitIndex(r, u)})
+				}
+				if len(puts) >= catchUpBatch {
+					after, done = []byte(id), false
+					return nil
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(puts) > 0 || !applied {
+			// The first call also records the sequence number in an empty collection.
+			if err := apply(puts, nil, s.lastSeq); err != nil {
+				return err
+			}
+			applied = true
+		}
+		if done {
+			return nil
+		}
+	}
 }
 
 // loadVectors adds the stored vectors of ids to the collection's vector index.
@@ -455,30 +559,42 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	}
 	// The index ids each document replaces: those of its stored version that it does not
 	// reuse (a document that shrinks drops its last chunks).
+	// Read under the writer lock, so the stored versions cannot change before the write.
 	stale := make([][]string, len(docs))
-	oldUnits := 0
-	s.mu.RLock()
-	for i, d := range docs {
-		old := s.docs[d.ID]
-		if old != nil && !upsert {
-			s.mu.RUnlock()
-			return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, c.name)
-		}
-		if old == nil {
-			continue
-		}
-		oldUnits += max(1, len(old.Chunks))
-		keep := make(map[string]bool)
-		for _, u := range recs[i].unitIDs(d.ID) {
-			keep[u] = true
-		}
-		for _, u := range old.unitIDs(d.ID) {
-			if !keep[u] {
-				stale[i] = append(stale[i], u)
+	oldUnits, added := 0, 0
+	if err := m.db.View(func(tx *bolt.Tx) error {
+		db := docsBucket(tx, c.name)
+		for i, d := range docs {
+			var v []byte
+			if db != nil {
+				v = db.Get([]byte(d.ID))
+			}
+			if v == nil {
+				added++
+				continue
+			}
+			if !upsert {
+				return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, c.name)
+			}
+			old, err := decodeRecord(d.ID, v)
+			if err != nil {
+				return err
+			}
+			oldUnits += max(1, len(old.Chunks))
+			keep := make(map[string]bool)
+			for _, u := range recs[i].unitIDs(d.ID) {
+				keep[u] = true
+			}
+			for _, u := range old.unitIDs(d.ID) {
+				if !keep[u] {
+					stale[i] = append(stale[i], u)
+				}
 			}
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	s.mu.RUnlock()
 
 	// Embed outside any lock that readers need: one vector per chunk.
 	units := make([][]string, len(docs))
@@ -519,7 +635,7 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	}
 
 	var seq uint64
-	nChanges := 0
+	nChanges, ndocs, nunits := 0, 0, 0
 	err = m.db.Update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, c.name, true)
 		if err != nil {
@@ -561,7 +677,8 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 				}
 			}
 		}
-		return nil
+		ndocs, nunits, err = addCounts(b, added, nUnits-oldUnits)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("memory: write: %w", err)
@@ -574,18 +691,17 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	ids := make([]string, 0, nUnits)
 	var flat [][]float32
 	var dels []string
-	for i, d := range docs {
-		s.docs[d.ID] = recs[i]
+	for i := range docs {
 		dels = append(dels, stale[i]...)
 		for n, u := range units[i] {
-			bdocs = append(bdocs, s.bm25Unit(u))
+			bdocs = append(bdocs, bm25Doc(u, recs[i], unitIndex(recs[i], n)))
 			ids = append(ids, u)
 			if vecs != nil {
 				flat = append(flat, vecs[i][n])
 			}
 		}
 	}
-	s.units += nUnits - oldUnits
+	s.ndocs, s.units = ndocs, nunits
 	s.lastSeq = seq
 	s.changes += nChanges
 	var errs []error
@@ -653,30 +769,35 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 		return err
 	}
 	var gone []string
-	s.mu.RLock()
-	for _, id := range ids {
-		if _, ok := s.docs[id]; ok {
-			gone = append(gone, id)
+	if err := m.db.View(func(tx *bolt.Tx) error {
+		db := docsBucket(tx, c.name)
+		if db == nil {
+			return nil
 		}
+		seen := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			if !seen[id] && db.Get([]byte(id)) != nil {
+				seen[id] = true
+				gone = append(gone, id)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	s.mu.RUnlock()
 	return c.deleteDocs(ctx, s, gone)
 }
 
 // deleteDocs removes stored documents and their chunks in one transaction; the caller holds
-// the writer lock and ids are distinct and stored.
+// the writer lock and ids are distinct (one that is not stored is skipped).
 func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) error {
 	m := c.m
 	if len(ids) == 0 {
 		return nil
 	}
 	var units []string
-	s.mu.RLock()
-	for _, id := range ids {
-		units = append(units, s.docs[id].unitIDs(id)...)
-	}
-	s.mu.RUnlock()
 	var seq uint64
+	ndocs, nunits := 0, 0
 	if err := m.db.Update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, c.name, false)
 		if err != nil {
@@ -685,10 +806,24 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 		if b == nil {
 			return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
 		}
+		db := b.Bucket(bkDocs)
+		gone := 0
 		for _, id := range ids {
-			if err := b.Bucket(bkDocs).Delete([]byte(id)); err != nil {
+			r, err := getRecord(db, id)
+			if err != nil {
 				return err
 			}
+			if r == nil {
+				continue
+			}
+			gone++
+			units = append(units, r.unitIDs(id)...)
+			if err := db.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		if ndocs, nunits, err = addCounts(b, -gone, -len(units)); err != nil {
+			return err
 		}
 		for _, u := range units {
 			if err := b.Bucket(bkVecs).Delete([]byte(u)); err != nil {
@@ -707,10 +842,10 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range ids {
-		delete(s.docs, id)
+	s.ndocs, s.units = ndocs, nunits
+	if len(units) == 0 {
+		return nil
 	}
-	s.units -= len(units)
 	s.lastSeq = seq
 	s.changes += len(units)
 	errs := []error{s.bm25.Apply(nil, units, seq)}
@@ -752,14 +887,13 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 		return 0, err
 	}
 	var gone []string
-	s.mu.RLock()
-	for id, r := range s.docs {
+	if err := m.forEachMeta(c.name, func(id string, r *record) { // a Where reads metadata only
 		if pred(r) {
 			gone = append(gone, id)
 		}
+	}); err != nil {
+		return 0, err
 	}
-	s.mu.RUnlock()
-	sort.Strings(gone)
 	if err := c.deleteDocs(ctx, s, gone); err != nil {
 		return 0, err
 	}
@@ -784,19 +918,49 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	set := map[string]bool{}
-	s.mu.RLock()
-	for _, r := range s.docs {
+	if err := c.m.forEachMeta(c.name, func(_ string, r *record) {
 		if src := r.source(); src != "" {
 			set[src] = true
 		}
+	}); err != nil {
+		return nil, err
 	}
-	s.mu.RUnlock()
 	out := make([]string, 0, len(set))
 	for src := range set {
 		out = append(out, src)
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// forEachRecord calls fn with every document of a collection, in id order, in one read
+// transaction (fn must not write to the store).
+func (m *Memory) forEachRecord(col string, fn func(id string, r *record)) error {
+	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeRecord, fn) })
+}
+
+// forEachMeta is forEachRecord for metadata filters: the records passed to fn have their
+// metadata and chunks, but not always their title and text (see decodeMeta).
+func (m *Memory) forEachMeta(col string, fn func(id string, r *record)) error {
+	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeMeta, fn) })
+}
+
+// eachRecord calls fn with every document of a docs bucket (nil: none), in id order,
+// decoded by decode.
+func eachRecord(docs *bolt.Bucket, decode func(id string, v []byte) (*record, error), fn func(id string, r *record)) error {
+	if docs == nil {
+		return nil
+	}
+	cur := docs.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		id := string(k)
+		r, err := decode(id, v)
+		if err != nil {
+			return err
+		}
+		fn(id, r)
+	}
+	return nil
 }
 
 // existing returns the loaded collection; ErrCollectionNotFound when a named collection
@@ -824,15 +988,25 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 		return Document{}, fmt.Errorf("%w: %q: %w: %q", ErrNotFound, id, ErrCollectionNotFound, c.name)
 	}
 	if s != nil {
-		s.mu.RLock()
-		r := s.docs[id]
-		s.mu.RUnlock()
-		if r != nil {
-			d := Document{ID: id, Title: r.Title, Text: r.Text, Metadata: cloneMeta(r.Metadata), Source: r.source()}
-			if len(r.Chunks) == 0 {
-				d.Embedding, err = c.m.vector(c.name, id)
+		var r *record
+		var vec []float32
+		if err := c.m.db.View(func(tx *bolt.Tx) error {
+			b, err := colBucket(tx, c.name, false)
+			if err != nil || b == nil {
+				return err
 			}
-			return d, err
+			if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
+				return err
+			}
+			if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
+				vec, err = decodeVec(raw)
+			}
+			return err
+		}); err != nil {
+			return Document{}, err
+		}
+		if r != nil {
+			return Document{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata, Source: r.source(), Embedding: vec}, nil
 		}
 	}
 	return Document{}, fmt.Errorf("%w: %q in collection %q", ErrNotFound, id, c.name)
@@ -873,7 +1047,7 @@ func (c *Collection) Count() int {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.docs)
+	return s.ndocs
 }
 
 // IDs lists the collection's document ids, sorted.
@@ -882,12 +1056,23 @@ func (c *Collection) IDs() []string {
 	if err != nil || s == nil {
 		return nil
 	}
-	s.mu.RLock()
-	ids := make([]string, 0, len(s.docs))
-	for id := range s.docs {
-		ids = append(ids, id)
+	var ids []string
+	if err := c.m.db.View(func(tx *bolt.Tx) error {
+		db := docsBucket(tx, c.name)
+		if db == nil {
+			return nil
+		}
+		cur := db.Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			ids = append(ids, string(k))
+		}
+		return nil
+	}); err != nil {
+		c.m.log.Error("memory: listing ids", "collection", c.name, "err", err)
+		return nil
 	}
-	s.mu.RUnlock()
-	sort.Strings(ids)
+	if ids == nil {
+		ids = []string{}
+	}
 	return ids
 }

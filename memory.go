@@ -559,7 +559,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	errs := []error{s.close()}
-	s.docs = map[string]*record{}
+	s.ndocs, s.units = 0, 0
 	errs = append(errs, os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name)))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)

@@ -134,6 +134,184 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 	return res, err
 }
 
+// retrieve runs the retrievers and fusion of one collection and returns the candidates with
+// their records. It holds the collection's read lock, and one read transaction of the store
+// of record serves the filter and the results' records: a result always matches the filter.
+// The transaction begins under the lock (a writer commits before it takes the lock).
+func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
+	where, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.bm25 == nil { // deleted since it was looked up
+		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+	}
+	tx, err := m.db.Begin(false)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	// Filter: one evaluation serves every retriever, before ranking. The filters see
+	// documents (read from the store of record); the indexes hold their chunks.
+	t := time.Now()
+	var allow []string
+	var allowSet map[string]bool
+	st.Allowed = -1
+	if where != nil || whereDoc != nil {
+		allow = make([]string, 0)
+		allowSet = map[string]bool{}
+		docs := 0
+		decode := decodeRecord
+		if whereDoc == nil {
+			decode = decodeMeta // a Where reads metadata only
+		}
+		if err := eachRecord(docsBucket(tx, col), decode, func(id string, r *record) {
+			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
+				for _, u := range r.unitIDs(id) {
+					allow = append(allow, u)
+					allowSet[u] = true
+				}
+				docs++
+			}
+		}); err != nil {
+			return nil, err
+		}
+		sort.Strings(allow)
+		st.Allowed = docs
+	}
+	units := s.units
+	if allow != nil {
+		units = len(allow)
+	}
+	bestBM25, bestDense := map[string]string{}, map[string]string{}
+	st.Filter = time.Since(t)
+
+	// A single retriever without rerank or collapse needs no fusion window: asking for
+	// exactly k is cheaper (BM25's top-k collection is a large share of its cost).
+	window := so.retrieverWindow(mode)
+	var lists []hybrid.List
+	if mode != Dense {
+		t := time.Now()
+		hits, err := searchUnits(window, units, so.AllChunks, bestBM25, func(k int) ([]hybrid.Hit, error) {
+			return s.bm25.Search(ctx, query, k, allow)
+		})
+		st.BM25 = time.Since(t)
+		if err != nil {
+			return nil, bm25Error(err)
+		}
+		lists = append(lists, hybrid.List{Name: "bm25", Weight: so.BM25Weight, Hits: hits})
+	}
+	if mode != BM25 {
+		t := time.Now()
+		var f vectorstore.Filter
+		if allowSet != nil {
+			f = func(id string) bool { return allowSet[id] }
+		}
+		hits, err := searchUnits(window, units, so.AllChunks, bestDense, func(k int) ([]hybrid.Hit, error) {
+			if d := so.dense; d != nil && f == nil && k <= d.k { // answered with its batch
+				return denseHits(d.hits[:min(k, len(d.hits))]), nil
+			}
+			vh, err := s.vec.Search(ctx, qv, k, f)
+			hits := make([]hybrid.Hit, len(vh))
+			for i, h := range vh {
+				hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
+			}
+			return hits, err
+		})
+		st.Dense = time.Since(t)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, hybrid.List{Name: "dense", Weight: so.DenseWeight, Hits: hits})
+	}
+
+	t = time.Now()
+	fopt := hybrid.FusionOptions{K: so.RRFK, Window: window}
+	var fused []hybrid.Fused
+	if so.Fusion == WeightedScore {
+		fused = hybrid.WeightedScore(lists, fopt)
+	} else {
+		fused = hybrid.RRF(lists, fopt)
+	}
+	st.Candidates = len(fused)
+	// Keep what later stages can use: the rerank window or the top k.
+	keep := so.TopK
+	if so.Rerank {
+		keep = max(keep, so.RerankTop)
+	}
+	if so.CollapseThreshold > 0 {
+		keep = min(len(fused), keep*2+10) // room for dropped near-duplicates
+	}
+	if len(fused) > keep {
+		fused = fused[:keep]
+	}
+	// The results' records, from the transaction the filter saw. A document deleted or
+	// shortened since the index answered is left out.
+	uids := make([]string, len(fused))
+	recs := make([]*record, len(fused))
+	var byParent map[string]*record
+	if err := func() error {
+		db := docsBucket(tx, col)
+		for i, f := range fused {
+			uid := f.ID
+			if !so.AllChunks {
+				uid = bestUnit(f, bestBM25, bestDense)
+			}
+			uids[i] = uid
+			parent, ci := splitUnit(uid)
+			if ci >= 0 { // chunks of one document share its record
+				if byParent == nil {
+					byParent = map[string]*record{}
+				}
+				if r, ok := byParent[parent]; ok {
+					recs[i] = r
+					continue
+				}
+			}
+			r, err := getRecord(db, parent)
+			if err != nil {
+				return err
+			}
+			recs[i] = r
+			if ci >= 0 {
+				byParent[parent] = r
+			}
+		}
+		return nil
+	}(); err != nil {
+		return nil, err
+	}
+	cands := make([]candidate, 0, len(fused))
+	for i, f := range fused {
+		uid, r := uids[i], recs[i]
+		parent, ci := splitUnit(uid)
+		if r == nil || !r.hasUnit(ci) {
+			continue
+		}
+		ex := Explanation{Mode: mode, Fused: f.Score, Notes: notes}
+		var raw float64
+		for _, c := range f.Contributions {
+			if c.Rank == 0 {
+				continue
+			}
+			ss := &StageScore{Rank: c.Rank, Score: c.Score}
+			switch c.List {
+			case "bm25":
+				ex.BM25 = ss
+			case "dense":
+				ex.Dense = ss
+			}
+			raw = c.Score
+		}
+		score := f.Score
+		if mode != Hybrid {
+			score = raw // one retriever: its own score is the most useful
+		}
+		cands = append(cands, candidate{id: uid, rec: r, res: chunkResult(col, parent, uid, r, ci, score, ex)})
+	}
+	st.Fuse = time.Since(t)
+	return cands, nil
+}
+
 // candidate is a fused result before it becomes a Result.
 type candidate struct {
 	id  string // index id of the chunk
@@ -189,134 +367,10 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		}
 		return nil, nil
 	}
-	s.mu.RLock()
-	if s.bm25 == nil { // deleted since it was looked up
-		s.mu.RUnlock()
-		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+	cands, err := m.retrieve(ctx, s, col, query, qv, mode, notes, where, whereDoc, so, st)
+	if err != nil {
+		return nil, err
 	}
-	// Filter: one evaluation serves every retriever, before ranking. The filters see
-	// documents; the indexes hold their chunks.
-	t := time.Now()
-	var allow []string
-	var allowSet map[string]bool
-	st.Allowed = -1
-	if where != nil || whereDoc != nil {
-		allow = make([]string, 0)
-		allowSet = map[string]bool{}
-		docs := 0
-		for id, r := range s.docs {
-			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
-				for _, u := range r.unitIDs(id) {
-					allow = append(allow, u)
-					allowSet[u] = true
-				}
-				docs++
-			}
-		}
-		sort.Strings(allow)
-		st.Allowed = docs
-	}
-	units := s.units
-	if allow != nil {
-		units = len(allow)
-	}
-	bestBM25, bestDense := map[string]string{}, map[string]string{}
-	st.Filter = time.Since(t)
-
-	// A single retriever without rerank or collapse needs no fusion window: asking for
-	// exactly k is cheaper (BM25's top-k collection is a large share of its cost).
-	window := so.retrieverWindow(mode)
-	var lists []hybrid.List
-	if mode != Dense {
-		t := time.Now()
-		hits, err := searchUnits(window, units, so.AllChunks, bestBM25, func(k int) ([]hybrid.Hit, error) {
-			return s.bm25.Search(ctx, query, k, allow)
-		})
-		st.BM25 = time.Since(t)
-		if err != nil {
-			s.mu.RUnlock()
-			return nil, bm25Error(err)
-		}
-		lists = append(lists, hybrid.List{Name: "bm25", Weight: so.BM25Weight, Hits: hits})
-	}
-	if mode != BM25 {
-		t := time.Now()
-		var f vectorstore.Filter
-		if allowSet != nil {
-			f = func(id string) bool { return allowSet[id] }
-		}
-		hits, err := searchUnits(window, units, so.AllChunks, bestDense, func(k int) ([]hybrid.Hit, error) {
-			if d := so.dense; d != nil && f == nil && k <= d.k { // answered with its batch
-				return denseHits(d.hits[:min(k, len(d.hits))]), nil
-			}
-			vh, err := s.vec.Search(ctx, qv, k, f)
-			hits := make([]hybrid.Hit, len(vh))
-			for i, h := range vh {
-				hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
-			}
-			return hits, err
-		})
-		st.Dense = time.Since(t)
-		if err != nil {
-			s.mu.RUnlock()
-			return nil, err
-		}
-		lists = append(lists, hybrid.List{Name: "dense", Weight: so.DenseWeight, Hits: hits})
-	}
-
-	t = time.Now()
-	fopt := hybrid.FusionOptions{K: so.RRFK, Window: window}
-	var fused []hybrid.Fused
-	if so.Fusion == WeightedScore {
-		fused = hybrid.WeightedScore(lists, fopt)
-	} else {
-		fused = hybrid.RRF(lists, fopt)
-	}
-	st.Candidates = len(fused)
-	// Keep what later stages can use: the rerank window or the top k.
-	keep := so.TopK
-	if so.Rerank {
-		keep = max(keep, so.RerankTop)
-	}
-	if so.CollapseThreshold > 0 {
-		keep = min(len(fused), keep*2+10) // room for dropped near-duplicates
-	}
-	if len(fused) > keep {
-		fused = fused[:keep]
-	}
-	cands := make([]candidate, 0, len(fused))
-	for _, f := range fused {
-		uid := f.ID
-		if !so.AllChunks {
-			uid = bestUnit(f, bestBM25, bestDense)
-		}
-		parent, r, ci, ok := s.unit(uid)
-		if !ok {
-			continue // deleted between index and map: cannot happen under the lock, but be safe
-		}
-		ex := Explanation{Mode: mode, Fused: f.Score, Notes: notes}
-		var raw float64
-		for _, c := range f.Contributions {
-			if c.Rank == 0 {
-				continue
-			}
-			ss := &StageScore{Rank: c.Rank, Score: c.Score}
-			switch c.List {
-			case "bm25":
-				ex.BM25 = ss
-			case "dense":
-				ex.Dense = ss
-			}
-			raw = c.Score
-		}
-		score := f.Score
-		if mode != Hybrid {
-			score = raw // one retriever: its own score is the most useful
-		}
-		cands = append(cands, candidate{id: uid, rec: r, res: chunkResult(col, parent, uid, r, ci, score, ex)})
-	}
-	s.mu.RUnlock() // records are immutable: the candidates stay valid
-	st.Fuse = time.Since(t)
 
 	if so.Rerank && len(cands) > 0 {
 		t := time.Now()

@@ -1,11 +1,15 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
+	segjson "github.com/segmentio/encoding/json"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -16,6 +20,8 @@ import (
 //	col/<name>/vecs           unit id -> little-endian float32s (unit: the id, or id NUL i for chunk i)
 //	col/<name>/changes        seq -> op byte + unit id   (replayed into indexes that lag behind)
 //	col/<name>/info           trimmed -> uint64 (changes up to it were dropped)
+//	                          ndocs, nunits -> uint64 (documents and index ids (chunks) stored;
+//	                          updated by every write; a store made before them counts once on open)
 //
 // Every write is one bbolt transaction (fsynced unless NoSync): a write that returned nil
 // survives a crash, and a crash mid-write leaves the previous state. The BM25 and vector
@@ -29,6 +35,8 @@ var (
 	bkInfo    = []byte("info")
 	keySeq    = []byte("seq")
 	keyTrim   = []byte("trimmed")
+	keyDocN   = []byte("ndocs")
+	keyUnitN  = []byte("nunits")
 )
 
 const (
@@ -109,15 +117,474 @@ func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
 			return nil, err
 		}
 	}
+	if _, _, err := addCounts(b, 0, 0); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
+// counts reads a collection's persisted document and index id counts; ok is false in a
+// store made before they were kept.
+func counts(b *bolt.Bucket) (docs, units int, ok bool) {
+	info := b.Bucket(bkInfo)
+	d, u := info.Get(keyDocN), info.Get(keyUnitN)
+	if len(d) != 8 || len(u) != 8 {
+		return 0, 0, false
+	}
+	return int(u64(d)), int(u64(u)), true
+}
+
+// addCounts adds to a collection's persisted counts (inside the write that changes them)
+// and returns the new values.
+func addCounts(b *bolt.Bucket, docs, units int) (int, int, error) {
+	d, u, _ := counts(b)
+	d, u = max(0, d+docs), max(0, u+units)
+	info := b.Bucket(bkInfo)
+	if err := info.Put(keyDocN, u64b(uint64(d))); err != nil {
+		return 0, 0, err
+	}
+	return d, u, info.Put(keyUnitN, u64b(uint64(u)))
+}
+
+// decodeRecord decodes a stored record. v may be bbolt's memory: nothing of it is kept.
+// Results read their records at query time, so this is on the search path: a record as
+// encoding/json writes it (keys t, x, m, c in that order, no spaces) is read by a direct
+// scan that copies strings without escapes as they are (8 bytes a step); anything else, and
+// the metadata and chunk values, go through segmentio's decoder, which reads JSON as
+// encoding/json does. TestDecodeRecord* and FuzzDecodeRecord hold both to encoding/json.
 func decodeRecord(id string, v []byte) (*record, error) {
 	var r record
-	if err := json.Unmarshal(v, &r); err != nil {
+	if fastDecodeRecord(v, &r, false) {
+		return &r, nil
+	}
+	r = record{}
+	if err := segjson.Unmarshal(v, &r); err != nil {
 		return nil, fmt.Errorf("%w: document %q: %v", ErrCorrupt, id, err)
 	}
 	return &r, nil
+}
+
+// decodeMeta decodes what a metadata filter needs of a stored record: its metadata and
+// chunks; Title and Text are skipped (left empty) when the record is in encoding/json's
+// layout. Filters and Sources scan every record with it.
+func decodeMeta(id string, v []byte) (*record, error) {
+	var r record
+	if fastDecodeRecord(v, &r, true) {
+		return &r, nil
+	}
+	return decodeRecord(id, v)
+}
+
+// fastDecodeRecord decodes v into r when it is a record in encoding/json's own layout; false
+// (r partly filled) when it is not, or when it is not valid. With skipText, Title and Text
+// are only skipped over (not checked).
+func fastDecodeRecord(v []byte, r *record, skipText bool) bool {
+	if len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}' {
+		return false
+	}
+	i, prev := 1, byte(0)
+	for i < len(v)-1 {
+		// "k":
+		if i+4 > len(v) || v[i] != '"' || v[i+2] != '"' || v[i+3] != ':' {
+			return false
+		}
+		k := v[i+1]
+		if keyRank(k) <= keyRank(prev) { // each key at most once, in the struct's order
+			return false
+		}
+		i += 4
+		var end int
+		switch k {
+		case 't', 'x':
+			if skipText {
+				n, ok := skipString(v, i)
+				if !ok {
+					return false
+				}
+				end = n
+				break
+			}
+			s, n, ok := jsonString(v, i)
+			if !ok {
+				return false
+			}
+			if k == 't' {
+				r.Title = s
+			} else {
+				r.Text = s
+			}
+			end = n
+		case 'm', 'c':
+			n, ok := jsonValueEnd(v, i)
+			if !ok {
+				return false
+			}
+			var err error
+			if k == 'm' {
+				if r.Metadata, ok = flatMeta(v[i:n]); !ok {
+					err = segjson.Unmarshal(v[i:n], &r.Metadata)
+				}
+			} else {
+				err = segjson.Unmarshal(v[i:n], &r.Chunks)
+			}
+			if err != nil {
+				return false
+			}
+			end = n
+		}
+		prev, i = k, end
+		if i < len(v)-1 {
+			if v[i] != ',' || i+1 == len(v)-1 {
+				return false
+			}
+			i++
+		}
+	}
+	return i == len(v)-1 && prev != 0
+}
+
+// flatMeta decodes metadata of plain strings, numbers and booleans, in encoding/json's
+// layout; false for anything else (nested values, escapes, null, spaces).
+func flatMeta(v []byte) (map[string]any, bool) {
+	if len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}' {
+		return nil, false
+	}
+	md := map[string]any{}
+	i := 1
+	for i < len(v)-1 {
+		key, n, ok := plainString(v, i)
+		if !ok || n >= len(v) || v[n] != ':' {
+			return nil, false
+		}
+		i = n + 1
+		if i >= len(v) {
+			return nil, false
+		}
+		switch c := v[i]; {
+		case c == '"':
+			s, n, ok := plainString(v, i)
+			if !ok {
+				return nil, false
+			}
+			md[key], i = s, n
+		case c == 't' && bytes.HasPrefix(v[i:], []byte("true")):
+			md[key], i = true, i+4
+		case c == 'f' && bytes.HasPrefix(v[i:], []byte("false")):
+			md[key], i = false, i+5
+		default:
+			n := numberEnd(v, i)
+			if n < 0 {
+				return nil, false
+			}
+			f, err := strconv.ParseFloat(string(v[i:n]), 64)
+			if err != nil {
+				return nil, false
+			}
+			md[key], i = f, n
+		}
+		if i < len(v)-1 {
+			if v[i] != ',' || i+1 == len(v)-1 {
+				return nil, false
+			}
+			i++
+		}
+	}
+	return md, i == len(v)-1
+}
+
+// numberEnd returns the index after the JSON number at v[i], -1 when there is none.
+func numberEnd(v []byte, i int) int {
+	digits := func(j int) int {
+		for j < len(v) && v[j] >= '0' && v[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	j := i
+	if j < len(v) && v[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(v) && v[j] == '0':
+		j++
+	case j < len(v) && v[j] >= '1' && v[j] <= '9':
+		j = digits(j)
+	default:
+		return -1
+	}
+	if j < len(v) && v[j] == '.' {
+		if k := digits(j + 1); k > j+1 {
+			j = k
+		} else {
+			return -1
+		}
+	}
+	if j < len(v) && (v[j] == 'e' || v[j] == 'E') {
+		j++
+		if j < len(v) && (v[j] == '+' || v[j] == '-') {
+			j++
+		}
+		if k := digits(j); k > j {
+			j = k
+		} else {
+			return -1
+		}
+	}
+	if j >= len(v) || (v[j] != ',' && v[j] != '}') {
+		return -1
+	}
+	return j
+}
+
+// keyRank is the place of a record key in encoding/json's output (0: none, or not a key).
+func keyRank(k byte) int {
+	switch k {
+	case 't':
+		return 1
+	case 'x':
+		return 2
+	case 'm':
+		return 3
+	case 'c':
+		return 4
+	}
+	return 0
+}
+
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special reports whether one of the 8 bytes of w is '"', '\\' or below 0x20.
+func special(w uint64) bool {
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs }
+	return zero(w^('"'*ones))|zero(w^('\\'*ones))|((w-0x20*ones)&^w&highs) != 0
+}
+
+// plainString reads the JSON string at v[i] when it holds no escape (and is valid UTF-8)
+// and returns it and the index after it.
+func plainString(v []byte, i int) (string, int, bool) {
+	j, ok := plainEnd(v, i)
+	if !ok {
+		return "", 0, false
+	}
+	return string(v[i+1 : j]), j + 1, true
+}
+
+// plainEnd returns the index of the closing quote of the JSON string at v[i]; false when it
+// has an escape, a control byte or invalid UTF-8, or does not end.
+func plainEnd(v []byte, i int) (int, bool) {
+	if i >= len(v) || v[i] != '"' {
+		return 0, false
+	}
+	j := i + 1
+	for j+8 <= len(v) && !special(binary.LittleEndian.Uint64(v[j:])) {
+		j += 8
+	}
+	for ; j < len(v); j++ {
+		c := v[j]
+		if c == '"' {
+			return j, utf8.Valid(v[i+1 : j])
+		}
+		if c == '\\' || c < 0x20 {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// jsonString reads the JSON string at v[i] and returns it and the index after it. It
+// decodes the escapes encoding/json writes (\\", \\\\, \\/, \\b, \\f, \\n, \\r, \\t, \\uXXXX) itself;
+// a surrogate escape, invalid UTF-8 or a control byte goes to the general decoder, which
+// replaces or rejects them as encoding/json does.
+func jsonString(v []byte, i int) (string, int, bool) {
+	if i >= len(v) || v[i] != '"' {
+		return "", 0, false
+	}
+	var b strings.Builder
+	j := i + 1
+	start := j
+	q := -1 // the next '"' at or after j
+	for {
+		if q < j {
+			if q = bytes.IndexByte(v[j:], '"'); q < 0 {
+				return "", 0, false
+			}
+			q += j
+		}
+		seg := v[j:q]
+		bs := bytes.IndexByte(seg, '\\')
+		if bs >= 0 {
+			seg = seg[:bs]
+		}
+		if control(seg) {
+			return slowString(v, i)
+		}
+		if bs < 0 { // the closing quote
+			if b.Cap() == 0 {
+				if !utf8.Valid(v[start:q]) {
+					return slowString(v, i)
+				}
+				return string(v[start:q]), q + 1, true
+			}
+			b.Write(v[start:q])
+			s := b.String()
+			if !utf8.ValidString(s) {
+				return slowString(v, i)
+			}
+			return s, q + 1, true
+		}
+		j += bs
+		if b.Cap() == 0 {
+			b.Grow(len(v) - i)
+		}
+		b.Write(v[start:j])
+		if j+1 >= len(v) {
+			return "", 0, false
+		}
+		switch e := v[j+1]; e {
+		case '"', '\\', '/':
+			b.WriteByte(e)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			if j+6 > len(v) {
+				return "", 0, false
+			}
+			r, err := strconv.ParseUint(string(v[j+2:j+6]), 16, 32)
+			if err != nil || r >= 0xD800 && r < 0xE000 {
+				return slowString(v, i)
+			}
+			b.WriteRune(rune(r))
+			j += 4
+		default:
+			return "", 0, false
+		}
+		j += 2
+		start = j
+	}
+}
+
+// control reports whether p holds a byte below 0x20 (8 bytes a step).
+func control(p []byte) bool {
+	j := 0
+	for ; j+8 <= len(p); j += 8 {
+		w := binary.LittleEndian.Uint64(p[j:])
+		if (w-0x20*ones)&^w&highs != 0 {
+			return true
+		}
+	}
+	for ; j < len(p); j++ {
+		if p[j] < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// skipString returns the index after the JSON string at v[i], without checking it.
+func skipString(v []byte, i int) (int, bool) {
+	if i >= len(v) || v[i] != '"' {
+		return 0, false
+	}
+	j := i + 1
+	for j < len(v) {
+		for j+8 <= len(v) && !special(binary.LittleEndian.Uint64(v[j:])) {
+			j += 8
+		}
+		if j >= len(v) {
+			break
+		}
+		switch v[j] {
+		case '"':
+			return j + 1, true
+		case '\\':
+			j += 2
+		default:
+			j++
+		}
+	}
+	return 0, false
+}
+
+// slowString reads the JSON string at v[i] with the general decoder.
+func slowString(v []byte, i int) (string, int, bool) {
+	n, ok := jsonValueEnd(v, i)
+	if !ok {
+		return "", 0, false
+	}
+	var s string
+	if err := segjson.Unmarshal(v[i:n], &s); err != nil {
+		return "", 0, false
+	}
+	return s, n, true
+}
+
+// jsonValueEnd returns the index after the JSON string, object or array at v[i] (another
+// value: the index of the next ',', '}' or ']' at depth 0), without validating it.
+func jsonValueEnd(v []byte, i int) (int, bool) {
+	depth := 0
+	for j := i; j < len(v); j++ {
+		switch v[j] {
+		case '"':
+			for j++; j < len(v) && v[j] != '"'; j++ {
+				if v[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(v) {
+				return 0, false
+			}
+			if depth == 0 {
+				return j + 1, true
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return j, j > i
+			}
+			depth--
+			if depth == 0 {
+				return j + 1, true
+			}
+		case ',':
+			if depth == 0 {
+				return j, j > i
+			}
+		}
+	}
+	return 0, false
+}
+
+// getRecord reads the record of document id from a docs bucket; nil when it is not stored.
+func getRecord(docs *bolt.Bucket, id string) (*record, error) {
+	if docs == nil {
+		return nil, nil
+	}
+	v := docs.Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	return decodeRecord(id, v)
+}
+
+// docsBucket is the docs bucket of collection name in tx; nil when it does not exist.
+func docsBucket(tx *bolt.Tx, name string) *bolt.Bucket {
+	b, _ := colBucket(tx, name, false)
+	if b == nil {
+		return nil
+	}
+	return b.Bucket(bkDocs)
 }
 
 // nextSeq increments and returns the store sequence number inside tx.
