@@ -263,6 +263,7 @@ func TestReadCommandsNeverCreate(t *testing.T) {
 		{"collections", "--store", missing},
 		{"delete", "--store", missing, "id"},
 		{"eval", "--data", filepath.Join(dir, "nodata"), "--store", missing},
+		{"serve", "--store", missing, "--retrieve", "127.0.0.1:0"},
 	} {
 		code, _, errs := cli(t, args...)
 		if code != 1 || !strings.Contains(errs, missing) && args[0] != "eval" {
@@ -277,6 +278,15 @@ func TestReadCommandsNeverCreate(t *testing.T) {
 	writeFile(t, filepath.Join(beirDir, "corpus.jsonl"), `{"_id":"1","title":"t","text":"x"}`+"\n")
 	writeFile(t, filepath.Join(beirDir, "queries.jsonl"), `{"_id":"q","text":"x"}`+"\n")
 	writeFile(t, filepath.Join(beirDir, "qrels", "test.tsv"), "query-id\tcorpus-id\tscore\nq\t1\t1\n")
+	// serve on an existing store with a mistyped collection fails naming it, creating nothing.
+	existing := filepath.Join(dir, "real")
+	mustCLI(t, 0, "index", "--store", existing, filepath.Join(beirDir, "corpus.jsonl"))
+	if _, errs := mustCLI(t, 1, "serve", "--store", existing, "--collection", "typo", "--retrieve", "127.0.0.1:0"); !strings.Contains(errs, `"typo"`) {
+		t.Fatalf("serve --collection typo: %s", errs)
+	}
+	if out, _ := mustCLI(t, 0, "collections", "--store", existing); strings.Contains(out, "typo") {
+		t.Fatalf("serve created the collection: %s", out)
+	}
 	_, errs := mustCLI(t, 1, "eval", "--data", beirDir, "--store", missing)
 	if !strings.Contains(errs, missing) {
 		t.Fatalf("eval: %s", errs)

@@ -127,6 +127,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
+	// A mistyped --collection fails here, naming the collections there are, rather than
+	// serving an empty one.
+	searcher, err := openCollection(m, *collection)
+	if err != nil {
+		return err
+	}
 
 	lib := m.SOPs() // the store's own procedures (sops/ in the store), unless --sops names a folder
 	if *sopDir != "" {
@@ -182,7 +188,6 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 
-	searcher := m.Collection(*collection)
 	if *retrieveAddr != "" {
 		ropts := searchr1.RetrieveOptions{
 			DefaultTopK: *topK, MaxConcurrent: *maxConc, Logger: logger,
