@@ -135,8 +135,6 @@ type termCursor struct {
 	doc uint64 // current document, noMore once exhausted
 	f   float64
 	dl  uint64
-	w   float64 // count·idf·(k1+1): the term's weight and its score bound
-	ti  int     // index in the query's term order
 }
 
 const noMore = math.MaxUint64

@@ -17,13 +17,9 @@ import (
 // needs a term in a segment, its postings are decoded once into arrays — ascending document
 // numbers, frequencies, field lengths — with what pruning needs: the Pareto frontier of
 // (frequency, length) pairs, whose best BM25 ratio is the term's exact score bound in the
-// segment for any avgdl, and per block of blockSize postings the largest frequency and
-// smallest length. Segments are immutable, so an entry stays valid for the segment's life;
+// segment for any avgdl. Segments are immutable, so an entry stays valid for the segment's life;
 // documents deleted after decoding are skipped through the snapshot's deletion bitmap.
 // Entries are kept in LRU order within a byte budget (BM25Options.PostingsCacheBytes).
-
-// blockSize is the number of postings per block-max entry.
-const blockSize = 128
 
 // decodedPostings is one term's postings in one segment, all documents (deleted included).
 type decodedPostings struct {
@@ -33,7 +29,6 @@ type decodedPostings struct {
 	packed []uint32
 	wide   []fl
 	front  []fl // Pareto frontier: no other posting has f >= and dl <= (one strictly)
-	blocks []fl // per blockSize postings: the largest f and the smallest dl
 	bytes  int
 }
 
@@ -68,13 +63,12 @@ func decodePostings(dict segment.TermDictionary, term []byte, pl segment.Posting
 		return nil, pl, it, err
 	}
 	n := int(pl.Count())
-	d := &decodedPostings{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n), blocks: make([]fl, 0, (n+blockSize-1)/blockSize)}
+	d := &decodedPostings{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n)}
 	// minLen[f] is the smallest length among postings of frequency f (0: none yet)
 	minLen := (*scratch)[:0]
 	it = pl.Iterator(true, true, false, it)
-	var bf, bl uint32 // the current block's largest f and smallest dl
-	var big []fl      // postings with f >= 1<<16
-	for i := 0; ; i++ {
+	var big []fl // postings with f >= 1<<16
+	for {
 		p, err := it.Next()
 		if err != nil {
 			return nil, pl, it, err
@@ -100,14 +94,6 @@ func decodePostings(dict segment.TermDictionary, term []byte, pl segment.Posting
 		} else {
 			d.packed = append(d.packed, f<<16|dl)
 		}
-		if i%blockSize == 0 {
-			if i > 0 {
-				d.blocks = append(d.blocks, fl{f: bf, dl: bl})
-			}
-			bf, bl = f, dl
-		} else {
-			bf, bl = max(bf, f), min(bl, dl)
-		}
 		if f >= 1<<16 {
 			big = append(big, fl{f: f, dl: dl}) // rare: kept aside, not in the array
 			continue
@@ -118,9 +104,6 @@ func decodePostings(dict segment.TermDictionary, term []byte, pl segment.Posting
 		if m := minLen[f]; m == 0 || dl+1 < m {
 			minLen[f] = dl + 1
 		}
-	}
-	if len(d.docs) > 0 {
-		d.blocks = append(d.blocks, fl{f: bf, dl: bl})
 	}
 	// Pareto frontier: walking frequencies down, keep a pair whose length beats every
 	// larger frequency's.
@@ -140,7 +123,7 @@ func decodePostings(dict segment.TermDictionary, term []byte, pl segment.Posting
 	}
 	clear(minLen)
 	*scratch = minLen
-	d.bytes = 4*cap(d.docs) + 4*cap(d.packed) + 8*(cap(d.wide)+cap(d.blocks)+cap(d.front)) + 128
+	d.bytes = 4*cap(d.docs) + 4*cap(d.packed) + 8*(cap(d.wide)+cap(d.front)) + 128
 	return d, pl, it, nil
 }
 
