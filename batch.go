@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -33,7 +34,7 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 		return nil, err
 	}
 	out := make([][]Result, len(queries))
-	err = hybrid.ParallelFor(ctx, len(queries), 0, func(ctx context.Context, i int) error {
+	err = parallel.For(ctx, len(queries), 0, func(ctx context.Context, i int) error {
 		qopts := opts
 		if dense != nil {
 			qopts = append(opts[:len(opts):len(opts)], func(s *SearchOptions) { s.dense = &dense[i] })

@@ -3,12 +3,10 @@ package searchr1
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/parallel"
 )
 
 // BatchSearcher is an optional upgrade of [Searcher] for searchers that answer many
@@ -59,7 +57,7 @@ func SearchQueries(ctx context.Context, s Searcher, queries []string, workers in
 		}
 		return out, nil
 	}
-	err := parallelFor(ctx, len(queries), workers, func(ctx context.Context, i int) error {
+	err := parallel.For(ctx, len(queries), workers, func(ctx context.Context, i int) error {
 		if strings.TrimSpace(queries[i]) == "" {
 			return nil
 		}
@@ -74,51 +72,4 @@ func SearchQueries(ctx context.Context, s Searcher, queries []string, workers in
 		return nil, err
 	}
 	return out, nil
-}
-
-// parallelFor calls fn(ctx, i) for i in [0, n) from up to workers goroutines (<= 0:
-// GOMAXPROCS). The first error (or the cancellation of ctx) stops the hand-out of further
-// indices and is returned; fn receives a context cancelled on the first error.
-func parallelFor(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	if n == 0 {
-		return ctx.Err()
-	}
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, n)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next     atomic.Int64
-		once     sync.Once
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	fail := func(err error) {
-		once.Do(func() { firstErr = err })
-		cancel()
-	}
-	for range workers {
-		wg.Go(func() {
-			for {
-				if ctx.Err() != nil {
-					return
-				}
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					fail(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
 }

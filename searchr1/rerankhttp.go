@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/parallel"
 )
 
 // RerankRequest is the body of POST /rerank, in the layout of Search-R1's reranker server
@@ -169,7 +170,7 @@ func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
 	// /retrieve's results, and returned with their contents as given.
 	search := func(ctx context.Context, base int, qs []string) ([][]memory.Result, error) {
 		out := make([][]memory.Result, len(qs))
-		err := parallelFor(ctx, len(qs), h.o.Workers, func(ctx context.Context, i int) error {
+		err := parallel.For(ctx, len(qs), h.o.Workers, func(ctx context.Context, i int) error {
 			docs := req.Documents[base+i]
 			if len(docs) == 0 {
 				return nil

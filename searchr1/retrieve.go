@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/rerank"
 )
 
@@ -312,7 +313,7 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		if err != nil || h.o.Reranker == nil {
 			return hits, err
 		}
-		err = parallelFor(ctx, len(qs), h.o.Workers, func(ctx context.Context, i int) error {
+		err = parallel.For(ctx, len(qs), h.o.Workers, func(ctx context.Context, i int) error {
 			if len(hits[i]) == 0 {
 				return nil
 			}

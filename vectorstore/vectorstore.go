@@ -12,10 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
+
+	"github.com/agentmem/memory/internal/parallel"
 )
 
 // Embedder turns texts into vectors. Implementations must be safe for concurrent use.
@@ -106,36 +106,16 @@ func SearchBatch(ctx context.Context, idx Index, qs [][]float32, k int, f Filter
 		return bs.SearchBatch(ctx, qs, k, f)
 	}
 	out := make([][]Hit, len(qs))
-	workers := max(1, min(runtime.GOMAXPROCS(0), len(qs)))
-	var next atomic.Int64
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(qs) {
-					return
-				}
-				hits, err := idx.Search(ctx, qs[i], k, f)
-				if err != nil {
-					if errs[w] == nil {
-						errs[w] = fmt.Errorf("query %d: %w", i, err)
-					}
-					next.Store(int64(len(qs))) // stop the others early
-					return
-				}
-				out[i] = hits
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+	err := parallel.For(ctx, len(qs), 0, func(ctx context.Context, i int) error {
+		hits, err := idx.Search(ctx, qs[i], k, f)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("query %d: %w", i, err)
 		}
+		out[i] = hits
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
