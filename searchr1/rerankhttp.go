@@ -85,14 +85,7 @@ func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (
 	if err != nil {
 		return req, status, err
 	}
-	q, ok := raw["queries"]
-	if !ok || string(q) == "null" {
-		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" is required`)
-	}
-	if err := json.Unmarshal(q, &req.Queries); err != nil {
-		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" must be a list of strings`)
-	}
-	if err := h.checkQueries(req.Queries); err != nil {
+	if req.Queries, err = h.bodyQueries(raw); err != nil {
 		return req, http.StatusUnprocessableEntity, err
 	}
 	d, ok := raw["documents"]

@@ -508,6 +508,23 @@ func capBytes(s string, n int) string {
 	return s[:i]
 }
 
+// bodyQueries reads the "queries" field of a /retrieve or /rerank body and checks it
+// against the handler's caps.
+func (h *retrieveHandler) bodyQueries(raw map[string]json.RawMessage) ([]string, error) {
+	q, ok := raw["queries"]
+	if !ok || string(q) == "null" {
+		return nil, errors.New(`field "queries" is required`)
+	}
+	var qs []string
+	if err := json.Unmarshal(q, &qs); err != nil {
+		return nil, errors.New(`field "queries" must be a list of strings`)
+	}
+	if err := h.checkQueries(qs); err != nil {
+		return nil, err
+	}
+	return qs, nil
+}
+
 // decode reads and validates the request body, returning the HTTP status of a failure.
 func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (RetrieveRequest, int, error) {
 	var req RetrieveRequest
@@ -515,14 +532,7 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 	if err != nil {
 		return req, status, err
 	}
-	q, ok := raw["queries"]
-	if !ok || string(q) == "null" {
-		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" is required`)
-	}
-	if err := json.Unmarshal(q, &req.Queries); err != nil {
-		return req, http.StatusUnprocessableEntity, errors.New(`field "queries" must be a list of strings`)
-	}
-	if err := h.checkQueries(req.Queries); err != nil {
+	if req.Queries, err = h.bodyQueries(raw); err != nil {
 		return req, http.StatusUnprocessableEntity, err
 	}
 	if t, ok := raw["topk"]; ok && string(t) != "null" {
