@@ -26,15 +26,11 @@ func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return errUsage
 	}
-	m, err := sf.open(sf.dir, stderr)
+	m, c, err := sf.openCollection(*col, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	c, err := openCollection(m, *col)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintln(stdout, c.Count())
 	return nil
 }

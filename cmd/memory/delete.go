@@ -48,15 +48,11 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case *source != "":
 		filter = memory.Where{"source": sourceOf(*source)}
 	}
-	m, err := sf.open(sf.dir, stderr)
+	m, c, err := sf.openCollection(*col, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	c, err := openCollection(m, *col)
-	if err != nil {
-		return err
-	}
 	if filter != nil {
 		n, err := c.DeleteWhere(ctx, filter)
 		if err != nil {

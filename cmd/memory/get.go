@@ -33,15 +33,11 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return errUsage
 	}
-	m, err := sf.open(sf.dir, stderr)
+	m, c, err := sf.openCollection(*col, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	c, err := openCollection(m, *col)
-	if err != nil {
-		return err
-	}
 	enc := json.NewEncoder(stdout)
 	var missing []string
 	for i, id := range fs.Args() {

@@ -61,15 +61,11 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *rerankTop > 0 {
 		opts = append(opts, memory.WithRerank(*rerankTop))
 	}
-	m, err := sf.open(sf.dir, stderr)
+	m, c, err := sf.openCollection(*col, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	c, err := openCollection(m, *col)
-	if err != nil {
-		return err
-	}
 	query := strings.Join(fs.Args(), " ")
 	res, err := c.Search(ctx, query, append(opts, memory.WithMode(memory.Mode(*mode)))...)
 	if err != nil && !modeSet && errors.Is(err, memory.ErrEmbedderNeeded) {

@@ -148,6 +148,21 @@ func cliHint(err error) error {
 	return err
 }
 
+// openCollection opens the existing store of the flags and its existing collection name,
+// for the commands that work on one collection; on an error nothing is left open.
+func (sf *storeFlags) openCollection(name string, stderr io.Writer) (*memory.Memory, *memory.Collection, error) {
+	m, err := sf.open(sf.dir, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := openCollection(m, name)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, c, nil
+}
+
 // openCollection returns an existing collection of m for a read command ("" = the default
 // collection, which always exists); a missing one fails with memory.ErrCollectionNotFound
 // and lists the collections there are. serve uses it for --collection.
