@@ -33,23 +33,13 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]Result, len(queries))
-	err = parallel.For(ctx, len(queries), 0, func(ctx context.Context, i int) error {
+	return parallel.Map(ctx, len(queries), 0, func(ctx context.Context, i int) ([]Result, error) {
 		qopts := opts
 		if dense != nil {
 			qopts = append(opts[:len(opts):len(opts)], func(s *SearchOptions) { s.dense = &dense[i] })
 		}
-		res, err := c.Search(ctx, queries[i], qopts...)
-		if err != nil {
-			return fmt.Errorf("query %d: %w", i, err)
-		}
-		out[i] = res
-		return nil
+		return c.Search(ctx, queries[i], qopts...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // denseBatch is one query's share of a batch's dense retrieval.

@@ -105,19 +105,9 @@ func SearchBatch(ctx context.Context, idx Index, qs [][]float32, k int, f Filter
 	if bs, ok := idx.(BatchSearcher); ok {
 		return bs.SearchBatch(ctx, qs, k, f)
 	}
-	out := make([][]Hit, len(qs))
-	err := parallel.For(ctx, len(qs), 0, func(ctx context.Context, i int) error {
-		hits, err := idx.Search(ctx, qs[i], k, f)
-		if err != nil {
-			return fmt.Errorf("query %d: %w", i, err)
-		}
-		out[i] = hits
-		return nil
+	return parallel.Map(ctx, len(qs), 0, func(ctx context.Context, i int) ([]Hit, error) {
+		return idx.Search(ctx, qs[i], k, f)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Durable is implemented by indexes that persist themselves in IndexConfig.Dir.

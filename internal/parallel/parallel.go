@@ -4,6 +4,7 @@ package parallel
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -58,4 +59,23 @@ func For(ctx context.Context, n, workers int, fn func(ctx context.Context, i int
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// Map returns fn(ctx, i) for every i in [0, n), in index order, computed as For computes
+// them. The first error is returned naming its index: "query i: err" (the batches this
+// package serves are batches of queries).
+func Map[T any](ctx context.Context, n, workers int, fn func(ctx context.Context, i int) (T, error)) ([]T, error) {
+	out := make([]T, n)
+	err := For(ctx, n, workers, func(ctx context.Context, i int) error {
+		v, err := fn(ctx, i)
+		if err != nil {
+			return fmt.Errorf("query %d: %w", i, err)
+		}
+		out[i] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -45,3 +45,26 @@ func TestFor(t *testing.T) {
 		t.Fatalf("n 0: %v", err)
 	}
 }
+
+func TestMap(t *testing.T) {
+	ctx := context.Background()
+	got, err := Map(ctx, 100, 4, func(_ context.Context, i int) (int, error) { return i * i, nil })
+	if err != nil || len(got) != 100 {
+		t.Fatalf("%v %v", len(got), err)
+	}
+	for i, v := range got {
+		if v != i*i {
+			t.Fatalf("out[%d] = %d", i, v)
+		}
+	}
+	boom := errors.New("boom")
+	_, err = Map(ctx, 100, 4, func(_ context.Context, i int) (int, error) {
+		if i == 42 {
+			return 0, boom
+		}
+		return i, nil
+	})
+	if !errors.Is(err, boom) || err.Error() != "query 42: boom" {
+		t.Fatalf("err %v", err)
+	}
+}
