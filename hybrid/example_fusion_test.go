@@ -45,3 +45,27 @@ func ExampleWeightedScore() {
 	// c 1.00
 	// b 0.00
 }
+
+// A new fusion method is one function: here CombSUM, the weighted sum of raw scores, built
+// on Fuse (which deduplicates, windows, weights and orders like RRF).
+func ExampleFuse() {
+	combSUM := func(lists []hybrid.List, opt hybrid.FusionOptions) []hybrid.Fused {
+		return hybrid.Fuse(lists, opt, "combsum", func(_ int, w float64, _ int, h hybrid.Hit) float64 {
+			return w * h.Score
+		})
+	}
+	var fusion hybrid.FusionFunc = combSUM // what memory.WithFusion takes
+	keyword := hybrid.List{Name: "bm25", Hits: []hybrid.Hit{{ID: "a", Score: 0.9}, {ID: "b", Score: 0.2}}}
+	dense := hybrid.List{Name: "dense", Weight: 2, Hits: []hybrid.Hit{{ID: "b", Score: 0.8}}}
+	fused := fusion([]hybrid.List{keyword, dense}, hybrid.FusionOptions{})
+	for _, f := range fused {
+		fmt.Printf("%s %.2f\n", f.ID, f.Score)
+	}
+	fmt.Println(fused[0].Explain())
+	// Output:
+	// b 1.80
+	// a 0.90
+	// b score 1.8 (combsum)
+	//   bm25   rank 2   raw 0.2       weight 1    +0.2
+	//   dense  rank 1   raw 0.8       weight 2    +1.6
+}

@@ -91,9 +91,42 @@ func prepareLists(lists []List, window int) []fusionList {
 	return out
 }
 
-// fuse accumulates value(listIndex, rank, hit) over every list and returns the results
-// above opt.MinScore, best first.
-func fuse(lists []fusionList, opt FusionOptions, method string, value func(li, rank int, h Hit) float64) []Fused {
+// FusionFunc combines ranked lists into one list, best first. RRF and WeightedScore are
+// FusionFuncs; a new fusion method is one more function of this type, most simply a call
+// of Fuse with its own Scorer. A FusionFunc fills each result's Contributions (one per
+// input list, Rank 0 where absent): the facade reads its explanations from them.
+type FusionFunc func(lists []List, opt FusionOptions) []Fused
+
+// The fusion methods of this package are FusionFuncs.
+var (
+	_ FusionFunc = RRF
+	_ FusionFunc = WeightedScore
+)
+
+// Scorer says what a document earns from one input list: list is the list's index in the
+// input, weight its effective weight (List.Weight, 0 read as 1), rank the document's 1-based
+// rank in it after deduplication and the window, and h the hit itself.
+type Scorer func(list int, weight float64, rank int, h Hit) float64
+
+// Fuse is the common frame of a FusionFunc: it removes repeated ids from each list, applies
+// opt.Window, sums score over the lists that hold each document, drops the results below
+// opt.MinScore and sorts the rest best first (score descending, then best rank in any list,
+// then id). method names the method in Fused.Explain. The inputs are not modified.
+//
+// For example, CombSUM, the weighted sum of the raw scores:
+//
+//	func CombSUM(lists []List, opt FusionOptions) []Fused {
+//		return Fuse(lists, opt, "combsum", func(_ int, w float64, _ int, h Hit) float64 {
+//			return w * h.Score
+//		})
+//	}
+func Fuse(lists []List, opt FusionOptions, method string, score Scorer) []Fused {
+	return fuse(prepareLists(lists, opt.Window), opt, method, score)
+}
+
+// fuse accumulates score over every prepared list and returns the results above
+// opt.MinScore, best first.
+func fuse(lists []fusionList, opt FusionOptions, method string, score Scorer) []Fused {
 	total := 0
 	for _, l := range lists {
 		total += len(l.hits)
@@ -114,7 +147,7 @@ func fuse(lists []fusionList, opt FusionOptions, method string, value func(li, r
 				}
 				res = append(res, Fused{ID: h.ID, Contributions: cs, method: method})
 			}
-			v := value(li, r+1, h)
+			v := score(li, l.weight, r+1, h)
 			c := &res[i].Contributions[li]
 			c.Rank, c.Score, c.Value = r+1, h.Score, v
 		}
@@ -174,9 +207,8 @@ func RRF(lists []List, opt FusionOptions) []Fused {
 	if !(k > 0) {
 		k = DefaultRRFK
 	}
-	ls := prepareLists(lists, opt.Window)
-	return fuse(ls, opt, "rrf k="+strconv.FormatFloat(k, 'g', -1, 64), func(li, rank int, _ Hit) float64 {
-		return ls[li].weight / (k + float64(rank))
+	return Fuse(lists, opt, "rrf k="+strconv.FormatFloat(k, 'g', -1, 64), func(_ int, w float64, rank int, _ Hit) float64 {
+		return w / (k + float64(rank))
 	})
 }
 
@@ -199,8 +231,8 @@ func WeightedScore(lists []List, opt FusionOptions) []Fused {
 		}
 		spans[i] = span{lo, hi}
 	}
-	return fuse(ls, opt, "weighted min-max", func(li, _ int, h Hit) float64 {
-		return ls[li].weight * minMax(h.Score, spans[li].lo, spans[li].hi)
+	return fuse(ls, opt, "weighted min-max", func(li int, w float64, _ int, h Hit) float64 {
+		return w * minMax(h.Score, spans[li].lo, spans[li].hi)
 	})
 }
 

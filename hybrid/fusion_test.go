@@ -301,6 +301,44 @@ func TestExplain(t *testing.T) {
 	}
 }
 
+// TestFuseCustomMethod: a new fusion method is one Scorer given to Fuse; it gets the
+// deduplicated, windowed ranks, the effective weights and the ordering of RRF.
+func TestFuseCustomMethod(t *testing.T) {
+	combSUM := func(lists []List, opt FusionOptions) []Fused {
+		return Fuse(lists, opt, "combsum", func(_ int, w float64, _ int, h Hit) float64 { return w * h.Score })
+	}
+	var f FusionFunc = combSUM
+	lists := []List{
+		{Name: "a", Hits: []Hit{{"x", 3}, {"y", 2}, {"x", 9}, {"z", 1}}}, // the repeated x is ignored
+		{Name: "b", Weight: 2, Hits: []Hit{{"z", 4}, {"y", 0.5}}},
+	}
+	got := f(lists, FusionOptions{Window: 2}) // a keeps x, y; b keeps z, y
+	want := []struct {
+		id    string
+		score float64
+	}{{"z", 8}, {"x", 3}, {"y", 3}} // x and y tie on 3: x's best rank (1) beats y's (2)
+	if len(got) != len(want) {
+		t.Fatalf("got %v", fusedIDs(got))
+	}
+	for i, w := range want {
+		if got[i].ID != w.id || got[i].Score != w.score {
+			t.Fatalf("result %d = %s %v, want %s %v", i, got[i].ID, got[i].Score, w.id, w.score)
+		}
+	}
+	c := got[0].Contributions
+	if len(c) != 2 || c[0].Rank != 0 || c[1].Rank != 1 || c[1].Weight != 2 || c[1].Value != 8 {
+		t.Fatalf("contributions of z: %+v", c)
+	}
+	if e := got[0].Explain(); !strings.Contains(e, "(combsum)") {
+		t.Fatalf("Explain lacks the method name: %s", e)
+	}
+	// The built-in methods are the same frame with their own Scorer.
+	rrf := Fuse(lists, FusionOptions{}, "rrf k=60", func(_ int, w float64, rank int, _ Hit) float64 { return w / (60 + float64(rank)) })
+	if !reflect.DeepEqual(rrf, RRF(lists, FusionOptions{})) {
+		t.Fatalf("Fuse with the RRF scorer differs from RRF")
+	}
+}
+
 // refFuse is a deliberately naive reference: maps, sums in list order, full sort.
 func refFuse(lists []List, opt FusionOptions, weighted bool) []Fused {
 	k := opt.K
@@ -310,7 +348,6 @@ func refFuse(lists []List, opt FusionOptions, weighted bool) []Fused {
 	type entry struct {
 		score float64
 		best  int
-		seen  bool
 	}
 	entries := map[string]*entry{}
 	perList := make([]map[string]float64, len(lists))
