@@ -9,6 +9,10 @@
 // (uniform in [TargetBytes/2, 3·TargetBytes/2]) is reached, stopping short of a
 // sentence that would overshoot it by more than half its length.
 //
+// Every passage carries metadata for filter benchmarks, derived from its number alone (so the
+// text is what it was before metadata existed): "bucket", the number i mod 10, and "lang",
+// one of ten strings chosen by (i/10) mod 10. Each value selects 10 % of the passages.
+//
 // Output (dir): corpus.jsonl, queries.jsonl (the source's test queries), qrels/test.tsv (a
 // query's relevant passages: those whose source document the source qrels judge
 // relevant, at most MaxQrels per pair) and batch-queries.jsonl (BatchQueries queries: the
@@ -60,6 +64,21 @@ func (o *Options) defaults() {
 	if o.MaxQrels <= 0 {
 		o.MaxQrels = 50
 	}
+}
+
+// Langs are the values of the "lang" metadata key, one tenth of the passages each.
+var Langs = [10]string{"en", "de", "fr", "es", "it", "nl", "pt", "sv", "pl", "fi"}
+
+// Metadata returns the metadata of passage i: "bucket" (i mod 10, a number) and "lang"
+// (Langs[(i/10) mod 10]).
+func Metadata(i int) map[string]any {
+	return map[string]any{"bucket": float64(i % 10), "lang": Langs[(i/10)%10]}
+}
+
+// corpusDoc is one line of corpus.jsonl: a BEIR document with its metadata.
+type corpusDoc struct {
+	beir.Doc
+	Metadata map[string]any `json:"metadata"`
 }
 
 // source is the sentence pool of a dataset.
@@ -175,7 +194,7 @@ func Generate(ctx context.Context, ds *beir.Dataset, dir string, o Options) erro
 			if len(bySource[di]) < o.MaxQrels {
 				bySource[di] = append(bySource[di], p.ID)
 			}
-			if err := w.Encode(p); err != nil {
+			if err := w.Encode(corpusDoc{Doc: p, Metadata: Metadata(i)}); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package corpusgen
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -107,5 +108,47 @@ func TestGenerateDeterministic(t *testing.T) {
 	}
 	if err := Generate(ctx, &beir.Dataset{}, t.TempDir(), Options{}); !errors.Is(err, ErrSource) {
 		t.Fatalf("empty source: %v", err)
+	}
+}
+
+// TestMetadata: every passage line carries its bucket and lang, and each value of either
+// key selects a tenth of the passages.
+func TestMetadata(t *testing.T) {
+	dir := t.TempDir()
+	if err := Generate(context.Background(), testSource(), dir, Options{N: 200, TargetBytes: 120, BatchQueries: 3}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "corpus.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets, langs := map[float64]int{}, map[string]int{}
+	for i, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var d struct {
+			ID       string         `json:"_id"`
+			Metadata map[string]any `json:"metadata"`
+		}
+		if err := json.Unmarshal(line, &d); err != nil {
+			t.Fatal(err)
+		}
+		want := Metadata(i)
+		if d.Metadata["bucket"] != want["bucket"] || d.Metadata["lang"] != want["lang"] {
+			t.Fatalf("passage %d (%s): metadata %v, want %v", i, d.ID, d.Metadata, want)
+		}
+		buckets[d.Metadata["bucket"].(float64)]++
+		langs[d.Metadata["lang"].(string)]++
+	}
+	if len(buckets) != 10 || len(langs) != 10 {
+		t.Fatalf("%d buckets, %d langs", len(buckets), len(langs))
+	}
+	for b, n := range buckets {
+		if n != 20 {
+			t.Errorf("bucket %v: %d passages, want 20", b, n)
+		}
+	}
+	for l, n := range langs {
+		if n != 20 {
+			t.Errorf("lang %q: %d passages, want 20", l, n)
+		}
 	}
 }
