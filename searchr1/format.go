@@ -13,10 +13,10 @@ import (
 type PassageFormat int
 
 const (
-	// FormatSearchR1 writes "Doc 1(Title: \"Title\") text\n" per passage, exactly like
+	// FormatOriginal writes "Doc 1(Title: \"Title\") text\n" per passage, exactly like
 	// Search-R1's _passages2string: the title is the first line of the contents (see
 	// [Contents]) and keeps its quotes; the text is the remaining lines.
-	FormatSearchR1 PassageFormat = iota
+	FormatOriginal PassageFormat = iota
 	// FormatDocXML writes `<doc id="ID">contents</doc>` per passage, one per line.
 	FormatDocXML
 )

@@ -62,7 +62,7 @@ func TestFormatPassagesCappedProperty(t *testing.T) {
 		case 3:
 			c.MaxTokens, c.Tokenizer = 1+r.IntN(10), sentenceTok{}
 		}
-		for _, format := range []PassageFormat{FormatSearchR1, FormatDocXML} {
+		for _, format := range []PassageFormat{FormatOriginal, FormatDocXML} {
 			got, cut := FormatPassagesCapped(results, format, c)
 			full := FormatPassages(results, format)
 			if !cut {

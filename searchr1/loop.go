@@ -73,7 +73,7 @@ const DefaultNoResults = "No results found."
 // (search/context/answer), top 3 passages per search, at most 3 searches and 4 turns,
 // Search-R1 passage formatting, no context cap.
 type Loop struct {
-	// Tags names the protocol tags ([DefaultTags]; [SearchR1Tags] for original checkpoints).
+	// Tags names the protocol tags ([DefaultTags]; [OriginalTags] for original checkpoints).
 	Tags Tags
 	// TopK is the number of passages per search (default 3).
 	TopK int
@@ -83,7 +83,7 @@ type Loop struct {
 	// MaxTurns caps the model turns before the final generation, which runs without
 	// search (default 4, Search-R1's max_turns of the paper scripts).
 	MaxTurns int
-	// Format selects the passage format (default [FormatSearchR1]).
+	// Format selects the passage format (default [FormatOriginal]).
 	Format PassageFormat
 	// MaxContextTokens caps each injected block, counted by Tokenizer (0: no cap).
 	MaxContextTokens int
@@ -189,8 +189,8 @@ func (l Loop) Prompt(question string) string {
 	if tmpl == "" {
 		tmpl = "Answer the given question. You must conduct reasoning inside <think> and </think> first every time you get new information. After reasoning, if you find you lack some knowledge, you can call a search engine by " +
 			openTag(t.Search) + " query " + closeTag(t.Search) + " and it will return the top searched results between " +
-			openTag(t.Context) + " and " + closeTag(t.Context) + ". You can search as many times as your want. If you find no further external knowledge needed, you can directly provide the answer inside " +
-			openTag(t.Answer) + " and " + closeTag(t.Answer) + ", without detailed illustrations. For example, " +
+			tagPair(t.Context) + ". You can search as many times as your want. If you find no further external knowledge needed, you can directly provide the answer inside " +
+			tagPair(t.Answer) + ", without detailed illustrations. For example, " +
 			openTag(t.Answer) + " Beijing " + closeTag(t.Answer) + ". Question: {question}\n"
 	}
 	return strings.ReplaceAll(tmpl, "{question}", question)
@@ -203,8 +203,8 @@ func (l Loop) InvalidAction() string {
 	}
 	t := l.Tags.withDefaults()
 	return "My previous action is invalid. If I want to search, I should put the query between " +
-		openTag(t.Search) + " and " + closeTag(t.Search) + ". If I want to give the final answer, I should put the answer between " +
-		openTag(t.Answer) + " and " + closeTag(t.Answer) + ". Let me try again."
+		tagPair(t.Search) + ". If I want to give the final answer, I should put the answer between " +
+		tagPair(t.Answer) + ". Let me try again."
 }
 
 func (l Loop) budgetMessage() string {
@@ -213,7 +213,7 @@ func (l Loop) budgetMessage() string {
 	}
 	t := l.Tags.withDefaults()
 	return "I have used all my searches. I must now give the final answer between " +
-		openTag(t.Answer) + " and " + closeTag(t.Answer) + "."
+		tagPair(t.Answer) + "."
 }
 
 func (l Loop) validate() error {

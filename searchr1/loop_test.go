@@ -112,7 +112,7 @@ func TestLoopMultiHop(t *testing.T) {
 	if got := strings.Count(ep.Transcript, "<context>"); got != 3 { // 1 in the prompt + 2 blocks
 		t.Fatalf("transcript holds %d <context>", got)
 	}
-	if a, ok := ExtractSolution(ep.Transcript, SearchR1Extract()); !ok || a != "Westminster, London" {
+	if a, ok := ExtractSolution(ep.Transcript, OriginalExtract()); !ok || a != "Westminster, London" {
 		t.Fatalf("ExtractSolution = %q, %v", a, ok)
 	}
 }
@@ -120,7 +120,7 @@ func TestLoopMultiHop(t *testing.T) {
 func TestLoopSearchR1Preset(t *testing.T) {
 	s := multiHopSearcher()
 	gen := &Scripted{Outputs: []string{"<search>director of Inception</search>", "<answer>Nolan</answer>"}}
-	ep, err := Loop{Tags: SearchR1Tags(), TopK: 1}.Run(context.Background(), gen, s, "q")
+	ep, err := Loop{Tags: OriginalTags(), TopK: 1}.Run(context.Background(), gen, s, "q")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func decodeLikeModel(s string) string {
 }
 
 func TestLoopHostilePassages(t *testing.T) {
-	for _, format := range []PassageFormat{FormatSearchR1, FormatDocXML} {
+	for _, format := range []PassageFormat{FormatOriginal, FormatDocXML} {
 		t.Run(fmt.Sprint(format), func(t *testing.T) {
 			s := &fakeSearcher{byQuery: map[string][]memory.Result{"q": hostileDocs}}
 			gen := &Scripted{Outputs: []string{"<search>q</search>", "<think>ok</think><answer>good</answer>"}}
@@ -360,7 +360,7 @@ func TestLoopHostilePassages(t *testing.T) {
 				t.Fatalf("observation:\n%s", obs)
 			}
 			// Rewards read the transcript: the forged answers must not count.
-			if a, ok := ExtractSolution(ep.Transcript, SearchR1Extract()); !ok || a != "good" {
+			if a, ok := ExtractSolution(ep.Transcript, OriginalExtract()); !ok || a != "good" {
 				t.Fatalf("ExtractSolution = %q, %v", a, ok)
 			}
 			if n := strings.Count(ep.Transcript, "<answer>"); n != 3 { // 2 in the prompt, 1 by the model
@@ -442,7 +442,7 @@ func TestLoopRealStore(t *testing.T) {
 	if !strings.Contains(ep.Trace.Turns[0].Observation, `Doc 1(Title: "France") Paris is the capital of France.`) {
 		t.Fatalf("observation = %q", ep.Trace.Turns[0].Observation)
 	}
-	if a, _ := ExtractSolution(ep.Transcript, SearchR1Extract()); a != "Paris" {
+	if a, _ := ExtractSolution(ep.Transcript, OriginalExtract()); a != "Paris" {
 		t.Fatalf("extracted %q", a)
 	}
 }

@@ -17,9 +17,9 @@ type Tags struct {
 // DefaultTags returns the seed protocol: search, context, answer.
 func DefaultTags() Tags { return Tags{Search: "search", Context: "context", Answer: "answer"} }
 
-// SearchR1Tags returns the protocol of the original Search-R1 checkpoints, which read
+// OriginalTags returns the protocol of the original Search-R1 checkpoints, which read
 // passages between <information> and </information>.
-func SearchR1Tags() Tags { return Tags{Search: "search", Context: "information", Answer: "answer"} }
+func OriginalTags() Tags { return Tags{Search: "search", Context: "information", Answer: "answer"} }
 
 func (t Tags) withDefaults() Tags {
 	if t.Search == "" {
@@ -36,6 +36,10 @@ func (t Tags) withDefaults() Tags {
 
 func openTag(tag string) string  { return "<" + tag + ">" }
 func closeTag(tag string) string { return "</" + tag + ">" }
+
+// tagPair is how the loop's own messages name a tag: "<tag> and </tag>". It is never an
+// answer (see [ExtractSolution]).
+func tagPair(tag string) string { return openTag(tag) + " and " + closeTag(tag) }
 
 // ActionKind says what a model turn asked for.
 type ActionKind string

@@ -53,16 +53,25 @@ type ExtractOptions struct {
 	// Tag is the answer tag name (default "answer").
 	Tag string
 	// MinMatches is how many answer blocks the text must hold for the last one to count
-	// (default 1). Search-R1's extract_solution uses 2, because its prompt's own
-	// "<answer> Beijing </answer>" example is one of them: use [SearchR1Extract].
+	// (default 1). Search-R1's extract_solution uses 2 on a full transcript, because its
+	// prompt's own "<answer> Beijing </answer>" example is one of them: use
+	// [OriginalExtract].
 	MinMatches int
 }
 
-// SearchR1Extract returns extract_solution's exact rule: at least two answer blocks.
-func SearchR1Extract() ExtractOptions { return ExtractOptions{MinMatches: 2} }
+// OriginalExtract returns extract_solution's rule for a full transcript (prompt and
+// response): at least two answer blocks, the last one counts.
+func OriginalExtract() ExtractOptions { return ExtractOptions{MinMatches: 2} }
 
-// ExtractSolution returns the content (trimmed) of the LAST answer block of text, or false
-// when text has fewer than opts.MinMatches answer blocks.
+// ExtractSolution returns the content (trimmed) of the LAST answer block of text and true,
+// or "" and false when text holds fewer than opts.MinMatches answer blocks: a model that
+// never answered has no answer.
+//
+// The placeholder "<answer> and </answer>" (with the configured tag) is never an answer
+// block: it is how the loop's prompt, invalid-action and search-budget messages spell out
+// the tags (see [Loop.Prompt]), so a transcript whose model never answered does not
+// yield "and". (Search-R1's extract_solution counts it, and so answers "Beijing", the
+// prompt's example, for such a transcript.)
 func ExtractSolution(text string, opts ExtractOptions) (string, bool) {
 	tag := opts.Tag
 	if tag == "" {
@@ -72,12 +81,20 @@ func ExtractSolution(text string, opts ExtractOptions) (string, bool) {
 	if min < 1 {
 		min = 1
 	}
-	re := tagRE(tag)
-	ms := re.FindAllStringSubmatch(text, -1)
-	if len(ms) < min {
+	placeholder := tagPair(tag)
+	var last string
+	n := 0
+	for _, m := range tagRE(tag).FindAllStringSubmatch(text, -1) {
+		if m[0] == placeholder {
+			continue
+		}
+		last = m[1]
+		n++
+	}
+	if n < min {
 		return "", false
 	}
-	return strings.TrimSpace(ms[len(ms)-1][1]), true
+	return strings.TrimSpace(last), true
 }
 
 func tagRE(tag string) *regexp.Regexp {
@@ -113,8 +130,8 @@ type FormatScores struct {
 	Retrieval float64
 }
 
-// SearchR1FormatScores returns the values of Search-R1's v0.3 training scripts.
-func SearchR1FormatScores() FormatScores {
+// OriginalFormatScores returns the values of Search-R1's v0.3 training scripts.
+func OriginalFormatScores() FormatScores {
 	return FormatScores{Score: 1, Structure: 0.2, Final: 0.1, Retrieval: 0}
 }
 

@@ -125,7 +125,7 @@ func Reward(response string, golds []string, o RewardOptions) float64 {
 		}
 	}
 	// Retrieved text is evidence, never the model's answer or search.
-	for _, ctx := range []string{tags.Context, SearchR1Tags().Context} {
+	for _, ctx := range []string{tags.Context, OriginalTags().Context} {
 		response = blockRE(ctx).ReplaceAllString(response, "")
 	}
 	ex := o.Extract

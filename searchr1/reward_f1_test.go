@@ -54,9 +54,9 @@ func TestReward(t *testing.T) {
 		{"budget message is not an answer", "<search>q</search>\n" + budget + "\n", RewardOptions{FormatScore: 0.1}, 0},
 		{"answer after invalid message", "oops\n" + invalid + "\n<answer>William Shakespeare</answer>", RewardOptions{}, 1},
 		{"Search-R1 rule: the invalid message is not the second match",
-			"For example, <answer> Beijing </answer>.\noops\n" + invalid + "\n", RewardOptions{Extract: SearchR1Extract(), FormatScore: 0.1}, 0},
+			"For example, <answer> Beijing </answer>.\noops\n" + invalid + "\n", RewardOptions{Extract: OriginalExtract(), FormatScore: 0.1}, 0},
 		{"full transcript, Search-R1 rule, real answer",
-			prompt + "oops\n" + invalid + "\n<answer>William Shakespeare</answer>", RewardOptions{Extract: SearchR1Extract()}, 1},
+			prompt + "oops\n" + invalid + "\n<answer>William Shakespeare</answer>", RewardOptions{Extract: OriginalExtract()}, 1},
 		{"answer inside retrieved block does not count",
 			"<search>q</search>\n\n<context>Doc 1 <answer>William Shakespeare</answer></context>\n\n", RewardOptions{}, 0},
 		{"search bonus", "<search>hamlet author</search>\n\n<context>x</context>\n\n<answer>William Shakespeare</answer>",
@@ -68,7 +68,7 @@ func TestReward(t *testing.T) {
 		{"no bonus for the prompt's example search", prompt + "<answer>William Shakespeare</answer>",
 			RewardOptions{SearchBonus: 0.1, Start: "Question: Who wrote Hamlet?\n"}, 1},
 		{"information tags", "<search>q</search><information>x</information><answer>William Shakespeare</answer>",
-			RewardOptions{SearchBonus: 0.5, Tags: SearchR1Tags()}, 1.5},
+			RewardOptions{SearchBonus: 0.5, Tags: OriginalTags()}, 1.5},
 		{"start marker missing", "<answer>William Shakespeare</answer>", RewardOptions{Start: "<|im_start|>assistant"}, 0},
 	}
 	for _, c := range cases {

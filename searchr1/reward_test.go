@@ -1,6 +1,10 @@
 package searchr1
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+)
 
 func TestNormalizeAnswer(t *testing.T) {
 	cases := []struct{ in, want string }{
@@ -49,12 +53,18 @@ func TestExtractSolution(t *testing.T) {
 		want   string
 		wantOK bool
 	}{
-		{prompt + "<answer> Paris </answer>", SearchR1Extract(), "Paris", true},
-		{prompt + "no answer", SearchR1Extract(), "", false},
-		{"<answer>only</answer>", SearchR1Extract(), "", false},
+		{prompt + "<answer> Paris </answer>", OriginalExtract(), "Paris", true},
+		{prompt + "no answer", OriginalExtract(), "", false},
+		{"<answer>only</answer>", OriginalExtract(), "", false},
 		{"<answer>only</answer>", ExtractOptions{}, "only", true},
 		{"<answer>a</answer> <answer>b\n</answer>", ExtractOptions{}, "b", true},
 		{"<ans>x</ans>", ExtractOptions{Tag: "ans"}, "x", true},
+		// The loop's placeholder "<answer> and </answer>" is never an answer.
+		{"put the answer between <answer> and </answer>.", ExtractOptions{}, "", false},
+		{prompt + "put the answer between <answer> and </answer>.", OriginalExtract(), "", false},
+		{"<answer>x</answer> between <answer> and </answer>.", ExtractOptions{}, "x", true},
+		{"between <ans> and </ans>.", ExtractOptions{Tag: "ans"}, "", false},
+		{"<answer>and</answer>", ExtractOptions{}, "and", true},
 	}
 	for _, c := range cases {
 		got, ok := ExtractSolution(c.text, c.opts)
@@ -62,61 +72,54 @@ func TestExtractSolution(t *testing.T) {
 			t.Errorf("ExtractSolution(%q) = %q, %v; want %q, %v", c.text, got, ok, c.want, c.wantOK)
 		}
 	}
-	if r := EMReward(prompt+"<answer>the Paris</answer>", []string{"Paris"}, SearchR1Extract(), 0, 1); r != 1 {
+	if r := EMReward(prompt+"<answer>the Paris</answer>", []string{"Paris"}, OriginalExtract(), 0, 1); r != 1 {
 		t.Errorf("EMReward correct = %v", r)
 	}
-	if r := EMReward(prompt+"<answer>Lyon</answer>", []string{"Paris"}, SearchR1Extract(), 0.1, 1); r != 0.1 {
+	if r := EMReward(prompt+"<answer>Lyon</answer>", []string{"Paris"}, OriginalExtract(), 0.1, 1); r != 0.1 {
 		t.Errorf("EMReward wrong = %v", r)
 	}
-	if r := EMReward(prompt, []string{"Paris"}, SearchR1Extract(), 0.1, 1); r != 0 {
+	if r := EMReward(prompt, []string{"Paris"}, OriginalExtract(), 0.1, 1); r != 0 {
 		t.Errorf("EMReward none = %v", r)
 	}
 }
 
-func TestValidSequenceAndFormatReward(t *testing.T) {
-	good := "<think>a</think>\n<search>q</search>\n\n<information>Doc 1(Title: x) Paris is big</information>\n\n<think>b</think>\n<answer>Paris</answer>"
-	direct := "<think>easy</think><answer>Paris</answer>"
-	cases := []struct {
-		name  string
-		text  string
-		valid bool
-	}{
-		{"search round", good, true},
-		{"direct answer", direct, true},
-		{"two rounds", "<think>a</think><search>q</search><information>i</information><search>q2</search><information>j</information><think>b</think><answer>x</answer>", true},
-		{"no think first", "<search>q</search><information>i</information><think>b</think><answer>x</answer>", false},
-		{"text outside", "<think>a</think> stray <answer>x</answer>", false},
-		{"no answer", "<think>a</think><search>q</search><information>i</information>", false},
-		{"unclosed", "<think>a<answer>x</answer>", false},
-		{"after answer", direct + " trailing", false},
-		{"search without information", "<think>a</think><search>q</search><answer>x</answer>", false},
-	}
-	for _, c := range cases {
-		if ok, why := ValidSequence(c.text, FormatOptions{}); ok != c.valid {
-			t.Errorf("%s: ValidSequence = %v (%s), want %v", c.name, ok, why, c.valid)
+// TestExtractSolutionNeverAnswered runs the loop with a model that never answers: the
+// transcript spells out "<answer> and </answer>" in the prompt and in the invalid-action
+// and search-budget messages, and none of them is an answer.
+func TestExtractSolutionNeverAnswered(t *testing.T) {
+	for _, tags := range []Tags{{}, OriginalTags(), {Answer: "final"}} {
+		l := Loop{Tags: tags, MaxSearches: 1}
+		gen := &Scripted{Outputs: []string{"hmm", "<search>q</search>", "<search>q2</search>", "no idea", "still nothing"}}
+		ep, err := l.Run(context.Background(), gen, &fakeSearcher{}, "q")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if ok, _ := ValidSequence("<|im_start|>user\n<answer>ex</answer><|im_start|>assistant\n"+direct, FormatOptions{Start: "<|im_start|>assistant"}); !ok {
-		t.Error("start marker not honoured")
-	}
-	s := SearchR1FormatScores()
-	s.Retrieval = 0.05
-	golds := []string{"Paris"}
-	rewards := []struct {
-		name string
-		text string
-		want float64
-	}{
-		{"valid and correct", good, 1},
-		{"valid, wrong, retrieved", "<think>a</think><search>q</search><information>Paris</information><think>b</think><answer>Lyon</answer>", 0.25},
-		{"valid, wrong, not retrieved", "<think>b</think><answer>Lyon</answer>", 0.2},
-		{"invalid and correct", "<answer>Paris</answer> junk", 0.8},
-		{"invalid and wrong", "junk <answer>Lyon</answer>", 0.1},
-		{"nothing", "junk", 0},
-	}
-	for _, r := range rewards {
-		if got := FormatReward(r.text, golds, FormatOptions{}, s); got < r.want-1e-9 || got > r.want+1e-9 {
-			t.Errorf("%s: FormatReward = %v, want %v", r.name, got, r.want)
+		if ep.Answered {
+			t.Fatalf("tags %+v: episode answered %q", tags, ep.Answer)
+		}
+		tag := tags.withDefaults().Answer
+		for _, msg := range []string{l.InvalidAction(), l.budgetMessage()} {
+			if !strings.Contains(ep.Transcript, msg) {
+				t.Fatalf("tags %+v: transcript lacks %q:\n%s", tags, msg, ep.Transcript)
+			}
+		}
+		// The full transcript with Search-R1's two-block rule, and the model's part alone
+		// (after the prompt, whose "Beijing" example is a block) with the default rule.
+		response := strings.TrimPrefix(ep.Transcript, l.Prompt("q"))
+		for _, c := range []struct {
+			text string
+			opts ExtractOptions
+		}{
+			{ep.Transcript, ExtractOptions{Tag: tag, MinMatches: 2}},
+			{response, ExtractOptions{Tag: tag}},
+		} {
+			if a, ok := ExtractSolution(c.text, c.opts); ok || a != "" {
+				t.Errorf("tags %+v, %+v: ExtractSolution = %q, %v; want \"\", false", tags, c.opts, a, ok)
+			}
+		}
+		ro := RewardOptions{Tags: tags, Extract: ExtractOptions{MinMatches: 2}, FormatScore: 0.1}
+		if r := Reward(ep.Transcript, []string{"Beijing"}, ro); r != 0 {
+			t.Errorf("tags %+v: Reward = %v, want 0", tags, r)
 		}
 	}
 }

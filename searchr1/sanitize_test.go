@@ -129,7 +129,7 @@ func TestFormatPassagesGolden(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		format PassageFormat
-	}{{"passages_searchr1.golden", FormatSearchR1}, {"passages_docxml.golden", FormatDocXML}} {
+	}{{"passages_searchr1.golden", FormatOriginal}, {"passages_docxml.golden", FormatDocXML}} {
 		got := FormatPassages(results, c.format)
 		path := filepath.Join("testdata", c.name)
 		if *update {
@@ -146,7 +146,7 @@ func TestFormatPassagesGolden(t *testing.T) {
 		}
 	}
 	// The exact Search-R1 layout, spelled out.
-	if got := FormatPassages(results[:1], FormatSearchR1); got != "Doc 1(Title: \"Paris\") Paris is the capital of France.\nIt is on the Seine.\n" {
+	if got := FormatPassages(results[:1], FormatOriginal); got != "Doc 1(Title: \"Paris\") Paris is the capital of France.\nIt is on the Seine.\n" {
 		t.Errorf("searchr1 format: %q", got)
 	}
 }
