@@ -126,6 +126,8 @@ unless --language) and prints them, or one JSON chunk per line with --json.`,
 	"tokenize": {
 		usage: `memory tokenize --model NAME_OR_DIR [--pair] TEXT...`,
 		help: `Prints the WordPiece token ids of each TEXT with the model's tokenizer (tokenizer.json
-or vocab.txt); --pair encodes two texts as a cross-encoder pair.`,
+or vocab.txt); --pair encodes two texts as a cross-encoder pair. A static (Model2Vec) model
+folder (model.safetensors, or config.json with model_type "model2vec") gets the word
+pieces alone, without [CLS]/[SEP], since the model never sees them.`,
 	},
 }

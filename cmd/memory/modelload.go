@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,8 +49,25 @@ func loadEmbedder(name string) (vectorstore.Embedder, error) {
 	return loadEmbedderSpec(context.Background(), embedderSpec{name: name})
 }
 
-// loadEmbedderSpec loads "hash[:DIM]" as the hashing embedder, a Model2Vec folder
-// (model.safetensors) as a static embedder and any other folder as an ONNX bi-encoder.
+// isStaticModelDir reports whether dir holds a Model2Vec (static) model: a
+// model.safetensors file, or a config.json whose model_type is "model2vec". Such a model
+// averages the word pieces of a text: it never sees [CLS] or [SEP].
+func isStaticModelDir(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+		return true
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return false
+	}
+	var cfg struct {
+		ModelType string `json:"model_type"`
+	}
+	return json.Unmarshal(data, &cfg) == nil && cfg.ModelType == "model2vec"
+}
+
+// loadEmbedderSpec loads "hash[:DIM]" as the hashing embedder, a Model2Vec folder (see
+// isStaticModelDir) as a static embedder and any other folder as an ONNX bi-encoder.
 func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embedder, error) {
 	if spec.name == hashPrefix || strings.HasPrefix(spec.name, hashPrefix+":") {
 		dim := 0
@@ -66,7 +84,7 @@ func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embed
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
+	if isStaticModelDir(dir) {
 		if spec.queryPrefix != nil || spec.passagePrefix != nil {
 			return nil, fmt.Errorf("embedder %q: --query-prefix/--passage-prefix apply to ONNX models only", spec.name)
 		}

@@ -34,13 +34,15 @@ type tokenizeOutput struct {
 //
 // It prints one JSON object per input: {"input_ids":[...]}, plus "token_type_ids" with
 // --pair, where each input is "query<TAB>passage". NAME is a folder inside $MEMORY_MODELS,
-// else a path to a model folder or to a tokenizer.json / vocab.txt file.
+// else a path to a model folder or to a tokenizer.json / vocab.txt file. A static
+// (Model2Vec) model (see isStaticModelDir) never sees [CLS]/[SEP]: its ids are the word
+// pieces alone, as with --no-special, and --pair and --max-length do not apply to it.
 func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tokenize", stderr)
 	model := fs.String("model", "", "model `NAME` in $MEMORY_MODELS, or a model folder, tokenizer.json or vocab.txt path")
 	pair := fs.Bool("pair", false, "each TEXT is \"query<TAB>passage\": encode [CLS] q [SEP] p [SEP] with token_type_ids")
 	maxLen := fs.Int("max-length", 0, "maximum tokens including [CLS]/[SEP] (0 = the model's configuration, else 512)")
-	noSpecial := fs.Bool("no-special", false, "word-piece ids only: no [CLS]/[SEP], no truncation (the Model2Vec input)")
+	noSpecial := fs.Bool("no-special", false, "word-piece ids only: no [CLS]/[SEP], no truncation (the Model2Vec input; always so for a static model)")
 	withTokens := fs.Bool("tokens", false, "also print the token strings")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: memory tokenize --model NAME_OR_DIR [--pair] [--max-length N] [--no-special] [--tokens] TEXT...")
@@ -72,7 +74,19 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 	}
-	tok, err := tokenizeLoadTokenizer(tokenizeResolveModel(*model))
+	path := tokenizeResolveModel(*model)
+	if tokenizeStaticModel(path) {
+		switch {
+		case *pair:
+			fmt.Fprintf(stderr, "memory tokenize: --pair does not apply to %s: a static (Model2Vec) model encodes single texts\n", *model)
+			return errUsage
+		case *maxLen > 0:
+			fmt.Fprintf(stderr, "memory tokenize: --max-length does not apply to %s: a static (Model2Vec) model reads word pieces, without [CLS]/[SEP]\n", *model)
+			return errUsage
+		}
+		*noSpecial = true
+	}
+	tok, err := tokenizeLoadTokenizer(path)
 	if err != nil {
 		return err
 	}
@@ -125,6 +139,15 @@ func tokenizeResolveModel(name string) string {
 		}
 	}
 	return name
+}
+
+// tokenizeStaticModel reports whether path (a model folder, or a tokenizer file inside
+// one) is a static (Model2Vec) model, whose input has no special tokens.
+func tokenizeStaticModel(path string) bool {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		path = filepath.Dir(path)
+	}
+	return isStaticModelDir(path)
 }
 
 // tokenizeLoadTokenizer loads a model folder with wordpiece.LoadDir, or a single tokenizer file

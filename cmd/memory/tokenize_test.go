@@ -193,8 +193,79 @@ func TestTokenizeErrors(t *testing.T) {
 		})
 	}
 	bad := filepath.Join(t.TempDir(), "tokenizer.json")
-	os.WriteFile(bad, []byte(`{"model":`), 0o644)
+	if err := os.WriteFile(bad, []byte(`{"model":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, stderr := runTokenizeCLI(t, "--model", bad, "x"); code != 1 || !strings.Contains(stderr, "invalid tokenizer") {
 		t.Fatalf("corrupt tokenizer.json: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestTokenizeStaticModel: a Model2Vec folder prints the word pieces the model averages,
+// never [CLS]/[SEP], whether it is recognised by its model.safetensors or by its
+// config.json; the same tokenizer in a folder of no static model keeps them.
+func TestTokenizeStaticModel(t *testing.T) {
+	dir := tokenizeModelsDir(t)
+	tokJSON, err := os.ReadFile(filepath.Join(dir, "potion-base-2M", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := func(extra map[string]string) string {
+		d := t.TempDir()
+		files := map[string]string{"tokenizer.json": string(tokJSON)}
+		for k, v := range extra {
+			files[k] = v
+		}
+		for name, data := range files {
+			if err := os.WriteFile(filepath.Join(d, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	bySafetensors := folder(map[string]string{"model.safetensors": "not read by tokenize"})
+	byConfig := folder(map[string]string{"config.json": `{"model_type": "model2vec", "normalize": true}`})
+	plain := folder(map[string]string{"config.json": `{"model_type": "bert"}`})
+	pieces := []int64{43, 1164, 1009, 4989, 1839, 18}
+	const text = "A man is eating food."
+	for _, tc := range []struct {
+		name string
+		args []string
+		ids  []int64
+	}{
+		{"safetensors folder", []string{"--model", bySafetensors, "--tokens", text}, pieces},
+		{"config folder", []string{"--model", byConfig, "--tokens", text}, pieces},
+		{"tokenizer.json in a static folder", []string{"--model", filepath.Join(bySafetensors, "tokenizer.json"), "--tokens", text}, pieces},
+		{"explicit --no-special", []string{"--model", byConfig, "--no-special", "--tokens", text}, pieces},
+		{"not static", []string{"--model", plain, "--tokens", text}, append(append([]int64{2}, pieces...), 3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runTokenizeCLI(t, tc.args...)
+			if code != 0 || len(out) != 1 {
+				t.Fatalf("exit %d, %d outputs; stderr %q", code, len(out), stderr)
+			}
+			if !slices.Equal(out[0].InputIDs, tc.ids) {
+				t.Errorf("input_ids %v, want %v", out[0].InputIDs, tc.ids)
+			}
+			special := slices.Contains(out[0].Tokens, "[CLS]") || slices.Contains(out[0].Tokens, "[SEP]")
+			if wantSpecial := tc.ids[0] == 2; special != wantSpecial || len(out[0].Tokens) != len(tc.ids) {
+				t.Errorf("tokens %q: [CLS]/[SEP] present %v, want %v", out[0].Tokens, special, wantSpecial)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"pair", []string{"--model", bySafetensors, "--pair", "a\tb"}, "--pair does not apply"},
+		{"max length", []string{"--model", byConfig, "--max-length", "4", text}, "--max-length does not apply"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runTokenizeCLI(t, tc.args...)
+			if code != 2 || len(out) != 0 || !strings.Contains(stderr, tc.msg) || !strings.Contains(stderr, "static (Model2Vec)") {
+				t.Fatalf("exit %d, %d outputs, stderr %q; want exit 2 and %q", code, len(out), stderr, tc.msg)
+			}
+		})
 	}
 }
