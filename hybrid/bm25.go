@@ -40,7 +40,18 @@ var (
 	// ErrQueryTooManyTerms: the analysed query has more distinct terms than
 	// BM25Options.MaxQueryTerms.
 	ErrQueryTooManyTerms = errors.New("hybrid: query has too many terms")
+	// ErrCorrupt: the index's files are damaged — Bleve or zap panicked reading them (a
+	// flipped byte in a segment does that). The index is derived data: rebuild it.
+	ErrCorrupt = errors.New("hybrid: bm25 index is corrupt")
 )
+
+// recoverCorrupt turns a panic of the deferring function into an error wrapping ErrCorrupt.
+// It must be deferred directly.
+func recoverCorrupt(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %s: panic: %v", ErrCorrupt, what, r)
+	}
+}
 
 // BM25Params are the BM25 constants of Bleve's own scoring path ([BM25Index.SetBleveScoring]).
 // Bleve keeps them in package variables, so they apply to every index of the process that
@@ -126,6 +137,13 @@ func (o BM25Options) withDefaults() (BM25Options, error) {
 // BM25Doc is a document as the keyword index sees it.
 type BM25Doc struct {
 	ID, Title, Text string
+	// Meta is the metadata that filters ([MetaFilter]) select on: string, bool or number
+	// values (numbers compare as float64), keys not empty.
+	Meta map[string]any
+	// Chunk is 0 for a unit that stands for its document (a whole document, or its first
+	// chunk) and > 0 for the document's later chunks: [BM25Index.FilterCount] counts
+	// documents as the units with Chunk 0.
+	Chunk int
 }
 
 // BM25Index is a Bleve index scored with BM25 over an English analyzer (Unicode tokenizer,
@@ -143,6 +161,7 @@ type BM25Index struct {
 	analyzer     analysis.Analyzer
 	stats        statsCache
 	postings     *postingsCache
+	filters      filterCache
 }
 
 // SetBleveScoring selects the query path of Search. false (the default) scores with
@@ -177,12 +196,13 @@ func newMapping() mapping.IndexMapping {
 }
 
 // formatKey is the Bleve internal key holding the index layout version. Version 2 indexes
-// every document's analysed body length as a term of lenField; an index without it (made
-// by an earlier release) cannot give BM25 its statistics without a pass over every posting,
-// so OpenBM25 refuses it with ErrBM25Format and the store rebuilds it from its records.
+// every document's analysed body length as a term of lenField; version 3 adds its metadata
+// as terms of metaField (see bm25_meta.go). An index of an earlier layout cannot give BM25
+// its statistics or filters without a pass over every record, so OpenBM25 refuses it with
+// ErrBM25Format and the store rebuilds it from its records.
 var formatKey = []byte("memory.bm25.format")
 
-const formatVersion = "2"
+const formatVersion = "3"
 
 // OpenBM25 opens the index at path with default options, creating it when missing. path ""
 // keeps it in memory.
@@ -192,8 +212,8 @@ func OpenBM25(path string) (*BM25Index, error) { return OpenBM25With(path, BM25O
 // memory. An existing index of an older layout fails with ErrBM25Format (the caller
 // rebuilds it: it is derived data). Opening reads no postings: the statistics BM25 needs
 // are kept in the index as it is written.
-func OpenBM25With(path string, o BM25Options) (*BM25Index, error) {
-	o, err := o.withDefaults()
+func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
+	o, err = o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +221,17 @@ func OpenBM25With(path string, o BM25Options) (*BM25Index, error) {
 		idx     bleve.Index
 		created bool
 	)
+	defer func() {
+		if r := recover(); r != nil {
+			if idx != nil {
+				func() {
+					defer func() { _ = recover() }()
+					idx.Close()
+				}()
+			}
+			err = fmt.Errorf("%w: open %q: panic: %v", ErrCorrupt, path, r)
+		}
+	}()
 	if path == "" {
 		idx, err = bleve.NewUsing("", newMapping(), scorch.Name, scorch.Name, nil)
 		created = true
@@ -251,7 +282,8 @@ func (b *BM25Index) Seq() uint64 {
 }
 
 // Apply indexes puts, removes deletes and records seq, all in one Bleve batch.
-func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
+func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) (err error) {
+	defer recoverCorrupt(&err, "apply")
 	ana := b.bodyAnalyzer()
 	if ana == nil {
 		return fmt.Errorf("%w: analyzer %q not registered", ErrBM25, en.AnalyzerName)
@@ -261,7 +293,11 @@ func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
 		if d.ID == "" {
 			return fmt.Errorf("%w: empty document id", ErrBM25)
 		}
-		if err := batch.IndexAdvanced(newBM25Document(d, ana)); err != nil {
+		doc, err := newBM25Document(d, ana)
+		if err != nil {
+			return fmt.Errorf("%w: index %q: %w", ErrBM25, d.ID, err)
+		}
+		if err := batch.IndexAdvanced(doc); err != nil {
 			return fmt.Errorf("%w: index %q: %v", ErrBM25, d.ID, err)
 		}
 	}
@@ -285,22 +321,43 @@ func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) error {
 
 // Search returns up to k documents matching any term of q, best BM25 score first.
 // allow, when non-nil, restricts the candidates before ranking: only those ids can be
-// returned (an empty non-nil allow returns nothing).
+// returned (an empty non-nil allow returns nothing). [BM25Index.SearchFiltered] restricts
+// them by metadata instead.
 func (b *BM25Index) Search(ctx context.Context, q string, k int, allow []string) ([]Hit, error) {
-	if k <= 0 || (allow != nil && len(allow) == 0) {
+	return b.search(ctx, q, k, restriction{ids: allow})
+}
+
+// restriction is what a search may return: the listed ids (when ids is not nil), the
+// documents a metadata filter matches (when filter is not nil), or every document.
+type restriction struct {
+	ids    []string
+	filter *MetaFilter
+}
+
+// search is Search and SearchFiltered. A panic inside Bleve (a damaged segment) becomes
+// an error wrapping ErrCorrupt.
+func (b *BM25Index) search(ctx context.Context, q string, k int, r restriction) (hits []Hit, err error) {
+	defer recoverCorrupt(&err, "search")
+	if k <= 0 || (r.ids != nil && len(r.ids) == 0) {
 		return nil, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if !b.bleveScoring.Load() {
-		hits, ok, err := b.searchPostings(ctx, q, k, allow)
+		hits, ok, err := b.searchPostings(ctx, q, k, r)
 		if ok {
 			return hits, err
 		}
 	}
 	if len(q) > b.opts.MaxQueryBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the cap is %d", ErrQueryTooLong, len(q), b.opts.MaxQueryBytes)
+	}
+	allow := r.ids
+	if r.filter != nil {
+		if allow, err = b.FilterIDs(ctx, r.filter); err != nil || len(allow) == 0 {
+			return nil, err
+		}
 	}
 	return b.searchBleve(ctx, q, k, allow)
 }
@@ -331,10 +388,16 @@ func (b *BM25Index) searchBleve(ctx context.Context, q string, k int, allow []st
 }
 
 // Count is the number of indexed documents.
-func (b *BM25Index) Count() (uint64, error) { return b.idx.DocCount() }
+func (b *BM25Index) Count() (n uint64, err error) {
+	defer recoverCorrupt(&err, "count")
+	return b.idx.DocCount()
+}
 
 // Close persists and closes the index.
-func (b *BM25Index) Close() error { return b.idx.Close() }
+func (b *BM25Index) Close() (err error) {
+	defer recoverCorrupt(&err, "close")
+	return b.idx.Close()
+}
 
 // Options returns the index's options, defaults filled in.
 func (b *BM25Index) Options() BM25Options { return b.opts }

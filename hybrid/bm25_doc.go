@@ -39,13 +39,21 @@ func bodyText(d BM25Doc) string {
 }
 
 // newBM25Document builds the Bleve document of d: the body field, as the index mapping
-// would build it, and the length field that reads the body's analysed length.
-func newBM25Document(d BM25Doc, ana analysis.Analyzer) *document.Document {
+// would build it, the length field that reads the body's analysed length and the metadata
+// field.
+func newBM25Document(d BM25Doc, ana analysis.Analyzer) (*document.Document, error) {
 	doc := document.NewDocument(d.ID)
 	body := document.NewTextFieldCustom(bodyField, nil, []byte(bodyText(d)), index.IndexField, ana)
 	doc.AddField(body)
 	doc.AddField(&lengthField{body: body})
-	return doc
+	terms, err := metaTerms(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(terms) > 0 {
+		doc.AddField(&metaDocField{terms: terms})
+	}
+	return doc, nil
 }
 
 // lengthField implements Bleve's document.Field for lenField. Bleve analyses a document's

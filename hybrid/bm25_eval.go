@@ -99,7 +99,7 @@ var errNotScorch = errors.New("hybrid: index reader is not a scorch v16 snapshot
 
 // searchPostings is the default path of Search. ok is false when the index cannot be read
 // this way (the caller then uses Bleve's own search).
-func (b *BM25Index) searchPostings(ctx context.Context, q string, k int, allow []string) (hits []Hit, ok bool, err error) {
+func (b *BM25Index) searchPostings(ctx context.Context, q string, k int, r restriction) (hits []Hit, ok bool, err error) {
 	terms, err := b.analyzeQuery(q)
 	if err != nil {
 		return nil, true, err
@@ -108,7 +108,7 @@ func (b *BM25Index) searchPostings(ctx context.Context, q string, k int, allow [
 		return nil, true, nil
 	}
 	err = b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
-		hits, err = b.searchSnapshot(ctx, snap, terms, k, allow)
+		hits, err = b.searchSnapshot(ctx, snap, terms, k, r)
 		return err
 	})
 	if errors.Is(err, errNotScorch) {
@@ -297,8 +297,9 @@ func (s *sharedBound) raise(v float64) {
 	}
 }
 
-// searchSnapshot scores the analysed query terms over snap and returns the top k.
-func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, terms []termCount, k int, allow []string) ([]Hit, error) {
+// searchSnapshot scores the analysed query terms over snap and returns the top k of the
+// documents r allows.
+func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, terms []termCount, k int, r restriction) ([]Hit, error) {
 	st, err := b.stats.stats(snap, b.opts.K1, b.opts.B)
 	if err != nil {
 		return nil, fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
@@ -315,15 +316,47 @@ func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapsh
 	if err := e.bind(snap, segs); err != nil {
 		return nil, fmt.Errorf("%w: segment dictionaries: %v", ErrBM25, err)
 	}
-
-	var allowBits []uint64
-	if allow != nil {
-		if allowBits, err = e.allowBits(st, segs, allow); err != nil || allowBits == nil {
-			return nil, err
-		}
+	allowBits, none, err := b.restrictBits(ctx, e, snap, st, segs, r)
+	if err != nil || none {
+		return nil, err
 	}
+	weights, err := e.termWeights(st, segs, terms)
+	if err != nil {
+		return nil, err
+	}
+	top := &topK{k: k}
+	if b.exhaustive.Load() {
+		err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
+	} else {
+		err = b.maxScore(ctx, e, st, segs, terms, weights, allowBits, top)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return collect(snap, top, k)
+}
 
-	// Postings lists of every term in every segment, and the live document frequencies.
+// restrictBits returns the bitset over global document numbers of the documents r
+// allows: nil when r allows every document; none when it allows no live document.
+func (b *BM25Index) restrictBits(ctx context.Context, e *evalState, snap *scorch.IndexSnapshot, st *snapStats, segs []*scorch.SegmentSnapshot, r restriction) (bits []uint64, none bool, err error) {
+	switch {
+	case r.ids != nil:
+		bits, err = e.allowBits(st, segs, r.ids)
+		return bits, bits == nil, err
+	case r.filter != nil:
+		fr, err := b.evalFilter(ctx, snap, st, r.filter)
+		if err != nil {
+			return nil, false, err
+		}
+		return fr.bits, fr.bits == nil, nil
+	}
+	return nil, false, nil
+}
+
+// termWeights looks up every query term's postings list in every segment (kept in e's
+// cursors) and returns each term's weight: its count in the query times its idf over the
+// live documents times k1+1 (0 for a term no document holds).
+func (e *evalState) termWeights(st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount) ([]float64, error) {
 	k1p1 := st.k1 + 1
 	weights := make([]float64, len(terms))
 	for _, c := range e.cur {
@@ -350,17 +383,7 @@ func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapsh
 			weights[ti] = float64(tc.count) * math.Log(1+(st.n-dff+0.5)/(dff+0.5)) * k1p1
 		}
 	}
-
-	top := &topK{k: k}
-	if b.exhaustive.Load() {
-		err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
-	} else {
-		err = b.maxScore(ctx, e, st, segs, terms, weights, allowBits, top)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return collect(snap, top, k)
+	return weights, nil
 }
 
 // allowBits builds the bitset of the allowed ids' live global document numbers; nil when
@@ -533,6 +556,7 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer recoverCorrupt(&errs[w], "segment worker")
 			var sc segScorer
 			for {
 				i := int(next.Add(1)) - 1

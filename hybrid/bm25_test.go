@@ -526,7 +526,7 @@ func TestTAATPathUsed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			hits, ok, err := b.searchPostings(context.Background(), "growth tumor", 10, nil)
+			hits, ok, err := b.searchPostings(context.Background(), "growth tumor", 10, restriction{})
 			if err != nil || !ok {
 				t.Fatalf("searchPostings: ok %v err %v", ok, err)
 			}
