@@ -24,6 +24,10 @@ const sopUsage = `usage:
   memory sop match  --dir DIR [--json] [-n N] [--category C] [--strict] QUERY
   memory sop list   --dir DIR [--json] [--category C] [--strict]
   memory sop render --dir DIR [--query Q] [--strict] NAME
+
+match prints the procedures that apply to QUERY, best first (name, score, matched
+triggers; one JSON object each with --json). When none applies it prints
+"no procedure matches QUERY" on stderr, nothing on stdout, and exits with status 0.
 `
 
 func runSOP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -126,6 +130,10 @@ func sopMatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ms, err := lib.MatchContext(ctx, query, *n, opts...)
 	if err != nil {
 		return err
+	}
+	if len(ms) == 0 {
+		fmt.Fprintf(stderr, "memory sop match: no procedure matches %q\n", query)
+		return nil
 	}
 	enc := json.NewEncoder(stdout)
 	for _, m := range ms {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -49,9 +50,18 @@ func TestSOPMatchPlainAndNoMatch(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "git_merge_conflict\t") || !strings.HasSuffix(out, "\trebase\n") {
 		t.Errorf("plain match: %d %q", code, out)
 	}
-	code, out, errOut := runSOPCLI("match", "--dir", sopTestDir, "--json", "what's the best debugger for Go?")
-	if code != 0 || out != "" || errOut != "" {
-		t.Errorf("no match must print nothing: %d %q %q", code, out, errOut)
+	// No procedure applies: a clear line on stderr, nothing on stdout (plain or JSON),
+	// exit status 0; likewise when --category leaves none.
+	for _, args := range [][]string{
+		{"match", "--dir", sopTestDir, "--json", "what's the best debugger for Go?"},
+		{"match", "--dir", sopTestDir, "what's the best debugger for Go?"},
+		{"match", "--dir", sopTestDir, "--category", "no-such-category", "rebase went wrong"},
+	} {
+		code, out, errOut := runSOPCLI(args...)
+		query := args[len(args)-1]
+		if code != 0 || out != "" || errOut != "memory sop match: no procedure matches "+strconv.Quote(query)+"\n" {
+			t.Errorf("%q: no match must say so on stderr only: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
 	}
 }
 
@@ -97,8 +107,14 @@ func TestSOPErrors(t *testing.T) {
 	}
 	// Bad files are reported as warnings; the good ones are still used.
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "good.json"), []byte(`{"name":"g","trigger":"deploy","steps":["x"]}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"name":"b","priority":42,"steps":["x"]}`), 0o644)
+	for name, data := range map[string]string{
+		"good.json": `{"name":"g","trigger":"deploy","steps":["x"]}`,
+		"bad.json":  `{"name":"b","priority":42,"steps":["x"]}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	code, out, errOut := runSOPCLI("match", "--dir", dir, "deploy it")
 	if code != 0 || !strings.HasPrefix(out, "g\t") || !strings.Contains(errOut, "warning: sop: ") || !strings.Contains(errOut, "bad.json") {
 		t.Errorf("mixed dir: %d %q %q", code, out, errOut)
