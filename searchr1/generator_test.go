@@ -27,7 +27,9 @@ func openAIServer(t *testing.T, fail []int, reply func(body map[string]any) stri
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := int(n.Add(1)) - 1
 		var body map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&body)
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("request body of %s: %v", r.URL.Path, err)
+		}
 		reqs <- capturedRequest{path: r.URL.Path, auth: r.Header.Get("Authorization"), body: body}
 		if i < len(fail) {
 			w.WriteHeader(fail[i])

@@ -316,7 +316,10 @@ func TestRetrieveClientGoneStopsSearch(t *testing.T) {
 	srv := httptest.NewServer(NewRetrieveHandler(s, RetrieveOptions{Workers: 2}))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/retrieve", strings.NewReader(pythonQueries(8000, 3)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/retrieve", strings.NewReader(pythonQueries(8000, 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		cancel()
@@ -405,12 +408,18 @@ func TestRetrieveRerankFollowsLogits(t *testing.T) {
 		docs[i] = string(d)
 	}
 	body := `{"queries": ["` + query + `", "empty"], "documents": [[` + strings.Join(docs, ", ") + `], []], "rerank_topk": 3, "return_scores": true}`
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/rerank", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/rerank", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
 	hr, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ = io.ReadAll(hr.Body)
+	data, err = io.ReadAll(hr.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hr.Body.Close()
 	if hr.StatusCode != 200 {
 		t.Fatalf("/rerank: %d %s", hr.StatusCode, data)
@@ -433,7 +442,10 @@ func TestRerankEndpointErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotImplemented || !strings.Contains(string(data), "--reranker") {
 		t.Fatalf("/rerank without reranker: %d %s", resp.StatusCode, data)
@@ -461,12 +473,18 @@ func TestRerankEndpointErrors(t *testing.T) {
 			if c.name == "get" {
 				method = http.MethodGet
 			}
-			req, _ := http.NewRequest(method, srv.URL+"/rerank", strings.NewReader(c.body))
+			req, err := http.NewRequest(method, srv.URL+"/rerank", strings.NewReader(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, _ := io.ReadAll(resp.Body)
+			data, err := io.ReadAll(resp.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
 			resp.Body.Close()
 			if resp.StatusCode != c.status {
 				t.Fatalf("%d %s, want %d", resp.StatusCode, data, c.status)
