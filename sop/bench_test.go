@@ -108,7 +108,9 @@ func BenchmarkLoad10k(b *testing.B) {
 	for b.Loop() {
 		l := NewLibrary()
 		for _, s := range sops {
-			l.Add(s)
+			if err := l.Add(s); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

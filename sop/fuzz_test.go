@@ -47,7 +47,9 @@ func FuzzLoad(f *testing.F) {
 			if perr != nil || len(back) != 1 || !reflect.DeepEqual(back[0], s) {
 				t.Fatalf("round trip of %+v via %s gave %+v, %v", s, out, back, perr)
 			}
-			lib.Put(s)
+			if err := lib.Put(s); err != nil {
+				t.Fatalf("Put of a valid procedure: %v", err)
+			}
 			Render(s, RenderContext{Query: string(data)})
 		}
 		for _, m := range lib.Match(string(data), 3) {

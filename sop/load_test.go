@@ -121,7 +121,10 @@ func TestLoadDirBad(t *testing.T) {
 	}
 
 	// Not strict: the unknown field is ignored and that procedure loads.
-	lib, _ = LoadDir(dir)
+	lib, err = LoadDir(dir)
+	if !errors.Is(err, ErrInvalidSOP) {
+		t.Fatalf("lenient load of bad dir: error %v, want ErrInvalidSOP for the invalid files", err)
+	}
 	if got := names(lib.List("")); !slices.Equal(got, []string{"unknown"}) {
 		t.Errorf("lenient load of bad dir = %v, want [unknown]", got)
 	}
@@ -318,7 +321,9 @@ func TestSaveDirRoundTrip(t *testing.T) {
 	if matches, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(matches) != 0 {
 		t.Errorf("temporary files left: %v", matches)
 	}
-	os.Remove(filepath.Join(dir, "broken.json"))
+	if err := os.Remove(filepath.Join(dir, "broken.json")); err != nil {
+		t.Fatal(err)
+	}
 	back, err := LoadDir(dir, WithStrict(true))
 	if err != nil {
 		t.Fatal(err)

@@ -271,7 +271,9 @@ func TestSemanticFallback(t *testing.T) {
 		t.Errorf("no embedder: %v", err)
 	}
 	bad := NewLibrary(WithEmbedder(&fakeEmbedder{fail: true}))
-	bad.Add(db)
+	if err := bad.Add(db); err != nil {
+		t.Fatal(err)
+	}
 	if ms, err := bad.MatchContext(context.Background(), q, 1, WithSemanticFallback(0)); err == nil || len(ms) != 0 {
 		t.Errorf("failing embedder: %v, %v", ms, err)
 	}
