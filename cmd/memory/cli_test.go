@@ -66,7 +66,11 @@ func openTest(t *testing.T, dir string) *memory.Memory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return m
 }
 
@@ -132,7 +136,9 @@ func TestIndexEachKindOfBadLine(t *testing.T) {
 	if d, err := m.Get(context.Background(), "d1"); err != nil || d.Title != "Doc 1" {
 		t.Fatalf("first d1 not kept: %+v %v", d, err)
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// --strict: the good ones are stored, and the exit status says something was skipped.
 	_, errs = mustCLI(t, 1, "index", "--store", filepath.Join(dir, "strict"), "--strict", file)
@@ -193,7 +199,9 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 	if c1.Source != filepath.ToSlash(filepath.Join(docs, "sub", "c.jsonl")) {
 		t.Fatalf("c1 source %q", c1.Source)
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Edit: c2 leaves the JSONL, c3 arrives, a.md changes. Re-indexing just those files
 	// replaces their documents: no stale ones.
@@ -216,7 +224,9 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 	if err != nil || len(res) != 0 {
 		t.Fatalf("stale text still found: %v %v", res, err)
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// --sync after b.txt disappears: its documents go, the rest stay; from another working
 	// directory with a relative root, since sources are absolute.
@@ -236,7 +246,9 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 	if _, err := m.Get(context.Background(), filepath.ToSlash(filepath.Join(docs, "a.md"))); err == nil {
 		t.Fatal("old id of the re-indexed a.md kept beside the new one")
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// A root that is gone as a whole: --sync empties what came from it; without --sync
 	// it is an error.
@@ -354,7 +366,9 @@ func TestBareSearchUsesRecordedEmbedder(t *testing.T) {
 	if id, dim, ok := m.StoredEmbedder(); !ok || id != "hash-bigram-v1/64" || dim != 64 {
 		t.Fatalf("recorded embedder %q %d %v", id, dim, ok)
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// The extra document got a vector: a dense search finds it.
 	out, _ = mustCLI(t, 0, "search", "--store", store, "--json", "--mode", "dense", "--k", "1", "an extra otter document")
 	if !strings.Contains(out, `"id":"m1"`) {
@@ -379,7 +393,9 @@ func TestSearchFallsBackToBM25WhenEmbedderMissing(t *testing.T) {
 	if err := m.Add(context.Background(), memory.Document{ID: "1", Text: "otters hold hands"}); err != nil {
 		t.Fatal(err)
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 	out, errs := mustCLI(t, 0, "search", "--store", store, "otters")
 	if !strings.Contains(out, "otters hold hands") || !strings.Contains(errs, "BM25 only") || !strings.Contains(errs, "gone-model") {
 		t.Fatalf("fallback: %s\n%s", out, errs)
@@ -431,7 +447,9 @@ func TestSearchTableEscapesAndSnippets(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	m.Close()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 	out, _ := mustCLI(t, 0, "search", "--store", store, "kraken")
 	if strings.ContainsAny(out, "\x1b\x07\u202e") {
 		t.Fatalf("raw control characters in the table: %q", out)

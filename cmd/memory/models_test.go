@@ -34,7 +34,9 @@ func TestModelsCLI(t *testing.T) {
 	ready := filepath.Join(shared, m.Name)
 	for _, f := range m.Files {
 		p := filepath.Join(ready, f.Path)
-		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(p, make([]byte, f.Size), 0o644); err != nil {
 			t.Fatal(err)
 		}

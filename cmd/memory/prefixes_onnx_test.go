@@ -27,7 +27,10 @@ func e5Fixture(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		abs, _ := filepath.Abs(filepath.Join(src, e.Name()))
+		abs, err := filepath.Abs(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := os.Symlink(abs, filepath.Join(dir, e.Name())); err != nil {
 			t.Fatal(err)
 		}
@@ -94,8 +97,13 @@ func TestPrefixFlags(t *testing.T) {
 	jsonl(t, file, 8, nil)
 	mustCLI(t, 0, "index", "--store", store, "--embedder", "tiny-e5", "--passage-prefix", "doc: ", file)
 	m := openTest(t, store)
-	id, _, _ := m.StoredEmbedder()
-	m.Close()
+	id, _, ok := m.StoredEmbedder()
+	if !ok {
+		t.Fatal("no embedder recorded")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasSuffix(id, `+passage="doc: "`) {
 		t.Fatalf("recorded %q", id)
 	}

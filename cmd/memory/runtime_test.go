@@ -22,10 +22,18 @@ func TestRuntimePull(t *testing.T) {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
-	tw.WriteHeader(&tar.Header{Name: member, Mode: 0o755, Size: int64(len(lib)), Typeflag: tar.TypeReg})
-	tw.Write([]byte(lib))
-	tw.Close()
-	gz.Close()
+	if err := tw.WriteHeader(&tar.Header{Name: member, Mode: 0o755, Size: int64(len(lib)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(lib)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(buf.Bytes()) }))
 	defer srv.Close()
 	sum := sha256.Sum256([]byte(lib))

@@ -99,7 +99,10 @@ func TestServeRetrieveAndMCPHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	var r struct {
 		Result [][]struct {
@@ -277,7 +280,10 @@ func TestServeRetrieveSearchR1Batch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	var r struct {
 		Result [][]struct {
@@ -300,7 +306,10 @@ func TestServeRetrieveSearchR1Batch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ = io.ReadAll(resp.Body)
+	data, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(data), "at most 8192") {
 		t.Fatalf("8,193 queries: %d %s", resp.StatusCode, data)
@@ -312,7 +321,10 @@ func TestServeRetrieveSearchR1Batch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ = io.ReadAll(resp.Body)
+	data, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(data), "at most 4") {
 		t.Fatalf("--max-queries 4: %d %s", resp.StatusCode, data)
@@ -321,7 +333,10 @@ func TestServeRetrieveSearchR1Batch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ = io.ReadAll(resp.Body)
+	data, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(data), "response budget of 100000 bytes") {
 		t.Fatalf("--max-response-bytes: %d %s", resp.StatusCode, data)
@@ -395,7 +410,10 @@ func TestServeRerankFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	var r struct {
 		Result [][]struct {
@@ -410,7 +428,10 @@ func TestServeRerankFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ = io.ReadAll(resp.Body)
+	data, err = io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(data), `"score":0.`) {
 		t.Fatalf("/retrieve with reranker (scores are sigmoids): %d %s", resp.StatusCode, data)
