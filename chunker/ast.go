@@ -14,10 +14,10 @@ import (
 const tinySize = 3
 
 // treeSpans chunks src with tree-sitter; nil means "use the fallback".
-func treeSpans(lang string, src []byte, nws []int32, budget int, mergeDefs bool) []span {
+func treeSpans(l *language, src []byte, nws []int32, budget int, mergeDefs bool) []span {
 	grammarsOnce.Do(loadGrammars)
-	pool, spec := parserPools[lang], specs[lang]
-	if pool == nil || spec == nil {
+	pool := parserPools[l.name]
+	if pool == nil {
 		return nil
 	}
 	p := pool.Get().(*sitter.Parser)
@@ -42,7 +42,7 @@ func treeSpans(lang string, src []byte, nws []int32, budget int, mergeDefs bool)
 			return nil
 		}
 	}
-	a := &astChunker{src: src, nws: nws, budget: budget, spec: spec, lang: lang, mergeDefs: mergeDefs}
+	a := &astChunker{src: src, nws: nws, budget: budget, spec: &l.spec, mergeDefs: mergeDefs}
 	spans := a.split(kids, 0, len(src), nil, nil, true)
 	// The spans must tile the file; anything else is a bug we must not leak.
 	pos := 0
@@ -63,7 +63,6 @@ type astChunker struct {
 	nws    []int32
 	budget int
 	spec   *langSpec
-	lang   string
 	// mergeDefs lets whole definitions merge with their siblings (cAST); otherwise each
 	// definition keeps its own chunk.
 	mergeDefs bool
@@ -412,183 +411,125 @@ func (a *astChunker) merge(in []span, cur *defInfo) []span {
 	return out
 }
 
-// defOf returns the definition a unit's main node is, or nil.
+// defOf returns the definition a unit's main node is, or nil. cur is the definition
+// being split (nil at top level).
 func (a *astChunker) defOf(u unit, cur *defInfo) *defInfo {
 	n := u.main
 	if !n.IsNamed() {
 		return nil // a keyword token ("class", "module")
 	}
-	t := n.Type()
 	if cur != nil && int(n.StartByte()) == cur.innerStart && int(n.EndByte()) == cur.innerEnd {
 		return nil // the definition being split, seen through its wrapper
 	}
-	inner := n
-	kind := ""
-	if field, ok := a.spec.wrappers[t]; ok {
-		inner = nil
-		if field != "" {
-			inner = n.ChildByFieldName(field)
-		} else {
-			ks := children(n)
-			for i := len(ks) - 1; i >= 0; i-- {
-				if ks[i].IsNamed() && a.spec.defs[ks[i].Type()] != "" {
-					inner = ks[i]
-					break
-				}
-			}
-		}
-		if inner == nil {
-			return nil
-		}
-		for depth := 0; depth < 4; depth++ {
-			f, ok := a.spec.wrappers[inner.Type()]
-			if !ok {
-				break
-			}
-			var next *sitter.Node
-			if f != "" {
-				next = inner.ChildByFieldName(f)
-			} else {
-				ks := children(inner)
-				for i := len(ks) - 1; i >= 0; i-- {
-					if ks[i].IsNamed() && a.spec.defs[ks[i].Type()] != "" {
-						next = ks[i]
-						break
-					}
-				}
-			}
-			if next == nil {
-				return nil
-			}
-			inner = next
-		}
-	}
-	it := inner.Type()
-	kind = a.spec.defs[it]
-	name := ""
-	switch {
-	case kind != "":
-	case (a.lang == "javascript" || a.lang == "typescript" || a.lang == "tsx") &&
-		(it == "lexical_declaration" || it == "variable_declaration"):
-		decl := firstNamedOfType(inner, "variable_declarator")
-		if decl == nil {
-			return nil
-		}
-		v := decl.ChildByFieldName("value")
-		if v == nil || !isFunctionValue(v.Type()) {
-			return nil
-		}
-		kind = KindFunction
-		if nn := decl.ChildByFieldName("name"); nn != nil {
-			name = a.text(nn)
-		}
-	case (a.lang == "javascript" || a.lang == "typescript" || a.lang == "tsx") &&
-		(it == "field_definition" || it == "public_field_definition"):
-		v := inner.ChildByFieldName("value")
-		if v == nil || !isFunctionValue(v.Type()) {
-			return nil
-		}
-		kind = KindMethod
-		if nn := inner.ChildByFieldName("property"); nn != nil {
-			name = a.text(nn)
-		} else if nn := inner.ChildByFieldName("name"); nn != nil {
-			name = a.text(nn)
-		}
-	case (a.lang == "c" || a.lang == "cpp") && it == "declaration":
-		// struct foo { ... };
-		ty := inner.ChildByFieldName("type")
-		if ty == nil || ty.ChildByFieldName("body") == nil {
-			return nil
-		}
-		kind = a.spec.defs[ty.Type()]
-		if kind == "" {
-			return nil
-		}
-		name = a.nameOf(ty)
-	default:
+	inner := a.unwrap(n)
+	if inner == nil {
 		return nil
 	}
-	// C/C++ specifiers without a body are references, not definitions.
-	if (a.lang == "c" || a.lang == "cpp") && strings.HasSuffix(it, "_specifier") && inner.ChildByFieldName("body") == nil {
+	kind, name := a.classify(inner)
+	if kind == "" {
 		return nil
 	}
-	d := &defInfo{kind: kind, innerStart: int(inner.StartByte()), innerEnd: int(inner.EndByte())}
-	if name == "" {
-		name = a.nameOf(inner)
+	d := &defInfo{kind: kind, name: name, innerStart: int(inner.StartByte()), innerEnd: int(inner.EndByte())}
+	if d.name == "" {
+		d.name = a.nameOf(inner)
 	}
-	switch a.lang {
-	case "go":
-		if it == "type_declaration" {
-			if spec := firstNamedOfType(inner, "type_spec"); spec != nil {
-				if ty := spec.ChildByFieldName("type"); ty != nil {
-					switch ty.Type() {
-					case "struct_type":
-						d.kind = KindStruct
-					case "interface_type":
-						d.kind = KindInterface
-					}
-				}
-				if nn := spec.ChildByFieldName("name"); nn != nil {
-					name = a.text(nn)
-				}
-			} else if spec := firstNamedOfType(inner, "type_alias"); spec != nil {
-				if nn := spec.ChildByFieldName("name"); nn != nil {
-					name = a.text(nn)
-				}
-			}
-		}
-	case "rust":
-		if it == "impl_item" {
-			if ty := inner.ChildByFieldName("type"); ty != nil {
-				name = a.text(ty)
-				if i := strings.IndexByte(name, '<'); i > 0 {
-					name = name[:i]
-				}
-			}
-		}
-	case "c", "cpp":
-		if it == "type_definition" {
-			if dd := inner.ChildByFieldName("declarator"); dd != nil {
-				name = a.declName(dd)
-			}
-			if ty := inner.ChildByFieldName("type"); ty != nil && ty.ChildByFieldName("body") != nil {
-				if k := a.spec.defs[ty.Type()]; k != "" {
-					d.kind = k
-				}
-			}
+	nest(d, cur)
+	if a.spec.refine != nil {
+		if a.spec.refine(a.node(inner), d); d.kind == "" {
+			return nil
 		}
 	}
-	d.name = name
-	if cur != nil {
-		d.parent = cur.qname
-		d.context = append(append([]string(nil), cur.context...), cur.sig)
-		if d.kind == KindFunction && classLike[cur.kind] {
-			d.kind = KindMethod
-		}
-	}
-	if a.lang == "go" && it == "method_declaration" {
-		if r := inner.ChildByFieldName("receiver"); r != nil {
-			d.parent = goReceiverType(a.text(r))
-		}
-	}
-	if a.lang == "ruby" && it == "singleton_method" && d.kind == KindFunction {
-		d.kind = KindMethod
-	}
-	switch {
-	case d.parent != "" && d.name != "":
+	d.qname = d.name
+	if d.parent != "" && d.name != "" {
 		d.qname = d.parent + "." + d.name
-	default:
-		d.qname = d.name
 	}
 	d.sig = a.signature(inner)
 	d.doc = a.docOf(u, inner)
 	return d
 }
 
-func isFunctionValue(t string) bool {
-	return t == "arrow_function" || t == "function_expression" || t == "function" ||
-		t == "generator_function"
+// unwrap returns the node a wrapper (decorator, export, template) holds, through up to
+// four more wrappers, or n itself when n is no wrapper; nil when a wrapper holds nothing.
+func (a *astChunker) unwrap(n *sitter.Node) *sitter.Node {
+	if _, ok := a.spec.wrappers[n.Type()]; !ok {
+		return n
+	}
+	inner := a.wrapped(n)
+	for depth := 0; inner != nil && depth < 4; depth++ {
+		if _, ok := a.spec.wrappers[inner.Type()]; !ok {
+			break
+		}
+		inner = a.wrapped(inner)
+	}
+	return inner
 }
+
+// wrapped returns what wrapper w holds: its child named by the wrapper's field or, with
+// field "", its last named child that is a definition; nil when there is none.
+func (a *astChunker) wrapped(w *sitter.Node) *sitter.Node {
+	if field := a.spec.wrappers[w.Type()]; field != "" {
+		return w.ChildByFieldName(field)
+	}
+	ks := children(w)
+	for i := len(ks) - 1; i >= 0; i-- {
+		if ks[i].IsNamed() && a.spec.defs[ks[i].Type()] != "" {
+			return ks[i]
+		}
+	}
+	return nil
+}
+
+// classify returns the kind of definition node n is, from the language's defs or else its
+// declares hook, with the name the hook found; kind "" when n is no definition.
+func (a *astChunker) classify(n *sitter.Node) (kind, name string) {
+	if kind = a.spec.defs[n.Type()]; kind != "" || a.spec.declares == nil {
+		return kind, ""
+	}
+	return a.spec.declares(a.node(n))
+}
+
+// classLike kinds turn the functions they hold into methods.
+var classLike = map[string]bool{
+	KindClass: true, KindStruct: true, KindInterface: true, KindEnum: true, KindImpl: true,
+	KindType: true,
+}
+
+// nest places definition d inside cur (nil at top level): cur becomes its parent and
+// context, and a function in a class-like definition is a method.
+func nest(d, cur *defInfo) {
+	if cur == nil {
+		return
+	}
+	d.parent = cur.qname
+	d.context = append(append([]string(nil), cur.context...), cur.sig)
+	if d.kind == KindFunction && classLike[cur.kind] {
+		d.kind = KindMethod
+	}
+}
+
+// treeNode is a parse-tree node as the language hooks see it (see [syntaxNode]).
+type treeNode struct {
+	a *astChunker
+	n *sitter.Node
+}
+
+// node wraps n for the language hooks; nil stays nil.
+func (a *astChunker) node(n *sitter.Node) syntaxNode {
+	if n == nil {
+		return nil
+	}
+	return treeNode{a: a, n: n}
+}
+
+func (t treeNode) Type() string                 { return t.n.Type() }
+func (t treeNode) Field(name string) syntaxNode { return t.a.node(t.n.ChildByFieldName(name)) }
+func (t treeNode) FirstNamed(typ string) syntaxNode {
+	return t.a.node(firstNamedOfType(t.n, typ))
+}
+func (t treeNode) Text() string     { return t.a.text(t.n) }
+func (t treeNode) Name() string     { return t.a.nameOf(t.n) }
+func (t treeNode) DeclName() string { return t.a.declName(t.n) }
+func (t treeNode) DefKind() string  { return t.a.spec.defs[t.n.Type()] }
 
 func firstNamedOfType(n *sitter.Node, t string) *sitter.Node {
 	c := int(n.NamedChildCount())
@@ -651,20 +592,6 @@ func (a *astChunker) declName(d *sitter.Node) string {
 		d = d.NamedChild(0)
 	}
 	return ""
-}
-
-func goReceiverType(r string) string {
-	r = strings.Trim(r, "()")
-	f := strings.Fields(r)
-	if len(f) == 0 {
-		return ""
-	}
-	t := f[len(f)-1]
-	t = strings.TrimLeft(t, "*")
-	if i := strings.IndexByte(t, '['); i >= 0 {
-		t = t[:i]
-	}
-	return t
 }
 
 func (a *astChunker) signature(n *sitter.Node) string {

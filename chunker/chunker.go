@@ -126,65 +126,6 @@ func (o CodeOptions) budget() int {
 	return o.Budget
 }
 
-// extLanguages maps file extensions to languages.
-var extLanguages = map[string]string{
-	".go":   "go",
-	".py":   "python",
-	".pyi":  "python",
-	".pyw":  "python",
-	".js":   "javascript",
-	".mjs":  "javascript",
-	".cjs":  "javascript",
-	".jsx":  "javascript",
-	".ts":   "typescript",
-	".mts":  "typescript",
-	".cts":  "typescript",
-	".tsx":  "tsx",
-	".java": "java",
-	".rs":   "rust",
-	".c":    "c",
-	".h":    "c",
-	".cc":   "cpp",
-	".cpp":  "cpp",
-	".cxx":  "cpp",
-	".c++":  "cpp",
-	".hh":   "cpp",
-	".hpp":  "cpp",
-	".hxx":  "cpp",
-	".cs":   "csharp",
-	".rb":   "ruby",
-	".md":   "markdown",
-	".mdx":  "markdown",
-}
-
-// languageAliases maps accepted spellings of CodeOptions.Language to canonical names.
-var languageAliases = map[string]string{
-	"go": "go", "golang": "go",
-	"python": "python", "py": "python",
-	"javascript": "javascript", "js": "javascript", "jsx": "javascript",
-	"typescript": "typescript", "ts": "typescript",
-	"tsx":  "tsx",
-	"java": "java",
-	"rust": "rust", "rs": "rust",
-	"c":   "c",
-	"cpp": "cpp", "c++": "cpp", "cxx": "cpp",
-	"csharp": "csharp", "c#": "csharp", "cs": "csharp",
-	"ruby": "ruby", "rb": "ruby",
-	"markdown": "markdown", "md": "markdown",
-	"text": "text", "txt": "text",
-}
-
-// Languages lists the canonical language names [Code] accepts in CodeOptions.Language.
-func Languages() []string {
-	return []string{"c", "cpp", "csharp", "go", "java", "javascript", "markdown", "python",
-		"ruby", "rust", "text", "tsx", "typescript"}
-}
-
-// LanguageOf returns the language of a path from its extension, or "" when unknown.
-func LanguageOf(path string) string {
-	return extLanguages[strings.ToLower(filepath.Ext(path))]
-}
-
 // CheckText returns ErrBinary or ErrInvalidUTF8 (wrapped with path) when src cannot be
 // chunked as text, nil otherwise.
 func CheckText(path string, src []byte) error {
@@ -207,13 +148,11 @@ func CheckText(path string, src []byte) error {
 // ErrBinary and invalid UTF-8 ErrInvalidUTF8. Unless opts.DropWhitespaceGaps is set, the
 // chunks' contents concatenated in order equal src.
 func Code(path string, src []byte, opts CodeOptions) ([]Chunk, error) {
-	lang := LanguageOf(path)
+	l := languages.byExt[strings.ToLower(filepath.Ext(path))]
 	if opts.Language != "" {
-		l, ok := languageAliases[strings.ToLower(opts.Language)]
-		if !ok {
+		if l = languages.lookup(opts.Language); l == nil {
 			return nil, fmt.Errorf("%q: %w", opts.Language, ErrUnknownLanguage)
 		}
-		lang = l
 	}
 	if err := CheckText(path, src); err != nil {
 		return nil, err
@@ -225,16 +164,18 @@ func Code(path string, src []byte, opts CodeOptions) ([]Chunk, error) {
 	budget := opts.budget()
 	var spans []span
 	switch {
-	case lang == "markdown":
-		spans = markdownSpans(src, nws, budget)
-	case !opts.NoTreeSitter && treeSitterAvailable && lang != "" && lang != "text":
-		spans = treeSpans(lang, src, nws, budget, !opts.NoMergeDefinitions)
+	case l == nil:
+	case l.proseSpans != nil:
+		spans = l.proseSpans(src, nws, budget)
+	case l.grammar != "" && !opts.NoTreeSitter && treeSitterAvailable:
+		spans = treeSpans(l, src, nws, budget, !opts.NoMergeDefinitions)
 	}
 	if spans == nil {
 		spans = fallbackSpans(src, nws, budget)
 	}
-	if lang == "" {
-		lang = "text"
+	lang := "text"
+	if l != nil {
+		lang = l.name
 	}
 	return buildChunks(path, lang, src, nws, spans, opts.DropWhitespaceGaps), nil
 }

@@ -47,20 +47,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			gf := filepath.Join("testdata", "golden", filepath.Base(f)+".json")
-			if *update {
-				if err := os.WriteFile(gf, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(gf)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("chunks differ from %s (run go test -run TestGolden -update and review the diff)\ngot:\n%s", gf, got)
-			}
+			checkGolden(t, filepath.Join("testdata", "golden", filepath.Base(f)+".json"), got, "TestGolden")
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package chunker
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -12,6 +13,25 @@ func checkLossless(t testing.TB, path string, src []byte, chunks []Chunk) {
 	t.Helper()
 	if err := losslessErr(src, chunks); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// checkGolden fails t unless got equals the golden file gf; with -update it rewrites gf
+// instead. test names the test that regenerates it.
+func checkGolden(t *testing.T, gf string, got []byte, test string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(gf, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(gf)
+	if err != nil {
+		t.Fatalf("%v (run go test ./chunker/ -run %s -update to create it)", err, test)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what %s makes (run go test ./chunker/ -run %s -update and review the diff)\ngot:\n%s", gf, test, test, got)
 	}
 }
 

@@ -6,4 +6,6 @@ package chunker
 const treeSitterAvailable = false
 
 // treeSpans is unavailable without cgo: every file uses the line-based fallback.
-func treeSpans(lang string, src []byte, nws []int32, budget int, mergeDefs bool) []span { return nil }
+func treeSpans(l *language, src []byte, nws []int32, budget int, mergeDefs bool) []span {
+	return nil
+}

@@ -1,0 +1,11 @@
+package chunker
+
+func init() {
+	register(language{
+		name:       "markdown",
+		extensions: []string{".md", ".mdx"},
+		aliases:    []string{"md"},
+		prose:      true,
+		proseSpans: markdownSpans,
+	})
+}
