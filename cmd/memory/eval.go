@@ -20,63 +20,140 @@ func init() {
 	})
 }
 
+// evalConfig holds the parsed flags of `memory eval`.
+type evalConfig struct {
+	store     storeFlags
+	data      string
+	split     string
+	mode      string
+	runOut    string
+	k         int
+	window    int
+	rrfK      float64
+	rerankTop int
+	k1, b     float64
+	limit     int
+	storeDir  string
+	keepDir   string
+	chunk     bool
+}
+
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("eval", stderr)
-	var sf storeFlags
-	sf.register(fs, false)
-	data := fs.String("data", "", "BEIR folder with corpus.jsonl, queries.jsonl, qrels/")
-	split := fs.String("split", "test", "qrels split")
-	mode := fs.String("mode", "bm25", "hybrid, bm25 or dense")
-	runOut := fs.String("run-out", "", "write the TREC run file here")
-	k := fs.Int("k", 100, "results per query (Recall@100 needs 100)")
-	window := fs.Int("window", 0, "candidates per retriever (default max(100, k))")
-	rrfK := fs.Float64("rrf-k", 0, "RRF rank constant (default 60)")
-	rerankTop := fs.Int("rerank-top", 100, "with --reranker: rerank this many fused candidates")
-	k1 := fs.Float64("k1", 0.9, "BM25 k1")
-	b := fs.Float64("b", 0.4, "BM25 b")
-	limit := fs.Int("queries", 0, "evaluate only the first N queries (0: all)")
-	storeDir := fs.String("store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
-	keepDir := fs.String("keep", "", "build the store in this new directory and keep it (default: a temporary store)")
-	chunk := fs.Bool("chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
-	if err := parseFlags(fs, args); err != nil {
+	cfg, err := parseEvalFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if *data == "" || (*storeDir != "" && *keepDir != "") {
-		fs.Usage()
-		return errUsage
-	}
-	ds, err := beir.Load(*data, *split)
+	ds, err := beir.Load(cfg.data, cfg.split)
 	if err != nil {
 		return err
 	}
 	queries := ds.Queries
-	if *limit > 0 && *limit < len(queries) {
-		queries = queries[:*limit]
+	if cfg.limit > 0 && cfg.limit < len(queries) {
+		queries = queries[:cfg.limit]
 	}
-	var m *memory.Memory
-	openOpts := []memory.Option{memory.WithBM25(*k1, *b), memory.WithNoSync()}
-	if !*chunk {
-		openOpts = append(openOpts, memory.WithChunking(memory.ChunkOptions{Disabled: true}))
-	}
-	if *storeDir != "" {
-		m, err = sf.open(*storeDir, stderr, openOpts...)
-	} else {
-		m, err = sf.create(*keepDir, stderr, openOpts...)
-	}
+	m, err := openEvalStore(cfg, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 
-	// Index.
 	start := time.Now()
-	prog := newProgress(stderr, len(ds.Corpus), "indexing")
+	if err := indexCorpus(ctx, m, ds.Corpus, stderr); err != nil {
+		return err
+	}
+	indexTime := time.Since(start)
+
+	sr, err := searchQueries(ctx, m, queries, cfg.searchOptions())
+	if err != nil {
+		return err
+	}
+	if cfg.runOut != "" {
+		if err := writeRunFile(cfg.runOut, sr.run, "memory-"+cfg.mode); err != nil {
+			return err
+		}
+	}
+	qrels := beir.Qrels{}
+	for _, q := range queries {
+		qrels[q.ID] = ds.Qrels[q.ID]
+	}
+	met, _ := beir.Evaluate(qrels, sr.run)
+	fmt.Fprintf(stdout, "dataset      %s (%d docs, %d queries)\n", cfg.data, len(ds.Corpus), len(queries))
+	fmt.Fprintf(stdout, "mode         %s (used: %s)\n", cfg.mode, sr.stats.Mode)
+	for _, nt := range sr.notes {
+		fmt.Fprintf(stdout, "note         %s\n", nt)
+	}
+	fmt.Fprintf(stdout, "nDCG@10      %.4f\n", met.NDCG10)
+	fmt.Fprintf(stdout, "Recall@100   %.4f\n", met.Recall100)
+	fmt.Fprintf(stdout, "MRR@10       %.4f\n", met.MRR10)
+	fmt.Fprintf(stdout, "index        %s (%.0f docs/s)\n", indexTime.Round(time.Millisecond), float64(len(ds.Corpus))/indexTime.Seconds())
+	sr.printTimings(stdout, cfg.k)
+	if cfg.runOut != "" {
+		fmt.Fprintf(stdout, "run file     %s\n", cfg.runOut)
+	}
+	return nil
+}
+
+// parseEvalFlags parses the flags of `memory eval`; a bad flag is errUsage.
+func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
+	var cfg evalConfig
+	fs := newFlags("eval", stderr)
+	cfg.store.register(fs, false)
+	fs.StringVar(&cfg.data, "data", "", "BEIR folder with corpus.jsonl, queries.jsonl, qrels/")
+	fs.StringVar(&cfg.split, "split", "test", "qrels split")
+	fs.StringVar(&cfg.mode, "mode", "bm25", "hybrid, bm25 or dense")
+	fs.StringVar(&cfg.runOut, "run-out", "", "write the TREC run file here")
+	fs.IntVar(&cfg.k, "k", 100, "results per query (Recall@100 needs 100)")
+	fs.IntVar(&cfg.window, "window", 0, "candidates per retriever (default max(100, k))")
+	fs.Float64Var(&cfg.rrfK, "rrf-k", 0, "RRF rank constant (default 60)")
+	fs.IntVar(&cfg.rerankTop, "rerank-top", 100, "with --reranker: rerank this many fused candidates")
+	fs.Float64Var(&cfg.k1, "k1", 0.9, "BM25 k1")
+	fs.Float64Var(&cfg.b, "b", 0.4, "BM25 b")
+	fs.IntVar(&cfg.limit, "queries", 0, "evaluate only the first N queries (0: all)")
+	fs.StringVar(&cfg.storeDir, "store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
+	fs.StringVar(&cfg.keepDir, "keep", "", "build the store in this new directory and keep it (default: a temporary store)")
+	fs.BoolVar(&cfg.chunk, "chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	if cfg.data == "" || (cfg.storeDir != "" && cfg.keepDir != "") {
+		fs.Usage()
+		return cfg, errUsage
+	}
+	return cfg, nil
+}
+
+// openEvalStore opens the existing --store, or creates the --keep (else a temporary)
+// store, with the BM25 parameters and chunking of cfg.
+func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
+	openOpts := []memory.Option{memory.WithBM25(cfg.k1, cfg.b), memory.WithNoSync()}
+	if !cfg.chunk {
+		openOpts = append(openOpts, memory.WithChunking(memory.ChunkOptions{Disabled: true}))
+	}
+	if cfg.storeDir != "" {
+		return cfg.store.open(cfg.storeDir, stderr, openOpts...)
+	}
+	return cfg.store.create(cfg.keepDir, stderr, openOpts...)
+}
+
+// searchOptions are the options of every evaluated query.
+func (cfg evalConfig) searchOptions() []memory.SearchOption {
+	opts := []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode)), memory.TopK(cfg.k), memory.WithWindow(cfg.window), memory.WithRRFK(cfg.rrfK)}
+	if cfg.store.reranker != "" {
+		opts = append(opts, memory.WithRerank(cfg.rerankTop))
+	}
+	return opts
+}
+
+// indexCorpus adds the corpus to an empty store in batches, showing progress; a store
+// that already holds documents is evaluated as it is.
+func indexCorpus(ctx context.Context, m *memory.Memory, corpus []beir.Doc, stderr io.Writer) error {
+	prog := newProgress(stderr, len(corpus), "indexing")
 	const batch = 512
 	if m.Count() == 0 {
-		for i := 0; i < len(ds.Corpus); i += batch {
-			j := min(i+batch, len(ds.Corpus))
+		for i := 0; i < len(corpus); i += batch {
+			j := min(i+batch, len(corpus))
 			docs := make([]memory.Document, 0, j-i)
-			for _, d := range ds.Corpus[i:j] {
+			for _, d := range corpus[i:j] {
 				docs = append(docs, memory.Document{ID: d.ID, Title: d.Title, Text: d.Text})
 			}
 			if err := m.Add(ctx, docs...); err != nil {
@@ -86,83 +163,76 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	prog.finish()
-	indexTime := time.Since(start)
+	return nil
+}
 
-	// Search.
-	opts := []memory.SearchOption{memory.WithMode(memory.Mode(*mode)), memory.TopK(*k), memory.WithWindow(*window), memory.WithRRFK(*rrfK)}
-	if sf.reranker != "" {
-		opts = append(opts, memory.WithRerank(*rerankTop))
-	}
-	run := beir.Run{}
-	lat := make([]time.Duration, 0, len(queries))
-	var sum memory.SearchStats
-	var notes []string
+// evalSearch is what searching the queries gave: the run, per-query latencies, the
+// summed stage timings and the first result's notes.
+type evalSearch struct {
+	run   beir.Run
+	lat   []time.Duration
+	stats memory.SearchStats
+	notes []string
+}
+
+// searchQueries runs every query with opts and collects the run and the timings.
+func searchQueries(ctx context.Context, m *memory.Memory, queries []beir.Query, opts []memory.SearchOption) (evalSearch, error) {
+	sr := evalSearch{run: beir.Run{}, lat: make([]time.Duration, 0, len(queries))}
 	for _, q := range queries {
 		var st memory.SearchStats
 		res, err := m.Search(ctx, q.Text, append(opts, memory.WithStats(&st))...)
 		if err != nil {
-			return fmt.Errorf("query %s: %w", q.ID, err)
+			return sr, fmt.Errorf("query %s: %w", q.ID, err)
 		}
-		lat = append(lat, st.Total)
-		sum.Mode = st.Mode
-		sum.Filter += st.Filter
-		sum.BM25 += st.BM25
-		sum.Embed += st.Embed
-		sum.Dense += st.Dense
-		sum.Fuse += st.Fuse
-		sum.Rerank += st.Rerank
-		sum.Total += st.Total
+		sr.lat = append(sr.lat, st.Total)
+		sr.stats.Mode = st.Mode
+		sr.stats.Filter += st.Filter
+		sr.stats.BM25 += st.BM25
+		sr.stats.Embed += st.Embed
+		sr.stats.Dense += st.Dense
+		sr.stats.Fuse += st.Fuse
+		sr.stats.Rerank += st.Rerank
+		sr.stats.Total += st.Total
 		hits := make([]beir.Scored, len(res))
 		for i, r := range res {
 			hits[i] = beir.Scored{DocID: r.ID, Score: r.Score}
 		}
-		run[q.ID] = hits
-		if len(res) > 0 && notes == nil {
-			notes = res[0].Explain.Notes
+		sr.run[q.ID] = hits
+		if len(res) > 0 && sr.notes == nil {
+			sr.notes = res[0].Explain.Notes
 		}
 	}
-	if *runOut != "" {
-		f, err := os.Create(*runOut)
-		if err != nil {
-			return err
-		}
-		if err := beir.WriteTREC(f, run, "memory-"+*mode); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	}
-	qrels := beir.Qrels{}
-	for _, q := range queries {
-		qrels[q.ID] = ds.Qrels[q.ID]
-	}
-	met, _ := beir.Evaluate(qrels, run)
+	return sr, nil
+}
+
+// printTimings prints the query latency percentiles and the mean time of each stage.
+func (sr evalSearch) printTimings(w io.Writer, k int) {
+	lat := sr.lat
+	sum := sr.stats
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	n := time.Duration(len(queries))
+	n := time.Duration(len(lat))
 	share := func(d time.Duration) string {
 		if sum.Total == 0 {
 			return "0%"
 		}
 		return fmt.Sprintf("%.0f%%", 100*float64(d)/float64(sum.Total))
 	}
-	fmt.Fprintf(stdout, "dataset      %s (%d docs, %d queries)\n", *data, len(ds.Corpus), len(queries))
-	fmt.Fprintf(stdout, "mode         %s (used: %s)\n", *mode, sum.Mode)
-	for _, nt := range notes {
-		fmt.Fprintf(stdout, "note         %s\n", nt)
-	}
-	fmt.Fprintf(stdout, "nDCG@10      %.4f\n", met.NDCG10)
-	fmt.Fprintf(stdout, "Recall@100   %.4f\n", met.Recall100)
-	fmt.Fprintf(stdout, "MRR@10       %.4f\n", met.MRR10)
-	fmt.Fprintf(stdout, "index        %s (%.0f docs/s)\n", indexTime.Round(time.Millisecond), float64(len(ds.Corpus))/indexTime.Seconds())
-	fmt.Fprintf(stdout, "query        p50 %s  p99 %s  mean %s  (k=%d)\n", pct(0.50), pct(0.99), sum.Total/n, *k)
-	fmt.Fprintf(stdout, "stages       filter %s (%s)  bm25 %s (%s)  embed %s (%s)  dense %s (%s)  fuse %s (%s)  rerank %s (%s)  [mean per query]\n",
+	fmt.Fprintf(w, "query        p50 %s  p99 %s  mean %s  (k=%d)\n", pct(0.50), pct(0.99), sum.Total/n, k)
+	fmt.Fprintf(w, "stages       filter %s (%s)  bm25 %s (%s)  embed %s (%s)  dense %s (%s)  fuse %s (%s)  rerank %s (%s)  [mean per query]\n",
 		sum.Filter/n, share(sum.Filter), sum.BM25/n, share(sum.BM25), sum.Embed/n, share(sum.Embed),
 		sum.Dense/n, share(sum.Dense), sum.Fuse/n, share(sum.Fuse), sum.Rerank/n, share(sum.Rerank))
-	if *runOut != "" {
-		fmt.Fprintf(stdout, "run file     %s\n", *runOut)
+}
+
+// writeRunFile writes run as a TREC run file tagged tag.
+func writeRunFile(path string, run beir.Run, tag string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	return nil
+	if err := beir.WriteTREC(f, run, tag); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/mcpserver"
-	"github.com/agentmem/memory/rerank"
 	"github.com/agentmem/memory/searchr1"
 	"github.com/agentmem/memory/sop"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,215 +34,292 @@ var serveStdin io.Reader = os.Stdin
 // shutdownTimeout bounds the graceful shutdown of the HTTP servers.
 const shutdownTimeout = 10 * time.Second
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	var sf storeFlags
-	sf.register(fs, true)
-	collection := fs.String("collection", "", "collection to serve (default: the store's default collection)")
-	retrieveAddr := fs.String("retrieve", "", "serve Search-R1 POST /retrieve and GET /health on this address (e.g. 127.0.0.1:8000)")
-	topK := fs.Int("topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
-	mode := fs.String("mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid)")
-	maxConc := fs.Int("max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
-	maxQueries := fs.Int("max-queries", searchr1.DefaultMaxQueries, "/retrieve: most queries in one request (more get 422)")
-	maxQueryBytes := fs.Int("max-query-bytes", searchr1.DefaultMaxQueryBytes, "/retrieve: most bytes in one query (more get 422)")
-	maxPassageBytes := fs.Int("max-passage-bytes", searchr1.DefaultMaxPassageBytes, "/retrieve: returned passage contents are cut to this many bytes")
-	maxResponseBytes := fs.Int64("max-response-bytes", searchr1.DefaultMaxResponseBytes, "/retrieve: response budget: queries x topk x max-passage-bytes over it get 413")
-	rerankDepth := fs.Int("rerank-depth", searchr1.DefaultRerankDepth, "/retrieve with --reranker: candidates retrieved and reranked per query")
-	workers := fs.Int("workers", 0, "/retrieve: queries of one request searched at once (default GOMAXPROCS)")
-	readTimeout := fs.Duration("read-timeout", 0, "/retrieve: time to read a whole request (default 30s + body cap at 256 KiB/s)")
-	writeTimeout := fs.Duration("write-timeout", 0, "/retrieve: time to search and write a response (default 2m + response budget at 2 MiB/s)")
-	idleTimeout := fs.Duration("idle-timeout", 0, "HTTP servers: keep-alive connections idle this long are closed (default 60s)")
-	mcpStdio := fs.Bool("mcp", false, "serve MCP over stdin/stdout")
-	mcpHTTP := fs.String("mcp-http", "", "serve MCP streamable HTTP on this address")
-	token := fs.String("token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
-	sopDir := fs.String("sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
-	readOnly := fs.Bool("read-only", false, "MCP: leave out memory_add and memory_delete")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "memory serve: unexpected arguments %q\n", fs.Args())
-		return errUsage
-	}
-	if sf.dir == "" {
-		fmt.Fprintln(stderr, "memory serve: --store is required")
-		return errUsage
-	}
-	if *retrieveAddr == "" && !*mcpStdio && *mcpHTTP == "" {
-		fmt.Fprintln(stderr, "memory serve: nothing to serve: give --retrieve, --mcp and/or --mcp-http")
-		return errUsage
-	}
-	switch memory.Mode(*mode) {
-	case "", memory.Hybrid, memory.BM25, memory.Dense:
-	default:
-		fmt.Fprintf(stderr, "memory serve: --mode %q: want hybrid, bm25 or dense\n", *mode)
-		return errUsage
-	}
-	if *topK < 1 {
-		fmt.Fprintf(stderr, "memory serve: --topk %d: must be at least 1\n", *topK)
-		return errUsage
-	}
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{{"max-queries", int64(*maxQueries)}, {"max-query-bytes", int64(*maxQueryBytes)}, {"max-passage-bytes", int64(*maxPassageBytes)},
-		{"max-response-bytes", *maxResponseBytes}, {"rerank-depth", int64(*rerankDepth)}} {
-		if c.v < 1 {
-			fmt.Fprintf(stderr, "memory serve: --%s %d: must be at least 1\n", c.name, c.v)
-			return errUsage
-		}
-	}
-	if *workers < 0 || *readTimeout < 0 || *writeTimeout < 0 || *idleTimeout < 0 {
-		fmt.Fprintln(stderr, "memory serve: --workers and the timeouts must not be negative")
-		return errUsage
-	}
-	if *token == "" {
-		*token = os.Getenv("MEMORY_MCP_TOKEN")
-	}
+// serveConfig holds the parsed flags of `memory serve`.
+type serveConfig struct {
+	store        storeFlags
+	collection   string
+	retrieveAddr string
+	mode         string
+	retrieve     searchr1.RetrieveOptions // the /retrieve limits given on the command line
+	idleTimeout  time.Duration
+	mcpStdio     bool
+	mcpHTTP      string
+	token        string
+	sopDir       string
+	readOnly     bool
+}
 
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The reranker is loaded here, once, so /retrieve and /rerank can use it as well as
 	// the store's own searches.
-	var reranker rerank.Reranker
 	var extra []memory.Option
-	if sf.reranker != "" {
-		r, err := loadReranker(sf.reranker)
+	if cfg.store.reranker != "" {
+		r, err := loadReranker(cfg.store.reranker)
 		if err != nil {
 			return err
 		}
 		if c, ok := r.(io.Closer); ok {
 			defer c.Close()
 		}
-		reranker = r
+		cfg.retrieve.Reranker = r
 		extra = append(extra, memory.WithReranker(r))
-		sf.reranker = ""
+		cfg.store.reranker = ""
 	}
-	m, err := sf.open(sf.dir, stderr, extra...)
+	m, err := cfg.store.open(cfg.store.dir, stderr, extra...)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	// A mistyped --collection fails here, naming the collections there are, rather than
 	// serving an empty one.
-	searcher, err := openCollection(m, *collection)
+	searcher, err := openCollection(m, cfg.collection)
+	if err != nil {
+		return err
+	}
+	lib, err := serveSOPs(m, cfg.sopDir, stderr)
 	if err != nil {
 		return err
 	}
 
-	lib := m.SOPs() // the store's own procedures (sops/ in the store), unless --sops names a folder
-	if *sopDir != "" {
-		lib, err = sop.LoadDir(*sopDir)
-		if err != nil {
-			if !errors.Is(err, sop.ErrInvalidSOP) {
-				return err
-			}
-			for _, line := range strings.Split(err.Error(), "\n") {
-				fmt.Fprintf(stderr, "warning: %s\n", line)
-			}
+	g := newServerGroup(ctx, logger, stderr)
+	defer g.cancel()
+	if cfg.retrieveAddr != "" {
+		if err := g.serveHTTP("retrieve", cfg.retrieveAddr, retrieveServer(cfg, searcher, logger)); err != nil {
+			return g.stop(err)
 		}
 	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-		cancel()
-	}
-	serveHTTP := func(name, addr string, srv *http.Server) error {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		fmt.Fprintf(stderr, "memory serve: %s listening on http://%s\n", name, ln.Addr())
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				fail(fmt.Errorf("%s: %w", name, err))
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			<-ctx.Done()
-			sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer scancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				logger.Warn("shutdown", "server", name, "err", err)
-				_ = srv.Close()
-			}
-		}()
-		return nil
-	}
-
-	if *retrieveAddr != "" {
-		ropts := searchr1.RetrieveOptions{
-			DefaultTopK: *topK, MaxConcurrent: *maxConc, Logger: logger,
-			MaxQueries: *maxQueries, MaxQueryBytes: *maxQueryBytes, MaxPassageBytes: *maxPassageBytes,
-			MaxResponseBytes: *maxResponseBytes, Workers: *workers,
-			Reranker: reranker, RerankDepth: *rerankDepth,
-			ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
-		}
-		if *mode != "" {
-			ropts.SearchOptions = []memory.SearchOption{memory.WithMode(memory.Mode(*mode))}
-		}
-		if err := serveHTTP("retrieve", *retrieveAddr, searchr1.NewRetrieveServer(searcher, ropts)); err != nil {
-			cancel()
-			wg.Wait()
-			return err
-		}
-	}
-	mopts := mcpserver.Options{Collection: *collection, SOPs: lib, ReadOnly: *readOnly, Logger: logger}
-	if *mcpHTTP != "" {
-		if *token == "" && !isLoopback(*mcpHTTP) {
+	mopts := mcpserver.Options{Collection: cfg.collection, SOPs: lib, ReadOnly: cfg.readOnly, Logger: logger}
+	if cfg.mcpHTTP != "" {
+		if cfg.token == "" && !isLoopback(cfg.mcpHTTP) {
 			fmt.Fprintln(stderr, "memory serve: warning: --mcp-http on a non-loopback address without --token: anyone who can reach it can read and write the store")
 		}
-		idle := *idleTimeout
-		if idle == 0 {
-			idle = 60 * time.Second
-		}
-		// No ReadTimeout/WriteTimeout here: MCP's streamable HTTP keeps event streams open.
-		srv := &http.Server{
-			Handler:           mcpserver.NewHTTPHandler(mcpserver.New(m, mopts), *token, logger),
-			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle,
-			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		if err := serveHTTP("mcp", *mcpHTTP, srv); err != nil {
-			cancel()
-			wg.Wait()
-			return err
+		if err := g.serveHTTP("mcp", cfg.mcpHTTP, mcpHTTPServer(cfg, mcpserver.New(m, mopts), logger)); err != nil {
+			return g.stop(err)
 		}
 	}
-	if *mcpStdio {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := &mcp.IOTransport{Reader: io.NopCloser(serveStdin), Writer: nopWriteCloser{stdout}}
-			err := mcpserver.New(m, mopts).Run(ctx, t)
-			if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
-				fail(fmt.Errorf("mcp stdio: %w", err))
-				return
-			}
-			cancel() // the client went away: stop serving
-		}()
+	if cfg.mcpStdio {
+		g.serveMCPStdio(mcpserver.New(m, mopts), stdout)
 	}
-	<-ctx.Done()
-	wg.Wait()
-	errMu.Lock()
-	defer errMu.Unlock()
-	return firstErr
+	return g.wait()
+}
+
+// parseServeFlags parses and checks the flags of `memory serve`; a bad flag is reported
+// on stderr as errUsage.
+func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
+	var cfg serveConfig
+	fs := newFlags("serve", stderr)
+	cfg.store.register(fs, true)
+	fs.StringVar(&cfg.collection, "collection", "", "collection to serve (default: the store's default collection)")
+	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve and GET /health on this address (e.g. 127.0.0.1:8000)")
+	r := &cfg.retrieve
+	fs.IntVar(&r.DefaultTopK, "topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
+	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid)")
+	fs.IntVar(&r.MaxConcurrent, "max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
+	fs.IntVar(&r.MaxQueries, "max-queries", searchr1.DefaultMaxQueries, "/retrieve: most queries in one request (more get 422)")
+	fs.IntVar(&r.MaxQueryBytes, "max-query-bytes", searchr1.DefaultMaxQueryBytes, "/retrieve: most bytes in one query (more get 422)")
+	fs.IntVar(&r.MaxPassageBytes, "max-passage-bytes", searchr1.DefaultMaxPassageBytes, "/retrieve: returned passage contents are cut to this many bytes")
+	fs.Int64Var(&r.MaxResponseBytes, "max-response-bytes", searchr1.DefaultMaxResponseBytes, "/retrieve: response budget: queries x topk x max-passage-bytes over it get 413")
+	fs.IntVar(&r.RerankDepth, "rerank-depth", searchr1.DefaultRerankDepth, "/retrieve with --reranker: candidates retrieved and reranked per query")
+	fs.IntVar(&r.Workers, "workers", 0, "/retrieve: queries of one request searched at once (default GOMAXPROCS)")
+	fs.DurationVar(&r.ReadTimeout, "read-timeout", 0, "/retrieve: time to read a whole request (default 30s + body cap at 256 KiB/s)")
+	fs.DurationVar(&r.WriteTimeout, "write-timeout", 0, "/retrieve: time to search and write a response (default 2m + response budget at 2 MiB/s)")
+	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "HTTP servers: keep-alive connections idle this long are closed (default 60s)")
+	fs.BoolVar(&cfg.mcpStdio, "mcp", false, "serve MCP over stdin/stdout")
+	fs.StringVar(&cfg.mcpHTTP, "mcp-http", "", "serve MCP streamable HTTP on this address")
+	fs.StringVar(&cfg.token, "token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
+	fs.StringVar(&cfg.sopDir, "sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
+	fs.BoolVar(&cfg.readOnly, "read-only", false, "MCP: leave out memory_add and memory_delete")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "memory serve: unexpected arguments %q\n", fs.Args())
+		return cfg, errUsage
+	}
+	if err := cfg.check(stderr); err != nil {
+		return cfg, err
+	}
+	r.IdleTimeout = cfg.idleTimeout
+	if cfg.token == "" {
+		cfg.token = os.Getenv("MEMORY_MCP_TOKEN")
+	}
+	return cfg, nil
+}
+
+// check reports the first flag out of range on stderr as errUsage.
+func (cfg serveConfig) check(stderr io.Writer) error {
+	r := cfg.retrieve
+	if cfg.store.dir == "" {
+		fmt.Fprintln(stderr, "memory serve: --store is required")
+		return errUsage
+	}
+	if cfg.retrieveAddr == "" && !cfg.mcpStdio && cfg.mcpHTTP == "" {
+		fmt.Fprintln(stderr, "memory serve: nothing to serve: give --retrieve, --mcp and/or --mcp-http")
+		return errUsage
+	}
+	switch memory.Mode(cfg.mode) {
+	case "", memory.Hybrid, memory.BM25, memory.Dense:
+	default:
+		fmt.Fprintf(stderr, "memory serve: --mode %q: want hybrid, bm25 or dense\n", cfg.mode)
+		return errUsage
+	}
+	if r.DefaultTopK < 1 {
+		fmt.Fprintf(stderr, "memory serve: --topk %d: must be at least 1\n", r.DefaultTopK)
+		return errUsage
+	}
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"max-queries", int64(r.MaxQueries)}, {"max-query-bytes", int64(r.MaxQueryBytes)}, {"max-passage-bytes", int64(r.MaxPassageBytes)},
+		{"max-response-bytes", r.MaxResponseBytes}, {"rerank-depth", int64(r.RerankDepth)}} {
+		if c.v < 1 {
+			fmt.Fprintf(stderr, "memory serve: --%s %d: must be at least 1\n", c.name, c.v)
+			return errUsage
+		}
+	}
+	if r.Workers < 0 || r.ReadTimeout < 0 || r.WriteTimeout < 0 || cfg.idleTimeout < 0 {
+		fmt.Fprintln(stderr, "memory serve: --workers and the timeouts must not be negative")
+		return errUsage
+	}
+	return nil
+}
+
+// serveSOPs returns the procedures of the sop_match tool: the store's own (sops/ in the
+// store), unless dir names a folder; invalid files there are warnings, not errors.
+func serveSOPs(m *memory.Memory, dir string, stderr io.Writer) (*sop.Library, error) {
+	if dir == "" {
+		return m.SOPs(), nil
+	}
+	lib, err := sop.LoadDir(dir)
+	if err != nil {
+		if !errors.Is(err, sop.ErrInvalidSOP) {
+			return nil, err
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "warning: %s\n", line)
+		}
+	}
+	return lib, nil
+}
+
+// retrieveServer is the Search-R1 /retrieve server of cfg over searcher.
+func retrieveServer(cfg serveConfig, searcher searchr1.Searcher, logger *slog.Logger) *http.Server {
+	ropts := cfg.retrieve
+	ropts.Logger = logger
+	if cfg.mode != "" {
+		ropts.SearchOptions = []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode))}
+	}
+	return searchr1.NewRetrieveServer(searcher, ropts)
+}
+
+// mcpHTTPServer serves s over MCP's streamable HTTP, behind cfg's bearer token.
+func mcpHTTPServer(cfg serveConfig, s *mcp.Server, logger *slog.Logger) *http.Server {
+	idle := cfg.idleTimeout
+	if idle == 0 {
+		idle = 60 * time.Second
+	}
+	// No ReadTimeout/WriteTimeout here: MCP's streamable HTTP keeps event streams open.
+	return &http.Server{
+		Handler:           mcpserver.NewHTTPHandler(s, cfg.token, logger),
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// serverGroup runs the servers of `memory serve` until ctx ends, one of them fails, or
+// the MCP stdio client goes away; then it shuts them all down.
+type serverGroup struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	logger   *slog.Logger
+	stderr   io.Writer
+	wg       sync.WaitGroup
+	errMu    sync.Mutex
+	firstErr error
+}
+
+func newServerGroup(ctx context.Context, logger *slog.Logger, stderr io.Writer) *serverGroup {
+	ctx, cancel := context.WithCancel(ctx)
+	return &serverGroup{ctx: ctx, cancel: cancel, logger: logger, stderr: stderr}
+}
+
+// fail records the first error and stops every server.
+func (g *serverGroup) fail(err error) {
+	g.errMu.Lock()
+	if g.firstErr == nil {
+		g.firstErr = err
+	}
+	g.errMu.Unlock()
+	g.cancel()
+}
+
+// serveHTTP listens on addr and serves srv until the group stops, then shuts it down
+// gracefully (within shutdownTimeout).
+func (g *serverGroup) serveHTTP(name, addr string, srv *http.Server) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	fmt.Fprintf(g.stderr, "memory serve: %s listening on http://%s\n", name, ln.Addr())
+	g.wg.Add(2)
+	go func() {
+		defer g.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.fail(fmt.Errorf("%s: %w", name, err))
+		}
+	}()
+	go func() {
+		defer g.wg.Done()
+		<-g.ctx.Done()
+		sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer scancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			g.logger.Warn("shutdown", "server", name, "err", err)
+			_ = srv.Close()
+		}
+	}()
+	return nil
+}
+
+// serveMCPStdio serves s over serveStdin and stdout; the client closing its end stops
+// the group.
+func (g *serverGroup) serveMCPStdio(s *mcp.Server, stdout io.Writer) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		t := &mcp.IOTransport{Reader: io.NopCloser(serveStdin), Writer: nopWriteCloser{stdout}}
+		err := s.Run(g.ctx, t)
+		if err != nil && g.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
+			g.fail(fmt.Errorf("mcp stdio: %w", err))
+			return
+		}
+		g.cancel() // the client went away: stop serving
+	}()
+}
+
+// stop stops the servers started so far and returns err.
+func (g *serverGroup) stop(err error) error {
+	g.cancel()
+	g.wg.Wait()
+	return err
+}
+
+// wait blocks until the group stops and returns the first server error.
+func (g *serverGroup) wait() error {
+	<-g.ctx.Done()
+	g.wg.Wait()
+	g.errMu.Lock()
+	defer g.errMu.Unlock()
+	return g.firstErr
 }
 
 type nopWriteCloser struct{ io.Writer }
