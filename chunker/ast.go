@@ -122,30 +122,28 @@ func (a *astChunker) hasNewline(lo, hi int) bool {
 // that they tile [lo, hi): the gap between two units goes to the first up to and including
 // its first newline, the rest to the second.
 func (a *astChunker) units(nodes []*sitter.Node, lo, hi int) []unit {
-	type item struct {
-		n    *sitter.Node
-		s, e int
+	us := a.group(nodes, lo, hi)
+	if len(us) == 0 {
+		return nil
 	}
+	a.cutGaps(us, lo, hi)
+	return retile(us, lo, hi)
+}
+
+// group groups nodes (ordered, within [lo, hi)) into units: comments and attributes
+// attach to the node that follows them (unless a blank line parts them), a comment on the
+// line where the previous node ends trails that node, and comments attached to nothing
+// form units of their own. Empty nodes and newline terminators are left to the gaps.
+func (a *astChunker) group(nodes []*sitter.Node, lo, hi int) []unit {
 	var us []unit
-	var pending []item
+	var pending []*sitter.Node // comments and attributes waiting for a node
+	pendingEnd := 0            // where the last pending one ends (clipped)
 	prevEnd := lo
-	lastEnd := func() int {
-		if len(us) == 0 {
-			return -1
-		}
-		u := us[len(us)-1]
-		return int(u.nodes[len(u.nodes)-1].EndByte())
-	}
 	flush := func() {
-		if len(pending) == 0 {
-			return
+		if len(pending) > 0 {
+			us = append(us, unit{nodes: pending})
+			pending = nil
 		}
-		u := unit{}
-		for _, p := range pending {
-			u.nodes = append(u.nodes, p.n)
-		}
-		us = append(us, u)
-		pending = nil
 	}
 	for _, n := range nodes {
 		s, e := int(n.StartByte()), int(n.EndByte())
@@ -161,35 +159,40 @@ func (a *astChunker) units(nodes []*sitter.Node, lo, hi int) []unit {
 		prevEnd = e
 		t := n.Type()
 		if a.spec.comments[t] || a.spec.attached[t] {
-			if a.spec.comments[t] && len(pending) == 0 && len(us) > 0 && !a.hasNewline(lastEnd(), s) {
+			if a.spec.comments[t] && len(pending) == 0 && len(us) > 0 && !a.hasNewline(lastEnd(us), s) {
 				// a trailing comment on the line of the previous node
 				u := &us[len(us)-1]
 				u.nodes = append(u.nodes, n)
 				continue
 			}
-			if len(pending) > 0 && a.hasBlankLine(pending[len(pending)-1].e, s) {
+			if len(pending) > 0 && a.hasBlankLine(pendingEnd, s) {
 				flush()
 			}
-			pending = append(pending, item{n, s, e})
+			pending = append(pending, n)
+			pendingEnd = e
 			continue
 		}
-		if len(pending) > 0 && a.hasBlankLine(pending[len(pending)-1].e, s) {
+		if len(pending) > 0 && a.hasBlankLine(pendingEnd, s) {
 			flush()
 		}
-		u := unit{main: n}
-		for _, p := range pending {
-			u.lead = append(u.lead, p.n)
-			u.nodes = append(u.nodes, p.n)
-		}
+		u := unit{main: n, lead: pending}
+		u.nodes = append(append([]*sitter.Node(nil), pending...), n)
 		pending = nil
-		u.nodes = append(u.nodes, n)
 		us = append(us, u)
 	}
 	flush()
-	if len(us) == 0 {
-		return nil
-	}
-	// byte ranges
+	return us
+}
+
+// lastEnd is where the last node of the last unit ends.
+func lastEnd(us []unit) int {
+	u := us[len(us)-1]
+	return int(u.nodes[len(u.nodes)-1].EndByte())
+}
+
+// cutGaps sets the byte ranges of units so that they tile [lo, hi): the gap between two
+// units goes to the first up to and including its first newline, the rest to the second.
+func (a *astChunker) cutGaps(us []unit, lo, hi int) {
 	prev := lo
 	for i := range us {
 		first := int(us[i].nodes[0].StartByte())
@@ -222,7 +225,11 @@ func (a *astChunker) units(nodes []*sitter.Node, lo, hi int) []unit {
 		prev = cut
 	}
 	us[len(us)-1].hi = hi
-	// drop empty units (possible only with overlapping nodes) by folding them forward
+}
+
+// retile drops empty units (possible only with overlapping nodes) and folds their bytes
+// forward, so that the units still tile [lo, hi).
+func retile(us []unit, lo, hi int) []unit {
 	out := us[:0]
 	for _, u := range us {
 		if u.hi <= u.lo {
