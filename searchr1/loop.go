@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -253,145 +252,185 @@ func (l Loop) RunPrompt(ctx context.Context, gen Generator, s Searcher, prompt s
 	if err := l.validate(); err != nil {
 		return nil, err
 	}
-	tags := l.Tags.withDefaults()
-	topK := defaultInt(l.TopK, DefaultTopK)
+	r := l.newRun(gen, s, prompt)
 	maxSearches := defaultInt(l.MaxSearches, DefaultMaxSearches)
 	maxTurns := defaultInt(l.MaxTurns, DefaultMaxTurns)
+	stops := []string{closeTag(r.tags.Search), closeTag(r.tags.Answer)}
+	for turn := 0; turn < maxTurns; turn++ {
+		if err := ctx.Err(); err != nil {
+			return r.finish(), err
+		}
+		raw, dt, err := r.generate(ctx, stops)
+		if err != nil {
+			return r.finish(), fmt.Errorf("searchr1: generate turn %d: %w", turn, err)
+		}
+		text, repaired := CutResponse(raw, stops, !l.NoRepair)
+		act := ParseAction(text, r.tags)
+		if act.Kind == ActionSearch && act.Content == "" {
+			act.Kind = ActionInvalid
+		}
+		tr := Turn{Index: turn, Raw: raw, Text: text, Repaired: repaired, Action: act.Kind, GenerateTime: dt}
+		r.assistant.WriteString(text)
+
+		switch act.Kind {
+		case ActionAnswer:
+			tr.Answer = act.Content
+			r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
+			r.ep.Answer, r.ep.Answered, r.ep.Stop = act.Content, true, StopAnswer
+			r.log.Debug("searchr1: answer", "turn", turn, "answer", act.Content)
+			return r.finish(), nil
+		case ActionSearch:
+			tr.Query = act.Content
+			if maxSearches < 0 || r.ep.Trace.Searches >= maxSearches {
+				tr.Action = ActionRefused
+				tr.Observation = "\n" + l.budgetMessage() + "\n"
+				r.observe(tr)
+				r.ep.Stop = StopMaxSearches
+				r.log.Debug("searchr1: search refused", "turn", turn, "query", act.Content)
+				return r.final(ctx, turn+1)
+			}
+			if err := r.search(ctx, &tr); err != nil {
+				r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
+				return r.finish(), err
+			}
+		default:
+			tr.Observation = "\n" + l.InvalidAction() + "\n"
+			r.log.Debug("searchr1: invalid action", "turn", turn)
+		}
+		r.observe(tr)
+	}
+	r.ep.Stop = StopMaxTurns
+	return r.final(ctx, maxTurns)
+}
+
+// run is the state of one episode: the model's text so far and the episode being built.
+type run struct {
+	l         Loop
+	gen       Generator
+	s         Searcher
+	prompt    string
+	tags      Tags
+	topK      int
+	protected []string // the tags retrieved text may not open or close
+	log       *slog.Logger
+	start     time.Time
+	ep        *Episode
+	assistant strings.Builder // every turn and observation after the prompt
+}
+
+func (l Loop) newRun(gen Generator, s Searcher, prompt string) *run {
+	tags := l.Tags.withDefaults()
 	log := l.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	stops := []string{closeTag(tags.Search), closeTag(tags.Answer)}
-	protected := []string{tags.Search, tags.Context, tags.Answer}
-
-	start := time.Now()
-	ep := &Episode{}
-	var assistant strings.Builder
-	finish := func() *Episode {
-		ep.Transcript = prompt + assistant.String()
-		ep.Trace.Elapsed = time.Since(start)
-		return ep
+	return &run{
+		l: l, gen: gen, s: s, prompt: prompt, tags: tags,
+		topK:      defaultInt(l.TopK, DefaultTopK),
+		protected: []string{tags.Search, tags.Context, tags.Answer},
+		log:       log, start: time.Now(), ep: &Episode{},
 	}
-	generate := func(stop []string) (string, time.Duration, error) {
-		t0 := time.Now()
-		var out string
-		var err error
-		if c, ok := gen.(Continuer); ok {
-			out, err = c.Continue(ctx, prompt, assistant.String(), stop)
-		} else {
-			out, err = gen.Generate(ctx, prompt+assistant.String(), stop)
-		}
-		return out, time.Since(t0), err
-	}
+}
 
-	for turn := 0; turn < maxTurns; turn++ {
-		if err := ctx.Err(); err != nil {
-			return finish(), err
-		}
-		raw, dt, err := generate(stops)
-		if err != nil {
-			return finish(), fmt.Errorf("searchr1: generate turn %d: %w", turn, err)
-		}
-		text, repaired := CutResponse(raw, stops, !l.NoRepair)
-		act := ParseAction(text, tags)
-		tr := Turn{Index: turn, Raw: raw, Text: text, Repaired: repaired, Action: act.Kind, GenerateTime: dt}
-		assistant.WriteString(text)
+// finish completes the episode's transcript and elapsed time.
+func (r *run) finish() *Episode {
+	r.ep.Transcript = r.prompt + r.assistant.String()
+	r.ep.Trace.Elapsed = time.Since(r.start)
+	return r.ep
+}
 
-		if act.Kind == ActionSearch && act.Content == "" {
-			act.Kind, tr.Action = ActionInvalid, ActionInvalid
-		}
-		switch act.Kind {
-		case ActionAnswer:
-			tr.Answer = act.Content
-			ep.Trace.Turns = append(ep.Trace.Turns, tr)
-			ep.Answer, ep.Answered, ep.Stop = act.Content, true, StopAnswer
-			log.Debug("searchr1: answer", "turn", turn, "answer", act.Content)
-			return finish(), nil
-		case ActionSearch:
-			tr.Query = act.Content
-			if maxSearches < 0 || ep.Trace.Searches >= maxSearches {
-				tr.Action = ActionRefused
-				tr.Observation = "\n" + l.budgetMessage() + "\n"
-				assistant.WriteString(tr.Observation)
-				ep.Trace.Turns = append(ep.Trace.Turns, tr)
-				ep.Stop = StopMaxSearches
-				log.Debug("searchr1: search refused", "turn", turn, "query", act.Content)
-				return l.final(ctx, ep, &assistant, tags, generate, finish, turn+1)
-			}
-			if s == nil {
-				ep.Trace.Turns = append(ep.Trace.Turns, tr)
-				return finish(), ErrNoSearcher
-			}
-			opts := append(append([]memory.SearchOption(nil), l.SearchOptions...), memory.TopK(topK))
-			t0 := time.Now()
-			results, err := s.Search(ctx, act.Content, opts...)
-			tr.SearchTime = time.Since(t0)
-			ep.Trace.Searches++
-			if err != nil {
-				ep.Trace.Turns = append(ep.Trace.Turns, tr)
-				return finish(), fmt.Errorf("searchr1: search %q: %w", act.Content, err)
-			}
-			if len(results) > topK {
-				results = results[:topK]
-			}
-			for _, r := range results {
-				tr.Passages = append(tr.Passages, PassageRef{ID: r.ID, Collection: r.Collection, Score: r.Score})
-			}
-			var body string
-			if len(results) > 0 {
-				// Cut passage by passage, so no element or header is left open.
-				body, tr.Truncated = FormatPassagesCapped(results, l.Format, ContextCap{
-					MaxTokens: l.MaxContextTokens, Tokenizer: l.Tokenizer, MaxChars: l.MaxContextChars,
-				}, protected...)
-				if tr.Truncated {
-					body += l.truncationMarker()
-				}
-			} else {
-				body = l.NoResultsMessage
-				if body == "" {
-					body = DefaultNoResults
-				}
-				body, tr.Truncated = l.capContext(body)
-			}
-			tr.Observation = "\n\n" + openTag(tags.Context) + body + closeTag(tags.Context) + "\n\n"
-			log.Debug("searchr1: search", "turn", turn, "query", act.Content, "hits", len(results))
-		default:
-			tr.Observation = "\n" + l.InvalidAction() + "\n"
-			log.Debug("searchr1: invalid action", "turn", turn)
-		}
-		assistant.WriteString(tr.Observation)
-		ep.Trace.Turns = append(ep.Trace.Turns, tr)
+// generate asks the model to continue the transcript, as chat messages when it is a
+// [Continuer].
+func (r *run) generate(ctx context.Context, stop []string) (string, time.Duration, error) {
+	t0 := time.Now()
+	var out string
+	var err error
+	if c, ok := r.gen.(Continuer); ok {
+		out, err = c.Continue(ctx, r.prompt, r.assistant.String(), stop)
+	} else {
+		out, err = r.gen.Generate(ctx, r.prompt+r.assistant.String(), stop)
 	}
-	ep.Stop = StopMaxTurns
-	return l.final(ctx, ep, &assistant, tags, generate, finish, maxTurns)
+	return out, time.Since(t0), err
+}
+
+// observe appends the turn's observation to the transcript and the turn to the trace.
+func (r *run) observe(tr Turn) {
+	r.assistant.WriteString(tr.Observation)
+	r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
+}
+
+// search runs tr.Query and sets tr's passages, search time and the context block to
+// inject as its observation.
+func (r *run) search(ctx context.Context, tr *Turn) error {
+	if r.s == nil {
+		return ErrNoSearcher
+	}
+	opts := append(append([]memory.SearchOption(nil), r.l.SearchOptions...), memory.TopK(r.topK))
+	t0 := time.Now()
+	results, err := r.s.Search(ctx, tr.Query, opts...)
+	tr.SearchTime = time.Since(t0)
+	r.ep.Trace.Searches++
+	if err != nil {
+		return fmt.Errorf("searchr1: search %q: %w", tr.Query, err)
+	}
+	if len(results) > r.topK {
+		results = results[:r.topK]
+	}
+	for _, res := range results {
+		tr.Passages = append(tr.Passages, PassageRef{ID: res.ID, Collection: res.Collection, Score: res.Score})
+	}
+	var body string
+	body, tr.Truncated = r.l.contextBody(results, r.protected)
+	tr.Observation = "\n\n" + openTag(r.tags.Context) + body + closeTag(r.tags.Context) + "\n\n"
+	r.log.Debug("searchr1: search", "turn", tr.Index, "query", tr.Query, "hits", len(results))
+	return nil
+}
+
+// contextBody is the content of the context block for results: the passages formatted
+// and cut to the caps, or the no-results message; true when something was cut.
+func (l Loop) contextBody(results []memory.Result, protected []string) (string, bool) {
+	if len(results) == 0 {
+		body := l.NoResultsMessage
+		if body == "" {
+			body = DefaultNoResults
+		}
+		return l.capContext(body)
+	}
+	// Cut passage by passage, so no element or header is left open.
+	body, cut := FormatPassagesCapped(results, l.Format, ContextCap{
+		MaxTokens: l.MaxContextTokens, Tokenizer: l.Tokenizer, MaxChars: l.MaxContextChars,
+	}, protected...)
+	if cut {
+		body += l.truncationMarker()
+	}
+	return body, cut
 }
 
 // final runs the last generation, without search: only </answer> stops it and only an
 // answer is read from it.
-func (l Loop) final(ctx context.Context, ep *Episode, assistant *strings.Builder, tags Tags,
-	generate func([]string) (string, time.Duration, error), finish func() *Episode, index int) (*Episode, error) {
+func (r *run) final(ctx context.Context, index int) (*Episode, error) {
 	if err := ctx.Err(); err != nil {
-		return finish(), err
+		return r.finish(), err
 	}
-	stop := []string{closeTag(tags.Answer)}
-	raw, dt, err := generate(stop)
+	stop := []string{closeTag(r.tags.Answer)}
+	raw, dt, err := r.generate(ctx, stop)
 	if err != nil {
-		return finish(), fmt.Errorf("searchr1: final generation: %w", err)
+		return r.finish(), fmt.Errorf("searchr1: final generation: %w", err)
 	}
-	text, repaired := CutResponse(raw, stop, !l.NoRepair)
-	assistant.WriteString(text)
+	text, repaired := CutResponse(raw, stop, !r.l.NoRepair)
+	r.assistant.WriteString(text)
 	tr := Turn{Index: index, Final: true, Raw: raw, Text: text, Repaired: repaired, Action: ActionInvalid, GenerateTime: dt}
-	if a, ok := firstAnswer(text, tags.Answer); ok {
+	if a, ok := firstAnswer(text, r.tags.Answer); ok {
 		tr.Action, tr.Answer = ActionAnswer, a
-		ep.Answer, ep.Answered = a, true
+		r.ep.Answer, r.ep.Answered = a, true
 	}
-	ep.Trace.Turns = append(ep.Trace.Turns, tr)
-	return finish(), nil
+	r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
+	return r.finish(), nil
 }
 
+// firstAnswer returns the content (trimmed) of the first answer block of text.
 func firstAnswer(text, tag string) (string, bool) {
-	re := regexp.MustCompile(`(?s)<` + regexp.QuoteMeta(tag) + `>(.*?)</` + regexp.QuoteMeta(tag) + `>`)
-	m := re.FindStringSubmatch(text)
+	m := tagRE(tag).FindStringSubmatch(text)
 	if m == nil {
 		return "", false
 	}
