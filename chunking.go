@@ -216,7 +216,9 @@ func bm25Doc(uid string, r *record, i int) hybrid.BM25Doc {
 		// The heading path is searchable with its chunk.
 		text = strings.Join(h, " ") + "\n" + text
 	}
-	return hybrid.BM25Doc{ID: uid, Title: r.Title, Text: text}
+	// Every unit carries its document's metadata (Where filters run in the index); the
+	// whole document or its first chunk stands for the document when filters count.
+	return hybrid.BM25Doc{ID: uid, Title: r.Title, Text: text, Meta: r.Metadata, Chunk: max(i, 0)}
 }
 
 // collapseList keeps the best-ranked chunk of each document in a ranked list of index ids

@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
+
+	"github.com/agentmem/memory/hybrid"
 )
 
 // Where filters documents on metadata, with Chroma's operators:
@@ -58,8 +61,16 @@ func filterErr(format string, a ...any) error {
 }
 
 func compileWhere(w map[string]any) (docPred, error) {
+	p, _, err := compileWhereMeta(w)
+	return p, err
+}
+
+// compileWhereMeta compiles w twice over: the predicate over a stored record (the
+// reference the store's scan runs) and the same filter for the BM25 index's metadata
+// terms. A nil filter with a non-nil predicate matches every document.
+func compileWhereMeta(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 	if len(w) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	keys := make([]string, 0, len(w))
 	for k := range w {
@@ -67,38 +78,58 @@ func compileWhere(w map[string]any) (docPred, error) {
 	}
 	sort.Strings(keys)
 	var preds []docPred
+	var metas []*hybrid.MetaFilter
 	for _, k := range keys {
 		v := w[k]
 		switch {
 		case k == "$and" || k == "$or":
 			subs, err := subFilters(k, v)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			var ps []docPred
+			var ms []*hybrid.MetaFilter
 			for _, s := range subs {
-				p, err := compileWhere(s)
+				p, m, err := compileWhereMeta(s)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if p != nil {
 					ps = append(ps, p)
+					ms = append(ms, m)
 				}
 			}
 			preds = append(preds, combine(k == "$and", ps))
+			metas = append(metas, combineMeta(k == "$and", ms))
 		case strings.HasPrefix(k, "$"):
-			return nil, filterErr("unknown operator %q at top level (want a metadata key, $and or $or)", k)
+			return nil, nil, filterErr("unknown operator %q at top level (want a metadata key, $and or $or)", k)
 		case k == "":
-			return nil, filterErr("empty metadata key")
+			return nil, nil, filterErr("empty metadata key")
 		default:
-			p, err := compileField(k, v)
+			p, m, err := compileField(k, v)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			preds = append(preds, p)
+			metas = append(metas, m)
 		}
 	}
-	return combine(true, preds), nil
+	return combine(true, preds), combineMeta(true, metas), nil
+}
+
+// matchNone is the metadata filter no document matches ($in with no operands).
+var matchNone, _ = hybrid.MetaCompare("$none", hybrid.MetaIn)
+
+// combineMeta is combine for metadata filters, with combine's meaning of an empty list:
+// AND of nothing matches every document (nil), OR of nothing none.
+func combineMeta(and bool, ms []*hybrid.MetaFilter) *hybrid.MetaFilter {
+	switch {
+	case and:
+		return hybrid.MetaAnd(ms...)
+	case len(ms) == 0:
+		return matchNone
+	}
+	return hybrid.MetaOr(ms...)
 }
 
 func subFilters(op string, v any) ([]map[string]any, error) {
@@ -167,13 +198,13 @@ func combine(and bool, ps []docPred) docPred {
 	}
 }
 
-func compileField(key string, v any) (docPred, error) {
+func compileField(key string, v any) (docPred, *hybrid.MetaFilter, error) {
 	ops, isOps := asMap(v)
 	if !isOps {
 		return compileOp(key, "$eq", v)
 	}
 	if len(ops) == 0 {
-		return nil, filterErr("%q: empty operator object", key)
+		return nil, nil, filterErr("%q: empty operator object", key)
 	}
 	names := make([]string, 0, len(ops))
 	for op := range ops {
@@ -181,14 +212,16 @@ func compileField(key string, v any) (docPred, error) {
 	}
 	sort.Strings(names)
 	var ps []docPred
+	var ms []*hybrid.MetaFilter
 	for _, op := range names {
-		p, err := compileOp(key, op, ops[op])
+		p, m, err := compileOp(key, op, ops[op])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ps = append(ps, p)
+		ms = append(ms, m)
 	}
-	return combine(true, ps), nil
+	return combine(true, ps), combineMeta(true, ms), nil
 }
 
 // scalar normalises a filter operand or metadata value: numbers to float64.
@@ -215,12 +248,33 @@ func scalar(v any) (any, bool) {
 	return nil, false
 }
 
-func compileOp(key, op string, operand any) (docPred, error) {
+// metaOps are the index's operations of the Where operators.
+var metaOps = map[string]hybrid.MetaOp{
+	"$eq": hybrid.MetaEq, "$ne": hybrid.MetaNe, "$gt": hybrid.MetaGt, "$gte": hybrid.MetaGte,
+	"$lt": hybrid.MetaLt, "$lte": hybrid.MetaLte, "$in": hybrid.MetaIn, "$nin": hybrid.MetaNin,
+}
+
+// compileOp compiles one condition on key into the record predicate and the index filter.
+func compileOp(key, op string, operand any) (docPred, *hybrid.MetaFilter, error) {
+	p, operands, err := compileOpPred(key, op, operand)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := hybrid.MetaCompare(key, metaOps[op], operands...)
+	if err != nil {
+		return nil, nil, filterErr("%q %s: %v", key, op, err)
+	}
+	return p, m, nil
+}
+
+// compileOpPred compiles one condition into the record predicate; it also returns the
+// normalised operands.
+func compileOpPred(key, op string, operand any) (docPred, []any, error) {
 	switch op {
 	case "$eq", "$ne":
 		want, ok := scalar(operand)
 		if !ok {
-			return nil, filterErr("%q %s: operand %v (%T) is not a string, number or bool", key, op, operand, operand)
+			return nil, nil, filterErr("%q %s: operand %v (%T) is not a string, number or bool", key, op, operand, operand)
 		}
 		eq := op == "$eq"
 		return func(d *record) bool {
@@ -229,14 +283,14 @@ func compileOp(key, op string, operand any) (docPred, error) {
 				return false
 			}
 			return (got == want) == eq
-		}, nil
+		}, []any{want}, nil
 	case "$gt", "$gte", "$lt", "$lte":
 		want, ok := scalar(operand)
 		if !ok {
-			return nil, filterErr("%q %s: operand %v (%T) is not a number or string", key, op, operand, operand)
+			return nil, nil, filterErr("%q %s: operand %v (%T) is not a number or string", key, op, operand, operand)
 		}
 		if _, isBool := want.(bool); isBool {
-			return nil, filterErr("%q %s: cannot order booleans", key, op)
+			return nil, nil, filterErr("%q %s: cannot order booleans", key, op)
 		}
 		return func(d *record) bool {
 			c, ok := compare(d.Metadata[key], want)
@@ -253,25 +307,27 @@ func compileOp(key, op string, operand any) (docPred, error) {
 			default:
 				return c <= 0
 			}
-		}, nil
+		}, []any{want}, nil
 	case "$in", "$nin":
 		list, ok := operand.([]any)
 		if !ok {
 			rv := reflect.ValueOf(operand)
 			if rv.Kind() != reflect.Slice {
-				return nil, filterErr("%q %s wants a list, got %T", key, op, operand)
+				return nil, nil, filterErr("%q %s wants a list, got %T", key, op, operand)
 			}
 			for i := 0; i < rv.Len(); i++ {
 				list = append(list, rv.Index(i).Interface())
 			}
 		}
 		set := make(map[any]bool, len(list))
+		operands := make([]any, 0, len(list))
 		for _, e := range list {
 			s, ok := scalar(e)
 			if !ok {
-				return nil, filterErr("%q %s: element %v (%T) is not a string, number or bool", key, op, e, e)
+				return nil, nil, filterErr("%q %s: element %v (%T) is not a string, number or bool", key, op, e, e)
 			}
 			set[s] = true
+			operands = append(operands, s)
 		}
 		in := op == "$in"
 		return func(d *record) bool {
@@ -280,9 +336,9 @@ func compileOp(key, op string, operand any) (docPred, error) {
 				return false
 			}
 			return set[got] == in
-		}, nil
+		}, operands, nil
 	}
-	return nil, filterErr("%q: unknown operator %q (want $eq $ne $gt $gte $lt $lte $in $nin)", key, op)
+	return nil, nil, filterErr("%q: unknown operator %q (want $eq $ne $gt $gte $lt $lte $in $nin)", key, op)
 }
 
 func compare(a, b any) (int, bool) {
@@ -353,3 +409,7 @@ func compileWhereDocument(w map[string]any) (docPred, error) {
 	}
 	return combine(true, ps), nil
 }
+
+// filterScan, when set, makes searches evaluate a Where by scanning the store of record
+// instead of the BM25 index's metadata terms (tests compare the two).
+var filterScan atomic.Bool

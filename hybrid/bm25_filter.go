@@ -154,12 +154,14 @@ func (f *MetaFilter) String() string {
 type segFilter struct {
 	count uint64 // the segment's documents, deleted included
 	dict  segment.TermDictionary
-	pl   segment.PostingsList
-	buf  []byte
+	pl    segment.PostingsList
+	buf   []byte
 }
 
 // orInto is what zap's postings lists offer: their bitmap, added to receiver.
-type orInto interface{ OrInto(receiver *roaring.Bitmap) }
+type orInto interface {
+	OrInto(receiver *roaring.Bitmap)
+}
 
 // term adds the postings of t to bm.
 func (s *segFilter) term(t []byte, bm *roaring.Bitmap) error {

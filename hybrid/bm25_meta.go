@@ -48,10 +48,6 @@ const (
 // ErrMetaFilter: an invalid metadata filter or metadata value.
 var ErrMetaFilter = errors.New("hybrid: invalid metadata filter")
 
-// MaxMetaValueBytes caps the bytes of one indexed metadata term (key and value): Bleve's
-// term dictionary takes terms up to 64 KiB.
-const MaxMetaValueBytes = 32 << 10
-
 // metaValue normalises a metadata value or filter operand: strings and bools as they are,
 // every number to float64 (-0 to 0). NaN and other types are not values.
 func metaValue(v any) (any, bool) {
@@ -129,11 +125,7 @@ func metaTerms(d BM25Doc) ([][]byte, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: document %q key %q: %v (%T) is not a string, number or bool", ErrMetaFilter, d.ID, k, v, v)
 		}
-		t := appendMetaTerm(nil, k, nv)
-		if len(t) > MaxMetaValueBytes {
-			return nil, fmt.Errorf("%w: document %q key %q: %d bytes, the cap is %d", ErrMetaFilter, d.ID, k, len(t), MaxMetaValueBytes)
-		}
-		terms = append(terms, t)
+		terms = append(terms, appendMetaTerm(nil, k, nv))
 	}
 	slices.SortFunc(terms, bytes.Compare)
 	return terms, nil

@@ -1,0 +1,199 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory/vectorstore"
+)
+
+// filterValues are the metadata values and operands of the random filters: strings,
+// numbers of both signs (integers, fractions, -0), bools, so that orderings cross types.
+var filterValues = []any{"", "a", "ab", "b", "go", "rust", "ü", -3, -1.5, math.Copysign(0, -1), 0, 1, 2, 2.5, 7, true, false}
+
+var filterKeys = []string{"lang", "year", "ok", "tag"}
+
+func randWhereValue(rng *rand.Rand) any { return filterValues[rng.IntN(len(filterValues))] }
+
+// randWhere builds a random Where tree with every operator, implicit AND of several keys,
+// operator objects with several operators, and empty sub-filters.
+func randWhere(rng *rand.Rand, depth int) map[string]any {
+	w := map[string]any{}
+	if depth > 0 && rng.IntN(3) == 0 {
+		op := "$and"
+		if rng.IntN(2) == 0 {
+			op = "$or"
+		}
+		var subs []any
+		for range 1 + rng.IntN(3) {
+			if rng.IntN(8) == 0 {
+				subs = append(subs, map[string]any{})
+				continue
+			}
+			subs = append(subs, randWhere(rng, depth-1))
+		}
+		w[op] = subs
+		return w
+	}
+	for range 1 + rng.IntN(2) {
+		key := append(filterKeys, "absent")[rng.IntN(len(filterKeys)+1)]
+		ops := map[string]any{}
+		for range 1 + rng.IntN(2) {
+			switch op := []string{"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"}[rng.IntN(8)]; op {
+			case "$in", "$nin":
+				var list []any
+				for range rng.IntN(4) {
+					list = append(list, randWhereValue(rng))
+				}
+				ops[op] = list
+			case "$gt", "$gte", "$lt", "$lte":
+				v := randWhereValue(rng)
+				if _, isBool := v.(bool); isBool {
+					v = 1
+				}
+				ops[op] = v
+			default:
+				ops[op] = randWhereValue(rng)
+			}
+		}
+		if eq, ok := ops["$eq"]; ok && len(ops) == 1 && rng.IntN(2) == 0 {
+			w[key] = eq // the short form
+		} else {
+			w[key] = ops
+		}
+	}
+	return w
+}
+
+func randFilterDoc(rng *rand.Rand, id string) Document {
+	words := strings.Fields("tumor growth cell insulin glucose mice protein gene cancer blood liver brain")
+	var text []string
+	n := 3 + rng.IntN(12)
+	if rng.IntN(4) == 0 {
+		n = 80 + rng.IntN(120) // long enough to be chunked
+	}
+	for i := range n {
+		text = append(text, words[rng.IntN(len(words))])
+		if i%15 == 14 {
+			text = append(text, "\n\n")
+		}
+	}
+	md := map[string]any{}
+	for _, k := range filterKeys {
+		if rng.IntN(4) > 0 {
+			md[k] = randWhereValue(rng)
+		}
+	}
+	return Document{ID: id, Title: "t " + words[rng.IntN(len(words))], Text: strings.Join(text, " "), Metadata: md}
+}
+
+// TestWhereIndexedMatchesScan: a Where evaluated in the BM25 index's metadata terms gives
+// exactly the results of the store-of-record scan (same ids, chunks, order and scores, and
+// the same Allowed count), in every mode and at several k, over random metadata of mixed
+// types, chunked documents, upserts and deletes, in memory and on disk (reopened).
+func TestWhereIndexedMatchesScan(t *testing.T) {
+	ctx := context.Background()
+	for _, disk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disk=%v", disk), func(t *testing.T) {
+			dir := ""
+			if disk {
+				dir = t.TempDir()
+			}
+			opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(32)), WithChunking(ChunkOptions{Budget: 200})}
+			m, err := Open(dir, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(11, 12))
+			var docs []Document
+			for i := range 300 {
+				docs = append(docs, randFilterDoc(rng, fmt.Sprintf("d%03d", i)))
+			}
+			if err := m.Add(ctx, docs...); err != nil {
+				t.Fatal(err)
+			}
+			for round := range 3 {
+				var up []Document
+				seen := map[string]bool{}
+				for range 40 {
+					id := fmt.Sprintf("d%03d", rng.IntN(320))
+					if !seen[id] {
+						seen[id] = true
+						up = append(up, randFilterDoc(rng, id))
+					}
+				}
+				if err := m.Upsert(ctx, up...); err != nil {
+					t.Fatal(err)
+				}
+				var del []string
+				for range 15 {
+					if id := fmt.Sprintf("d%03d", rng.IntN(320)); !seen[id] {
+						del = append(del, id)
+					}
+				}
+				if err := m.Delete(ctx, del...); err != nil {
+					t.Fatal(err)
+				}
+				if disk && round == 1 {
+					if err := m.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if m, err = Open(dir, opts...); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			defer m.Close()
+			defer filterScan.Store(false)
+			run := func(scan bool, q string, w Where, mode Mode, k int, all bool) ([]Result, SearchStats) {
+				t.Helper()
+				filterScan.Store(scan)
+				var st SearchStats
+				so := []SearchOption{WithWhere(w), WithMode(mode), TopK(k), WithStats(&st)}
+				if all {
+					so = append(so, WithAllChunks())
+				}
+				res, err := m.Search(ctx, q, so...)
+				if err != nil {
+					t.Fatalf("where %v mode %s: %v", w, mode, err)
+				}
+				return res, st
+			}
+			words := strings.Fields("tumor growth cell insulin glucose mice protein gene cancer blood liver brain")
+			nonEmpty := 0
+			for i := range 150 {
+				w := Where(randWhere(rng, 3))
+				q := words[rng.IntN(len(words))] + " " + words[rng.IntN(len(words))]
+				for _, mode := range []Mode{BM25, Hybrid, Dense} {
+					for _, k := range []int{1, 5, 40} {
+						all := (i+k)%3 == 0
+						got, gst := run(false, q, w, mode, k, all)
+						want, wst := run(true, q, w, mode, k, all)
+						if gst.Allowed != wst.Allowed {
+							t.Fatalf("where %v: Allowed %d, scan %d", w, gst.Allowed, wst.Allowed)
+						}
+						if len(got) != len(want) {
+							t.Fatalf("where %v mode %s k %d: %d results, scan %d", w, mode, k, len(got), len(want))
+						}
+						for j := range got {
+							g, s := got[j], want[j]
+							if g.ID != s.ID || g.ChunkIndex != s.ChunkIndex || g.Score != s.Score {
+								t.Fatalf("where %v mode %s k %d result %d: %s#%d %v, scan %s#%d %v", w, mode, k, j, g.ID, g.ChunkIndex, g.Score, s.ID, s.ChunkIndex, s.Score)
+							}
+						}
+						if len(got) > 0 {
+							nonEmpty++
+						}
+					}
+				}
+			}
+			if nonEmpty < 300 {
+				t.Fatalf("only %d of 1350 searches found anything: the filters are too narrow to test", nonEmpty)
+			}
+		})
+	}
+}
