@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	chromem "github.com/philippgille/chromem-go"
+
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 func init() {
@@ -90,7 +92,7 @@ func (x *ChromemIndex) Add(ctx context.Context, ids []string, vecs [][]float32) 
 			continue
 		}
 		v := make([]float32, x.dim)
-		normaliseInto(v, vecs[i])
+		vecmath.NormalizeInto(v, vecs[i])
 		if isZeroVector(v) {
 			zero[id] = true
 			continue
@@ -186,7 +188,7 @@ func (x *ChromemIndex) Search(ctx context.Context, q []float32, k int, f Filter)
 		return nil, nil
 	}
 	nq := make([]float32, len(q))
-	normaliseInto(nq, q)
+	vecmath.NormalizeInto(nq, q)
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 

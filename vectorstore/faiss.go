@@ -17,6 +17,8 @@ import (
 	faiss "github.com/DataIntelligenceCrew/go-faiss"
 
 	"github.com/agentmem/memory/internal/faisslink"
+	"github.com/agentmem/memory/internal/topk"
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 // FaissBackend is the backend name of the FAISS index (build tag "faiss").
@@ -369,36 +371,13 @@ func (x *FaissIndex) trainLocked() error {
 	return nil
 }
 
-// checkVector validates the length and values of v.
-func (x *FaissIndex) checkVector(v []float32, what string) error {
-	if len(v) != x.cfg.Dim {
-		return fmt.Errorf("%w: %s has %d values, index dim is %d", ErrDimMismatch, what, len(v), x.cfg.Dim)
-	}
-	for _, f := range v {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return fmt.Errorf("%w: %s", ErrNonFinite, what)
-		}
-	}
-	return nil
-}
-
-// prepare copies v, normalised for Cosine.
+// prepare copies v into dst, normalised for Cosine.
 func (x *FaissIndex) prepare(dst, v []float32) {
+	if x.cosine {
+		vecmath.NormalizeInto(dst, v)
+		return
+	}
 	copy(dst, v)
-	if !x.cosine {
-		return
-	}
-	var s float64
-	for _, f := range v {
-		s += float64(f) * float64(f)
-	}
-	if s == 0 {
-		return
-	}
-	norm := math.Sqrt(s)
-	for i := range dst {
-		dst[i] = float32(float64(dst[i]) / norm)
-	}
 }
 
 // Add inserts or replaces the vectors of ids (for a repeated id, the last vector wins).
@@ -414,7 +393,7 @@ func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) er
 		if id == "" {
 			return fmt.Errorf("%w: empty id at position %d", ErrBadBatch, i)
 		}
-		if err := x.checkVector(vecs[i], fmt.Sprintf("vector of %q", id)); err != nil {
+		if err := checkVector(vecs[i], x.cfg.Dim, fmt.Sprintf("vector of %q", id)); err != nil {
 			return err
 		}
 		last[id] = i
@@ -657,7 +636,7 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := x.checkVector(q, "query"); err != nil {
+	if err := checkVector(q, x.cfg.Dim, "query"); err != nil {
 		return nil, err
 	}
 	if k <= 0 {
@@ -759,7 +738,7 @@ func faissSortHits(hits []Hit) {
 
 // scanExact ranks every live vector accepted by f exactly.
 func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
-	top := newFaissTopHits(k)
+	top := newFaissTop(k)
 	v := make([]float32, x.cfg.Dim)
 	for l, id := range x.labels {
 		if f != nil && !f(id) {
@@ -768,60 +747,46 @@ func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
 		if err := reconstruct(x.cp, l, v); err != nil {
 			return nil, err
 		}
-		top.push(Hit{ID: id, Score: faissDot(q, v)})
+		top.Offer(vecmath.Dot(q, v), id)
 	}
-	return top.hits, nil
+	return faissTopHits(&top), nil
 }
 
 // scanBuffer ranks the buffered vectors of an untrained IVF index exactly.
 func (x *FaissIndex) scanBuffer(q []float32, k int, f Filter) []Hit {
-	top := newFaissTopHits(k)
+	top := newFaissTop(k)
 	d := x.cfg.Dim
 	for i, l := range x.bufLabels {
 		id, ok := x.labels[l]
 		if !ok || (f != nil && !f(id)) {
 			continue
 		}
-		top.push(Hit{ID: id, Score: faissDot(q, x.bufVecs[i*d:(i+1)*d])})
+		top.Offer(vecmath.Dot(q, x.bufVecs[i*d:(i+1)*d]), id)
 	}
-	return top.hits
+	return faissTopHits(&top)
 }
 
-func faissDot(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
+// newFaissTop keeps the k best ids; equal scores rank by id, ascending.
+func newFaissTop(k int) topk.Heap[string] {
+	return topk.New(k, func(a, b string) bool { return a < b })
+}
+
+// faissTopHits returns the heap's ids as hits, best first.
+func faissTopHits(h *topk.Heap[string]) []Hit {
+	items := h.Sorted()
+	out := make([]Hit, len(items))
+	for i, it := range items {
+		out[i] = Hit{ID: it.Value, Score: it.Score}
 	}
-	return s
+	return out
 }
 
-// faissTopHits keeps the k best hits, sorted by score (desc), then id (asc).
-type faissTopHits struct {
-	k    int
-	hits []Hit
-}
-
-func newFaissTopHits(k int) *faissTopHits {
-	return &faissTopHits{k: k, hits: make([]Hit, 0, min(k, 1024))}
-}
-
+// faissHitBefore reports whether a ranks ahead of b: higher score, then smaller id.
 func faissHitBefore(a, b Hit) bool {
 	if a.Score != b.Score {
 		return a.Score > b.Score
 	}
 	return a.ID < b.ID
-}
-
-func (t *faissTopHits) push(h Hit) {
-	if len(t.hits) == t.k && !faissHitBefore(h, t.hits[t.k-1]) {
-		return
-	}
-	i := sort.Search(len(t.hits), func(i int) bool { return faissHitBefore(h, t.hits[i]) })
-	if len(t.hits) < t.k {
-		t.hits = append(t.hits, Hit{})
-	}
-	copy(t.hits[i+1:], t.hits[i:len(t.hits)-1])
-	t.hits[i] = h
 }
 
 // Seq reports the store sequence number the persisted state reflects (0: nothing).

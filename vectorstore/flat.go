@@ -7,8 +7,10 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
+
+	"github.com/agentmem/memory/internal/topk"
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 // Errors about the vectors and ids given to an Index.
@@ -74,17 +76,18 @@ func NewFlatIndex(cfg IndexConfig) (*FlatIndex, error) {
 	return &FlatIndex{dim: cfg.Dim, metric: cfg.Metric, threads: threads, slot: map[string]int32{}}, nil
 }
 
-// checkVector validates the length and values of v.
+// checkVector validates the length and values of v; what names it in the error, which
+// matches ErrDimMismatch or ErrNonFinite (and the *vecmath.VectorError with the details).
 func checkVector(v []float32, dim int, what string) error {
-	if len(v) != dim {
-		return fmt.Errorf("%w: %s has %d values, index dim is %d", ErrDimMismatch, what, len(v), dim)
+	err := vecmath.Check(v, dim)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, vecmath.ErrNonFinite):
+		return fmt.Errorf("%w: %s: %w", ErrNonFinite, what, err)
+	default:
+		return fmt.Errorf("%w: %s: %w", ErrDimMismatch, what, err)
 	}
-	for _, x := range v {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return fmt.Errorf("%w: %s", ErrNonFinite, what)
-		}
-	}
-	return nil
 }
 
 // checkBatch validates an Add batch before anything is changed.
@@ -101,23 +104,6 @@ func checkBatch(ids []string, vecs [][]float32, dim int) error {
 		}
 	}
 	return nil
-}
-
-// normaliseInto writes v/|v| into dst (a zero vector stays zero). The norm is computed in
-// float64.
-func normaliseInto(dst, v []float32) {
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
-	}
-	if ss == 0 {
-		copy(dst, v)
-		return
-	}
-	inv := 1 / math.Sqrt(ss)
-	for i, x := range v {
-		dst[i] = float32(float64(x) * inv)
-	}
 }
 
 // Add inserts or replaces the vectors of ids. A bad batch (count mismatch, empty id, wrong
@@ -145,7 +131,7 @@ func (x *FlatIndex) Add(ctx context.Context, ids []string, vecs [][]float32) err
 		}
 		row := x.data[int(s)*d : int(s+1)*d]
 		if x.metric == Cosine {
-			normaliseInto(row, vecs[i])
+			vecmath.NormalizeInto(row, vecs[i])
 		} else {
 			copy(row, vecs[i])
 		}
@@ -216,7 +202,7 @@ func (x *FlatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([
 	}
 	if x.metric == Cosine {
 		nq := make([]float32, len(q))
-		normaliseInto(nq, q)
+		vecmath.NormalizeInto(nq, q)
 		q = nq
 	}
 	x.mu.RLock()
@@ -228,11 +214,11 @@ func (x *FlatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([
 	k = min(k, n)
 	parts := x.parallelism(n)
 	if parts == 1 {
-		h := flatHeap{ids: x.ids, items: make([]flatItem, 0, k), k: k}
+		h := newFlatHeap(x.ids, k)
 		if err := x.scan(ctx, q, 0, n, f, &h); err != nil {
 			return nil, err
 		}
-		return h.results(), nil
+		return flatResults(&h, x.ids), nil
 	}
 	heaps := make([]flatHeap, parts)
 	errs := make([]error, parts)
@@ -241,7 +227,7 @@ func (x *FlatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([
 	var wg sync.WaitGroup
 	for p := range parts {
 		lo, hi := p*per, min((p+1)*per, n)
-		heaps[p] = flatHeap{ids: x.ids, items: make([]flatItem, 0, k), k: k}
+		heaps[p] = newFlatHeap(x.ids, k)
 		if lo >= hi {
 			continue
 		}
@@ -255,13 +241,11 @@ func (x *FlatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	all := heaps[0]
-	for _, h := range heaps[1:] {
-		for _, it := range h.items {
-			all.offer(it.score, it.slot)
-		}
+	all := &heaps[0]
+	for i := range heaps[1:] {
+		all.Merge(&heaps[1+i])
 	}
-	return all.results(), nil
+	return flatResults(all, x.ids), nil
 }
 
 // parallelism is how many goroutines a search over n rows uses.
@@ -292,7 +276,7 @@ func (x *FlatIndex) scan(ctx context.Context, q []float32, lo, hi int, f Filter,
 			out := buf[:e-b]
 			flatDots(q, x.data[b*d:e*d], out)
 			for i, s := range out {
-				h.offer(s, int32(b+i))
+				h.Offer(s, int32(b+i))
 			}
 			continue
 		}
@@ -302,91 +286,26 @@ func (x *FlatIndex) scan(ctx context.Context, q []float32, lo, hi int, f Filter,
 			}
 			var one [1]float32
 			flatDots(q, x.data[s*d:(s+1)*d], one[:])
-			h.offer(one[0], int32(s))
+			h.Offer(one[0], int32(s))
 		}
 	}
 	return nil
 }
 
-// flatItem is a scored slot.
-type flatItem struct {
-	score float32
-	slot  int32
+// flatHeap keeps the k best slots of a scan; equal scores rank by id, ascending.
+type flatHeap = topk.Heap[int32]
+
+// newFlatHeap returns a heap over the slots of ids.
+func newFlatHeap(ids []string, k int) flatHeap {
+	return topk.New(k, func(a, b int32) bool { return ids[a] < ids[b] })
 }
 
-// flatHeap keeps the k best items with the worst at items[0].
-type flatHeap struct {
-	ids   []string
-	items []flatItem
-	k     int
-}
-
-// worse reports whether a ranks below b: lower score, or equal score and larger id.
-func (h *flatHeap) worse(a, b flatItem) bool {
-	if a.score != b.score {
-		return a.score < b.score
-	}
-	return h.ids[a.slot] > h.ids[b.slot]
-}
-
-// offer considers one scored slot. NaN scores are dropped.
-func (h *flatHeap) offer(score float32, slot int32) {
-	if score != score {
-		return
-	}
-	if len(h.items) < h.k {
-		h.items = append(h.items, flatItem{score, slot})
-		h.up(len(h.items) - 1)
-		return
-	}
-	if score < h.items[0].score {
-		return // the common case, decided without looking at ids
-	}
-	it := flatItem{score, slot}
-	if !h.worse(h.items[0], it) {
-		return
-	}
-	h.items[0] = it
-	h.down(0)
-}
-
-func (h *flatHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h.worse(h.items[i], h.items[p]) {
-			return
-		}
-		h.items[i], h.items[p] = h.items[p], h.items[i]
-		i = p
-	}
-}
-
-func (h *flatHeap) down(i int) {
-	n := len(h.items)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		c := l
-		if r := l + 1; r < n && h.worse(h.items[r], h.items[l]) {
-			c = r
-		}
-		if !h.worse(h.items[c], h.items[i]) {
-			return
-		}
-		h.items[i], h.items[c] = h.items[c], h.items[i]
-		i = c
-	}
-}
-
-// results returns the heap's items best first.
-func (h *flatHeap) results() []Hit {
-	items := h.items
-	sort.Slice(items, func(i, j int) bool { return h.worse(items[j], items[i]) })
+// flatResults returns the heap's slots as hits, best first.
+func flatResults(h *flatHeap, ids []string) []Hit {
+	items := h.Sorted()
 	out := make([]Hit, len(items))
 	for i, it := range items {
-		out[i] = Hit{ID: h.ids[it.slot], Score: it.score}
+		out[i] = Hit{ID: ids[it.Value], Score: it.Score}
 	}
 	return out
 }

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 var _ BatchSearcher = (*FlatIndex)(nil)
@@ -73,7 +75,7 @@ func (x *FlatIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filt
 	qbuf := make([]float32, nq3*d)
 	for i, q := range qs {
 		if x.metric == Cosine {
-			normaliseInto(qbuf[i*d:(i+1)*d], q)
+			vecmath.NormalizeInto(qbuf[i*d:(i+1)*d], q)
 		} else {
 			copy(qbuf[i*d:(i+1)*d], q)
 		}
@@ -93,7 +95,7 @@ func (x *FlatIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filt
 	for w := range workers {
 		hs := make([]flatHeap, nq)
 		for i := range hs {
-			hs[i] = flatHeap{ids: x.ids, k: k}
+			hs[i] = newFlatHeap(x.ids, k)
 		}
 		heaps[w] = hs
 		wg.Add(1)
@@ -111,11 +113,9 @@ func (x *FlatIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filt
 	for i := range nq {
 		h := &heaps[0][i]
 		for _, other := range heaps[1:] {
-			for _, it := range other[i].items {
-				h.offer(it.score, it.slot)
-			}
+			h.Merge(&other[i])
 		}
-		out[i] = h.results()
+		out[i] = flatResults(h, x.ids)
 	}
 	return nil
 }
@@ -163,40 +163,40 @@ func (x *FlatIndex) batchWorker(ctx context.Context, qbuf []float32, nq, rb, nbl
 		for t := 0; t < nq; t += 3 {
 			flatTile3(qbuf[t*d:(t+3)*d], rows, d, cnt, scores, ldo)
 			for a := range min(3, nq-t) {
-				hs[t+a].offerBlock(scores[a*ldo:a*ldo+cnt], int32(lo), slotOf)
+				offerBlock(&hs[t+a], scores[a*ldo:a*ldo+cnt], int32(lo), slotOf)
 			}
 		}
 	}
 }
 
-// offerBlock offers scores[i] for slot base+i (or slots[i] when slots is not nil), deciding
-// most rows with one comparison against the current k-th best score.
-func (h *flatHeap) offerBlock(scores []float32, base int32, slots []int32) {
+// offerBlock offers scores[i] for slot base+i (or slots[i] when slots is not nil) to h,
+// deciding most rows with one comparison against the current k-th best score.
+func offerBlock(h *flatHeap, scores []float32, base int32, slots []int32) {
 	i := 0
-	for ; i < len(scores) && len(h.items) < h.k; i++ {
+	for ; i < len(scores) && !h.Full(); i++ {
 		if slots != nil {
-			h.offer(scores[i], slots[i])
+			h.Offer(scores[i], slots[i])
 		} else {
-			h.offer(scores[i], base+int32(i))
+			h.Offer(scores[i], base+int32(i))
 		}
 	}
-	if i == len(scores) {
+	if i == len(scores) || h.Len() == 0 {
 		return
 	}
-	thr := h.items[0].score
+	thr := h.Min()
 	if slots != nil {
 		for ; i < len(scores); i++ {
 			if s := scores[i]; s >= thr {
-				h.offer(s, slots[i])
-				thr = h.items[0].score
+				h.Offer(s, slots[i])
+				thr = h.Min()
 			}
 		}
 		return
 	}
 	for ; i < len(scores); i++ {
 		if s := scores[i]; s >= thr {
-			h.offer(s, base+int32(i))
-			thr = h.items[0].score
+			h.Offer(s, base+int32(i))
+			thr = h.Min()
 		}
 	}
 }

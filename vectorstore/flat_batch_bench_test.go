@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 // BenchmarkFlatSearchBatch times one batch of queries through FlatIndex.SearchBatch (issue
@@ -84,7 +86,7 @@ func BenchmarkFlatSearchBatch(b *testing.B) {
 			q[j] = float32(rng.NormFloat64())
 		}
 		qs[i] = q
-		normaliseInto(qnorm[i*dim:(i+1)*dim], q)
+		vecmath.NormalizeInto(qnorm[i*dim:(i+1)*dim], q)
 	}
 	runtime.GC()
 

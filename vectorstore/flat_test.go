@@ -71,13 +71,13 @@ func TestFlatSum(t *testing.T) {
 
 func TestFlatHeapOrder(t *testing.T) {
 	ids := []string{"c", "a", "b", "d"}
-	h := flatHeap{ids: ids, k: 3}
-	h.offer(1, 0)
-	h.offer(float32(math.NaN()), 3)
-	h.offer(1, 1)
-	h.offer(2, 3)
-	h.offer(1, 2)
-	got := h.results()
+	h := newFlatHeap(ids, 3)
+	h.Offer(1, 0)
+	h.Offer(float32(math.NaN()), 3)
+	h.Offer(1, 1)
+	h.Offer(2, 3)
+	h.Offer(1, 2)
+	got := flatResults(&h, ids)
 	want := []Hit{{"d", 2}, {"a", 1}, {"b", 1}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)

@@ -9,6 +9,7 @@ import (
 	faiss "github.com/DataIntelligenceCrew/go-faiss"
 
 	_ "github.com/agentmem/memory/internal/faisslink" // link flags for the static libfaiss_c
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 // FAISS Flat beside the flat scan and chromem-go, on the same 100k x 384 data and queries:
@@ -33,7 +34,7 @@ func BenchmarkDenseSearch100kFaiss(b *testing.B) {
 		defer idx.Delete()
 		flat := make([]float32, n*benchDim)
 		for i, v := range vecs {
-			normaliseInto(flat[i*benchDim:(i+1)*benchDim], v)
+			vecmath.NormalizeInto(flat[i*benchDim:(i+1)*benchDim], v)
 		}
 		if err := idx.Add(flat); err != nil {
 			b.Fatal(err)
@@ -42,7 +43,7 @@ func BenchmarkDenseSearch100kFaiss(b *testing.B) {
 		nq := make([][]float32, len(queries))
 		for i, q := range queries {
 			nq[i] = make([]float32, benchDim)
-			normaliseInto(nq[i], q)
+			vecmath.NormalizeInto(nq[i], q)
 		}
 		bw := readBandwidth()
 		bytes := float64(n * benchDim * 4)
