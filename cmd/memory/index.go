@@ -47,18 +47,9 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *batch <= 0 {
 		*batch = 256
 	}
-	var files []string
-	for _, p := range fs.Args() {
-		found, err := collectFiles(p)
-		if err != nil && *sync && errors.Is(err, os.ErrNotExist) {
-			// A root that is gone as a whole: --sync removes what was indexed from it.
-			fmt.Fprintf(stderr, "sync: %s does not exist\n", p)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		files = append(files, found...)
+	files, err := collectRoots(fs.Args(), *sync, stderr)
+	if err != nil {
+		return err
 	}
 	if *code == "" && len(files) == 0 && !*sync {
 		return fmt.Errorf("no .txt, .md or .jsonl files under %v", fs.Args())
@@ -82,17 +73,9 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ix.prog = newProgress(stderr, total, "indexing")
 	start := time.Now()
-	for i, f := range files {
-		ix.file = i
-		ix.files = files
-		if err := ix.indexFile(f); err != nil {
-			return err
-		}
-	}
-	if err := ix.flush(); err != nil {
+	if err := ix.indexFiles(files); err != nil {
 		return err
 	}
-	ix.prog.finish()
 	removed := 0
 	if *sync {
 		if removed, err = ix.syncRoots(fs.Args(), files); err != nil {
@@ -106,12 +89,52 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "; removed %d documents of %d vanished sources", removed, ix.vanished)
 	}
 	fmt.Fprintf(stdout, "; collection now holds %d\n", c.Count())
+	return ix.outcome(total, *sync, *strict)
+}
+
+// collectRoots lists the files to index under the given roots. With sync, a root that
+// is gone as a whole is reported and skipped: --sync removes what was indexed from it.
+func collectRoots(roots []string, sync bool, stderr io.Writer) ([]string, error) {
+	var files []string
+	for _, p := range roots {
+		found, err := collectFiles(p)
+		if err != nil && sync && errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "sync: %s does not exist\n", p)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+// indexFiles indexes every file and writes the last batch.
+func (ix *indexer) indexFiles(files []string) error {
+	for i, f := range files {
+		ix.file = i
+		ix.files = files
+		if err := ix.indexFile(f); err != nil {
+			return err
+		}
+	}
+	if err := ix.flush(); err != nil {
+		return err
+	}
+	ix.prog.finish()
+	return nil
+}
+
+// outcome is the error that sets the exit status of a run that indexed total documents:
+// nothing stored (unless only syncing), or anything skipped with --strict.
+func (ix *indexer) outcome(total int, sync, strict bool) error {
 	switch {
 	case ix.stored == 0 && total > 0:
 		return fmt.Errorf("nothing stored: all %d documents were skipped", ix.skipped)
-	case ix.stored == 0 && !*sync:
+	case ix.stored == 0 && !sync:
 		return errors.New("nothing stored")
-	case *strict && ix.skipped > 0:
+	case strict && ix.skipped > 0:
 		return fmt.Errorf("%d documents skipped (--strict)", ix.skipped)
 	}
 	return nil

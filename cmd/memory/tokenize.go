@@ -98,35 +98,41 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var out tokenizeOutput
-		switch {
-		case *noSpecial:
-			out.InputIDs = tok.Pieces(s)
-			if *withTokens {
-				out.Tokens = tok.Tokenize(s)
-			}
-		case *pair:
-			q, p, _ := strings.Cut(s, "\t")
-			e := tok.EncodePair(q, p)
-			out.InputIDs, out.TokenTypeIDs = e.IDs, e.TypeIDs
-			if *withTokens {
-				out.Tokens = e.Tokens
-			}
-		default:
-			e := tok.Encode(s)
-			out.InputIDs = e.IDs
-			if *withTokens {
-				out.Tokens = e.Tokens
-			}
-		}
-		if out.InputIDs == nil {
-			out.InputIDs = []int64{}
-		}
-		if err := enc.Encode(out); err != nil {
+		if err := enc.Encode(tokenizeText(tok, s, *noSpecial, *pair, *withTokens)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tokenizeText encodes one input: its word pieces alone (noSpecial), a "query<TAB>passage"
+// pair, or a single text with [CLS]/[SEP]; withTokens adds the token strings.
+func tokenizeText(tok *wordpiece.Tokenizer, s string, noSpecial, pair, withTokens bool) tokenizeOutput {
+	var out tokenizeOutput
+	switch {
+	case noSpecial:
+		out.InputIDs = tok.Pieces(s)
+		if withTokens {
+			out.Tokens = tok.Tokenize(s)
+		}
+	case pair:
+		q, p, _ := strings.Cut(s, "\t")
+		e := tok.EncodePair(q, p)
+		out.InputIDs, out.TokenTypeIDs = e.IDs, e.TypeIDs
+		if withTokens {
+			out.Tokens = e.Tokens
+		}
+	default:
+		e := tok.Encode(s)
+		out.InputIDs = e.IDs
+		if withTokens {
+			out.Tokens = e.Tokens
+		}
+	}
+	if out.InputIDs == nil {
+		out.InputIDs = []int64{}
+	}
+	return out
 }
 
 // tokenizeResolveModel maps a model name to a path: a folder of that name inside $MEMORY_MODELS
