@@ -25,14 +25,21 @@ import (
 var corpus embed.FS
 
 func main() {
-	ctx := context.Background()
 	dir := ""
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
-	} else {
+	}
+	if err := run(context.Background(), dir); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run builds the store in dir (a temporary directory when empty), reopens it and searches it.
+func run(ctx context.Context, dir string) (err error) {
+	if dir == "" {
 		tmp, err := os.MkdirTemp("", "memory-quickstart-")
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		defer os.RemoveAll(tmp)
 		dir = filepath.Join(tmp, "store")
@@ -40,18 +47,60 @@ func main() {
 	emb := vectorstore.NewHashEmbedder(256)
 	m, err := memory.Open(dir, memory.WithEmbedder(emb))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
+	docs, err := loadCorpus()
+	if err != nil {
+		m.Close()
+		return err
+	}
+	if err := m.Upsert(ctx, docs...); err != nil {
+		m.Close()
+		return err
+	}
+	fmt.Printf("indexed %d documents into %s\n", m.Count(), dir)
+	// The store is a directory: close it and open it again, as the next run of an agent would.
+	if err := m.Close(); err != nil {
+		return err
+	}
+	if m, err = memory.Open(dir, memory.WithEmbedder(emb)); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := m.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	fmt.Printf("reopened: %d documents, embedder %s\n", m.Count(), emb.ID())
 
+	for _, q := range []struct {
+		label, query string
+		opts         []memory.SearchOption
+	}{
+		{"hybrid (BM25 + dense, RRF k=60)", "how does rank fusion combine keyword and vector search", []memory.SearchOption{memory.TopK(3)}},
+		{"bm25 only", "garbage collector pause", []memory.SearchOption{memory.WithMode(memory.BM25), memory.TopK(3)}},
+		{"hybrid, filtered to topic=systems", "crash safe writes", []memory.SearchOption{memory.TopK(3),
+			memory.WithWhere(memory.Where{"topic": "systems"})}},
+	} {
+		if err := show(ctx, m, q.label, q.query, q.opts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadCorpus reads the bundled Markdown files: the first line is the title, the file name
+// the id, and a topic goes into the metadata.
+func loadCorpus() ([]memory.Document, error) {
 	entries, err := corpus.ReadDir("corpus")
 	if err != nil {
-		log.Fatal(err)
+		return nil, err
 	}
 	var docs []memory.Document
 	for _, e := range entries {
 		b, err := corpus.ReadFile(path.Join("corpus", e.Name()))
 		if err != nil {
-			log.Fatal(err)
+			return nil, err
 		}
 		title, text, _ := strings.Cut(string(b), "\n")
 		topic := "search"
@@ -65,42 +114,27 @@ func main() {
 			Metadata: map[string]any{"topic": topic},
 		})
 	}
-	if err := m.Upsert(ctx, docs...); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("indexed %d documents into %s\n", m.Count(), dir)
-	// The store is a directory: close it and open it again, as the next run of an agent would.
-	if err := m.Close(); err != nil {
-		log.Fatal(err)
-	}
-	if m, err = memory.Open(dir, memory.WithEmbedder(emb)); err != nil {
-		log.Fatal(err)
-	}
-	defer m.Close()
-	fmt.Printf("reopened: %d documents, embedder %s\n", m.Count(), emb.ID())
+	return docs, nil
+}
 
-	show := func(label, query string, opts ...memory.SearchOption) {
-		res, err := m.Search(ctx, query, opts...)
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Printf("\n%s: %q\n", label, query)
-		tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(tw, "  #\tid\tscore\tbm25 (rank, score)\tdense (rank, cosine)")
-		for i, r := range res {
-			bm, de := "-", "-"
-			if s := r.Explain.BM25; s != nil {
-				bm = fmt.Sprintf("#%d  %.3f", s.Rank, s.Score)
-			}
-			if s := r.Explain.Dense; s != nil {
-				de = fmt.Sprintf("#%d  %.3f", s.Rank, s.Score)
-			}
-			fmt.Fprintf(tw, "  %d\t%s\t%.4f\t%s\t%s\n", i+1, r.ID, r.Score, bm, de)
-		}
-		tw.Flush()
+// show searches m and prints each result with its BM25 and dense ranks and scores.
+func show(ctx context.Context, m *memory.Memory, label, query string, opts ...memory.SearchOption) error {
+	res, err := m.Search(ctx, query, opts...)
+	if err != nil {
+		return err
 	}
-	show("hybrid (BM25 + dense, RRF k=60)", "how does rank fusion combine keyword and vector search", memory.TopK(3))
-	show("bm25 only", "garbage collector pause", memory.WithMode(memory.BM25), memory.TopK(3))
-	show("hybrid, filtered to topic=systems", "crash safe writes", memory.TopK(3),
-		memory.WithWhere(memory.Where{"topic": "systems"}))
+	fmt.Printf("\n%s: %q\n", label, query)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tid\tscore\tbm25 (rank, score)\tdense (rank, cosine)")
+	for i, r := range res {
+		bm, de := "-", "-"
+		if s := r.Explain.BM25; s != nil {
+			bm = fmt.Sprintf("#%d  %.3f", s.Rank, s.Score)
+		}
+		if s := r.Explain.Dense; s != nil {
+			de = fmt.Sprintf("#%d  %.3f", s.Rank, s.Score)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%.4f\t%s\t%s\n", i+1, r.ID, r.Score, bm, de)
+	}
+	return tw.Flush()
 }
