@@ -27,7 +27,9 @@ import (
 // postings cache, then the median of three), and single-thread p50/p99 at k=10 and k=100
 // over the corpus's test queries (after a warm-up pass). With
 // MEMORY_SCALE_TEMP=1 it also builds a temporary store (Open(""), as `memory eval` does)
-// and measures its p50/p99.
+// and measures its p50/p99. "filter/k=10" reports p50/p99 with Where{"bucket": 3} and
+// with Where{"bucket": {"$lt": 1}} (10 % each of a corpusgen corpus) beside the unfiltered
+// p50 of the same run.
 
 // scaleCorpus reads a BEIR corpus.jsonl passage by passage.
 func scaleCorpus(b *testing.B, dir string, fn func([]Document) error) int {
@@ -40,11 +42,14 @@ func scaleCorpus(b *testing.B, dir string, fn func([]Document) error) int {
 	batch := make([]Document, 0, 10000)
 	n := 0
 	for dec.More() {
-		var d beir.Doc
+		var d struct {
+			beir.Doc
+			Metadata map[string]any `json:"metadata"` // bench/corpusgen's bucket and lang
+		}
 		if err := dec.Decode(&d); err != nil {
 			b.Fatal(err)
 		}
-		batch = append(batch, Document{ID: d.ID, Title: d.Title, Text: d.Text})
+		batch = append(batch, Document{ID: d.ID, Title: d.Title, Text: d.Text, Metadata: d.Metadata})
 		if len(batch) == cap(batch) {
 			if err := fn(batch); err != nil {
 				b.Fatal(err)
@@ -94,10 +99,12 @@ func buildScaleStore(b *testing.B, corpus, dir string) *Memory {
 }
 
 // latency runs every query once untimed, then passes timed passes, and returns p50, p99.
-func latency(b *testing.B, m *Memory, qs []string, k, passes int) (p50, p99 time.Duration) {
+// extra options (a filter) apply to every search.
+func latency(b *testing.B, m *Memory, qs []string, k, passes int, extra ...SearchOption) (p50, p99 time.Duration) {
 	ctx := context.Background()
+	opts := append([]SearchOption{WithMode(BM25), TopK(k)}, extra...)
 	for _, q := range qs {
-		if _, err := m.Search(ctx, q, WithMode(BM25), TopK(k)); err != nil {
+		if _, err := m.Search(ctx, q, opts...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -105,7 +112,7 @@ func latency(b *testing.B, m *Memory, qs []string, k, passes int) (p50, p99 time
 	for range passes {
 		for _, q := range qs {
 			t := time.Now()
-			if _, err := m.Search(ctx, q, WithMode(BM25), TopK(k)); err != nil {
+			if _, err := m.Search(ctx, q, opts...); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(t))
@@ -181,6 +188,29 @@ func BenchmarkBM25Scale(b *testing.B) {
 			b.ReportMetric(float64(p99.Microseconds()), "p99-us")
 		})
 	}
+	// Filtered queries (a corpus from bench/corpusgen gives every passage "bucket" i mod 10):
+	// equality and a range, each selecting 10 %, beside the unfiltered p50 of the same
+	// moment (the ratio is the figure of issue 12).
+	b.Run("filter/k=10", func(b *testing.B) {
+		var st SearchStats
+		if _, err := m.Search(ctx, qs[0], WithMode(BM25), WithWhere(Where{"bucket": 3}), WithStats(&st)); err != nil {
+			b.Fatal(err)
+		}
+		if st.Allowed <= 0 {
+			b.Skip("the corpus has no bucket metadata (regenerate it with bench/corpusgen)")
+		}
+		base, _ := latency(b, m, qs, 10, passes)
+		eq50, eq99 := latency(b, m, qs, 10, passes, WithWhere(Where{"bucket": 3}))
+		lt50, lt99 := latency(b, m, qs, 10, passes, WithWhere(Where{"bucket": map[string]any{"$lt": 1}}))
+		b.ReportMetric(float64(base.Microseconds()), "unfiltered-p50-us")
+		b.ReportMetric(float64(eq50.Microseconds()), "eq-p50-us")
+		b.ReportMetric(float64(eq99.Microseconds()), "eq-p99-us")
+		b.ReportMetric(float64(lt50.Microseconds()), "lt-p50-us")
+		b.ReportMetric(float64(lt99.Microseconds()), "lt-p99-us")
+		b.ReportMetric(float64(eq50)/float64(base), "eq-p50-x")
+		b.ReportMetric(float64(lt50)/float64(base), "lt-p50-x")
+		b.ReportMetric(float64(st.Allowed), "allowed-docs")
+	})
 	if os.Getenv("MEMORY_SCALE_TEMP") == "1" {
 		b.Run("temp", func(b *testing.B) {
 			tm := buildScaleStore(b, corpus, "")
