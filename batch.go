@@ -55,11 +55,14 @@ type denseBatch struct {
 // filters (each query's filter is applied on its own), or several collections.
 func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
 	e := c.m.opts.Embedder
-	if e == nil || so.Mode == BM25 || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(queries) < 2 {
+	if e == nil || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(queries) < 2 {
 		return nil, nil
 	}
 	if err := so.normalise(); err != nil {
 		return nil, err
+	}
+	if so.Mode == BM25 { // asked for, or a hybrid search with dense weight 0
+		return nil, nil
 	}
 	s, err := c.state(false)
 	if err != nil || s == nil {
@@ -131,6 +134,9 @@ func (m *Memory) bm25Options() hybrid.BM25Options {
 func bm25Error(err error) error {
 	if errors.Is(err, hybrid.ErrQueryTooLong) || errors.Is(err, hybrid.ErrQueryTooManyTerms) {
 		return fmt.Errorf("%w: %w", ErrQueryTooLarge, err)
+	}
+	if errors.Is(err, hybrid.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -29,8 +30,32 @@ func openT(t *testing.T, dir string, opts ...Option) *Memory {
 	if err != nil {
 		t.Fatalf("Open(%q): %v", dir, err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("Close(%q): %v", dir, err)
+		}
+	})
 	return m
+}
+
+// must fails the test at once on a setup error.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// searchT is Search that fails the test on an error.
+func searchT(t *testing.T, c interface {
+	Search(context.Context, string, ...SearchOption) ([]Result, error)
+}, query string, opts ...SearchOption) []Result {
+	t.Helper()
+	res, err := c.Search(bg, query, opts...)
+	if err != nil {
+		t.Fatalf("Search(%q): %v", query, err)
+	}
+	return res
 }
 
 func ids(res []Result) []string {
@@ -67,7 +92,7 @@ func TestAddGetSearchDelete(t *testing.T) {
 		t.Fatalf("explanation %+v", res[0].Explain)
 	}
 	// Stemming and stop words: "collections" matches "collection"/"collector" stems.
-	res, _ = m.Search(bg, "the collections", WithMode(BM25))
+	res = searchT(t, m, "the collections", WithMode(BM25))
 	if len(res) == 0 {
 		t.Fatal("stemmed query found nothing")
 	}
@@ -77,7 +102,7 @@ func TestAddGetSearchDelete(t *testing.T) {
 	if _, err := m.Get(bg, "gc"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after delete: %v, want ErrNotFound", err)
 	}
-	res, _ = m.Search(bg, "garbage collector", WithMode(BM25))
+	res = searchT(t, m, "garbage collector", WithMode(BM25))
 	for _, r := range res {
 		if r.ID == "gc" {
 			t.Fatal("deleted document still found")
@@ -87,18 +112,18 @@ func TestAddGetSearchDelete(t *testing.T) {
 	if err := m.Upsert(bg, Document{ID: "py", Title: "Python 3", Text: "snakes and eggs"}); err != nil {
 		t.Fatal(err)
 	}
-	res, _ = m.Search(bg, "snakes", WithMode(BM25))
+	res = searchT(t, m, "snakes", WithMode(BM25))
 	if len(res) != 1 || res[0].ID != "py" || res[0].Title != "Python 3" {
 		t.Fatalf("upserted doc search = %v", ids(res))
 	}
-	if res, _ := m.Search(bg, "dynamically interpreted", WithMode(BM25)); len(res) != 0 {
+	if res := searchT(t, m, "dynamically interpreted", WithMode(BM25)); len(res) != 0 {
 		t.Fatalf("old text of an upserted doc still matches: %v", ids(res))
 	}
 }
 
 func TestHybridDegradesWithoutEmbedder(t *testing.T) {
 	m := openT(t, "")
-	m.Add(bg, corpus...)
+	must(t, m.Add(bg, corpus...))
 	res, err := m.Search(bg, "compiled language")
 	if err != nil {
 		t.Fatal(err)
@@ -121,9 +146,9 @@ func TestPersistenceReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Add(bg, corpus...)
-	m.Collection("notes").Add(bg, Document{ID: "n1", Text: "remember the milk"})
-	before, _ := m.Search(bg, "compiled language memory", WithMode(BM25))
+	must(t, m.Add(bg, corpus...))
+	must(t, m.Collection("notes").Add(bg, Document{ID: "n1", Text: "remember the milk"}))
+	before := searchT(t, m, "compiled language memory", WithMode(BM25))
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +173,10 @@ func TestPersistenceReopen(t *testing.T) {
 
 func TestIndexRebuiltWhenLost(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
-	m, _ := Open(dir)
-	m.Add(bg, corpus...)
-	m.Close()
+	m, err := Open(dir)
+	must(t, err)
+	must(t, m.Add(bg, corpus...))
+	must(t, m.Close())
 	// Lose the derived BM25 index entirely: the store of record rebuilds it.
 	if err := os.RemoveAll(filepath.Join(dir, bm25Dir)); err != nil {
 		t.Fatal(err)
@@ -161,13 +187,18 @@ func TestIndexRebuiltWhenLost(t *testing.T) {
 		t.Fatalf("after losing the index: %v %v", ids(res), err)
 	}
 	// Corrupt it: same.
-	m2.Close()
-	filepath.Walk(filepath.Join(dir, bm25Dir), func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
-			os.WriteFile(p, []byte("garbage"), 0o644)
+	must(t, m2.Close())
+	corrupted := 0
+	must(t, filepath.Walk(filepath.Join(dir, bm25Dir), func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
 		}
-		return nil
-	})
+		corrupted++
+		return os.WriteFile(p, []byte("garbage"), 0o644)
+	}))
+	if corrupted == 0 {
+		t.Fatal("no index file to corrupt")
+	}
 	m3 := openT(t, dir)
 	if res, err := m3.Search(bg, "garbage collector", WithMode(BM25)); err != nil || len(res) == 0 || res[0].ID != "gc" {
 		t.Fatalf("after corrupting the index: %v %v", ids(res), err)
@@ -195,7 +226,7 @@ func TestBadInput(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "s")
 	m := openT(t, dir)
-	m.Add(bg, corpus...)
+	must(t, m.Add(bg, corpus...))
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := m.Add(bg, tc.docs...)
@@ -251,7 +282,7 @@ func TestBadInput(t *testing.T) {
 func TestOpenErrors(t *testing.T) {
 	// A directory that is not ours.
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644)
+	must(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644))
 	if _, err := Open(dir); !errors.Is(err, ErrNotAStore) {
 		t.Fatalf("foreign dir: %v", err)
 	}
@@ -261,7 +292,7 @@ func TestOpenErrors(t *testing.T) {
 	// A foreign directory that happens to hold a manifest temp name is still foreign,
 	// and nothing in it is removed.
 	stray := filepath.Join(dir, manifestTempPrefix+"123")
-	os.WriteFile(stray, []byte("{"), 0o644)
+	must(t, os.WriteFile(stray, []byte("{"), 0o644))
 	if _, err := Open(dir); !errors.Is(err, ErrNotAStore) {
 		t.Fatalf("foreign dir with a temp name: %v", err)
 	}
@@ -270,16 +301,21 @@ func TestOpenErrors(t *testing.T) {
 	}
 	// A manifest from a newer format.
 	dir2 := filepath.Join(t.TempDir(), "s")
-	m, _ := Open(dir2)
-	m.Add(bg, corpus...)
-	m.Close()
-	man, _ := os.ReadFile(filepath.Join(dir2, manifestName))
+	m, err := Open(dir2)
+	must(t, err)
+	must(t, m.Add(bg, corpus...))
+	must(t, m.Close())
+	man, err := os.ReadFile(filepath.Join(dir2, manifestName))
+	must(t, err)
 	newer := strings.Replace(string(man), `"format": 1`, `"format": 99`, 1)
-	os.WriteFile(filepath.Join(dir2, manifestName), []byte(newer), 0o644)
+	if newer == string(man) {
+		t.Fatalf("manifest has no format 1: %s", man)
+	}
+	must(t, os.WriteFile(filepath.Join(dir2, manifestName), []byte(newer), 0o644))
 	if _, err := Open(dir2); !errors.Is(err, ErrFormatVersion) {
 		t.Fatalf("newer format: %v", err)
 	}
-	os.WriteFile(filepath.Join(dir2, manifestName), man, 0o644)
+	must(t, os.WriteFile(filepath.Join(dir2, manifestName), man, 0o644))
 	m2 := openT(t, dir2)
 	if m2.Count() != len(corpus) {
 		t.Fatal("store lost documents after a refused open")
@@ -290,7 +326,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	// Garbage manifest.
 	dir3 := t.TempDir()
-	os.WriteFile(filepath.Join(dir3, manifestName), []byte("{"), 0o644)
+	must(t, os.WriteFile(filepath.Join(dir3, manifestName), []byte("{"), 0o644))
 	if _, err := Open(dir3); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("garbage manifest: %v", err)
 	}
@@ -313,13 +349,13 @@ func TestOpenAfterKillInManifestWrite(t *testing.T) {
 	if err := m.Add(bg, corpus...); err != nil {
 		t.Fatal(err)
 	}
-	m.Close()
+	must(t, m.Close())
 	if _, err := os.Stat(half); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("temp file left: %v", err)
 	}
 	// Beside a live manifest.
 	half2 := filepath.Join(dir, manifestTempPrefix+"777")
-	os.WriteFile(half2, []byte(`{`), 0o644)
+	must(t, os.WriteFile(half2, []byte(`{`), 0o644))
 	m = openT(t, dir)
 	if m.Count() != len(corpus) {
 		t.Fatalf("count %d after reopen, want %d", m.Count(), len(corpus))
@@ -331,7 +367,7 @@ func TestOpenAfterKillInManifestWrite(t *testing.T) {
 
 func TestFilters(t *testing.T) {
 	m := openT(t, "")
-	m.Add(bg, corpus...)
+	must(t, m.Add(bg, corpus...))
 	all := func(w Where, wd WhereDocument) []string {
 		t.Helper()
 		res, err := m.Search(bg, "language memory garbage web", WithMode(BM25), TopK(10), WithWhere(w), WithWhereDocument(wd))
@@ -468,7 +504,7 @@ func TestHybridExplainAndWeights(t *testing.T) {
 		}
 	}
 	// Weighted score fusion and dense-only run too.
-	if res, err := m.Search(bg, "compiled language", WithFusion(WeightedScore)); err != nil || len(res) == 0 || res[0].Score > 2.0001 {
+	if res, err := m.Search(bg, "compiled language", WithFusion(hybrid.WeightedScore)); err != nil || len(res) == 0 || res[0].Score > 2.0001 {
 		t.Fatalf("weighted fusion: %v %v", res, err)
 	}
 	if res, err := m.Search(bg, "web browser language", WithMode(Dense), TopK(1)); err != nil || res[0].ID != "js" {
@@ -480,12 +516,12 @@ func TestMultiCollectionAndCollapse(t *testing.T) {
 	m := openT(t, "", WithEmbedder(vectorstore.NewHashEmbedder(128)))
 	qna := m.Collection("qna")
 	docs := m.Collection("docs")
-	qna.Add(bg, Document{ID: "q1", Title: "How do I reset my password?", Text: "Use the account page and click reset password."})
-	docs.Add(bg,
+	must(t, qna.Add(bg, Document{ID: "q1", Title: "How do I reset my password?", Text: "Use the account page and click reset password."}))
+	must(t, docs.Add(bg,
 		Document{ID: "d1", Title: "Password policy", Text: "Passwords must be reset every 90 days on the account page."},
 		Document{ID: "d2", Title: "Password policy", Text: "Passwords must be reset every 90 days on the account page."},
 		Document{ID: "q1", Title: "How do I reset my password?", Text: "Use the account page and click reset password."},
-	)
+	))
 	res, err := m.Search(bg, "reset password account page", InCollections(map[string]float64{"qna": 2, "docs": 1}), TopK(10))
 	if err != nil {
 		t.Fatal(err)
@@ -512,8 +548,8 @@ func TestEmbedderIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Add(bg, corpus...)
-	m.Close()
+	must(t, m.Add(bg, corpus...))
+	must(t, m.Close())
 	if _, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(64))); !errors.Is(err, ErrEmbedderMismatch) {
 		t.Fatalf("other dim: %v", err)
 	}
@@ -535,17 +571,18 @@ func TestEmbedderIdentity(t *testing.T) {
 	if err := m2.Add(bg, Document{ID: "new", Text: "x"}); !errors.Is(err, ErrNoEmbedder) {
 		t.Fatalf("write without embedder: %v", err)
 	}
-	m2.Close()
+	must(t, m2.Close())
 	var calls int
 	m3, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(64)), WithReEmbed(func(done, total int) { calls++ }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m3.Close()
+	t.Cleanup(func() { must(t, m3.Close()) })
 	if calls == 0 {
 		t.Fatal("no re-embed progress")
 	}
-	d, _ := m3.Get(bg, "go")
+	d, err := m3.Get(bg, "go")
+	must(t, err)
 	if len(d.Embedding) != 64 {
 		t.Fatalf("re-embedded vector has %d dims", len(d.Embedding))
 	}
@@ -565,7 +602,8 @@ func TestPrecomputedEmbeddings(t *testing.T) {
 	if err := m.Add(bg, Document{ID: "a", Text: "x", Embedding: v}); err != nil {
 		t.Fatal(err)
 	}
-	d, _ := m.Get(bg, "a")
+	d, err := m.Get(bg, "a")
+	must(t, err)
 	if d.Embedding[3] != 1 {
 		t.Fatalf("stored embedding %v", d.Embedding)
 	}
@@ -582,8 +620,8 @@ func TestDenseReopenEveryBackend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Add(bg, corpus...)
-			m.Delete(bg, "py")
+			must(t, m.Add(bg, corpus...))
+			must(t, m.Delete(bg, "py"))
 			before, err := m.Search(bg, "compiled language memory", WithMode(Dense))
 			if err != nil {
 				t.Fatal(err)

@@ -2,7 +2,9 @@ package memory
 
 import (
 	"log/slog"
+	"reflect"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/rerank"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -23,8 +25,9 @@ type Options struct {
 	// instead of failing with ErrEmbedderMismatch. Progress reports (done, total).
 	ReEmbed         bool
 	ReEmbedProgress func(done, total int)
-	// BM25K1 and BM25B are the BM25 constants of this store (defaults 0.9 and 0.4, the
-	// Lucene/Anserini settings for BEIR). Each store keeps its own.
+	// BM25K1 and BM25B are the BM25 constants of this store. Both 0 (the zero value) selects
+	// k1 0.9 and b 0.4, the Anserini/Pyserini defaults its BEIR scores were validated with
+	// (hybrid.DefaultK1, hybrid.DefaultB). Each store keeps its own.
 	BM25K1, BM25B float64
 	// MaxQueryTerms caps the distinct analysed terms of a keyword query (default 1,024) and
 	// MaxQueryBytes its text (default 64 KiB); over either, Search fails with
@@ -71,7 +74,7 @@ func WithReEmbed(progress func(done, total int)) Option {
 	return func(o *Options) { o.ReEmbed = true; o.ReEmbedProgress = progress }
 }
 
-// WithBM25 sets BM25's k1 and b.
+// WithBM25 sets BM25's k1 and b (default 0.9 and 0.4; see Options.BM25K1).
 func WithBM25(k1, b float64) Option { return func(o *Options) { o.BM25K1, o.BM25B = k1, b } }
 
 // WithLogger sets the logger.
@@ -80,8 +83,20 @@ func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l 
 // WithNoSync trades durability of the most recent writes for write speed.
 func WithNoSync() Option { return func(o *Options) { o.NoSync = true } }
 
-// WithOptions replaces all options at once.
-func WithOptions(opts Options) Option { return func(o *Options) { *o = opts } }
+// WithOptions sets each field of opts that is not its zero value and leaves the others as
+// the options before it set them, so it composes with the other options in any order (on
+// a field both set, the later option wins).
+func WithOptions(opts Options) Option { return func(o *Options) { setNonZero(o, opts) } }
+
+// setNonZero copies the exported fields of src that are not their zero value into dst.
+func setNonZero[T any](dst *T, src T) {
+	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := 0; i < s.NumField(); i++ {
+		if d.Type().Field(i).IsExported() && !s.Field(i).IsZero() {
+			d.Field(i).Set(s.Field(i))
+		}
+	}
+}
 
 // Mode selects the retrievers of a search.
 type Mode string
@@ -95,15 +110,11 @@ const (
 	Dense Mode = "dense"
 )
 
-// Fusion selects how hybrid lists are combined.
-type Fusion string
-
-const (
-	// RRF is weighted Reciprocal Rank Fusion (the default).
-	RRF Fusion = "rrf"
-	// WeightedScore is min-max normalised score fusion.
-	WeightedScore Fusion = "weighted"
-)
+// Weights weight the retrievers of a hybrid search in fusion. A weight of 0 leaves its
+// retriever out; see SearchOptions.Weights.
+type Weights struct {
+	BM25, Dense float64
+}
 
 // SearchOptions configure one search. The zero value means: hybrid, top 10, window 100,
 // RRF k 60, equal weights, no filter, no rerank.
@@ -112,29 +123,41 @@ type SearchOptions struct {
 	TopK   int     // results returned (default 10)
 	Window int     // candidates taken from each retriever (default max(100, TopK))
 	RRFK   float64 // RRF rank constant (default 60)
-	Fusion Fusion
-	// BM25Weight and DenseWeight weight each retriever in fusion (default 1 each).
-	BM25Weight, DenseWeight float64
-	Where                   Where
-	WhereDocument           WhereDocument
+	// Fusion combines the retrievers' lists of a hybrid search (nil: hybrid.RRF). Any
+	// hybrid.FusionFunc serves, hybrid.WeightedScore or one of the caller's; the results'
+	// explanations are read from its Contributions, whose lists are named "bm25" and "dense".
+	Fusion hybrid.FusionFunc
+	// Weights weight BM25 and dense recall in fusion (nil: 1 each). A weight of 0 leaves
+	// its retriever out: a hybrid search with Dense 0 runs as a BM25 search, one with BM25 0
+	// as a dense search, and each result's notes say so. A negative, NaN or infinite
+	// weight, both weights 0, or 0 for the one retriever of a BM25 or dense search is
+	// ErrInvalidOption.
+	Weights       *Weights
+	Where         Where
+	WhereDocument WhereDocument
 	// Rerank reorders the top RerankTop fused candidates with the store's reranker.
 	Rerank    bool
 	RerankTop int // default max(TopK, 50)
 	// MinScore drops results whose final score is below it.
 	MinScore float64
 	// Collapse drops a result whose dense vector has cosine >= CollapseThreshold with a
-	// better-ranked one (0 = off), and, across collections, repeats of the same id.
+	// better-ranked one (0 = off), and, across collections, repeats of the same id. It
+	// needs the store's embedder: without one a search asking for it fails with
+	// ErrNoEmbedder.
 	CollapseThreshold float64
 	// Collections searches these collections at once, each with a weight in the final
-	// fusion (empty: the collection the search is called on).
+	// fusion (empty: the collection the search is called on). A collection of weight 0 is
+	// left out; a negative, NaN or infinite weight, or every weight 0, is ErrInvalidOption.
 	Collections map[string]float64
 	// AllChunks returns every matching chunk rather than the best chunk of each document.
 	AllChunks bool
 
-	stats     *SearchStats // filled when set (WithStats)
-	windowSet bool         // Window was given explicitly
 	// Snippets fills each result's Snippet (see WithSnippets).
 	Snippets bool
+
+	stats     *SearchStats // filled when set (WithStats)
+	windowSet bool         // Window was given explicitly
+	notes     []string     // set by normalise: what every result's explanation reports
 
 	dense *denseBatch // set by SearchBatch: this query's vector and dense hits, computed with its batch
 }
@@ -154,12 +177,14 @@ func WithWindow(w int) SearchOption { return func(s *SearchOptions) { s.Window =
 // WithRRFK sets the RRF rank constant.
 func WithRRFK(k float64) SearchOption { return func(s *SearchOptions) { s.RRFK = k } }
 
-// WithFusion selects RRF or weighted score fusion.
-func WithFusion(f Fusion) SearchOption { return func(s *SearchOptions) { s.Fusion = f } }
+// WithFusion sets how a hybrid search combines its retrievers' lists: hybrid.RRF (the
+// default), hybrid.WeightedScore, or any hybrid.FusionFunc (nil: the default).
+func WithFusion(f hybrid.FusionFunc) SearchOption { return func(s *SearchOptions) { s.Fusion = f } }
 
-// WithWeights sets the fusion weights of BM25 and dense recall.
+// WithWeights sets the fusion weights of BM25 and dense recall; 0 leaves that retriever
+// out (see SearchOptions.Weights).
 func WithWeights(bm25, dense float64) SearchOption {
-	return func(s *SearchOptions) { s.BM25Weight, s.DenseWeight = bm25, dense }
+	return func(s *SearchOptions) { s.Weights = &Weights{BM25: bm25, Dense: dense} }
 }
 
 // WithWhere filters on metadata before ranking.
@@ -170,15 +195,17 @@ func WithWhereDocument(w WhereDocument) SearchOption {
 	return func(s *SearchOptions) { s.WhereDocument = w }
 }
 
-// WithRerank reranks the top n fused candidates (n <= 0: the default).
+// WithRerank reranks the top n fused candidates with the store's reranker (n <= 0: the
+// default, max(TopK, 50)).
 func WithRerank(n int) SearchOption {
-	return func(s *SearchOptions) { s.Rerank = true; s.RerankTop = n }
+	return func(s *SearchOptions) { s.Rerank = true; s.RerankTop = max(n, 0) }
 }
 
 // WithMinScore drops results scoring below min.
 func WithMinScore(min float64) SearchOption { return func(s *SearchOptions) { s.MinScore = min } }
 
-// WithCollapse drops near-duplicates (dense cosine >= threshold) from the final list.
+// WithCollapse drops near-duplicates (dense cosine >= threshold) from the final list. It
+// needs the store's embedder (else the search fails with ErrNoEmbedder).
 func WithCollapse(threshold float64) SearchOption {
 	return func(s *SearchOptions) { s.CollapseThreshold = threshold }
 }
@@ -188,9 +215,11 @@ func InCollections(weights map[string]float64) SearchOption {
 	return func(s *SearchOptions) { s.Collections = weights }
 }
 
-// WithSearchOptions replaces all search options at once.
+// WithSearchOptions sets each field of opts that is not its zero value and leaves the
+// others (WithStats too) as the options before it set them, so it composes with the other
+// options in any order (on a field both set, the later option wins).
 func WithSearchOptions(opts SearchOptions) SearchOption {
-	return func(s *SearchOptions) { *s = opts }
+	return func(s *SearchOptions) { setNonZero(s, opts) }
 }
 
 // WithSnippets fills each result's Snippet: at most SnippetBytes bytes of its text around

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // ErrNoReranker: a search asked to rerank and the store has no reranker.
@@ -35,6 +37,7 @@ func WithStats(st *SearchStats) SearchOption {
 	return func(s *SearchOptions) { s.stats = st }
 }
 
+// normalise checks the options and fills in the defaults.
 func (so *SearchOptions) normalise() error {
 	if so.Mode == "" {
 		so.Mode = Hybrid
@@ -44,12 +47,34 @@ func (so *SearchOptions) normalise() error {
 	default:
 		return fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", ErrInvalidOption, so.Mode)
 	}
-	if so.Fusion == "" {
-		so.Fusion = RRF
+	if so.Fusion == nil {
+		so.Fusion = hybrid.RRF
 	}
-	if so.Fusion != RRF && so.Fusion != WeightedScore {
-		return fmt.Errorf("%w: fusion %q (want rrf or weighted)", ErrInvalidOption, so.Fusion)
+	if err := so.normaliseSizes(); err != nil {
+		return err
 	}
+	if err := so.normaliseScores(); err != nil {
+		return err
+	}
+	if err := so.applyWeights(); err != nil {
+		return err
+	}
+	for name, w := range so.Collections {
+		if err := validCollectionName(name); err != nil {
+			return err
+		}
+		if err := checkWeight("collection "+strconv.Quote(name), w); err != nil {
+			return err
+		}
+	}
+	if len(so.Collections) > 0 && len(so.collectionNames()) == 0 {
+		return fmt.Errorf("%w: every collection has weight 0", ErrInvalidOption)
+	}
+	return nil
+}
+
+// normaliseSizes checks TopK, Window and RerankTop and fills in their defaults.
+func (so *SearchOptions) normaliseSizes() error {
 	if so.TopK < 0 || so.Window < 0 || so.RerankTop < 0 {
 		return fmt.Errorf("%w: negative TopK %d, Window %d or RerankTop %d", ErrInvalidOption, so.TopK, so.Window, so.RerankTop)
 	}
@@ -63,36 +88,88 @@ func (so *SearchOptions) normalise() error {
 	if so.Window < so.TopK {
 		so.Window = so.TopK
 	}
-	if so.RRFK < 0 || math.IsNaN(so.RRFK) {
+	if so.RerankTop == 0 {
+		so.RerankTop = max(so.TopK, 50)
+	}
+	return nil
+}
+
+// normaliseScores checks the RRF constant, MinScore and the collapse threshold.
+func (so *SearchOptions) normaliseScores() error {
+	if so.RRFK < 0 || math.IsNaN(so.RRFK) || math.IsInf(so.RRFK, 0) {
 		return fmt.Errorf("%w: RRF k %v", ErrInvalidOption, so.RRFK)
 	}
 	if so.RRFK == 0 {
 		so.RRFK = hybrid.DefaultRRFK
 	}
-	if so.BM25Weight < 0 || so.DenseWeight < 0 {
-		return fmt.Errorf("%w: negative weight (bm25 %v, dense %v)", ErrInvalidOption, so.BM25Weight, so.DenseWeight)
+	if math.IsNaN(so.MinScore) {
+		return fmt.Errorf("%w: MinScore NaN", ErrInvalidOption)
 	}
-	if so.BM25Weight == 0 {
-		so.BM25Weight = 1
-	}
-	if so.DenseWeight == 0 {
-		so.DenseWeight = 1
-	}
-	if so.RerankTop == 0 {
-		so.RerankTop = max(so.TopK, 50)
-	}
-	if so.CollapseThreshold < 0 || so.CollapseThreshold > 1 {
+	if !(so.CollapseThreshold >= 0 && so.CollapseThreshold <= 1) {
 		return fmt.Errorf("%w: collapse threshold %v (want 0..1)", ErrInvalidOption, so.CollapseThreshold)
 	}
-	for name, w := range so.Collections {
-		if err := validCollectionName(name); err != nil {
-			return err
-		}
-		if w < 0 || math.IsNaN(w) {
-			return fmt.Errorf("%w: collection %q weight %v", ErrInvalidOption, name, w)
-		}
+	return nil
+}
+
+// checkWeight refuses a negative, NaN or infinite weight, naming it.
+func checkWeight(name string, w float64) error {
+	if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+		return fmt.Errorf("%w: %s weight %v (want a finite number >= 0)", ErrInvalidOption, name, w)
 	}
 	return nil
+}
+
+// applyWeights checks Weights and applies a weight of 0: the search runs without that
+// retriever (a hybrid search becomes a BM25 or dense one, with a note).
+func (so *SearchOptions) applyWeights() error {
+	w := so.Weights
+	if w == nil {
+		return nil
+	}
+	if err := checkWeight("bm25", w.BM25); err != nil {
+		return err
+	}
+	if err := checkWeight("dense", w.Dense); err != nil {
+		return err
+	}
+	switch {
+	case w.BM25 == 0 && w.Dense == 0:
+		return fmt.Errorf("%w: bm25 and dense weights both 0 leave nothing to search", ErrInvalidOption)
+	case so.Mode == BM25 && w.BM25 == 0, so.Mode == Dense && w.Dense == 0:
+		return fmt.Errorf("%w: a %s search with %s weight 0 leaves nothing to search", ErrInvalidOption, so.Mode, so.Mode)
+	case so.Mode == Hybrid && w.Dense == 0:
+		so.Mode = BM25
+		so.notes = append(so.notes[:len(so.notes):len(so.notes)], "hybrid search ran as bm25: dense weight 0")
+	case so.Mode == Hybrid && w.BM25 == 0:
+		so.Mode = Dense
+		so.notes = append(so.notes[:len(so.notes):len(so.notes)], "hybrid search ran as dense: bm25 weight 0")
+	}
+	return nil
+}
+
+// weight is the fusion weight of the named retriever ("bm25" or "dense").
+func (so *SearchOptions) weight(retriever string) float64 {
+	switch {
+	case so.Weights == nil:
+		return 1
+	case retriever == "bm25":
+		return so.Weights.BM25
+	default:
+		return so.Weights.Dense
+	}
+}
+
+// collectionNames are the collections of a multi-collection search with a weight above 0,
+// sorted.
+func (so *SearchOptions) collectionNames() []string {
+	names := make([]string, 0, len(so.Collections))
+	for n, w := range so.Collections {
+		if w > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // Search finds the documents of the collection that best match query. By default it fuses
@@ -116,6 +193,9 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 	}
 	if so.Rerank && c.m.opts.Reranker == nil {
 		return nil, ErrNoReranker
+	}
+	if so.CollapseThreshold > 0 && c.m.opts.Embedder == nil {
+		return nil, fmt.Errorf("%w: collapse compares the results' dense vectors", ErrNoEmbedder)
 	}
 	st := so.stats
 	if st == nil {
@@ -185,99 +265,103 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 	bestBM25, bestDense := map[string]string{}, map[string]string{}
 	st.Filter = time.Since(t)
 
+	sc := &searchScope{allow: allow, allowSet: allowSet, units: units, bestBM25: bestBM25, bestDense: bestDense}
+	lists, err := s.runRetrievers(ctx, query, qv, mode, sc, &so, st)
+	if err != nil {
+		return nil, err
+	}
+	tf := time.Now()
+	fused := so.Fusion(lists, hybrid.FusionOptions{K: so.RRFK, Window: so.retrieverWindow(mode)})
+	st.Candidates = len(fused)
+	fused = fused[:min(len(fused), so.keep())]
+	cands, err := candidates(docsBucket(tx, col), col, fused, mode, notes, so.AllChunks, sc)
+	st.Fuse = time.Since(tf)
+	return cands, err
+}
+
+// searchScope is what the filter leaves the retrievers: the units they may return and
+// where they note each document's best chunk.
+type searchScope struct {
+	allow               []string        // the unit ids the filter accepts, sorted (nil: no filter)
+	allowSet            map[string]bool // the same as a set (nil: no filter)
+	units               int             // how many units may match
+	bestBM25, bestDense map[string]string
+}
+
+// runRetrievers runs BM25 and dense recall as mode asks and returns their lists, each with
+// its fusion weight.
+func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32, mode Mode, sc *searchScope,
+	so *SearchOptions, st *SearchStats) ([]hybrid.List, error) {
 	// A single retriever without rerank or collapse needs no fusion window: asking for
 	// exactly k is cheaper (BM25's top-k collection is a large share of its cost).
 	window := so.retrieverWindow(mode)
 	var lists []hybrid.List
 	if mode != Dense {
 		t := time.Now()
-		hits, err := searchUnits(window, units, so.AllChunks, bestBM25, func(k int) ([]hybrid.Hit, error) {
-			return s.bm25.Search(ctx, query, k, allow)
+		hits, err := searchUnits(window, sc.units, so.AllChunks, sc.bestBM25, func(k int) ([]hybrid.Hit, error) {
+			return s.bm25.Search(ctx, query, k, sc.allow)
 		})
 		st.BM25 = time.Since(t)
 		if err != nil {
 			return nil, bm25Error(err)
 		}
-		lists = append(lists, hybrid.List{Name: "bm25", Weight: so.BM25Weight, Hits: hits})
+		lists = append(lists, hybrid.List{Name: "bm25", Weight: so.weight("bm25"), Hits: hits})
 	}
 	if mode != BM25 {
 		t := time.Now()
-		var f vectorstore.Filter
-		if allowSet != nil {
-			f = func(id string) bool { return allowSet[id] }
-		}
-		hits, err := searchUnits(window, units, so.AllChunks, bestDense, func(k int) ([]hybrid.Hit, error) {
-			if d := so.dense; d != nil && f == nil && k <= d.k { // answered with its batch
-				return denseHits(d.hits[:min(k, len(d.hits))]), nil
-			}
-			vh, err := s.vec.Search(ctx, qv, k, f)
-			hits := make([]hybrid.Hit, len(vh))
-			for i, h := range vh {
-				hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
-			}
-			return hits, err
+		hits, err := searchUnits(window, sc.units, so.AllChunks, sc.bestDense, func(k int) ([]hybrid.Hit, error) {
+			return s.denseSearch(ctx, qv, k, sc.allowSet, so.dense)
 		})
 		st.Dense = time.Since(t)
 		if err != nil {
 			return nil, err
 		}
-		lists = append(lists, hybrid.List{Name: "dense", Weight: so.DenseWeight, Hits: hits})
+		lists = append(lists, hybrid.List{Name: "dense", Weight: so.weight("dense"), Hits: hits})
 	}
+	return lists, nil
+}
 
-	t = time.Now()
-	fopt := hybrid.FusionOptions{K: so.RRFK, Window: window}
-	var fused []hybrid.Fused
-	if so.Fusion == WeightedScore {
-		fused = hybrid.WeightedScore(lists, fopt)
-	} else {
-		fused = hybrid.RRF(lists, fopt)
+// denseSearch asks the vector index for the k nearest units to qv among allow (nil: all),
+// or takes them from the query's batch when it asked for as many without a filter.
+func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, allow map[string]bool, batch *denseBatch) ([]hybrid.Hit, error) {
+	if batch != nil && allow == nil && k <= batch.k { // answered with its batch
+		return denseHits(batch.hits[:min(k, len(batch.hits))]), nil
 	}
-	st.Candidates = len(fused)
-	// Keep what later stages can use: the rerank window or the top k.
+	var f vectorstore.Filter
+	if allow != nil {
+		f = func(id string) bool { return allow[id] }
+	}
+	vh, err := s.vec.Search(ctx, qv, k, f)
+	return denseHits(vh), err
+}
+
+// keep is how many fused candidates later stages can use: the rerank window or the top k,
+// with room for near-duplicates that collapse drops.
+func (so *SearchOptions) keep() int {
 	keep := so.TopK
 	if so.Rerank {
 		keep = max(keep, so.RerankTop)
 	}
 	if so.CollapseThreshold > 0 {
-		keep = min(len(fused), keep*2+10) // room for dropped near-duplicates
+		keep = keep*2 + 10
 	}
-	if len(fused) > keep {
-		fused = fused[:keep]
-	}
-	// The results' records, from the transaction the filter saw. A document deleted or
-	// shortened since the index answered is left out.
+	return keep
+}
+
+// candidates turns fused results into candidates with their records, read from db (the
+// transaction the filter saw). A document deleted or shortened since the index answered
+// is left out.
+func candidates(db *bolt.Bucket, col string, fused []hybrid.Fused, mode Mode, notes []string, allChunks bool,
+	sc *searchScope) ([]candidate, error) {
 	uids := make([]string, len(fused))
-	recs := make([]*record, len(fused))
-	var byParent map[string]*record
-	if err := func() error {
-		db := docsBucket(tx, col)
-		for i, f := range fused {
-			uid := f.ID
-			if !so.AllChunks {
-				uid = bestUnit(f, bestBM25, bestDense)
-			}
-			uids[i] = uid
-			parent, ci := splitUnit(uid)
-			if ci >= 0 { // chunks of one document share its record
-				if byParent == nil {
-					byParent = map[string]*record{}
-				}
-				if r, ok := byParent[parent]; ok {
-					recs[i] = r
-					continue
-				}
-			}
-			r, err := getRecord(db, parent)
-			if err != nil {
-				return err
-			}
-			recs[i] = r
-			if ci >= 0 {
-				byParent[parent] = r
-			}
+	for i, f := range fused {
+		uids[i] = f.ID
+		if !allChunks {
+			uids[i] = bestUnit(f, sc.bestBM25, sc.bestDense)
 		}
-		return nil
-	}(); err != nil {
+	}
+	recs, err := unitRecords(db, uids)
+	if err != nil {
 		return nil, err
 	}
 	cands := make([]candidate, 0, len(fused))
@@ -287,29 +371,62 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 		if r == nil || !r.hasUnit(ci) {
 			continue
 		}
-		ex := Explanation{Mode: mode, Fused: f.Score, Notes: notes}
-		var raw float64
-		for _, c := range f.Contributions {
-			if c.Rank == 0 {
-				continue
-			}
-			ss := &StageScore{Rank: c.Rank, Score: c.Score}
-			switch c.List {
-			case "bm25":
-				ex.BM25 = ss
-			case "dense":
-				ex.Dense = ss
-			}
-			raw = c.Score
-		}
-		score := f.Score
-		if mode != Hybrid {
-			score = raw // one retriever: its own score is the most useful
-		}
+		ex, score := explain(f, mode, notes)
 		cands = append(cands, candidate{id: uid, rec: r, res: chunkResult(col, parent, uid, r, ci, score, ex)})
 	}
-	st.Fuse = time.Since(t)
 	return cands, nil
+}
+
+// unitRecords reads the record of each unit's document (nil where it is gone); the chunks
+// of one document share its record.
+func unitRecords(db *bolt.Bucket, uids []string) ([]*record, error) {
+	recs := make([]*record, len(uids))
+	var byParent map[string]*record
+	for i, uid := range uids {
+		parent, ci := splitUnit(uid)
+		if ci >= 0 {
+			if byParent == nil {
+				byParent = map[string]*record{}
+			}
+			if r, ok := byParent[parent]; ok {
+				recs[i] = r
+				continue
+			}
+		}
+		r, err := getRecord(db, parent)
+		if err != nil {
+			return nil, err
+		}
+		recs[i] = r
+		if ci >= 0 {
+			byParent[parent] = r
+		}
+	}
+	return recs, nil
+}
+
+// explain is a fused result's explanation and its score: the fused score, or in a
+// single-retriever search that retriever's own score (the most useful one).
+func explain(f hybrid.Fused, mode Mode, notes []string) (Explanation, float64) {
+	ex := Explanation{Mode: mode, Fused: f.Score, Notes: notes}
+	var raw float64
+	for _, c := range f.Contributions {
+		if c.Rank == 0 {
+			continue
+		}
+		ss := &StageScore{Rank: c.Rank, Score: c.Score}
+		switch c.List {
+		case "bm25":
+			ex.BM25 = ss
+		case "dense":
+			ex.Dense = ss
+		}
+		raw = c.Score
+	}
+	if mode != Hybrid {
+		return ex, raw
+	}
+	return ex, f.Score
 }
 
 // candidate is a fused result before it becomes a Result.
@@ -319,6 +436,8 @@ type candidate struct {
 	res Result
 }
 
+// searchOne searches one collection: its retrievers and fusion, then rerank, collapse,
+// MinScore and the top k.
 func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
 	where, err := compileWhere(so.Where)
 	if err != nil {
@@ -328,35 +447,16 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	if err != nil {
 		return nil, err
 	}
-	mode := so.Mode
-	var notes []string
-	if m.opts.Embedder == nil && m.man.Embedder != nil && mode != BM25 {
-		return nil, m.embedderNeeded(string(mode) + " search")
-	}
-	if m.opts.Embedder == nil {
-		switch mode {
-		case Dense:
-			return nil, fmt.Errorf("%w: dense search needs one", ErrNoEmbedder)
-		case Hybrid:
-			mode = BM25
-			notes = append(notes, "hybrid search degraded to bm25: no embedder configured")
-		}
+	mode, notes, err := m.searchMode(so)
+	if err != nil {
+		return nil, err
 	}
 	st.Mode = mode
-
 	// Embed the query before taking any lock.
-	var qv []float32
-	if mode != BM25 && so.dense != nil {
-		qv = so.dense.vec // embedded with the rest of its batch
-	} else if mode != BM25 {
-		t := time.Now()
-		qv, err = m.embedQuery(ctx, query)
-		st.Embed = time.Since(t)
-		if err != nil {
-			return nil, err
-		}
+	qv, err := m.queryVector(ctx, query, mode, so.dense, st)
+	if err != nil {
+		return nil, err
 	}
-
 	s, err := m.Collection(col).state(false)
 	if err != nil {
 		return nil, err
@@ -371,7 +471,6 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	if err != nil {
 		return nil, err
 	}
-
 	if so.Rerank && len(cands) > 0 {
 		t := time.Now()
 		if err := m.rerank(ctx, query, cands, so.RerankTop); err != nil {
@@ -380,24 +479,65 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		st.Rerank = time.Since(t)
 	}
 	if so.CollapseThreshold > 0 {
-		if cands, err = m.collapse(col, cands, so.CollapseThreshold); err != nil {
+		if cands, err = m.collapse(cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]Result, 0, min(len(cands), so.TopK))
-	for _, c := range cands {
-		if len(out) == so.TopK {
-			break
-		}
-		if so.MinScore != 0 && c.res.Score < so.MinScore {
-			continue
-		}
-		out = append(out, c.res)
-	}
+	out := topResults(cands, so.TopK, so.MinScore)
 	if so.Snippets {
 		addSnippets(query, out)
 	}
 	return out, nil
+}
+
+// searchMode is the mode a search runs in and the notes that say why when it is not the
+// one asked for: a hybrid search degrades to BM25 without an embedder.
+func (m *Memory) searchMode(so SearchOptions) (Mode, []string, error) {
+	mode, notes := so.Mode, so.notes
+	if m.opts.Embedder == nil && m.man.Embedder != nil && mode != BM25 {
+		return "", nil, m.embedderNeeded(string(mode) + " search")
+	}
+	if m.opts.Embedder == nil {
+		switch mode {
+		case Dense:
+			return "", nil, fmt.Errorf("%w: dense search needs one", ErrNoEmbedder)
+		case Hybrid:
+			mode = BM25
+			notes = append(notes[:len(notes):len(notes)], "hybrid search degraded to bm25: no embedder configured")
+		}
+	}
+	return mode, notes, nil
+}
+
+// queryVector is the query's embedding (nil for a BM25 search): from its batch, or made
+// now.
+func (m *Memory) queryVector(ctx context.Context, query string, mode Mode, batch *denseBatch, st *SearchStats) ([]float32, error) {
+	if mode == BM25 {
+		return nil, nil
+	}
+	if batch != nil {
+		return batch.vec, nil // embedded with the rest of its batch
+	}
+	t := time.Now()
+	qv, err := m.embedQuery(ctx, query)
+	st.Embed = time.Since(t)
+	return qv, err
+}
+
+// topResults are the first k candidates' results that score at least minScore (0: no
+// cut-off).
+func topResults(cands []candidate, k int, minScore float64) []Result {
+	out := make([]Result, 0, min(len(cands), k))
+	for _, c := range cands {
+		if len(out) == k {
+			break
+		}
+		if minScore != 0 && c.res.Score < minScore {
+			continue
+		}
+		out = append(out, c.res)
+	}
+	return out
 }
 
 func (m *Memory) embedQuery(ctx context.Context, q string) ([]float32, error) {
@@ -455,15 +595,12 @@ func sigmoid(x float64) float64 {
 }
 
 // collapse drops a candidate whose stored vector has cosine >= threshold with a better one.
-func (m *Memory) collapse(col string, cands []candidate, threshold float64) ([]candidate, error) {
-	if m.opts.Embedder == nil {
-		return cands, nil
-	}
+// Search refuses a collapse without an embedder before it gets here.
+func (m *Memory) collapse(cands []candidate, threshold float64) ([]candidate, error) {
 	var kept []candidate
 	var keptVecs [][]float32
 	for _, c := range cands {
-		col := c.res.Collection
-		v, err := m.vector(col, c.id)
+		v, err := m.vector(c.res.Collection, c.id)
 		if err != nil {
 			return nil, err
 		}
@@ -497,43 +634,12 @@ func cosine(a, b []float32) float64 {
 }
 
 // searchMany searches several collections and fuses their result lists with weighted RRF,
-// so a collection with a higher weight ranks its results higher.
+// so a collection with a higher weight ranks its results higher. A collection of weight 0
+// is not searched.
 func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
-	names := make([]string, 0, len(so.Collections))
-	for n := range so.Collections {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	sub := so
-	sub.Collections = nil
-	sub.TopK = max(so.TopK, min(so.Window, 100))
-	byKey := map[string]Result{}
-	var lists []hybrid.List
-	for _, n := range names {
-		var one SearchStats
-		res, err := m.searchOne(ctx, n, query, sub, &one)
-		if err != nil {
-			return nil, fmt.Errorf("collection %q: %w", n, err)
-		}
-		st.Mode = one.Mode
-		st.BM25 += one.BM25
-		st.Dense += one.Dense
-		st.Embed += one.Embed
-		st.Rerank += one.Rerank
-		st.Fuse += one.Fuse
-		st.Filter += one.Filter
-		w := so.Collections[n]
-		if w == 0 {
-			w = 1
-		}
-		hits := make([]hybrid.Hit, len(res))
-		for i, r := range res {
-			key := n + "\x00" + r.unit
-			r.Explain.CollectionWeight = w
-			byKey[key] = r
-			hits[i] = hybrid.Hit{ID: key, Score: r.Score}
-		}
-		lists = append(lists, hybrid.List{Name: n, Weight: w, Hits: hits})
+	byKey, lists, err := m.searchEach(ctx, query, so, st)
+	if err != nil {
+		return nil, err
 	}
 	fused := hybrid.RRF(lists, hybrid.FusionOptions{K: so.RRFK})
 	st.Candidates = len(fused)
@@ -549,20 +655,43 @@ func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions,
 		cands = append(cands, candidate{id: r.unit, res: r})
 	}
 	if so.CollapseThreshold > 0 {
-		var err error
-		if cands, err = m.collapse("", cands, so.CollapseThreshold); err != nil {
+		if cands, err = m.collapse(cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]Result, 0, so.TopK)
-	for _, c := range cands {
-		if len(out) == so.TopK {
-			break
+	return topResults(cands, so.TopK, so.MinScore), nil
+}
+
+// searchEach searches each collection of a multi-collection search on its own and returns
+// its results as a fusion list, weighted by the collection's weight, whose hit ids are the
+// keys of byKey ("collection\x00unit"). It adds each search's timings to st.
+func (m *Memory) searchEach(ctx context.Context, query string, so SearchOptions, st *SearchStats) (byKey map[string]Result, lists []hybrid.List, err error) {
+	sub := so
+	sub.Collections = nil
+	sub.TopK = max(so.TopK, min(so.Window, 100))
+	byKey = map[string]Result{}
+	for _, n := range so.collectionNames() {
+		var one SearchStats
+		res, err := m.searchOne(ctx, n, query, sub, &one)
+		if err != nil {
+			return nil, nil, fmt.Errorf("collection %q: %w", n, err)
 		}
-		if so.MinScore != 0 && c.res.Score < so.MinScore {
-			continue
+		st.Mode = one.Mode
+		st.BM25 += one.BM25
+		st.Dense += one.Dense
+		st.Embed += one.Embed
+		st.Rerank += one.Rerank
+		st.Fuse += one.Fuse
+		st.Filter += one.Filter
+		w := so.Collections[n]
+		hits := make([]hybrid.Hit, len(res))
+		for i, r := range res {
+			key := n + "\x00" + r.unit
+			r.Explain.CollectionWeight = w
+			byKey[key] = r
+			hits[i] = hybrid.Hit{ID: key, Score: r.Score}
 		}
-		out = append(out, c.res)
+		lists = append(lists, hybrid.List{Name: n, Weight: w, Hits: hits})
 	}
-	return out, nil
+	return byKey, lists, nil
 }
