@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -19,12 +21,18 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	m.Add(ctx,
+	err = m.Add(ctx,
 		memory.Document{ID: "a", Title: "Go", Text: "Go has a concurrent garbage collector."},
 		memory.Document{ID: "b", Title: "Rust", Text: "Rust manages memory without a garbage collector."},
 		memory.Document{ID: "c", Title: "Bleve", Text: "Bleve is a full-text search library for Go."},
 	)
-	res, _ := m.Search(ctx, "full-text search in go", memory.WithMode(memory.BM25), memory.TopK(2))
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Search(ctx, "full-text search in go", memory.WithMode(memory.BM25), memory.TopK(2))
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, r := range res {
 		fmt.Printf("%s bm25 rank %d\n", r.ID, r.Explain.BM25.Rank)
 	}
@@ -40,13 +48,19 @@ func Example_hybridWithFilter() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	m.Add(ctx,
+	err = m.Add(ctx,
 		memory.Document{ID: "q1", Text: "reset your password from the account page", Metadata: map[string]any{"kind": "faq", "year": 2024}},
 		memory.Document{ID: "q2", Text: "password reset emails can take five minutes", Metadata: map[string]any{"kind": "faq", "year": 2021}},
 		memory.Document{ID: "d1", Text: "the account page lists your password settings", Metadata: map[string]any{"kind": "doc", "year": 2024}},
 	)
-	res, _ := m.Search(ctx, "how do I reset my password",
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Search(ctx, "how do I reset my password",
 		memory.WithWhere(memory.Where{"kind": "faq", "year": map[string]any{"$gte": 2022}}))
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, r := range res {
 		fmt.Printf("%s bm25=%v dense=%v\n", r.ID, r.Explain.BM25 != nil, r.Explain.Dense != nil)
 	}
@@ -56,18 +70,50 @@ func Example_hybridWithFilter() {
 
 func ExampleMemory_Collection() {
 	ctx := context.Background()
-	m, _ := memory.Open("")
+	m, err := memory.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer m.Close()
-	m.Collection("qna").Add(ctx, memory.Document{ID: "1", Text: "Q: where are logs? A: in /var/log/app"})
-	m.Collection("docs").Add(ctx, memory.Document{ID: "1", Text: "The app writes logs to /var/log/app by default."})
-	res, _ := m.Search(ctx, "where are the app logs",
+	if err := m.Collection("qna").Add(ctx, memory.Document{ID: "1", Text: "Q: where are logs? A: in /var/log/app"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Collection("docs").Add(ctx, memory.Document{ID: "1", Text: "The app writes logs to /var/log/app by default."}); err != nil {
+		log.Fatal(err)
+	}
+	res, err := m.Search(ctx, "where are the app logs",
 		memory.InCollections(map[string]float64{"qna": 2, "docs": 1}))
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, r := range res {
 		fmt.Println(r.Collection, r.ID)
 	}
 	// Output:
 	// qna 1
 	// docs 1
+}
+
+// openWith opens a temporary store with opts and adds docs, stopping the example on an
+// error.
+func openWith(ctx context.Context, docs []memory.Document, opts ...memory.Option) *memory.Memory {
+	m, err := memory.Open("", opts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Add(ctx, docs...); err != nil {
+		log.Fatal(err)
+	}
+	return m
+}
+
+// tempDir makes a directory for an example; the example removes it.
+func tempDir() string {
+	dir, err := os.MkdirTemp("", "agent-memory-*")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return dir
 }
 
 // wordOverlap is a stand-in cross-encoder for the examples: it scores a passage by the
@@ -90,7 +136,7 @@ func (wordOverlap) Score(ctx context.Context, query string, passages []string) (
 // and reranker).
 func Example_readme() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "agent-memory-*")
+	dir := tempDir()
 	defer os.RemoveAll(dir)
 	emb, rr := vectorstore.NewHashEmbedder(64), wordOverlap{}
 
@@ -120,29 +166,198 @@ func Example_readme() {
 // new version is added, and sources that disappeared are deleted.
 func ExampleCollection_DeleteWhere() {
 	ctx := context.Background()
-	m, _ := memory.Open("")
+	m, err := memory.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer m.Close()
-	docs, _ := m.CreateCollection("docs")
-	docs.Add(ctx,
+	docs, err := m.CreateCollection("docs")
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = docs.Add(ctx,
 		memory.Document{ID: "a.md", Text: "old text of a", Source: "a.md"},
 		memory.Document{ID: "b.md", Text: "text of b", Source: "b.md"})
+	if err != nil {
+		log.Fatal(err)
+	}
 	// a.md changed: replace everything that came from it.
-	docs.DeleteWhere(ctx, memory.Where{"source": "a.md"})
-	docs.Add(ctx, memory.Document{ID: "a.md", Text: "new text of a", Source: "a.md"})
+	if _, err := docs.DeleteWhere(ctx, memory.Where{"source": "a.md"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := docs.Add(ctx, memory.Document{ID: "a.md", Text: "new text of a", Source: "a.md"}); err != nil {
+		log.Fatal(err)
+	}
 	// b.md is gone from the folder.
 	present := map[string]bool{"a.md": true}
-	srcs, _ := docs.Sources(ctx)
+	srcs, err := docs.Sources(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
 	for _, s := range srcs {
 		if !present[s] {
-			n, _ := docs.DeleteWhere(ctx, memory.Where{"source": s})
+			n, err := docs.DeleteWhere(ctx, memory.Where{"source": s})
+			if err != nil {
+				log.Fatal(err)
+			}
 			fmt.Println("deleted", s, n)
 		}
 	}
 	fmt.Println(docs.IDs())
-	_, err := m.GetCollection("typo")
+	_, err = m.GetCollection("typo")
 	fmt.Println(errors.Is(err, memory.ErrCollectionNotFound))
 	// Output:
 	// deleted b.md 1
 	// [a.md]
 	// true
+}
+
+// Example_reopen keeps a store in a directory: closed and opened again, it has its
+// documents and answers as before.
+func Example_reopen() {
+	ctx := context.Background()
+	dir := tempDir()
+	defer os.RemoveAll(dir)
+	m, err := memory.Open(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Add(ctx, memory.Document{ID: "n1", Text: "the deploy key lives in the vault"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		log.Fatal(err)
+	}
+
+	m, err = memory.Open(dir) // the same directory: the same store
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	res, err := m.Search(ctx, "where is the deploy key", memory.WithMode(memory.BM25))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(m.Count(), res[0].ID, res[0].Text)
+	// Output:
+	// 1 n1 the deploy key lives in the vault
+}
+
+// ExampleMemory_Upsert replaces a document by id, and Delete removes it; a search sees
+// each change at once.
+func ExampleMemory_Upsert() {
+	ctx := context.Background()
+	m := openWith(ctx, []memory.Document{{ID: "cfg", Text: "the cache holds 10 entries"}})
+	defer m.Close()
+	if err := m.Upsert(ctx, memory.Document{ID: "cfg", Text: "the cache holds 500 entries"}); err != nil {
+		log.Fatal(err)
+	}
+	d, err := m.Get(ctx, "cfg")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Text)
+	if err := m.Delete(ctx, "cfg"); err != nil {
+		log.Fatal(err)
+	}
+	_, err = m.Get(ctx, "cfg")
+	fmt.Println(errors.Is(err, memory.ErrNotFound))
+	res, err := m.Search(ctx, "cache entries", memory.WithMode(memory.BM25))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(res), "results")
+	// Output:
+	// the cache holds 500 entries
+	// true
+	// 0 results
+}
+
+// ExampleMemory_AddCode indexes a source tree one function or type per document, each
+// with its path, lines and language in its metadata.
+func ExampleMemory_AddCode() {
+	ctx := context.Background()
+	root := tempDir()
+	defer os.RemoveAll(root)
+	src := `package temp
+
+// Celsius converts a temperature in degrees Fahrenheit to degrees Celsius.
+func Celsius(f float64) float64 {
+	return (f - 32) * 5 / 9
+}
+
+// Fahrenheit converts a temperature in degrees Celsius to degrees Fahrenheit.
+func Fahrenheit(c float64) float64 {
+	return c*9/5 + 32
+}
+`
+	if err := os.WriteFile(filepath.Join(root, "temp.go"), []byte(src), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	m, err := memory.Open("")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	sum, err := m.AddCode(ctx, root)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("files:", sum.Files)
+	res, err := m.Search(ctx, "convert fahrenheit to celsius", memory.WithMode(memory.BM25), memory.TopK(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := res[0]
+	fmt.Println(r.ID, r.Source, r.Metadata["language"], r.Metadata["name"])
+	// Output:
+	// files: 1
+	// temp.go#L1-L11 temp.go go Celsius
+}
+
+// ExampleWithRerank reorders the fused candidates with the store's cross-encoder (here a
+// stand-in that counts the query words a passage holds, "the" included, which BM25 drops
+// as a stop word; a real one is rerank.NewCrossEncoder over an ONNX model) and reports
+// both rankings in each result's explanation, the score becoming sigmoid(logit).
+func ExampleWithRerank() {
+	ctx := context.Background()
+	m := openWith(ctx, []memory.Document{
+		{ID: "a", Text: "password password password reset"},
+		{ID: "b", Text: "to reset the password, open the settings page"},
+	}, memory.WithReranker(wordOverlap{}))
+	defer m.Close()
+	res, err := m.Search(ctx, "reset the password", memory.WithMode(memory.BM25), memory.WithRerank(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Printf("%s bm25 rank %d, rerank rank %d, score %.3f\n", r.ID, r.Explain.BM25.Rank, r.Explain.Rerank.Rank, r.Score)
+	}
+	// Output:
+	// b bm25 rank 2, rerank rank 1, score 0.953
+	// a bm25 rank 1, rerank rank 2, score 0.881
+}
+
+// ExampleWithFusion plugs a fusion method of one's own into hybrid search: any
+// hybrid.FusionFunc, here CombSUM over the raw scores built on hybrid.Fuse.
+func ExampleWithFusion() {
+	ctx := context.Background()
+	m := openWith(ctx, []memory.Document{
+		{ID: "a", Text: "vector search with an exact flat scan"},
+		{ID: "b", Text: "keyword search with BM25"},
+	}, memory.WithEmbedder(vectorstore.NewHashEmbedder(64)))
+	defer m.Close()
+	combSUM := func(lists []hybrid.List, opt hybrid.FusionOptions) []hybrid.Fused {
+		return hybrid.Fuse(lists, opt, "combsum", func(_ int, w float64, _ int, h hybrid.Hit) float64 {
+			return w * h.Score
+		})
+	}
+	res, err := m.Search(ctx, "keyword search", memory.WithFusion(combSUM), memory.TopK(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := res[0]
+	fmt.Println(r.ID, r.Score == r.Explain.BM25.Score+r.Explain.Dense.Score)
+	// Output:
+	// b true
 }
