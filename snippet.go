@@ -132,50 +132,10 @@ func snippet(text string, tm *termMatcher, size int) string {
 		scan = scan[:end]
 	}
 	hits := snippetHits(scan, tm)
-	lo, hi := 0, 0 // the chosen cluster of hits: [hits[lo].start, hits[hi-1].end)
-	if len(hits) > 0 {
-		count := map[string]int{}
-		bestDistinct, bestN := 0, 0
-		j, distinct := 0, 0
-		for i := range hits {
-			for j < len(hits) && hits[j].end-hits[i].start <= size {
-				if count[hits[j].term] == 0 {
-					distinct++
-				}
-				count[hits[j].term]++
-				j++
-			}
-			if j > i && (distinct > bestDistinct || (distinct == bestDistinct && j-i > bestN)) {
-				bestDistinct, bestN, lo, hi = distinct, j-i, i, j
-			}
-			if j > i {
-				count[hits[i].term]--
-				if count[hits[i].term] == 0 {
-					distinct--
-				}
-			} else {
-				j = i + 1 // a single hit longer than the window: skip it
-			}
-		}
-	}
+	lo, hi := densestCluster(hits, size)
 	var from, to int
 	if hi > lo {
-		first, last := hits[lo].start, hits[hi-1].end
-		// Show some context before the first hit: a third of what is left over.
-		from = max(0, first-(size-(last-first))/3)
-		to = min(len(text), from+size)
-		// Do not cut a word in two at either end, unless that would drop a hit.
-		if from > 0 && !isSpaceByte(text[from-1]) {
-			if k := strings.IndexFunc(text[from:first], unicode.IsSpace); k >= 0 {
-				from += k + 1
-			}
-		}
-		to = min(len(text), from+size)
-		if to < len(text) && !isSpaceByte(text[to]) {
-			if k := strings.LastIndexFunc(text[last:to], unicode.IsSpace); k >= 0 {
-				to = last + k
-			}
-		}
+		from, to = aroundHits(text, hits[lo].start, hits[hi-1].end, size)
 	} else {
 		to = min(len(text), size)
 		if to < len(text) && !isSpaceByte(text[to]) {
@@ -191,6 +151,54 @@ func snippet(text string, tm *termMatcher, size int) string {
 		to--
 	}
 	return strings.Join(strings.Fields(text[from:to]), " ")
+}
+
+// densestCluster picks the hits [lo, hi) that fit in a window of size bytes with the most
+// distinct terms, then the most hits (lo == hi when there are none).
+func densestCluster(hits []hit, size int) (lo, hi int) {
+	count := map[string]int{}
+	bestDistinct, bestN := 0, 0
+	j, distinct := 0, 0
+	for i := range hits {
+		for j < len(hits) && hits[j].end-hits[i].start <= size {
+			if count[hits[j].term] == 0 {
+				distinct++
+			}
+			count[hits[j].term]++
+			j++
+		}
+		if j > i && (distinct > bestDistinct || (distinct == bestDistinct && j-i > bestN)) {
+			bestDistinct, bestN, lo, hi = distinct, j-i, i, j
+		}
+		if j > i {
+			count[hits[i].term]--
+			if count[hits[i].term] == 0 {
+				distinct--
+			}
+		} else {
+			j = i + 1 // a single hit longer than the window: skip it
+		}
+	}
+	return lo, hi
+}
+
+// aroundHits is the window [from, to) of at most size bytes of text that holds the hits
+// spanning [first, last), with a third of the room left before them, not cutting a word in
+// two at either end unless that would drop a hit.
+func aroundHits(text string, first, last, size int) (from, to int) {
+	from = max(0, first-(size-(last-first))/3)
+	if from > 0 && !isSpaceByte(text[from-1]) {
+		if k := strings.IndexFunc(text[from:first], unicode.IsSpace); k >= 0 {
+			from += k + 1
+		}
+	}
+	to = min(len(text), from+size)
+	if to < len(text) && !isSpaceByte(text[to]) {
+		if k := strings.LastIndexFunc(text[last:to], unicode.IsSpace); k >= 0 {
+			to = last + k
+		}
+	}
+	return from, to
 }
 
 func isSpaceByte(b byte) bool {
