@@ -72,8 +72,8 @@ type SearchInput struct {
 	Rerank     bool         `json:"rerank,omitempty" jsonschema:"rerank the results with the server's cross-encoder, when it has one"`
 }
 
-// Hit is one search result.
-type Hit struct {
+// SearchResult is one result of memory_search: the JSON form of a memory.Result.
+type SearchResult struct {
 	ID         string         `json:"id"`
 	Collection string         `json:"collection"`
 	Title      string         `json:"title,omitempty"`
@@ -84,7 +84,7 @@ type Hit struct {
 
 // SearchOutput is memory_search's output.
 type SearchOutput struct {
-	Results []Hit `json:"results"`
+	Results []SearchResult `json:"results"`
 }
 
 // DocumentInput is one document of memory_add.
@@ -255,9 +255,9 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if err != nil {
 		return nil, SearchOutput{}, err
 	}
-	out := SearchOutput{Results: make([]Hit, len(res))}
+	out := SearchOutput{Results: make([]SearchResult, len(res))}
 	for i, r := range res {
-		out.Results[i] = Hit{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata}
+		out.Results[i] = SearchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata}
 	}
 	return nil, out, nil
 }

@@ -20,7 +20,11 @@ func newStore(t *testing.T) *memory.Memory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return m
 }
 
@@ -99,7 +103,10 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 	var names []string
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
-		schema, _ := json.Marshal(tool.InputSchema)
+		schema, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatalf("%s: input schema: %v", tool.Name, err)
+		}
 		if !strings.Contains(string(schema), `"type":"object"`) {
 			t.Errorf("%s: input schema %s", tool.Name, schema)
 		}
