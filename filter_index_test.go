@@ -3,12 +3,15 @@ package memory
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentmem/memory/vectorstore"
+	"github.com/blevesearch/bleve/v2"
 )
 
 // filterValues are the metadata values and operands of the random filters: strings,
@@ -195,5 +198,56 @@ func TestWhereIndexedMatchesScan(t *testing.T) {
 				t.Fatalf("only %d of 1350 searches found anything: the filters are too narrow to test", nonEmpty)
 			}
 		})
+	}
+}
+
+// TestOldBM25LayoutRebuilt: a store whose BM25 index has layout 2 (written before
+// metadata was indexed) is rebuilt from the store of record at open, so its Where
+// searches find what they should.
+func TestOldBM25LayoutRebuilt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []Document{
+		{ID: "a", Text: "tumor growth", Metadata: map[string]any{"year": 2020}},
+		{ID: "b", Text: "tumor cells", Metadata: map[string]any{"year": 2021}},
+	}
+	if err := m.Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var indexes []string
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "index_meta.json" {
+			indexes = append(indexes, filepath.Dir(path))
+		}
+		return err
+	})
+	if err != nil || len(indexes) != 1 {
+		t.Fatalf("BM25 indexes %v (err %v), want one", indexes, err)
+	}
+	idx, err := bleve.Open(indexes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.SetInternal([]byte("memory.bm25.format"), []byte("2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var st SearchStats
+	res, err := m.Search(ctx, "tumor", WithMode(BM25), WithWhere(Where{"year": map[string]any{"$gte": 2021}}), WithStats(&st))
+	if err != nil || len(res) != 1 || res[0].ID != "b" || st.Allowed != 1 {
+		t.Fatalf("after rebuild: %v (allowed %d), err %v", res, st.Allowed, err)
 	}
 }

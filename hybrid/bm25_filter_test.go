@@ -323,28 +323,6 @@ func TestFilterBleveScoring(t *testing.T) {
 	}
 }
 
-// TestFormat2Rebuilt: an index of layout 2 (no metadata field) is refused with
-// ErrBM25Format, so the store rebuilds it from its records.
-func TestFormat2Refused(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "bm25")
-	b, err := OpenBM25(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Apply([]BM25Doc{{ID: "a", Text: "tumor growth"}}, nil, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.idx.SetInternal(formatKey, []byte("2")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenBM25(dir); !errors.Is(err, ErrBM25Format) {
-		t.Fatalf("layout 2: err %v, want ErrBM25Format", err)
-	}
-}
-
 // TestCorruptSegment: bytes flipped in the segment files of a closed index never panic:
 // opening or searching either fails (ErrCorrupt for a panic inside Bleve, ErrBM25 for a
 // reported error) or gives the right results.

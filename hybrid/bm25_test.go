@@ -707,26 +707,34 @@ func TestReopenNeedsNoPass(t *testing.T) {
 	}
 }
 
-// TestOldLayoutRefused: an index written without the length field (an earlier release)
-// is refused with ErrBM25Format, so the store rebuilds it rather than scoring with wrong
-// statistics.
+// TestOldLayoutRefused: an index of an earlier layout — written without the length field
+// (no format key), or of layout 2 (no metadata field) — is refused with ErrBM25Format, so
+// the store rebuilds it from its records rather than scoring or filtering with what is not
+// there.
 func TestOldLayoutRefused(t *testing.T) {
-	dir := t.TempDir() + "/bm25"
-	b, err := OpenBM25(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Apply([]BM25Doc{{ID: "a", Text: "tumor growth"}}, nil, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.idx.DeleteInternal(formatKey); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenBM25(dir); !errors.Is(err, ErrBM25Format) {
-		t.Fatalf("old layout: err %v, want ErrBM25Format", err)
+	for _, format := range []string{"", "2"} {
+		dir := t.TempDir() + "/bm25"
+		b, err := OpenBM25(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Apply([]BM25Doc{{ID: "a", Text: "tumor growth"}}, nil, 1); err != nil {
+			t.Fatal(err)
+		}
+		if format == "" {
+			err = b.idx.DeleteInternal(formatKey)
+		} else {
+			err = b.idx.SetInternal(formatKey, []byte(format))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenBM25(dir); !errors.Is(err, ErrBM25Format) {
+			t.Fatalf("layout %q: err %v, want ErrBM25Format", format, err)
+		}
 	}
 }
 
