@@ -520,6 +520,9 @@ func (c *Collection) Upsert(ctx context.Context, docs ...Document) error {
 
 func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error {
 	m := c.m
+	if err := m.writable(); err != nil {
+		return err
+	}
 	if len(in) == 0 {
 		return nil
 	}
@@ -759,6 +762,9 @@ func (m *Memory) maybeTrim(s *colState) error {
 // Delete removes documents (with all their chunks); unknown ids are ignored.
 func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 	m := c.m
+	if err := m.writable(); err != nil {
+		return err
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -870,6 +876,9 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 // always there, empty until written).
 func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) {
 	m := c.m
+	if err := m.writable(); err != nil {
+		return 0, err
+	}
 	if len(where) == 0 {
 		return 0, fmt.Errorf("%w: DeleteWhere needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
 	}

@@ -1,14 +1,19 @@
 package memory
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // formatVersion is the on-disk format this build writes and reads.
@@ -126,3 +131,121 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// checkStoreFile checks, before bbolt maps it, that the store database at path is whole: not
+// missing, not empty, with a valid meta page (bbolt keeps two, each with a checksum) whose
+// pages all lie inside the file. bbolt itself maps a truncated file and then panics, or
+// faults on pages past its end; an empty file it would silently make a new, empty store.
+// Every failure is ErrCorrupt naming the file.
+func checkStoreFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s is missing (the manifest says a store is here; restore the file from a backup, or remove the directory to start over)", ErrCorrupt, path)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	if size == 0 {
+		return fmt.Errorf("%w: %s is empty", ErrCorrupt, path)
+	}
+	best, ok := boltMeta{}, false
+	// The first meta page is at offset 0 and names the page size; the second is one page
+	// later (bbolt looks for it at each power of two when the first is damaged).
+	if m, err := readBoltMeta(f, 0); err == nil {
+		best, ok = m, true
+		if m2, err := readBoltMeta(f, int64(m.pageSize)); err == nil && m2.txid > best.txid {
+			best = m2
+		}
+	} else {
+		for ps := int64(1024); ps <= 1<<24 && ps < size; ps <<= 1 {
+			if m, err := readBoltMeta(f, ps); err == nil && int64(m.pageSize) == ps {
+				best, ok = m, true
+				break
+			}
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s has no valid bbolt meta page (damaged or not a store database)", ErrCorrupt, path)
+	}
+	if need := int64(best.pgid) * int64(best.pageSize); need > size || best.pgid < 2 {
+		return fmt.Errorf("%w: %s is truncated: %d bytes, its meta page says %d pages of %d bytes", ErrCorrupt, path, size, best.pgid, best.pageSize)
+	}
+	if best.root >= best.pgid || (best.freelist >= best.pgid && best.freelist != ^uint64(0)) {
+		return fmt.Errorf("%w: %s: meta page points past the end of the data", ErrCorrupt, path)
+	}
+	return nil
+}
+
+// boltMeta is what checkStoreFile reads of a bbolt meta page.
+type boltMeta struct {
+	pageSize                   uint32
+	root, freelist, pgid, txid uint64
+}
+
+// readBoltMeta reads and validates (magic, version, checksum) the bbolt meta page at off.
+// The layout is bbolt's (v1.4, format version 2): a 16-byte page header, then magic,
+// version, page size, flags (4 bytes each), the root bucket (page id, sequence), the
+// freelist page id, the high water mark page id, the transaction id and an FNV-64a
+// checksum of everything before it, in the machine's byte order (little-endian on every
+// platform bbolt stores are made on here).
+func readBoltMeta(r io.ReaderAt, off int64) (boltMeta, error) {
+	var b [16 + 64]byte
+	if _, err := r.ReadAt(b[:], off); err != nil {
+		return boltMeta{}, err
+	}
+	p := b[16:]
+	le := binary.LittleEndian
+	const magic, version = 0xED0CDAED, 2
+	if le.Uint32(p[0:]) != magic || le.Uint32(p[4:]) != version {
+		return boltMeta{}, errors.New("not a bbolt meta page")
+	}
+	h := fnv.New64a()
+	h.Write(p[:56])
+	if h.Sum64() != le.Uint64(p[56:]) {
+		return boltMeta{}, errors.New("bbolt meta page checksum mismatch")
+	}
+	m := boltMeta{pageSize: le.Uint32(p[8:]), root: le.Uint64(p[16:]), freelist: le.Uint64(p[32:]), pgid: le.Uint64(p[40:]), txid: le.Uint64(p[48:])}
+	if m.pageSize < 512 || m.pageSize&(m.pageSize-1) != 0 {
+		return boltMeta{}, fmt.Errorf("bbolt meta page names page size %d", m.pageSize)
+	}
+	return m, nil
+}
+
+// onlyManifest reports whether a store directory's entries (others, from manifestTemps)
+// are its manifest and at most an empty database: a store whose creation, by an older
+// version that wrote the manifest first, was killed before anything was stored.
+func onlyManifest(others []string, dbPath string) bool {
+	for _, name := range others {
+		switch name {
+		case manifestName:
+		case dbName:
+			if fi, err := os.Stat(dbPath); err != nil || fi.Size() != 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// emptyBolt reports whether db holds no bucket at all (a database just created).
+func emptyBolt(db *bolt.DB) bool {
+	empty := true
+	db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func([]byte, *bolt.Bucket) error {
+			empty = false
+			return errStop
+		})
+	})
+	return empty
+}
+
+// errStop ends a bbolt iteration early.
+var errStop = errors.New("stop")

@@ -49,6 +49,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -58,6 +60,7 @@ import (
 	"github.com/agentmem/memory/sop"
 	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // DefaultCollection is the name of the collection that Memory's own methods use.
@@ -188,59 +191,124 @@ func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is empty", ErrStoreNotFound, dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, dbName)); err != nil {
-		return nil, fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, dir, dbName)
+	if err := checkStoreFile(filepath.Join(dir, dbName)); err != nil {
+		_, others, lerr := manifestTemps(dir)
+		if lerr == nil && onlyManifest(others, filepath.Join(dir, dbName)) {
+			return nil, fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, dir, dbName)
+		}
+		return nil, err
 	}
 	return Open(dir, opts...)
 }
 
-func (m *Memory) open() error {
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+func (m *Memory) open() (err error) {
+	// A damaged store.db can make bbolt panic, or fault on a page past the end of its
+	// mapping: both become ErrCorrupt instead of a crash (the fault only on this goroutine).
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: opening the store panicked: %v", ErrCorrupt, m.dir, p)
+		}
+	}()
+	dbPath := filepath.Join(m.dir, dbName)
+	if m.opts.ReadOnly {
+		if err := m.checkReadOnlyDir(); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return err
 	}
 	man, err := readManifest(m.dir)
 	if err != nil {
 		return err
 	}
-	// A process killed inside writeManifest leaves its temp file behind. It never
-	// holds the live manifest (that is only ever renamed into place), so it is
-	// removed, but only in a directory that is ours: one with a manifest (after
-	// taking the lock, below) or one holding nothing else. A foreign directory is
-	// left untouched.
+	// A process killed inside writeManifest leaves its temp file behind. It never holds
+	// the live manifest (that is only ever renamed into place), so it is removed, but only
+	// after taking the lock (another process may be writing it right now) and only in a
+	// directory that is ours. A foreign directory is left untouched.
 	temps, others, err := manifestTemps(m.dir)
 	if err != nil {
 		return err
 	}
-	if man == nil {
-		if len(others) > 0 {
-			return fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, m.dir, manifestName)
+	// Creation is race-free between processes: a new store's store.db is made and locked
+	// (bbolt's flock) before its manifest is written, so a directory holding only a
+	// store.db is a store being created (or whose creation was killed): whoever gets the
+	// lock next decides, reading the manifest again under it.
+	creating := false
+	switch {
+	case man == nil && (len(others) == 0 || len(others) == 1 && others[0] == dbName):
+		if m.opts.ReadOnly {
+			return fmt.Errorf("%w: %s has no %s (a store not created yet, or being created)", ErrStoreNotFound, m.dir, manifestName)
 		}
-		if err := removeFiles(temps); err != nil {
+		creating = true
+		if len(others) == 1 {
+			if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 {
+				if err := checkStoreFile(dbPath); err != nil {
+					return fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
+				}
+			}
+		}
+	case man == nil && slices.Contains(others, dbName):
+		return fmt.Errorf("%w: %s has a %s but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
+	case man == nil:
+		return fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, m.dir, manifestName)
+	default:
+		if err := checkStoreFile(dbPath); err != nil {
+			// A store created by an older version wrote its manifest before its database:
+			// a kill between the two leaves the manifest alone. Nothing was ever stored.
+			if !onlyManifest(others, dbPath) {
+				return err
+			}
+			if m.opts.ReadOnly {
+				return fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, m.dir, dbName)
+			}
+			creating = true
+		}
+	}
+
+	db, err := bolt.Open(dbPath, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, NoSync: m.opts.NoSync, ReadOnly: m.opts.ReadOnly})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return lockedError(m.dir, m.opts.ReadOnly)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dbPath, err)
+	}
+	m.db = db
+	if creating {
+		// Under the lock: another process may have finished creating the store meanwhile.
+		if man, err = readManifest(m.dir); err != nil {
 			return err
 		}
-		temps = nil
-		man = &manifest{Format: formatVersion, Created: time.Now().UTC()}
-		if err := writeManifest(m.dir, man); err != nil {
-			return err
+		if man == nil {
+			if !emptyBolt(db) {
+				return fmt.Errorf("%w: %s has a %s with data but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
+			}
+			if err := removeFiles(temps); err != nil {
+				return err
+			}
+			temps = nil
+			man = &manifest{Format: formatVersion, Created: time.Now().UTC()}
+			if err := writeManifest(m.dir, man); err != nil {
+				return err
+			}
 		}
 	}
 	m.man = man
-	db, err := bolt.Open(filepath.Join(m.dir, dbName), 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, NoSync: m.opts.NoSync})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return fmt.Errorf("%w: %s", ErrLocked, m.dir)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, filepath.Join(m.dir, dbName), err)
-	}
-	m.db = db
-	if err := removeFiles(temps); err != nil {
-		return err
+	if !m.opts.ReadOnly {
+		if err := removeFiles(temps); err != nil {
+			return err
+		}
 	}
 
 	if err := m.resolveEmbedder(); err != nil {
 		return err
 	}
-	if err := m.checkEmbedder(); err != nil {
+	if m.opts.ReadOnly {
+		err = m.checkEmbedderReadOnly()
+	} else {
+		err = m.checkEmbedder()
+	}
+	if err != nil {
 		return err
 	}
 	var names []string
@@ -260,9 +328,14 @@ func (m *Memory) open() error {
 		if err != nil {
 			return err
 		}
+		if m.opts.ReadOnly {
+			c.changes = 0
+		}
 		m.cols[n] = c
 	}
-	m.removeOrphanIndexes()
+	if !m.opts.ReadOnly {
+		m.removeOrphanIndexes()
+	}
 	return nil
 }
 
@@ -515,6 +588,9 @@ func (m *Memory) GetCollection(name string) (*Collection, error) {
 // CreateCollection returns the named collection, creating it (durably, empty) when it does
 // not exist yet.
 func (m *Memory) CreateCollection(name string) (*Collection, error) {
+	if err := m.writable(); err != nil {
+		return nil, err
+	}
 	c := m.Collection(name)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
@@ -529,6 +605,9 @@ func (m *Memory) CreateCollection(name string) (*Collection, error) {
 // default collection empties it. Searches running on it finish first; later ones of the
 // name fail with ErrCollectionNotFound until it is written again.
 func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
+	if err := m.writable(); err != nil {
+		return err
+	}
 	c := m.Collection(name)
 	if err := validCollectionName(c.name); err != nil {
 		return err

@@ -54,6 +54,9 @@ type Options struct {
 	// EmbedderResolver loads the embedder recorded in the manifest when Embedder is nil
 	// (see WithEmbedderResolver).
 	EmbedderResolver EmbedderResolver
+	// ReadOnly opens an existing store for reading only (see ReadOnly): several processes
+	// may hold it at once, no writer may; writes fail with ErrReadOnly.
+	ReadOnly bool
 }
 
 // Option changes Options.
