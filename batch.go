@@ -78,8 +78,11 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 		}
 	}
 	k := so.retrieverWindow(so.Mode)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	unlock, err := c.m.rlockOpen(s)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if s.vec == nil {
 		return nil, nil
 	}

@@ -52,8 +52,11 @@ func colIndexCounts(t *testing.T, c *Collection) (docs, units, bm25, vec int) {
 	if err != nil || s == nil {
 		t.Fatalf("collection %q: %v", c.name, err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	unlock, err := c.m.rlockOpen(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
 	n, err := s.bm25.Count()
 	if err != nil {
 		t.Fatal(err)

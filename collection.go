@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/hybrid"
@@ -31,10 +31,14 @@ type colState struct {
 
 	// Documents are not held in memory: results, filters and catch-up read them from the
 	// store of record. What is kept is O(1) per collection.
-	mu      sync.RWMutex // the indexes and counters: searches read-lock, writes lock
-	bm25    *hybrid.BM25Index
-	vec     vectorstore.Index // nil without an embedder
+	mu      sync.RWMutex      // the indexes and counters: searches read-lock, writes lock
+	indexes []derivedIndex    // by kind (Memory.kinds); nil where a kind does not apply
+	bm25    *hybrid.BM25Index // the BM25 index (also in indexes), for searches
+	vec     vectorstore.Index // the vector index (also in indexes); nil without an embedder
 	lastSeq uint64            // sequence number of the collection's last change
+	trimmed uint64            // the change log was trimmed up to this sequence number
+	deleted bool              // removed by DeleteCollection
+	lastUse atomic.Int64      // when a search or write last used its indexes (unix ns)
 	changes int               // entries in its change log
 	ndocs   int               // documents stored (persisted as info/ndocs)
 	units   int               // index ids (chunks) of all documents (info/nunits)
@@ -46,17 +50,12 @@ const maxChanges = 200_000
 
 func (c *colState) close() error {
 	var errs []error
-	if c.bm25 != nil {
-		errs = append(errs, c.bm25.Close())
-		c.bm25 = nil
-	}
-	if c.vec != nil {
-		if d, ok := c.vec.(vectorstore.Durable); ok {
-			errs = append(errs, d.Commit(c.lastSeq))
+	for _, ix := range c.indexes {
+		if ix != nil {
+			errs = append(errs, guard("close", ix.Close))
 		}
-		errs = append(errs, c.vec.Close())
-		c.vec = nil
 	}
+	c.indexes, c.bm25, c.vec = nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -76,7 +75,7 @@ func (c *Collection) state(create bool) (*colState, error) {
 	m.cmu.RLock()
 	s := m.cols[c.name]
 	m.cmu.RUnlock()
-	if s != nil || !create {
+	if s != nil {
 		return s, nil
 	}
 	m.cmu.Lock()
@@ -84,37 +83,34 @@ func (c *Collection) state(create bool) (*colState, error) {
 	if s := m.cols[c.name]; s != nil {
 		return s, nil
 	}
-	if err := m.db.Update(func(tx *bolt.Tx) error {
-		_, err := colBucket(tx, c.name, true)
-		return err
-	}); err != nil {
+	exists, err := m.collectionExists(c.name)
+	if err != nil || (!exists && !create) {
 		return nil, err
 	}
-	// Indexes left by a deleted collection of that name must not be caught up.
-	if err := errors.Join(os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name))); err != nil {
-		return nil, err
+	if !exists {
+		if err := m.createCollection(c.name); err != nil {
+			return nil, err
+		}
 	}
-	s, err := m.loadCollection(c.name)
-	if err != nil {
+	if s, err = m.loadCollection(c.name); err != nil {
 		return nil, err
 	}
 	m.cols[c.name] = s
 	return s, nil
 }
 
-// loadCollection reads a collection's documents and opens its indexes, replaying the
-// changes they miss (or rebuilding them when the change log no longer reaches back).
+// loadCollection reads a collection's counters and the reach of its change log. Its
+// indexes are opened when a search or write first needs them (see lockOpen).
 func (m *Memory) loadCollection(name string) (*colState, error) {
 	s := &colState{name: name}
-	var trimmed uint64
 	haveCounts := true
 	err := m.db.View(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, name, false)
 		if err != nil || b == nil {
 			return err
 		}
-		trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
-		s.lastSeq = trimmed
+		s.trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
+		s.lastSeq = s.trimmed
 		s.ndocs, s.units, haveCounts = counts(b)
 		cur := b.Bucket(bkChanges).Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
@@ -131,74 +127,8 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 			return nil, err
 		}
 	}
-
-	// BM25.
-	path := m.colPath(bm25Dir, name)
-	// A temporary store keeps its BM25 index in its temporary directory too, not in
-	// memory: scorch merges only persisted segments, so an in-memory index keeps one
-	// segment per batch (1,000 segments after 1M documents added 1,000 at a time), and
-	// every query pays per segment.
-	s.bm25, err = hybrid.OpenBM25With(path, m.bm25Options())
-	if err != nil && path != "" {
-		m.log.Warn("memory: BM25 index unreadable, rebuilding", "collection", name, "err", err)
-		os.RemoveAll(path)
-		s.bm25, err = hybrid.OpenBM25With(path, m.bm25Options())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := m.catchUp(s, s.bm25.Seq(), trimmed, func(puts []unitDoc, dels []string, seq uint64) error {
-		docs := make([]hybrid.BM25Doc, len(puts))
-		for i, p := range puts {
-			docs[i] = bm25Doc(p.uid, p.r, p.idx)
-		}
-		return s.bm25.Apply(docs, dels, seq)
-	}, func() error {
-		s.bm25.Close()
-		os.RemoveAll(path)
-		var err error
-		s.bm25, err = hybrid.OpenBM25With(path, m.bm25Options())
-		return err
-	}); err != nil {
-		s.close()
-		return nil, err
-	}
-
-	// Vectors.
-	if e := m.opts.Embedder; e != nil {
-		cfg := m.opts.Index
-		cfg.Dim = e.Dim()
-		if !m.tempDir {
-			cfg.Dir = m.colPath(vecDir, name)
-		}
-		if s.vec, err = vectorstore.NewIndex(cfg); err != nil {
-			s.close()
-			return nil, err
-		}
-		var from uint64
-		if d, ok := s.vec.(vectorstore.Durable); ok {
-			from = d.Seq()
-		}
-		apply := func(puts []unitDoc, dels []string, _ uint64) error {
-			if err := s.vec.Delete(context.Background(), dels...); err != nil {
-				return err
-			}
-			ids := make([]string, len(puts))
-			for i, p := range puts {
-				ids[i] = p.uid
-			}
-			return m.loadVectors(s, ids)
-		}
-		if err := m.catchUp(s, from, trimmed, apply, func() error {
-			s.vec.Close()
-			os.RemoveAll(cfg.Dir)
-			var err error
-			s.vec, err = vectorstore.NewIndex(cfg)
-			return err
-		}); err != nil {
-			s.close()
-			return nil, err
-		}
+	if m.opts.ReadOnly {
+		s.changes = 0 // nothing to trim on Close: a read-only store writes nothing
 	}
 	return s, nil
 }
@@ -239,28 +169,20 @@ type unitDoc struct {
 	uid string
 	r   *record
 	idx int
+	vec []float32 // its vector when the writer has it (nil: read from the store)
 }
 
 // catchUpBatch is how many index ids catch-up reads (in one read transaction) and applies
 // at a time.
 const catchUpBatch = 1000
 
-// catchUp brings an index that reflects sequence number from up to s.lastSeq: it replays
-// the change log when it reaches back far enough, else it resets the index and loads every
-// document. puts and dels are index ids (see unitID): a touched id that is live now is put
-// again, one that is not is deleted. The caller holds the writer lock or is opening.
-func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts []unitDoc, dels []string, seq uint64) error, reset func() error) error {
+// catchUp brings an index that reflects sequence number from up to s.lastSeq by replaying
+// the change log after from (the caller checked that it reaches back that far). puts and
+// dels are index ids (see unitID): a touched id that is live now is put again, one that is
+// not is deleted. The caller holds the writer lock or is opening.
+func (m *Memory) catchUp(s *colState, from uint64, apply applyFunc) error {
 	if from >= s.lastSeq {
 		return nil
-	}
-	if from < trimmed || from == 0 {
-		if from > 0 {
-			m.log.Warn("memory: index lags behind the change log, rebuilding", "collection", s.name)
-		}
-		if err := reset(); err != nil {
-			return err
-		}
-		return m.rebuild(s, apply)
 	}
 	touched := map[string]bool{}
 	var puts []unitDoc
@@ -303,7 +225,7 @@ func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts []un
 		if i == 0 {
 			d = dels
 		}
-		if err := apply(puts[i:j], d, s.lastSeq); err != nil {
+		if err := apply(context.Background(), puts[i:j], d, s.lastSeq); err != nil {
 			return err
 		}
 		if j >= len(puts) {
@@ -315,7 +237,7 @@ func (m *Memory) catchUp(s *colState, from, trimmed uint64, apply func(puts []un
 
 // rebuild loads every document of a collection into a reset index: a batch of index ids
 // per read transaction, so neither the collection nor a long transaction is held.
-func (m *Memory) rebuild(s *colState, apply func(puts []unitDoc, dels []string, seq uint64) error) error {
+func (m *Memory) rebuild(s *colState, apply applyFunc) error {
 	var after []byte
 	applied := false
 	for {
@@ -353,7 +275,7 @@ func (m *Memory) rebuild(s *colState, apply func(puts []unitDoc, dels []string, 
 		}
 		if len(puts) > 0 || !applied {
 			// The first call also records the sequence number in an empty collection.
-			if err := apply(puts, nil, s.lastSeq); err != nil {
+			if err := apply(context.Background(), puts, nil, s.lastSeq); err != nil {
 				return err
 			}
 			applied = true
@@ -364,15 +286,17 @@ func (m *Memory) rebuild(s *colState, apply func(puts []unitDoc, dels []string, 
 	}
 }
 
-// loadVectors adds the stored vectors of ids to the collection's vector index.
-func (m *Memory) loadVectors(s *colState, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	var vids []string
-	var vecs [][]float32
-	if err := m.db.View(func(tx *bolt.Tx) error {
-		b, _ := colBucket(tx, s.name, false)
+// applyFunc applies puts and deletes to a derived index (derivedIndex.Apply).
+type applyFunc func(ctx context.Context, puts []unitDoc, dels []string, seq uint64) error
+
+// storedVectors reads the stored vectors of ids in collection col; ids without one are
+// left out.
+func (m *Memory) storedVectors(col string, ids []string) (vids []string, vecs [][]float32, err error) {
+	err = m.db.View(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
 		vb := b.Bucket(bkVecs)
 		for _, id := range ids {
 			raw := vb.Get([]byte(id))
@@ -387,13 +311,8 @@ func (m *Memory) loadVectors(s *colState, ids []string) error {
 			vecs = append(vecs, v)
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	if len(vids) == 0 {
-		return nil
-	}
-	return s.vec.Add(context.Background(), vids, vecs)
+	})
+	return vids, vecs, err
 }
 
 // trimChanges drops the change log of a collection whose indexes are all persisted.
@@ -413,6 +332,7 @@ func (m *Memory) trimChanges(s *colState) error {
 			return err
 		}
 		s.changes = 0
+		s.trimmed = s.lastSeq
 		return b.Bucket(bkInfo).Put(keyTrim, u64b(s.lastSeq))
 	})
 }
@@ -560,6 +480,9 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	if err != nil {
 		return err
 	}
+	if err := m.ensureOpen(s); err != nil {
+		return err
+	}
 	// The index ids each document replaces: those of its stored version that it does not
 	// reuse (a document that shrinks drops its last chunks).
 	// Read under the writer lock, so the stored versions cannot change before the write.
@@ -688,36 +611,27 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	}
 
 	// The write is durable; now the in-memory view and the indexes.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	bdocs := make([]hybrid.BM25Doc, 0, nUnits)
-	ids := make([]string, 0, nUnits)
-	var flat [][]float32
+	unlock, err := m.lockOpen(s)
+	if err != nil {
+		return fmt.Errorf("memory: documents stored, but their collection's indexes cannot be opened: %w", err)
+	}
+	defer unlock()
+	puts := make([]unitDoc, 0, nUnits)
 	var dels []string
 	for i := range docs {
 		dels = append(dels, stale[i]...)
 		for n, u := range units[i] {
-			bdocs = append(bdocs, bm25Doc(u, recs[i], unitIndex(recs[i], n)))
-			ids = append(ids, u)
+			p := unitDoc{uid: u, r: recs[i], idx: unitIndex(recs[i], n)}
 			if vecs != nil {
-				flat = append(flat, vecs[i][n])
+				p.vec = vecs[i][n]
 			}
+			puts = append(puts, p)
 		}
 	}
 	s.ndocs, s.units = ndocs, nunits
 	s.lastSeq = seq
 	s.changes += nChanges
-	var errs []error
-	errs = append(errs, s.bm25.Apply(bdocs, dels, seq))
-	if s.vec != nil {
-		if len(dels) > 0 {
-			errs = append(errs, s.vec.Delete(ctx, dels...))
-		}
-		errs = append(errs, s.vec.Add(ctx, ids, flat))
-		if d, ok := s.vec.(vectorstore.Durable); ok {
-			errs = append(errs, d.Commit(seq))
-		}
-	}
+	errs := []error{m.applyDerived(ctx, s, puts, dels, seq)}
 	errs = append(errs, m.maybeTrim(s))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: documents stored, but an index update failed (it is rebuilt on reopen): %w", err)
@@ -755,6 +669,7 @@ func (m *Memory) maybeTrim(s *colState) error {
 		if last == nil {
 			return nil
 		}
+		s.trimmed = u64(last)
 		return b.Bucket(bkInfo).Put(keyTrim, last)
 	})
 }
@@ -801,6 +716,9 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 	if len(ids) == 0 {
 		return nil
 	}
+	if err := m.ensureOpen(s); err != nil {
+		return err
+	}
 	var units []string
 	var seq uint64
 	ndocs, nunits := 0, 0
@@ -846,22 +764,18 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 	}); err != nil {
 		return fmt.Errorf("memory: delete: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := m.lockOpen(s)
+	if err != nil {
+		return fmt.Errorf("memory: documents deleted, but their collection's indexes cannot be opened: %w", err)
+	}
+	defer unlock()
 	s.ndocs, s.units = ndocs, nunits
 	if len(units) == 0 {
 		return nil
 	}
 	s.lastSeq = seq
 	s.changes += len(units)
-	errs := []error{s.bm25.Apply(nil, units, seq)}
-	if s.vec != nil {
-		errs = append(errs, s.vec.Delete(ctx, units...))
-		if d, ok := s.vec.(vectorstore.Durable); ok {
-			errs = append(errs, d.Commit(seq))
-		}
-	}
-	errs = append(errs, m.maybeTrim(s))
+	errs := []error{m.applyDerived(ctx, s, nil, units, seq), m.maybeTrim(s)}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: documents deleted, but an index update failed (it is rebuilt on reopen): %w", err)
 	}

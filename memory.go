@@ -51,7 +51,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,12 +75,13 @@ type Memory struct {
 	db      *bolt.DB
 	man     *manifest
 
-	wmu    sync.Mutex // one writer at a time
-	cmu    sync.RWMutex
-	cols   map[string]*colState
-	closed atomic.Bool
-	sopMu  sync.Mutex
-	sops   *sop.Library // loaded on first SOPs call
+	wmu       sync.Mutex // one writer at a time
+	cmu       sync.RWMutex
+	cols      map[string]*colState // collections used since open (their indexes may be closed)
+	openCount atomic.Int64         // collections whose indexes are open
+	closed    atomic.Bool
+	sopMu     sync.Mutex
+	sops      *sop.Library // loaded on first SOPs call
 
 	resolveErr error // why the recorded embedder could not be resolved (nil: not tried or none)
 }
@@ -109,8 +109,12 @@ func WithEmbedderResolver(r EmbedderResolver) Option {
 // writes fail with ErrEmbedderNeeded (BM25 searches work).
 //
 // Errors: ErrNotAStore when dir holds other files, ErrFormatVersion for a store of a newer
-// format, ErrLocked when another process has it open, ErrEmbedderMismatch when its vectors
-// come from another embedder (see WithReEmbed).
+// format, ErrLocked when another process has it open (for writing, or read-only: see
+// [ReadOnly]), ErrEmbedderMismatch when its vectors come from another embedder (see
+// WithReEmbed), ErrCorrupt (naming the file) when its manifest or store.db is damaged, or
+// store.db is missing, empty or truncated beside a manifest: never a silently empty store.
+// Two processes creating one new store at once do not race: one creates it, the other
+// gets ErrLocked (or opens the finished store once the first has closed it).
 func Open(dir string, opts ...Option) (*Memory, error) {
 	o := Options{}
 	for _, fn := range opts {
@@ -160,8 +164,9 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 }
 
 // OpenExisting opens the store in dir like Open, but never creates one: a missing or empty
-// directory, or one with a manifest but no store database, is ErrStoreNotFound, and a
-// directory holding other files ErrNotAStore. Read-only tools use it so that a mistyped
+// directory, or one with nothing but a manifest, is ErrStoreNotFound, a directory holding
+// other files ErrNotAStore, and a manifest whose store.db is missing, empty or truncated
+// (while indexes are there) ErrCorrupt naming the file. Read-only tools use it so that a mistyped
 // path fails instead of making an empty store.
 func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 	if dir == "" {
@@ -311,48 +316,36 @@ func (m *Memory) open() (err error) {
 	if err != nil {
 		return err
 	}
-	var names []string
-	if err := db.View(func(tx *bolt.Tx) error {
-		if cols := tx.Bucket(bkCols); cols != nil {
-			return cols.ForEachBucket(func(k []byte) error {
-				names = append(names, string(k))
-				return nil
-			})
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for _, n := range names {
-		c, err := m.loadCollection(n)
-		if err != nil {
-			return err
-		}
-		if m.opts.ReadOnly {
-			c.changes = 0
-		}
-		m.cols[n] = c
-	}
+	// Collections are loaded when first used (lifecycle.go).
 	if !m.opts.ReadOnly {
-		m.removeOrphanIndexes()
+		return m.removeOrphanIndexes()
 	}
 	return nil
 }
 
 // removeOrphanIndexes deletes the derived index directories of collections that no longer
 // exist (left by a DeleteCollection interrupted after its transaction).
-func (m *Memory) removeOrphanIndexes() {
+func (m *Memory) removeOrphanIndexes() error {
 	if m.tempDir {
-		return
+		return nil
 	}
-	for _, kind := range []string{bm25Dir, vecDir} {
+	names, err := m.collectionNames()
+	if err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(names))
+	for _, n := range names {
+		live[n] = true
+	}
+	for _, k := range m.kinds() {
+		kind := k.name
 		entries, err := os.ReadDir(filepath.Join(m.dir, kind))
 		if err != nil {
 			continue
 		}
 		for _, e := range entries {
 			name, err := url.PathUnescape(e.Name())
-			if err != nil || m.cols[name] != nil {
+			if err != nil || live[name] {
 				continue
 			}
 			if err := os.RemoveAll(filepath.Join(m.dir, kind, e.Name())); err != nil {
@@ -360,6 +353,7 @@ func (m *Memory) removeOrphanIndexes() {
 			}
 		}
 	}
+	return nil
 }
 
 // resolveEmbedder loads the recorded embedder through the resolver when none is configured.
@@ -622,8 +616,11 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	defer m.wmu.Unlock()
 	m.cmu.Lock()
 	defer m.cmu.Unlock()
-	s := m.cols[c.name]
-	if s == nil {
+	exists, err := m.collectionExists(c.name)
+	if err != nil {
+		return err
+	}
+	if !exists {
 		if c.name == DefaultCollection {
 			return nil
 		}
@@ -634,12 +631,16 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	}); err != nil {
 		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
 	}
-	delete(m.cols, c.name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	errs := []error{s.close()}
-	s.ndocs, s.units = 0, 0
-	errs = append(errs, os.RemoveAll(m.colPath(bm25Dir, c.name)), os.RemoveAll(m.colPath(vecDir, c.name)))
+	var errs []error
+	if s := m.cols[c.name]; s != nil {
+		delete(m.cols, c.name)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		errs = append(errs, m.closeIndexes(s))
+		s.deleted = true
+		s.ndocs, s.units = 0, 0
+	}
+	errs = append(errs, m.removeDerived(c.name))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
 	}
@@ -649,13 +650,16 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 // Collections lists the collections that exist (created by CreateCollection or a write, and
 // not deleted), sorted.
 func (m *Memory) Collections() []string {
-	m.cmu.RLock()
-	defer m.cmu.RUnlock()
-	out := make([]string, 0, len(m.cols))
-	for n := range m.cols {
-		out = append(out, n)
+	if m.closed.Load() {
+		return nil
 	}
-	sort.Strings(out)
+	out, err := m.collectionNames()
+	if err != nil {
+		m.log.Error("memory: listing collections", "err", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
 	return out
 }
 
@@ -716,9 +720,12 @@ func (m *Memory) Close() error {
 	var errs []error
 	for _, c := range m.cols {
 		c.mu.Lock()
+		open := c.indexes != nil
 		err := c.close()
-		if err == nil && !m.tempDir {
-			// Every derived index is persisted up to c.lastSeq: the change log is no longer needed.
+		if err == nil && open && !m.tempDir && !m.opts.ReadOnly {
+			// Every derived index was caught up and is now persisted up to c.lastSeq: the
+			// change log is no longer needed. (A collection whose indexes were not opened
+			// keeps its log: they may lag behind it.)
 			err = m.trimChanges(c)
 		}
 		c.mu.Unlock()

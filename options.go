@@ -57,6 +57,14 @@ type Options struct {
 	// ReadOnly opens an existing store for reading only (see ReadOnly): several processes
 	// may hold it at once, no writer may; writes fail with ErrReadOnly.
 	ReadOnly bool
+	// MaxCollections caps the number of collections in the store (0: 10,000); creating one
+	// more fails with ErrTooManyCollections.
+	MaxCollections int
+	// MaxOpenCollections is how many collections keep their indexes open (0: 64): the
+	// least recently used beyond it are closed, and reopened when next searched or written.
+	MaxOpenCollections int
+
+	extraKinds []derivedKind // derived indexes beyond the built-in ones (tests; see derived.go)
 }
 
 // Option changes Options.

@@ -209,6 +209,9 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 		res, err = c.m.searchMany(ctx, query, so, st)
 	} else {
 		res, err = c.m.searchOne(ctx, c.name, query, so, st)
+		if bm25Damaged(err) && c.m.repairBM25(c.name, err) == nil {
+			res, err = c.m.searchOne(ctx, c.name, query, so, st) // on the rebuilt index
+		}
 	}
 	st.Total = time.Since(start)
 	return res, err
@@ -220,23 +223,49 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 // The transaction begins under the lock (a writer commits before it takes the lock).
 func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
 	where, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.bm25 == nil { // deleted since it was looked up
-		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+	unlock, err := m.rlockOpen(s) // ErrCollectionNotFound when deleted since it was looked up
+	if err != nil {
+		return nil, err
 	}
+	defer unlock()
 	tx, err := m.db.Begin(false)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	// Filter: one evaluation serves every retriever, before ranking. The filters see
-	// documents (read from the store of record); the indexes hold their chunks.
+	// Filter: one evaluation serves every retriever, before ranking. A Where alone runs in
+	// the BM25 index's metadata terms (bitmaps per segment, no record read); with a
+	// WhereDocument the filters see documents (read from the store of record). Either way
+	// the indexes hold chunks, which carry their document's metadata.
 	t := time.Now()
 	var allow []string
 	var allowSet map[string]bool
+	var meta *hybrid.MetaFilter // the Where as an index filter, when indexed
+	indexed := false
 	st.Allowed = -1
-	if where != nil || whereDoc != nil {
+	units := s.units
+	switch {
+	case where != nil && whereDoc == nil && !filterScan.Load():
+		_, mf, err := compileWhereMeta(so.Where)
+		if err != nil {
+			return nil, err
+		}
+		n, docs, err := s.bm25.FilterCount(ctx, mf)
+		if err != nil {
+			return nil, bm25Error(err)
+		}
+		meta, indexed, units, st.Allowed = mf, true, n, docs
+		if mode != BM25 && mf != nil {
+			ids, err := s.bm25.FilterIDs(ctx, mf)
+			if err != nil {
+				return nil, bm25Error(err)
+			}
+			allowSet = make(map[string]bool, len(ids))
+			for _, id := range ids {
+				allowSet[id] = true
+			}
+		}
+	case where != nil || whereDoc != nil:
 		allow = make([]string, 0)
 		allowSet = map[string]bool{}
 		docs := 0
@@ -257,15 +286,15 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 		}
 		sort.Strings(allow)
 		st.Allowed = docs
-	}
-	units := s.units
-	if allow != nil {
 		units = len(allow)
 	}
 	bestBM25, bestDense := map[string]string{}, map[string]string{}
 	st.Filter = time.Since(t)
 
-	sc := &searchScope{allow: allow, allowSet: allowSet, units: units, bestBM25: bestBM25, bestDense: bestDense}
+	sc := &searchScope{allow: allow, allowSet: allowSet, meta: meta, indexed: indexed, units: units, bestBM25: bestBM25, bestDense: bestDense}
+	if indexed {
+		sc.where = where
+	}
 	lists, err := s.runRetrievers(ctx, query, qv, mode, sc, &so, st)
 	if err != nil {
 		return nil, err
@@ -286,6 +315,15 @@ type searchScope struct {
 	allowSet            map[string]bool // the same as a set (nil: no filter)
 	units               int             // how many units may match
 	bestBM25, bestDense map[string]string
+
+	// indexed: the Where runs in the BM25 index, as meta (allow is nil; allowSet is the
+	// filter's units when dense recall runs).
+	indexed bool
+	meta    *hybrid.MetaFilter
+	// where is checked again on each result's record when the filter ran in the index:
+	// a write commits its records before it updates the index, so for a moment the index
+	// may hold a document's previous metadata.
+	where docPred
 }
 
 // runRetrievers runs BM25 and dense recall as mode asks and returns their lists, each with
@@ -299,6 +337,9 @@ func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32
 	if mode != Dense {
 		t := time.Now()
 		hits, err := searchUnits(window, sc.units, so.AllChunks, sc.bestBM25, func(k int) ([]hybrid.Hit, error) {
+			if sc.indexed {
+				return s.bm25.SearchFiltered(ctx, query, k, sc.meta)
+			}
 			return s.bm25.Search(ctx, query, k, sc.allow)
 		})
 		st.BM25 = time.Since(t)
@@ -368,7 +409,7 @@ func candidates(db *bolt.Bucket, col string, fused []hybrid.Fused, mode Mode, no
 	for i, f := range fused {
 		uid, r := uids[i], recs[i]
 		parent, ci := splitUnit(uid)
-		if r == nil || !r.hasUnit(ci) {
+		if r == nil || !r.hasUnit(ci) || (sc.where != nil && !sc.where(r)) {
 			continue
 		}
 		ex, score := explain(f, mode, notes)

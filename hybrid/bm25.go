@@ -281,39 +281,10 @@ func (b *BM25Index) Seq() uint64 {
 	return b.seq
 }
 
-// Apply indexes puts, removes deletes and records seq, all in one Bleve batch.
+// Apply indexes puts, removes deletes and records seq (see apply in bm25_apply.go).
 func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) (err error) {
 	defer recoverCorrupt(&err, "apply")
-	ana := b.bodyAnalyzer()
-	if ana == nil {
-		return fmt.Errorf("%w: analyzer %q not registered", ErrBM25, en.AnalyzerName)
-	}
-	batch := b.idx.NewBatch()
-	for _, d := range puts {
-		if d.ID == "" {
-			return fmt.Errorf("%w: empty document id", ErrBM25)
-		}
-		doc, err := newBM25Document(d, ana)
-		if err != nil {
-			return fmt.Errorf("%w: index %q: %w", ErrBM25, d.ID, err)
-		}
-		if err := batch.IndexAdvanced(doc); err != nil {
-			return fmt.Errorf("%w: index %q: %v", ErrBM25, d.ID, err)
-		}
-	}
-	for _, id := range deletes {
-		batch.Delete(id)
-	}
-	var sb [8]byte
-	binary.BigEndian.PutUint64(sb[:], seq)
-	batch.SetInternal(seqKey, sb[:])
-	if err := b.idx.Batch(batch); err != nil {
-		return fmt.Errorf("%w: batch: %v", ErrBM25, err)
-	}
-	b.mu.Lock()
-	b.seq = seq
-	b.mu.Unlock()
-	return nil
+	return b.apply(puts, deletes, seq)
 }
 
 // Hit is one entry of a ranked list: an id and its retriever's raw score.

@@ -1,0 +1,157 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory/hybrid"
+)
+
+// TestToyDerivedIndex registers a new kind of derived index (derived_toy_test.go) and checks
+// that writes, deletes and the open-time load reach it through the seam.
+func TestToyDerivedIndex(t *testing.T) {
+	// A store of many small writes, reopened: every index is verified and none rebuilt.
+	t.Run("no spurious rebuild", func(t *testing.T) {
+		dir := t.TempDir()
+		m := openT(t, dir)
+		for i := range 30 {
+			if err := m.Add(context.Background(), crashDoc(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m.Close()
+		var logs strings.Builder
+		m = openT(t, dir, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		if _, err := m.Search(context.Background(), "crashword3"); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(logs.String(), "rebuild") {
+			t.Fatalf("reopen rebuilt an index: %s", logs.String())
+		}
+	})
+	ctx := context.Background()
+	dir := t.TempDir()
+	toyLog = nil
+	m := openT(t, dir, withDerivedKind(toyKind))
+	if err := m.Add(ctx, Document{ID: "a", Text: "alpha"}, Document{ID: "b", Text: "beta"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"put a", "put b", "del a"}; !slices.Equal(toyLog, want) {
+		t.Fatalf("toy index saw %q, want %q", toyLog, want)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Its Seq is 0 after a reopen (it keeps nothing on disk): it is loaded from the store.
+	toyLog = nil
+	m = openT(t, dir, withDerivedKind(toyKind))
+	if _, err := m.Search(ctx, "beta"); err != nil { // indexes open on first use
+		t.Fatal(err)
+	}
+	if want := []string{"put b"}; !slices.Equal(toyLog, want) {
+		t.Fatalf("after reopen the toy index saw %q, want %q", toyLog, want)
+	}
+	s, err := m.Collection("").state(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := m.rlockOpen(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if n, _ := s.indexes[len(s.indexes)-1].Count(); n != 1 {
+		t.Fatalf("toy index holds %d ids, want 1", n)
+	}
+}
+
+// TestDerivedIndexRebuiltWhenItDisagrees damages the BM25 index in ways that open cleanly
+// (an index of another store, an index ahead of the store, an index missing documents)
+// and checks that each is rebuilt from the store of record and answers right.
+func TestDerivedIndexRebuiltWhenItDisagrees(t *testing.T) {
+	ctx := context.Background()
+	docs := []Document{
+		{ID: "d1", Text: "the quick brown fox"},
+		{ID: "d2", Text: "jumps over the lazy dog"},
+		{ID: "d3", Text: "a fox and a dog are friends"},
+	}
+	build := func(t *testing.T, docs []Document) string {
+		dir := t.TempDir()
+		m := openT(t, dir)
+		if err := m.Add(ctx, docs...); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	other := func(t *testing.T) string {
+		return build(t, []Document{{ID: "x1", Text: "fox fox fox"}, {ID: "x2", Text: "dog"}, {ID: "x3", Text: "zebra"}})
+	}
+	cases := map[string]func(t *testing.T, dir string){
+		"another store's index": func(t *testing.T, dir string) {
+			swapDir(t, filepath.Join(other(t), bm25Dir), filepath.Join(dir, bm25Dir))
+		},
+		"index ahead of the store": func(t *testing.T, dir string) {
+			more := build(t, append(slices.Clone(docs), Document{ID: "d4", Text: "fox"}))
+			swapDir(t, filepath.Join(more, bm25Dir), filepath.Join(dir, bm25Dir))
+		},
+		"index missing a document": func(t *testing.T, dir string) {
+			less := build(t, docs[:2])
+			swapDir(t, filepath.Join(less, bm25Dir), filepath.Join(dir, bm25Dir))
+		},
+		"index deleted": func(t *testing.T, dir string) {
+			if err := os.RemoveAll(filepath.Join(dir, bm25Dir)); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, damage := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := build(t, docs)
+			damage(t, dir)
+			m := openT(t, dir)
+			res, err := m.Search(ctx, "fox", WithMode(BM25), TopK(10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ids(res)
+			slices.Sort(got)
+			if want := []string{"d1", "d3"}; !slices.Equal(got, want) {
+				t.Fatalf("fox -> %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// swapDir replaces dst with a copy of src.
+func swapDir(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGuardTurnsPanicsIntoErrCorrupt pins the seam's panic guard.
+func TestGuardTurnsPanicsIntoErrCorrupt(t *testing.T) {
+	err := guard("bm25 open", func() error { panic("zap: index out of range") })
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "bm25 open") {
+		t.Fatalf("guard: %v", err)
+	}
+	if err := guard("x", func() error { return hybrid.ErrBM25 }); !errors.Is(err, hybrid.ErrBM25) {
+		t.Fatalf("guard changed an error: %v", err)
+	}
+}

@@ -1,0 +1,211 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Collections open lazily and idle ones close: a store holds the counters of every
+// collection it has touched (a few words each), but the indexes (open files, mapped
+// segments, caches) of at most Options.MaxOpenCollections. A search or write on a closed
+// one opens its indexes again, catching them up from the change log.
+
+// ErrTooManyCollections: creating a collection would pass Options.MaxCollections.
+var ErrTooManyCollections = errors.New("memory: too many collections")
+
+// Defaults of the collection limits.
+const (
+	// DefaultMaxCollections is the default cap on the number of collections in a store.
+	DefaultMaxCollections = 10_000
+	// DefaultMaxOpenCollections is how many collections keep their indexes open by default.
+	DefaultMaxOpenCollections = 64
+)
+
+// collectionExists reports whether collection name is in the store of record.
+func (m *Memory) collectionExists(name string) (bool, error) {
+	var ok bool
+	err := m.db.View(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, name, false)
+		ok = b != nil
+		return err
+	})
+	return ok, err
+}
+
+// collectionNames lists the collections of the store of record, sorted.
+func (m *Memory) collectionNames() ([]string, error) {
+	var names []string
+	err := m.db.View(func(tx *bolt.Tx) error {
+		cols := tx.Bucket(bkCols)
+		if cols == nil {
+			return nil
+		}
+		return cols.ForEachBucket(func(k []byte) error {
+			names = append(names, string(k))
+			return nil
+		})
+	})
+	return names, err
+}
+
+// createCollection makes a collection's bucket, within the cap on collections, and removes
+// any index left by a deleted collection of that name (it must not be caught up). The
+// caller holds m.cmu.
+func (m *Memory) createCollection(name string) error {
+	if err := m.db.Update(func(tx *bolt.Tx) error {
+		if cols := tx.Bucket(bkCols); cols != nil {
+			n := 0
+			c := cols.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				n++
+			}
+			if n >= m.maxCollections() {
+				return fmt.Errorf("%w: the store has %d (Options.MaxCollections); delete some or raise the cap", ErrTooManyCollections, n)
+			}
+		}
+		_, err := colBucket(tx, name, true)
+		return err
+	}); err != nil {
+		return err
+	}
+	return m.removeDerived(name)
+}
+
+// lockOpen write-locks collection s with its indexes open; the caller holds the writer
+// lock. unlock releases it.
+func (m *Memory) lockOpen(s *colState) (unlock func(), err error) {
+	s.mu.Lock()
+	if err := m.openIndexes(s); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	return s.mu.Unlock, nil
+}
+
+// ensureOpen opens the indexes of s before a write changes the store of record, so that
+// they are caught up and verified against the state before it. The caller holds the writer
+// lock, under which every opening (and so every closing of idle collections) happens: they
+// stay open until it is released.
+func (m *Memory) ensureOpen(s *colState) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return m.openIndexes(s)
+}
+
+// rlockOpen read-locks collection s with its indexes open, opening them (under the write
+// lock) when they are closed. A collection deleted meanwhile is ErrCollectionNotFound.
+func (m *Memory) rlockOpen(s *colState) (unlock func(), err error) {
+	for {
+		s.mu.RLock()
+		if s.deleted {
+			s.mu.RUnlock()
+			return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, s.name)
+		}
+		if s.indexes != nil {
+			s.lastUse.Store(time.Now().UnixNano())
+			return s.mu.RUnlock, nil
+		}
+		s.mu.RUnlock()
+		// Open them under the writer lock too: catching up reads the change log, which
+		// only writers change.
+		if err := func() error {
+			m.wmu.Lock()
+			defer m.wmu.Unlock()
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return m.openIndexes(s)
+		}(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// openIndexes opens, catches up and verifies the derived indexes of s when they are closed,
+// then closes the least recently used collections beyond Options.MaxOpenCollections. The
+// caller holds s.mu for writing.
+func (m *Memory) openIndexes(s *colState) error {
+	if s.deleted {
+		return fmt.Errorf("%w: %q", ErrCollectionNotFound, s.name)
+	}
+	s.lastUse.Store(time.Now().UnixNano())
+	if s.indexes != nil {
+		return nil
+	}
+	indexes := make([]derivedIndex, 0, len(m.kinds()))
+	for _, k := range m.kinds() {
+		ix, err := m.openDerived(s, k, s.trimmed)
+		if err != nil {
+			for _, ix := range indexes {
+				if ix != nil {
+					guard("close", ix.Close)
+				}
+			}
+			s.bm25, s.vec = nil, nil
+			return err
+		}
+		indexes = append(indexes, ix)
+	}
+	s.indexes = indexes
+	m.openCount.Add(1)
+	m.closeIdle(s)
+	return nil
+}
+
+// closeIdle closes the indexes of the least recently used collections while more than
+// Options.MaxOpenCollections are open, skipping keep and any collection in use (its lock
+// held).
+func (m *Memory) closeIdle(keep *colState) {
+	if int(m.openCount.Load()) <= m.maxOpen() {
+		return
+	}
+	m.cmu.RLock()
+	open := make([]*colState, 0, len(m.cols))
+	for _, s := range m.cols {
+		if s != keep {
+			open = append(open, s)
+		}
+	}
+	m.cmu.RUnlock()
+	slices.SortFunc(open, func(a, b *colState) int { return int(a.lastUse.Load() - b.lastUse.Load()) })
+	for _, s := range open {
+		if int(m.openCount.Load()) <= m.maxOpen() {
+			return
+		}
+		if !s.mu.TryLock() {
+			continue // in use: it is not idle
+		}
+		if s.indexes != nil {
+			if err := m.closeIndexes(s); err != nil {
+				m.log.Warn("memory: closing an idle collection", "collection", s.name, "err", err)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// closeIndexes closes the open indexes of s; the caller holds s.mu for writing.
+func (m *Memory) closeIndexes(s *colState) error {
+	if s.indexes == nil {
+		return nil
+	}
+	m.openCount.Add(-1)
+	return s.close()
+}
+
+func (m *Memory) maxCollections() int {
+	if m.opts.MaxCollections > 0 {
+		return m.opts.MaxCollections
+	}
+	return DefaultMaxCollections
+}
+
+func (m *Memory) maxOpen() int {
+	if m.opts.MaxOpenCollections > 0 {
+		return m.opts.MaxOpenCollections
+	}
+	return DefaultMaxOpenCollections
+}
