@@ -27,9 +27,9 @@ const verifiedName = "memory-verified.json"
 
 // fileID identifies one version of a file.
 type fileID struct {
-	Size  int64 `json:"size"`
-	Mtime int64 `json:"mtime"`
-	Ctime int64 `json:"ctime"`
+	Size  int64  `json:"size"`
+	Mtime int64  `json:"mtime"`
+	Ctime int64  `json:"ctime"`
 	Ino   uint64 `json:"ino"`
 }
 
