@@ -174,7 +174,9 @@ type unitDoc struct {
 
 // catchUpBatch is how many index ids catch-up reads (in one read transaction) and applies
 // at a time.
-const catchUpBatch = 1000
+// Large enough that a rebuild's BM25 batches are built on all cores (see hybrid's
+// minPartDocs), small enough to bound the memory of one step (~10 MB of records).
+const catchUpBatch = 8192
 
 // catchUp brings an index that reflects sequence number from up to s.lastSeq by replaying
 // the change log after from (the caller checked that it reaches back that far). puts and
