@@ -72,10 +72,7 @@ func (c *Collection) state(create bool) (*colState, error) {
 	if err := validCollectionName(c.name); err != nil {
 		return nil, err
 	}
-	m.cmu.RLock()
-	s := m.cols[c.name]
-	m.cmu.RUnlock()
-	if s != nil {
+	if s := m.loadedState(c.name); s != nil {
 		return s, nil
 	}
 	m.cmu.Lock()
@@ -92,7 +89,8 @@ func (c *Collection) state(create bool) (*colState, error) {
 			return nil, err
 		}
 	}
-	if s, err = m.loadCollection(c.name); err != nil {
+	s, err := m.loadCollection(c.name)
+	if err != nil {
 		return nil, err
 	}
 	m.cols[c.name] = s

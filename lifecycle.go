@@ -79,10 +79,16 @@ func (m *Memory) createCollection(name string) error {
 // lock. unlock releases it.
 func (m *Memory) lockOpen(s *colState) (unlock func(), err error) {
 	s.mu.Lock()
+	held := true
+	defer func() {
+		if held {
+			s.mu.Unlock()
+		}
+	}()
 	if err := m.openIndexes(s); err != nil {
-		s.mu.Unlock()
 		return nil, err
 	}
+	held = false // the caller releases it
 	return s.mu.Unlock, nil
 }
 
@@ -100,28 +106,41 @@ func (m *Memory) ensureOpen(s *colState) error {
 // lock) when they are closed. A collection deleted meanwhile is ErrCollectionNotFound.
 func (m *Memory) rlockOpen(s *colState) (unlock func(), err error) {
 	for {
-		s.mu.RLock()
-		if s.deleted {
-			s.mu.RUnlock()
-			return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, s.name)
+		unlock, err := s.rlockIfOpen()
+		if err != nil || unlock != nil {
+			return unlock, err
 		}
-		if s.indexes != nil {
-			s.lastUse.Store(time.Now().UnixNano())
-			return s.mu.RUnlock, nil
-		}
-		s.mu.RUnlock()
 		// Open them under the writer lock too: catching up reads the change log, which
 		// only writers change.
 		if err := func() error {
 			m.wmu.Lock()
 			defer m.wmu.Unlock()
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return m.openIndexes(s)
+			return m.ensureOpen(s)
 		}(); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// rlockIfOpen read-locks s when its indexes are open and returns the unlock; (nil, nil)
+// when they are closed (s is left unlocked).
+func (s *colState) rlockIfOpen() (unlock func(), err error) {
+	s.mu.RLock()
+	held := true
+	defer func() {
+		if held {
+			s.mu.RUnlock()
+		}
+	}()
+	if s.deleted {
+		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, s.name)
+	}
+	if s.indexes == nil {
+		return nil, nil
+	}
+	s.lastUse.Store(time.Now().UnixNano())
+	held = false // the caller releases it
+	return s.mu.RUnlock, nil
 }
 
 // openIndexes opens, catches up and verifies the derived indexes of s when they are closed,
@@ -162,29 +181,38 @@ func (m *Memory) closeIdle(keep *colState) {
 	if int(m.openCount.Load()) <= m.maxOpen() {
 		return
 	}
-	m.cmu.RLock()
-	open := make([]*colState, 0, len(m.cols))
-	for _, s := range m.cols {
-		if s != keep {
-			open = append(open, s)
-		}
-	}
-	m.cmu.RUnlock()
+	open := m.loadedStates(keep)
 	slices.SortFunc(open, func(a, b *colState) int { return int(a.lastUse.Load() - b.lastUse.Load()) })
 	for _, s := range open {
 		if int(m.openCount.Load()) <= m.maxOpen() {
 			return
 		}
-		if !s.mu.TryLock() {
-			continue // in use: it is not idle
-		}
-		if s.indexes != nil {
-			if err := m.closeIndexes(s); err != nil {
-				m.log.Warn("memory: closing an idle collection", "collection", s.name, "err", err)
-			}
-		}
-		s.mu.Unlock()
+		m.closeIfIdle(s)
 	}
+}
+
+// closeIfIdle closes the indexes of s unless it is in use (its lock held).
+func (m *Memory) closeIfIdle(s *colState) {
+	if !s.mu.TryLock() {
+		return // in use: it is not idle
+	}
+	defer s.mu.Unlock()
+	if err := m.closeIndexes(s); err != nil {
+		m.log.Warn("memory: closing an idle collection", "collection", s.name, "err", err)
+	}
+}
+
+// loadedStates lists the collections used since open, but skip.
+func (m *Memory) loadedStates(skip *colState) []*colState {
+	m.cmu.RLock()
+	defer m.cmu.RUnlock()
+	out := make([]*colState, 0, len(m.cols))
+	for _, s := range m.cols {
+		if s != skip {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // closeIndexes closes the open indexes of s; the caller holds s.mu for writing.
@@ -208,4 +236,11 @@ func (m *Memory) maxOpen() int {
 		return m.opts.MaxOpenCollections
 	}
 	return DefaultMaxOpenCollections
+}
+
+// loadedState is the state of collection name when it has been used since open.
+func (m *Memory) loadedState(name string) *colState {
+	m.cmu.RLock()
+	defer m.cmu.RUnlock()
+	return m.cols[name]
 }

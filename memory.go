@@ -708,6 +708,20 @@ func (m *Memory) Search(ctx context.Context, query string, opts ...SearchOption)
 	return m.Collection("").Search(ctx, query, opts...)
 }
 
+// closeCollection closes the indexes of c when the store closes.
+func (m *Memory) closeCollection(c *colState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	open := c.indexes != nil
+	if err := c.close(); err != nil || !open || m.tempDir || m.opts.ReadOnly {
+		return err
+	}
+	// Every derived index was caught up and is now persisted up to c.lastSeq: the change
+	// log is no longer needed. (A collection whose indexes were not opened keeps its log:
+	// they may lag behind it.)
+	return m.trimChanges(c)
+}
+
 // Close persists the derived indexes and closes the store. A temporary store is removed.
 func (m *Memory) Close() error {
 	if m.closed.Swap(true) {
@@ -719,17 +733,7 @@ func (m *Memory) Close() error {
 	defer m.cmu.Unlock()
 	var errs []error
 	for _, c := range m.cols {
-		c.mu.Lock()
-		open := c.indexes != nil
-		err := c.close()
-		if err == nil && open && !m.tempDir && !m.opts.ReadOnly {
-			// Every derived index was caught up and is now persisted up to c.lastSeq: the
-			// change log is no longer needed. (A collection whose indexes were not opened
-			// keeps its log: they may lag behind it.)
-			err = m.trimChanges(c)
-		}
-		c.mu.Unlock()
-		errs = append(errs, err)
+		errs = append(errs, m.closeCollection(c))
 	}
 	errs = append(errs, m.db.Close())
 	if m.tempDir {
