@@ -10,7 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -141,7 +141,11 @@ func TestCodeSearchBenchmark(t *testing.T) {
 		fmt.Sscan(v, &n)
 	}
 	ctx := context.Background()
-	root := filepath.Join(runtime.GOROOT(), "src")
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Skipf("go env GOROOT: %v", err)
+	}
+	root := filepath.Join(strings.TrimSpace(string(out)), "src")
 	files, queries := codeSearchCorpus(t, root, n)
 	t.Logf("corpus: %d files; %d queries", len(files), len(queries))
 

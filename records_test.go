@@ -136,7 +136,7 @@ var recordCases = []record{
 	{Title: "T", Text: "with <html> & \u2028 line sep, \"quotes\", \\ backslash, tab\t, nl\n, ctl \x01"},
 	{Text: "unicode: é 漢字 🙂", Metadata: map[string]any{"source": "a/b.md", "n": 3.0, "f": -1.5e-300, "big": 1e21, "ok": true, "s": "x\ty"}},
 	{Text: strings.Repeat("long text ", 500), Chunks: []chunkRec{{S: 0, E: 10}, {S: 10, E: 5000, H: []string{"A", "B > c"}}}},
-	{Text: "", Title: "only title", Metadata: map[string]any{"zero": 0.0, "max": math.MaxFloat64, "neg": -0.0}},
+	{Text: "", Title: "only title", Metadata: map[string]any{"zero": 0.0, "max": math.MaxFloat64, "neg": math.Copysign(0, -1)}},
 }
 
 // TestDecodeRecordMatchesEncodingJSON: the faster decoder reads what encoding/json wrote
