@@ -70,8 +70,8 @@ func OriginalExtract() ExtractOptions { return ExtractOptions{MinMatches: 2} }
 // The placeholder "<answer> and </answer>" (with the configured tag) is never an answer
 // block: it is how the loop's prompt, invalid-action and search-budget messages spell out
 // the tags (see [Loop.Prompt]), so a transcript whose model never answered does not
-// yield "and". (Search-R1's extract_solution counts it, and so answers "Beijing", the
-// prompt's example, for such a transcript.)
+// yield "and". (Search-R1's extract_solution counts it, so for such a transcript it
+// answers "and", or "Beijing", the prompt's example.)
 func ExtractSolution(text string, opts ExtractOptions) (string, bool) {
 	tag := opts.Tag
 	if tag == "" {
