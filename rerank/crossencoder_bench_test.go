@@ -36,7 +36,7 @@ func benchRerank(b *testing.B, dir, expectFile string) {
 	defer ce.Close()
 	sumTok := 0
 	for _, t := range texts {
-		sumTok += len(ce.tok.EncodePair(query, t).IDs)
+		sumTok += len(ce.enc.Tok.EncodePair(query, t).IDs)
 	}
 	logits, err := ce.Score(ctx, query, texts)
 	if err != nil {

@@ -133,7 +133,7 @@ func TestCrossEncoderGoldenIDs(t *testing.T) {
 		for _, id := range g.PaddedBatch.IDs {
 			batch = append(batch, encs[byID[id]])
 		}
-		if b := ce.tok.PadBatch(batch); b.Cols != g.PaddedBatch.PaddedTo {
+		if b := ce.enc.Tok.PadBatch(batch); b.Cols != g.PaddedBatch.PaddedTo {
 			t.Fatalf("padded to %d, golden %d", b.Cols, g.PaddedBatch.PaddedTo)
 		}
 		got, err := ce.scoreEncodings(ctx, batch)
@@ -151,7 +151,7 @@ func TestCrossEncoderGoldenText(t *testing.T) {
 	ctx := context.Background()
 	ce := newTinyCE(t, CrossEncoderOptions{BatchSize: 5})
 	for _, c := range g.Cases {
-		enc := ce.tok.EncodePair(c.Query, c.Passage)
+		enc := ce.enc.Tok.EncodePair(c.Query, c.Passage)
 		if !equalIDs(enc.IDs, c.InputIDs) || !equalIDs(enc.TypeIDs, c.TokenTypeIDs) {
 			t.Fatalf("%s: tokenizer differs from golden (len %d vs %d)", c.ID, len(enc.IDs), len(c.InputIDs))
 		}
@@ -253,7 +253,7 @@ func TestCrossEncoderEdgeInputs(t *testing.T) {
 	if math.IsNaN(float64(got[1])) {
 		t.Fatal("empty passage scored NaN")
 	}
-	if n := len(ce.tok.EncodePair(b.String(), b.String()).IDs); n != 512 {
+	if n := len(ce.enc.Tok.EncodePair(b.String(), b.String()).IDs); n != 512 {
 		t.Fatalf("two 100 kB texts encoded to %d tokens, want 512", n)
 	}
 	both, err := ce.Score(ctx, b.String(), []string{b.String()})
@@ -362,25 +362,45 @@ func TestCrossEncoderBadModels(t *testing.T) {
 	}
 }
 
+// TestCrossEncoderCUDA checks both sides of Device "cuda" (see onnxtest.CUDA); where CUDA
+// works, the encoder must also score like the CPU (within TF32 rounding).
 func TestCrossEncoderCUDA(t *testing.T) {
-	_, dir := loadCEGolden(t)
+	g, dir := loadCEGolden(t)
 	lib := onnxtest.Library(t)
 	ctx := context.Background()
-	ce, err := NewCrossEncoder(ctx, dir, CrossEncoderOptions{LibraryPath: lib, Device: "cuda"})
-	if err == nil {
-		ce.Close()
-		t.Skip("CUDA is available here")
+	open := func(fallback bool) (*CrossEncoder, error) {
+		return NewCrossEncoder(ctx, dir, CrossEncoderOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: fallback})
 	}
-	if !errors.Is(err, ErrCUDAUnavailable) {
-		t.Fatalf("cuda: %v", err)
-	}
-	ce, err = NewCrossEncoder(ctx, dir, CrossEncoderOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: true})
+	onnxtest.CUDA(t, func(fallback bool) (string, func(), error) {
+		ce, err := open(fallback)
+		if err != nil {
+			return "", nil, err
+		}
+		return ce.Device(), func() { ce.Close() }, nil
+	}, ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
+	ce, err := open(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ce.Close()
-	if ce.Device() != "cpu" {
-		t.Fatalf("Device %q", ce.Device())
+	cpu := newTinyCE(t, CrossEncoderOptions{})
+	c := g.Cases[0]
+	passages := make([]string, len(g.Cases))
+	for i, gc := range g.Cases {
+		passages[i] = gc.Passage
+	}
+	want, err := cpu.Score(ctx, c.Query, passages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ce.Score(ctx, c.Query, passages)
+	if err != nil {
+		t.Fatalf("CUDA score: %v", err)
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-2*(1+math.Abs(float64(want[i]))) {
+			t.Fatalf("passage %d: CUDA logit %v, CPU %v", i, got[i], want[i])
+		}
 	}
 }
 

@@ -38,7 +38,7 @@ func benchEmbed(b *testing.B, dir, expectFile string) {
 	defer e.Close()
 	maxTok, sumTok := 0, 0
 	for _, t := range texts {
-		n := len(e.tok.Encode(t).IDs)
+		n := len(e.enc.Tok.Encode(t).IDs)
 		maxTok = max(maxTok, n)
 		sumTok += n
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmem/memory/internal/onnx"
 	"github.com/agentmem/memory/internal/onnx/onnxgraph"
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/internal/wordpiece"
 )
 
@@ -124,7 +125,7 @@ func TestONNXEmbedderGoldenHidden(t *testing.T) {
 	for _, c := range g.Cases {
 		t.Run(c.ID, func(t *testing.T) {
 			enc := idsEncoding(c.InputIDs)
-			res, err := e.sess.Run(ctx, 1, len(enc.IDs), map[string][]int64{
+			res, err := e.enc.Session.Run(ctx, 1, len(enc.IDs), map[string][]int64{
 				"input_ids": enc.IDs, "attention_mask": enc.Mask, "token_type_ids": enc.TypeIDs}, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -178,7 +179,7 @@ func TestONNXEmbedderGoldenIDs(t *testing.T) {
 		for _, id := range g.PaddedBatch.IDs {
 			encs = append(encs, idsEncoding(byID[id]))
 		}
-		if b := e.tok.PadBatch(encs); b.Cols != g.PaddedBatch.PaddedTo {
+		if b := e.enc.Tok.PadBatch(encs); b.Cols != g.PaddedBatch.PaddedTo {
 			t.Fatalf("padded to %d, golden %d", b.Cols, g.PaddedBatch.PaddedTo)
 		}
 		vecs, err := e.embedEncodings(ctx, encs)
@@ -210,7 +211,7 @@ func TestONNXEmbedderGoldenText(t *testing.T) {
 				t.Fatalf("%d vectors for %d texts", len(vecs), len(texts))
 			}
 			for i, c := range g.Cases {
-				if got := e.tok.Encode(c.Text).IDs; !equalIDs(got, c.InputIDs) {
+				if got := e.enc.Tok.Encode(c.Text).IDs; !equalIDs(got, c.InputIDs) {
 					t.Fatalf("%s: tokenizer ids differ from golden:\n got %v\nwant %v", c.ID, got, c.InputIDs)
 				}
 				assertClose(t, c.ID, vecs[i], c.Mean)
@@ -259,7 +260,7 @@ func TestONNXEmbedderEdgeTexts(t *testing.T) {
 	assertClose(t, "empty text", vecs[0], empty.Mean)
 	assertClose(t, "100 kB text", vecs[1], long.Mean)
 	assertClose(t, "long text", vecs[2], long.Mean)
-	if n := len(e.tok.Encode(huge).IDs); n != 256 {
+	if n := len(e.enc.Tok.Encode(huge).IDs); n != 256 {
 		t.Fatalf("100 kB text encoded to %d tokens, want 256", n)
 	}
 	var norm float64
@@ -411,16 +412,16 @@ func TestONNXEmbedderBadModels(t *testing.T) {
 		dir  string
 		want []error
 	}{
-		{"missing folder", filepath.Join(t.TempDir(), "nope"), []error{ErrONNXModelNotFound}},
-		{"no model file", copyTokenizer(t, src), []error{ErrONNXModelNotFound}},
-		{"no tokenizer", write(t.TempDir(), "model.onnx", model), []error{ErrONNXModelNotFound}},
-		{"truncated model", write(copyTokenizer(t, src), "model.onnx", model[:len(model)/2]), []error{ErrONNXBadModel, onnx.ErrModelCorrupt}},
-		{"corrupt model", write(copyTokenizer(t, src), "model.onnx", flipped), []error{ErrONNXBadModel, onnx.ErrModelCorrupt}},
-		{"empty model", write(copyTokenizer(t, src), "model.onnx", nil), []error{ErrONNXBadModel, onnx.ErrModelCorrupt}},
-		{"not a bert", write(copyTokenizer(t, src), "model.onnx", onnxgraph.AddModel().Marshal()), []error{ErrONNXBadModel, onnx.ErrUnexpectedModel}},
-		{"no attention_mask", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(noMask).Marshal()), []error{ErrONNXBadModel, onnx.ErrUnexpectedModel}},
-		{"cross-encoder as embedder", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(logits).Marshal()), []error{ErrONNXBadModel, onnx.ErrUnexpectedModel}},
-		{"bad modules.json", write(write(t.TempDir(), "model.onnx", model), "modules.json", []byte("{")), []error{ErrONNXBadModel}},
+		{"missing folder", filepath.Join(t.TempDir(), "nope"), []error{ErrModelNotFound}},
+		{"no model file", copyTokenizer(t, src), []error{ErrModelNotFound}},
+		{"no tokenizer", write(t.TempDir(), "model.onnx", model), []error{ErrModelNotFound}},
+		{"truncated model", write(copyTokenizer(t, src), "model.onnx", model[:len(model)/2]), []error{ErrBadModel, onnx.ErrModelCorrupt}},
+		{"corrupt model", write(copyTokenizer(t, src), "model.onnx", flipped), []error{ErrBadModel, onnx.ErrModelCorrupt}},
+		{"empty model", write(copyTokenizer(t, src), "model.onnx", nil), []error{ErrBadModel, onnx.ErrModelCorrupt}},
+		{"not a bert", write(copyTokenizer(t, src), "model.onnx", onnxgraph.AddModel().Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"no attention_mask", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(noMask).Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"cross-encoder as embedder", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(logits).Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"bad modules.json", write(write(t.TempDir(), "model.onnx", model), "modules.json", []byte("{")), []error{ErrBadModel}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -460,27 +461,47 @@ func TestONNXEmbedderBadModels(t *testing.T) {
 	}
 }
 
+// TestONNXEmbedderCUDA checks both sides of Device "cuda" (see onnxtest.CUDA); where CUDA
+// works, the embedder must also embed like the CPU (cosine >= 0.999, TF32 rounding aside).
+// An unknown device always fails.
 func TestONNXEmbedderCUDA(t *testing.T) {
-	_, dir := loadEncoderGolden(t)
+	g, dir := loadEncoderGolden(t)
 	lib := onnxtest.Library(t)
 	ctx := context.Background()
-	e, err := NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "cuda"})
-	if err == nil {
-		e.Close()
-		t.Skip("CUDA is available here")
+	if _, err := NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "tpu"}); err == nil {
+		t.Fatal("device tpu accepted")
 	}
-	if !errors.Is(err, ErrONNXCUDAUnavailable) || !errors.Is(err, onnx.ErrCUDAUnavailable) {
-		t.Fatalf("cuda: %v, want ErrONNXCUDAUnavailable", err)
+	open := func(fallback bool) (*ONNXEmbedder, error) {
+		return NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: fallback})
 	}
-	e, err = NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: true})
+	onnxtest.CUDA(t, func(fallback bool) (string, func(), error) {
+		e, err := open(fallback)
+		if err != nil {
+			return "", nil, err
+		}
+		return e.Device(), func() { e.Close() }, nil
+	}, ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
+	e, err := open(false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if e.Device() != "cpu" {
-		t.Fatalf("Device = %q, want cpu", e.Device())
+	cpu := newTinyEmbedder(t, ONNXOptions{})
+	texts := make([]string, len(g.Cases))
+	for i, c := range g.Cases {
+		texts[i] = c.Text
 	}
-	if _, err := NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "tpu"}); err == nil {
-		t.Fatal("device tpu accepted")
+	want, err := cpu.Embed(ctx, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.Embed(ctx, texts)
+	if err != nil {
+		t.Fatalf("CUDA embed: %v", err)
+	}
+	for i := range want {
+		if c := vecmath.Cosine(got[i], want[i]); len(got[i]) != len(want[i]) || c < 0.999 {
+			t.Fatalf("text %d: CUDA vector has cosine %v with the CPU one (lengths %d, %d)", i, c, len(got[i]), len(want[i]))
+		}
 	}
 }

@@ -15,13 +15,17 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentmem/memory/internal/onnx"
 	"github.com/agentmem/memory/internal/wordpiece"
 )
 
-// ErrBadModel reports a static (Model2Vec) model folder that cannot be used: a missing or
-// corrupt model.safetensors, tokenizer.json or config.json, or tensors whose type or shape
-// do not fit the tokenizer. A missing file also matches fs.ErrNotExist.
-var ErrBadModel = errors.New("vectorstore: unusable static model")
+// ErrBadModel reports a model folder that cannot be used. For the static (Model2Vec)
+// embedder: a missing or corrupt model.safetensors, tokenizer.json or config.json, or
+// tensors whose type or shape do not fit the tokenizer (a missing file also matches
+// fs.ErrNotExist). For the ONNX embedder: a corrupt model or configuration file, or a graph
+// without input_ids/attention_mask inputs or a last_hidden_state output. It matches the
+// ONNX layer's shared kind too.
+var ErrBadModel = onnx.Kind("vectorstore: unusable model", onnx.ErrBadModel)
 
 // DefaultStaticMaxTokens is the number of word pieces a StaticEmbedder averages per text
 // (after dropping unknown tokens), the default max_length of the Model2Vec library.

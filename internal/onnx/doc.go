@@ -1,7 +1,16 @@
 // Package onnx wraps ONNX Runtime (through github.com/yalue/onnxruntime_go) for the
 // transformer models of this module: it finds and loads the shared library once per
 // process, opens sessions on CPU or CUDA, checks that a model has the inputs and outputs a
-// caller needs, and runs int64 token batches into float32 outputs.
+// caller needs, and runs int64 token batches into float32 outputs. [Encoder] is the layer
+// the module's BERT-family models share on top of a [Session]: the model folder (model
+// file, tokenizer, config.json), the identity (folder@sha256), the options
+// ([EncoderOptions]) and length-sorted batching; vectorstore.ONNXEmbedder pools its output
+// and rerank.CrossEncoder reads its logits. Packages built on it declare their sentinels
+// with [Kind] so that each matches a shared kind here (ErrModelNotFound, ErrBadModel,
+// ErrCUDAUnavailable, ErrNeedsCgo).
+//
+// Sessions need cgo. Without it (CGO_ENABLED=0) everything here still builds, and Init,
+// Open and OpenEncoder fail with [ErrNeedsCgo].
 //
 // The library is loaded from, in order: [Options.LibraryPath], $MEMORY_ORT_LIB,
 // <repo>/.deps/onnxruntime/libonnxruntime.so.1 (the local cache scripts/deps.sh fills, found

@@ -17,80 +17,14 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// Errors returned by this package. They are wrapped with the offending file, name or value.
-var (
-	// ErrLibrary reports that the ONNX Runtime shared library cannot be found or loaded
-	// (missing file, wrong architecture, or a version older than the API this build needs).
-	ErrLibrary = errors.New("onnx: cannot load the ONNX Runtime library")
-	// ErrCUDAUnavailable reports that CUDA was asked for but the library or machine cannot
-	// provide it.
-	ErrCUDAUnavailable = errors.New("onnx: CUDA execution provider unavailable")
-	// ErrModelNotFound reports a missing model file.
-	ErrModelNotFound = errors.New("onnx: model file not found")
-	// ErrModelCorrupt reports a model file that ONNX Runtime cannot load.
-	ErrModelCorrupt = errors.New("onnx: model file cannot be loaded")
-	// ErrUnexpectedModel reports a model that lacks an input or output the caller needs,
-	// or has one of an unusable type or shape.
-	ErrUnexpectedModel = errors.New("onnx: unexpected model interface")
-	// ErrBadInput reports a Run call with inconsistent tensors.
-	ErrBadInput = errors.New("onnx: bad input")
-	// ErrClosed reports use of a closed session.
-	ErrClosed = errors.New("onnx: session closed")
-)
-
-// localLibrary is the path of the local cache, relative to the repository root.
-var localLibrary = filepath.Join(".deps", "onnxruntime", "libonnxruntime.so.1")
+// Enabled reports whether this build can run ONNX sessions: true with cgo (onnx_nocgo.go
+// has the false twin).
+const Enabled = true
 
 var (
 	envMu   sync.Mutex
 	envPath string // library the environment was initialised with; "" = not initialised
 )
-
-// ResolveLibrary returns the library path Init would load for an explicit path (which may
-// be ""): explicit, then $MEMORY_ORT_LIB, then the local .deps cache, then the user cache
-// that `memory runtime pull` fills (see [RuntimeDir]), then SystemLibrary.
-func ResolveLibrary(explicit string) string {
-	if explicit != "" {
-		return explicit
-	}
-	if p := os.Getenv(LibraryEnv); p != "" {
-		return p
-	}
-	var starts []string
-	if exe, err := os.Executable(); err == nil {
-		if r, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = r
-		}
-		starts = append(starts, filepath.Dir(exe))
-	}
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	for _, s := range starts {
-		if p := findUp(s, localLibrary); p != "" {
-			return p
-		}
-	}
-	if p := CachedLibrary(); p != "" {
-		return p
-	}
-	return SystemLibrary
-}
-
-// findUp looks for rel in dir and each of its parents.
-func findUp(dir, rel string) string {
-	for {
-		p := filepath.Join(dir, rel)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
 
 // Init loads the ONNX Runtime library (see [ResolveLibrary]) and creates the process-wide
 // environment. It is safe to call concurrently and repeatedly: after a success later calls
@@ -138,46 +72,6 @@ func LibraryPath() string {
 	return envPath
 }
 
-// Device selects where a session runs.
-type Device string
-
-const (
-	// CPU runs on the CPU execution provider. The zero Device means CPU.
-	CPU Device = "cpu"
-	// CUDA runs on the CUDA execution provider; without it, opening fails with
-	// ErrCUDAUnavailable unless Options.FallbackCPU is set.
-	CUDA Device = "cuda"
-	// Auto uses CUDA when available and the CPU otherwise.
-	Auto Device = "auto"
-)
-
-// ParseDevice maps "", "cpu", "cuda", "gpu" and "auto" (any case) to a Device.
-func ParseDevice(s string) (Device, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "cpu":
-		return CPU, nil
-	case "cuda", "gpu":
-		return CUDA, nil
-	case "auto":
-		return Auto, nil
-	}
-	return "", fmt.Errorf("%w: unknown device %q (want cpu, cuda or auto)", ErrBadInput, s)
-}
-
-// OptLevel is the graph optimisation level of a session.
-type OptLevel string
-
-const (
-	// OptAll enables every graph optimisation. The zero OptLevel means OptAll.
-	OptAll OptLevel = "all"
-	// OptExtended enables basic and extended optimisations.
-	OptExtended OptLevel = "extended"
-	// OptBasic enables basic optimisations only.
-	OptBasic OptLevel = "basic"
-	// OptDisable disables graph optimisations.
-	OptDisable OptLevel = "disable"
-)
-
 func (l OptLevel) ort() (ort.GraphOptimizationLevel, error) {
 	switch strings.ToLower(string(l)) {
 	case "", "all":
@@ -190,38 +84,6 @@ func (l OptLevel) ort() (ort.GraphOptimizationLevel, error) {
 		return ort.GraphOptimizationLevelDisableAll, nil
 	}
 	return 0, fmt.Errorf("%w: unknown graph optimisation level %q", ErrBadInput, string(l))
-}
-
-// Options configures a session. The zero value runs on the CPU with ONNX Runtime's default
-// thread count and every graph optimisation.
-type Options struct {
-	// LibraryPath is the ONNX Runtime shared library; "" = see ResolveLibrary.
-	LibraryPath string
-	// Threads is the intra-op thread count; 0 = ONNX Runtime's default (one per core).
-	Threads int
-	// InterOpThreads is the inter-op thread count; 0 = default.
-	InterOpThreads int
-	// OptLevel is the graph optimisation level; "" = OptAll.
-	OptLevel OptLevel
-	// Device is where the session runs; "" = CPU.
-	Device Device
-	// CUDADeviceID selects the GPU when Device is CUDA or Auto.
-	CUDADeviceID int
-	// FallbackCPU makes a CUDA session that cannot get CUDA run on the CPU (with a warning)
-	// instead of failing with ErrCUDAUnavailable.
-	FallbackCPU bool
-	// Logger receives warnings; nil = slog.Default().
-	Logger *slog.Logger
-}
-
-// Spec names the tensors a caller needs from a model.
-type Spec struct {
-	// Inputs must all exist (int64 tensors of rank 2, [batch, sequence]).
-	Inputs []string
-	// OptionalInputs are fed when the model has them.
-	OptionalInputs []string
-	// Outputs lists acceptable names for the one float32 output used, in preference order.
-	Outputs []string
 }
 
 // Session is an ONNX Runtime inference session with a fixed set of int64 inputs and one
@@ -483,12 +345,6 @@ func (s *Session) Output() string { return s.output }
 
 // OutputDims is the declared shape of the output; dynamic dimensions are -1.
 func (s *Session) OutputDims() []int64 { return append([]int64(nil), s.outDims...) }
-
-// Result is a float32 output tensor.
-type Result struct {
-	Data  []float32
-	Shape []int64
-}
 
 // Run feeds int64 [rows, cols] tensors by name (every input of the session must be
 // present; extra names are ignored) and returns the output. out, when its capacity is

@@ -5,6 +5,7 @@ package onnx
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,26 +139,71 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestCUDA checks both sides of the CUDA provider. Where CUDA works, a CUDA session must
+// report CUDA, compute what the CPU computes (within TF32 rounding), and Auto and
+// FallbackCPU must pick CUDA too. Where it does not, asking for CUDA must fail with
+// ErrCUDAUnavailable and FallbackCPU and Auto must give a CPU session; the test then skips,
+// since CUDA inference was not checked.
 func TestCUDA(t *testing.T) {
 	lib := onnxtest.Library(t)
 	ctx := context.Background()
 	p := writeModel(t, onnxgraph.BERT(small(false)))
-	_, err := Open(ctx, p, bertSpec, Options{LibraryPath: lib, Device: CUDA})
-	if err == nil {
-		t.Skip("this machine has a working CUDA execution provider")
+	s, err := Open(ctx, p, bertSpec, Options{LibraryPath: lib, Device: CUDA})
+	if err != nil {
+		if !errors.Is(err, ErrCUDAUnavailable) {
+			t.Fatalf("CUDA on a CPU-only library: %v, want ErrCUDAUnavailable", err)
+		}
+		for _, o := range []Options{{Device: CUDA, FallbackCPU: true}, {Device: Auto}} {
+			o.LibraryPath = lib
+			s, err := Open(ctx, p, bertSpec, o)
+			if err != nil {
+				t.Fatalf("%+v: %v", o, err)
+			}
+			if s.Device() != CPU {
+				t.Fatalf("%+v: device %q, want cpu", o, s.Device())
+			}
+			s.Close()
+		}
+		t.Skipf("CUDA unavailable (%v): checked the error and the CPU fallback, not CUDA inference", err)
 	}
-	if !errors.Is(err, ErrCUDAUnavailable) {
-		t.Fatalf("CUDA on a CPU-only library: %v, want ErrCUDAUnavailable", err)
+	defer s.Close()
+	if s.Device() != CUDA {
+		t.Fatalf("Device CUDA opened a %q session", s.Device())
 	}
-	t.Log(err)
+	cpu, err := Open(ctx, p, bertSpec, Options{LibraryPath: lib, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	feeds := map[string][]int64{
+		"input_ids":      {1, 5, 7, 2, 1, 9, 2, 0},
+		"attention_mask": {1, 1, 1, 1, 1, 1, 1, 0},
+		"token_type_ids": make([]int64, 8),
+	}
+	want, err := cpu.Run(ctx, 2, 4, feeds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Run(ctx, 2, 4, feeds, nil)
+	if err != nil {
+		t.Fatalf("CUDA run: %v", err)
+	}
+	if len(got.Data) != len(want.Data) {
+		t.Fatalf("CUDA output has %d values, CPU %d", len(got.Data), len(want.Data))
+	}
+	for i := range want.Data {
+		if d := float64(got.Data[i] - want.Data[i]); math.Abs(d) > 1e-2*(1+math.Abs(float64(want.Data[i]))) {
+			t.Fatalf("element %d: CUDA %v, CPU %v", i, got.Data[i], want.Data[i])
+		}
+	}
 	for _, o := range []Options{{Device: CUDA, FallbackCPU: true}, {Device: Auto}} {
 		o.LibraryPath = lib
 		s, err := Open(ctx, p, bertSpec, o)
 		if err != nil {
 			t.Fatalf("%+v: %v", o, err)
 		}
-		if s.Device() != CPU {
-			t.Fatalf("%+v: device %q, want cpu", o, s.Device())
+		if s.Device() != CUDA {
+			t.Fatalf("%+v: device %q with CUDA available, want cuda", o, s.Device())
 		}
 		s.Close()
 	}

@@ -1,0 +1,23 @@
+//go:build !cgo
+
+package rerank
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/agentmem/memory/internal/onnx"
+)
+
+// TestCrossEncoderNeedsCgo checks that a CGO_ENABLED=0 build reports ErrNeedsCgo (before
+// looking at the folder) instead of failing to build.
+func TestCrossEncoderNeedsCgo(t *testing.T) {
+	ce, err := NewCrossEncoder(context.Background(), t.TempDir(), CrossEncoderOptions{})
+	if ce != nil || !errors.Is(err, ErrNeedsCgo) || !errors.Is(err, onnx.ErrNeedsCgo) {
+		t.Fatalf("NewCrossEncoder = %v, %v; want ErrNeedsCgo", ce, err)
+	}
+	if errors.Is(err, ErrModelNotFound) {
+		t.Fatalf("%v also reports a missing model", err)
+	}
+}

@@ -1,0 +1,23 @@
+//go:build !cgo
+
+package vectorstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/agentmem/memory/internal/onnx"
+)
+
+// TestONNXEmbedderNeedsCgo checks that a CGO_ENABLED=0 build reports ErrNeedsCgo (before
+// looking at the folder) instead of failing to build.
+func TestONNXEmbedderNeedsCgo(t *testing.T) {
+	e, err := NewONNXEmbedder(context.Background(), t.TempDir(), ONNXOptions{Device: "cuda"})
+	if e != nil || !errors.Is(err, ErrNeedsCgo) || !errors.Is(err, onnx.ErrNeedsCgo) {
+		t.Fatalf("NewONNXEmbedder = %v, %v; want ErrNeedsCgo", e, err)
+	}
+	if errors.Is(err, ErrModelNotFound) {
+		t.Fatalf("%v also reports a missing model", err)
+	}
+}
