@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	mathbits "math/bits"
 	"slices"
 	"sort"
 	"sync"
@@ -737,7 +738,21 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 			return nil
 		}
 		gd := off + uint64(d)
-		skip := gd >= maxDoc || (allowBits != nil && allowBits[gd/64]&(1<<(gd%64)) == 0) || (del != nil && del.Contains(d))
+		if allowBits != nil && gd < maxDoc && allowBits[gd/64]&(1<<(gd%64)) == 0 {
+			// Not allowed: every essential cursor leaps to the next allowed document (the
+			// documents in between would all be skipped one by one).
+			next := uint32(noDoc)
+			if na := nextSet(allowBits, gd+1); na < maxDoc && na-off < noDoc {
+				next = uint32(na - off)
+			}
+			for _, tc := range cs[ne:] {
+				if tc.doc < next {
+					tc.advance(next)
+				}
+			}
+			continue
+		}
+		skip := gd >= maxDoc || (del != nil && del.Contains(d))
 		s := 0.0
 		present := sc.present[:0]
 		for _, tc := range cs[ne:] {
@@ -793,6 +808,23 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 		}
 		sc.present = present
 	}
+}
+
+// nextSet returns the first set bit of bits at or after i (noMore: none).
+func nextSet(bits []uint64, i uint64) uint64 {
+	w := i / 64
+	if w >= uint64(len(bits)) {
+		return noMore
+	}
+	if x := bits[w] >> (i % 64); x != 0 {
+		return i + uint64(mathbits.TrailingZeros64(x))
+	}
+	for w++; w < uint64(len(bits)); w++ {
+		if bits[w] != 0 {
+			return w*64 + uint64(mathbits.TrailingZeros64(bits[w]))
+		}
+	}
+	return noMore
 }
 
 // essentialFrom returns the number of non-essential terms: the longest prefix of the

@@ -280,6 +280,10 @@ type filterResult struct {
 	bits  []uint64          // global bitset over st.maxDoc; nil when nothing matches
 	units uint64            // matching live units
 	docs  uint64            // of which units with Chunk 0
+
+	idsOnce sync.Once // FilterIDs' answer, resolved once per snapshot and filter
+	ids     []string
+	idsErr  error
 }
 
 // filterCache keeps the evaluations of the latest snapshot's most recent filters: an agent
@@ -409,37 +413,43 @@ func (b *BM25Index) FilterCount(ctx context.Context, f *MetaFilter) (units, docs
 }
 
 // FilterIDs returns the ids of the indexed units f matches, sorted. A nil f is refused
-// (every unit: use the store's own list).
+// (every unit: use the store's own list). The list is kept with the filter's cached
+// evaluation: the caller must not modify it.
 func (b *BM25Index) FilterIDs(ctx context.Context, f *MetaFilter) (ids []string, err error) {
 	defer recoverCorrupt(&err, "filter")
 	if f == nil {
 		return nil, fmt.Errorf("%w: FilterIDs needs a filter", ErrMetaFilter)
 	}
 	err = b.filtered(ctx, f, func(snap *scorch.IndexSnapshot, r *filterResult) error {
-		ids = make([]string, 0, r.units)
-		segs := snap.Segments()
-		for i, bm := range r.segs {
-			if bm == nil {
-				continue
-			}
-			it := bm.Iterator()
-			for n := 0; it.HasNext(); n++ {
-				if n&1023 == 1023 {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
-				}
-				id, err := segs[i].DocID(uint64(it.Next()))
-				if err != nil {
-					return fmt.Errorf("%w: document id: %v", ErrBM25, err)
-				}
-				ids = append(ids, string(id))
-			}
-		}
-		return nil
+		r.idsOnce.Do(func() {
+			defer recoverCorrupt(&r.idsErr, "filter ids")
+			r.ids, r.idsErr = resolveIDs(snap, r)
+		})
+		ids, err = r.ids, r.idsErr
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return ids, nil
+}
+
+// resolveIDs reads the external ids of r's documents, sorted.
+func resolveIDs(snap *scorch.IndexSnapshot, r *filterResult) ([]string, error) {
+	ids := make([]string, 0, r.units)
+	segs := snap.Segments()
+	for i, bm := range r.segs {
+		if bm == nil {
+			continue
+		}
+		it := bm.Iterator()
+		for it.HasNext() {
+			id, err := segs[i].DocID(uint64(it.Next()))
+			if err != nil {
+				return nil, fmt.Errorf("%w: document id: %v", ErrBM25, err)
+			}
+			ids = append(ids, string(id))
+		}
 	}
 	slices.Sort(ids)
 	return ids, nil
