@@ -4,12 +4,12 @@ package rerank
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,34 +42,16 @@ type ceGolden struct {
 
 func loadCEGolden(t testing.TB) (ceGolden, string) {
 	t.Helper()
-	models := onnxtest.ModelsDir(t)
-	data, err := os.ReadFile(filepath.Join(models, "golden", "tiny-bert_cross_encoder_logits.json"))
-	if err != nil {
-		onnxtest.Missing(t, "golden cross-encoder logits: %v", err)
-	}
 	var g ceGolden
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Cases) < 15 {
-		t.Fatalf("golden has %d cases", len(g.Cases))
-	}
+	models := onnxtest.Golden(t, "tiny-bert_cross_encoder_logits.json", &g, 15, func() int { return len(g.Cases) })
 	return g, filepath.Join(models, "tiny-bert-cross-encoder")
 }
 
 func newTinyCE(t testing.TB, opts CrossEncoderOptions) *CrossEncoder {
 	t.Helper()
 	_, dir := loadCEGolden(t)
-	opts.LibraryPath = onnxtest.Library(t)
-	if opts.Threads == 0 {
-		opts.Threads = 1
-	}
-	ce, err := NewCrossEncoder(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ce.Close() })
-	return ce
+	opts.LibraryPath, opts.Threads = onnxtest.Library(t), max(opts.Threads, 1)
+	return onnxtest.Open(t, func() (*CrossEncoder, error) { return NewCrossEncoder(context.Background(), dir, opts) })
 }
 
 func pairEncoding(ids, types []int64) wordpiece.Encoding {
@@ -82,14 +64,7 @@ func pairEncoding(ids, types []int64) wordpiece.Encoding {
 
 func checkLogits(t *testing.T, what string, got []float32, want []float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d logits, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		if d := math.Abs(float64(got[i]) - want[i]); d > goldenTol || math.IsNaN(d) {
-			t.Errorf("%s[%d] = %v, want %v (|Δ| %.2g)", what, i, got[i], want[i], d)
-		}
-	}
+	onnxtest.Close(t, what, got, want, goldenTol)
 }
 
 func TestCrossEncoderMetadata(t *testing.T) {
@@ -152,7 +127,7 @@ func TestCrossEncoderGoldenText(t *testing.T) {
 	ce := newTinyCE(t, CrossEncoderOptions{BatchSize: 5})
 	for _, c := range g.Cases {
 		enc := ce.enc.Tok.EncodePair(c.Query, c.Passage)
-		if !equalIDs(enc.IDs, c.InputIDs) || !equalIDs(enc.TypeIDs, c.TokenTypeIDs) {
+		if !slices.Equal(enc.IDs, c.InputIDs) || !slices.Equal(enc.TypeIDs, c.TokenTypeIDs) {
 			t.Fatalf("%s: tokenizer differs from golden (len %d vs %d)", c.ID, len(enc.IDs), len(c.InputIDs))
 		}
 		got, err := ce.Score(ctx, c.Query, []string{c.Passage})
@@ -179,18 +154,6 @@ func TestCrossEncoderGoldenText(t *testing.T) {
 		}
 		checkLogits(t, "query "+q[:min(len(q), 20)], got, want)
 	}
-}
-
-func equalIDs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestCrossEncoderRerank(t *testing.T) {
@@ -368,21 +331,9 @@ func TestCrossEncoderCUDA(t *testing.T) {
 	g, dir := loadCEGolden(t)
 	lib := onnxtest.Library(t)
 	ctx := context.Background()
-	open := func(fallback bool) (*CrossEncoder, error) {
+	ce := onnxtest.CUDA(t, func(fallback bool) (*CrossEncoder, error) {
 		return NewCrossEncoder(ctx, dir, CrossEncoderOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: fallback})
-	}
-	onnxtest.CUDA(t, func(fallback bool) (string, func(), error) {
-		ce, err := open(fallback)
-		if err != nil {
-			return "", nil, err
-		}
-		return ce.Device(), func() { ce.Close() }, nil
 	}, ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
-	ce, err := open(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ce.Close()
 	cpu := newTinyCE(t, CrossEncoderOptions{})
 	c := g.Cases[0]
 	passages := make([]string, len(g.Cases))

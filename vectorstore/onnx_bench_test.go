@@ -4,25 +4,10 @@ package vectorstore
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
 )
-
-// benchThreads is ONNX Runtime's intra-op thread count for benchmarks
-// ($MEMORY_BENCH_THREADS, default 1).
-func benchThreads() int {
-	if n, err := strconv.Atoi(os.Getenv("MEMORY_BENCH_THREADS")); err == nil && n > 0 {
-		return n
-	}
-	return 1
-}
 
 // Benchmark texts: 256 SciFact passages of at most 40 words (under 128 tokens each, so no
 // implementation truncates them), embedded in batches of 32.
@@ -31,7 +16,7 @@ const benchN, benchWords, benchBatch = 256, 40, 32
 func benchEmbed(b *testing.B, dir, expectFile string) {
 	_, texts := onnxtest.BenchTexts(b, benchN, benchWords)
 	ctx := context.Background()
-	e, err := NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: onnxtest.Library(b), Threads: benchThreads(), BatchSize: benchBatch})
+	e, err := NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: onnxtest.Library(b), Threads: onnxtest.BenchThreads(), BatchSize: benchBatch})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,13 +31,8 @@ func benchEmbed(b *testing.B, dir, expectFile string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if expectFile != "" {
-		data, _ := json.Marshal(map[string]any{"model": e.ID(), "vectors": vecs[:8]})
-		if err := os.WriteFile(filepath.Join(onnxtest.BenchDir(b), expectFile), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cpu0 := cpuTime()
+	onnxtest.WriteExpect(b, expectFile, map[string]any{"model": e.ID(), "vectors": vecs[:8]})
+	cpu0 := onnxtest.CPUTime()
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := e.Embed(ctx, texts); err != nil {
@@ -62,17 +42,8 @@ func benchEmbed(b *testing.B, dir, expectFile string) {
 	b.ReportMetric(float64(len(texts)*b.N)/b.Elapsed().Seconds(), "texts/s")
 	b.ReportMetric(float64(sumTok)/float64(len(texts)), "tokens/text")
 	b.ReportMetric(float64(maxTok), "maxtokens")
-	b.ReportMetric(float64(benchThreads()), "threads")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(len(texts)*b.N), "cpu-ms/text")
-}
-
-// cpuTime is the CPU time (user + system, all threads) of this process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(onnxtest.BenchThreads()), "threads")
+	b.ReportMetric(float64((onnxtest.CPUTime()-cpu0).Microseconds())/1000/float64(len(texts)*b.N), "cpu-ms/text")
 }
 
 // BenchmarkONNXEmbedTiny embeds the benchmark texts with the 2-layer, 32-wide fixture.

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,18 +65,6 @@ func embedOne(t *testing.T, e *ONNXEmbedder, text string) []float32 {
 	return v[0]
 }
 
-func sameVec(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func strPtr(s string) *string { return &s }
 
 // TestONNXEmbedderPrompts checks the query and passage prefixes: read from
@@ -94,7 +83,7 @@ func TestONNXEmbedderPrompts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameVec(q, embedOne(t, plain, text)) {
+	if !slices.Equal(q, embedOne(t, plain, text)) {
 		t.Fatal("without prefixes EmbedQuery differs from Embed")
 	}
 
@@ -137,14 +126,14 @@ func TestONNXEmbedderPrompts(t *testing.T) {
 				}
 			}
 			// Embed = the plain model on prefix+text; EmbedQuery likewise with the query prefix.
-			if got, want := embedOne(t, e, text), embedOne(t, plain, c.pass+text); !sameVec(got, want) {
+			if got, want := embedOne(t, e, text), embedOne(t, plain, c.pass+text); !slices.Equal(got, want) {
 				t.Fatal("Embed is not the plain embedding of passage prefix + text")
 			}
 			got, err := e.EmbedQuery(ctx, text)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := embedOne(t, plain, c.query+text); !sameVec(got, want) {
+			if want := embedOne(t, plain, c.query+text); !slices.Equal(got, want) {
 				t.Fatal("EmbedQuery is not the plain embedding of query prefix + text")
 			}
 			batch, err := e.EmbedQueries(ctx, []string{text, "a much longer second query so the batch is padded"})
@@ -156,7 +145,7 @@ func TestONNXEmbedderPrompts(t *testing.T) {
 					t.Fatalf("EmbedQueries[0][%d] = %v, EmbedQuery %v", i, batch[0][i], got[i])
 				}
 			}
-			if c.query != c.pass && sameVec(got, embedOne(t, e, text)) {
+			if c.query != c.pass && slices.Equal(got, embedOne(t, e, text)) {
 				t.Fatal("query and passage embeddings are equal although the prefixes differ")
 			}
 		})

@@ -4,7 +4,6 @@ package vectorstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,34 +46,16 @@ type encoderGolden struct {
 
 func loadEncoderGolden(t testing.TB) (encoderGolden, string) {
 	t.Helper()
-	models := onnxtest.ModelsDir(t)
-	data, err := os.ReadFile(filepath.Join(models, "golden", "tiny-bert_encoder_outputs.json"))
-	if err != nil {
-		onnxtest.Missing(t, "golden encoder outputs: %v", err)
-	}
 	var g encoderGolden
-	if err := json.Unmarshal(data, &g); err != nil {
-		t.Fatal(err)
-	}
-	if len(g.Cases) < 14 {
-		t.Fatalf("golden has %d cases", len(g.Cases))
-	}
+	models := onnxtest.Golden(t, "tiny-bert_encoder_outputs.json", &g, 14, func() int { return len(g.Cases) })
 	return g, filepath.Join(models, "tiny-bert-encoder")
 }
 
 func newTinyEmbedder(t testing.TB, opts ONNXOptions) *ONNXEmbedder {
 	t.Helper()
 	_, dir := loadEncoderGolden(t)
-	opts.LibraryPath = onnxtest.Library(t)
-	if opts.Threads == 0 {
-		opts.Threads = 1
-	}
-	e, err := NewONNXEmbedder(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	return e
+	opts.LibraryPath, opts.Threads = onnxtest.Library(t), max(opts.Threads, 1)
+	return onnxtest.Open(t, func() (*ONNXEmbedder, error) { return NewONNXEmbedder(context.Background(), dir, opts) })
 }
 
 func idsEncoding(ids []int64) wordpiece.Encoding {
@@ -87,14 +68,7 @@ func idsEncoding(ids []int64) wordpiece.Encoding {
 
 func assertClose(t *testing.T, what string, got []float32, want []float64) {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: length %d, want %d", what, len(got), len(want))
-	}
-	for i := range want {
-		if d := math.Abs(float64(got[i]) - want[i]); d > goldenTol || math.IsNaN(d) {
-			t.Fatalf("%s[%d] = %v, want %v (|Δ| %.2g)", what, i, got[i], want[i], d)
-		}
-	}
+	onnxtest.Close(t, what, got, want, goldenTol)
 }
 
 func TestONNXEmbedderMetadata(t *testing.T) {
@@ -471,21 +445,9 @@ func TestONNXEmbedderCUDA(t *testing.T) {
 	if _, err := NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "tpu"}); err == nil {
 		t.Fatal("device tpu accepted")
 	}
-	open := func(fallback bool) (*ONNXEmbedder, error) {
+	e := onnxtest.CUDA(t, func(fallback bool) (*ONNXEmbedder, error) {
 		return NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: fallback})
-	}
-	onnxtest.CUDA(t, func(fallback bool) (string, func(), error) {
-		e, err := open(fallback)
-		if err != nil {
-			return "", nil, err
-		}
-		return e.Device(), func() { e.Close() }, nil
 	}, ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
-	e, err := open(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
 	cpu := newTinyEmbedder(t, ONNXOptions{})
 	texts := make([]string, len(g.Cases))
 	for i, c := range g.Cases {

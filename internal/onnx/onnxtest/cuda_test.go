@@ -26,22 +26,27 @@ func (r *recTB) Skipf(format string, args ...any) {
 	runtime.Goexit()
 }
 
+type fakeModel string
+
+func (m fakeModel) Device() string { return string(m) }
+func (m fakeModel) Close() error   { return nil }
+
 // TestCUDA drives CUDA with fake models for both machines (with and without CUDA), since
 // the test machine has only one of them.
 func TestCUDA(t *testing.T) {
 	errCUDA := errors.New("no CUDA")
 	errOther := errors.New("corrupt model")
-	model := func(dev, fallbackDev string, err, fallbackErr error) func(bool) (string, func(), error) {
-		return func(fallback bool) (string, func(), error) {
+	model := func(dev, fallbackDev string, err, fallbackErr error) func(bool) (fakeModel, error) {
+		return func(fallback bool) (fakeModel, error) {
 			if fallback {
-				return fallbackDev, func() {}, fallbackErr
+				return fakeModel(fallbackDev), fallbackErr
 			}
-			return dev, func() {}, err
+			return fakeModel(dev), err
 		}
 	}
 	for _, c := range []struct {
 		name          string
-		open          func(bool) (string, func(), error)
+		open          func(bool) (fakeModel, error)
 		fail, skipped bool
 	}{
 		{"CUDA used", model("cuda", "cuda", nil, nil), false, false},
@@ -55,11 +60,15 @@ func TestCUDA(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &recTB{TB: t}
 			done := make(chan struct{})
+			var got fakeModel
 			go func() {
 				defer close(done)
-				CUDA(r, c.open, errCUDA)
+				got = CUDA(r, c.open, errCUDA)
 			}()
 			<-done
+			if !r.failed && !r.skipped && got != "cuda" {
+				t.Fatalf("returned the %q model", got)
+			}
 			if r.failed != c.fail || r.skipped != c.skipped {
 				t.Fatalf("failed %v skipped %v (%s), want failed %v skipped %v", r.failed, r.skipped, r.msg, c.fail, c.skipped)
 			}

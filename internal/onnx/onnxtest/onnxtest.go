@@ -4,6 +4,9 @@
 package onnxtest
 
 import (
+	"encoding/json"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,4 +73,48 @@ func Model(tb testing.TB, name string) string {
 		Missing(tb, "model %s", p)
 	}
 	return p
+}
+
+// Golden decodes ModelsDir's golden/name into v, which must then hold at least minCases
+// cases (count reports how many it holds), and returns the models folder; a missing file
+// skips (or fails) tb.
+func Golden(tb testing.TB, name string, v any, minCases int, count func() int) string {
+	tb.Helper()
+	models := ModelsDir(tb)
+	data, err := os.ReadFile(filepath.Join(models, "golden", name))
+	if err != nil {
+		Missing(tb, "golden file %s: %v", name, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		tb.Fatalf("golden file %s: %v", name, err)
+	}
+	if n := count(); n < minCases {
+		tb.Fatalf("golden file %s has %d cases, want at least %d", name, n, minCases)
+	}
+	return models
+}
+
+// Open returns what open returns, closing it when tb ends; an error fails tb.
+func Open[T io.Closer](tb testing.TB, open func() (T, error)) T {
+	tb.Helper()
+	v, err := open()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { v.Close() })
+	return v
+}
+
+// Close checks got against want value by value: a length mismatch fails tb at once, each
+// value further than tol from want (or NaN) is reported with its index.
+func Close(tb testing.TB, what string, got []float32, want []float64, tol float64) {
+	tb.Helper()
+	if len(got) != len(want) {
+		tb.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if d := math.Abs(float64(got[i]) - want[i]); d > tol || math.IsNaN(d) {
+			tb.Errorf("%s[%d] = %v, want %v (|Δ| %.2g)", what, i, got[i], want[i], d)
+		}
+	}
 }
