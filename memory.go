@@ -223,15 +223,18 @@ func (m *Memory) open() (err error) {
 	} else if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return err
 	}
-	man, err := readManifest(m.dir)
-	if err != nil {
-		return err
-	}
 	// A process killed inside writeManifest leaves its temp file behind. It never holds
 	// the live manifest (that is only ever renamed into place), so it is removed, but only
 	// after taking the lock (another process may be writing it right now) and only in a
 	// directory that is ours. A foreign directory is left untouched.
+	// The directory is listed before the manifest is read: a store being created gets its
+	// manifest before anything but store.db, so a listing without the manifest saw at most
+	// store.db of a creation in progress, however far it has got since.
 	temps, others, err := manifestTemps(m.dir)
+	if err != nil {
+		return err
+	}
+	man, err := readManifest(m.dir)
 	if err != nil {
 		return err
 	}
@@ -249,6 +252,9 @@ func (m *Memory) open() (err error) {
 		if len(others) == 1 {
 			if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 {
 				if err := checkStoreFile(dbPath); err != nil {
+					if lockHolder(dbPath) == "a writer" { // still being written by its creator
+						return lockedError(m.dir, false)
+					}
 					return fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
 				}
 			}

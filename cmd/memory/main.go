@@ -5,6 +5,7 @@
 //	memory get         --store DIR [--collection C] [--json] ID...
 //	memory delete      --store DIR [--collection C] ID... | --where JSON | --source PATH
 //	memory count       --store DIR [--collection C]
+//	memory check       --store DIR [--repair]
 //	memory collections --store DIR [--json] | --delete NAME
 //	memory eval        --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
 //	memory serve       --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]

@@ -1,0 +1,379 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// checkSample is how many stored ids Check looks up in each index that can tell.
+const checkSample = 100
+
+// CheckReport is what [Memory.Check] found: one entry per collection and derived index.
+type CheckReport struct {
+	Indexes []IndexCheck
+}
+
+// OK reports whether every index agrees with the store of record (or was repaired).
+func (r CheckReport) OK() bool {
+	for _, ix := range r.Indexes {
+		if len(ix.Problems) > 0 && !ix.Repaired {
+			return false
+		}
+	}
+	return true
+}
+
+// IndexCheck is the check of one derived index of one collection against the store of
+// record.
+type IndexCheck struct {
+	Collection string
+	// Index is the kind of index: "bm25" or "vectors".
+	Index string
+	// StoreUnits is how many index ids (documents, or chunks of chunked ones) the store of
+	// record holds for this index (for vectors: how many vectors it stores), and StoreSeq the
+	// sequence number of the collection's last change.
+	StoreUnits int
+	StoreSeq   uint64
+	// Count is how many ids the index holds and Seq the change it reflects (0 for an index
+	// that does not persist itself: it is loaded from the store of record when opened).
+	Count int
+	Seq   uint64
+	// Sampled is how many stored ids were looked up in the index and Missing those it
+	// lacked (at most 10 are listed). SampleSkipped says why no sample was taken.
+	Sampled       int
+	Missing       []string
+	SampleSkipped string
+	// Notes say what was found that is not a disagreement (an index behind the store that
+	// opening catches up from the change log).
+	Notes []string
+	// Problems say what disagreed with the store of record; empty when the index agrees.
+	// After a repair the figures above are the rebuilt index's.
+	Problems []string
+	// Repaired: the index was rebuilt from the store of record and then agreed with it.
+	Repaired bool
+}
+
+// String is the index's line of a report: "collection/index: ok|...".
+func (c IndexCheck) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s: ", c.Collection, c.Index)
+	switch {
+	case len(c.Problems) == 0:
+		b.WriteString("ok")
+	case c.Repaired:
+		b.WriteString("REPAIRED")
+	default:
+		b.WriteString("DISAGREES")
+	}
+	fmt.Fprintf(&b, " (store: %d ids, change %d; index: %d ids", c.StoreUnits, c.StoreSeq, c.Count)
+	if c.Seq != 0 {
+		fmt.Fprintf(&b, ", change %d", c.Seq)
+	}
+	if c.SampleSkipped != "" {
+		fmt.Fprintf(&b, "; sample skipped: %s", c.SampleSkipped)
+	} else {
+		fmt.Fprintf(&b, "; %d/%d sampled ids found", c.Sampled-len(c.Missing), c.Sampled)
+	}
+	b.WriteString(")")
+	for _, n := range c.Notes {
+		b.WriteString("; " + n)
+	}
+	for _, p := range c.Problems {
+		b.WriteString("; " + p)
+	}
+	return b.String()
+}
+
+// Check verifies every derived index of every collection against the store of record: the
+// index's sequence number against the collection's last change, its number of ids against
+// the stored units (vectors: the stored vectors), and whether a deterministic sample of
+// stored ids (up to 100, spread over the collection) is in it (for an index that can look
+// ids up: BM25; the vector indexes cannot, which the report says). An index on disk is
+// first checked as it is, before opening catches it up or rebuilds it.
+//
+// With repair, an index that disagrees is rebuilt from the store of record (on disk) and
+// checked again. Without it nothing is rebuilt on purpose, but opening a collection's
+// indexes on a writable store already rebuilds one that fails the open-time checks (the
+// report marks it repaired); open the store with ReadOnly to look without changing
+// anything (a read-only store rebuilds in memory only). Repair on a read-only store is
+// ErrReadOnly.
+func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
+	var rep CheckReport
+	if m.closed.Load() {
+		return rep, ErrClosed
+	}
+	if repair {
+		if err := m.writable(); err != nil {
+			return rep, err
+		}
+	}
+	names, err := m.collectionNames()
+	if err != nil {
+		return rep, err
+	}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		s, err := m.Collection(name).state(false)
+		if err != nil {
+			return rep, err
+		}
+		if s == nil {
+			continue
+		}
+		checks, err := m.checkCollection(s, repair)
+		if err != nil {
+			return rep, fmt.Errorf("memory: check collection %q: %w", name, err)
+		}
+		rep.Indexes = append(rep.Indexes, checks...)
+	}
+	return rep, nil
+}
+
+// checkCollection checks (and with repair rebuilds) the derived indexes of s, holding the
+// writer lock so that no write changes the store of record meanwhile.
+func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	kinds := m.kinds()
+	checks := make([]IndexCheck, len(kinds))
+	applies := make([]bool, len(kinds))
+	s.mu.RLock()
+	wasOpen := s.indexes != nil
+	s.mu.RUnlock() // only writers open indexes, and this holds the writer lock
+	ids, err := m.checkSampleIDs(s.name)
+	if err != nil {
+		return nil, err
+	}
+	// The indexes on disk as they are, before opening catches them up or rebuilds them.
+	if !wasOpen {
+		s.mu.Lock()
+		for i, k := range kinds {
+			checks[i] = IndexCheck{Collection: s.name, Index: k.name}
+			m.checkOnDisk(s, k, ids, &checks[i])
+		}
+		s.bm25, s.vec = nil, nil // set by the kinds' open, closed again
+		s.mu.Unlock()
+	}
+	unlock, err := m.lockOpen(s)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	var out []IndexCheck
+	for i, k := range kinds {
+		ix := s.indexes[i]
+		if ix == nil {
+			continue // the kind does not apply (vectors without an embedder)
+		}
+		applies[i] = true
+		c := &checks[i]
+		c.Collection, c.Index = s.name, k.name
+		// Problems found on disk that opening got past: rebuilt (on disk, or in memory for
+		// a read-only store) or caught up.
+		onDisk := c.Problems
+		c.Problems = nil
+		live := IndexCheck{}
+		if err := m.checkLive(s, k, ix, ids, &live); err != nil {
+			return nil, err
+		}
+		c.Count, c.Seq, c.StoreUnits, c.StoreSeq = live.Count, live.Seq, live.StoreUnits, live.StoreSeq
+		if c.SampleSkipped == "" || live.SampleSkipped != "" {
+			c.Sampled, c.Missing, c.SampleSkipped = live.Sampled, live.Missing, live.SampleSkipped
+		}
+		c.Problems = append(onDisk, live.Problems...)
+		if len(onDisk) > 0 && len(live.Problems) == 0 {
+			if m.opts.ReadOnly {
+				c.Notes = append(c.Notes, "rebuilt in memory for this process only: run check --repair")
+			} else {
+				c.Repaired = true
+				c.Notes = append(c.Notes, "rebuilt from the store of record when opened")
+			}
+		}
+		if !repair || len(c.Problems) == 0 || c.Repaired {
+			continue
+		}
+		if err := m.rebuildIndex(s, i); err != nil {
+			return nil, fmt.Errorf("rebuilding its %s index: %w", k.name, err)
+		}
+		again := IndexCheck{}
+		if err := m.checkLive(s, k, s.indexes[i], ids, &again); err != nil {
+			return nil, err
+		}
+		// The figures are the rebuilt index's; Problems keep what disagreed.
+		c.Repaired = len(again.Problems) == 0
+		c.Count, c.Seq, c.Sampled, c.Missing, c.SampleSkipped = again.Count, again.Seq, again.Sampled, again.Missing, again.SampleSkipped
+		if !c.Repaired {
+			c.Problems = append(c.Problems, "still disagrees after the rebuild: "+strings.Join(again.Problems, "; "))
+		}
+	}
+	for i := range kinds {
+		if applies[i] {
+			out = append(out, checks[i])
+		}
+	}
+	return out, nil
+}
+
+// rebuildIndex rebuilds index i of s from the store of record (the caller holds the
+// writer lock and s.mu, with the indexes open). Check's one way into the rebuild path.
+func (m *Memory) rebuildIndex(s *colState, i int) error {
+	m.log.Warn("memory: check: rebuilding a derived index from the store of record", "collection", s.name, "index", m.kinds()[i].name)
+	return m.repairDerived(s, i)
+}
+
+// checkOnDisk checks collection s's index of kind k as its files are, when it persists
+// itself (BM25; a FAISS index with a directory). An index that does not persist is loaded
+// from the store of record on open, so there is nothing to check before that.
+func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexCheck) {
+	dir := m.derivedDir(k, s.name)
+	if dir == "" {
+		return
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if s.units > 0 && k.name == bm25Dir {
+			c.Problems = append(c.Problems, "missing on disk")
+		}
+		return
+	}
+	var ix derivedIndex
+	err := guard(k.name+" open", func() error {
+		var err error
+		ix, err = k.open(m, s, dir)
+		return err
+	})
+	if err != nil {
+		c.Problems = append(c.Problems, "cannot be opened: "+oneLine(err))
+		return
+	}
+	if ix == nil {
+		return
+	}
+	defer guard(k.name+" close", ix.Close)
+	seq := ix.Seq()
+	switch {
+	case seq == 0 && k.name != bm25Dir:
+		return // not persisted (loaded on open)
+	case seq > s.lastSeq:
+		c.Problems = append(c.Problems, fmt.Sprintf("reflects change %d, after the store of record's last (%d)", seq, s.lastSeq))
+		return
+	case seq < s.lastSeq:
+		if seq < s.trimmed || seq == 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("on disk at change %d, before the change log (from %d): rebuilt on open", seq, s.trimmed))
+		} else {
+			c.Notes = append(c.Notes, fmt.Sprintf("on disk at change %d: caught up from the change log on open", seq))
+		}
+		return
+	}
+	live := IndexCheck{}
+	if err := m.checkLive(s, k, ix, ids, &live); err != nil {
+		c.Problems = append(c.Problems, "cannot be checked: "+oneLine(err))
+		return
+	}
+	for _, p := range live.Problems {
+		c.Problems = append(c.Problems, "on disk: "+p)
+	}
+	c.Sampled, c.Missing, c.SampleSkipped = live.Sampled, live.Missing, live.SampleSkipped
+}
+
+// checkLive compares index ix of s (open, caught up) with the store of record.
+func (m *Memory) checkLive(s *colState, k derivedKind, ix derivedIndex, ids []string, c *IndexCheck) error {
+	c.StoreSeq = s.lastSeq
+	c.StoreUnits = s.units
+	if k.name == vecDir {
+		n, err := m.storedVectorCount(s.name)
+		if err != nil {
+			return err
+		}
+		c.StoreUnits = n
+	}
+	return guard(k.name+" check", func() error {
+		c.Seq = ix.Seq()
+		if c.Seq != 0 && c.Seq != s.lastSeq {
+			c.Problems = append(c.Problems, fmt.Sprintf("index at change %d, the store of record at %d", c.Seq, s.lastSeq))
+		}
+		n, err := ix.Count()
+		if err != nil {
+			c.Problems = append(c.Problems, "cannot count its ids: "+oneLine(err))
+		} else {
+			c.Count = n
+			if n != c.StoreUnits {
+				c.Problems = append(c.Problems, fmt.Sprintf("holds %d ids, the store of record %d", n, c.StoreUnits))
+			}
+		}
+		ch, ok := ix.(idChecker)
+		switch {
+		case !ok:
+			c.SampleSkipped = "this index cannot look ids up"
+			return nil
+		case len(ids) == 0:
+			c.SampleSkipped = "no stored ids"
+			return nil
+		}
+		missing, err := ch.Missing(ids)
+		if err != nil {
+			c.Problems = append(c.Problems, "cannot look ids up: "+oneLine(err))
+			return nil
+		}
+		c.Sampled = len(ids)
+		if len(missing) > 0 {
+			c.Problems = append(c.Problems, fmt.Sprintf("lacks %d of %d sampled ids", len(missing), len(ids)))
+			c.Missing = missing[:min(len(missing), 10)]
+		}
+		return nil
+	})
+}
+
+// checkSampleIDs returns the index ids of up to checkSample documents of collection col,
+// taken at even steps over its docs bucket (deterministic for a given store).
+func (m *Memory) checkSampleIDs(col string) ([]string, error) {
+	var out []string
+	err := m.db.View(func(tx *bolt.Tx) error {
+		docs := docsBucket(tx, col)
+		if docs == nil {
+			return nil
+		}
+		n := docs.Stats().KeyN
+		step := max(1, n/checkSample)
+		cur := docs.Cursor()
+		i := 0
+		for k, v := cur.First(); k != nil && len(out) < 4*checkSample; k, v = cur.Next() {
+			if i%step == 0 {
+				r, err := decodeMeta(string(k), v)
+				if err != nil {
+					return err
+				}
+				out = append(out, r.unitIDs(string(k))...)
+			}
+			i++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// storedVectorCount is how many vectors collection col stores.
+func (m *Memory) storedVectorCount(col string) (int, error) {
+	n := 0
+	err := m.db.View(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		n = b.Bucket(bkVecs).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// oneLine is err's message up to its first line break (a recovered panic carries its
+// stack after it).
+func oneLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
+}

@@ -1,0 +1,192 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/vectorstore"
+)
+
+// checkStore makes a closed store with 50 documents in the default collection and 10 in
+// "notes", embedded with a hash embedder.
+func checkStore(t *testing.T) (string, Option) {
+	t.Helper()
+	dir := t.TempDir() + "/store"
+	emb := WithEmbedder(vectorstore.NewHashEmbedder(16))
+	m, err := Open(dir, emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := m.Add(bg, Document{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d marker%d shared words", i, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := m.Collection("notes").Add(bg, Document{ID: fmt.Sprintf("n%d", i), Text: fmt.Sprintf("note %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, emb
+}
+
+// damageBM25 changes a closed store's BM25 index of col behind its back, keeping its
+// sequence number: dels are removed and puts (ghost ids) added.
+func damageBM25(t *testing.T, m *Memory, dir, col string, puts []string, dels []string) {
+	t.Helper()
+	ix, err := hybrid.OpenBM25With(m.colPath(bm25Dir, col), hybrid.BM25Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []hybrid.BM25Doc
+	for _, id := range puts {
+		docs = append(docs, hybrid.BM25Doc{ID: id, Text: "ghost text " + id})
+	}
+	if err := ix.Apply(docs, dels, ix.Seq()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// find returns the check of col/index in rep.
+func find(t *testing.T, rep CheckReport, col, index string) IndexCheck {
+	t.Helper()
+	for _, c := range rep.Indexes {
+		if c.Collection == col && c.Index == index {
+			return c
+		}
+	}
+	t.Fatalf("no check of %s/%s in %v", col, index, rep.Indexes)
+	return IndexCheck{}
+}
+
+func TestCheckCleanStore(t *testing.T) {
+	dir, emb := checkStore(t)
+	for _, ro := range []bool{false, true} {
+		opts := []Option{emb}
+		if ro {
+			opts = append(opts, ReadOnly())
+		}
+		m := openT(t, dir, opts...)
+		rep, err := m.Check(bg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Indexes) != 4 || !rep.OK() {
+			t.Fatalf("read-only %v: %v", ro, rep.Indexes)
+		}
+		for _, c := range rep.Indexes {
+			if len(c.Problems) > 0 || c.Repaired {
+				t.Errorf("clean store: %s", c)
+			}
+			if !strings.Contains(c.String(), ": ok (") {
+				t.Errorf("line %q does not say ok", c)
+			}
+		}
+		b := find(t, rep, DefaultCollection, bm25Dir)
+		if b.Count != 50 || b.StoreUnits != 50 || b.Sampled != 50 || len(b.Missing) != 0 || b.Seq != b.StoreSeq {
+			t.Errorf("default/bm25: %+v", b)
+		}
+		v := find(t, rep, "notes", vecDir)
+		if v.Count != 10 || v.StoreUnits != 10 || v.SampleSkipped == "" {
+			t.Errorf("notes/vectors: %+v", v)
+		}
+		if ro {
+			if _, err := m.Check(bg, true); !errors.Is(err, ErrReadOnly) {
+				t.Errorf("Check(repair) on a read-only store: %v", err)
+			}
+		}
+		m.Close()
+	}
+}
+
+// An index with the right sequence number and count but other ids (a ghost in place of a
+// stored document, in the middle of the id space) is found by the sample and repaired.
+func TestCheckFindsAndRepairsSwappedIDs(t *testing.T) {
+	dir, emb := checkStore(t)
+	m := openT(t, dir, emb)
+	m.Close()
+	damageBM25(t, m, dir, DefaultCollection, []string{"ghost"}, []string{"d025"})
+
+	r := openT(t, dir, emb, ReadOnly())
+	rep, err := r.Check(bg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, rep, DefaultCollection, bm25Dir)
+	if rep.OK() || len(c.Problems) == 0 || c.Repaired || !strings.Contains(c.String(), "DISAGREES") {
+		t.Fatalf("read-only check of a swapped index: %s (OK %v)", c, rep.OK())
+	}
+	if len(c.Missing) != 1 || c.Missing[0] != "d025" {
+		t.Errorf("missing %v, want [d025]", c.Missing)
+	}
+	if n := find(t, rep, "notes", bm25Dir); len(n.Problems) != 0 {
+		t.Errorf("the other collection: %s", n)
+	}
+	r.Close()
+
+	w := openT(t, dir, emb)
+	rep, err = w.Check(bg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = find(t, rep, DefaultCollection, bm25Dir)
+	if !rep.OK() || !c.Repaired || !strings.Contains(c.String(), "REPAIRED") {
+		t.Fatalf("repair: %s", c)
+	}
+	res, err := w.Search(bg, "marker25", WithMode(BM25), TopK(3))
+	if err != nil || len(res) == 0 || res[0].ID != "d025" {
+		t.Fatalf("after repair, marker25 finds %v, %v", ids(res), err)
+	}
+	if res, _ := w.Search(bg, "ghost", WithMode(BM25)); len(res) != 0 {
+		t.Fatalf("after repair the ghost is still found: %v", ids(res))
+	}
+	w.Close()
+
+	// Repaired on disk: a fresh check finds nothing.
+	w2 := openT(t, dir, emb)
+	rep, err = w2.Check(bg, false)
+	if err != nil || !rep.OK() {
+		t.Fatalf("after repair: %v %v", rep.Indexes, err)
+	}
+	for _, c := range rep.Indexes {
+		if len(c.Problems) > 0 {
+			t.Errorf("after repair: %s", c)
+		}
+	}
+}
+
+// An index that lost a document (its count disagrees) is reported; a writable open
+// already rebuilds it, which the report says.
+func TestCheckCountMismatch(t *testing.T) {
+	dir, emb := checkStore(t)
+	m := openT(t, dir, emb)
+	m.Close()
+	damageBM25(t, m, dir, "notes", nil, []string{"n3"})
+
+	r := openT(t, dir, emb, ReadOnly())
+	rep, err := r.Check(bg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, rep, "notes", bm25Dir); rep.OK() || len(c.Problems) == 0 || !strings.Contains(strings.Join(c.Problems, ";"), "holds 9 ids, the store of record 10") {
+		t.Fatalf("read-only check: %s", c)
+	}
+	r.Close()
+	w := openT(t, dir, emb)
+	rep, err = w.Check(bg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := find(t, rep, "notes", bm25Dir); !rep.OK() || !c.Repaired {
+		t.Fatalf("writable check: %s", c)
+	}
+}
