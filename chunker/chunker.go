@@ -235,47 +235,58 @@ func buildChunks(path, lang string, src []byte, nws []int32, spans []span, trim 
 			Content:   string(src[start:end]),
 			Headings:  s.headings,
 		}
-		fs, fe := start, end
-		for fs < fe && isSpace(src[fs]) {
-			fs++
-		}
-		for fe > fs && isSpace(src[fe-1]) {
-			fe--
-		}
-		if fs == fe {
-			fs, fe = start, end
-		}
-		c.StartLine = lineOf(ls, fs)
-		if fe > fs {
-			c.EndLine = lineOf(ls, fe-1)
-		} else {
-			c.EndLine = c.StartLine
-		}
+		c.StartLine, c.EndLine = lineRange(ls, src, start, end)
 		if len(s.defs) > 1 || (len(s.defs) == 1 && s.def != s.defs[0]) {
 			for _, x := range s.defs {
 				c.Defs = append(c.Defs, x.qname)
 			}
 		}
-		switch d := s.def; {
-		case d != nil:
+		if d := s.def; d != nil {
 			c.Kind, c.Name, c.QualifiedName, c.Parent = d.kind, d.name, d.qname, d.parent
 			c.Signature, c.Doc, c.Context = d.sig, d.doc, d.context
 			if !s.whole && parts[d] > 1 {
 				seen[d]++
 				c.Part = seen[d]
 			}
-		case s.kind != "":
-			c.Kind = s.kind
-		case s.hasDoc:
-			c.Kind = KindDocstring
-		case s.hasImport && !s.hasOther:
-			c.Kind = KindImport
-		default:
-			c.Kind = KindCode
+		} else {
+			c.Kind = s.topKind()
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// lineRange returns the lines (1-based, inclusive) of the first and last non-whitespace
+// characters of src[start:end], or of its first and last bytes when it is all whitespace.
+func lineRange(ls []int, src []byte, start, end int) (first, last int) {
+	fs, fe := start, end
+	for fs < fe && isSpace(src[fs]) {
+		fs++
+	}
+	for fe > fs && isSpace(src[fe-1]) {
+		fe--
+	}
+	if fs == fe {
+		fs, fe = start, end
+	}
+	first = lineOf(ls, fs)
+	if fe > fs {
+		return first, lineOf(ls, fe-1)
+	}
+	return first, first
+}
+
+// topKind is the kind of a span that is no definition (nor part of one).
+func (s *span) topKind() string {
+	switch {
+	case s.kind != "":
+		return s.kind
+	case s.hasDoc:
+		return KindDocstring
+	case s.hasImport && !s.hasOther:
+		return KindImport
+	}
+	return KindCode
 }
 
 // EmbeddingText returns the text to embed or index for the chunk: a short header (path,
