@@ -554,17 +554,23 @@ func (a *astChunker) text(n *sitter.Node) string {
 	if s < 0 || e > len(a.src) || e < s {
 		return ""
 	}
-	t := strings.Join(strings.Fields(string(a.src[s:e])), " ")
-	if len(t) > 120 {
-		t = t[:120]
-		for len(t) > 0 && t[len(t)-1]&0xC0 == 0x80 {
-			t = t[:len(t)-1]
-		}
-		if len(t) > 0 && t[len(t)-1] >= 0xC0 {
-			t = t[:len(t)-1]
-		}
+	return capBytes(strings.Join(strings.Fields(string(a.src[s:e])), " "), 120)
+}
+
+// capBytes cuts s to at most n bytes when it is longer, then drops the character the cut
+// may have split (or, cut at a boundary, the last character).
+func capBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return t
+	s = s[:n]
+	for len(s) > 0 && s[len(s)-1]&0xC0 == 0x80 {
+		s = s[:len(s)-1]
+	}
+	if len(s) > 0 && s[len(s)-1] >= 0xC0 {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func (a *astChunker) nameOf(n *sitter.Node) string {
@@ -601,6 +607,7 @@ func (a *astChunker) declName(d *sitter.Node) string {
 	return ""
 }
 
+// signature returns the first line of a node's text, trimmed and capped.
 func (a *astChunker) signature(n *sitter.Node) string {
 	s, e := int(n.StartByte()), int(n.EndByte())
 	if e > len(a.src) || s >= e {
@@ -613,17 +620,7 @@ func (a *astChunker) signature(n *sitter.Node) string {
 			break
 		}
 	}
-	sig := strings.TrimSpace(string(line))
-	if len(sig) > 200 {
-		sig = sig[:200]
-		for len(sig) > 0 && sig[len(sig)-1]&0xC0 == 0x80 {
-			sig = sig[:len(sig)-1]
-		}
-		if len(sig) > 0 && sig[len(sig)-1] >= 0xC0 {
-			sig = sig[:len(sig)-1]
-		}
-	}
-	return sig
+	return capBytes(strings.TrimSpace(string(line)), 200)
 }
 
 // docstringNode returns the string node of a statement that is a bare string literal.
