@@ -61,31 +61,25 @@ func (m *Memory) checkReadOnlyDir() error {
 	return nil
 }
 
-// checkEmbedderReadOnly is checkEmbedder for a read-only store: the configured embedder
-// must be the recorded one, or the store must hold no document (its identity is then kept
-// in memory only); re-embedding writes, so WithReEmbed cannot help here.
+// checkEmbedderReadOnly is checkEmbedder for a read-only store, which must not write: the
+// configured embedder must be the recorded one, or the store must hold no document (the
+// embedder's identity is then kept in memory only); re-embedding writes, so WithReEmbed
+// cannot help here. checkEmbedder writes nothing when the embedders match, when none is
+// configured, and when it refuses a store holding documents, so those cases go to it.
 func (m *Memory) checkEmbedderReadOnly() error {
-	e := m.opts.Embedder
-	if e == nil {
-		return nil
-	}
-	if e.Dim() <= 0 {
-		return fmt.Errorf("%w: embedder %q reports dimension %d", ErrInvalidOption, e.ID(), e.Dim())
-	}
-	rec := m.man.Embedder
-	if rec != nil && rec.ID == e.ID() && rec.Dim == e.Dim() {
-		return nil
+	e, rec := m.opts.Embedder, m.man.Embedder
+	if e == nil || e.Dim() <= 0 || rec != nil && rec.ID == e.ID() && rec.Dim == e.Dim() {
+		return m.checkEmbedder()
 	}
 	n, err := m.countDocs()
 	if err != nil {
 		return err
 	}
 	if n > 0 {
-		if rec == nil {
-			return fmt.Errorf("%w: store has %d documents without vectors and is opened read-only (embedding them needs a writable open with WithReEmbed)", ErrEmbedderMismatch, n)
+		if m.opts.ReEmbed {
+			return fmt.Errorf("%w: %w: re-embedding %d documents with %q writes to the store", ErrEmbedderMismatch, ErrReadOnly, n, e.ID())
 		}
-		return fmt.Errorf("%w: store was embedded with %q (dim %d), configured %q (dim %d); re-embedding needs a writable open with WithReEmbed",
-			ErrEmbedderMismatch, rec.ID, rec.Dim, e.ID(), e.Dim())
+		return m.checkEmbedder()
 	}
 	man := *m.man
 	man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim()}
