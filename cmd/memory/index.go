@@ -33,7 +33,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var sf storeFlags
 	sf.register(fs, true)
 	col := fs.String("collection", "", "collection (default: the default collection; created on the first write)")
-	batch := fs.Int("batch", 256, "documents per write")
+	batch := fs.Int("batch", 4096, "documents per write (one transaction; a large batch builds its BM25 segments on all cores)")
 	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore)")
 	sync := fs.Bool("sync", false, "also delete the documents of sources under the given folders that are gone")
 	strict := fs.Bool("strict", false, "exit with status 1 when any document was skipped")
@@ -45,7 +45,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	if *batch <= 0 {
-		*batch = 256
+		*batch = 4096
 	}
 	files, err := collectRoots(fs.Args(), *sync, stderr)
 	if err != nil {
