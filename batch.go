@@ -130,6 +130,7 @@ func (m *Memory) bm25Options() hybrid.BM25Options {
 		MaxQueryBytes:      m.opts.MaxQueryBytes,
 		SegmentWorkers:     m.opts.QueryWorkers,
 		PostingsCacheBytes: m.opts.PostingsCacheBytes,
+		ReadOnly:           m.opts.ReadOnly,
 	}
 }
 

@@ -104,6 +104,12 @@ type BM25Options struct {
 	// than the queried terms' postings, so a small index keeps it small. Negative keeps
 	// only the entry in use (every query decodes what it needs).
 	PostingsCacheBytes int
+	// ReadOnly opens an existing index for searching only (path "" is an in-memory index
+	// as without it): Bleve's scorch runs with its read_only setting (a shared lock on
+	// root.bolt, no persister or merger), nothing is created or written, a missing path is
+	// an error (ErrBM25 wrapping bleve.ErrorIndexPathDoesNotExist) and Apply fails with
+	// ErrBM25. Several processes may hold one index read-only at once.
+	ReadOnly bool
 	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
 	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches
 	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
@@ -233,11 +239,17 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 		}
 	}()
 	if path == "" {
+		o.ReadOnly = false // an in-memory index is this process's own
 		idx, err = bleve.NewUsing("", newMapping(), scorch.Name, scorch.Name, nil)
 		created = true
 	} else {
-		idx, err = bleve.OpenUsing(path, nil)
-		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
+		var rc map[string]interface{}
+		if o.ReadOnly {
+			// bolt_timeout: never wait forever for a writer's lock on root.bolt.
+			rc = map[string]interface{}{"read_only": true, "bolt_timeout": "1s"}
+		}
+		idx, err = bleve.OpenUsing(path, rc)
+		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) && !o.ReadOnly {
 			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
 			created = true
 		}
@@ -284,6 +296,9 @@ func (b *BM25Index) Seq() uint64 {
 // Apply indexes puts, removes deletes and records seq (see apply in bm25_apply.go).
 func (b *BM25Index) Apply(puts []BM25Doc, deletes []string, seq uint64) (err error) {
 	defer recoverCorrupt(&err, "apply")
+	if b.opts.ReadOnly {
+		return fmt.Errorf("%w: the index is opened read-only", ErrBM25)
+	}
 	return b.apply(puts, deletes, seq)
 }
 
