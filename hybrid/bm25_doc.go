@@ -21,7 +21,10 @@ const lenField = "memory_dl"
 // bodyAnalyzer returns the English analyzer of the body field.
 func (b *BM25Index) bodyAnalyzer() analysis.Analyzer {
 	b.anaOnce.Do(func() {
-		b.analyzer = b.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+		// Bleve's "en" analyzer, with a stem cache (bm25_stem.go).
+		if b.analyzer = cachedEnglish(); b.analyzer == nil {
+			b.analyzer = b.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+		}
 	})
 	return b.analyzer
 }

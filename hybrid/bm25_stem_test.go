@@ -1,0 +1,110 @@
+package hybrid
+
+import (
+	"bufio"
+	"encoding/json"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// TestCachedAnalyzerMatchesBleve runs Bleve's English analyzer and the cached one over the
+// same texts (SciFact's corpus when ../shared is there, and random text mixing scripts,
+// digits and punctuation), twice so the second pass answers from the cache, and requires
+// the same tokens: terms, positions and offsets.
+func TestCachedAnalyzerMatchesBleve(t *testing.T) {
+	ref, err := registry.NewCache().AnalyzerNamed(en.AnalyzerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := cachedEnglish()
+	if ours == nil {
+		t.Fatal("cachedEnglish: nil")
+	}
+	var texts []string
+	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl")); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() && len(texts) < 2000 {
+			var d struct{ Title, Text string }
+			if json.Unmarshal(sc.Bytes(), &d) == nil {
+				texts = append(texts, d.Title+"\n"+d.Text)
+			}
+		}
+		f.Close()
+	}
+	rng := rand.New(rand.NewSource(3))
+	pieces := []string{"running", "runs", "ran", "The", "cats'", "cat's", "ponies", "caresses", "hopping", "x.y", "3.14", "don't",
+		"naïve", "Straße", "日本語", "テスト", "ΑΒΓ", "généralement", "e.g.", "U.S.A.", "a_b", "--", "!!", "\t", "\n", "12,000", "COVID-19", "IL-6"}
+	for range 3000 {
+		var b strings.Builder
+		for range 1 + rng.Intn(30) {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+			b.WriteByte(" .,;:-'\n"[rng.Intn(8)])
+		}
+		texts = append(texts, b.String())
+	}
+	for pass := range 2 {
+		for _, text := range texts {
+			want, got := ref.Analyze([]byte(text)), ours.Analyze([]byte(text))
+			if !sameTokens(want, got) {
+				t.Fatalf("pass %d, %q:\n bleve %v\n ours  %v", pass, text, want, got)
+			}
+		}
+	}
+}
+
+func sameTokens(a, b analysis.TokenStream) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := *a[i], *b[i]
+		if string(x.Term) != string(y.Term) || x.Position != y.Position || x.Start != y.Start || x.End != y.End || x.Type != y.Type || x.KeyWord != y.KeyWord {
+			return false
+		}
+		x.Term, y.Term = nil, nil
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// BenchmarkAnalyzer compares Bleve's English analyzer with the cached one on SciFact text.
+func BenchmarkAnalyzer(b *testing.B) {
+	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
+	if err != nil {
+		b.Skip(err)
+	}
+	defer f.Close()
+	var texts [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() && len(texts) < 1000 {
+		var d struct{ Title, Text string }
+		if json.Unmarshal(sc.Bytes(), &d) == nil {
+			texts = append(texts, []byte(d.Title+"\n"+d.Text))
+		}
+	}
+	ref, _ := registry.NewCache().AnalyzerNamed(en.AnalyzerName)
+	for _, c := range []struct {
+		name string
+		a    analysis.Analyzer
+	}{{"bleve", ref}, {"cached", cachedEnglish()}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				for _, t := range texts {
+					c.a.Analyze(append([]byte(nil), t...))
+				}
+			}
+		})
+	}
+}
