@@ -45,6 +45,9 @@ func (m *Memory) SaveSOPs() error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
+	if err := m.writable(); err != nil {
+		return err
+	}
 	lib := m.SOPs()
 	dir := filepath.Join(m.dir, sopDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
