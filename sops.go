@@ -20,13 +20,10 @@ func (m *Memory) SOPs() *sop.Library {
 	if m.sops != nil {
 		return m.sops
 	}
-	var opts []sop.Option
-	if m.opts.Embedder != nil {
-		opts = append(opts, sop.WithEmbedder(m.opts.Embedder))
-	}
+	opts := sop.Options{Embedder: m.opts.Embedder}
 	dir := filepath.Join(m.dir, sopDir)
 	if _, err := os.Stat(dir); err == nil {
-		lib, err := sop.LoadDir(dir, opts...)
+		lib, err := sop.LoadDir(dir, opts)
 		if err != nil {
 			m.log.Warn("memory: some procedures could not be loaded", "dir", dir, "err", err)
 		}
@@ -35,7 +32,7 @@ func (m *Memory) SOPs() *sop.Library {
 			return lib
 		}
 	}
-	m.sops = sop.NewLibrary(opts...)
+	m.sops = sop.NewLibrary(opts)
 	return m.sops
 }
 

@@ -325,12 +325,8 @@ func (s *server) sopMatch(ctx context.Context, _ *mcp.CallToolRequest, in SOPInp
 	if n < 1 || n > 50 {
 		return nil, SOPOutput{}, fmt.Errorf("%w: n %d not in [1, 50]", ErrInvalidInput, in.N)
 	}
-	var opts []sop.MatchOption
-	if in.Category != "" {
-		opts = append(opts, sop.InCategory(in.Category))
-	}
 	out := SOPOutput{Matches: []SOPMatch{}}
-	for _, m := range s.o.SOPs.Match(in.Query, n, opts...) {
+	for _, m := range s.o.SOPs.Match(in.Query, n, sop.MatchOptions{Category: in.Category}) {
 		out.Matches = append(out.Matches, SOPMatch{
 			Name: m.SOP.Name, Description: m.SOP.Description, Category: m.SOP.Category,
 			Priority: m.SOP.Priority, Score: m.Score, MatchedTriggers: append([]string{}, m.MatchedTriggers...),

@@ -30,12 +30,12 @@ func newStore(t *testing.T) *memory.Memory {
 
 func newLibrary(t *testing.T) *sop.Library {
 	t.Helper()
-	lib := sop.NewLibrary()
-	if err := lib.Add(sop.SOP{
+	lib := sop.NewLibrary(sop.Options{})
+	if err := lib.Add(sop.Procedure{
 		Name: "debug_python_code", Description: "Find and fix a bug in Python code.",
 		Trigger: sop.Triggers{"debug", "bug", "not working"}, Category: "coding", Priority: 8,
 		Steps: []sop.Step{{Action: "Reproduce the problem."}, {Action: "Run the tests again.", Condition: "fix proposed"}},
-	}, sop.SOP{
+	}, sop.Procedure{
 		Name: "deploy_service", Trigger: sop.Triggers{"deploy", "release"}, Category: "devops", Priority: 5,
 		Steps: []sop.Step{{Action: "Build the image."}},
 	}); err != nil {

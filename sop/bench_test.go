@@ -16,7 +16,7 @@ import (
 // postings the labelled queries hit long.
 func syntheticLibrary(tb testing.TB, n int) *Library {
 	tb.Helper()
-	lib, err := LoadDir(filepath.Join("testdata", "eval", "procedures"))
+	lib, err := LoadDir(filepath.Join("testdata", "eval", "procedures"), Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func syntheticLibrary(tb testing.TB, n int) *Library {
 			}
 			trig = append(trig, t)
 		}
-		s := SOP{Name: fmt.Sprintf("synthetic_%05d", i), Trigger: trig, Priority: rng.IntN(11),
+		s := Procedure{Name: fmt.Sprintf("synthetic_%05d", i), Trigger: trig, Priority: rng.IntN(11),
 			Category: fmt.Sprintf("cat%d", i%20), Steps: []Step{{Action: "step one"}, {Action: "step two", Condition: "x"}}}
 		if err := lib.Add(s); err != nil {
 			tb.Fatal(err)
@@ -72,7 +72,7 @@ func BenchmarkMatch10k(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()
-		ms := lib.Match(qs[i%len(qs)].Q, 5)
+		ms := lib.Match(qs[i%len(qs)].Q, 5, MatchOptions{})
 		lat = append(lat, time.Since(start))
 		matched += len(ms)
 	}
@@ -106,7 +106,7 @@ func BenchmarkLoad10k(b *testing.B) {
 	sops := lib.List("")
 	b.ResetTimer()
 	for b.Loop() {
-		l := NewLibrary()
+		l := NewLibrary(Options{})
 		for _, s := range sops {
 			if err := l.Add(s); err != nil {
 				b.Fatal(err)

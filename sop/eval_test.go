@@ -75,7 +75,7 @@ func evaluate(qs []labelled, top func(q string) (string, bool)) evalResult {
 // TestLabelledQueries compares the trigger matcher with the naive baseline on the labelled
 // queries: ours must be better on both precision@1 and no-match accuracy.
 func TestLabelledQueries(t *testing.T) {
-	lib, err := LoadDir(filepath.Join("testdata", "eval", "procedures"), WithStrict(true))
+	lib, err := LoadDir(filepath.Join("testdata", "eval", "procedures"), Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestLabelledQueries(t *testing.T) {
 		return ms[0].SOP.Name, true
 	})
 	ours := evaluate(qs, func(q string) (string, bool) {
-		ms := lib.Match(q, 1)
+		ms := lib.Match(q, 1, MatchOptions{})
 		if len(ms) == 0 {
 			return "", false
 		}
@@ -127,7 +127,7 @@ func TestLabelledQueries(t *testing.T) {
 // no-match accuracy on the labelled queries (metrics "p@1" and "nomatch-acc"), and the time to
 // answer the whole set.
 func BenchmarkLabelledQueries(b *testing.B) {
-	lib, err := LoadDir(filepath.Join("testdata", "eval", "procedures"))
+	lib, err := LoadDir(filepath.Join("testdata", "eval", "procedures"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func BenchmarkLabelledQueries(b *testing.B) {
 			return "", false
 		}},
 		{"ours", func(q string) (string, bool) {
-			if ms := lib.Match(q, 1); len(ms) > 0 {
+			if ms := lib.Match(q, 1, MatchOptions{}); len(ms) > 0 {
 				return ms[0].SOP.Name, true
 			}
 			return "", false

@@ -7,7 +7,7 @@ import (
 )
 
 func Example() {
-	lib := sop.NewLibrary()
+	lib := sop.NewLibrary(sop.Options{})
 	procs, err := sop.Parse("procedures.json", []byte(`[
 	 {"name": "debug_python_code", "description": "Find and fix a bug in Python code.",
 	  "trigger": "debug, bug, error, not working", "category": "coding", "priority": 8,
@@ -26,14 +26,14 @@ func Example() {
 		return
 	}
 	for _, q := range []string{"I get errors when my script runs", "which debugger is best?", "Merge conflicts after a rebase"} {
-		ms := lib.Match(q, 3)
+		ms := lib.Match(q, 3, sop.MatchOptions{})
 		if len(ms) == 0 {
 			fmt.Printf("%q: no procedure\n", q)
 			continue
 		}
 		fmt.Printf("%q: %s (score %.1f, triggers %q)\n", q, ms[0].SOP.Name, ms[0].Score, ms[0].MatchedTriggers)
 	}
-	best := lib.Match("my code is not working", 1)[0]
+	best := lib.Match("my code is not working", 1, sop.MatchOptions{})[0]
 	fmt.Print(sop.Render(best.SOP, sop.RenderContext{Query: "my code is not working"}))
 	// Output:
 	// "I get errors when my script runs": debug_python_code (score 14.0, triggers ["error"])
@@ -47,7 +47,7 @@ func Example() {
 }
 
 func ExampleLoadDir() {
-	lib, err := sop.LoadDir("testdata/load/mixed")
+	lib, err := sop.LoadDir("testdata/load/mixed", sop.Options{})
 	fmt.Println(lib.Len(), "procedures loaded")
 	fmt.Println(err)
 	// Output:

@@ -28,13 +28,13 @@ func FuzzLoad(f *testing.F) {
 			file = "f.yaml"
 		}
 		sops, err := Parse(file, data, strict)
-		if err != nil && !errors.Is(err, ErrInvalidSOP) {
-			t.Fatalf("error %v does not match ErrInvalidSOP", err)
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("error %v does not match ErrInvalid", err)
 		}
 		if err == nil && len(sops) == 0 {
 			t.Fatal("no procedures and no error")
 		}
-		lib := NewLibrary()
+		lib := NewLibrary(Options{})
 		for _, s := range sops {
 			if verr := s.Validate(); verr != nil {
 				t.Fatalf("Parse returned an invalid procedure: %v", verr)
@@ -52,7 +52,7 @@ func FuzzLoad(f *testing.F) {
 			}
 			Render(s, RenderContext{Query: string(data)})
 		}
-		for _, m := range lib.Match(string(data), 3) {
+		for _, m := range lib.Match(string(data), 3, MatchOptions{}) {
 			if len(m.MatchedTriggers) == 0 {
 				t.Fatalf("match without triggers: %+v", m)
 			}

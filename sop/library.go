@@ -15,36 +15,31 @@ import (
 	"github.com/agentmem/memory/vectorstore"
 )
 
-// DefaultMaxFileSize is the largest procedure file LoadDir reads unless WithMaxFileSize
-// says otherwise.
+// DefaultMaxFileSize is the largest procedure file LoadDir reads unless
+// [Options.MaxFileSize] says otherwise.
 const DefaultMaxFileSize = 8 << 20
 
-// Option configures a Library.
-type Option func(*config)
-
-type config struct {
-	strict      bool
-	embedder    vectorstore.Embedder
-	maxFileSize int64
+// Options configures a [Library] (see [NewLibrary] and [LoadDir]). The zero value is the
+// default: lenient loading, no semantic fallback, files up to DefaultMaxFileSize.
+type Options struct {
+	// Strict makes loading reject procedures with unknown fields. False (the default)
+	// ignores them.
+	Strict bool
+	// Embedder is used by the semantic fallback of [Library.Match] (see
+	// [MatchOptions.SemanticFallback]). Procedures are embedded lazily, on the first
+	// fallback that needs them, or all at once by [Library.Embed]. Nil (the default) means
+	// no semantic fallback: asking for one fails with ErrNoEmbedder.
+	Embedder vectorstore.Embedder
+	// MaxFileSize is the largest file, in bytes, that LoadDir reads; larger files are
+	// reported as invalid. Zero or less (the default) means DefaultMaxFileSize.
+	MaxFileSize int64
 }
-
-// WithStrict makes loading reject procedures with unknown fields (the default ignores them).
-func WithStrict(strict bool) Option { return func(c *config) { c.strict = strict } }
-
-// WithEmbedder sets the embedder used by the semantic fallback of [Library.Match]
-// (see [WithSemanticFallback]). Procedures are embedded lazily, on the first fallback that
-// needs them, or all at once by [Library.Embed].
-func WithEmbedder(e vectorstore.Embedder) Option { return func(c *config) { c.embedder = e } }
-
-// WithMaxFileSize sets the largest file LoadDir reads; larger files are reported as invalid.
-// Zero or less means DefaultMaxFileSize.
-func WithMaxFileSize(n int64) Option { return func(c *config) { c.maxFileSize = n } }
 
 // Library is a set of procedures with unique names and a trigger index to match queries
 // against them. It is safe for concurrent use. The zero value is an empty library with the
-// default options; NewLibrary sets options.
+// default [Options]; NewLibrary sets others.
 type Library struct {
-	cfg config
+	opts Options
 
 	mu     sync.RWMutex
 	byName map[string]*entry
@@ -56,7 +51,7 @@ type Library struct {
 
 // entry is one procedure with its compiled triggers.
 type entry struct {
-	sop  SOP
+	sop  Procedure
 	trig []ctrigger
 	vec  []float32 // unit-length embedding, nil until embedded (guarded by Library.mu)
 }
@@ -74,31 +69,30 @@ type posting struct {
 	t int
 }
 
-// NewLibrary returns an empty library.
-func NewLibrary(opts ...Option) *Library {
-	l := &Library{
+// NewLibrary returns an empty library with the given options (the zero Options for the
+// defaults).
+func NewLibrary(opts Options) *Library {
+	return &Library{
+		opts:   opts,
 		byName: map[string]*entry{},
 		exact:  map[string][]posting{},
 		prefix: map[string][]posting{},
 		df:     map[string]int{},
 	}
-	for _, o := range opts {
-		o(&l.cfg)
-	}
-	return l
 }
 
 func (l *Library) maxFileSize() int64 {
-	if l.cfg.maxFileSize <= 0 {
+	if l.opts.MaxFileSize <= 0 {
 		return DefaultMaxFileSize
 	}
-	return l.cfg.maxFileSize
+	return l.opts.MaxFileSize
 }
 
-// LoadDir returns a library holding the procedures of dir (see [Library.LoadDir]). The
-// library is returned even with an error, holding every valid procedure found.
-func LoadDir(dir string, opts ...Option) (*Library, error) {
-	l := NewLibrary(opts...)
+// LoadDir returns a library with the given options (the zero Options for the defaults)
+// holding the procedures of dir (see [Library.LoadDir]). The library is returned even with
+// an error, holding every valid procedure found.
+func LoadDir(dir string, opts Options) (*Library, error) {
+	l := NewLibrary(opts)
 	return l, l.LoadDir(dir)
 }
 
@@ -137,7 +131,7 @@ func (l *Library) LoadDir(dir string) error {
 			errs = append(errs, fmt.Errorf("sop: load %s: %w", path, err))
 			continue
 		}
-		sops, perr := Parse(path, data, l.cfg.strict)
+		sops, perr := Parse(path, data, l.opts.Strict)
 		if perr != nil {
 			errs = append(errs, perr)
 		}
@@ -186,7 +180,7 @@ func (l *Library) Add(sops ...SOP) error {
 }
 
 // add adds one procedure, refusing a duplicate name.
-func (l *Library) add(s SOP) error {
+func (l *Library) add(s Procedure) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
@@ -204,7 +198,7 @@ func dupError(name string) *ValidationError {
 }
 
 // Put adds s, replacing the procedure of the same name if there is one.
-func (l *Library) Put(s SOP) error {
+func (l *Library) Put(s Procedure) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
@@ -230,12 +224,12 @@ func (l *Library) Remove(name string) error {
 }
 
 // Get returns a copy of the named procedure, or ErrNotFound (wrapped).
-func (l *Library) Get(name string) (SOP, error) {
+func (l *Library) Get(name string) (Procedure, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	e, ok := l.byName[name]
 	if !ok {
-		return SOP{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+		return Procedure{}, fmt.Errorf("%w: %q", ErrNotFound, name)
 	}
 	return e.sop.Clone(), nil
 }
@@ -248,9 +242,9 @@ func (l *Library) Len() int {
 }
 
 // List returns copies of the procedures of a category ("" = all), sorted by name.
-func (l *Library) List(category string) []SOP {
+func (l *Library) List(category string) []Procedure {
 	l.mu.RLock()
-	out := make([]SOP, 0, len(l.byName))
+	out := make([]Procedure, 0, len(l.byName))
 	for _, e := range l.byName {
 		if category == "" || e.sop.Category == category {
 			out = append(out, e.sop.Clone())
@@ -281,7 +275,7 @@ func (l *Library) Categories() []string {
 
 // compile turns the triggers of s into ctriggers, dropping those without words and those
 // that match the same queries as an earlier one.
-func compile(s SOP) []ctrigger {
+func compile(s Procedure) []ctrigger {
 	var out []ctrigger
 	seen := map[string]bool{}
 	for _, t := range s.Trigger {
@@ -312,7 +306,7 @@ func compile(s SOP) []ctrigger {
 	return out
 }
 
-func (l *Library) insertLocked(s SOP) {
+func (l *Library) insertLocked(s Procedure) {
 	if l.byName == nil { // the zero Library
 		l.byName, l.exact, l.prefix, l.df = map[string]*entry{}, map[string][]posting{}, map[string][]posting{}, map[string]int{}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-func names(sops []SOP) []string {
+func names(sops []Procedure) []string {
 	out := make([]string, len(sops))
 	for i, s := range sops {
 		out[i] = s.Name
@@ -36,8 +36,8 @@ func problems(t *testing.T, err error) []*ValidationError {
 			t.Errorf("error %v is not a *ValidationError", e)
 			return
 		}
-		if !errors.Is(e, ErrInvalidSOP) {
-			t.Errorf("error %v does not match ErrInvalidSOP", e)
+		if !errors.Is(e, ErrInvalid) {
+			t.Errorf("error %v does not match ErrInvalid", e)
 		}
 		out = append(out, ve)
 	}
@@ -48,7 +48,7 @@ func problems(t *testing.T, err error) []*ValidationError {
 }
 
 func TestLoadDirGood(t *testing.T) {
-	lib, err := LoadDir(filepath.Join("testdata", "load", "good"), WithStrict(true))
+	lib, err := LoadDir(filepath.Join("testdata", "load", "good"), Options{Strict: true})
 	if err != nil {
 		t.Fatalf("LoadDir: %v", err)
 	}
@@ -66,7 +66,7 @@ func TestLoadDirGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantD := SOP{Name: "debug_python_code", Description: "Find and fix a bug in Python code.",
+	wantD := Procedure{Name: "debug_python_code", Description: "Find and fix a bug in Python code.",
 		Trigger: Triggers{"debug", "bug", "error", "not working"}, Category: "coding", Priority: 8,
 		Steps: []Step{{Action: "Reproduce the error."}, {Action: "Run the tests again.", Condition: "fix proposed"}}}
 	if !reflect.DeepEqual(d, wantD) {
@@ -84,7 +84,7 @@ func TestLoadDirGood(t *testing.T) {
 
 func TestLoadDirBad(t *testing.T) {
 	dir := filepath.Join("testdata", "load", "bad")
-	lib, err := LoadDir(dir, WithStrict(true))
+	lib, err := LoadDir(dir, Options{Strict: true})
 	if lib == nil || lib.Len() != 0 {
 		t.Fatalf("bad dir loaded procedures: %v", lib.List(""))
 	}
@@ -121,9 +121,9 @@ func TestLoadDirBad(t *testing.T) {
 	}
 
 	// Not strict: the unknown field is ignored and that procedure loads.
-	lib, err = LoadDir(dir)
-	if !errors.Is(err, ErrInvalidSOP) {
-		t.Fatalf("lenient load of bad dir: error %v, want ErrInvalidSOP for the invalid files", err)
+	lib, err = LoadDir(dir, Options{})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("lenient load of bad dir: error %v, want ErrInvalid for the invalid files", err)
 	}
 	if got := names(lib.List("")); !slices.Equal(got, []string{"unknown"}) {
 		t.Errorf("lenient load of bad dir = %v, want [unknown]", got)
@@ -131,7 +131,7 @@ func TestLoadDirBad(t *testing.T) {
 }
 
 func TestLoadDirMixed(t *testing.T) {
-	lib, err := LoadDir(filepath.Join("testdata", "load", "mixed"))
+	lib, err := LoadDir(filepath.Join("testdata", "load", "mixed"), Options{})
 	if got := names(lib.List("")); !slices.Equal(got, []string{"debug_python_code", "ok_one", "ok_three"}) {
 		t.Errorf("mixed dir loaded %v", got)
 	}
@@ -158,7 +158,7 @@ func TestLoadDirMixed(t *testing.T) {
 }
 
 func TestLoadDirMissing(t *testing.T) {
-	lib, err := LoadDir(filepath.Join(t.TempDir(), "nope"))
+	lib, err := LoadDir(filepath.Join(t.TempDir(), "nope"), Options{})
 	if err == nil || !errors.Is(err, os.ErrNotExist) || lib == nil {
 		t.Fatalf("LoadDir(missing) = %v, %v", lib, err)
 	}
@@ -217,7 +217,7 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("Parse returned procedures %v", got)
 			}
 			var ve *ValidationError
-			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidSOP) {
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) {
 				t.Fatalf("Parse error %v is not a ValidationError", err)
 			}
 			if ve.File != tt.file || ve.Field != tt.field || ve.Problem != tt.problem {
@@ -227,19 +227,19 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func validSOP(name string) SOP {
-	return SOP{Name: name, Trigger: Triggers{name}, Priority: 5, Steps: []Step{{Action: "do " + name}}}
+func validSOP(name string) Procedure {
+	return Procedure{Name: name, Trigger: Triggers{name}, Priority: 5, Steps: []Step{{Action: "do " + name}}}
 }
 
 func TestLibraryAddPutRemove(t *testing.T) {
-	lib := NewLibrary()
+	lib := NewLibrary(Options{})
 	if err := lib.Add(validSOP("a"), validSOP("b")); err != nil {
 		t.Fatal(err)
 	}
 	// A batch with one bad procedure adds nothing.
 	bad := validSOP("c")
 	bad.Steps = nil
-	if err := lib.Add(validSOP("d"), bad); !errors.Is(err, ErrInvalidSOP) {
+	if err := lib.Add(validSOP("d"), bad); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("Add(bad) = %v", err)
 	}
 	if err := lib.Add(validSOP("a")); !errors.Is(err, ErrDuplicateName) {
@@ -257,10 +257,10 @@ func TestLibraryAddPutRemove(t *testing.T) {
 	if err := lib.Put(repl); err != nil {
 		t.Fatal(err)
 	}
-	if ms := lib.Match("a", 0); len(ms) != 0 {
+	if ms := lib.Match("a", 0, MatchOptions{}); len(ms) != 0 {
 		t.Errorf("old trigger still matches: %v", ms)
 	}
-	if ms := lib.Match("zebra", 0); len(ms) != 1 || ms[0].SOP.Name != "a" {
+	if ms := lib.Match("zebra", 0, MatchOptions{}); len(ms) != 1 || ms[0].SOP.Name != "a" {
 		t.Errorf("new trigger: %v", ms)
 	}
 	if err := lib.Remove("a"); err != nil {
@@ -272,7 +272,7 @@ func TestLibraryAddPutRemove(t *testing.T) {
 	if _, err := lib.Get("a"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(removed) = %v", err)
 	}
-	if ms := lib.Match("zebra", 0); len(ms) != 0 {
+	if ms := lib.Match("zebra", 0, MatchOptions{}); len(ms) != 0 {
 		t.Errorf("removed procedure still matches: %v", ms)
 	}
 	// Returned procedures are copies.
@@ -285,7 +285,7 @@ func TestLibraryAddPutRemove(t *testing.T) {
 
 func TestSaveDirRoundTrip(t *testing.T) {
 	src := filepath.Join("testdata", "load", "good")
-	lib, err := LoadDir(src)
+	lib, err := LoadDir(src, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestSaveDirRoundTrip(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "broken.json")); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadDir(dir, WithStrict(true))
+	back, err := LoadDir(dir, Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestFileName(t *testing.T) {
 }
 
 func TestLibraryConcurrent(t *testing.T) {
-	lib := NewLibrary()
+	lib := NewLibrary(Options{})
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(2)
@@ -374,7 +374,7 @@ func TestLibraryConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				lib.Match("x xx xxx xxxx", 3)
+				lib.Match("x xx xxx xxxx", 3, MatchOptions{})
 				lib.List("")
 			}
 		}()
@@ -384,7 +384,7 @@ func TestLibraryConcurrent(t *testing.T) {
 
 func TestZeroLibrary(t *testing.T) {
 	var lib Library
-	if ms := lib.Match("deploy", 0); len(ms) != 0 || lib.Len() != 0 {
+	if ms := lib.Match("deploy", 0, MatchOptions{}); len(ms) != 0 || lib.Len() != 0 {
 		t.Fatalf("empty zero library: %v", ms)
 	}
 	if err := lib.Remove("x"); !errors.Is(err, ErrNotFound) {
@@ -393,15 +393,60 @@ func TestZeroLibrary(t *testing.T) {
 	if err := lib.Add(validSOP("deploy")); err != nil {
 		t.Fatal(err)
 	}
-	if ms := lib.Match("deploy it", 0); len(ms) != 1 {
+	if ms := lib.Match("deploy it", 0, MatchOptions{}); len(ms) != 1 {
 		t.Errorf("zero library after Add: %v", ms)
 	}
 }
 
 func TestMaxFileSize(t *testing.T) {
-	_, err := LoadDir(filepath.Join("testdata", "load", "good"), WithMaxFileSize(100))
-	var ve *ValidationError
-	if !errors.As(err, &ve) || !strings.Contains(ve.Problem, "larger than 100") {
-		t.Errorf("LoadDir with a small size limit: %v", err)
+	dir := filepath.Join("testdata", "load", "good")
+	for _, tt := range []struct {
+		name    string
+		limit   int64
+		tooBig  bool // every file is reported as larger than limit
+		message string
+	}{
+		{"small limit", 100, true, "larger than 100"},
+		{"zero is the default", 0, false, ""},
+		{"negative is the default", -1, false, ""},
+		{"large limit", DefaultMaxFileSize, false, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lib, err := LoadDir(dir, Options{MaxFileSize: tt.limit, Strict: true})
+			if !tt.tooBig {
+				if err != nil || lib.Len() == 0 {
+					t.Fatalf("LoadDir with MaxFileSize %d: %d procedures, error %v", tt.limit, lib.Len(), err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) || !errors.Is(err, ErrInvalid) || !strings.Contains(ve.Problem, tt.message) {
+				t.Errorf("LoadDir with MaxFileSize %d: %v, want %q", tt.limit, err, tt.message)
+			}
+			if lib.Len() != 0 {
+				t.Errorf("LoadDir with MaxFileSize %d loaded %v", tt.limit, names(lib.List("")))
+			}
+		})
+	}
+}
+
+// TestDeprecatedNames pins the former names kept for callers outside the module: the SOP
+// alias is the Procedure type and ErrInvalidSOP is the very error value ErrInvalid.
+func TestDeprecatedNames(t *testing.T) {
+	var old SOP = validSOP("old")
+	lib := NewLibrary(Options{})
+	if err := lib.Add(old); err != nil {
+		t.Fatal(err)
+	}
+	got, err := lib.Get("old")
+	if err != nil || got.Name != "old" {
+		t.Fatalf("Get(old) = %+v, %v", got, err)
+	}
+	if ErrInvalidSOP != ErrInvalid {
+		t.Fatal("ErrInvalidSOP is not ErrInvalid")
+	}
+	err = lib.Add(Procedure{Name: "no_steps"})
+	if !errors.Is(err, ErrInvalidSOP) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("invalid procedure: %v does not match both names", err)
 	}
 }

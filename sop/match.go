@@ -13,12 +13,13 @@ import (
 )
 
 // ErrNoEmbedder is returned by MatchContext when a semantic fallback is asked for and the
-// library has no embedder (see WithEmbedder).
+// library has no embedder (see [Options.Embedder]).
 var ErrNoEmbedder = errors.New("sop: semantic fallback needs an embedder")
 
 // Match is one procedure selected for a query.
 type Match struct {
-	SOP SOP
+	// SOP is a copy of the procedure matched.
+	SOP Procedure
 	// Score ranks matches, higher first. For a trigger match it is the sum of the weights of
 	// the matched triggers plus 0.5 x priority; for a semantic match it is the cosine
 	// similarity between the query and the procedure.
@@ -30,32 +31,24 @@ type Match struct {
 	Semantic bool
 }
 
-// MatchOption tunes one Match call.
-type MatchOption func(*matchConfig)
-
-type matchConfig struct {
-	category string
-	minScore float64
-	semantic bool
-	minSim   float64
-}
-
-// InCategory keeps only procedures of the category.
-func InCategory(category string) MatchOption {
-	return func(c *matchConfig) { c.category = category }
-}
-
-// WithMinScore drops trigger matches scoring below min.
-func WithMinScore(min float64) MatchOption {
-	return func(c *matchConfig) { c.minScore = min }
-}
-
-// WithSemanticFallback asks, when no trigger matches, for the procedures most similar to the
-// query by embedding (the library's embedder, see WithEmbedder), keeping those with cosine
-// similarity of at least minSimilarity. Each procedure is embedded as its name, description
-// and triggers.
-func WithSemanticFallback(minSimilarity float64) MatchOption {
-	return func(c *matchConfig) { c.semantic, c.minSim = true, minSimilarity }
+// MatchOptions tunes one [Library.Match] call. The zero value is the default: every
+// category, no minimum score, no semantic fallback.
+type MatchOptions struct {
+	// Category keeps only procedures of this category. Empty (the default) keeps all.
+	Category string
+	// MinScore drops trigger matches scoring below it. Zero (the default) keeps all, as
+	// every trigger match scores more than zero.
+	MinScore float64
+	// SemanticFallback asks, when no trigger matches, for the procedures most similar to
+	// the query by embedding (the library's [Options.Embedder]) instead, keeping those with
+	// a cosine similarity of at least MinSimilarity. Each procedure is embedded as its
+	// name, description and triggers. False (the default) returns nothing when no trigger
+	// matches.
+	SemanticFallback bool
+	// MinSimilarity is the least cosine similarity a semantic match needs (only with
+	// SemanticFallback). Zero (the default) keeps every procedure not pointing away from
+	// the query.
+	MinSimilarity float64
 }
 
 // Trigger weights: a one-word trigger found in the query is worth baseWeight, each further
@@ -68,10 +61,10 @@ const (
 
 // Match returns up to n procedures (n <= 0: all) whose triggers occur in query, best first:
 // by score, then priority, then name. It returns nothing when no trigger matches, unless
-// WithSemanticFallback asks for the most similar procedures instead. Errors of the semantic
-// fallback are logged and give no matches; use MatchContext to see them.
-func (l *Library) Match(query string, n int, opts ...MatchOption) []Match {
-	ms, err := l.MatchContext(context.Background(), query, n, opts...)
+// [MatchOptions.SemanticFallback] asks for the most similar procedures instead. Errors of
+// the semantic fallback are logged and give no matches; use MatchContext to see them.
+func (l *Library) Match(query string, n int, opts MatchOptions) []Match {
+	ms, err := l.MatchContext(context.Background(), query, n, opts)
 	if err != nil {
 		slog.Warn("sop: match", "query", query, "err", err)
 	}
@@ -79,17 +72,14 @@ func (l *Library) Match(query string, n int, opts ...MatchOption) []Match {
 }
 
 // MatchContext is Match with a context (used by the semantic fallback) and its error.
-func (l *Library) MatchContext(ctx context.Context, query string, n int, opts ...MatchOption) ([]Match, error) {
-	var mc matchConfig
-	for _, o := range opts {
-		o(&mc)
-	}
+func (l *Library) MatchContext(ctx context.Context, query string, n int, opts MatchOptions) ([]Match, error) {
+	mc := &opts
 	segs := tokenize(query, true)
 	l.mu.RLock()
-	ms := l.matchTriggersLocked(segs, &mc)
+	ms := l.matchTriggersLocked(segs, mc)
 	l.mu.RUnlock()
-	if len(ms) == 0 && mc.semantic {
-		return l.matchSemantic(ctx, query, n, &mc)
+	if len(ms) == 0 && mc.SemanticFallback {
+		return l.matchSemantic(ctx, query, n, mc)
 	}
 	sortMatches(ms)
 	if n > 0 && len(ms) > n {
@@ -123,7 +113,7 @@ func tokenMatches(t, q token) bool {
 	return t.stem == q.stem
 }
 
-func (l *Library) matchTriggersLocked(segs [][]token, mc *matchConfig) []Match {
+func (l *Library) matchTriggersLocked(segs [][]token, mc *MatchOptions) []Match {
 	var cands map[*entry]*candidate
 	visit := func(ps []posting, seg []token, i int) {
 		for _, p := range ps {
@@ -135,7 +125,7 @@ func (l *Library) matchTriggersLocked(segs [][]token, mc *matchConfig) []Match {
 			for j := 1; j < len(toks) && ok; j++ {
 				ok = tokenMatches(toks[j], seg[i+j])
 			}
-			if !ok || (mc.category != "" && p.e.sop.Category != mc.category) {
+			if !ok || (mc.Category != "" && p.e.sop.Category != mc.Category) {
 				continue
 			}
 			if cands == nil {
@@ -174,7 +164,7 @@ func (l *Library) matchTriggersLocked(segs [][]token, mc *matchConfig) []Match {
 			score += l.weightLocked(ct, total)
 			trig[i] = ct.text
 		}
-		if score < mc.minScore {
+		if score < mc.MinScore {
 			continue
 		}
 		out = append(out, Match{SOP: c.e.sop, Score: score, MatchedTriggers: trig})
@@ -208,7 +198,7 @@ func sortMatches(ms []Match) {
 }
 
 // embedText is what the semantic fallback embeds for a procedure.
-func embedText(s SOP) string {
+func embedText(s Procedure) string {
 	var b strings.Builder
 	b.WriteString(strings.NewReplacer("_", " ", "-", " ").Replace(s.Name))
 	if s.Description != "" {
@@ -225,7 +215,7 @@ func embedText(s SOP) string {
 // Embed computes the embeddings the semantic fallback needs for every procedure not yet
 // embedded. Match does it lazily; Embed lets a caller pay the cost up front.
 func (l *Library) Embed(ctx context.Context) error {
-	emb := l.cfg.embedder
+	emb := l.opts.Embedder
 	if emb == nil {
 		return ErrNoEmbedder
 	}
@@ -277,8 +267,8 @@ func unit(v []float32) []float32 {
 	return out
 }
 
-func (l *Library) matchSemantic(ctx context.Context, query string, n int, mc *matchConfig) ([]Match, error) {
-	emb := l.cfg.embedder
+func (l *Library) matchSemantic(ctx context.Context, query string, n int, mc *MatchOptions) ([]Match, error) {
+	emb := l.opts.Embedder
 	if emb == nil {
 		return nil, ErrNoEmbedder
 	}
@@ -306,14 +296,14 @@ func (l *Library) matchSemantic(ctx context.Context, query string, n int, mc *ma
 	l.mu.RLock()
 	var out []Match
 	for _, e := range l.byName {
-		if e.vec == nil || len(e.vec) != len(q) || (mc.category != "" && e.sop.Category != mc.category) {
+		if e.vec == nil || len(e.vec) != len(q) || (mc.Category != "" && e.sop.Category != mc.Category) {
 			continue
 		}
 		var dot float64
 		for i, x := range e.vec {
 			dot += float64(x) * float64(q[i])
 		}
-		if dot >= mc.minSim {
+		if dot >= mc.MinSimilarity {
 			out = append(out, Match{SOP: e.sop, Score: dot, Semantic: true})
 		}
 	}
@@ -331,7 +321,7 @@ func (l *Library) matchSemantic(ctx context.Context, query string, n int, mc *ma
 // BaselineScore is the naive trigger score used as a reference: 10 for each trigger found in
 // the lower-cased query as a plain substring, plus 0.5 x priority. matched lists the triggers
 // found; a procedure with none does not match, whatever its score.
-func BaselineScore(s SOP, query string) (score float64, matched []string) {
+func BaselineScore(s Procedure, query string) (score float64, matched []string) {
 	q := strings.ToLower(query)
 	for _, t := range s.Trigger {
 		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && strings.Contains(q, t) {
@@ -344,7 +334,7 @@ func BaselineScore(s SOP, query string) (score float64, matched []string) {
 
 // BaselineMatch ranks sops by BaselineScore, keeping those with at least one trigger found,
 // ordered like Match (score, priority, name); n <= 0 keeps all.
-func BaselineMatch(sops []SOP, query string, n int) []Match {
+func BaselineMatch(sops []Procedure, query string, n int) []Match {
 	var out []Match
 	for _, s := range sops {
 		if score, m := BaselineScore(s, query); len(m) > 0 {

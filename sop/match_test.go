@@ -11,8 +11,8 @@ import (
 	"github.com/agentmem/memory/vectorstore"
 )
 
-func proc(name string, priority int, triggers ...string) SOP {
-	return SOP{Name: name, Trigger: triggers, Priority: priority, Category: "c", Steps: []Step{{Action: "x"}}}
+func proc(name string, priority int, triggers ...string) Procedure {
+	return Procedure{Name: name, Trigger: triggers, Priority: priority, Category: "c", Steps: []Step{{Action: "x"}}}
 }
 
 func TestStem(t *testing.T) {
@@ -64,15 +64,15 @@ func TestTokenize(t *testing.T) {
 }
 
 func TestMatchTable(t *testing.T) {
-	single := func(triggers ...string) []SOP { return []SOP{proc("p", 8, triggers...)} }
+	single := func(triggers ...string) []Procedure { return []Procedure{proc("p", 8, triggers...)} }
 	tests := []struct {
 		name    string
-		sops    []SOP
+		sops    []Procedure
 		query   string
 		want    []string // names, best first
 		trig    []string // matched triggers of the first match
 		score   float64  // score of the first match (0 = not checked)
-		opts    []MatchOption
+		opts    MatchOptions
 		n       int
 		noMatch bool
 	}{
@@ -99,52 +99,52 @@ func TestMatchTable(t *testing.T) {
 		{name: "two triggers add up", sops: single("bug", "crash"), query: "bug makes it crash", want: []string{"p"}, trig: []string{"bug", "crash"}, score: 24},
 		{
 			name:  "more triggers rank first",
-			sops:  []SOP{proc("one", 9, "error"), proc("two", 1, "error", "traceback")},
+			sops:  []Procedure{proc("one", 9, "error"), proc("two", 1, "error", "traceback")},
 			query: "error with a traceback", want: []string{"two", "one"},
 		},
 		{
 			name:  "phrase beats word",
-			sops:  []SOP{proc("leak", 10, "leak"), proc("memory", 6, "memory leak")},
+			sops:  []Procedure{proc("leak", 10, "leak"), proc("memory", 6, "memory leak")},
 			query: "a memory leak in the worker", want: []string{"memory", "leak"},
 		},
 		{
 			name:  "priority breaks a tie",
-			sops:  []SOP{proc("low", 2, "deploy"), proc("high", 7, "release")},
+			sops:  []Procedure{proc("low", 2, "deploy"), proc("high", 7, "release")},
 			query: "deploy the release", want: []string{"high", "low"},
 		},
 		{
 			name:  "name breaks a full tie",
-			sops:  []SOP{proc("b", 5, "deploy"), proc("a", 5, "release"), proc("c", 5, "ship")},
+			sops:  []Procedure{proc("b", 5, "deploy"), proc("a", 5, "release"), proc("c", 5, "ship")},
 			query: "ship: deploy the release", want: []string{"a", "b", "c"},
 		},
 		{
 			name:  "rare trigger outweighs a common one",
-			sops:  []SOP{proc("x1", 5, "error"), proc("x2", 5, "error"), proc("x3", 5, "error"), proc("y", 5, "segfault")},
+			sops:  []Procedure{proc("x1", 5, "error"), proc("x2", 5, "error"), proc("x3", 5, "error"), proc("y", 5, "segfault")},
 			query: "segfault error", want: []string{"y", "x1", "x2", "x3"},
 		},
 		{
 			name:  "limit n",
-			sops:  []SOP{proc("b", 5, "deploy"), proc("a", 5, "release"), proc("c", 5, "ship")},
+			sops:  []Procedure{proc("b", 5, "deploy"), proc("a", 5, "release"), proc("c", 5, "ship")},
 			query: "ship: deploy the release", n: 2, want: []string{"a", "b"},
 		},
 		{
 			name:  "category filter",
-			sops:  []SOP{proc("a", 5, "deploy"), {Name: "b", Trigger: Triggers{"deploy"}, Category: "ops", Steps: []Step{{Action: "x"}}}},
-			query: "deploy", opts: []MatchOption{InCategory("ops")}, want: []string{"b"},
+			sops:  []Procedure{proc("a", 5, "deploy"), {Name: "b", Trigger: Triggers{"deploy"}, Category: "ops", Steps: []Step{{Action: "x"}}}},
+			query: "deploy", opts: MatchOptions{Category: "ops"}, want: []string{"b"},
 		},
 		{
 			name:  "min score",
-			sops:  []SOP{proc("a", 0, "deploy"), proc("b", 0, "deploy now")},
-			query: "deploy now", opts: []MatchOption{WithMinScore(12)}, want: []string{"b"},
+			sops:  []Procedure{proc("a", 0, "deploy"), proc("b", 0, "deploy now")},
+			query: "deploy now", opts: MatchOptions{MinScore: 12}, want: []string{"b"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lib := NewLibrary()
+			lib := NewLibrary(Options{})
 			if err := lib.Add(tt.sops...); err != nil {
 				t.Fatal(err)
 			}
-			ms := lib.Match(tt.query, tt.n, tt.opts...)
+			ms := lib.Match(tt.query, tt.n, tt.opts)
 			if tt.noMatch {
 				if len(ms) != 0 {
 					t.Fatalf("Match(%q) = %v, want nothing", tt.query, ms)
@@ -175,12 +175,12 @@ func TestMatchTable(t *testing.T) {
 
 func TestIDFWeight(t *testing.T) {
 	// Two procedures share "error": each scores 10 x (0.5 + 0.5 x ln(1+2/2)/ln(1+2)).
-	lib := NewLibrary()
+	lib := NewLibrary(Options{})
 	if err := lib.Add(proc("a", 0, "error"), proc("b", 0, "error")); err != nil {
 		t.Fatal(err)
 	}
 	want := 10 * (0.5 + 0.5*math.Log(2)/math.Log(3))
-	ms := lib.Match("error", 0)
+	ms := lib.Match("error", 0, MatchOptions{})
 	if len(ms) != 2 || math.Abs(ms[0].Score-want) > 1e-9 {
 		t.Fatalf("Match = %+v, want two matches scoring %v", ms, want)
 	}
@@ -204,7 +204,7 @@ func TestBaselineScore(t *testing.T) {
 			t.Errorf("BaselineScore(%q) = %v %q, want %v %q", tt.query, score, m, tt.score, tt.matched)
 		}
 	}
-	if ms := BaselineMatch([]SOP{s}, "hello", 0); len(ms) != 0 {
+	if ms := BaselineMatch([]Procedure{s}, "hello", 0); len(ms) != 0 {
 		t.Errorf("BaselineMatch without a trigger = %v", ms)
 	}
 }
@@ -239,7 +239,7 @@ func (f *fakeEmbedder) ID() string { return "fake" }
 
 func TestSemanticFallback(t *testing.T) {
 	emb := &fakeEmbedder{words: []string{"database", "deploy", "python"}}
-	lib := NewLibrary(WithEmbedder(emb))
+	lib := NewLibrary(Options{Embedder: emb})
 	db := proc("optimize_sql", 5, "slow query")
 	db.Description = "Make a database query fast"
 	dep := proc("deploy_app", 5, "ship it")
@@ -248,10 +248,10 @@ func TestSemanticFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := "my database is sluggish"
-	if ms := lib.Match(q, 3); len(ms) != 0 {
+	if ms := lib.Match(q, 3, MatchOptions{}); len(ms) != 0 {
 		t.Fatalf("without fallback: %v", ms)
 	}
-	ms, err := lib.MatchContext(context.Background(), q, 3, WithSemanticFallback(0.5))
+	ms, err := lib.MatchContext(context.Background(), q, 3, MatchOptions{SemanticFallback: true, MinSimilarity: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,22 +259,22 @@ func TestSemanticFallback(t *testing.T) {
 		t.Fatalf("fallback = %+v", ms)
 	}
 	calls := emb.calls
-	lib.Match(q, 3, WithSemanticFallback(0.5))
+	lib.Match(q, 3, MatchOptions{SemanticFallback: true, MinSimilarity: 0.5})
 	if emb.calls != calls+1 {
 		t.Errorf("procedures embedded again: %d calls after %d", emb.calls, calls)
 	}
 	// A trigger match never falls back.
-	if ms := lib.Match("ship it now", 3, WithSemanticFallback(0)); len(ms) != 1 || ms[0].Semantic {
+	if ms := lib.Match("ship it now", 3, MatchOptions{SemanticFallback: true}); len(ms) != 1 || ms[0].Semantic {
 		t.Errorf("trigger match with fallback option = %+v", ms)
 	}
-	if _, err := NewLibrary().MatchContext(context.Background(), q, 1, WithSemanticFallback(0)); !errors.Is(err, ErrNoEmbedder) {
+	if _, err := NewLibrary(Options{}).MatchContext(context.Background(), q, 1, MatchOptions{SemanticFallback: true}); !errors.Is(err, ErrNoEmbedder) {
 		t.Errorf("no embedder: %v", err)
 	}
-	bad := NewLibrary(WithEmbedder(&fakeEmbedder{fail: true}))
+	bad := NewLibrary(Options{Embedder: &fakeEmbedder{fail: true}})
 	if err := bad.Add(db); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := bad.MatchContext(context.Background(), q, 1, WithSemanticFallback(0)); err == nil || len(ms) != 0 {
+	if ms, err := bad.MatchContext(context.Background(), q, 1, MatchOptions{SemanticFallback: true}); err == nil || len(ms) != 0 {
 		t.Errorf("failing embedder: %v, %v", ms, err)
 	}
 }

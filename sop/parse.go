@@ -42,7 +42,7 @@ func FormatOf(file string) (Format, bool) {
 // joined, one *ValidationError per invalid one, so a bad entry of an array does not lose the
 // good ones. In strict mode unknown fields are errors; otherwise they are ignored.
 // Parse does not check names for duplicates across procedures (a [Library] does).
-func Parse(file string, data []byte, strict bool) ([]SOP, error) {
+func Parse(file string, data []byte, strict bool) ([]Procedure, error) {
 	format, _ := FormatOf(file)
 	var (
 		nodes []node
@@ -58,7 +58,7 @@ func Parse(file string, data []byte, strict bool) ([]SOP, error) {
 		return nil, err
 	}
 	var (
-		out  []SOP
+		out  []Procedure
 		errs []error
 	)
 	single := len(nodes) == 1 && !nodes[0].inArray
@@ -271,8 +271,8 @@ func yamlNodes(data []byte) (nodes []node, verr *ValidationError) {
 }
 
 // build decodes one procedure field by field so that errors name the field at fault.
-func build(n node, strict bool) (SOP, *ValidationError) {
-	var s SOP
+func build(n node, strict bool) (Procedure, *ValidationError) {
+	var s Procedure
 	fields, ok := n.object()
 	if !ok {
 		return s, &ValidationError{Problem: "not a procedure object"}

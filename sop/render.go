@@ -24,7 +24,7 @@ type RenderContext struct {
 //	2. [if fix proposed] Run the tests again.
 //
 // Continuation lines of a multi-line step are indented under its text.
-func Render(s SOP, ctx RenderContext) string {
+func Render(s Procedure, ctx RenderContext) string {
 	var b strings.Builder
 	if !ctx.NoTitle {
 		b.WriteString("Procedure ")

@@ -10,7 +10,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestRender(t *testing.T) {
-	debug := SOP{
+	debug := Procedure{
 		Name:        "debug_python_code",
 		Description: "Find and fix the cause of a bug.\nIn Python.",
 		Steps: []Step{
@@ -22,13 +22,13 @@ func TestRender(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		sop  SOP
+		sop  Procedure
 		ctx  RenderContext
 	}{
 		{"plain", debug, RenderContext{}},
 		{"query_vars", debug, RenderContext{Query: "my script\ncrashes", Vars: map[string]string{"input": "data.csv", "owner": "Ana"}}},
 		{"no_title", debug, RenderContext{NoTitle: true}},
-		{"no_description", SOP{Name: "x", Steps: []Step{{Action: "only step"}}}, RenderContext{}},
+		{"no_description", Procedure{Name: "x", Steps: []Step{{Action: "only step"}}}, RenderContext{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,10 +31,14 @@ import (
 )
 
 // Errors returned by this package. Validation problems are reported as *[ValidationError],
-// which matches ErrInvalidSOP (and ErrDuplicateName for a duplicate) with errors.Is.
+// which matches ErrInvalid (and ErrDuplicateName for a duplicate) with errors.Is.
 var (
-	// ErrInvalidSOP is matched by every validation or parse problem of a procedure.
-	ErrInvalidSOP = errors.New("sop: invalid procedure")
+	// ErrInvalid is matched by every validation or parse problem of a procedure.
+	ErrInvalid = errors.New("sop: invalid procedure")
+	// ErrInvalidSOP is the former name of ErrInvalid; it is the same error value.
+	//
+	// Deprecated: use ErrInvalid.
+	ErrInvalidSOP = ErrInvalid
 	// ErrDuplicateName is matched by the error of a procedure whose name is already taken.
 	ErrDuplicateName = errors.New("sop: duplicate procedure name")
 	// ErrNotFound is returned for a name the library does not hold.
@@ -48,7 +52,7 @@ var (
 	_ error            = (*ValidationError)(nil)
 )
 
-// MinPriority and MaxPriority bound SOP.Priority.
+// MinPriority and MaxPriority bound Procedure.Priority.
 const (
 	MinPriority = 0
 	MaxPriority = 10
@@ -154,8 +158,8 @@ func cleanList(list []string) Triggers {
 	return out
 }
 
-// SOP is one standard operating procedure.
-type SOP struct {
+// Procedure is one standard operating procedure.
+type Procedure struct {
 	// Name identifies the procedure in its library (required, unique).
 	Name string `json:"name" yaml:"name"`
 	// Description says what the procedure is for.
@@ -171,8 +175,13 @@ type SOP struct {
 	Steps []Step `json:"steps" yaml:"steps"`
 }
 
+// SOP is the former name of Procedure.
+//
+// Deprecated: use Procedure.
+type SOP = Procedure
+
 // Clone returns a deep copy of s.
-func (s SOP) Clone() SOP {
+func (s Procedure) Clone() Procedure {
 	s.Trigger = append(Triggers(nil), s.Trigger...)
 	s.Steps = append([]Step(nil), s.Steps...)
 	return s
@@ -180,7 +189,7 @@ func (s SOP) Clone() SOP {
 
 // Validate checks s and returns a *ValidationError (with an empty File) for its first
 // problem, or nil.
-func (s SOP) Validate() error {
+func (s Procedure) Validate() error {
 	if p := s.problem(); p != nil {
 		p.Name, p.Index = s.Name, -1
 		return p
@@ -188,7 +197,7 @@ func (s SOP) Validate() error {
 	return nil
 }
 
-func (s SOP) problem() *ValidationError {
+func (s Procedure) problem() *ValidationError {
 	name := strings.TrimSpace(s.Name)
 	switch {
 	case name == "":
@@ -250,7 +259,7 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is ErrInvalidSOP or the more specific Err.
+// Is reports whether target is ErrInvalid or the more specific Err.
 func (e *ValidationError) Is(target error) bool {
-	return target == ErrInvalidSOP || (e.Err != nil && target == e.Err)
+	return target == ErrInvalid || (e.Err != nil && target == e.Err)
 }

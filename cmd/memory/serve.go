@@ -199,9 +199,9 @@ func serveSOPs(m *memory.Memory, dir string, stderr io.Writer) (*sop.Library, er
 	if dir == "" {
 		return m.SOPs(), nil
 	}
-	lib, err := sop.LoadDir(dir)
+	lib, err := sop.LoadDir(dir, sop.Options{})
 	if err != nil {
-		if !errors.Is(err, sop.ErrInvalidSOP) {
+		if !errors.Is(err, sop.ErrInvalid) {
 			return nil, err
 		}
 		for _, line := range strings.Split(err.Error(), "\n") {

@@ -91,9 +91,9 @@ func (f *sopFlags) load(stderr io.Writer) (*sop.Library, error) {
 		fmt.Fprintln(stderr, "memory sop: --dir is required")
 		return nil, errUsage
 	}
-	lib, err := sop.LoadDir(f.dir, sop.WithStrict(f.strict))
+	lib, err := sop.LoadDir(f.dir, sop.Options{Strict: f.strict})
 	if err != nil {
-		if !errors.Is(err, sop.ErrInvalidSOP) {
+		if !errors.Is(err, sop.ErrInvalid) {
 			return nil, err
 		}
 		for _, line := range strings.Split(err.Error(), "\n") {
@@ -123,11 +123,7 @@ func sopMatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var opts []sop.MatchOption
-	if *category != "" {
-		opts = append(opts, sop.InCategory(*category))
-	}
-	ms, err := lib.MatchContext(ctx, query, *n, opts...)
+	ms, err := lib.MatchContext(ctx, query, *n, sop.MatchOptions{Category: *category})
 	if err != nil {
 		return err
 	}

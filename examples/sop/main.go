@@ -52,7 +52,7 @@ func main() {
 	}
 	fmt.Println()
 	for _, q := range queries {
-		ms := lib.Match(q, 3)
+		ms := lib.Match(q, 3, sop.MatchOptions{})
 		fmt.Printf("query: %q\n", q)
 		if len(ms) == 0 {
 			fmt.Println("  no procedure applies")
@@ -64,7 +64,7 @@ func main() {
 	}
 
 	// Render the best procedure for the first query as it would go into a prompt.
-	if ms := lib.Match(queries[0], 1); len(ms) > 0 {
+	if ms := lib.Match(queries[0], 1, sop.MatchOptions{}); len(ms) > 0 {
 		fmt.Println()
 		fmt.Print(sop.Render(ms[0].SOP, sop.RenderContext{Query: queries[0]}))
 	}
@@ -73,9 +73,9 @@ func main() {
 // load reads dir with sop.LoadDir, or the embedded examples when dir is empty.
 func load(dir string) (*sop.Library, error) {
 	if dir != "" {
-		return sop.LoadDir(dir)
+		return sop.LoadDir(dir, sop.Options{})
 	}
-	lib := sop.NewLibrary()
+	lib := sop.NewLibrary(sop.Options{})
 	files, err := fs.Glob(builtin, "procedures/*.json")
 	if err != nil {
 		return lib, err
