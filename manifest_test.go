@@ -146,12 +146,12 @@ func TestCreateRace(t *testing.T) {
 		if round%2 == 1 {
 			os.Mkdir(dir, 0o755) // an empty directory, the other rounds none
 		}
-		at := time.Now().Add(1500 * time.Millisecond).UnixNano()
+		at := time.Now().Add(800 * time.Millisecond).UnixNano()
 		cmds := make([]*exec.Cmd, procs)
 		outs := make([]*strings.Builder, procs)
 		for i := range cmds {
 			cmds[i] = exec.Command(os.Args[0], "-test.run=^TestCreateRaceChild$")
-			cmds[i].Env = append(os.Environ(), createChildEnv+"="+dir, fmt.Sprintf("%s=%d", createAtEnv, at))
+			cmds[i].Env = append(childEnv(), createChildEnv+"="+dir, fmt.Sprintf("%s=%d", createAtEnv, at))
 			outs[i] = &strings.Builder{}
 			cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
 			if err := cmds[i].Start(); err != nil {

@@ -88,7 +88,7 @@ type roChild struct {
 func startROChild(t *testing.T, dir string) *roChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestReadOnlyChild$")
-	cmd.Env = append(os.Environ(), roChildEnv+"="+dir)
+	cmd.Env = append(childEnv(), roChildEnv+"="+dir)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -169,7 +169,7 @@ func TestTamperChild(t *testing.T) {
 // runTamperChild probes dir in a child process.
 func runTamperChild(dir string) (tamperProbe, string, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTamperChild$")
-	cmd.Env = append(os.Environ(), tamperChildEnv+"="+dir)
+	cmd.Env = append(childEnv(), tamperChildEnv+"="+dir)
 	out, err := cmd.CombinedOutput()
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -343,4 +343,15 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "..." + s[len(s)-n:]
+}
+
+// childEnv is the environment of a child test process: this one's, with the race
+// detector's one-second pause at exit turned off (a -race child otherwise spends most of
+// its life in it).
+func childEnv() []string {
+	race := "atexit_sleep_ms=0"
+	if g := os.Getenv("GORACE"); g != "" {
+		race = g + " " + race
+	}
+	return append(os.Environ(), "GORACE="+race)
 }
