@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
 )
@@ -615,8 +616,8 @@ func (m *Memory) rerank(ctx context.Context, query string, cands []candidate, to
 	head := cands[:n]
 	for i := range head {
 		l := float64(logits[i])
-		head[i].res.Explain.Rerank = &RerankScore{Logit: l, Prob: sigmoid(l)}
-		head[i].res.Score = sigmoid(l)
+		head[i].res.Explain.Rerank = &RerankScore{Logit: l, Prob: vecmath.Sigmoid(l)}
+		head[i].res.Score = vecmath.Sigmoid(l)
 	}
 	sort.SliceStable(head, func(i, j int) bool {
 		return head[i].res.Explain.Rerank.Logit > head[j].res.Explain.Rerank.Logit
@@ -625,14 +626,6 @@ func (m *Memory) rerank(ctx context.Context, query string, cands []candidate, to
 		head[i].res.Explain.Rerank.Rank = i + 1
 	}
 	return nil
-}
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
 }
 
 // collapse drops a candidate whose stored vector has cosine >= threshold with a better one.
@@ -647,7 +640,7 @@ func (m *Memory) collapse(cands []candidate, threshold float64) ([]candidate, er
 		}
 		dup := false
 		for _, kv := range keptVecs {
-			if v != nil && kv != nil && cosine(v, kv) >= threshold {
+			if v != nil && kv != nil && vecmath.Cosine(v, kv) >= threshold {
 				dup = true
 				break
 			}
@@ -659,19 +652,6 @@ func (m *Memory) collapse(cands []candidate, threshold float64) ([]candidate, er
 		keptVecs = append(keptVecs, v)
 	}
 	return kept, nil
-}
-
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
 }
 
 // searchMany searches several collections and fuses their result lists with weighted RRF,
