@@ -1,5 +1,6 @@
 // Command corpusgen writes a deterministic scale corpus in BEIR layout built from the
-// sentences of a BEIR dataset (see internal/corpusgen):
+// sentences of a BEIR dataset, every passage with "bucket" (i mod 10) and "lang" metadata
+// for filter benchmarks (see internal/corpusgen):
 //
 //	go run ./bench/corpusgen -src ../shared/data/beir/scifact -n 1000000 -out /tmp/corpus1m
 package main
