@@ -286,7 +286,7 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open(dir); !errors.Is(err, ErrNotAStore) {
 		t.Fatalf("foreign dir: %v", err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "notes.txt")); string(b) != "mine" {
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Fatal("foreign file touched")
 	}
 	// A foreign directory that happens to hold a manifest temp name is still foreign,
