@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
 	segjson "github.com/segmentio/encoding/json"
 	bolt "go.etcd.io/bbolt"
@@ -415,14 +416,10 @@ func (m *Memory) validate(d *Document) error {
 	return nil
 }
 
+// checkVec checks a vector's length and values (vecmath.Check) as ErrBadVector.
 func checkVec(v []float32, dim int) error {
-	if len(v) != dim {
-		return fmt.Errorf("%w: length %d, want %d", ErrBadVector, len(v), dim)
-	}
-	for _, f := range v {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return fmt.Errorf("%w: NaN or Inf component", ErrBadVector)
-		}
+	if err := vecmath.Check(v, dim); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadVector, err)
 	}
 	return nil
 }
