@@ -2,10 +2,13 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 
+	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -31,7 +34,10 @@ func (r CheckReport) OK() bool {
 // record.
 type IndexCheck struct {
 	Collection string
-	// Index is the kind of index: "bm25" or "vectors".
+	// Index is the kind of index: "bm25" or "vectors"; "store" is the collection's records
+	// in the store of record themselves (each decoded, counted, its vectors sized), and
+	// "store.db" (collection "*") bbolt's consistency check of the whole file. Damage to
+	// those two cannot be repaired (there is nothing to rebuild them from).
 	Index string
 	// StoreUnits is how many index ids (documents, or chunks of chunked ones) the store of
 	// record holds for this index (for vectors: how many vectors it stores), and StoreSeq the
@@ -69,6 +75,16 @@ func (c IndexCheck) String() string {
 	default:
 		b.WriteString("DISAGREES")
 	}
+	switch c.Index {
+	case dbName:
+		b.WriteString(" (bbolt consistency check)")
+		c.writeFindings(&b)
+		return b.String()
+	case "store":
+		fmt.Fprintf(&b, " (every record read: %d index ids)", c.StoreUnits)
+		c.writeFindings(&b)
+		return b.String()
+	}
 	fmt.Fprintf(&b, " (store: %d ids, change %d; index: %d ids", c.StoreUnits, c.StoreSeq, c.Count)
 	if c.Seq != 0 {
 		fmt.Fprintf(&b, ", change %d", c.Seq)
@@ -79,13 +95,18 @@ func (c IndexCheck) String() string {
 		fmt.Fprintf(&b, "; %d/%d sampled ids found", c.Sampled-len(c.Missing), c.Sampled)
 	}
 	b.WriteString(")")
+	c.writeFindings(&b)
+	return b.String()
+}
+
+// writeFindings appends the notes and problems of c to a report line.
+func (c IndexCheck) writeFindings(b *strings.Builder) {
 	for _, n := range c.Notes {
 		b.WriteString("; " + n)
 	}
 	for _, p := range c.Problems {
 		b.WriteString("; " + p)
 	}
-	return b.String()
 }
 
 // Check verifies every derived index of every collection against the store of record: the
@@ -111,6 +132,11 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			return rep, err
 		}
 	}
+	bc, err := guardCheck("*", dbName, m.checkBolt)
+	if err != nil {
+		return rep, err
+	}
+	rep.Indexes = append(rep.Indexes, bc)
 	names, err := m.collectionNames()
 	if err != nil {
 		return rep, err
@@ -126,8 +152,17 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		if s == nil {
 			continue
 		}
-		checks, err := m.checkCollection(s, repair)
+		sc, err := guardCheck(s.name, "store", func() (IndexCheck, error) { return m.checkStore(s) })
 		if err != nil {
+			return rep, err
+		}
+		rep.Indexes = append(rep.Indexes, sc)
+		checks, err := m.checkCollection(s, repair)
+		if errors.Is(err, ErrCorrupt) {
+			// Its indexes cannot be opened or rebuilt (a damaged record, say): a finding.
+			checks = []IndexCheck{{Collection: name, Index: "indexes", SampleSkipped: "not opened",
+				Problems: []string{"cannot be opened or rebuilt: " + oneLine(err)}}}
+		} else if err != nil {
 			return rep, fmt.Errorf("memory: check collection %q: %w", name, err)
 		}
 		rep.Indexes = append(rep.Indexes, checks...)
@@ -307,6 +342,10 @@ func (m *Memory) checkLive(s *colState, k derivedKind, ix derivedIndex, ids []st
 			}
 		}
 		ch, ok := ix.(idChecker)
+		if vd, isVec := ix.(*vectorDerived); !ok && isVec {
+			ch, ok = vectorProbe{m: m, col: s.name, ix: vd.ix}, true
+			ids = ids[:min(len(ids), vectorSample)]
+		}
 		switch {
 		case !ok:
 			c.SampleSkipped = "this index cannot look ids up"
@@ -376,4 +415,145 @@ func (m *Memory) storedVectorCount(col string) (int, error) {
 func oneLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// vectorSample is how many stored ids Check looks up in a vector index (each one a search).
+const vectorSample = 20
+
+// vectorProbe looks ids up in a vector index that cannot say which ids it holds: the
+// stored vector of each id, searched for, must find the id itself among the best hits (a
+// document stored twice with the same text has the same vector: any of them may come first).
+type vectorProbe struct {
+	m   *Memory
+	col string
+	ix  vectorstore.Index
+}
+
+func (p vectorProbe) Missing(ids []string) ([]string, error) {
+	var missing []string
+	for _, id := range ids {
+		v, err := p.m.vector(p.col, id)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			missing = append(missing, id) // no stored vector: the store check reports it
+			continue
+		}
+		hits, err := p.ix.Search(context.Background(), v, 8, nil)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, h := range hits {
+			if h.ID == id && h.Score >= hits[0].Score-1e-4 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, id)
+		}
+	}
+	return missing, nil
+}
+
+// checkStore reads every record and vector of collection s as the store of record holds
+// them: each record must decode, the documents and index ids must number what the
+// collection's counters say, and with an embedder recorded each index id must have one
+// vector of its dimension. Damage found here cannot be repaired from anything else.
+func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
+	c := IndexCheck{Collection: s.name, Index: "store", StoreSeq: s.lastSeq, Seq: s.lastSeq, SampleSkipped: "every record read"}
+	dim := 0
+	if e := m.man.Embedder; e != nil {
+		dim = e.Dim
+	}
+	docs, units, vecs, bad := 0, 0, 0, 0
+	err := m.db.View(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, s.name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		vb := b.Bucket(bkVecs)
+		cur := b.Bucket(bkDocs).Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			docs++
+			r, err := decodeRecord(string(k), v)
+			if err != nil {
+				if bad++; bad <= 3 {
+					c.Problems = append(c.Problems, oneLine(err))
+				}
+				continue
+			}
+			for _, u := range r.unitIDs(string(k)) {
+				units++
+				if dim == 0 {
+					continue
+				}
+				raw := vb.Get([]byte(u))
+				switch {
+				case raw == nil:
+					if bad++; bad <= 3 {
+						c.Problems = append(c.Problems, fmt.Sprintf("index id %q has no vector", u))
+					}
+				case len(raw) != 4*dim:
+					if bad++; bad <= 3 {
+						c.Problems = append(c.Problems, fmt.Sprintf("the vector of %q has %d bytes, want %d", u, len(raw), 4*dim))
+					}
+				}
+			}
+		}
+		vecs = vb.Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		return c, err
+	}
+	c.StoreUnits, c.Count = units, units
+	if bad > 3 {
+		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", bad))
+	}
+	if docs != s.ndocs || units != s.units {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", docs, units, s.ndocs, s.units))
+	}
+	if dim > 0 && vecs != units {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", vecs, units))
+	}
+	if len(c.Problems) > 0 {
+		c.Notes = append(c.Notes, "the store of record itself is damaged: restore store.db from a backup")
+	}
+	return c, nil
+}
+
+// checkBolt runs bbolt's own consistency check of store.db (every page reachable
+// once, the freelist right); its findings, if any, are one report entry.
+func (m *Memory) checkBolt() (IndexCheck, error) {
+	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
+	err := m.db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			if len(c.Problems) < 5 {
+				c.Problems = append(c.Problems, err.Error())
+			}
+		}
+		return nil
+	})
+	if len(c.Problems) > 0 {
+		c.Notes = append(c.Notes, "store.db is damaged: restore it from a backup")
+	}
+	return c, err
+}
+
+// guardCheck runs a check of the store of record; a panic or fault reading a damaged page
+// is a finding (ErrCorrupt in the entry), not a crash.
+func guardCheck(col, index string, fn func() (IndexCheck, error)) (c IndexCheck, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	perr := guard("check", func() error {
+		c, err = fn()
+		return nil
+	})
+	c.Collection, c.Index = col, index
+	if perr != nil {
+		c.Problems = append(c.Problems, oneLine(perr))
+	}
+	return c, err
 }

@@ -3,11 +3,13 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // checkStore makes a closed store with 50 documents in the default collection and 10 in
@@ -80,7 +82,7 @@ func TestCheckCleanStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Indexes) != 4 || !rep.OK() {
+		if len(rep.Indexes) != 7 || !rep.OK() { // store.db, and store, bm25, vectors of 2 collections
 			t.Fatalf("read-only %v: %v", ro, rep.Indexes)
 		}
 		for _, c := range rep.Indexes {
@@ -96,7 +98,7 @@ func TestCheckCleanStore(t *testing.T) {
 			t.Errorf("default/bm25: %+v", b)
 		}
 		v := find(t, rep, "notes", vecDir)
-		if v.Count != 10 || v.StoreUnits != 10 || v.SampleSkipped == "" {
+		if v.Count != 10 || v.StoreUnits != 10 || v.Sampled != 10 || len(v.Missing) != 0 {
 			t.Errorf("notes/vectors: %+v", v)
 		}
 		if ro {
@@ -188,5 +190,48 @@ func TestCheckCountMismatch(t *testing.T) {
 	}
 	if c := find(t, rep, "notes", bm25Dir); !rep.OK() || !c.Repaired {
 		t.Fatalf("writable check: %s", c)
+	}
+}
+
+// Damage in the store of record itself (a record that does not decode, a vector of the
+// wrong size) is reported, and repair cannot clear it.
+func TestCheckDamagedRecords(t *testing.T) {
+	dir, emb := checkStore(t)
+	db, err := bolt.Open(filepath.Join(dir, dbName), 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bkCols).Bucket([]byte(DefaultCollection))
+		if err := b.Bucket(bkDocs).Put([]byte("d010"), []byte(`{"x":"trunc`)); err != nil {
+			return err
+		}
+		return b.Bucket(bkVecs).Put([]byte("d020"), []byte{1, 2, 3, 4})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	m := openT(t, dir, emb)
+	rep, err := m.Check(bg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := find(t, rep, DefaultCollection, "store")
+	all := strings.Join(c.Problems, "; ")
+	if rep.OK() || !strings.Contains(all, `"d010"`) || !strings.Contains(all, `the vector of "d020" has 4 bytes, want 64`) || c.Repaired {
+		t.Fatalf("damaged records: %s", c)
+	}
+	if !strings.Contains(c.String(), "restore store.db from a backup") {
+		t.Errorf("line %q does not say what to do", c)
+	}
+	if ix := find(t, rep, DefaultCollection, "indexes"); len(ix.Problems) == 0 || !strings.Contains(ix.String(), "DISAGREES") {
+		t.Errorf("the damaged collection's indexes: %s", ix)
+	}
+	if n := find(t, rep, "notes", "store"); len(n.Problems) != 0 {
+		t.Errorf("the other collection: %s", n)
+	}
+	if f := find(t, rep, "*", dbName); len(f.Problems) != 0 {
+		t.Errorf("bbolt's own check: %s", f)
 	}
 }

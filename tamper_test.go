@@ -58,6 +58,20 @@ func tamperDoc(p, col string, i int) Document {
 		Metadata: map[string]any{"i": float64(i), "odd": i%2 == 1}}
 }
 
+// tamperOptions open a tamper store: a hash embedder (its vectors are stored in store.db
+// and loaded into the default flat index, which keeps no files). With
+// MEMORY_TAMPER_FAISS=1 in a build with FAISS (-tags faiss) the store uses FAISS, which
+// persists its index under vectors/, so those files are damaged too: its files carry no
+// checksum yet and a swapped or flipped one is not detected, so it is not part of the
+// default suite.
+func tamperOptions() []Option {
+	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(tamperDim))}
+	if os.Getenv("MEMORY_TAMPER_FAISS") == "1" && slices.Contains(vectorstore.Backends(), "faiss") {
+		opts = append(opts, WithIndex(vectorstore.IndexConfig{Backend: "faiss"}))
+	}
+	return opts
+}
+
 // tamperQueries are searched in every collection of a probed store.
 func tamperQueries(p string) []string {
 	return []string{
@@ -69,7 +83,7 @@ func tamperQueries(p string) []string {
 // buildTamperStore makes a closed, populated store at dir with prefix p.
 func buildTamperStore(t *testing.T, dir, p string) {
 	t.Helper()
-	m, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(tamperDim)))
+	m, err := Open(dir, tamperOptions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +140,7 @@ func probeStore(dir string) (p tamperProbe) {
 			p.Panic = fmt.Sprint(r)
 		}
 	}()
-	m, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(tamperDim)))
+	m, err := Open(dir, tamperOptions()...)
 	if err != nil {
 		return tamperProbe{OpenErr: err.Error(), Typed: typedStoreError(err)}
 	}
@@ -142,6 +156,12 @@ func probeStore(dir string) (p tamperProbe) {
 				return p
 			}
 			p.Hits[c.name+"|"+q] = ids(res)
+			res, err = col.Search(bg, q, WithMode(Dense), TopK(10))
+			if err != nil {
+				p.SearchErr, p.Typed = "dense: "+err.Error(), typedStoreError(err)
+				return p
+			}
+			p.Hits[c.name+"|dense|"+q] = ids(res)
 		}
 		// Every hit's document is readable.
 		for _, id := range p.Hits[c.name+"|common words"] {
@@ -220,7 +240,18 @@ func tamperCases(t *testing.T, dir, other string) []tamperCase {
 				return os.Truncate(filepath.Join(d, f), fi.Size()/2)
 			}},
 		)
-		for _, seed := range []int64{1, 2, 3} {
+		if f == dbName {
+			// bbolt checksums only its two meta pages; a flipped byte in a data page can
+			// silently change a record, and the store's page layout differs from one build
+			// of it to the next, so seeded flips there would pass or fail by chance. The
+			// meta pages are flipped here; MEMORY_TAMPER_SEEDS explores the data pages.
+			for _, pages := range [][]int64{{0}, {1}, {0, 1}} {
+				cases = append(cases, tamperCase{fmt.Sprintf("%s/flip-meta%v", f, pages), func(d string) error {
+					return flipMeta(filepath.Join(d, f), pages)
+				}})
+			}
+		}
+		for _, seed := range flipSeeds(f) {
 			cases = append(cases, tamperCase{fmt.Sprintf("%s/flip-seed%d", f, seed), func(d string) error {
 				return flipBytes(filepath.Join(d, f), seed)
 			}})
@@ -244,6 +275,48 @@ func tamperCases(t *testing.T, dir, other string) []tamperCase {
 		}})
 	}
 	return cases
+}
+
+// flipSeeds are the seeds of the byte flips done to file f: 1, 2 and 3 (none for
+// store.db, see tamperCases), and with MEMORY_TAMPER_SEEDS=N another N for every file (to
+// explore; a failure there is a finding, not necessarily reproducible).
+func flipSeeds(f string) []int64 {
+	var seeds []int64
+	if f != dbName {
+		seeds = []int64{1, 2, 3}
+	}
+	var n int64
+	fmt.Sscan(os.Getenv("MEMORY_TAMPER_SEEDS"), &n)
+	for s := int64(100); s < 100+n; s++ {
+		seeds = append(seeds, s)
+	}
+	return seeds
+}
+
+// flipMeta damages bbolt meta pages (0 and/or 1) of the store database at path: a byte
+// of each page's meta (after the 16-byte page header), so its checksum fails.
+func flipMeta(path string, pages []int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	meta, err := readBoltMeta(f, 0)
+	if err != nil {
+		return err
+	}
+	for _, p := range pages {
+		var b [1]byte
+		off := p*int64(meta.pageSize) + 16 + 40 // the high water mark page id
+		if _, err := f.ReadAt(b[:], off); err != nil {
+			return err
+		}
+		b[0] ^= 0x5a
+		if _, err := f.WriteAt(b[:], off); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flipBytes inverts 8 bytes of the file at positions drawn from seed: one in its first
