@@ -18,9 +18,12 @@ func init() {
 	commandHelp["check"] = helpText{
 		usage: `memory check --store DIR [--repair]`,
 		help: `Compares each collection's derived indexes (BM25, vectors) with the store of record
-(store.db): the change each reflects, how many ids each holds, and whether a sample of 100
-stored ids is in it (BM25; a vector index cannot look ids up, which the line says). Prints
-one line per collection and index: "ok", "DISAGREES" or "REPAIRED", with the figures.
+(store.db): the change each reflects, how many ids each holds, and whether a sample of
+stored ids is in it (100 for BM25; 20 for vectors, each searched for by its own vector).
+It also reads the store of record itself: bbolt's consistency check of store.db, and per
+collection every record decoded, counted, and its vectors sized. Prints one line per entry:
+"ok", "DISAGREES" or "REPAIRED", with the figures. Damage to store.db itself cannot be
+repaired (the line says to restore it from a backup).
 
 Without --repair the store is opened read-only and nothing is written (an index that cannot
 be trusted is rebuilt in memory only, and reported). With --repair the store is opened for
