@@ -366,8 +366,11 @@ func TestReadOnlyOpenErrors(t *testing.T) {
 	}
 	r.Close()
 	w := openT(t, dir)
-	if _, err := Open(dir, ReadOnly()); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "a writer") {
+	if _, err := Open(dir, ReadOnly()); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "(a writer)") {
 		t.Fatalf("reader beside a writer: %v", err)
+	}
+	if _, err := Open(dir); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "(a writer)") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("writer beside a writer: %v, want ErrLocked naming a writer and %s", err, dir)
 	}
 	w.Close()
 }
