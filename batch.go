@@ -106,15 +106,6 @@ func (so *SearchOptions) retrieverWindow(mode Mode) int {
 	return so.Window
 }
 
-// denseHits converts vector hits to a fusion list's hits.
-func denseHits(vh []vectorstore.Hit) []hybrid.Hit {
-	hits := make([]hybrid.Hit, len(vh))
-	for i, h := range vh {
-		hits[i] = hybrid.Hit{ID: h.ID, Score: float64(h.Score)}
-	}
-	return hits
-}
-
 // SearchBatch runs a batch of searches over the default collection; see
 // [Collection.SearchBatch].
 func (m *Memory) SearchBatch(ctx context.Context, queries []string, opts ...SearchOption) ([][]Result, error) {

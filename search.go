@@ -367,14 +367,13 @@ func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32
 // or takes them from the query's batch when it asked for as many without a filter.
 func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, allow map[string]bool, batch *denseBatch) ([]hybrid.Hit, error) {
 	if batch != nil && allow == nil && k <= batch.k { // answered with its batch
-		return denseHits(batch.hits[:min(k, len(batch.hits))]), nil
+		return batch.hits[:min(k, len(batch.hits))], nil
 	}
 	var f vectorstore.Filter
 	if allow != nil {
 		f = func(id string) bool { return allow[id] }
 	}
-	vh, err := s.vec.Search(ctx, qv, k, f)
-	return denseHits(vh), err
+	return s.vec.Search(ctx, qv, k, f)
 }
 
 // keep is how many fused candidates later stages can use: the rerank window or the top k,

@@ -6,17 +6,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentmem/memory/rank"
 )
 
 // DefaultRRFK is the RRF rank constant used when FusionOptions.K is not positive
 // (the value of Cormack et al., 2009, and of most engines).
 const DefaultRRFK = 60
 
-// Hit is one entry of a ranked list, best first: its rank is its index plus one.
-type Hit struct {
-	ID    string
-	Score float64 // the retriever's raw score (BM25, cosine, ...); higher is better
-}
+// Hit is one entry of a ranked list, best first: its rank is its index plus one. It is an
+// alias of [rank.Hit], the one hit type every retriever returns.
+type Hit = rank.Hit
 
 // List is one retriever's ranked result list, the input of fusion.
 type List struct {

@@ -149,8 +149,8 @@ func TestRRFHandComputed(t *testing.T) {
 
 func TestRRFContributions(t *testing.T) {
 	lists := []List{
-		{Name: "bm25", Hits: []Hit{{"a", 12.5}, {"b", 7}, {"a", 3}}},
-		{Name: "dense", Weight: 2, Hits: []Hit{{"b", 0.9}, {"c", 0.8}}},
+		{Name: "bm25", Hits: []Hit{{ID: "a", Score: 12.5}, {ID: "b", Score: 7}, {ID: "a", Score: 3}}},
+		{Name: "dense", Weight: 2, Hits: []Hit{{ID: "b", Score: 0.9}, {ID: "c", Score: 0.8}}},
 		{Name: "empty"},
 	}
 	got := RRF(lists, FusionOptions{})
@@ -207,52 +207,52 @@ func TestWeightedScore(t *testing.T) {
 		{
 			name: "min-max per list then weighted sum",
 			lists: []List{
-				{Name: "bm25", Hits: []Hit{{"a", 10}, {"b", 5}, {"c", 0}}},
-				{Name: "dense", Weight: 2, Hits: []Hit{{"c", 0.9}, {"b", 0.7}, {"d", 0.4}}},
+				{Name: "bm25", Hits: []Hit{{ID: "a", Score: 10}, {ID: "b", Score: 5}, {ID: "c", Score: 0}}},
+				{Name: "dense", Weight: 2, Hits: []Hit{{ID: "c", Score: 0.9}, {ID: "b", Score: 0.7}, {ID: "d", Score: 0.4}}},
 			},
 			ids:    []string{"c", "b", "a", "d"},
 			scores: []float64{0 + 2*1, 0.5 + 2*0.6, 1, 0},
 		},
 		{
 			name:   "single element normalises to 1",
-			lists:  []List{{Name: "a", Hits: []Hit{{"x", -3.5}}}, {Name: "b", Hits: []Hit{{"y", 1}, {"x", 0}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "x", Score: -3.5}}}, {Name: "b", Hits: []Hit{{ID: "y", Score: 1}, {ID: "x", Score: 0}}}},
 			ids:    []string{"x", "y"},
 			scores: []float64{1, 1},
 		},
 		{
 			name:   "all equal scores normalise to 1",
-			lists:  []List{{Name: "a", Hits: []Hit{{"p", 2}, {"q", 2}, {"r", 2}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "p", Score: 2}, {ID: "q", Score: 2}, {ID: "r", Score: 2}}}},
 			ids:    []string{"p", "q", "r"},
 			scores: []float64{1, 1, 1},
 		},
 		{
 			name:   "negative scores",
-			lists:  []List{{Name: "a", Hits: []Hit{{"p", -1}, {"q", -2}, {"r", -5}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "p", Score: -1}, {ID: "q", Score: -2}, {ID: "r", Score: -5}}}},
 			ids:    []string{"p", "q", "r"},
 			scores: []float64{1, 0.75, 0},
 		},
 		{
 			name:   "duplicates keep the first score",
-			lists:  []List{{Name: "a", Hits: []Hit{{"p", 4}, {"q", 2}, {"p", 0}, {"r", 0}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "p", Score: 4}, {ID: "q", Score: 2}, {ID: "p", Score: 0}, {ID: "r", Score: 0}}}},
 			ids:    []string{"p", "q", "r"},
 			scores: []float64{1, 0.5, 0},
 		},
 		{
 			name:   "window is applied before normalising",
-			lists:  []List{{Name: "a", Hits: []Hit{{"p", 4}, {"q", 2}, {"r", 0}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "p", Score: 4}, {ID: "q", Score: 2}, {ID: "r", Score: 0}}}},
 			opt:    FusionOptions{Window: 2},
 			ids:    []string{"p", "q"},
 			scores: []float64{1, 0},
 		},
 		{
 			name:   "non-finite scores",
-			lists:  []List{{Name: "a", Hits: []Hit{{"i", math.Inf(1)}, {"p", 3}, {"q", 1}, {"n", math.NaN()}, {"m", math.Inf(-1)}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "i", Score: math.Inf(1)}, {ID: "p", Score: 3}, {ID: "q", Score: 1}, {ID: "n", Score: math.NaN()}, {ID: "m", Score: math.Inf(-1)}}}},
 			ids:    []string{"i", "p", "q", "n", "m"}, // zeros ordered by rank
 			scores: []float64{1, 1, 0, 0, 0},
 		},
 		{
 			name:   "min score",
-			lists:  []List{{Name: "a", Hits: []Hit{{"p", 4}, {"q", 3}, {"r", 0}}}},
+			lists:  []List{{Name: "a", Hits: []Hit{{ID: "p", Score: 4}, {ID: "q", Score: 3}, {ID: "r", Score: 0}}}},
 			opt:    FusionOptions{MinScore: 0.5},
 			ids:    []string{"p", "q"},
 			scores: []float64{1, 0.75},
@@ -275,8 +275,8 @@ func TestWeightedScore(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	lists := []List{
-		{Name: "bm25", Hits: []Hit{{"a", 12.5}, {"b", 7}}},
-		{Name: "dense", Hits: []Hit{{"c", 0.9}, {"b", 0.81}}},
+		{Name: "bm25", Hits: []Hit{{ID: "a", Score: 12.5}, {ID: "b", Score: 7}}},
+		{Name: "dense", Hits: []Hit{{ID: "c", Score: 0.9}, {ID: "b", Score: 0.81}}},
 		{Name: "sop", Hits: nil},
 	}
 	got := RRF(lists, FusionOptions{})
@@ -309,8 +309,8 @@ func TestFuseCustomMethod(t *testing.T) {
 	}
 	var f FusionFunc = combSUM
 	lists := []List{
-		{Name: "a", Hits: []Hit{{"x", 3}, {"y", 2}, {"x", 9}, {"z", 1}}}, // the repeated x is ignored
-		{Name: "b", Weight: 2, Hits: []Hit{{"z", 4}, {"y", 0.5}}},
+		{Name: "a", Hits: []Hit{{ID: "x", Score: 3}, {ID: "y", Score: 2}, {ID: "x", Score: 9}, {ID: "z", Score: 1}}}, // the repeated x is ignored
+		{Name: "b", Weight: 2, Hits: []Hit{{ID: "z", Score: 4}, {ID: "y", Score: 0.5}}},
 	}
 	got := f(lists, FusionOptions{Window: 2}) // a keeps x, y; b keeps z, y
 	want := []struct {

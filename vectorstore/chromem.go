@@ -263,11 +263,11 @@ func (x *ChromemIndex) query(ctx context.Context, q []float32, want, count, acce
 		hits := make([]Hit, 0, want+1)
 		for _, r := range res {
 			if f == nil || f(r.ID) {
-				hits = append(hits, Hit{ID: r.ID, Score: r.Similarity})
+				hits = append(hits, Hit{ID: r.ID, Score: float64(r.Similarity)})
 			}
 		}
 		sortHits(hits)
-		if m >= count || (len(hits) >= want && len(res) > 0 && res[len(res)-1].Similarity < hits[want-1].Score) {
+		if m >= count || (len(hits) >= want && len(res) > 0 && float64(res[len(res)-1].Similarity) < hits[want-1].Score) {
 			return hits[:min(want, len(hits))], nil
 		}
 		m = min(count, 2*m)

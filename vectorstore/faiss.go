@@ -680,7 +680,7 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 			// Ties are ordered by id: when the cut-off score is also the last score faiss
 			// returned, tied vectors may lie beyond kk, so fetch more. (With all candidates
 			// accepted, the k+1st candidate makes this a real tie, not the k-th hit itself.)
-			if kk < n && last == hits[target-1].Score {
+			if kk < n && float64(last) == hits[target-1].Score {
 				kk = min(n, 2*kk)
 				continue
 			}
@@ -721,7 +721,7 @@ func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) (hits []Hit, las
 		if !ok || (f != nil && !f(id)) {
 			continue
 		}
-		hits = append(hits, Hit{ID: id, Score: dist[i]})
+		hits = append(hits, Hit{ID: id, Score: float64(dist[i])})
 	}
 	return hits, last, nil
 }
@@ -776,7 +776,7 @@ func faissTopHits(h *topk.Heap[string]) []Hit {
 	items := h.Sorted()
 	out := make([]Hit, len(items))
 	for i, it := range items {
-		out[i] = Hit{ID: it.Value, Score: it.Score}
+		out[i] = Hit{ID: it.Value, Score: float64(it.Score)}
 	}
 	return out
 }

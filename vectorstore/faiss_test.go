@@ -81,7 +81,7 @@ func faissBrute(ids []string, vecs [][]float32, q []float32, m Metric, f Filter)
 				s = 0
 			}
 		}
-		out = append(out, Hit{ID: ids[i], Score: float32(s)})
+		out = append(out, Hit{ID: ids[i], Score: float64(float32(s))}) // rounded like the index
 	}
 	sort.SliceStable(out, func(i, j int) bool { return faissHitBefore(out[i], out[j]) })
 	return out
@@ -94,7 +94,7 @@ func faissSameTop(t *testing.T, got, ref []Hit, k int) {
 	if len(got) != want {
 		t.Fatalf("got %d hits, want %d", len(got), want)
 	}
-	truth := map[string]float32{}
+	truth := map[string]float64{}
 	for _, r := range ref {
 		truth[r.ID] = r.Score
 	}
@@ -103,7 +103,7 @@ func faissSameTop(t *testing.T, got, ref []Hit, k int) {
 		if !ok {
 			t.Fatalf("hit %d: %q is not an accepted id", i, h.ID)
 		}
-		if math.Abs(float64(h.Score-ts)) > 1e-4 || math.Abs(float64(h.Score-ref[i].Score)) > 1e-4 {
+		if math.Abs(h.Score-ts) > 1e-4 || math.Abs(h.Score-ref[i].Score) > 1e-4 {
 			t.Fatalf("hit %d: %q score %v (true %v), reference has %q %v there", i, h.ID, h.Score, ts, ref[i].ID, ref[i].Score)
 		}
 		if i > 0 && got[i-1].Score < h.Score {
@@ -211,7 +211,7 @@ func TestFaissTiesAndZeroVectors(t *testing.T) {
 			if err := idx.Add(ctx, ids, vecs); err != nil {
 				t.Fatal(err)
 			}
-			want := []Hit{{"a", 1}, {"d", 1}, {"e", 1}, {"b", 0}, {"c", 0}, {"z", -1}}
+			want := []Hit{{ID: "a", Score: 1}, {ID: "d", Score: 1}, {ID: "e", Score: 1}, {ID: "b", Score: 0}, {ID: "c", Score: 0}, {ID: "z", Score: -1}}
 			for _, k := range []int{2, 10} {
 				got, err := idx.Search(ctx, []float32{1, 0, 0}, k, nil)
 				if err != nil {
@@ -222,7 +222,7 @@ func TestFaissTiesAndZeroVectors(t *testing.T) {
 				}
 			}
 			got, err := idx.Search(ctx, []float32{0, 0, 0}, 3, nil)
-			if err != nil || fmt.Sprint(got) != fmt.Sprint([]Hit{{"a", 0}, {"b", 0}, {"c", 0}}) {
+			if err != nil || fmt.Sprint(got) != fmt.Sprint([]Hit{{ID: "a", Score: 0}, {ID: "b", Score: 0}, {ID: "c", Score: 0}}) {
 				t.Errorf("zero query: %v, %v", got, err)
 			}
 		})

@@ -305,7 +305,7 @@ func flatResults(h *flatHeap, ids []string) []Hit {
 	items := h.Sorted()
 	out := make([]Hit, len(items))
 	for i, it := range items {
-		out[i] = Hit{ID: ids[it.Value], Score: it.Score}
+		out[i] = Hit{ID: ids[it.Value], Score: float64(it.Score)}
 	}
 	return out
 }

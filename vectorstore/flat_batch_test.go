@@ -25,7 +25,7 @@ func sameHits(t *testing.T, what string, got, want []Hit) {
 		t.Fatalf("%s: %d hits, want %d\ngot  %v\nwant %v", what, len(got), len(want), got, want)
 	}
 	for i := range want {
-		if got[i].ID != want[i].ID || math.Float32bits(got[i].Score) != math.Float32bits(want[i].Score) {
+		if got[i].ID != want[i].ID || math.Float64bits(got[i].Score) != math.Float64bits(want[i].Score) {
 			t.Fatalf("%s: hit %d is %v, want %v\ngot  %v\nwant %v", what, i, got[i], want[i], got, want)
 		}
 	}

@@ -78,7 +78,7 @@ func TestFlatHeapOrder(t *testing.T) {
 	h.Offer(2, 3)
 	h.Offer(1, 2)
 	got := flatResults(&h, ids)
-	want := []Hit{{"d", 2}, {"a", 1}, {"b", 1}}
+	want := []Hit{{ID: "d", Score: 2}, {ID: "a", Score: 1}, {ID: "b", Score: 1}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}

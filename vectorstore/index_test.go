@@ -395,7 +395,7 @@ func TestIndexZeroVectorsAndTies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Hit{{"a", 1}, {"d", 1}, {"e", 1}, {"b", 0}, {"c", 0}, {"z", -1}}
+			want := []Hit{{ID: "a", Score: 1}, {ID: "d", Score: 1}, {ID: "e", Score: 1}, {ID: "b", Score: 0}, {ID: "c", Score: 0}, {ID: "z", Score: -1}}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("search = %v\nwant     %v", got, want)
 			}
@@ -412,7 +412,7 @@ func TestIndexZeroVectorsAndTies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fmt.Sprint(got) != fmt.Sprint([]Hit{{"a", 0}, {"b", 0}, {"c", 0}}) {
+			if fmt.Sprint(got) != fmt.Sprint([]Hit{{ID: "a", Score: 0}, {ID: "b", Score: 0}, {ID: "c", Score: 0}}) {
 				t.Errorf("zero query = %v", got)
 			}
 			// Replacing a zero vector with a real one and back.
@@ -422,7 +422,7 @@ func TestIndexZeroVectorsAndTies(t *testing.T) {
 			if got, _ := idx.Search(ctx, []float32{1, 0, 0}, 1, nil); len(got) != 1 || got[0].ID != "a" {
 				t.Errorf("after replacing b: %v", got)
 			}
-			if got, _ := idx.Search(ctx, []float32{1, 0, 0}, 4, func(id string) bool { return id == "b" || id == "c" }); fmt.Sprint(got) != fmt.Sprint([]Hit{{"b", 1}, {"c", 0}}) {
+			if got, _ := idx.Search(ctx, []float32{1, 0, 0}, 4, func(id string) bool { return id == "b" || id == "c" }); fmt.Sprint(got) != fmt.Sprint([]Hit{{ID: "b", Score: 1}, {ID: "c", Score: 0}}) {
 				t.Errorf("after replacing b, filtered: %v", got)
 			}
 			if err := idx.Add(ctx, []string{"a"}, [][]float32{{0, 0, 0}}); err != nil {
@@ -431,7 +431,7 @@ func TestIndexZeroVectorsAndTies(t *testing.T) {
 			if idx.Len() != 6 {
 				t.Errorf("Len = %d, want 6", idx.Len())
 			}
-			if got, _ := idx.Search(ctx, []float32{1, 0, 0}, 6, nil); fmt.Sprint(got) != fmt.Sprint([]Hit{{"b", 1}, {"d", 1}, {"e", 1}, {"a", 0}, {"c", 0}, {"z", -1}}) {
+			if got, _ := idx.Search(ctx, []float32{1, 0, 0}, 6, nil); fmt.Sprint(got) != fmt.Sprint([]Hit{{ID: "b", Score: 1}, {ID: "d", Score: 1}, {ID: "e", Score: 1}, {ID: "a", Score: 0}, {ID: "c", Score: 0}, {ID: "z", Score: -1}}) {
 				t.Errorf("after zeroing a: %v", got)
 			}
 		})

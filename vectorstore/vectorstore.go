@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/agentmem/memory/internal/parallel"
+	"github.com/agentmem/memory/rank"
 )
 
 // Embedder turns texts into vectors. Implementations must be safe for concurrent use.
@@ -64,11 +65,10 @@ func EmbedQueries(ctx context.Context, emb Embedder, texts []string) ([][]float3
 	return emb.Embed(ctx, texts)
 }
 
-// Hit is one search result of an Index.
-type Hit struct {
-	ID    string
-	Score float32 // similarity: higher is better (cosine or inner product)
-}
+// Hit is one search result of an Index: Score is the similarity (cosine or inner product,
+// higher is better), computed in float32 and widened exactly to float64. It is an alias of
+// [rank.Hit], the one hit type every retriever returns.
+type Hit = rank.Hit
 
 // Filter accepts the ids a search may return; a nil Filter accepts every id.
 // It is evaluated before ranking: an Index returns the best k among accepted ids.
