@@ -496,9 +496,11 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 					if bad++; bad <= 3 {
 						c.Problems = append(c.Problems, fmt.Sprintf("index id %q has no vector", u))
 					}
-				case len(raw) != 4*dim:
-					if bad++; bad <= 3 {
-						c.Problems = append(c.Problems, fmt.Sprintf("the vector of %q has %d bytes, want %d", u, len(raw), 4*dim))
+				default:
+					if v, err := decodeVec(raw); err != nil || len(v) != dim {
+						if bad++; bad <= 3 {
+							c.Problems = append(c.Problems, fmt.Sprintf("the vector of %q is damaged (%d values, want %d; %v)", u, len(v), dim, err))
+						}
 					}
 				}
 			}

@@ -147,7 +147,11 @@ func (m *Memory) countCollection(s *colState) error {
 			var c struct {
 				Chunks []struct{} `json:"c"`
 			}
-			if err := segjson.Unmarshal(v, &c); err != nil {
+			js, err := recordJSON(string(k), v)
+			if err != nil {
+				return err
+			}
+			if err := segjson.Unmarshal(js, &c); err != nil {
 				return fmt.Errorf("%w: document %q: %v", ErrCorrupt, k, err)
 			}
 			docs++
@@ -307,6 +311,9 @@ func (m *Memory) storedVectors(col string, ids []string) (vids []string, vecs []
 			v, err := decodeVec(raw)
 			if err != nil {
 				return err
+			}
+			if e := m.opts.Embedder; e != nil && len(v) != e.Dim() {
+				return fmt.Errorf("%w: the stored vector of %q has %d values, want %d", ErrCorrupt, id, len(v), e.Dim())
 			}
 			vids = append(vids, id)
 			vecs = append(vecs, v)
@@ -574,7 +581,7 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 			return cb.Put(u64b(seq), append([]byte{op}, uid...))
 		}
 		for i, d := range docs {
-			enc, err := jsonMarshal(recs[i])
+			enc, err := encodeRecord(recs[i])
 			if err != nil {
 				return err
 			}

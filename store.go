@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"strconv"
 	"strings"
@@ -73,15 +74,68 @@ func u64b(v uint64) []byte {
 	return b[:]
 }
 
-func encodeVec(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+// Stored values carry a CRC-32C (Castagnoli): bbolt checks only its meta pages, so a flipped
+// byte in a data page would otherwise change a document or a vector silently.
+//
+//	record: 0x01, CRC-32C of the JSON (4 bytes, big endian), the JSON
+//	vector: vecMagic (4 bytes), CRC-32C of the values (4 bytes, big endian), the values as
+//	        little-endian float32s
+//
+// Values written before the checksums (a record's JSON alone, a vector's values alone) are
+// still read, unchecked: a record's JSON starts with '{', and a vector never starts with
+// vecMagic, a NaN, which no stored vector holds.
+const (
+	recordMagic = 0x01
+	vecMagic    = 0x7fc0cafe // a quiet NaN as a float32
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeRecord is the stored form of r.
+func encodeRecord(r *record) ([]byte, error) {
+	js, err := jsonMarshal(r)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]byte, 5+len(js))
+	out[0] = recordMagic
+	binary.BigEndian.PutUint32(out[1:], crc32.Checksum(js, castagnoli))
+	copy(out[5:], js)
+	return out, nil
+}
+
+// recordJSON returns the JSON of stored record v (of document id) after checking its
+// checksum; ErrCorrupt when it does not match or v is of no known layout.
+func recordJSON(id string, v []byte) ([]byte, error) {
+	if len(v) > 0 && v[0] == '{' {
+		return v, nil // written before checksums
+	}
+	if len(v) < 5 || v[0] != recordMagic {
+		return nil, fmt.Errorf("%w: document %q: a stored record of unknown layout", ErrCorrupt, id)
+	}
+	if got, want := crc32.Checksum(v[5:], castagnoli), binary.BigEndian.Uint32(v[1:]); got != want {
+		return nil, fmt.Errorf("%w: document %q: stored record fails its checksum (%08x, want %08x)", ErrCorrupt, id, got, want)
+	}
+	return v[5:], nil
+}
+
+func encodeVec(v []float32) []byte {
+	b := make([]byte, 8+4*len(v))
+	binary.LittleEndian.PutUint32(b, vecMagic)
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[8+4*i:], math.Float32bits(f))
+	}
+	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
 	return b
 }
 
 func decodeVec(b []byte) ([]float32, error) {
+	if len(b) >= 8 && binary.LittleEndian.Uint32(b) == vecMagic {
+		if got, want := crc32.Checksum(b[8:], castagnoli), binary.BigEndian.Uint32(b[4:]); got != want {
+			return nil, fmt.Errorf("%w: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, got, want)
+		}
+		b = b[8:]
+	}
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("%w: vector of %d bytes", ErrCorrupt, len(b))
 	}
@@ -153,6 +207,10 @@ func addCounts(b *bolt.Bucket, docs, units int) (int, int, error) {
 // the metadata and chunk values, go through segmentio's decoder, which reads JSON as
 // encoding/json does. TestDecodeRecord* and FuzzDecodeRecord hold both to encoding/json.
 func decodeRecord(id string, v []byte) (*record, error) {
+	v, err := recordJSON(id, v)
+	if err != nil {
+		return nil, err
+	}
 	var r record
 	if fastDecodeRecord(v, &r, false) {
 		return &r, nil
@@ -168,8 +226,12 @@ func decodeRecord(id string, v []byte) (*record, error) {
 // chunks; Title and Text are skipped (left empty) when the record is in encoding/json's
 // layout. Filters and Sources scan every record with it.
 func decodeMeta(id string, v []byte) (*record, error) {
+	js, err := recordJSON(id, v)
+	if err != nil {
+		return nil, err
+	}
 	var r record
-	if fastDecodeRecord(v, &r, true) {
+	if fastDecodeRecord(js, &r, true) {
 		return &r, nil
 	}
 	return decodeRecord(id, v)
