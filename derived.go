@@ -354,7 +354,10 @@ type vectorDerived struct {
 	ix vectorstore.Index
 }
 
-var _ derivedIndex = (*vectorDerived)(nil)
+var (
+	_ derivedIndex = (*vectorDerived)(nil)
+	_ idChecker    = (*vectorDerived)(nil)
+)
 
 func openVectorDerived(m *Memory, s *colState, dir string) (derivedIndex, error) {
 	e := m.opts.Embedder
@@ -415,6 +418,21 @@ func (d *vectorDerived) Apply(ctx context.Context, puts []unitDoc, dels []string
 }
 
 func (d *vectorDerived) Count() (int, error) { return d.ix.Len(), nil }
+
+// vectorSampleOnOpen is how many sampled ids a persisted vector index is probed with on
+// open (a search each).
+const vectorSampleOnOpen = 4
+
+// Missing probes a persisted vector index (FAISS) with the stored vectors of a few sampled
+// ids, each of which must find itself (check.go's vectorProbe): an index of another store,
+// or one whose files were damaged, fails it. An index loaded from the store of record on
+// every open (the flat default) needs no probe.
+func (d *vectorDerived) Missing(ids []string) ([]string, error) {
+	if _, ok := d.ix.(vectorstore.Durable); !ok {
+		return nil, nil
+	}
+	return vectorProbe{m: d.m, col: d.s.name, ix: d.ix}.Missing(ids[:min(len(ids), vectorSampleOnOpen)])
+}
 
 func (d *vectorDerived) Close() error {
 	var errs []error

@@ -173,6 +173,7 @@ type FaissIndex struct {
 	seq    uint64    // store sequence the persisted state reflects
 	gen    uint64    // generation of the files in Dir
 	files  [2]string // that generation's index and buffer file names
+	crcs   [2]uint32 // their CRC-32C (0: not recorded)
 	dirty  bool      // changed since the last write
 	closed bool
 	gpu    faissGPU

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -40,6 +41,53 @@ type faissMeta struct {
 	Buffer  string   `json:"buffer,omitempty"` // IVF training buffer (labels + vectors)
 	IDs     []string `json:"ids"`
 	Labels  []int64  `json:"labels"`
+	// CRC-32C of the index and buffer files, and of this JSON (encoded with CRC 0): FAISS
+	// reads its files unchecked, and a flipped byte would change answers silently. 0: not
+	// recorded (written before the checksums).
+	IndexCRC  uint32 `json:"index_crc,omitempty"`
+	BufferCRC uint32 `json:"buffer_crc,omitempty"`
+	CRC       uint32 `json:"crc,omitempty"`
+}
+
+var faissCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fileCRC is the CRC-32C of a file's bytes.
+func fileCRC(path string) (uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	h := crc32.New(faissCastagnoli)
+	if _, err := io.Copy(h, bufio.NewReaderSize(f, 1<<20)); err != nil {
+		return 0, err
+	}
+	return h.Sum32(), nil
+}
+
+// metaCRC is the CRC-32C of m encoded with its CRC field 0.
+func metaCRC(m faissMeta) (uint32, error) {
+	m.CRC = 0
+	b, err := json.Marshal(&m)
+	if err != nil {
+		return 0, err
+	}
+	return crc32.Checksum(b, faissCastagnoli), nil
+}
+
+// checkFileCRC compares a file's CRC-32C with the recorded one (0: not recorded).
+func checkFileCRC(path string, want uint32) error {
+	if want == 0 {
+		return nil
+	}
+	got, err := fileCRC(path)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%w: %s fails its checksum (%08x, want %08x)", errFaissStale, filepath.Base(path), got, want)
+	}
+	return nil
 }
 
 // persistLocked writes generation gen+1 and then switches faiss.json to it.
@@ -51,10 +99,11 @@ func (x *FaissIndex) persistLocked() error {
 	if !x.dirty && x.gen > 0 && x.files != [2]string{} {
 		// Nothing changed since the last write: only the metadata (the new seq) is rewritten,
 		// pointing at the same generation's files.
-		return x.writeMetaLocked(x.gen, x.files[0], x.files[1])
+		return x.writeMetaLocked(x.gen, x.files[0], x.files[1], x.crcs)
 	}
 	gen := x.gen + 1
 	var m struct{ Index, Buffer string }
+	var crcs [2]uint32
 	if x.idx != nil {
 		m.Index = fmt.Sprintf("faiss-%d.index", gen)
 		tmp := filepath.Join(dir, m.Index+".tmp")
@@ -64,6 +113,11 @@ func (x *FaissIndex) persistLocked() error {
 		if err := syncAndRename(tmp, filepath.Join(dir, m.Index)); err != nil {
 			return err
 		}
+		c, err := fileCRC(filepath.Join(dir, m.Index))
+		if err != nil {
+			return fmt.Errorf("vectorstore: faiss: %w", err)
+		}
+		crcs[0] = c
 	}
 	if len(x.bufLabels) > 0 {
 		m.Buffer = fmt.Sprintf("faiss-%d.buf", gen)
@@ -72,8 +126,13 @@ func (x *FaissIndex) persistLocked() error {
 		}); err != nil {
 			return err
 		}
+		c, err := fileCRC(filepath.Join(dir, m.Buffer))
+		if err != nil {
+			return fmt.Errorf("vectorstore: faiss: %w", err)
+		}
+		crcs[1] = c
 	}
-	if err := x.writeMetaLocked(gen, m.Index, m.Buffer); err != nil {
+	if err := x.writeMetaLocked(gen, m.Index, m.Buffer, crcs); err != nil {
 		return err
 	}
 	x.dirty = false
@@ -82,22 +141,27 @@ func (x *FaissIndex) persistLocked() error {
 }
 
 // writeMetaLocked writes faiss.json (the commit point) for generation gen and its files.
-func (x *FaissIndex) writeMetaLocked(gen uint64, index, buffer string) error {
+func (x *FaissIndex) writeMetaLocked(gen uint64, index, buffer string, crcs [2]uint32) error {
 	m := faissMeta{
 		Version: faissMetaVersion, Dim: x.cfg.Dim, Metric: x.cfg.Metric, Factory: x.spec.canonical(),
-		Seq: x.seq, Gen: gen, Next: x.next, Index: index, Buffer: buffer,
+		Seq: x.seq, Gen: gen, Next: x.next, Index: index, Buffer: buffer, IndexCRC: crcs[0], BufferCRC: crcs[1],
 		IDs: make([]string, 0, len(x.labels)), Labels: make([]int64, 0, len(x.labels)),
 	}
 	for l, id := range x.labels {
 		m.IDs = append(m.IDs, id)
 		m.Labels = append(m.Labels, l)
 	}
+	c, err := metaCRC(m)
+	if err != nil {
+		return err
+	}
+	m.CRC = c
 	if err := writeFileAtomic(filepath.Join(x.cfg.Dir, faissMetaFile), func(w io.Writer) error {
 		return json.NewEncoder(w).Encode(&m)
 	}); err != nil {
 		return err
 	}
-	x.gen, x.files = gen, [2]string{index, buffer}
+	x.gen, x.files, x.crcs = gen, [2]string{index, buffer}, crcs
 	return nil
 }
 
@@ -227,7 +291,7 @@ func (x *FaissIndex) resetState() {
 	x.idx, x.cp = nil, nil
 	x.labels, x.ids = map[int64]string{}, map[string]int64{}
 	x.bufLabels, x.bufVecs = nil, nil
-	x.next, x.seq, x.gen, x.files = 0, 0, 0, [2]string{}
+	x.next, x.seq, x.gen, x.files, x.crcs = 0, 0, 0, [2]string{}, [2]uint32{}
 }
 
 func (x *FaissIndex) loadFiles() error {
@@ -242,6 +306,11 @@ func (x *FaissIndex) loadFiles() error {
 		return fmt.Errorf("%s: %w", faissMetaFile, err)
 	}
 	x.gen = max(m.Gen, 1)
+	if m.CRC != 0 {
+		if c, err := metaCRC(m); err != nil || c != m.CRC {
+			return fmt.Errorf("%w: %s fails its checksum", errFaissStale, faissMetaFile)
+		}
+	}
 	switch {
 	case m.Version != faissMetaVersion, m.Dim != x.cfg.Dim, m.Metric != x.cfg.Metric, m.Factory != x.spec.canonical():
 		return fmt.Errorf("%w: have v%d dim %d %s %s", errFaissStale, m.Version, m.Dim, m.Metric, m.Factory)
@@ -262,6 +331,9 @@ func (x *FaissIndex) loadFiles() error {
 		return fmt.Errorf("%w: duplicate ids or labels", errFaissStale)
 	}
 	if m.Buffer != "" {
+		if err := checkFileCRC(filepath.Join(dir, m.Buffer), m.BufferCRC); err != nil {
+			return err
+		}
 		f, err := os.Open(filepath.Join(dir, m.Buffer))
 		if err != nil {
 			return err
@@ -273,6 +345,9 @@ func (x *FaissIndex) loadFiles() error {
 		}
 	}
 	if m.Index != "" {
+		if err := checkFileCRC(filepath.Join(dir, m.Index), m.IndexCRC); err != nil {
+			return err
+		}
 		idx, err := faiss.ReadIndex(filepath.Join(dir, m.Index), 0)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Index, err)
@@ -292,6 +367,6 @@ func (x *FaissIndex) loadFiles() error {
 	if held < len(x.labels) || (x.spec.kind != faissHNSW && held != len(x.labels)) {
 		return fmt.Errorf("%w: %d vectors stored for %d ids", errFaissStale, held, len(x.labels))
 	}
-	x.next, x.seq, x.files = m.Next, m.Seq, [2]string{m.Index, m.Buffer}
+	x.next, x.seq, x.files, x.crcs = m.Next, m.Seq, [2]string{m.Index, m.Buffer}, [2]uint32{m.IndexCRC, m.BufferCRC}
 	return nil
 }

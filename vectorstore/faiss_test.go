@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -623,6 +624,67 @@ func TestFaissPersistenceMismatchOrCorrupt(t *testing.T) {
 	y := newFaissTest(t, cfg)
 	if y.Seq() != 0 || y.Len() != 0 {
 		t.Fatalf("corrupt metadata: Seq %d Len %d", y.Seq(), y.Len())
+	}
+}
+
+// TestFaissChecksums flips one byte of the persisted index file or of faiss.json (an id)
+// and requires the persisted state to be ignored (Seq 0: the store rebuilds it), never
+// loaded with other answers.
+func TestFaissChecksums(t *testing.T) {
+	ctx := context.Background()
+	build := func(t *testing.T) (string, IndexConfig) {
+		dir := t.TempDir()
+		cfg := IndexConfig{Dim: 4, Dir: dir}
+		idx := newFaissTest(t, cfg)
+		if err := idx.Add(ctx, []string{"a", "b", "c"}, [][]float32{{1, 2, 3, 4}, {4, 3, 2, 1}, {1, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.Commit(7); err != nil {
+			t.Fatal(err)
+		}
+		idx.Close()
+		return dir, cfg
+	}
+	flip := func(t *testing.T, path string, at func(n int) int) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[at(len(b))] ^= 0x04
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, cfg := build(t)
+	if x := newFaissTest(t, cfg); x.Seq() != 7 || x.Len() != 3 {
+		t.Fatalf("undamaged: Seq %d Len %d", x.Seq(), x.Len())
+	}
+	for name, damage := range map[string]func(t *testing.T, dir string){
+		"index file, last vector": func(t *testing.T, dir string) {
+			files, _ := filepath.Glob(filepath.Join(dir, "faiss-*.index"))
+			if len(files) != 1 {
+				t.Fatalf("index files %v", files)
+			}
+			flip(t, files[0], func(n int) int { return n - 3 })
+		},
+		"faiss.json, an id": func(t *testing.T, dir string) {
+			b, err := os.ReadFile(filepath.Join(dir, faissMetaFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := strings.Index(string(b), `"b"`)
+			flip(t, filepath.Join(dir, faissMetaFile), func(int) int { return i + 1 })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, cfg := build(t)
+			damage(t, dir)
+			x := newFaissTest(t, cfg)
+			if x.Seq() != 0 || x.Len() != 0 {
+				t.Fatalf("damaged %s loaded: Seq %d Len %d", name, x.Seq(), x.Len())
+			}
+			x.closed = true
+		})
 	}
 }
 
