@@ -456,28 +456,10 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	if err := validCollectionName(c.name); err != nil {
 		return err
 	}
-	docs := make([]Document, len(in))
-	copy(docs, in)
-	seen := make(map[string]bool, len(docs))
-	for i := range docs {
-		if err := m.validate(&docs[i]); err != nil {
-			return err
-		}
-		if seen[docs[i].ID] {
-			return fmt.Errorf("%w: %q appears twice in one call", ErrDuplicateID, docs[i].ID)
-		}
-		seen[docs[i].ID] = true
+	w, err := m.newWrite(in) // validated and chunked before taking the writer lock
+	if err != nil {
+		return err
 	}
-	if m.opts.Embedder == nil && m.man.Embedder != nil {
-		return m.embedderNeeded("write")
-	}
-
-	// Chunk before taking the writer lock.
-	recs := make([]*record, len(docs))
-	for i, d := range docs {
-		recs[i] = &record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: m.chunkDoc(&docs[i])}
-	}
-
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	s, err := c.state(true)
@@ -487,130 +469,17 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 	if err := m.ensureOpen(s); err != nil {
 		return err
 	}
-	// The index ids each document replaces: those of its stored version that it does not
-	// reuse (a document that shrinks drops its last chunks).
 	// Read under the writer lock, so the stored versions cannot change before the write.
-	stale := make([][]string, len(docs))
-	oldUnits, added := 0, 0
-	if err := m.db.View(func(tx *bolt.Tx) error {
-		db := docsBucket(tx, c.name)
-		for i, d := range docs {
-			var v []byte
-			if db != nil {
-				v = db.Get([]byte(d.ID))
-			}
-			if v == nil {
-				added++
-				continue
-			}
-			if !upsert {
-				return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, c.name)
-			}
-			old, err := decodeRecord(d.ID, v)
-			if err != nil {
-				return err
-			}
-			oldUnits += max(1, len(old.Chunks))
-			keep := make(map[string]bool)
-			for _, u := range recs[i].unitIDs(d.ID) {
-				keep[u] = true
-			}
-			for _, u := range old.unitIDs(d.ID) {
-				if !keep[u] {
-					stale[i] = append(stale[i], u)
-				}
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := w.readStored(m, c.name, upsert); err != nil {
 		return err
 	}
-
-	// Embed outside any lock that readers need: one vector per chunk.
-	units := make([][]string, len(docs))
-	nUnits := 0
-	for i, d := range docs {
-		units[i] = recs[i].unitIDs(d.ID)
-		nUnits += len(units[i])
-	}
-	var vecs [][][]float32
-	if m.opts.Embedder != nil {
-		vecs = make([][][]float32, len(docs))
-		var texts []string
-		type at struct{ doc, unit int }
-		var where []at
-		for i, d := range docs {
-			vecs[i] = make([][]float32, len(units[i]))
-			if d.Embedding != nil {
-				vecs[i][0] = d.Embedding
-				continue
-			}
-			for u := range units[i] {
-				texts = append(texts, recs[i].unitEmbedText(unitIndex(recs[i], u)))
-				where = append(where, at{i, u})
-			}
-		}
-		if len(texts) > 0 {
-			out, err := m.embed(ctx, texts)
-			if err != nil {
-				return err
-			}
-			for n, w := range where {
-				vecs[w.doc][w.unit] = out[n]
-			}
-		}
+	if err := w.embed(ctx, m); err != nil { // outside any lock that readers need
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-
-	var seq uint64
-	nChanges, ndocs, nunits := 0, 0, 0
-	err = m.db.Update(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, c.name, true)
-		if err != nil {
-			return err
-		}
-		db, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
-		change := func(op byte, uid string) error {
-			var err error
-			if seq, err = nextSeq(tx); err != nil {
-				return err
-			}
-			nChanges++
-			return cb.Put(u64b(seq), append([]byte{op}, uid...))
-		}
-		for i, d := range docs {
-			enc, err := encodeRecord(recs[i])
-			if err != nil {
-				return err
-			}
-			if err := db.Put([]byte(d.ID), enc); err != nil {
-				return err
-			}
-			for _, u := range stale[i] {
-				if err := vb.Delete([]byte(u)); err != nil {
-					return err
-				}
-				if err := change(opDel, u); err != nil {
-					return err
-				}
-			}
-			for n, u := range units[i] {
-				if vecs != nil {
-					if err := vb.Put([]byte(u), encodeVec(vecs[i][n])); err != nil {
-						return err
-					}
-				}
-				if err := change(opPut, u); err != nil {
-					return err
-				}
-			}
-		}
-		ndocs, nunits, err = addCounts(b, added, nUnits-oldUnits)
-		return err
-	})
-	if err != nil {
+	if err := w.store(m, c.name); err != nil {
 		return fmt.Errorf("memory: write: %w", err)
 	}
 
@@ -620,27 +489,191 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 		return fmt.Errorf("memory: documents stored, but their collection's indexes cannot be opened: %w", err)
 	}
 	defer unlock()
-	puts := make([]unitDoc, 0, nUnits)
-	var dels []string
-	for i := range docs {
-		dels = append(dels, stale[i]...)
-		for n, u := range units[i] {
-			p := unitDoc{uid: u, r: recs[i], idx: unitIndex(recs[i], n)}
-			if vecs != nil {
-				p.vec = vecs[i][n]
-			}
-			puts = append(puts, p)
-		}
-	}
-	s.ndocs, s.units = ndocs, nunits
-	s.lastSeq = seq
-	s.changes += nChanges
-	errs := []error{m.applyDerived(ctx, s, puts, dels, seq)}
+	puts, dels := w.unitDocs()
+	s.ndocs, s.units = w.ndocs, w.nunits
+	s.lastSeq = w.seq
+	s.changes += w.nChanges
+	errs := []error{m.applyDerived(ctx, s, puts, dels, w.seq)}
 	errs = append(errs, m.maybeTrim(s))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: documents stored, but an index update failed (it is rebuilt on reopen): %w", err)
 	}
 	return nil
+}
+
+// docWrite is one Add or Upsert on its way to the store of record and the indexes.
+type docWrite struct {
+	docs  []Document
+	recs  []*record     // the stored form of each document (chunked)
+	units [][]string    // each document's index ids
+	stale [][]string    // the index ids of each document's stored version that it drops
+	vecs  [][][]float32 // one vector per index id (nil without an embedder)
+
+	nUnits, oldUnits, added int
+	// Set by store: the last sequence number, the change log entries written and the
+	// collection's counters after the write.
+	seq                     uint64
+	nChanges, ndocs, nunits int
+}
+
+// newWrite validates docs (copied: metadata is normalised) and chunks them.
+func (m *Memory) newWrite(in []Document) (*docWrite, error) {
+	docs := make([]Document, len(in))
+	copy(docs, in)
+	seen := make(map[string]bool, len(docs))
+	for i := range docs {
+		if err := m.validate(&docs[i]); err != nil {
+			return nil, err
+		}
+		if seen[docs[i].ID] {
+			return nil, fmt.Errorf("%w: %q appears twice in one call", ErrDuplicateID, docs[i].ID)
+		}
+		seen[docs[i].ID] = true
+	}
+	if m.opts.Embedder == nil && m.man.Embedder != nil {
+		return nil, m.embedderNeeded("write")
+	}
+	w := &docWrite{docs: docs, recs: make([]*record, len(docs)), units: make([][]string, len(docs)), stale: make([][]string, len(docs))}
+	for i, d := range docs {
+		w.recs[i] = &record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: m.chunkDoc(&docs[i])}
+		w.units[i] = w.recs[i].unitIDs(d.ID)
+		w.nUnits += len(w.units[i])
+	}
+	return w, nil
+}
+
+// readStored reads the stored versions of the documents: without upsert one is
+// ErrDuplicateID; with it, the index ids each document drops (those of its stored version
+// that it does not reuse: a document that shrinks drops its last chunks) are noted.
+func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
+	return m.db.View(func(tx *bolt.Tx) error {
+		db := docsBucket(tx, col)
+		for i, d := range w.docs {
+			var v []byte
+			if db != nil {
+				v = db.Get([]byte(d.ID))
+			}
+			if v == nil {
+				w.added++
+				continue
+			}
+			if !upsert {
+				return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, col)
+			}
+			old, err := decodeRecord(d.ID, v)
+			if err != nil {
+				return err
+			}
+			w.oldUnits += max(1, len(old.Chunks))
+			keep := make(map[string]bool, len(w.units[i]))
+			for _, u := range w.units[i] {
+				keep[u] = true
+			}
+			for _, u := range old.unitIDs(d.ID) {
+				if !keep[u] {
+					w.stale[i] = append(w.stale[i], u)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// embed computes one vector per index id (a document's own Embedding when it has one).
+func (w *docWrite) embed(ctx context.Context, m *Memory) error {
+	if m.opts.Embedder == nil {
+		return nil
+	}
+	w.vecs = make([][][]float32, len(w.docs))
+	var texts []string
+	type at struct{ doc, unit int }
+	var where []at
+	for i, d := range w.docs {
+		w.vecs[i] = make([][]float32, len(w.units[i]))
+		if d.Embedding != nil {
+			w.vecs[i][0] = d.Embedding
+			continue
+		}
+		for u := range w.units[i] {
+			texts = append(texts, w.recs[i].unitEmbedText(unitIndex(w.recs[i], u)))
+			where = append(where, at{i, u})
+		}
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	out, err := m.embed(ctx, texts)
+	if err != nil {
+		return err
+	}
+	for n, a := range where {
+		w.vecs[a.doc][a.unit] = out[n]
+	}
+	return nil
+}
+
+// store writes the records, vectors and change log entries in one transaction.
+func (w *docWrite) store(m *Memory, col string) error {
+	return m.db.Update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, true)
+		if err != nil {
+			return err
+		}
+		db, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+		change := func(op byte, uid string) error {
+			var err error
+			if w.seq, err = nextSeq(tx); err != nil {
+				return err
+			}
+			w.nChanges++
+			return cb.Put(u64b(w.seq), append([]byte{op}, uid...))
+		}
+		for i, d := range w.docs {
+			enc, err := encodeRecord(w.recs[i])
+			if err != nil {
+				return err
+			}
+			if err := db.Put([]byte(d.ID), enc); err != nil {
+				return err
+			}
+			for _, u := range w.stale[i] {
+				if err := vb.Delete([]byte(u)); err != nil {
+					return err
+				}
+				if err := change(opDel, u); err != nil {
+					return err
+				}
+			}
+			for n, u := range w.units[i] {
+				if w.vecs != nil {
+					if err := vb.Put([]byte(u), encodeVec(w.vecs[i][n])); err != nil {
+						return err
+					}
+				}
+				if err := change(opPut, u); err != nil {
+					return err
+				}
+			}
+		}
+		w.ndocs, w.nunits, err = addCounts(b, w.added, w.nUnits-w.oldUnits)
+		return err
+	})
+}
+
+// unitDocs are the write's puts and deletes for the derived indexes.
+func (w *docWrite) unitDocs() (puts []unitDoc, dels []string) {
+	puts = make([]unitDoc, 0, w.nUnits)
+	for i := range w.docs {
+		dels = append(dels, w.stale[i]...)
+		for n, u := range w.units[i] {
+			p := unitDoc{uid: u, r: w.recs[i], idx: unitIndex(w.recs[i], n)}
+			if w.vecs != nil {
+				p.vec = w.vecs[i][n]
+			}
+			puts = append(puts, p)
+		}
+	}
+	return puts, dels
 }
 
 // unitIndex is the chunk index of a record's u-th index id (-1 for an unchunked record).
