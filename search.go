@@ -234,68 +234,12 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 		return nil, err
 	}
 	defer tx.Rollback()
-	// Filter: one evaluation serves every retriever, before ranking. A Where alone runs in
-	// the BM25 index's metadata terms (bitmaps per segment, no record read); with a
-	// WhereDocument the filters see documents (read from the store of record). Either way
-	// the indexes hold chunks, which carry their document's metadata.
 	t := time.Now()
-	var allow []string
-	var allowSet map[string]bool
-	var meta *hybrid.MetaFilter // the Where as an index filter, when indexed
-	indexed := false
-	st.Allowed = -1
-	units := s.units
-	switch {
-	case where != nil && whereDoc == nil && !filterScan.Load():
-		_, mf, err := compileWhereMeta(so.Where)
-		if err != nil {
-			return nil, err
-		}
-		n, docs, err := s.bm25.FilterCount(ctx, mf)
-		if err != nil {
-			return nil, bm25Error(err)
-		}
-		meta, indexed, units, st.Allowed = mf, true, n, docs
-		if mode != BM25 && mf != nil {
-			ids, err := s.bm25.FilterIDs(ctx, mf)
-			if err != nil {
-				return nil, bm25Error(err)
-			}
-			allowSet = make(map[string]bool, len(ids))
-			for _, id := range ids {
-				allowSet[id] = true
-			}
-		}
-	case where != nil || whereDoc != nil:
-		allow = make([]string, 0)
-		allowSet = map[string]bool{}
-		docs := 0
-		decode := decodeRecord
-		if whereDoc == nil {
-			decode = decodeMeta // a Where reads metadata only
-		}
-		if err := eachRecord(docsBucket(tx, col), decode, func(id string, r *record) {
-			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
-				for _, u := range r.unitIDs(id) {
-					allow = append(allow, u)
-					allowSet[u] = true
-				}
-				docs++
-			}
-		}); err != nil {
-			return nil, err
-		}
-		sort.Strings(allow)
-		st.Allowed = docs
-		units = len(allow)
+	sc, err := m.filterScope(ctx, tx, s, col, mode, where, whereDoc, so.Where, st)
+	if err != nil {
+		return nil, err
 	}
-	bestBM25, bestDense := map[string]string{}, map[string]string{}
 	st.Filter = time.Since(t)
-
-	sc := &searchScope{allow: allow, allowSet: allowSet, meta: meta, indexed: indexed, units: units, bestBM25: bestBM25, bestDense: bestDense}
-	if indexed {
-		sc.where = where
-	}
 	lists, err := s.runRetrievers(ctx, query, qv, mode, sc, &so, st)
 	if err != nil {
 		return nil, err
@@ -307,6 +251,62 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 	cands, err := candidates(docsBucket(tx, col), col, fused, mode, notes, so.AllChunks, sc)
 	st.Fuse = time.Since(tf)
 	return cands, err
+}
+
+// filterScope evaluates the filters once for every retriever, before ranking. A Where
+// alone runs in the BM25 index's metadata terms (bitmaps per segment, no record read);
+// with a WhereDocument the filters see documents (read from the store of record in tx).
+// Either way the indexes hold chunks, which carry their document's metadata.
+func (m *Memory) filterScope(ctx context.Context, tx *bolt.Tx, s *colState, col string, mode Mode,
+	where, whereDoc docPred, w Where, st *SearchStats) (*searchScope, error) {
+	sc := &searchScope{units: s.units, bestBM25: map[string]string{}, bestDense: map[string]string{}}
+	st.Allowed = -1
+	switch {
+	case where != nil && whereDoc == nil && !filterScan.Load():
+		_, mf, err := compileWhereMeta(w)
+		if err != nil {
+			return nil, err
+		}
+		n, docs, err := s.bm25.FilterCount(ctx, mf)
+		if err != nil {
+			return nil, bm25Error(err)
+		}
+		sc.meta, sc.indexed, sc.units, st.Allowed = mf, true, n, docs
+		sc.where = where
+		if mode != BM25 && mf != nil {
+			ids, err := s.bm25.FilterIDs(ctx, mf)
+			if err != nil {
+				return nil, bm25Error(err)
+			}
+			sc.allowSet = make(map[string]bool, len(ids))
+			for _, id := range ids {
+				sc.allowSet[id] = true
+			}
+		}
+	case where != nil || whereDoc != nil:
+		sc.allow = make([]string, 0)
+		sc.allowSet = map[string]bool{}
+		docs := 0
+		decode := decodeRecord
+		if whereDoc == nil {
+			decode = decodeMeta // a Where reads metadata only
+		}
+		if err := eachRecord(docsBucket(tx, col), decode, func(id string, r *record) {
+			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
+				for _, u := range r.unitIDs(id) {
+					sc.allow = append(sc.allow, u)
+					sc.allowSet[u] = true
+				}
+				docs++
+			}
+		}); err != nil {
+			return nil, err
+		}
+		sort.Strings(sc.allow)
+		st.Allowed = docs
+		sc.units = len(sc.allow)
+	}
+	return sc, nil
 }
 
 // searchScope is what the filter leaves the retrievers: the units they may return and
