@@ -659,50 +659,10 @@ type segScorer struct {
 // run scores segment ss (cursor c, global numbers from off) into top. bound, when not
 // nil, is shared with other workers of the same query.
 func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, off uint64, terms []termCount, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
-	sc.curs = sc.curs[:0]
-	for ti, w := range weights {
-		tc := &c.terms[ti]
-		if w == 0 || tc.pl.Count() == 0 {
-			continue
-		}
-		key := postingsKey{seg: ss.Id(), term: terms[ti].term}
-		p := cache.get(key)
-		if p == nil {
-			sc.termBuf = append(sc.termBuf[:0], terms[ti].term...)
-			var err error
-			if p, tc.pl, tc.it, err = decodePostings(c.dict, sc.termBuf, tc.pl, tc.it, &sc.minLen); err != nil {
-				if errors.Is(err, errNotScorch) {
-					return err
-				}
-				return fmt.Errorf("%w: postings %q: %v", ErrBM25, terms[ti].term, err)
-			}
-			p = cache.put(key, p)
-		}
-		sc.curs = append(sc.curs, arrCursor{p: p, w: w, ub: w * bestRatio(st, p.front), ti: ti})
-		sc.curs[len(sc.curs)-1].set(0)
+	if err := sc.openCursors(cache, ss, c, st, terms, weights); err != nil || len(sc.curs) == 0 {
+		return err
 	}
-	if len(sc.curs) == 0 {
-		return nil
-	}
-	cs := sc.cs[:0]
-	for i := range sc.curs {
-		cs = append(cs, &sc.curs[i])
-	}
-	sc.cs = cs
-	slices.SortStableFunc(cs, func(a, b *arrCursor) int {
-		switch {
-		case a.ub < b.ub:
-			return -1
-		case a.ub > b.ub:
-			return 1
-		}
-		return 0
-	})
-	sc.prefix = append(sc.prefix[:0], 0)
-	for _, tc := range cs {
-		sc.prefix = append(sc.prefix, sc.prefix[len(sc.prefix)-1]+tc.ub)
-	}
-	prefix := sc.prefix
+	cs, prefix := sc.byBound()
 	if cap(sc.contrib) < len(weights) {
 		sc.contrib = make([]float64, len(weights))
 	}
@@ -739,17 +699,7 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 		}
 		gd := off + uint64(d)
 		if allowBits != nil && gd < maxDoc && allowBits[gd/64]&(1<<(gd%64)) == 0 {
-			// Not allowed: every essential cursor leaps to the next allowed document (the
-			// documents in between would all be skipped one by one).
-			next := uint32(noDoc)
-			if na := nextSet(allowBits, gd+1); na < maxDoc && na-off < noDoc {
-				next = uint32(na - off)
-			}
-			for _, tc := range cs[ne:] {
-				if tc.doc < next {
-					tc.advance(next)
-				}
-			}
+			leapToAllowed(cs[ne:], allowBits, gd, off, maxDoc)
 			continue
 		}
 		skip := gd >= maxDoc || (del != nil && del.Contains(d))
@@ -808,6 +758,72 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 		}
 		sc.present = present
 	}
+}
+
+// leapToAllowed moves every essential cursor to the next document the filter allows after
+// gd, a rejected one (the documents in between would all be skipped one by one).
+func leapToAllowed(cs []*arrCursor, allowBits []uint64, gd, off, maxDoc uint64) {
+	next := uint32(noDoc)
+	if na := nextSet(allowBits, gd+1); na < maxDoc && na-off < noDoc {
+		next = uint32(na - off)
+	}
+	for _, tc := range cs {
+		if tc.doc < next {
+			tc.advance(next)
+		}
+	}
+}
+
+// openCursors sets sc.curs to a cursor over the decoded postings (from the cache, or decoded
+// and cached) of each weighted query term present in the segment, with its score bound.
+func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, terms []termCount, weights []float64) error {
+	sc.curs = sc.curs[:0]
+	for ti, w := range weights {
+		tc := &c.terms[ti]
+		if w == 0 || tc.pl.Count() == 0 {
+			continue
+		}
+		key := postingsKey{seg: ss.Id(), term: terms[ti].term}
+		p := cache.get(key)
+		if p == nil {
+			sc.termBuf = append(sc.termBuf[:0], terms[ti].term...)
+			var err error
+			if p, tc.pl, tc.it, err = decodePostings(c.dict, sc.termBuf, tc.pl, tc.it, &sc.minLen); err != nil {
+				if errors.Is(err, errNotScorch) {
+					return err
+				}
+				return fmt.Errorf("%w: postings %q: %v", ErrBM25, terms[ti].term, err)
+			}
+			p = cache.put(key, p)
+		}
+		sc.curs = append(sc.curs, arrCursor{p: p, w: w, ub: w * bestRatio(st, p.front), ti: ti})
+		sc.curs[len(sc.curs)-1].set(0)
+	}
+	return nil
+}
+
+// byBound orders the cursors by score bound, lowest first, and returns them with the
+// prefix sums of their bounds (prefix[i] bounds what cursors 0..i-1 can add).
+func (sc *segScorer) byBound() (cs []*arrCursor, prefix []float64) {
+	cs = sc.cs[:0]
+	for i := range sc.curs {
+		cs = append(cs, &sc.curs[i])
+	}
+	sc.cs = cs
+	slices.SortStableFunc(cs, func(a, b *arrCursor) int {
+		switch {
+		case a.ub < b.ub:
+			return -1
+		case a.ub > b.ub:
+			return 1
+		}
+		return 0
+	})
+	sc.prefix = append(sc.prefix[:0], 0)
+	for _, tc := range cs {
+		sc.prefix = append(sc.prefix, sc.prefix[len(sc.prefix)-1]+tc.ub)
+	}
+	return cs, sc.prefix
 }
 
 // nextSet returns the first set bit of bits at or after i (noMore: none).
