@@ -253,70 +253,22 @@ func (r retryable) Error() string { return r.err.Error() }
 
 // transfer makes one attempt at completing part, resuming from its current size.
 func (p *puller) transfer(ctx context.Context, url, part string, f File, prog func(done, total int64)) error {
-	out, err := os.OpenFile(part, os.O_CREATE|os.O_WRONLY, 0o644)
+	out, have, complete, err := openPart(part, f)
 	if err != nil {
-		return fmt.Errorf("models: %w", err)
+		return err
 	}
 	defer out.Close()
-	info, err := out.Stat()
-	if err != nil {
-		return fmt.Errorf("models: %w", err)
-	}
-	have := info.Size()
-	if f.Size > 0 && have > f.Size {
-		if err := out.Truncate(0); err != nil {
-			return fmt.Errorf("models: %w", err)
-		}
-		have = 0
-	}
-	if f.Size > 0 && have == f.Size {
+	if complete {
 		return nil // complete; verified by the caller
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := p.get(ctx, url, have)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrDownload, err)
-	}
-	req.Header.Set("User-Agent", "memory-models/1")
-	if have > 0 {
-		req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return retryable{err}
+		return err
 	}
 	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusPartialContent:
-		if start, ok := rangeStart(resp.Header.Get("Content-Range")); !ok || start != have {
-			out.Truncate(0)
-			return retryable{fmt.Errorf("server resumed at %q, asked for byte %d", resp.Header.Get("Content-Range"), have)}
-		}
-	case resp.StatusCode == http.StatusOK:
-		if err := out.Truncate(0); err != nil {
-			return fmt.Errorf("models: %w", err)
-		}
-		have = 0
-	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
-		if f.Size == 0 {
-			return nil // nothing left to send: the partial file is whole; the digest decides
-		}
-		out.Truncate(0)
-		return retryable{fmt.Errorf("server refused range from byte %d", have)}
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
-		return fmt.Errorf("%w: %s: %s", ErrNotFound, url, resp.Status)
-	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
-		return retryable{fmt.Errorf("%s: %s", url, resp.Status)}
-	default:
-		return fmt.Errorf("%w: %s: %s", ErrDownload, url, resp.Status)
-	}
-	if f.Size > 0 {
-		if announced := announcedSize(resp, have); announced >= 0 && announced != f.Size {
-			out.Truncate(0)
-			return fmt.Errorf("%w: %s is %d bytes on the server, want %d", ErrChecksum, url, announced, f.Size)
-		}
+	have, whole, err := acceptResponse(resp, out, url, have, f)
+	if err != nil || whole {
+		return err
 	}
 	if _, err := out.Seek(have, io.SeekStart); err != nil {
 		return fmt.Errorf("models: %w", err)
@@ -328,31 +280,126 @@ func (p *puller) transfer(ctx context.Context, url, part string, f File, prog fu
 		total = have + resp.ContentLength
 	}
 	prog(have, total)
-	buf := make([]byte, 256<<10)
-	done := have
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			if _, err := out.Write(buf[:n]); err != nil {
-				return fmt.Errorf("models: %w", err)
-			}
-			done += int64(n)
-			prog(done, total)
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return retryable{fmt.Errorf("reading %s at byte %d: %w", url, done, rerr)}
-		}
+	done, err := copyBody(ctx, resp.Body, out, url, have, total, prog)
+	if err != nil {
+		return err
 	}
 	if f.Size > 0 && done < f.Size {
 		return retryable{fmt.Errorf("%s ended at byte %d of %d", url, done, f.Size)}
 	}
 	return out.Close()
+}
+
+// openPart opens (or creates) the partial file and returns how many bytes of
+// it can be kept: a part longer than the pinned size starts again from zero,
+// and one exactly the pinned size is reported complete.
+func openPart(part string, f File) (out *os.File, have int64, complete bool, err error) {
+	out, err = os.OpenFile(part, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("models: %w", err)
+	}
+	info, err := out.Stat()
+	if err != nil {
+		out.Close()
+		return nil, 0, false, fmt.Errorf("models: %w", err)
+	}
+	have = info.Size()
+	if f.Size > 0 && have > f.Size {
+		if err := out.Truncate(0); err != nil {
+			out.Close()
+			return nil, 0, false, fmt.Errorf("models: %w", err)
+		}
+		have = 0
+	}
+	return out, have, f.Size > 0 && have == f.Size, nil
+}
+
+// get sends the GET for url, asking for the bytes from have on when part of
+// the file is already on disk. A failed round trip is retryable unless ctx
+// ended.
+func (p *puller) get(ctx context.Context, url string, have int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrDownload, err)
+	}
+	req.Header.Set("User-Agent", "memory-models/1")
+	if have > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, retryable{err}
+	}
+	return resp, nil
+}
+
+// acceptResponse decides from the response's status and sizes whether its
+// body continues out at byte have. It returns the offset the body starts at
+// (0 when the server sends the whole file again), whole when there is
+// nothing left to read, or the error (retryable when transient); out is
+// truncated whenever what is on disk cannot be kept.
+func acceptResponse(resp *http.Response, out *os.File, url string, have int64, f File) (int64, bool, error) {
+	switch {
+	case resp.StatusCode == http.StatusPartialContent:
+		if start, ok := rangeStart(resp.Header.Get("Content-Range")); !ok || start != have {
+			out.Truncate(0)
+			return 0, false, retryable{fmt.Errorf("server resumed at %q, asked for byte %d", resp.Header.Get("Content-Range"), have)}
+		}
+	case resp.StatusCode == http.StatusOK:
+		if err := out.Truncate(0); err != nil {
+			return 0, false, fmt.Errorf("models: %w", err)
+		}
+		have = 0
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable && have > 0:
+		if f.Size == 0 {
+			return have, true, nil // nothing left to send: the partial file is whole; the digest decides
+		}
+		out.Truncate(0)
+		return 0, false, retryable{fmt.Errorf("server refused range from byte %d", have)}
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return 0, false, fmt.Errorf("%w: %s: %s", ErrNotFound, url, resp.Status)
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout:
+		return 0, false, retryable{fmt.Errorf("%s: %s", url, resp.Status)}
+	default:
+		return 0, false, fmt.Errorf("%w: %s: %s", ErrDownload, url, resp.Status)
+	}
+	if f.Size > 0 {
+		if announced := announcedSize(resp, have); announced >= 0 && announced != f.Size {
+			out.Truncate(0)
+			return 0, false, fmt.Errorf("%w: %s is %d bytes on the server, want %d", ErrChecksum, url, announced, f.Size)
+		}
+	}
+	return have, false, nil
+}
+
+// copyBody appends body to out, reporting progress after every write, and
+// returns the file's length when the body ends. A read that fails is
+// retryable unless ctx ended.
+func copyBody(ctx context.Context, body io.Reader, out io.Writer, url string, have, total int64, prog func(done, total int64)) (int64, error) {
+	buf := make([]byte, 256<<10)
+	done := have
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, err := out.Write(buf[:n]); err != nil {
+				return done, fmt.Errorf("models: %w", err)
+			}
+			done += int64(n)
+			prog(done, total)
+		}
+		if rerr == io.EOF {
+			return done, nil
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return done, ctx.Err()
+			}
+			return done, retryable{fmt.Errorf("reading %s at byte %d: %w", url, done, rerr)}
+		}
+	}
 }
 
 // announcedSize is the full size of the file the response describes (-1 when unknown).
