@@ -361,73 +361,26 @@ func (s *Session) Run(ctx context.Context, rows, cols int, feeds map[string][]in
 	if s.s == nil {
 		return Result{}, ErrClosed
 	}
-	shape := ort.NewShape(int64(rows), int64(cols))
-	inputs := make([]ort.Value, len(s.inputs))
-	defer func() {
-		for _, v := range inputs {
-			if v != nil {
-				v.Destroy()
-			}
-		}
-	}()
-	for i, name := range s.inputs {
-		data, ok := feeds[name]
-		if !ok {
-			return Result{}, fmt.Errorf("%w: missing input %q", ErrBadInput, name)
-		}
-		if len(data) != rows*cols {
-			return Result{}, fmt.Errorf("%w: input %q has %d values, want %d×%d", ErrBadInput, name, len(data), rows, cols)
-		}
-		t, err := ort.NewTensor(shape, data)
-		if err != nil {
-			return Result{}, fmt.Errorf("%w: input %q: %v", ErrBadInput, name, err)
-		}
-		inputs[i] = t
+	inputs, err := s.inputTensors(rows, cols, feeds)
+	defer destroyAll(inputs)
+	if err != nil {
+		return Result{}, err
 	}
 
 	// Pre-allocate the output when its shape is known from the model, saving a copy.
+	outTensor, out := s.outputTensor(rows, cols, out)
 	outputs := []ort.Value{nil}
-	var outTensor *ort.Tensor[float32]
-	if oshape, ok := s.outShape(rows, cols); ok {
-		n := int(oshape.FlattenedSize())
-		if cap(out) >= n {
-			out = out[:n]
-		} else {
-			out = make([]float32, n)
-		}
-		t, err := ort.NewTensor(oshape, out)
-		if err == nil {
-			outTensor = t
-			outputs[0] = t
-		}
+	if outTensor != nil {
+		outputs[0] = outTensor
 	}
-	defer func() {
-		if outputs[0] != nil {
-			outputs[0].Destroy()
-		}
-	}()
+	defer func() { destroyAll(outputs) }()
 
-	var ro *ort.RunOptions
-	if done := ctx.Done(); done != nil {
-		var err error
-		ro, err = ort.NewRunOptions()
-		if err != nil {
-			return Result{}, fmt.Errorf("%w: run options: %v", ErrLibrary, err)
-		}
-		defer ro.Destroy()
-		stop := make(chan struct{})
-		finished := make(chan struct{})
-		go func() {
-			defer close(finished)
-			select {
-			case <-done:
-				ro.Terminate()
-			case <-stop:
-			}
-		}()
-		defer func() { close(stop); <-finished }()
+	ro, release, err := terminateOnDone(ctx)
+	if err != nil {
+		return Result{}, err
 	}
-	err := s.s.RunWithOptions(inputs, outputs, ro)
+	defer release()
+	err = s.s.RunWithOptions(inputs, outputs, ro)
 	runtime.KeepAlive(feeds)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -443,6 +396,89 @@ func (s *Session) Run(ctx context.Context, rows, cols int, feeds map[string][]in
 		return Result{}, fmt.Errorf("%w: output %q is %T, want float32", ErrUnexpectedModel, s.output, outputs[0])
 	}
 	return Result{Data: t.GetData(), Shape: []int64(t.GetShape().Clone())}, nil
+}
+
+// destroyAll releases every non-nil value.
+func destroyAll(vals []ort.Value) {
+	for _, v := range vals {
+		if v != nil {
+			v.Destroy()
+		}
+	}
+}
+
+// inputTensors wraps each feed the session takes, in the session's input order, as a
+// [rows, cols] tensor. A missing feed or one of the wrong length is ErrBadInput. The
+// returned values (also those made before an error) are the caller's to destroy.
+func (s *Session) inputTensors(rows, cols int, feeds map[string][]int64) ([]ort.Value, error) {
+	shape := ort.NewShape(int64(rows), int64(cols))
+	inputs := make([]ort.Value, len(s.inputs))
+	for i, name := range s.inputs {
+		data, ok := feeds[name]
+		if !ok {
+			return inputs, fmt.Errorf("%w: missing input %q", ErrBadInput, name)
+		}
+		if len(data) != rows*cols {
+			return inputs, fmt.Errorf("%w: input %q has %d values, want %d×%d", ErrBadInput, name, len(data), rows, cols)
+		}
+		t, err := ort.NewTensor(shape, data)
+		if err != nil {
+			return inputs, fmt.Errorf("%w: input %q: %v", ErrBadInput, name, err)
+		}
+		inputs[i] = t
+	}
+	return inputs, nil
+}
+
+// outputTensor makes the output tensor over out (grown when its capacity is too small)
+// when the output's shape for this batch is known from the model. It returns nil, and
+// out unchanged, when the shape is not known or the tensor cannot be made; the run then
+// allocates the output itself.
+func (s *Session) outputTensor(rows, cols int, out []float32) (*ort.Tensor[float32], []float32) {
+	oshape, ok := s.outShape(rows, cols)
+	if !ok {
+		return nil, out
+	}
+	n := int(oshape.FlattenedSize())
+	if cap(out) >= n {
+		out = out[:n]
+	} else {
+		out = make([]float32, n)
+	}
+	t, err := ort.NewTensor(oshape, out)
+	if err != nil {
+		return nil, out
+	}
+	return t, out
+}
+
+// terminateOnDone returns run options that terminate a run when ctx is done (nil when
+// ctx can never be), and release, which stops watching ctx and frees the options; the
+// caller must call release once the run has returned.
+func terminateOnDone(ctx context.Context) (ro *ort.RunOptions, release func(), err error) {
+	done := ctx.Done()
+	if done == nil {
+		return nil, func() {}, nil
+	}
+	ro, err = ort.NewRunOptions()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: run options: %v", ErrLibrary, err)
+	}
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			ro.Terminate()
+		case <-stop:
+		}
+	}()
+	return ro, func() {
+		close(stop)
+		<-finished
+		ro.Destroy()
+	}, nil
 }
 
 func oshapeOf(t *ort.Tensor[float32]) ort.Shape { return t.GetShape().Clone() }

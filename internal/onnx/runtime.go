@@ -115,62 +115,98 @@ type PullOptions struct {
 // atomically into the install folder, returning the library's path. A verified library
 // already there is kept (unless Force). Nothing is left behind on failure.
 func PullRuntime(ctx context.Context, opts PullOptions) (string, error) {
-	want, member := opts.SHA256, opts.Member
-	if want == "" {
-		want = RuntimeSHA256
+	plan, err := planPull(opts)
+	if err != nil {
+		return "", err
 	}
-	if member == "" {
-		platform := runtime.GOOS + "/" + runtime.GOARCH
-		member = runtimeMember[platform]
-		if member == "" {
-			return "", fmt.Errorf("%w: %s (only linux/amd64 is pinned; install ONNX Runtime %s yourself and set %s)",
-				ErrRuntimePlatform, platform, RuntimeVersion, LibraryEnv)
-		}
-	}
-	dir := opts.Dir
-	if dir == "" {
-		var err error
-		if dir, err = RuntimeDir(); err != nil {
-			return "", err
-		}
-	}
-	dst := filepath.Join(dir, SystemLibrary)
+	dst := filepath.Join(plan.dir, SystemLibrary)
 	if !opts.Force {
-		if sum, err := fileSHA256(dst); err == nil && sum == want {
+		if sum, err := fileSHA256(dst); err == nil && sum == plan.want {
 			return dst, nil
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(plan.dir, 0o755); err != nil {
 		return "", fmt.Errorf("onnx: %w", err)
 	}
-	url := opts.URL
-	if url == "" {
-		url = RuntimeURL
-	}
-	client := opts.Client
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Minute}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := fetchTarball(ctx, plan.client, plan.url)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrRuntimeDownload, err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrRuntimeDownload, err)
+		return "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%w: GET %s: %s", ErrRuntimeDownload, url, resp.Status)
-	}
 	var body io.Reader = resp.Body
 	if opts.Progress != nil {
 		body = &progressReader{r: resp.Body, total: resp.ContentLength, fn: opts.Progress}
 	}
+	if err := plan.install(body, dst); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
 
-	tmp, err := os.CreateTemp(dir, SystemLibrary+".*.part")
+// pullPlan is PullOptions with its defaults filled in.
+type pullPlan struct {
+	want   string // sha256 the library must have
+	member string // the library's path inside the tarball
+	dir    string // install folder
+	url    string // tarball to download
+	client *http.Client
+}
+
+// planPull fills in the defaults of opts; a platform with no pinned build and no Member
+// of the caller's is ErrRuntimePlatform.
+func planPull(opts PullOptions) (pullPlan, error) {
+	p := pullPlan{want: opts.SHA256, member: opts.Member, dir: opts.Dir, url: opts.URL, client: opts.Client}
+	if p.want == "" {
+		p.want = RuntimeSHA256
+	}
+	if p.member == "" {
+		platform := runtime.GOOS + "/" + runtime.GOARCH
+		p.member = runtimeMember[platform]
+		if p.member == "" {
+			return pullPlan{}, fmt.Errorf("%w: %s (only linux/amd64 is pinned; install ONNX Runtime %s yourself and set %s)",
+				ErrRuntimePlatform, platform, RuntimeVersion, LibraryEnv)
+		}
+	}
+	if p.dir == "" {
+		var err error
+		if p.dir, err = RuntimeDir(); err != nil {
+			return pullPlan{}, err
+		}
+	}
+	if p.url == "" {
+		p.url = RuntimeURL
+	}
+	if p.client == nil {
+		p.client = &http.Client{Timeout: 10 * time.Minute}
+	}
+	return p, nil
+}
+
+// fetchTarball GETs url and returns the response when it is 200 OK (its body is the
+// caller's to close); any other outcome is ErrRuntimeDownload.
+func fetchTarball(ctx context.Context, client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", fmt.Errorf("onnx: %w", err)
+		return nil, fmt.Errorf("%w: %v", ErrRuntimeDownload, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRuntimeDownload, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: GET %s: %s", ErrRuntimeDownload, url, resp.Status)
+	}
+	return resp, nil
+}
+
+// install extracts the plan's member from the tarball body into a temporary file next
+// to dst, checks its sha256 and renames it to dst, executable and synced. On any failure
+// the temporary file is removed and dst is left as it was.
+func (p pullPlan) install(body io.Reader, dst string) error {
+	tmp, err := os.CreateTemp(p.dir, SystemLibrary+".*.part")
+	if err != nil {
+		return fmt.Errorf("onnx: %w", err)
 	}
 	defer func() {
 		if tmp != nil {
@@ -178,27 +214,27 @@ func PullRuntime(ctx context.Context, opts PullOptions) (string, error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	sum, err := extractMember(body, member, tmp)
+	sum, err := extractMember(body, p.member, tmp)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrRuntimeDownload, url, err)
+		return fmt.Errorf("%w: %s: %v", ErrRuntimeDownload, p.url, err)
 	}
-	if sum != want {
-		return "", fmt.Errorf("%w: %s in %s has sha256 %s, want %s", ErrRuntimeChecksum, member, url, sum, want)
+	if sum != p.want {
+		return fmt.Errorf("%w: %s in %s has sha256 %s, want %s", ErrRuntimeChecksum, p.member, p.url, sum, p.want)
 	}
 	if err := tmp.Chmod(0o755); err != nil {
-		return "", fmt.Errorf("onnx: %w", err)
+		return fmt.Errorf("onnx: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
-		return "", fmt.Errorf("onnx: %w", err)
+		return fmt.Errorf("onnx: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("onnx: %w", err)
+		return fmt.Errorf("onnx: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", fmt.Errorf("onnx: %w", err)
+		return fmt.Errorf("onnx: %w", err)
 	}
 	tmp = nil
-	return dst, nil
+	return nil
 }
 
 // extractMember copies the regular file member of the gzipped tar r into w and returns its

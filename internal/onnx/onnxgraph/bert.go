@@ -22,6 +22,7 @@ type BERTConfig struct {
 	OutputName string
 }
 
+// defaults fills each zero size field with its MiniLM-L6 value.
 func (c *BERTConfig) defaults() {
 	def := func(p *int, v int) {
 		if *p <= 0 {
@@ -46,17 +47,48 @@ func MiniLM(classifier bool) BERTConfig {
 // input_ids, attention_mask and token_type_ids of shape [batch_size, sequence_length].
 func BERT(cfg BERTConfig) *Graph {
 	cfg.defaults()
-	H, nh := int64(cfg.Hidden), int64(cfg.Heads)
-	hd := H / nh
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6d656d6f7279))
-	normal := func(n int, mean, std float64) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(mean + std*rng.NormFloat64())
-		}
-		return v
+	b := newBERTBuilder(cfg)
+	x := b.embeddings()
+	maskAdd := b.attentionMask()
+	heads := b.g.ConstInt("shape_heads", []int64{4}, []int64{0, 0, b.nh, b.hd})
+	merged := b.g.ConstInt("shape_merged", []int64{3}, []int64{0, 0, b.H})
+	for l := 0; l < cfg.Layers; l++ {
+		x = b.encoderLayer("layer"+itoa(l), x, maskAdd, heads, merged)
 	}
+	if !cfg.Classifier {
+		b.hiddenStateOutput(x)
+	} else {
+		b.classifierHead(x)
+	}
+	return b.g
+}
+
+// bertBuilder holds what every part of a BERT graph shares: the graph, its sizes, the
+// seeded random source (drawn in a fixed order, so a seed always gives the same
+// weights) and the scalar constants.
+type bertBuilder struct {
+	g       *Graph
+	cfg     BERTConfig
+	H       int64 // hidden size
+	nh      int64 // attention heads
+	hd      int64 // size of one head
+	rng     *rand.Rand
+	one     string
+	eps     string // LayerNorm epsilon
+	half    string
+	sqrt2   string
+	scale   string // attention scale, sqrt(hd)
+	maskMin string // float32 min, the additive mask on padding
+}
+
+// newBERTBuilder starts the graph for cfg (defaults already applied): its inputs and
+// scalar constants.
+func newBERTBuilder(cfg BERTConfig) *bertBuilder {
+	b := &bertBuilder{cfg: cfg, H: int64(cfg.Hidden), nh: int64(cfg.Heads)}
+	b.hd = b.H / b.nh
+	b.rng = rand.New(rand.NewPCG(cfg.Seed, 0x6d656d6f7279))
 	g := &Graph{Name: "bert", Opset: 14, Meta: map[string]string{"synthetic": "random weights"}}
+	b.g = g
 	dyn := []string{"batch_size", "sequence_length"}
 	g.Inputs = append(g.Inputs, Value{Name: "input_ids", Type: Int64, Dims: []int64{0, 0}, Params: dyn})
 	if !cfg.NoAttentionMask {
@@ -65,101 +97,132 @@ func BERT(cfg BERTConfig) *Graph {
 	if !cfg.NoTokenTypes {
 		g.Inputs = append(g.Inputs, Value{Name: "token_type_ids", Type: Int64, Dims: []int64{0, 0}, Params: dyn})
 	}
-
 	scalar := func(name string, v float32) string { return g.Const(name, nil, []float32{v}) }
-	one := scalar("one", 1)
-	eps := scalar("ln_eps", 1e-12)
-	half := scalar("half", 0.5)
-	sqrt2 := scalar("sqrt2", float32(math.Sqrt2))
-	scale := scalar("attn_scale", float32(math.Sqrt(float64(hd))))
-	negMin := scalar("mask_min", -math.MaxFloat32)
+	b.one = scalar("one", 1)
+	b.eps = scalar("ln_eps", 1e-12)
+	b.half = scalar("half", 0.5)
+	b.sqrt2 = scalar("sqrt2", float32(math.Sqrt2))
+	b.scale = scalar("attn_scale", float32(math.Sqrt(float64(b.hd))))
+	b.maskMin = scalar("mask_min", -math.MaxFloat32)
+	return b
+}
 
-	layerNorm := func(x, prefix string) string {
-		gamma := g.Const(prefix+".gamma", []int64{H}, normal(int(H), 1, 0.1))
-		beta := g.Const(prefix+".beta", []int64{H}, normal(int(H), 0, 0.1))
-		mean := g.Add("ReduceMean", []string{x}, IntsAttr("axes", -1), IntAttr("keepdims", 1))
-		d := g.Add("Sub", []string{x, mean})
-		sq := g.Add("Mul", []string{d, d})
-		v := g.Add("ReduceMean", []string{sq}, IntsAttr("axes", -1), IntAttr("keepdims", 1))
-		std := g.Add("Sqrt", []string{g.Add("Add", []string{v, eps})})
-		y := g.Add("Div", []string{d, std})
-		return g.Add("Add", []string{g.Add("Mul", []string{y, gamma}), beta})
+// normal draws n weights from N(mean, std²).
+func (b *bertBuilder) normal(n int, mean, std float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(mean + std*b.rng.NormFloat64())
 	}
-	dense := func(x, prefix string, in, out int64) string {
-		w := g.Const(prefix+".weight", []int64{in, out}, normal(int(in*out), 0, 1/math.Sqrt(float64(in))))
-		b := g.Const(prefix+".bias", []int64{out}, normal(int(out), 0, 0.1))
-		return g.Add("Add", []string{g.Add("MatMul", []string{x, w}), b})
-	}
+	return v
+}
 
-	// Embeddings.
-	wordEmb := g.Const("embeddings.word", []int64{int64(cfg.Vocab), H}, normal(cfg.Vocab*int(H), 0, 1))
-	posEmb := g.Const("embeddings.position", []int64{int64(cfg.MaxPositions), H}, normal(cfg.MaxPositions*int(H), 0, 0.5))
+// layerNorm normalises x over its last axis, decomposed into ReduceMean/Sub/Sqrt/Div as
+// exports do, with a learned gamma and beta named after prefix.
+func (b *bertBuilder) layerNorm(x, prefix string) string {
+	g, H := b.g, b.H
+	gamma := g.Const(prefix+".gamma", []int64{H}, b.normal(int(H), 1, 0.1))
+	beta := g.Const(prefix+".beta", []int64{H}, b.normal(int(H), 0, 0.1))
+	mean := g.Add("ReduceMean", []string{x}, IntsAttr("axes", -1), IntAttr("keepdims", 1))
+	d := g.Add("Sub", []string{x, mean})
+	sq := g.Add("Mul", []string{d, d})
+	v := g.Add("ReduceMean", []string{sq}, IntsAttr("axes", -1), IntAttr("keepdims", 1))
+	std := g.Add("Sqrt", []string{g.Add("Add", []string{v, b.eps})})
+	y := g.Add("Div", []string{d, std})
+	return g.Add("Add", []string{g.Add("Mul", []string{y, gamma}), beta})
+}
+
+// dense is x·W + b with an [in, out] weight and an [out] bias named after prefix.
+func (b *bertBuilder) dense(x, prefix string, in, out int64) string {
+	w := b.g.Const(prefix+".weight", []int64{in, out}, b.normal(int(in*out), 0, 1/math.Sqrt(float64(in))))
+	bias := b.g.Const(prefix+".bias", []int64{out}, b.normal(int(out), 0, 0.1))
+	return b.g.Add("Add", []string{b.g.Add("MatMul", []string{x, w}), bias})
+}
+
+// embeddings is the sum of the word, position and (unless NoTokenTypes) token-type
+// embeddings of the input, layer-normalised: [B, S, H].
+func (b *bertBuilder) embeddings() string {
+	g, H, cfg := b.g, b.H, b.cfg
+	wordEmb := g.Const("embeddings.word", []int64{int64(cfg.Vocab), H}, b.normal(cfg.Vocab*int(H), 0, 1))
+	posEmb := g.Const("embeddings.position", []int64{int64(cfg.MaxPositions), H}, b.normal(cfg.MaxPositions*int(H), 0, 0.5))
 	x := g.Add("Gather", []string{wordEmb, "input_ids"}, IntAttr("axis", 0))
 	shape := g.Add("Shape", []string{"input_ids"})
 	seqLen := g.Add("Gather", []string{shape, g.ConstInt("idx1", nil, []int64{1})}, IntAttr("axis", 0))
 	pos := g.Add("Range", []string{g.ConstInt("zero_i", nil, []int64{0}), seqLen, g.ConstInt("one_i", nil, []int64{1})})
 	x = g.Add("Add", []string{x, g.Add("Gather", []string{posEmb, pos}, IntAttr("axis", 0))})
 	if !cfg.NoTokenTypes {
-		typeEmb := g.Const("embeddings.token_type", []int64{2, H}, normal(2*int(H), 0, 0.5))
+		typeEmb := g.Const("embeddings.token_type", []int64{2, H}, b.normal(2*int(H), 0, 0.5))
 		x = g.Add("Add", []string{x, g.Add("Gather", []string{typeEmb, "token_type_ids"}, IntAttr("axis", 0))})
 	}
-	x = layerNorm(x, "embeddings.ln")
+	return b.layerNorm(x, "embeddings.ln")
+}
 
-	// Additive attention mask [B,1,1,S]: 0 on tokens, float32 min on padding.
-	var maskAdd string
-	if !cfg.NoAttentionMask {
-		m := g.Add("Cast", []string{"attention_mask"}, IntAttr("to", Float))
-		m = g.Add("Unsqueeze", []string{m, g.ConstInt("axes_12", []int64{2}, []int64{1, 2})})
-		maskAdd = g.Add("Mul", []string{g.Add("Sub", []string{one, m}), negMin})
+// attentionMask is the additive attention mask [B,1,1,S]: 0 on tokens, float32 min on
+// padding; "" when the graph has no attention_mask input.
+func (b *bertBuilder) attentionMask() string {
+	if b.cfg.NoAttentionMask {
+		return ""
 	}
-	heads := g.ConstInt("shape_heads", []int64{4}, []int64{0, 0, nh, hd})
-	merged := g.ConstInt("shape_merged", []int64{3}, []int64{0, 0, H})
+	g := b.g
+	m := g.Add("Cast", []string{"attention_mask"}, IntAttr("to", Float))
+	m = g.Add("Unsqueeze", []string{m, g.ConstInt("axes_12", []int64{2}, []int64{1, 2})})
+	return g.Add("Mul", []string{g.Add("Sub", []string{b.one, m}), b.maskMin})
+}
 
-	for l := 0; l < cfg.Layers; l++ {
-		p := "layer" + itoa(l)
-		split := func(t string, perm ...int64) string {
-			return g.Add("Transpose", []string{g.Add("Reshape", []string{t, heads})}, IntsAttr("perm", perm...))
-		}
-		q := split(dense(x, p+".q", H, H), 0, 2, 1, 3)
-		k := split(dense(x, p+".k", H, H), 0, 2, 3, 1)
-		v := split(dense(x, p+".v", H, H), 0, 2, 1, 3)
-		scores := g.Add("Div", []string{g.Add("MatMul", []string{q, k}), scale})
-		if maskAdd != "" {
-			scores = g.Add("Add", []string{scores, maskAdd})
-		}
-		probs := g.Add("Softmax", []string{scores}, IntAttr("axis", -1))
-		ctx := g.Add("MatMul", []string{probs, v})
-		ctx = g.Add("Reshape", []string{g.Add("Transpose", []string{ctx}, IntsAttr("perm", 0, 2, 1, 3)), merged})
-		attn := dense(ctx, p+".attn_out", H, H)
-		x = layerNorm(g.Add("Add", []string{attn, x}), p+".ln1")
-		h := dense(x, p+".ff1", H, int64(cfg.Intermediate))
-		erf := g.Add("Erf", []string{g.Add("Div", []string{h, sqrt2})})
-		h = g.Add("Mul", []string{g.Add("Mul", []string{h, half}), g.Add("Add", []string{erf, one})})
-		h = dense(h, p+".ff2", int64(cfg.Intermediate), H)
-		x = layerNorm(g.Add("Add", []string{h, x}), p+".ln2")
+// encoderLayer is one transformer layer over x [B, S, H]: multi-head self-attention
+// (maskAdd added to the scores unless ""), then a GELU feed-forward block, each with a
+// residual connection and a LayerNorm after it. heads and merged are the reshape
+// targets splitting H into heads and back.
+func (b *bertBuilder) encoderLayer(p, x, maskAdd, heads, merged string) string {
+	g, H := b.g, b.H
+	split := func(t string, perm ...int64) string {
+		return g.Add("Transpose", []string{g.Add("Reshape", []string{t, heads})}, IntsAttr("perm", perm...))
 	}
+	q := split(b.dense(x, p+".q", H, H), 0, 2, 1, 3)
+	k := split(b.dense(x, p+".k", H, H), 0, 2, 3, 1)
+	v := split(b.dense(x, p+".v", H, H), 0, 2, 1, 3)
+	scores := g.Add("Div", []string{g.Add("MatMul", []string{q, k}), b.scale})
+	if maskAdd != "" {
+		scores = g.Add("Add", []string{scores, maskAdd})
+	}
+	probs := g.Add("Softmax", []string{scores}, IntAttr("axis", -1))
+	ctx := g.Add("MatMul", []string{probs, v})
+	ctx = g.Add("Reshape", []string{g.Add("Transpose", []string{ctx}, IntsAttr("perm", 0, 2, 1, 3)), merged})
+	attn := b.dense(ctx, p+".attn_out", H, H)
+	x = b.layerNorm(g.Add("Add", []string{attn, x}), p+".ln1")
+	h := b.dense(x, p+".ff1", H, int64(b.cfg.Intermediate))
+	erf := g.Add("Erf", []string{g.Add("Div", []string{h, b.sqrt2})})
+	h = g.Add("Mul", []string{g.Add("Mul", []string{h, b.half}), g.Add("Add", []string{erf, b.one})})
+	h = b.dense(h, p+".ff2", int64(b.cfg.Intermediate), H)
+	return b.layerNorm(g.Add("Add", []string{h, x}), p+".ln2")
+}
 
-	if !cfg.Classifier {
-		name := cfg.OutputName
-		if name == "" {
-			name = "last_hidden_state"
-		}
-		g.AddNamed(name, "Identity", []string{x})
-		g.Outputs = append(g.Outputs, Value{Name: name, Type: Float, Dims: []int64{0, 0, H},
-			Params: []string{"batch_size", "sequence_length", ""}})
-		return g
+// hiddenStateOutput makes x the graph's output, "last_hidden_state" (or OutputName)
+// [batch_size, sequence_length, H].
+func (b *bertBuilder) hiddenStateOutput(x string) {
+	name := b.cfg.OutputName
+	if name == "" {
+		name = "last_hidden_state"
 	}
+	b.g.AddNamed(name, "Identity", []string{x})
+	b.g.Outputs = append(b.g.Outputs, Value{Name: name, Type: Float, Dims: []int64{0, 0, b.H},
+		Params: []string{"batch_size", "sequence_length", ""}})
+}
+
+// classifierHead adds the cross-encoder head over x: the pooler (tanh of a dense layer
+// over the first token) and a 1-logit dense layer, output as "logits" (or OutputName)
+// [batch_size, 1].
+func (b *bertBuilder) classifierHead(x string) {
+	g, H := b.g, b.H
 	cls := g.Add("Gather", []string{x, g.ConstInt("idx0", nil, []int64{0})}, IntAttr("axis", 1))
-	pooled := g.Add("Tanh", []string{dense(cls, "pooler", H, H)})
-	logits := dense(pooled, "classifier", H, 1)
-	name := cfg.OutputName
+	pooled := g.Add("Tanh", []string{b.dense(cls, "pooler", H, H)})
+	logits := b.dense(pooled, "classifier", H, 1)
+	name := b.cfg.OutputName
 	if name == "" {
 		name = "logits"
 	}
 	g.AddNamed(name, "Identity", []string{logits})
 	g.Outputs = append(g.Outputs, Value{Name: name, Type: Float, Dims: []int64{0, 1},
 		Params: []string{"batch_size", ""}})
-	return g
 }
 
 // AddModel is a trivial model: float32 input "x" [n] and output "y" = x + x. It has none of
