@@ -271,15 +271,10 @@ func fileErr(path string, err error) error {
 
 // tokenizerJSON is the subset of the Hugging Face tokenizer.json schema this package reads.
 type tokenizerJSON struct {
-	AddedTokens []struct {
-		ID         int64  `json:"id"`
-		Content    string `json:"content"`
-		Normalized bool   `json:"normalized"`
-		Special    bool   `json:"special"`
-	} `json:"added_tokens"`
-	Normalizer    json.RawMessage `json:"normalizer"`
-	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
-	PostProcessor json.RawMessage `json:"post_processor"`
+	AddedTokens   []addedTokenJSON `json:"added_tokens"`
+	Normalizer    json.RawMessage  `json:"normalizer"`
+	PreTokenizer  json.RawMessage  `json:"pre_tokenizer"`
+	PostProcessor json.RawMessage  `json:"post_processor"`
 	Model         struct {
 		Type                    string           `json:"type"`
 		UnkToken                *string          `json:"unk_token"`
@@ -287,6 +282,14 @@ type tokenizerJSON struct {
 		MaxInputCharsPerWord    *int             `json:"max_input_chars_per_word"`
 		Vocab                   map[string]int64 `json:"vocab"`
 	} `json:"model"`
+}
+
+// addedTokenJSON is one entry of tokenizer.json's "added_tokens".
+type addedTokenJSON struct {
+	ID         int64  `json:"id"`
+	Content    string `json:"content"`
+	Normalized bool   `json:"normalized"`
+	Special    bool   `json:"special"`
 }
 
 type bertNormalizerJSON struct {
@@ -302,6 +305,7 @@ func isNull(raw json.RawMessage) bool {
 	return len(s) == 0 || bytes.Equal(s, []byte("null"))
 }
 
+// parseJSON builds a Tokenizer from a Hugging Face tokenizer.json with a WordPiece model.
 func parseJSON(data []byte) (*Tokenizer, error) {
 	var tj tokenizerJSON
 	if err := json.Unmarshal(data, &tj); err != nil {
@@ -328,67 +332,94 @@ func parseJSON(data []byte) (*Tokenizer, error) {
 	if m.UnkToken != nil {
 		unk = *m.UnkToken
 	}
+	if err := t.setNormalizer(tj.Normalizer); err != nil {
+		return nil, err
+	}
+	if err := t.setPreTokenizer(tj.PreTokenizer); err != nil {
+		return nil, err
+	}
+	if err := t.setJSONVocab(m.Vocab, tj.AddedTokens, unk); err != nil {
+		return nil, err
+	}
+	t.SetMaxLength(DefaultMaxLength)
+	return t, nil
+}
 
-	// Normalizer.
-	if isNull(tj.Normalizer) {
+// setNormalizer reads the tokenizer.json "normalizer": null turns normalisation off,
+// a BertNormalizer sets the flags it names (each absent one at its Hugging Face
+// default), any other type is ErrUnsupported.
+func (t *Tokenizer) setNormalizer(raw json.RawMessage) error {
+	if isNull(raw) {
 		t.normalize = false
-	} else {
-		var bn bertNormalizerJSON
-		if err := json.Unmarshal(tj.Normalizer, &bn); err != nil {
-			return nil, fmt.Errorf("%w: normalizer: %v", ErrBadTokenizer, err)
-		}
-		if bn.Type != "BertNormalizer" {
-			return nil, fmt.Errorf("%w: normalizer %q (want BertNormalizer)", ErrUnsupported, bn.Type)
-		}
-		t.normalize = true
-		t.cleanText = boolOr(bn.CleanText, true)
-		t.handleCJK = boolOr(bn.HandleChineseChars, true)
-		t.lowercase = boolOr(bn.Lowercase, true)
-		t.stripAccents = boolOr(bn.StripAccents, t.lowercase)
+		return nil
 	}
+	var bn bertNormalizerJSON
+	if err := json.Unmarshal(raw, &bn); err != nil {
+		return fmt.Errorf("%w: normalizer: %v", ErrBadTokenizer, err)
+	}
+	if bn.Type != "BertNormalizer" {
+		return fmt.Errorf("%w: normalizer %q (want BertNormalizer)", ErrUnsupported, bn.Type)
+	}
+	t.normalize = true
+	t.cleanText = boolOr(bn.CleanText, true)
+	t.handleCJK = boolOr(bn.HandleChineseChars, true)
+	t.lowercase = boolOr(bn.Lowercase, true)
+	t.stripAccents = boolOr(bn.StripAccents, t.lowercase)
+	return nil
+}
 
-	// Pre-tokenizer.
+// setPreTokenizer reads the tokenizer.json "pre_tokenizer": null or BertPreTokenizer
+// splits on whitespace and punctuation, WhitespaceSplit on whitespace only, any other
+// type is ErrUnsupported.
+func (t *Tokenizer) setPreTokenizer(raw json.RawMessage) error {
 	t.splitPunct = true
-	if !isNull(tj.PreTokenizer) {
-		var pt struct {
-			Type string `json:"type"`
-		}
-		if err := json.Unmarshal(tj.PreTokenizer, &pt); err != nil {
-			return nil, fmt.Errorf("%w: pre_tokenizer: %v", ErrBadTokenizer, err)
-		}
-		switch pt.Type {
-		case "BertPreTokenizer":
-		case "WhitespaceSplit":
-			t.splitPunct = false
-		default:
-			return nil, fmt.Errorf("%w: pre_tokenizer %q (want BertPreTokenizer)", ErrUnsupported, pt.Type)
-		}
+	if isNull(raw) {
+		return nil
 	}
+	var pt struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &pt); err != nil {
+		return fmt.Errorf("%w: pre_tokenizer: %v", ErrBadTokenizer, err)
+	}
+	switch pt.Type {
+	case "BertPreTokenizer":
+	case "WhitespaceSplit":
+		t.splitPunct = false
+	default:
+		return fmt.Errorf("%w: pre_tokenizer %q (want BertPreTokenizer)", ErrUnsupported, pt.Type)
+	}
+	return nil
+}
 
-	vocab := make(map[string]int64, len(m.Vocab)+len(tj.AddedTokens))
-	for k, v := range m.Vocab {
+// setJSONVocab installs the model's vocabulary merged with the added tokens (a token in
+// both keeps the model's id), then registers the raw-text (normalized=false) added
+// tokens as verbatim matches. An added token whose id is outside the vocabulary is
+// ErrBadTokenizer.
+func (t *Tokenizer) setJSONVocab(model map[string]int64, added []addedTokenJSON, unk string) error {
+	vocab := make(map[string]int64, len(model)+len(added))
+	for k, v := range model {
 		vocab[k] = v
 	}
-	for _, at := range tj.AddedTokens {
+	for _, at := range added {
 		if _, ok := vocab[at.Content]; !ok {
 			vocab[at.Content] = at.ID
 		}
 	}
 	if err := t.setVocab(vocab, unk); err != nil {
-		return nil, err
+		return err
 	}
-	for _, at := range tj.AddedTokens {
+	for _, at := range added {
 		if at.Normalized || at.Content == "" {
 			continue // only raw-text (normalized=false) added tokens are matched verbatim
 		}
 		if at.ID < 0 || at.ID >= int64(len(t.idTok)) {
-			return nil, fmt.Errorf("%w: added token %q has id %d", ErrBadTokenizer, at.Content, at.ID)
+			return fmt.Errorf("%w: added token %q has id %d", ErrBadTokenizer, at.Content, at.ID)
 		}
 		t.special = append(t.special, specialToken{content: at.Content, id: int32(at.ID)})
 	}
 	sortSpecial(t.special)
-	t.SetMaxLength(DefaultMaxLength)
-	return t, nil
+	return nil
 }
 
 func boolOr(p *bool, def bool) bool {
