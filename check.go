@@ -132,7 +132,12 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			return rep, err
 		}
 	}
-	bc, err := guardCheck("*", dbName, m.checkBolt)
+	bc, err := guardCheck("*", dbName, func() (IndexCheck, error) {
+		// bbolt's check reads the freelist, which only writers change: none may run.
+		m.wmu.Lock()
+		defer m.wmu.Unlock()
+		return m.checkBolt()
+	})
 	if err != nil {
 		return rep, err
 	}
@@ -152,7 +157,11 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		if s == nil {
 			continue
 		}
-		sc, err := guardCheck(s.name, "store", func() (IndexCheck, error) { return m.checkStore(s) })
+		sc, err := guardCheck(s.name, "store", func() (IndexCheck, error) {
+			m.wmu.Lock() // no write between the records read and the counters they are held to
+			defer m.wmu.Unlock()
+			return m.checkStore(s)
+		})
 		if err != nil {
 			return rep, err
 		}
@@ -459,11 +468,14 @@ func (p vectorProbe) Missing(ids []string) ([]string, error) {
 }
 
 // checkStore reads every record and vector of collection s as the store of record holds
-// them: each record must decode, the documents and index ids must number what the
+// them (the caller holds the writer lock): each record must decode, the documents and index ids must number what the
 // collection's counters say, and with an embedder recorded each index id must have one
 // vector of its dimension. Damage found here cannot be repaired from anything else.
 func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
-	c := IndexCheck{Collection: s.name, Index: "store", StoreSeq: s.lastSeq, Seq: s.lastSeq, SampleSkipped: "every record read"}
+	s.mu.RLock()
+	lastSeq, ndocs, nunits := s.lastSeq, s.ndocs, s.units
+	s.mu.RUnlock()
+	c := IndexCheck{Collection: s.name, Index: "store", StoreSeq: lastSeq, Seq: lastSeq, SampleSkipped: "every record read"}
 	dim := 0
 	if e := m.man.Embedder; e != nil {
 		dim = e.Dim
@@ -515,8 +527,8 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 	if bad > 3 {
 		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", bad))
 	}
-	if docs != s.ndocs || units != s.units {
-		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", docs, units, s.ndocs, s.units))
+	if docs != ndocs || units != nunits {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", docs, units, ndocs, nunits))
 	}
 	if dim > 0 && vecs != units {
 		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", vecs, units))
@@ -528,7 +540,8 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 }
 
 // checkBolt runs bbolt's own consistency check of store.db (every page reachable
-// once, the freelist right); its findings, if any, are one report entry.
+// once, the freelist right); its findings, if any, are one report entry. The caller holds
+// the writer lock.
 func (m *Memory) checkBolt() (IndexCheck, error) {
 	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
 	err := m.db.View(func(tx *bolt.Tx) error {

@@ -235,3 +235,57 @@ func TestCheckDamagedRecords(t *testing.T) {
 		t.Errorf("bbolt's own check: %s", f)
 	}
 }
+
+// Check runs beside writers and searchers (under -race): it takes the writer lock per
+// collection, so each collection is checked whole and agrees.
+func TestCheckConcurrentWrites(t *testing.T) {
+	dir, emb := checkStore(t)
+	m := openT(t, dir, emb)
+	done := make(chan error, 2)
+	stop := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := m.Add(bg, Document{ID: fmt.Sprintf("w%04d", i), Text: fmt.Sprintf("written while checking %d", i)}); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := m.Search(bg, "document marker7", WithMode(BM25)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for range 3 {
+		rep, err := m.Check(bg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rep.Indexes {
+			if len(c.Problems) > 0 {
+				t.Errorf("check beside writes: %s", c)
+			}
+		}
+	}
+	close(stop)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
