@@ -121,7 +121,8 @@ func (c IndexCheck) writeFindings(b *strings.Builder) {
 // indexes on a writable store already rebuilds one that fails the open-time checks (the
 // report marks it repaired); open the store with ReadOnly to look without changing
 // anything (a read-only store rebuilds in memory only). Repair on a read-only store is
-// ErrReadOnly.
+// ErrReadOnly. Writes wait while Check reads the store of record and each collection's
+// indexes (about 30 s for a million passages); searches go on.
 func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	var rep CheckReport
 	if m.closed.Load() {
