@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
@@ -17,44 +18,35 @@ import (
 // stemmer, answering from a bounded cache of the stems it has computed. Its output is the
 // same term for term (TestCachedAnalyzerMatchesBleve).
 
-// stemCacheEntries bounds the stem cache (about 64 bytes an entry): past it, stems are
-// computed and not kept. Frequent words come early, so the bound costs little.
-const stemCacheEntries = 1 << 18
+// stemCacheSlots is the size of the stem cache: a direct-mapped table (a term's hash picks
+// its slot; a colliding term replaces it), read without locks. Frequent words win their
+// slots back at once, so a small table answers most tokens.
+const stemCacheSlots = 1 << 17
 
-const stemShards = 64
+// stemEntry is one cached term and its stem.
+type stemEntry struct {
+	term string
+	stem []byte
+}
 
 // stemCache maps a lower-cased term to its Porter stem, safe for concurrent use.
 type stemCache struct {
-	seed   maphash.Seed
-	shards [stemShards]struct {
-		mu sync.RWMutex
-		m  map[string][]byte
-	}
+	seed  maphash.Seed
+	slots []atomic.Pointer[stemEntry]
 }
 
 func newStemCache() *stemCache {
-	c := &stemCache{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].m = map[string][]byte{}
-	}
-	return c
+	return &stemCache{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[stemEntry], stemCacheSlots)}
 }
 
 // stem returns the stem of term; the result is shared: callers must not modify it.
 func (c *stemCache) stem(term []byte) []byte {
-	sh := &c.shards[maphash.Bytes(c.seed, term)%stemShards]
-	sh.mu.RLock()
-	s, ok := sh.m[string(term)]
-	sh.mu.RUnlock()
-	if ok {
-		return s
+	slot := &c.slots[maphash.Bytes(c.seed, term)&(stemCacheSlots-1)]
+	if e := slot.Load(); e != nil && e.term == string(term) {
+		return e.stem
 	}
-	s = analysis.BuildTermFromRunes(porterstemmer.StemWithoutLowerCasing(bytes.Runes(term)))
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if len(sh.m) < stemCacheEntries/stemShards {
-		sh.m[string(term)] = s
-	}
+	s := analysis.BuildTermFromRunes(porterstemmer.StemWithoutLowerCasing(bytes.Runes(term)))
+	slot.Store(&stemEntry{term: string(term), stem: s})
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -58,6 +59,27 @@ func TestCachedAnalyzerMatchesBleve(t *testing.T) {
 				t.Fatalf("pass %d, %q:\n bleve %v\n ours  %v", pass, text, want, got)
 			}
 		}
+	}
+	// Concurrently (Bleve analyses a batch on several goroutines), with colliding slots.
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(texts); i += 2 {
+				want, got := ref.Analyze([]byte(texts[i])), ours.Analyze([]byte(texts[i]))
+				if !sameTokens(want, got) {
+					errs <- texts[i]
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for text := range errs {
+		t.Fatalf("concurrent analysis of %q differs", text)
 	}
 }
 
