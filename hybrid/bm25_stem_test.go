@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -127,6 +128,40 @@ func BenchmarkAnalyzer(b *testing.B) {
 					c.a.Analyze(append([]byte(nil), t...))
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkAnalyzerParallel analyses SciFact text on GOMAXPROCS goroutines, as Bleve's
+// analysis workers do while indexing.
+func BenchmarkAnalyzerParallel(b *testing.B) {
+	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
+	if err != nil {
+		b.Skip(err)
+	}
+	defer f.Close()
+	var texts [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		var d struct{ Title, Text string }
+		if json.Unmarshal(sc.Bytes(), &d) == nil {
+			texts = append(texts, []byte(d.Title+"\n"+d.Text))
+		}
+	}
+	ref, _ := registry.NewCache().AnalyzerNamed(en.AnalyzerName)
+	for _, c := range []struct {
+		name string
+		a    analysis.Analyzer
+	}{{"bleve", ref}, {"cached", cachedEnglish()}} {
+		b.Run(c.name, func(b *testing.B) {
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					t := texts[int(next.Add(1))%len(texts)]
+					c.a.Analyze(append([]byte(nil), t...))
+				}
+			})
 		})
 	}
 }
