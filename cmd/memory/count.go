@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/agentmem/memory"
 	"io"
 )
 
@@ -26,7 +27,7 @@ func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return errUsage
 	}
-	m, c, err := sf.openCollection(*col, stderr)
+	m, c, err := sf.openCollection(*col, stderr, memory.ReadOnly()) // readers share the store
 	if err != nil {
 		return err
 	}

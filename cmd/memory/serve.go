@@ -70,6 +70,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		extra = append(extra, memory.WithReranker(r))
 		cfg.store.reranker = ""
 	}
+	if cfg.readOnly || (!cfg.mcpStdio && cfg.mcpHTTP == "") {
+		// Nothing it serves writes: open the store read-only, so that several servers
+		// (and CLI searches) share it.
+		extra = append(extra, memory.ReadOnly())
+	}
 	m, err := cfg.store.open(cfg.store.dir, stderr, extra...)
 	if err != nil {
 		return err
@@ -133,7 +138,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.mcpHTTP, "mcp-http", "", "serve MCP streamable HTTP on this address")
 	fs.StringVar(&cfg.token, "token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
 	fs.StringVar(&cfg.sopDir, "sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
-	fs.BoolVar(&cfg.readOnly, "read-only", false, "MCP: leave out memory_add and memory_delete")
+	fs.BoolVar(&cfg.readOnly, "read-only", false, "MCP: leave out memory_add and memory_delete, and open the store read-only (a --retrieve-only server always does)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
 		fs.PrintDefaults()

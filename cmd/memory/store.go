@@ -150,8 +150,8 @@ func cliHint(err error) error {
 
 // openCollection opens the existing store of the flags and its existing collection name,
 // for the commands that work on one collection; on an error nothing is left open.
-func (sf *storeFlags) openCollection(name string, stderr io.Writer) (*memory.Memory, *memory.Collection, error) {
-	m, err := sf.open(sf.dir, stderr)
+func (sf *storeFlags) openCollection(name string, stderr io.Writer, extra ...memory.Option) (*memory.Memory, *memory.Collection, error) {
+	m, err := sf.open(sf.dir, stderr, extra...)
 	if err != nil {
 		return nil, nil, err
 	}
