@@ -59,14 +59,12 @@ func tamperDoc(p, col string, i int) Document {
 }
 
 // tamperOptions open a tamper store: a hash embedder (its vectors are stored in store.db
-// and loaded into the default flat index, which keeps no files). With
-// MEMORY_TAMPER_FAISS=1 in a build with FAISS (-tags faiss) the store uses FAISS, which
-// persists its index under vectors/, so those files are damaged too: its files carry no
-// checksum yet and a swapped or flipped one is not detected, so it is not part of the
-// default suite.
+// and loaded into the default flat index, which keeps no files), and in a build with FAISS
+// (-tags faiss, as make test runs this package a second time) the FAISS backend, which
+// persists its index under vectors/, so those files are damaged too.
 func tamperOptions() []Option {
 	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(tamperDim))}
-	if os.Getenv("MEMORY_TAMPER_FAISS") == "1" && slices.Contains(vectorstore.Backends(), "faiss") {
+	if slices.Contains(vectorstore.Backends(), "faiss") {
 		opts = append(opts, WithIndex(vectorstore.IndexConfig{Backend: "faiss"}))
 	}
 	return opts
