@@ -950,18 +950,20 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 	if s != nil {
 		var r *record
 		var vec []float32
-		if err := c.m.db.View(func(tx *bolt.Tx) error {
-			b, err := colBucket(tx, c.name, false)
-			if err != nil || b == nil {
+		if err := guard("get", func() error {
+			return c.m.db.View(func(tx *bolt.Tx) error {
+				b, err := colBucket(tx, c.name, false)
+				if err != nil || b == nil {
+					return err
+				}
+				if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
+					return err
+				}
+				if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
+					vec, err = decodeVec(raw)
+				}
 				return err
-			}
-			if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
-				return err
-			}
-			if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
-				vec, err = decodeVec(raw)
-			}
-			return err
+			})
 		}); err != nil {
 			return Document{}, err
 		}

@@ -90,9 +90,12 @@ func (m *Memory) derivedDir(k derivedKind, col string) string {
 	return m.colPath(k.name, col)
 }
 
-// guard runs fn, turning a panic (a damaged index file can make Bleve or zap panic) into
-// an error wrapping ErrCorrupt.
+// guard runs fn, turning a panic (a damaged index file can make Bleve or zap panic, a
+// damaged store.db page can make bbolt read out of bounds) into an error wrapping ErrCorrupt.
 func guard(what string, fn func() error) (err error) {
+	// A damaged bbolt page can send a read past the mapped file: a fault, which Go turns
+	// into a recoverable panic only on a goroutine that asked for it.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %s: panic: %v\n%s", ErrCorrupt, what, p, debug.Stack())

@@ -209,9 +209,13 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 	if len(so.Collections) > 0 {
 		res, err = c.m.searchMany(ctx, query, so, st)
 	} else {
-		res, err = c.m.searchOne(ctx, c.name, query, so, st)
+		one := func() error {
+			res, err = c.m.searchOne(ctx, c.name, query, so, st)
+			return err
+		}
+		err = guard("search", one)
 		if bm25Damaged(err) && c.m.repairBM25(c.name, err) == nil {
-			res, err = c.m.searchOne(ctx, c.name, query, so, st) // on the rebuilt index
+			err = guard("search", one) // on the rebuilt index
 		}
 	}
 	st.Total = time.Since(start)
