@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,11 +186,22 @@ func TestTamperChild(t *testing.T) {
 	os.Exit(0)
 }
 
+// tamperChildTimeout bounds one probe (they take well under a second).
+const tamperChildTimeout = 60 * time.Second
+
 // runTamperChild probes dir in a child process.
 func runTamperChild(dir string) (tamperProbe, string, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTamperChild$")
+	// A child that hangs is stopped with SIGQUIT, which makes it print every goroutine.
+	ctx, cancel := context.WithTimeout(context.Background(), tamperChildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTamperChild$")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(childEnv(), tamperChildEnv+"="+dir)
 	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return tamperProbe{}, string(out), fmt.Errorf("hung for %v: %w", tamperChildTimeout, err)
+	}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -371,7 +384,7 @@ func TestTamper(t *testing.T) {
 			got, out, err := runTamperChild(d)
 			defer os.RemoveAll(d)
 			if err != nil {
-				t.Fatalf("the probe crashed (%v); its output ends:\n%s", err, tail(out, 1500))
+				t.Fatalf("the probe crashed (%v); its output ends:\n%s", err, tail(out, 1500)+"\nFULL:\n"+crashHead(out))
 			}
 			checkTamperProbe(t, got, want)
 		})
@@ -425,4 +438,22 @@ func childEnv() []string {
 		race = g + " " + race
 	}
 	return append(os.Environ(), "GORACE="+race)
+}
+
+// crashHead is what matters of a crashed or stopped child's report: its fatal error and
+// the goroutine headers and frames of this module, Bleve and bbolt.
+func crashHead(out string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "fatal error") || strings.HasPrefix(t, "panic:") || strings.HasPrefix(t, "SIGQUIT") ||
+			strings.HasPrefix(t, "goroutine ") || strings.HasPrefix(t, "unexpected fault") ||
+			(strings.Contains(t, "(") && !strings.HasPrefix(t, "/") && (strings.Contains(t, "agentmem/memory") || strings.Contains(t, "bleve") || strings.Contains(t, "bbolt") || strings.Contains(t, "zap"))) {
+			b.WriteString(t + "\n")
+		}
+		if b.Len() > 6000 {
+			break
+		}
+	}
+	return b.String()
 }
