@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 
@@ -303,6 +304,13 @@ var (
 func openBM25Derived(m *Memory, s *colState, dir string) (derivedIndex, error) {
 	record := dir != "" && !m.opts.ReadOnly
 	if dir != "" {
+		// Bleve maps root.bolt unchecked and its background goroutines fault on a page past
+		// the end of a truncated one: check its meta pages first, as store.db's.
+		if rb := filepath.Join(dir, "store", "root.bolt"); fileExists(rb) {
+			if err := checkStoreFile(rb); err != nil {
+				return nil, err
+			}
+		}
 		// Zap reads its segments unchecked: check those not checked before (a damaged
 		// one is rebuilt, not trusted).
 		n, err := hybrid.VerifySegments(dir)
@@ -503,4 +511,10 @@ func (m *Memory) repairBM25(col string, cause error) error {
 // other hybrid.ErrBM25; query errors are hybrid.ErrQueryTooLong/TooManyTerms).
 func bm25Damaged(err error) bool {
 	return errors.Is(err, hybrid.ErrCorrupt) || errors.Is(err, hybrid.ErrBM25)
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
