@@ -382,7 +382,7 @@ func (m *Memory) checkLive(s *colState, k derivedKind, ix derivedIndex, ids []st
 // taken at even steps over its docs bucket (deterministic for a given store).
 func (m *Memory) checkSampleIDs(col string) ([]string, error) {
 	var out []string
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		docs := docsBucket(tx, col)
 		if docs == nil {
 			return nil
@@ -409,7 +409,7 @@ func (m *Memory) checkSampleIDs(col string) ([]string, error) {
 // storedVectorCount is how many vectors collection col stores.
 func (m *Memory) storedVectorCount(col string) (int, error) {
 	n := 0
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, false)
 		if err != nil || b == nil {
 			return err
@@ -482,7 +482,7 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 		dim = e.Dim
 	}
 	docs, units, vecs, bad := 0, 0, 0, 0
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, s.name, false)
 		if err != nil || b == nil {
 			return err
@@ -545,7 +545,7 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 // the writer lock.
 func (m *Memory) checkBolt() (IndexCheck, error) {
 	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			if len(c.Problems) < 5 {
 				c.Problems = append(c.Problems, err.Error())

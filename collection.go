@@ -103,7 +103,7 @@ func (c *Collection) state(create bool) (*colState, error) {
 func (m *Memory) loadCollection(name string) (*colState, error) {
 	s := &colState{name: name}
 	haveCounts := true
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, name, false)
 		if err != nil || b == nil {
 			return err
@@ -136,7 +136,7 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 // counts were persisted, once, and persists them.
 func (m *Memory) countCollection(s *colState) error {
 	m.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", s.name)
-	return m.db.Update(func(tx *bolt.Tx) error {
+	return m.update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, s.name, false)
 		if err != nil || b == nil {
 			return err
@@ -192,7 +192,7 @@ func (m *Memory) catchUp(s *colState, from uint64, apply applyFunc) error {
 	touched := map[string]bool{}
 	var puts []unitDoc
 	var dels []string
-	if err := m.db.View(func(tx *bolt.Tx) error {
+	if err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, s.name, false)
 		if err != nil || b == nil {
 			return err
@@ -248,7 +248,7 @@ func (m *Memory) rebuild(s *colState, apply applyFunc) error {
 	for {
 		var puts []unitDoc
 		done := true
-		if err := m.db.View(func(tx *bolt.Tx) error {
+		if err := m.view(func(tx *bolt.Tx) error {
 			docs := docsBucket(tx, s.name)
 			if docs == nil {
 				return nil
@@ -297,7 +297,7 @@ type applyFunc func(ctx context.Context, puts []unitDoc, dels []string, seq uint
 // storedVectors reads the stored vectors of ids in collection col; ids without one are
 // left out.
 func (m *Memory) storedVectors(col string, ids []string) (vids []string, vecs [][]float32, err error) {
-	err = m.db.View(func(tx *bolt.Tx) error {
+	err = m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, false)
 		if err != nil || b == nil {
 			return err
@@ -328,7 +328,7 @@ func (m *Memory) trimChanges(s *colState) error {
 	if s.changes == 0 {
 		return nil
 	}
-	return m.db.Update(func(tx *bolt.Tx) error {
+	return m.update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, s.name, false)
 		if err != nil || b == nil {
 			return err
@@ -546,7 +546,7 @@ func (m *Memory) newWrite(in []Document) (*docWrite, error) {
 // ErrDuplicateID; with it, the index ids each document drops (those of its stored version
 // that it does not reuse: a document that shrinks drops its last chunks) are noted.
 func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
-	return m.db.View(func(tx *bolt.Tx) error {
+	return m.view(func(tx *bolt.Tx) error {
 		db := docsBucket(tx, col)
 		for i, d := range w.docs {
 			var v []byte
@@ -614,7 +614,7 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 
 // store writes the records, vectors and change log entries in one transaction.
 func (w *docWrite) store(m *Memory, col string) error {
-	return m.db.Update(func(tx *bolt.Tx) error {
+	return m.update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, true)
 		if err != nil {
 			return err
@@ -689,7 +689,7 @@ func (m *Memory) maybeTrim(s *colState) error {
 	if s.changes <= maxChanges {
 		return nil
 	}
-	return m.db.Update(func(tx *bolt.Tx) error {
+	return m.update(func(tx *bolt.Tx) error {
 		b, _ := colBucket(tx, s.name, false)
 		cb := b.Bucket(bkChanges)
 		cur := cb.Cursor()
@@ -727,7 +727,7 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 		return err
 	}
 	var gone []string
-	if err := m.db.View(func(tx *bolt.Tx) error {
+	if err := m.view(func(tx *bolt.Tx) error {
 		db := docsBucket(tx, c.name)
 		if db == nil {
 			return nil
@@ -759,7 +759,7 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 	var units []string
 	var seq uint64
 	ndocs, nunits := 0, 0
-	if err := m.db.Update(func(tx *bolt.Tx) error {
+	if err := m.update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, c.name, false)
 		if err != nil {
 			return err
@@ -896,13 +896,13 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 // forEachRecord calls fn with every document of a collection, in id order, in one read
 // transaction (fn must not write to the store).
 func (m *Memory) forEachRecord(col string, fn func(id string, r *record)) error {
-	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeRecord, fn) })
+	return m.view(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeRecord, fn) })
 }
 
 // forEachMeta is forEachRecord for metadata filters: the records passed to fn have their
 // metadata and chunks, but not always their title and text (see decodeMeta).
 func (m *Memory) forEachMeta(col string, fn func(id string, r *record)) error {
-	return m.db.View(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeMeta, fn) })
+	return m.view(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeMeta, fn) })
 }
 
 // eachRecord calls fn with every document of a docs bucket (nil: none), in id order,
@@ -951,7 +951,7 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 		var r *record
 		var vec []float32
 		if err := guard("get", func() error {
-			return c.m.db.View(func(tx *bolt.Tx) error {
+			return c.m.view(func(tx *bolt.Tx) error {
 				b, err := colBucket(tx, c.name, false)
 				if err != nil || b == nil {
 					return err
@@ -977,7 +977,7 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 // vector reads a stored vector (nil when none).
 func (m *Memory) vector(col, id string) ([]float32, error) {
 	var v []float32
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, false)
 		if err != nil || b == nil {
 			return err
@@ -1019,7 +1019,7 @@ func (c *Collection) IDs() []string {
 		return nil
 	}
 	var ids []string
-	if err := c.m.db.View(func(tx *bolt.Tx) error {
+	if err := c.m.view(func(tx *bolt.Tx) error {
 		db := docsBucket(tx, c.name)
 		if db == nil {
 			return nil

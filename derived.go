@@ -238,7 +238,7 @@ func (m *Memory) verifyDerived(s *colState, ix derivedIndex, full bool) error {
 func (m *Memory) sampleUnits(col string, n int) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		docs := docsBucket(tx, col)
 		if docs == nil {
 			return nil
@@ -517,4 +517,16 @@ func bm25Damaged(err error) bool {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// view runs a read transaction of the store of record under guard: a damaged store.db page
+// (bbolt checksums only its meta pages) can send bbolt past its mapping, and that must be
+// ErrCorrupt, not a crash.
+func (m *Memory) view(fn func(*bolt.Tx) error) error {
+	return guard(dbName+" read", func() error { return m.db.View(fn) })
+}
+
+// update runs a write transaction of the store of record under guard (see view).
+func (m *Memory) update(fn func(*bolt.Tx) error) error {
+	return guard(dbName+" write", func() error { return m.db.Update(fn) })
 }

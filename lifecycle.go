@@ -28,7 +28,7 @@ const (
 // collectionExists reports whether collection name is in the store of record.
 func (m *Memory) collectionExists(name string) (bool, error) {
 	var ok bool
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, name, false)
 		ok = b != nil
 		return err
@@ -39,7 +39,7 @@ func (m *Memory) collectionExists(name string) (bool, error) {
 // collectionNames lists the collections of the store of record, sorted.
 func (m *Memory) collectionNames() ([]string, error) {
 	var names []string
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		cols := tx.Bucket(bkCols)
 		if cols == nil {
 			return nil
@@ -56,7 +56,7 @@ func (m *Memory) collectionNames() ([]string, error) {
 // any index left by a deleted collection of that name (it must not be caught up). The
 // caller holds m.cmu.
 func (m *Memory) createCollection(name string) error {
-	if err := m.db.Update(func(tx *bolt.Tx) error {
+	if err := m.update(func(tx *bolt.Tx) error {
 		if cols := tx.Bucket(bkCols); cols != nil {
 			n := 0
 			c := cols.Cursor()

@@ -445,7 +445,7 @@ func (m *Memory) checkEmbedder() error {
 
 func (m *Memory) countDocs() (int, error) {
 	n := 0
-	err := m.db.View(func(tx *bolt.Tx) error {
+	err := m.view(func(tx *bolt.Tx) error {
 		cols := tx.Bucket(bkCols)
 		if cols == nil {
 			return nil
@@ -463,7 +463,7 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 	m.log.Info("memory: re-embedding store", "documents", total, "embedder", m.opts.Embedder.ID())
 	done := 0
 	var names []string
-	if err := m.db.View(func(tx *bolt.Tx) error {
+	if err := m.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bkCols).ForEachBucket(func(k []byte) error {
 			names = append(names, string(k))
 			return nil
@@ -476,7 +476,7 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 		var texts []string
 		var owner []int // the document (counted from 0 in this collection) of each id
 		ndocs := 0
-		if err := m.db.View(func(tx *bolt.Tx) error {
+		if err := m.view(func(tx *bolt.Tx) error {
 			return tx.Bucket(bkCols).Bucket([]byte(name)).Bucket(bkDocs).ForEach(func(k, v []byte) error {
 				r, err := decodeRecord(string(k), v)
 				if err != nil {
@@ -499,7 +499,7 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 			if err != nil {
 				return err
 			}
-			if err := m.db.Update(func(tx *bolt.Tx) error {
+			if err := m.update(func(tx *bolt.Tx) error {
 				vb := tx.Bucket(bkCols).Bucket([]byte(name)).Bucket(bkVecs)
 				for n, id := range ids[i:j] {
 					if err := vb.Put([]byte(id), encodeVec(vecs[n])); err != nil {
@@ -632,7 +632,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
 	}
-	if err := m.db.Update(func(tx *bolt.Tx) error {
+	if err := m.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bkCols).DeleteBucket([]byte(c.name))
 	}); err != nil {
 		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
