@@ -238,70 +238,16 @@ func (m *Memory) open() (err error) {
 	if err != nil {
 		return err
 	}
-	// Creation is race-free between processes: a new store's store.db is made and locked
-	// (bbolt's flock) before its manifest is written, so a directory holding only a
-	// store.db is a store being created (or whose creation was killed): whoever gets the
-	// lock next decides, reading the manifest again under it.
-	creating := false
-	switch {
-	case man == nil && (len(others) == 0 || len(others) == 1 && others[0] == dbName):
-		if m.opts.ReadOnly {
-			return fmt.Errorf("%w: %s has no %s (a store not created yet, or being created)", ErrStoreNotFound, m.dir, manifestName)
-		}
-		creating = true
-		if len(others) == 1 {
-			if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 {
-				if err := checkStoreFile(dbPath); err != nil {
-					if lockHolder(dbPath) == "a writer" { // still being written by its creator
-						return lockedError(m.dir, false)
-					}
-					return fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
-				}
-			}
-		}
-	case man == nil && slices.Contains(others, dbName):
-		return fmt.Errorf("%w: %s has a %s but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
-	case man == nil:
-		return fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, m.dir, manifestName)
-	default:
-		if err := checkStoreFile(dbPath); err != nil {
-			// A store created by an older version wrote its manifest before its database:
-			// a kill between the two leaves the manifest alone. Nothing was ever stored.
-			if !onlyManifest(others, dbPath) {
-				return err
-			}
-			if m.opts.ReadOnly {
-				return fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, m.dir, dbName)
-			}
-			creating = true
-		}
-	}
-
-	db, err := bolt.Open(dbPath, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, NoSync: m.opts.NoSync, ReadOnly: m.opts.ReadOnly})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return lockedError(m.dir, m.opts.ReadOnly)
-	}
+	creating, err := m.needsCreation(man, others, dbPath)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dbPath, err)
+		return err
 	}
-	m.db = db
+	if err := m.openDB(dbPath); err != nil {
+		return err
+	}
 	if creating {
-		// Under the lock: another process may have finished creating the store meanwhile.
-		if man, err = readManifest(m.dir); err != nil {
+		if man, temps, err = m.create(temps); err != nil {
 			return err
-		}
-		if man == nil {
-			if !emptyBolt(db) {
-				return fmt.Errorf("%w: %s has a %s with data but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
-			}
-			if err := removeFiles(temps); err != nil {
-				return err
-			}
-			temps = nil
-			man = &manifest{Format: formatVersion, Created: time.Now().UTC()}
-			if err := writeManifest(m.dir, man); err != nil {
-				return err
-			}
 		}
 	}
 	m.man = man
@@ -310,16 +256,7 @@ func (m *Memory) open() (err error) {
 			return err
 		}
 	}
-
-	if err := m.resolveEmbedder(); err != nil {
-		return err
-	}
-	if m.opts.ReadOnly {
-		err = m.checkEmbedderReadOnly()
-	} else {
-		err = m.checkEmbedder()
-	}
-	if err != nil {
+	if err := m.checkEmbedders(); err != nil {
 		return err
 	}
 	// Collections are loaded when first used (lifecycle.go).
@@ -327,6 +264,97 @@ func (m *Memory) open() (err error) {
 		return m.removeOrphanIndexes()
 	}
 	return nil
+}
+
+// needsCreation decides, from the manifest (nil: none) and the other files of the
+// directory, whether the store must be created, or why it cannot be opened.
+//
+// Creation is race-free between processes: a new store's store.db is made and locked
+// (bbolt's flock) before its manifest is written, so a directory holding only a store.db is
+// a store being created (or whose creation was killed): whoever gets the lock next decides,
+// reading the manifest again under it (create).
+func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (creating bool, err error) {
+	switch {
+	case man == nil && (len(others) == 0 || len(others) == 1 && others[0] == dbName):
+		if m.opts.ReadOnly {
+			return false, fmt.Errorf("%w: %s has no %s (a store not created yet, or being created)", ErrStoreNotFound, m.dir, manifestName)
+		}
+		creating = true
+		if len(others) == 1 {
+			if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 {
+				if err := checkStoreFile(dbPath); err != nil {
+					if lockHolder(dbPath) == "a writer" { // still being written by its creator
+						return false, lockedError(m.dir, false)
+					}
+					return false, fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
+				}
+			}
+		}
+	case man == nil && slices.Contains(others, dbName):
+		return false, fmt.Errorf("%w: %s has a %s but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
+	case man == nil:
+		return false, fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, m.dir, manifestName)
+	default:
+		if err := checkStoreFile(dbPath); err != nil {
+			// A store created by an older version wrote its manifest before its database:
+			// a kill between the two leaves the manifest alone. Nothing was ever stored.
+			if !onlyManifest(others, dbPath) {
+				return false, err
+			}
+			if m.opts.ReadOnly {
+				return false, fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, m.dir, dbName)
+			}
+			creating = true
+		}
+	}
+	return creating, nil
+}
+
+// openDB opens store.db, taking its lock (shared when read-only).
+func (m *Memory) openDB(dbPath string) error {
+	db, err := bolt.Open(dbPath, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, NoSync: m.opts.NoSync, ReadOnly: m.opts.ReadOnly})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return lockedError(m.dir, m.opts.ReadOnly)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dbPath, err)
+	}
+	m.db = db
+	return nil
+}
+
+// create finishes creating a store under store.db's lock: another process may have
+// finished creating it meanwhile (its manifest is read again); else the leftover temp files
+// go and the manifest is written. It returns the manifest and the temp files still to
+// remove.
+func (m *Memory) create(temps []string) (*manifest, []string, error) {
+	man, err := readManifest(m.dir)
+	if err != nil || man != nil {
+		return man, temps, err
+	}
+	if !emptyBolt(m.db) {
+		return nil, nil, fmt.Errorf("%w: %s has a %s with data but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
+	}
+	if err := removeFiles(temps); err != nil {
+		return nil, nil, err
+	}
+	man = &manifest{Format: formatVersion, Created: time.Now().UTC()}
+	if err := writeManifest(m.dir, man); err != nil {
+		return nil, nil, err
+	}
+	return man, nil, nil
+}
+
+// checkEmbedders resolves the recorded embedder (WithEmbedderResolver) and checks the
+// configured one against the manifest.
+func (m *Memory) checkEmbedders() error {
+	if err := m.resolveEmbedder(); err != nil {
+		return err
+	}
+	if m.opts.ReadOnly {
+		return m.checkEmbedderReadOnly()
+	}
+	return m.checkEmbedder()
 }
 
 // removeOrphanIndexes deletes the derived index directories of collections that no longer
