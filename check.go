@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -286,6 +287,15 @@ func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexC
 		}
 		return
 	}
+	if k.name == bm25Dir {
+		// Bleve maps root.bolt unchecked: read every page of it here first.
+		if rb := filepath.Join(dir, "store", "root.bolt"); fileExists(rb) {
+			if err := checkBoltFileDeep(rb); err != nil {
+				c.Problems = append(c.Problems, "cannot be opened: "+oneLine(err))
+				return
+			}
+		}
+	}
 	var ix derivedIndex
 	err := guard(k.name+" open", func() error {
 		var err error
@@ -545,6 +555,13 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 // the writer lock.
 func (m *Memory) checkBolt() (IndexCheck, error) {
 	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
+	// bbolt's check runs on a goroutine of its own, where a damaged page's panic or fault
+	// could not be recovered: every reachable page is read here first.
+	if err := walkBolt(m.db); err != nil {
+		c.Problems = append(c.Problems, oneLine(err))
+		c.Notes = append(c.Notes, "store.db is damaged: restore it from a backup")
+		return c, nil
+	}
 	err := m.view(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			if len(c.Problems) < 5 {

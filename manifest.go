@@ -10,10 +10,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // formatVersion is the on-disk format this build writes and reads.
@@ -249,3 +251,52 @@ func emptyBolt(db *bolt.DB) bool {
 
 // errStop ends a bbolt iteration early.
 var errStop = errors.New("stop")
+
+// checkBoltFileDeep is checkStoreFile and then a read of every page the file's buckets
+// reach (every key and value of every bucket, nested ones included), on this goroutine,
+// read-only and guarded (a damaged page fails bbolt's page assertions or faults). For small
+// bbolt files that another library maps unchecked, such as Bleve's root.bolt: a page
+// pointer flipped there otherwise panics or faults in Bleve's own goroutines, where nothing
+// can recover it. Every failure is ErrCorrupt naming the file.
+func checkBoltFileDeep(path string) error {
+	if err := checkStoreFile(path); err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return fmt.Errorf("%w: %s", ErrLocked, path) // held by a writer: not damage
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	defer db.Close()
+	if err := walkBolt(db); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	return nil
+}
+
+// walkBolt reads every key and value of every bucket of db on the calling goroutine, and
+// returns what a damaged page made bbolt panic or fault with (nil when all read).
+func walkBolt(db *bolt.DB) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("reading its pages panicked: %v", p)
+		}
+	}()
+	var walk func(b *bolt.Bucket) error
+	walk = func(b *bolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				if sub := b.Bucket(k); sub != nil {
+					return walk(sub)
+				}
+			}
+			return nil
+		})
+	}
+	return db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) })
+	})
+}
