@@ -182,88 +182,103 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 }
 
 // checkCollection checks (and with repair rebuilds) the derived indexes of s, holding the
-// writer lock so that no write changes the store of record meanwhile.
+// writer lock so that no write changes the store of record meanwhile: first as they are on
+// disk (when they are not open), then open, then rebuilt where they disagree.
 func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	kinds := m.kinds()
-	checks := make([]IndexCheck, len(kinds))
-	applies := make([]bool, len(kinds))
-	s.mu.RLock()
-	wasOpen := s.indexes != nil
-	s.mu.RUnlock() // only writers open indexes, and this holds the writer lock
 	ids, err := m.checkSampleIDs(s.name)
 	if err != nil {
 		return nil, err
 	}
-	// The indexes on disk as they are, before opening catches them up or rebuilds them.
-	if !wasOpen {
-		s.mu.Lock()
-		for i, k := range kinds {
-			checks[i] = IndexCheck{Collection: s.name, Index: k.name}
-			m.checkOnDisk(s, k, ids, &checks[i])
-		}
-		s.bm25, s.vec = nil, nil // set by the kinds' open, closed again
-		s.mu.Unlock()
-	}
+	checks := m.checkAllOnDisk(s, ids)
 	unlock, err := m.lockOpen(s)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	var out []IndexCheck
-	for i, k := range kinds {
-		ix := s.indexes[i]
-		if ix == nil {
+	for i, k := range m.kinds() {
+		if s.indexes[i] == nil {
 			continue // the kind does not apply (vectors without an embedder)
 		}
-		applies[i] = true
 		c := &checks[i]
-		c.Collection, c.Index = s.name, k.name
-		// Problems found on disk that opening got past: rebuilt (on disk, or in memory for
-		// a read-only store) or caught up.
-		onDisk := c.Problems
-		c.Problems = nil
-		live := IndexCheck{}
-		if err := m.checkLive(s, k, ix, ids, &live); err != nil {
+		if err := m.checkOpened(s, k, s.indexes[i], ids, c); err != nil {
 			return nil, err
 		}
-		c.Count, c.Seq, c.StoreUnits, c.StoreSeq = live.Count, live.Seq, live.StoreUnits, live.StoreSeq
-		if c.SampleSkipped == "" || live.SampleSkipped != "" {
-			c.Sampled, c.Missing, c.SampleSkipped = live.Sampled, live.Missing, live.SampleSkipped
-		}
-		c.Problems = append(onDisk, live.Problems...)
-		if len(onDisk) > 0 && len(live.Problems) == 0 {
-			if m.opts.ReadOnly {
-				c.Notes = append(c.Notes, "rebuilt in memory for this process only: run check --repair")
-			} else {
-				c.Repaired = true
-				c.Notes = append(c.Notes, "rebuilt from the store of record when opened")
+		if repair && len(c.Problems) > 0 && !c.Repaired {
+			if err := m.repairChecked(s, i, k, ids, c); err != nil {
+				return nil, err
 			}
 		}
-		if !repair || len(c.Problems) == 0 || c.Repaired {
-			continue
-		}
-		if err := m.rebuildIndex(s, i); err != nil {
-			return nil, fmt.Errorf("rebuilding its %s index: %w", k.name, err)
-		}
-		again := IndexCheck{}
-		if err := m.checkLive(s, k, s.indexes[i], ids, &again); err != nil {
-			return nil, err
-		}
-		// The figures are the rebuilt index's; Problems keep what disagreed.
-		c.Repaired = len(again.Problems) == 0
-		c.Count, c.Seq, c.Sampled, c.Missing, c.SampleSkipped = again.Count, again.Seq, again.Sampled, again.Missing, again.SampleSkipped
-		if !c.Repaired {
-			c.Problems = append(c.Problems, "still disagrees after the rebuild: "+strings.Join(again.Problems, "; "))
-		}
-	}
-	for i := range kinds {
-		if applies[i] {
-			out = append(out, checks[i])
-		}
+		out = append(out, *c)
 	}
 	return out, nil
+}
+
+// checkAllOnDisk checks every kind of index of s as it is on disk, before opening catches
+// it up or rebuilds it; nothing when the indexes are open already (only writers open
+// them, and the caller holds the writer lock). One entry per kind, in Memory.kinds order.
+func (m *Memory) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
+	kinds := m.kinds()
+	checks := make([]IndexCheck, len(kinds))
+	for i, k := range kinds {
+		checks[i] = IndexCheck{Collection: s.name, Index: k.name}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.indexes != nil {
+		return checks
+	}
+	for i, k := range kinds {
+		m.checkOnDisk(s, k, ids, &checks[i])
+	}
+	s.bm25, s.vec = nil, nil // set by the kinds' open, closed again
+	return checks
+}
+
+// checkOpened checks the open index ix of kind k against the store of record, into c,
+// which holds what was found on disk: problems that opening got past (a rebuild, on disk
+// or in memory for a read-only store) are kept, and said to be repaired when the writable
+// open rebuilt the index.
+func (m *Memory) checkOpened(s *colState, k derivedKind, ix derivedIndex, ids []string, c *IndexCheck) error {
+	onDisk := c.Problems
+	live := IndexCheck{}
+	if err := m.checkLive(s, k, ix, ids, &live); err != nil {
+		return err
+	}
+	c.Count, c.Seq, c.StoreUnits, c.StoreSeq = live.Count, live.Seq, live.StoreUnits, live.StoreSeq
+	if c.SampleSkipped == "" || live.SampleSkipped != "" {
+		c.Sampled, c.Missing, c.SampleSkipped = live.Sampled, live.Missing, live.SampleSkipped
+	}
+	c.Problems = append(onDisk, live.Problems...)
+	if len(onDisk) > 0 && len(live.Problems) == 0 {
+		if m.opts.ReadOnly {
+			c.Notes = append(c.Notes, "rebuilt in memory for this process only: run check --repair")
+		} else {
+			c.Repaired = true
+			c.Notes = append(c.Notes, "rebuilt from the store of record when opened")
+		}
+	}
+	return nil
+}
+
+// repairChecked rebuilds index i of s (kind k), which c found disagreeing, and checks it
+// again: c's figures become the rebuilt index's, its Problems keep what disagreed.
+func (m *Memory) repairChecked(s *colState, i int, k derivedKind, ids []string, c *IndexCheck) error {
+	if err := m.rebuildIndex(s, i); err != nil {
+		return fmt.Errorf("rebuilding its %s index: %w", k.name, err)
+	}
+	again := IndexCheck{}
+	if err := m.checkLive(s, k, s.indexes[i], ids, &again); err != nil {
+		return err
+	}
+	c.Repaired = len(again.Problems) == 0
+	c.Count, c.Seq, c.Sampled, c.Missing, c.SampleSkipped = again.Count, again.Seq, again.Sampled, again.Missing, again.SampleSkipped
+	if !c.Repaired {
+		c.Problems = append(c.Problems, "still disagrees after the rebuild: "+strings.Join(again.Problems, "; "))
+	}
+	return nil
 }
 
 // rebuildIndex rebuilds index i of s from the store of record (the caller holds the
