@@ -506,63 +506,72 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 	if e := m.man.Embedder; e != nil {
 		dim = e.Dim
 	}
-	docs, units, vecs, bad := 0, 0, 0, 0
-	err := m.view(func(tx *bolt.Tx) error {
+	var t storeTally
+	if err := m.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, s.name, false)
 		if err != nil || b == nil {
 			return err
 		}
-		vb := b.Bucket(bkVecs)
-		cur := b.Bucket(bkDocs).Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			docs++
-			r, err := decodeRecord(string(k), v)
-			if err != nil {
-				if bad++; bad <= 3 {
-					c.Problems = append(c.Problems, oneLine(err))
-				}
-				continue
-			}
-			for _, u := range r.unitIDs(string(k)) {
-				units++
-				if dim == 0 {
-					continue
-				}
-				raw := vb.Get([]byte(u))
-				switch {
-				case raw == nil:
-					if bad++; bad <= 3 {
-						c.Problems = append(c.Problems, fmt.Sprintf("index id %q has no vector", u))
-					}
-				default:
-					if v, err := decodeVec(raw); err != nil || len(v) != dim {
-						if bad++; bad <= 3 {
-							c.Problems = append(c.Problems, fmt.Sprintf("the vector of %q is damaged (%d values, want %d; %v)", u, len(v), dim, err))
-						}
-					}
-				}
-			}
-		}
-		vecs = vb.Stats().KeyN
+		t.collection(b, dim)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return c, err
 	}
-	c.StoreUnits, c.Count = units, units
-	if bad > 3 {
-		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", bad))
+	c.StoreUnits, c.Count, c.Problems = t.units, t.units, t.problems
+	if t.bad > len(t.problems) {
+		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", t.bad))
 	}
-	if docs != ndocs || units != nunits {
-		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", docs, units, ndocs, nunits))
+	if t.docs != ndocs || t.units != nunits {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", t.docs, t.units, ndocs, nunits))
 	}
-	if dim > 0 && vecs != units {
-		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", vecs, units))
+	if dim > 0 && t.vecs != t.units {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.vecs, t.units))
 	}
 	if len(c.Problems) > 0 {
 		c.Notes = append(c.Notes, "the store of record itself is damaged: restore store.db from a backup")
 	}
 	return c, nil
+}
+
+// storeTally is what checkStore counts of a collection, with the first damage it found.
+type storeTally struct {
+	docs, units, vecs, bad int
+	problems               []string // the first three
+}
+
+// damaged counts one damaged record or vector, keeping the first three descriptions.
+func (t *storeTally) damaged(format string, args ...any) {
+	if t.bad++; t.bad <= 3 {
+		t.problems = append(t.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// collection reads every record of collection bucket b and, with dim > 0 (an embedder
+// recorded), the vector of each of its index ids.
+func (t *storeTally) collection(b *bolt.Bucket, dim int) {
+	vb := b.Bucket(bkVecs)
+	cur := b.Bucket(bkDocs).Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		t.docs++
+		r, err := decodeRecord(string(k), v)
+		if err != nil {
+			t.damaged("%s", oneLine(err))
+			continue
+		}
+		for _, u := range r.unitIDs(string(k)) {
+			t.units++
+			if dim == 0 {
+				continue
+			}
+			raw := vb.Get([]byte(u))
+			if raw == nil {
+				t.damaged("index id %q has no vector", u)
+			} else if v, err := decodeVec(raw); err != nil || len(v) != dim {
+				t.damaged("the vector of %q is damaged (%d values, want %d; %v)", u, len(v), dim, err)
+			}
+		}
+	}
+	t.vecs = vb.Stats().KeyN
 }
 
 // checkBolt runs bbolt's own consistency check of store.db (every page reachable
