@@ -103,20 +103,7 @@ func sameTokens(a, b analysis.TokenStream) bool {
 
 // BenchmarkAnalyzer compares Bleve's English analyzer with the cached one on SciFact text.
 func BenchmarkAnalyzer(b *testing.B) {
-	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
-	if err != nil {
-		b.Skip(err)
-	}
-	defer f.Close()
-	var texts [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() && len(texts) < 1000 {
-		var d struct{ Title, Text string }
-		if json.Unmarshal(sc.Bytes(), &d) == nil {
-			texts = append(texts, []byte(d.Title+"\n"+d.Text))
-		}
-	}
+	texts := scifactTexts(b, 1000)
 	ref, _ := registry.NewCache().AnalyzerNamed(en.AnalyzerName)
 	for _, c := range []struct {
 		name string
@@ -135,20 +122,7 @@ func BenchmarkAnalyzer(b *testing.B) {
 // BenchmarkAnalyzerParallel analyses SciFact text on GOMAXPROCS goroutines, as Bleve's
 // analysis workers do while indexing.
 func BenchmarkAnalyzerParallel(b *testing.B) {
-	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
-	if err != nil {
-		b.Skip(err)
-	}
-	defer f.Close()
-	var texts [][]byte
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
-		var d struct{ Title, Text string }
-		if json.Unmarshal(sc.Bytes(), &d) == nil {
-			texts = append(texts, []byte(d.Title+"\n"+d.Text))
-		}
-	}
+	texts := scifactTexts(b, -1)
 	ref, _ := registry.NewCache().AnalyzerNamed(en.AnalyzerName)
 	for _, c := range []struct {
 		name string
@@ -164,4 +138,24 @@ func BenchmarkAnalyzerParallel(b *testing.B) {
 			})
 		})
 	}
+}
+
+// scifactTexts reads up to limit (< 0: all) SciFact documents as title + text; it skips
+// the benchmark when ../shared is not there.
+func scifactTexts(b *testing.B, limit int) [][]byte {
+	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
+	if err != nil {
+		b.Skip(err)
+	}
+	defer f.Close()
+	var texts [][]byte
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() && (limit < 0 || len(texts) < limit) {
+		var d struct{ Title, Text string }
+		if json.Unmarshal(sc.Bytes(), &d) == nil {
+			texts = append(texts, []byte(d.Title+"\n"+d.Text))
+		}
+	}
+	return texts
 }
