@@ -307,7 +307,7 @@ func openBM25Derived(m *Memory, s *colState, dir string) (derivedIndex, error) {
 		// Bleve maps root.bolt unchecked and its background goroutines fault on a page past
 		// the end of a truncated one: check its meta pages first, as store.db's.
 		if rb := filepath.Join(dir, "store", "root.bolt"); fileExists(rb) {
-			if err := checkStoreFile(rb); err != nil {
+			if err := checkBoltFileDeep(rb); err != nil {
 				return nil, err
 			}
 		}

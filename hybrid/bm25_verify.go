@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // Zap checks nothing when it opens a segment, and a flipped byte in a postings list can
@@ -35,10 +34,7 @@ type fileID struct {
 
 func idOf(fi fs.FileInfo) fileID {
 	id := fileID{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.Ctime = st.Ctim.Sec*1e9 + st.Ctim.Nsec
-		id.Ino = st.Ino
-	}
+	id.Ctime, id.Ino = changeTimeInode(fi) // where the system gives them (fileid_*.go)
 	return id
 }
 
