@@ -136,7 +136,11 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 // counts were persisted, once, and persists them.
 func (m *Memory) countCollection(s *colState) error {
 	m.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", s.name)
-	return m.update(func(tx *bolt.Tx) error {
+	txn := m.update
+	if m.opts.ReadOnly {
+		txn = m.view // counted for this process only: a read-only store writes nothing
+	}
+	return txn(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, s.name, false)
 		if err != nil || b == nil {
 			return err
@@ -159,6 +163,9 @@ func (m *Memory) countCollection(s *colState) error {
 		}
 		info := b.Bucket(bkInfo)
 		s.ndocs, s.units = docs, units
+		if !tx.Writable() {
+			return nil
+		}
 		if err := info.Put(keyDocN, u64b(uint64(docs))); err != nil {
 			return err
 		}

@@ -114,6 +114,20 @@ func TestCountsOfOldStore(t *testing.T) {
 	if _, _, ok := persistedCounts(t, dir, DefaultCollection); ok {
 		t.Fatal("count keys not removed")
 	}
+	// A read-only open counts for itself and writes nothing.
+	ro, err := Open(dir, ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ro.Count() != 2 || ro.Collection("side").Count() != 1 {
+		t.Fatalf("read-only: Count %d, side %d", ro.Count(), ro.Collection("side").Count())
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := persistedCounts(t, dir, DefaultCollection); ok {
+		t.Fatal("a read-only open persisted counts")
+	}
 	m2 := openT(t, dir)
 	if m2.Count() != 2 || m2.Collection("side").Count() != 1 {
 		t.Fatalf("Count %d, side %d", m2.Count(), m2.Collection("side").Count())
