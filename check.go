@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime/debug"
 	"strings"
 
 	"github.com/agentmem/memory/vectorstore"
@@ -302,16 +300,7 @@ func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexC
 		}
 		return
 	}
-	if k.name == bm25Dir {
-		// Bleve maps root.bolt unchecked: read every page of it here first.
-		if rb := filepath.Join(dir, "store", "root.bolt"); fileExists(rb) {
-			if err := checkBoltFileDeep(rb); err != nil {
-				c.Problems = append(c.Problems, "cannot be opened: "+oneLine(err))
-				return
-			}
-		}
-	}
-	var ix derivedIndex
+	var ix derivedIndex // the BM25 kind checks root.bolt and the segments before Bleve maps them
 	err := guard(k.name+" open", func() error {
 		var err error
 		ix, err = k.open(m, s, dir)
@@ -363,42 +352,25 @@ func (m *Memory) checkLive(s *colState, k derivedKind, ix derivedIndex, ids []st
 		c.StoreUnits = n
 	}
 	return guard(k.name+" check", func() error {
-		c.Seq = ix.Seq()
-		if c.Seq != 0 && c.Seq != s.lastSeq {
-			c.Problems = append(c.Problems, fmt.Sprintf("index at change %d, the store of record at %d", c.Seq, s.lastSeq))
-		}
-		n, err := ix.Count()
-		if err != nil {
-			c.Problems = append(c.Problems, "cannot count its ids: "+oneLine(err))
-		} else {
-			c.Count = n
-			if n != c.StoreUnits {
-				c.Problems = append(c.Problems, fmt.Sprintf("holds %d ids, the store of record %d", n, c.StoreUnits))
-			}
-		}
 		ch, ok := ix.(idChecker)
-		if vd, isVec := ix.(*vectorDerived); !ok && isVec {
+		if vd, isVec := ix.(*vectorDerived); isVec {
+			// A vector index cannot list its ids: each sampled id's stored vector is searched
+			// for (vectorDerived.Missing probes only a persisted index, and only a few ids).
 			ch, ok = vectorProbe{m: m, col: s.name, ix: vd.ix}, true
 			ids = ids[:min(len(ids), vectorSample)]
 		}
 		switch {
 		case !ok:
-			c.SampleSkipped = "this index cannot look ids up"
-			return nil
+			c.SampleSkipped, ch = "this index cannot look ids up", nil
 		case len(ids) == 0:
-			c.SampleSkipped = "no stored ids"
-			return nil
+			c.SampleSkipped, ch = "no stored ids", nil
 		}
-		missing, err := ch.Missing(ids)
-		if err != nil {
-			c.Problems = append(c.Problems, "cannot look ids up: "+oneLine(err))
-			return nil
+		r := compareDerived(s, ix, c.StoreUnits, ch, ids)
+		c.Seq, c.Sampled, c.Problems = r.seq, r.sampled, append(c.Problems, r.problems...)
+		if r.count >= 0 {
+			c.Count = r.count
 		}
-		c.Sampled = len(ids)
-		if len(missing) > 0 {
-			c.Problems = append(c.Problems, fmt.Sprintf("lacks %d of %d sampled ids", len(missing), len(ids)))
-			c.Missing = missing[:min(len(missing), 10)]
-		}
+		c.Missing = r.missing[:min(len(r.missing), 10)]
 		return nil
 	})
 }
@@ -603,7 +575,6 @@ func (m *Memory) checkBolt() (IndexCheck, error) {
 // guardCheck runs a check of the store of record; a panic or fault reading a damaged page
 // is a finding (ErrCorrupt in the entry), not a crash.
 func guardCheck(col, index string, fn func() (IndexCheck, error)) (c IndexCheck, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	perr := guard("check", func() error {
 		c, err = fn()
 		return nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
@@ -99,7 +100,7 @@ func guard(what string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %s: panic: %v\n%s", ErrCorrupt, what, p, debug.Stack())
+			err = fmt.Errorf("%w: %s: panic: %v", ErrCorrupt, what, p)
 		}
 	}()
 	return fn()
@@ -197,40 +198,71 @@ var errNeedsRebuild = errors.New("the change log does not reach back to the inde
 // sampleSize is how many stored ids open-time verification looks up in each index.
 const sampleSize = 16
 
-// verifyDerived checks an index against the store of record: its sequence number and,
-// when full, its number of index ids and (when it can tell) a sample of stored ids.
+// verifyDerived checks an index against the store of record (compareDerived): its
+// sequence number and, when full, its number of index ids and (when it can tell) a sample of
+// stored ids. What disagrees is an error wrapping ErrCorrupt.
 func (m *Memory) verifyDerived(s *colState, ix derivedIndex, full bool) error {
 	return guard("verify", func() error {
-		if seq := ix.Seq(); seq != 0 && seq != s.lastSeq {
-			return fmt.Errorf("%w: index at change %d, store at %d", ErrCorrupt, seq, s.lastSeq)
+		want, ch, ids := -1, idChecker(nil), []string(nil)
+		if full {
+			want = s.units
+			if c, ok := ix.(idChecker); ok && s.units > 0 {
+				var err error
+				if ids, err = m.sampleUnits(s.name, sampleSize); err != nil {
+					return err
+				}
+				ch = c
+			}
 		}
-		if !full {
-			return nil
-		}
-		n, err := ix.Count()
-		if err != nil {
-			return err
-		}
-		if n != s.units {
-			return fmt.Errorf("%w: index holds %d ids, the store %d", ErrCorrupt, n, s.units)
-		}
-		c, ok := ix.(idChecker)
-		if !ok || s.units == 0 {
-			return nil
-		}
-		ids, err := m.sampleUnits(s.name, sampleSize)
-		if err != nil {
-			return err
-		}
-		missing, err := c.Missing(ids)
-		if err != nil {
-			return err
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("%w: index lacks %d of %d sampled ids (e.g. %q)", ErrCorrupt, len(missing), len(ids), missing[0])
+		if c := compareDerived(s, ix, want, ch, ids); len(c.problems) > 0 {
+			return fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(c.problems, "; "))
 		}
 		return nil
 	})
+}
+
+// comparison is what a derived index says against the store of record.
+type comparison struct {
+	seq      uint64   // the change it reflects
+	count    int      // the ids it holds (-1: not counted)
+	sampled  int      // sampled ids looked up
+	missing  []string // sampled ids it lacks
+	problems []string // what disagrees, in words
+}
+
+// compareDerived compares index ix of collection s with the store of record: the change
+// it reflects with s's last, the ids it holds with want (< 0: not counted) and, through ch
+// (nil: not sampled), the stored ids ids. Verification on open and memory check share it.
+func compareDerived(s *colState, ix derivedIndex, want int, ch idChecker, ids []string) comparison {
+	c := comparison{seq: ix.Seq(), count: -1}
+	if c.seq != 0 && c.seq != s.lastSeq {
+		c.problems = append(c.problems, fmt.Sprintf("index at change %d, the store of record at %d", c.seq, s.lastSeq))
+	}
+	if want >= 0 {
+		n, err := ix.Count()
+		switch {
+		case err != nil:
+			c.problems = append(c.problems, "cannot count its ids: "+oneLine(err))
+		case n != want:
+			c.problems = append(c.problems, fmt.Sprintf("holds %d ids, the store of record %d", n, want))
+		}
+		if err == nil {
+			c.count = n
+		}
+	}
+	if ch == nil || len(ids) == 0 {
+		return c
+	}
+	missing, err := ch.Missing(ids)
+	if err != nil {
+		c.problems = append(c.problems, "cannot look ids up: "+oneLine(err))
+		return c
+	}
+	c.sampled, c.missing = len(ids), missing
+	if len(missing) > 0 {
+		c.problems = append(c.problems, fmt.Sprintf("lacks %d of %d sampled ids (e.g. %q)", len(missing), len(ids), missing[0]))
+	}
+	return c
 }
 
 // sampleUnits returns up to n index ids of stored documents, spread over the id space (the

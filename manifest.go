@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -271,6 +270,9 @@ func checkBoltFileDeep(path string) error {
 	}
 	defer db.Close()
 	if err := walkBolt(db); err != nil {
+		if errors.Is(err, ErrCorrupt) { // a panic or fault: guard named it
+			return fmt.Errorf("%s: %w", path, err)
+		}
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 	}
 	return nil
@@ -278,13 +280,7 @@ func checkBoltFileDeep(path string) error {
 
 // walkBolt reads every key and value of every bucket of db on the calling goroutine, and
 // returns what a damaged page made bbolt panic or fault with (nil when all read).
-func walkBolt(db *bolt.DB) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("reading its pages panicked: %v", p)
-		}
-	}()
+func walkBolt(db *bolt.DB) error {
 	var walk func(b *bolt.Bucket) error
 	walk = func(b *bolt.Bucket) error {
 		return b.ForEach(func(k, v []byte) error {
@@ -296,7 +292,9 @@ func walkBolt(db *bolt.DB) (err error) {
 			return nil
 		})
 	}
-	return db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) })
+	return guard("reading its pages", func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			return tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) })
+		})
 	})
 }

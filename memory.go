@@ -49,7 +49,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -206,15 +205,13 @@ func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 	return Open(dir, opts...)
 }
 
-func (m *Memory) open() (err error) {
-	// A damaged store.db can make bbolt panic, or fault on a page past the end of its
-	// mapping: both become ErrCorrupt instead of a crash (the fault only on this goroutine).
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %s: opening the store panicked: %v", ErrCorrupt, m.dir, p)
-		}
-	}()
+// open opens or creates the store in m.dir. A damaged store.db can make bbolt panic, or
+// fault on a page past the end of its mapping: both become ErrCorrupt (guard).
+func (m *Memory) open() error {
+	return guard("opening "+m.dir, m.openStore)
+}
+
+func (m *Memory) openStore() error {
 	dbPath := filepath.Join(m.dir, dbName)
 	if m.opts.ReadOnly {
 		if err := m.checkReadOnlyDir(); err != nil {
