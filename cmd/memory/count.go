@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/agentmem/memory"
 	"io"
 )
 
@@ -27,7 +26,7 @@ func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return errUsage
 	}
-	m, c, err := sf.openCollection(*col, stderr, memory.ReadOnly()) // readers share the store
+	m, c, err := sf.readCollection(*col, stderr)
 	if err != nil {
 		return err
 	}

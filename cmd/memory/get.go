@@ -33,7 +33,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return errUsage
 	}
-	m, c, err := sf.openCollection(*col, stderr, memory.ReadOnly()) // readers share the store
+	m, c, err := sf.readCollection(*col, stderr)
 	if err != nil {
 		return err
 	}

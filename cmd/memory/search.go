@@ -61,7 +61,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *rerankTop > 0 {
 		opts = append(opts, memory.WithRerank(*rerankTop))
 	}
-	m, c, err := sf.openCollection(*col, stderr, memory.ReadOnly()) // readers share the store
+	m, c, err := sf.readCollection(*col, stderr)
 	if err != nil {
 		return err
 	}

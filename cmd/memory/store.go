@@ -148,6 +148,12 @@ func cliHint(err error) error {
 	return err
 }
 
+// readCollection is openCollection for the commands that only read (search, get, count):
+// the store is opened read-only, so any number of them share it while no writer has it.
+func (sf *storeFlags) readCollection(name string, stderr io.Writer) (*memory.Memory, *memory.Collection, error) {
+	return sf.openCollection(name, stderr, memory.ReadOnly())
+}
+
 // openCollection opens the existing store of the flags and its existing collection name,
 // for the commands that work on one collection; on an error nothing is left open.
 func (sf *storeFlags) openCollection(name string, stderr io.Writer, extra ...memory.Option) (*memory.Memory, *memory.Collection, error) {
