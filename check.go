@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // checkSample is how many stored ids Check looks up in each index that can tell.
@@ -157,7 +157,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		if s == nil {
 			continue
 		}
-		sc, err := guardCheck(s.name, "store", func() (IndexCheck, error) {
+		sc, err := guardCheck(s.Name, "store", func() (IndexCheck, error) {
 			m.wmu.Lock() // no write between the records read and the counters they are held to
 			defer m.wmu.Unlock()
 			return m.checkStore(s)
@@ -185,7 +185,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	ids, err := m.checkSampleIDs(s.name)
+	ids, err := m.checkSampleIDs(s.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -197,11 +197,11 @@ func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error)
 	defer unlock()
 	var out []IndexCheck
 	for i, k := range m.kinds() {
-		if s.indexes[i] == nil {
+		if s.Indexes[i] == nil {
 			continue // the kind does not apply (vectors without an embedder)
 		}
 		c := &checks[i]
-		if err := m.checkOpened(s, k, s.indexes[i], ids, c); err != nil {
+		if err := m.checkOpened(s, k, s.Indexes[i], ids, c); err != nil {
 			return nil, err
 		}
 		if repair && len(c.Problems) > 0 && !c.Repaired {
@@ -221,11 +221,11 @@ func (m *Memory) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 	kinds := m.kinds()
 	checks := make([]IndexCheck, len(kinds))
 	for i, k := range kinds {
-		checks[i] = IndexCheck{Collection: s.name, Index: k.name}
+		checks[i] = IndexCheck{Collection: s.Name, Index: k.name}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.indexes != nil {
+	if s.Indexes != nil {
 		return checks
 	}
 	for i, k := range kinds {
@@ -239,7 +239,7 @@ func (m *Memory) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 // which holds what was found on disk: problems that opening got past (a rebuild, on disk
 // or in memory for a read-only store) are kept, and said to be repaired when the writable
 // open rebuilt the index.
-func (m *Memory) checkOpened(s *colState, k derivedKind, ix derivedIndex, ids []string, c *IndexCheck) error {
+func (m *Memory) checkOpened(s *colState, k derivedKind, ix store.Index, ids []string, c *IndexCheck) error {
 	onDisk := c.Problems
 	live := IndexCheck{}
 	if err := m.checkLive(s, k, ix, ids, &live); err != nil {
@@ -268,7 +268,7 @@ func (m *Memory) repairChecked(s *colState, i int, k derivedKind, ids []string, 
 		return fmt.Errorf("rebuilding its %s index: %w", k.name, err)
 	}
 	again := IndexCheck{}
-	if err := m.checkLive(s, k, s.indexes[i], ids, &again); err != nil {
+	if err := m.checkLive(s, k, s.Indexes[i], ids, &again); err != nil {
 		return err
 	}
 	c.Repaired = len(again.Problems) == 0
@@ -282,26 +282,26 @@ func (m *Memory) repairChecked(s *colState, i int, k derivedKind, ids []string, 
 // rebuildIndex rebuilds index i of s from the store of record (the caller holds the
 // writer lock and s.mu, with the indexes open). Check's one way into the rebuild path.
 func (m *Memory) rebuildIndex(s *colState, i int) error {
-	m.log.Warn("memory: check: rebuilding a derived index from the store of record", "collection", s.name, "index", m.kinds()[i].name)
-	return m.repairDerived(s, i)
+	m.log.Warn("memory: check: rebuilding a derived index from the store of record", "collection", s.Name, "index", m.kinds()[i].name)
+	return m.db.RepairIndex(&s.Collection, i)
 }
 
 // checkOnDisk checks collection s's index of kind k as its files are, when it persists
 // itself (BM25; a FAISS index with a directory). An index that does not persist is loaded
 // from the store of record on open, so there is nothing to check before that.
 func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexCheck) {
-	dir := m.derivedDir(k, s.name)
+	dir := m.derivedDir(k, s.Name)
 	if dir == "" {
 		return
 	}
 	if _, err := os.Stat(dir); err != nil {
-		if s.units > 0 && k.name == bm25Dir {
+		if s.Units > 0 && k.name == bm25Dir {
 			c.Problems = append(c.Problems, "missing on disk")
 		}
 		return
 	}
-	var ix derivedIndex // the BM25 kind checks root.bolt and the segments before Bleve maps them
-	err := guard(k.name+" open", func() error {
+	var ix store.Index // the BM25 kind checks root.bolt and the segments before Bleve maps them
+	err := store.Guard(k.name+" open", func() error {
 		var err error
 		ix, err = k.open(m, s, dir)
 		return err
@@ -313,17 +313,17 @@ func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexC
 	if ix == nil {
 		return
 	}
-	defer guard(k.name+" close", ix.Close)
+	defer store.Guard(k.name+" close", ix.Close)
 	seq := ix.Seq()
 	switch {
 	case seq == 0 && k.name != bm25Dir:
 		return // not persisted (loaded on open)
-	case seq > s.lastSeq:
-		c.Problems = append(c.Problems, fmt.Sprintf("reflects change %d, after the store of record's last (%d)", seq, s.lastSeq))
+	case seq > s.LastSeq:
+		c.Problems = append(c.Problems, fmt.Sprintf("reflects change %d, after the store of record's last (%d)", seq, s.LastSeq))
 		return
-	case seq < s.lastSeq:
-		if seq < s.trimmed || seq == 0 {
-			c.Notes = append(c.Notes, fmt.Sprintf("on disk at change %d, before the change log (from %d): rebuilt on open", seq, s.trimmed))
+	case seq < s.LastSeq:
+		if seq < s.Trimmed || seq == 0 {
+			c.Notes = append(c.Notes, fmt.Sprintf("on disk at change %d, before the change log (from %d): rebuilt on open", seq, s.Trimmed))
 		} else {
 			c.Notes = append(c.Notes, fmt.Sprintf("on disk at change %d: caught up from the change log on open", seq))
 		}
@@ -341,22 +341,22 @@ func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexC
 }
 
 // checkLive compares index ix of s (open, caught up) with the store of record.
-func (m *Memory) checkLive(s *colState, k derivedKind, ix derivedIndex, ids []string, c *IndexCheck) error {
-	c.StoreSeq = s.lastSeq
-	c.StoreUnits = s.units
+func (m *Memory) checkLive(s *colState, k derivedKind, ix store.Index, ids []string, c *IndexCheck) error {
+	c.StoreSeq = s.LastSeq
+	c.StoreUnits = s.Units
 	if k.name == vecDir {
-		n, err := m.storedVectorCount(s.name)
+		n, err := m.db.VectorCount(s.Name)
 		if err != nil {
 			return err
 		}
 		c.StoreUnits = n
 	}
-	return guard(k.name+" check", func() error {
-		ch, ok := ix.(idChecker)
+	return store.Guard(k.name+" check", func() error {
+		ch, ok := ix.(store.IDChecker)
 		if vd, isVec := ix.(*vectorDerived); isVec {
 			// A vector index cannot list its ids: each sampled id's stored vector is searched
 			// for (vectorDerived.Missing probes only a persisted index, and only a few ids).
-			ch, ok = vectorProbe{m: m, col: s.name, ix: vd.ix}, true
+			ch, ok = vectorProbe{m: m, col: s.Name, ix: vd.ix}, true
 			ids = ids[:min(len(ids), vectorSample)]
 		}
 		switch {
@@ -365,56 +365,20 @@ func (m *Memory) checkLive(s *colState, k derivedKind, ix derivedIndex, ids []st
 		case len(ids) == 0:
 			c.SampleSkipped, ch = "no stored ids", nil
 		}
-		r := compareDerived(s, ix, c.StoreUnits, ch, ids)
-		c.Seq, c.Sampled, c.Problems = r.seq, r.sampled, append(c.Problems, r.problems...)
-		if r.count >= 0 {
-			c.Count = r.count
+		r := store.Compare(&s.Collection, ix, c.StoreUnits, ch, ids)
+		c.Seq, c.Sampled, c.Problems = r.Seq, r.Sampled, append(c.Problems, r.Problems...)
+		if r.Count >= 0 {
+			c.Count = r.Count
 		}
-		c.Missing = r.missing[:min(len(r.missing), 10)]
+		c.Missing = r.Missing[:min(len(r.Missing), 10)]
 		return nil
 	})
 }
 
 // checkSampleIDs returns the index ids of up to checkSample documents of collection col,
-// taken at even steps over its docs bucket (deterministic for a given store).
+// taken at even steps over its documents (deterministic for a given store).
 func (m *Memory) checkSampleIDs(col string) ([]string, error) {
-	var out []string
-	err := m.view(func(tx *bolt.Tx) error {
-		docs := docsBucket(tx, col)
-		if docs == nil {
-			return nil
-		}
-		n := docs.Stats().KeyN
-		step := max(1, n/checkSample)
-		cur := docs.Cursor()
-		i := 0
-		for k, v := cur.First(); k != nil && len(out) < 4*checkSample; k, v = cur.Next() {
-			if i%step == 0 {
-				r, err := decodeMeta(string(k), v)
-				if err != nil {
-					return err
-				}
-				out = append(out, r.unitIDs(string(k))...)
-			}
-			i++
-		}
-		return nil
-	})
-	return out, err
-}
-
-// storedVectorCount is how many vectors collection col stores.
-func (m *Memory) storedVectorCount(col string) (int, error) {
-	n := 0
-	err := m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, col, false)
-		if err != nil || b == nil {
-			return err
-		}
-		n = b.Bucket(bkVecs).Stats().KeyN
-		return nil
-	})
-	return n, err
+	return m.db.StepSample(col, checkSample)
 }
 
 // oneLine is err's message up to its first line break (a recovered panic carries its
@@ -439,7 +403,7 @@ type vectorProbe struct {
 func (p vectorProbe) Missing(ids []string) ([]string, error) {
 	var missing []string
 	for _, id := range ids {
-		v, err := p.m.vector(p.col, id)
+		v, err := p.m.db.Vector(p.col, id)
 		if err != nil {
 			return nil, err
 		}
@@ -471,33 +435,26 @@ func (p vectorProbe) Missing(ids []string) ([]string, error) {
 // vector of its dimension. Damage found here cannot be repaired from anything else.
 func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 	s.mu.RLock()
-	lastSeq, ndocs, nunits := s.lastSeq, s.ndocs, s.units
+	lastSeq, ndocs, nunits := s.LastSeq, s.Docs, s.Units
 	s.mu.RUnlock()
-	c := IndexCheck{Collection: s.name, Index: "store", StoreSeq: lastSeq, Seq: lastSeq, SampleSkipped: "every record read"}
+	c := IndexCheck{Collection: s.Name, Index: "store", StoreSeq: lastSeq, Seq: lastSeq, SampleSkipped: "every record read"}
 	dim := 0
 	if e := m.man.Embedder; e != nil {
 		dim = e.Dim
 	}
-	var t storeTally
-	if err := m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, s.name, false)
-		if err != nil || b == nil {
-			return err
-		}
-		t.collection(b, dim)
-		return nil
-	}); err != nil {
+	t, err := m.db.Tally(s.Name, dim)
+	if err != nil {
 		return c, err
 	}
-	c.StoreUnits, c.Count, c.Problems = t.units, t.units, t.problems
-	if t.bad > len(t.problems) {
-		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", t.bad))
+	c.StoreUnits, c.Count, c.Problems = t.Units, t.Units, t.Problems
+	if t.Damaged > len(t.Problems) {
+		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", t.Damaged))
 	}
-	if t.docs != ndocs || t.units != nunits {
-		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", t.docs, t.units, ndocs, nunits))
+	if t.Docs != ndocs || t.Units != nunits {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", t.Docs, t.Units, ndocs, nunits))
 	}
-	if dim > 0 && t.vecs != t.units {
-		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.vecs, t.units))
+	if dim > 0 && t.Vectors != t.Units {
+		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.Vectors, t.Units))
 	}
 	if len(c.Problems) > 0 {
 		c.Notes = append(c.Notes, "the store of record itself is damaged: restore store.db from a backup")
@@ -505,67 +462,18 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 	return c, nil
 }
 
-// storeTally is what checkStore counts of a collection, with the first damage it found.
-type storeTally struct {
-	docs, units, vecs, bad int
-	problems               []string // the first three
-}
-
-// damaged counts one damaged record or vector, keeping the first three descriptions.
-func (t *storeTally) damaged(format string, args ...any) {
-	if t.bad++; t.bad <= 3 {
-		t.problems = append(t.problems, fmt.Sprintf(format, args...))
-	}
-}
-
-// collection reads every record of collection bucket b and, with dim > 0 (an embedder
-// recorded), the vector of each of its index ids.
-func (t *storeTally) collection(b *bolt.Bucket, dim int) {
-	vb := b.Bucket(bkVecs)
-	cur := b.Bucket(bkDocs).Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		t.docs++
-		r, err := decodeRecord(string(k), v)
-		if err != nil {
-			t.damaged("%s", oneLine(err))
-			continue
-		}
-		for _, u := range r.unitIDs(string(k)) {
-			t.units++
-			if dim == 0 {
-				continue
-			}
-			raw := vb.Get([]byte(u))
-			if raw == nil {
-				t.damaged("index id %q has no vector", u)
-			} else if v, err := decodeVec(raw); err != nil || len(v) != dim {
-				t.damaged("the vector of %q is damaged (%d values, want %d; %v)", u, len(v), dim, err)
-			}
-		}
-	}
-	t.vecs = vb.Stats().KeyN
-}
-
 // checkBolt runs bbolt's own consistency check of store.db (every page reachable
 // once, the freelist right); its findings, if any, are one report entry. The caller holds
 // the writer lock.
 func (m *Memory) checkBolt() (IndexCheck, error) {
 	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
-	// bbolt's check runs on a goroutine of its own, where a damaged page's panic or fault
-	// could not be recovered: every reachable page is read here first.
-	if err := walkBolt(m.db); err != nil {
+	found, err := m.db.Consistency(5)
+	if errors.Is(err, ErrCorrupt) { // a page that could not be read: a finding
 		c.Problems = append(c.Problems, oneLine(err))
 		c.Notes = append(c.Notes, "store.db is damaged: restore it from a backup")
 		return c, nil
 	}
-	err := m.view(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			if len(c.Problems) < 5 {
-				c.Problems = append(c.Problems, err.Error())
-			}
-		}
-		return nil
-	})
+	c.Problems = append(c.Problems, found...)
 	if len(c.Problems) > 0 {
 		c.Notes = append(c.Notes, "store.db is damaged: restore it from a backup")
 	}
@@ -575,7 +483,7 @@ func (m *Memory) checkBolt() (IndexCheck, error) {
 // guardCheck runs a check of the store of record; a panic or fault reading a damaged page
 // is a finding (ErrCorrupt in the entry), not a crash.
 func guardCheck(col, index string, fn func() (IndexCheck, error)) (c IndexCheck, err error) {
-	perr := guard("check", func() error {
+	perr := store.Guard("check", func() error {
 		c, err = fn()
 		return nil
 	})

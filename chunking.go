@@ -2,12 +2,11 @@ package memory
 
 import (
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
-	bolt "go.etcd.io/bbolt"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // ChunkOptions configure how documents are split into chunks when they are added. The zero
@@ -55,13 +54,6 @@ func (m *Memory) chunkBudgets() (prose, code int) {
 	return prose, code
 }
 
-// chunkRec is a stored chunk: the bytes [S, E) of its document's text.
-type chunkRec struct {
-	S int      `json:"s"`
-	E int      `json:"e"`
-	H []string `json:"h,omitempty"` // heading path (markdown) or qualified name (code)
-}
-
 // codeLanguage returns the chunker language of a code document ("" for prose): the
 // metadata key "language" when set, else the extension of the source.
 func codeLanguage(d *Document) string {
@@ -77,7 +69,7 @@ func codeLanguage(d *Document) string {
 }
 
 // chunkDoc returns the chunks of a document, nil when it stays one chunk.
-func (m *Memory) chunkDoc(d *Document) []chunkRec {
+func (m *Memory) chunkDoc(d *Document) []store.Chunk {
 	if m.opts.Chunking.Disabled || d.Embedding != nil {
 		return nil
 	}
@@ -111,7 +103,7 @@ func (m *Memory) chunkDoc(d *Document) []chunkRec {
 	if chunks == nil {
 		chunks = chunker.Text(d.Text, chunker.TextOptions{Budget: prose})
 	}
-	out := make([]chunkRec, 0, len(chunks))
+	out := make([]store.Chunk, 0, len(chunks))
 	for _, c := range chunks {
 		if c.Size == 0 {
 			continue // whitespace only
@@ -120,7 +112,7 @@ func (m *Memory) chunkDoc(d *Document) []chunkRec {
 		if h == nil && c.QualifiedName != "" {
 			h = []string{c.QualifiedName}
 		}
-		out = append(out, chunkRec{S: c.StartByte, E: c.EndByte, H: h})
+		out = append(out, store.Chunk{S: c.StartByte, E: c.EndByte, H: h})
 	}
 	if len(out) <= 1 {
 		return nil
@@ -140,78 +132,24 @@ func nonSpace(s string) int {
 	return n
 }
 
-// Index ids. A document of one chunk is indexed under its own id; chunk i of a chunked
-// document under id + "\x00" + i (ids may not hold NUL bytes).
-
-func unitID(parent string, i int) string { return parent + "\x00" + strconv.Itoa(i) }
-
-// splitUnit returns the document id and chunk index of an index id (-1: the whole document).
-func splitUnit(uid string) (parent string, idx int) {
-	j := strings.IndexByte(uid, 0)
-	if j < 0 {
-		return uid, -1
-	}
-	n, err := strconv.Atoi(uid[j+1:])
-	if err != nil {
-		return uid, -1
-	}
-	return uid[:j], n
-}
-
-// unitIDs lists the index ids of a stored document.
-func (r *record) unitIDs(id string) []string {
-	if r == nil {
-		return nil
-	}
-	if len(r.Chunks) == 0 {
-		return []string{id}
-	}
-	out := make([]string, len(r.Chunks))
-	for i := range r.Chunks {
-		out[i] = unitID(id, i)
-	}
-	return out
-}
-
-// unitText returns the text and heading path of chunk i (-1 or an unchunked record: all).
-func (r *record) unitText(i int) (text string, start, end int, headings []string) {
-	if i < 0 || len(r.Chunks) == 0 {
-		return r.Text, 0, len(r.Text), nil
-	}
-	c := r.Chunks[i]
-	return r.Text[c.S:c.E], c.S, c.E, c.H
-}
-
-// unitEmbedText is what the embedder sees of a chunk: title, heading path, chunk text.
-func (r *record) unitEmbedText(i int) string {
-	text, _, _, h := r.unitText(i)
+// unitEmbedText is what the embedder sees of chunk i of r: title, heading path, chunk text.
+func unitEmbedText(r *store.Record, i int) string {
+	text, _, _, h := r.UnitText(i)
 	if len(h) > 0 {
 		text = strings.Join(h, " > ") + "\n" + text
 	}
 	return embedText(r.Title, text)
 }
 
-// liveUnit finds the stored document and chunk of an index id in a docs bucket; ok is
-// false when that chunk is not live (its document is gone or has fewer chunks now).
-func liveUnit(docs *bolt.Bucket, uid string) (parent string, r *record, idx int, ok bool, err error) {
-	parent, idx = splitUnit(uid)
-	if r, err = getRecord(docs, parent); err != nil || r == nil {
-		return parent, nil, idx, false, err
-	}
-	return parent, r, idx, r.hasUnit(idx), nil
-}
-
-// hasUnit reports whether chunk idx (-1: the whole document) is one of r's index ids.
-func (r *record) hasUnit(idx int) bool {
-	if idx < 0 {
-		return len(r.Chunks) == 0
-	}
-	return idx < len(r.Chunks)
+// recordSource is a stored document's Source (its metadata "source" string).
+func recordSource(r *store.Record) string {
+	s, _ := r.Metadata[sourceKey].(string)
+	return s
 }
 
 // bm25Doc is the keyword index's view of chunk i (-1: all) of record r, index id uid.
-func bm25Doc(uid string, r *record, i int) hybrid.BM25Doc {
-	text, _, _, h := r.unitText(i)
+func bm25Doc(uid string, r *store.Record, i int) hybrid.BM25Doc {
+	text, _, _, h := r.UnitText(i)
 	if len(h) > 0 && i >= 0 {
 		// The heading path is searchable with its chunk.
 		text = strings.Join(h, " ") + "\n" + text
@@ -226,7 +164,7 @@ func bm25Doc(uid string, r *record, i int) hybrid.BM25Doc {
 func collapseList(hits []hybrid.Hit, best map[string]string) []hybrid.Hit {
 	out := hits[:0:0]
 	for _, h := range hits {
-		parent, _ := splitUnit(h.ID)
+		parent, _ := store.SplitUnit(h.ID)
 		if _, seen := best[parent]; seen {
 			continue
 		}
@@ -285,11 +223,11 @@ func bestUnit(f hybrid.Fused, bm25, dense map[string]string) string {
 }
 
 // chunkResult makes the Result of chunk ci (-1: the whole document) of document parent.
-func chunkResult(col, parent, uid string, r *record, ci int, score float64, ex Explanation) Result {
-	text, start, end, h := r.unitText(ci)
+func chunkResult(col, parent, uid string, r *store.Record, ci int, score float64, ex Explanation) Result {
+	text, start, end, h := r.UnitText(ci)
 	return Result{
 		ID: parent, Collection: col, Title: r.Title, Text: text, Metadata: cloneMeta(r.Metadata),
-		Source: r.source(), ParentID: parent, ChunkIndex: max(ci, 0), Chunks: max(1, len(r.Chunks)),
+		Source: recordSource(r), ParentID: parent, ChunkIndex: max(ci, 0), Chunks: max(1, len(r.Chunks)),
 		Start: start, End: end, Headings: h,
 		Score: score, Explain: ex, unit: uid,
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
-	bolt "go.etcd.io/bbolt"
 )
 
 var fillerWords = strings.Fields(`river stone window garden letter silver market engine harbor
@@ -66,25 +66,25 @@ func colIndexCounts(t *testing.T, c *Collection) (docs, units, bm25, vec int) {
 		vec = s.vec.Len()
 	}
 	total, ndocs := 0, 0
-	if err := c.m.forEachRecord(c.name, func(_ string, r *record) {
+	if err := c.m.forEachRecord(c.name, func(_ string, r *store.Record) {
 		total += max(1, len(r.Chunks))
 		ndocs++
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if total != s.units || ndocs != s.ndocs {
-		t.Fatalf("counters: %d units, %d docs; records hold %d, %d", s.units, s.ndocs, total, ndocs)
+	if total != s.Units || ndocs != s.Docs {
+		t.Fatalf("counters: %d units, %d docs; records hold %d, %d", s.Units, s.Docs, total, ndocs)
 	}
-	return s.ndocs, s.units, int(n), vec
+	return s.Docs, s.Units, int(n), vec
 }
 
 // storedRecord reads a document's record from the store of record (nil when absent).
-func storedRecord(t *testing.T, c *Collection, id string) *record {
+func storedRecord(t *testing.T, c *Collection, id string) *store.Record {
 	t.Helper()
-	var r *record
-	if err := c.m.db.View(func(tx *bolt.Tx) error {
+	var r *store.Record
+	if err := c.m.db.View(func(tx *store.Tx) error {
 		var err error
-		r, err = getRecord(docsBucket(tx, c.name), id)
+		r, err = tx.Record(c.name, id)
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func storedRecord(t *testing.T, c *Collection, id string) *record {
 	return r
 }
 
-func chunksOf(t *testing.T, c *Collection, id string) []chunkRec {
+func chunksOf(t *testing.T, c *Collection, id string) []store.Chunk {
 	t.Helper()
 	r := storedRecord(t, c, id)
 	if r == nil {
@@ -708,12 +708,12 @@ func TestReEmbedChunkedDocuments(t *testing.T) {
 	e := vectorstore.NewHashEmbedder(64)
 	for _, id := range []string{"long", "short"} {
 		r := storedRecord(t, m2.Collection(""), id)
-		for u, uid := range r.unitIDs(id) {
-			got, err := m2.vector("default", uid)
+		for u, uid := range r.UnitIDs(id) {
+			got, err := m2.db.Vector("default", uid)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, _ := e.Embed(bg, []string{r.unitEmbedText(unitIndex(r, u))})
+			want, _ := e.Embed(bg, []string{unitEmbedText(r, r.UnitIndex(u))})
 			if fmt.Sprint(got) != fmt.Sprint(want[0]) {
 				t.Fatalf("vector of %q is not the embedding of its chunk", uid)
 			}
@@ -830,8 +830,8 @@ func TestChangeLogReplayReplacesChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seq := idx.Seq(); seq == 0 || seq >= m2.cols[DefaultCollection].lastSeq {
-		t.Fatalf("restored index at seq %d, store at %d: this would not test the replay", seq, m2.cols[DefaultCollection].lastSeq)
+	if seq := idx.Seq(); seq == 0 || seq >= m2.cols[DefaultCollection].LastSeq {
+		t.Fatalf("restored index at seq %d, store at %d: this would not test the replay", seq, m2.cols[DefaultCollection].LastSeq)
 	}
 	idx.Close()
 

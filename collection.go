@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
-	segjson "github.com/segmentio/encoding/json"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Collection is a named set of documents with its own indexes. It is a light handle:
@@ -26,38 +24,23 @@ type Collection struct {
 	name string
 }
 
-// colState is the loaded state of a collection.
+// colState is the loaded state of a collection: the store's view of it (counters, change
+// log reach, open derived indexes) and what searches need at hand.
 type colState struct {
-	name string
-
 	// Documents are not held in memory: results, filters and catch-up read them from the
 	// store of record. What is kept is O(1) per collection.
-	mu      sync.RWMutex      // the indexes and counters: searches read-lock, writes lock
-	indexes []derivedIndex    // by kind (Memory.kinds); nil where a kind does not apply
-	bm25    *hybrid.BM25Index // the BM25 index (also in indexes), for searches
-	vec     vectorstore.Index // the vector index (also in indexes); nil without an embedder
-	lastSeq uint64            // sequence number of the collection's last change
-	trimmed uint64            // the change log was trimmed up to this sequence number
+	mu sync.RWMutex // the indexes and counters: searches read-lock, writes lock
+	store.Collection
+	bm25    *hybrid.BM25Index // the BM25 index (also in Indexes), for searches
+	vec     vectorstore.Index // the vector index (also in Indexes); nil without an embedder
 	deleted bool              // removed by DeleteCollection
 	lastUse atomic.Int64      // when a search or write last used its indexes (unix ns)
-	changes int               // entries in its change log
-	ndocs   int               // documents stored (persisted as info/ndocs)
-	units   int               // index ids (chunks) of all documents (info/nunits)
 }
 
-// maxChanges bounds the change log kept for index catch-up; past it the oldest half is
-// dropped and an index that lags further is rebuilt from the documents on open.
-const maxChanges = 200_000
-
 func (c *colState) close() error {
-	var errs []error
-	for _, ix := range c.indexes {
-		if ix != nil {
-			errs = append(errs, guard("close", ix.Close))
-		}
-	}
-	c.indexes, c.bm25, c.vec = nil, nil, nil
-	return errors.Join(errs...)
+	err := c.CloseIndexes()
+	c.bm25, c.vec = nil, nil
+	return err
 }
 
 // Name is the collection's name.
@@ -101,255 +84,11 @@ func (c *Collection) state(create bool) (*colState, error) {
 // loadCollection reads a collection's counters and the reach of its change log. Its
 // indexes are opened when a search or write first needs them (see lockOpen).
 func (m *Memory) loadCollection(name string) (*colState, error) {
-	s := &colState{name: name}
-	haveCounts := true
-	err := m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, name, false)
-		if err != nil || b == nil {
-			return err
-		}
-		s.trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
-		s.lastSeq = s.trimmed
-		s.ndocs, s.units, haveCounts = counts(b)
-		cur := b.Bucket(bkChanges).Cursor()
-		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			s.changes++
-			s.lastSeq = max(s.lastSeq, u64(k))
-		}
-		return nil
-	})
+	c, err := m.db.LoadCollection(name)
 	if err != nil {
 		return nil, err
 	}
-	if !haveCounts {
-		if err := m.countCollection(s); err != nil {
-			return nil, err
-		}
-	}
-	if m.opts.ReadOnly {
-		s.changes = 0 // nothing to trim on Close: a read-only store writes nothing
-	}
-	return s, nil
-}
-
-// countCollection counts the documents and index ids of a collection stored before the
-// counts were persisted, once, and persists them.
-func (m *Memory) countCollection(s *colState) error {
-	m.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", s.name)
-	txn := m.update
-	if m.opts.ReadOnly {
-		txn = m.view // counted for this process only: a read-only store writes nothing
-	}
-	return txn(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, s.name, false)
-		if err != nil || b == nil {
-			return err
-		}
-		docs, units := 0, 0
-		cur := b.Bucket(bkDocs).Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			var c struct {
-				Chunks []struct{} `json:"c"`
-			}
-			js, err := recordJSON(string(k), v)
-			if err != nil {
-				return err
-			}
-			if err := segjson.Unmarshal(js, &c); err != nil {
-				return fmt.Errorf("%w: document %q: %v", ErrCorrupt, k, err)
-			}
-			docs++
-			units += max(1, len(c.Chunks))
-		}
-		info := b.Bucket(bkInfo)
-		s.ndocs, s.units = docs, units
-		if !tx.Writable() {
-			return nil
-		}
-		if err := info.Put(keyDocN, u64b(uint64(docs))); err != nil {
-			return err
-		}
-		return info.Put(keyUnitN, u64b(uint64(units)))
-	})
-}
-
-// unitDoc is a live index id with its document's record and its chunk index (-1: the
-// whole document).
-type unitDoc struct {
-	uid string
-	r   *record
-	idx int
-	vec []float32 // its vector when the writer has it (nil: read from the store)
-}
-
-// catchUpBatch is how many index ids catch-up reads (in one read transaction) and applies
-// at a time.
-// Large enough that a rebuild's BM25 batches are built on all cores (see hybrid's
-// minPartDocs), small enough to bound the memory of one step (~10 MB of records).
-const catchUpBatch = 8192
-
-// catchUp brings an index that reflects sequence number from up to s.lastSeq by replaying
-// the change log after from (the caller checked that it reaches back that far). puts and
-// dels are index ids (see unitID): a touched id that is live now is put again, one that is
-// not is deleted. The caller holds the writer lock or is opening.
-func (m *Memory) catchUp(s *colState, from uint64, apply applyFunc) error {
-	if from >= s.lastSeq {
-		return nil
-	}
-	touched := map[string]bool{}
-	var puts []unitDoc
-	var dels []string
-	if err := m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, s.name, false)
-		if err != nil || b == nil {
-			return err
-		}
-		cur := b.Bucket(bkChanges).Cursor()
-		for k, v := cur.Seek(u64b(from + 1)); k != nil; k, v = cur.Next() {
-			if len(v) > 1 {
-				touched[string(v[1:])] = true
-			}
-		}
-		ids := make([]string, 0, len(touched))
-		for id := range touched {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		docs := b.Bucket(bkDocs)
-		for _, id := range ids {
-			_, r, idx, ok, err := liveUnit(docs, id)
-			if err != nil {
-				return err
-			}
-			if ok {
-				puts = append(puts, unitDoc{uid: id, r: r, idx: idx})
-			} else {
-				dels = append(dels, id)
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for i := 0; i < len(puts) || i == 0; i += catchUpBatch {
-		j := min(i+catchUpBatch, len(puts))
-		var d []string
-		if i == 0 {
-			d = dels
-		}
-		if err := apply(context.Background(), puts[i:j], d, s.lastSeq); err != nil {
-			return err
-		}
-		if j >= len(puts) {
-			break
-		}
-	}
-	return nil
-}
-
-// rebuild loads every document of a collection into a reset index: a batch of index ids
-// per read transaction, so neither the collection nor a long transaction is held.
-func (m *Memory) rebuild(s *colState, apply applyFunc) error {
-	var after []byte
-	applied := false
-	for {
-		var puts []unitDoc
-		done := true
-		if err := m.view(func(tx *bolt.Tx) error {
-			docs := docsBucket(tx, s.name)
-			if docs == nil {
-				return nil
-			}
-			cur := docs.Cursor()
-			k, v := cur.First()
-			if after != nil {
-				if k, v = cur.Seek(after); k != nil && bytes.Equal(k, after) {
-					k, v = cur.Next()
-				}
-			}
-			for ; k != nil; k, v = cur.Next() {
-				id := string(k)
-				r, err := decodeRecord(id, v)
-				if err != nil {
-					return err
-				}
-				for u, uid := range r.unitIDs(id) {
-					puts = append(puts, unitDoc{uid: uid, r: r, idx: unitIndex(r, u)})
-				}
-				if len(puts) >= catchUpBatch {
-					after, done = []byte(id), false
-					return nil
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if len(puts) > 0 || !applied {
-			// The first call also records the sequence number in an empty collection.
-			if err := apply(context.Background(), puts, nil, s.lastSeq); err != nil {
-				return err
-			}
-			applied = true
-		}
-		if done {
-			return nil
-		}
-	}
-}
-
-// applyFunc applies puts and deletes to a derived index (derivedIndex.Apply).
-type applyFunc func(ctx context.Context, puts []unitDoc, dels []string, seq uint64) error
-
-// storedVectors reads the stored vectors of ids in collection col; ids without one are
-// left out.
-func (m *Memory) storedVectors(col string, ids []string) (vids []string, vecs [][]float32, err error) {
-	err = m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, col, false)
-		if err != nil || b == nil {
-			return err
-		}
-		vb := b.Bucket(bkVecs)
-		for _, id := range ids {
-			raw := vb.Get([]byte(id))
-			if raw == nil {
-				continue
-			}
-			v, err := decodeVec(raw)
-			if err != nil {
-				return err
-			}
-			if e := m.opts.Embedder; e != nil && len(v) != e.Dim() {
-				return fmt.Errorf("%w: the stored vector of %q has %d values, want %d", ErrCorrupt, id, len(v), e.Dim())
-			}
-			vids = append(vids, id)
-			vecs = append(vecs, v)
-		}
-		return nil
-	})
-	return vids, vecs, err
-}
-
-// trimChanges drops the change log of a collection whose indexes are all persisted.
-func (m *Memory) trimChanges(s *colState) error {
-	if s.changes == 0 {
-		return nil
-	}
-	return m.update(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, s.name, false)
-		if err != nil || b == nil {
-			return err
-		}
-		if err := b.DeleteBucket(bkChanges); err != nil {
-			return err
-		}
-		if _, err := b.CreateBucket(bkChanges); err != nil {
-			return err
-		}
-		s.changes = 0
-		s.trimmed = s.lastSeq
-		return b.Bucket(bkInfo).Put(keyTrim, u64b(s.lastSeq))
-	})
+	return &colState{Collection: *c}, nil
 }
 
 // validate checks a document and normalises its metadata (numbers to float64).
@@ -496,12 +235,8 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 		return fmt.Errorf("memory: documents stored, but their collection's indexes cannot be opened: %w", err)
 	}
 	defer unlock()
-	puts, dels := w.unitDocs()
-	s.ndocs, s.units = w.ndocs, w.nunits
-	s.lastSeq = w.seq
-	s.changes += w.nChanges
-	errs := []error{m.applyDerived(ctx, s, puts, dels, w.seq)}
-	errs = append(errs, m.maybeTrim(s))
+	s.Committed(w.commit)
+	errs := []error{m.db.Apply(ctx, &s.Collection, w.commit), m.db.MaybeTrim(&s.Collection)}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: documents stored, but an index update failed (it is rebuilt on reopen): %w", err)
 	}
@@ -511,16 +246,13 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 // docWrite is one Add or Upsert on its way to the store of record and the indexes.
 type docWrite struct {
 	docs  []Document
-	recs  []*record     // the stored form of each document (chunked)
-	units [][]string    // each document's index ids
-	stale [][]string    // the index ids of each document's stored version that it drops
-	vecs  [][][]float32 // one vector per index id (nil without an embedder)
+	recs  []*store.Record // the stored form of each document (chunked)
+	units [][]string      // each document's index ids
+	stale [][]string      // the index ids of each document's stored version that it drops
+	vecs  [][][]float32   // one vector per index id (nil without an embedder)
 
 	nUnits, oldUnits, added int
-	// Set by store: the last sequence number, the change log entries written and the
-	// collection's counters after the write.
-	seq                     uint64
-	nChanges, ndocs, nunits int
+	commit                  store.Commit // set by store
 }
 
 // newWrite validates docs (copied: metadata is normalised) and chunks them.
@@ -540,10 +272,10 @@ func (m *Memory) newWrite(in []Document) (*docWrite, error) {
 	if m.opts.Embedder == nil && m.man.Embedder != nil {
 		return nil, m.embedderNeeded("write")
 	}
-	w := &docWrite{docs: docs, recs: make([]*record, len(docs)), units: make([][]string, len(docs)), stale: make([][]string, len(docs))}
+	w := &docWrite{docs: docs, recs: make([]*store.Record, len(docs)), units: make([][]string, len(docs)), stale: make([][]string, len(docs))}
 	for i, d := range docs {
-		w.recs[i] = &record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: m.chunkDoc(&docs[i])}
-		w.units[i] = w.recs[i].unitIDs(d.ID)
+		w.recs[i] = &store.Record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: m.chunkDoc(&docs[i])}
+		w.units[i] = w.recs[i].UnitIDs(d.ID)
 		w.nUnits += len(w.units[i])
 	}
 	return w, nil
@@ -553,30 +285,29 @@ func (m *Memory) newWrite(in []Document) (*docWrite, error) {
 // ErrDuplicateID; with it, the index ids each document drops (those of its stored version
 // that it does not reuse: a document that shrinks drops its last chunks) are noted.
 func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
-	return m.view(func(tx *bolt.Tx) error {
-		db := docsBucket(tx, col)
+	return m.db.View(func(tx *store.Tx) error {
 		for i, d := range w.docs {
-			var v []byte
-			if db != nil {
-				v = db.Get([]byte(d.ID))
-			}
-			if v == nil {
+			if !upsert {
+				if tx.Has(col, d.ID) {
+					return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, col)
+				}
 				w.added++
 				continue
 			}
-			if !upsert {
-				return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, col)
-			}
-			old, err := decodeRecord(d.ID, v)
+			old, err := tx.Record(col, d.ID)
 			if err != nil {
 				return err
+			}
+			if old == nil {
+				w.added++
+				continue
 			}
 			w.oldUnits += max(1, len(old.Chunks))
 			keep := make(map[string]bool, len(w.units[i]))
 			for _, u := range w.units[i] {
 				keep[u] = true
 			}
-			for _, u := range old.unitIDs(d.ID) {
+			for _, u := range old.UnitIDs(d.ID) {
 				if !keep[u] {
 					w.stale[i] = append(w.stale[i], u)
 				}
@@ -602,7 +333,7 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 			continue
 		}
 		for u := range w.units[i] {
-			texts = append(texts, w.recs[i].unitEmbedText(unitIndex(w.recs[i], u)))
+			texts = append(texts, unitEmbedText(w.recs[i], w.recs[i].UnitIndex(u)))
 			where = append(where, at{i, u})
 		}
 	}
@@ -621,101 +352,16 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 
 // store writes the records, vectors and change log entries in one transaction.
 func (w *docWrite) store(m *Memory, col string) error {
-	return m.update(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, col, true)
-		if err != nil {
-			return err
-		}
-		db, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
-		change := func(op byte, uid string) error {
-			var err error
-			if w.seq, err = nextSeq(tx); err != nil {
-				return err
-			}
-			w.nChanges++
-			return cb.Put(u64b(w.seq), append([]byte{op}, uid...))
-		}
-		for i, d := range w.docs {
-			enc, err := encodeRecord(w.recs[i])
-			if err != nil {
-				return err
-			}
-			if err := db.Put([]byte(d.ID), enc); err != nil {
-				return err
-			}
-			for _, u := range w.stale[i] {
-				if err := vb.Delete([]byte(u)); err != nil {
-					return err
-				}
-				if err := change(opDel, u); err != nil {
-					return err
-				}
-			}
-			for n, u := range w.units[i] {
-				if w.vecs != nil {
-					if err := vb.Put([]byte(u), encodeVec(w.vecs[i][n])); err != nil {
-						return err
-					}
-				}
-				if err := change(opPut, u); err != nil {
-					return err
-				}
-			}
-		}
-		w.ndocs, w.nunits, err = addCounts(b, w.added, w.nUnits-w.oldUnits)
-		return err
-	})
-}
-
-// unitDocs are the write's puts and deletes for the derived indexes.
-func (w *docWrite) unitDocs() (puts []unitDoc, dels []string) {
-	puts = make([]unitDoc, 0, w.nUnits)
-	for i := range w.docs {
-		dels = append(dels, w.stale[i]...)
-		for n, u := range w.units[i] {
-			p := unitDoc{uid: u, r: w.recs[i], idx: unitIndex(w.recs[i], n)}
-			if w.vecs != nil {
-				p.vec = w.vecs[i][n]
-			}
-			puts = append(puts, p)
+	puts := make([]store.Put, len(w.docs))
+	for i, d := range w.docs {
+		puts[i] = store.Put{ID: d.ID, Record: w.recs[i], Units: w.units[i], Stale: w.stale[i]}
+		if w.vecs != nil {
+			puts[i].Vecs = w.vecs[i]
 		}
 	}
-	return puts, dels
-}
-
-// unitIndex is the chunk index of a record's u-th index id (-1 for an unchunked record).
-func unitIndex(r *record, u int) int {
-	if len(r.Chunks) == 0 {
-		return -1
-	}
-	return u
-}
-
-// maybeTrim drops the oldest half of a change log that grew past maxChanges.
-func (m *Memory) maybeTrim(s *colState) error {
-	if s.changes <= maxChanges {
-		return nil
-	}
-	return m.update(func(tx *bolt.Tx) error {
-		b, _ := colBucket(tx, s.name, false)
-		cb := b.Bucket(bkChanges)
-		cur := cb.Cursor()
-		var last []byte
-		n := 0
-		for k, _ := cur.First(); k != nil && n < s.changes/2; k, _ = cur.Next() {
-			last = bytes.Clone(k)
-			if err := cur.Delete(); err != nil {
-				return err
-			}
-			n++
-		}
-		s.changes -= n
-		if last == nil {
-			return nil
-		}
-		s.trimmed = u64(last)
-		return b.Bucket(bkInfo).Put(keyTrim, last)
-	})
+	var err error
+	w.commit, err = m.db.Write(col, puts, w.added, w.nUnits-w.oldUnits)
+	return err
 }
 
 // Delete removes documents (with all their chunks); unknown ids are ignored.
@@ -734,14 +380,10 @@ func (c *Collection) Delete(ctx context.Context, ids ...string) error {
 		return err
 	}
 	var gone []string
-	if err := m.view(func(tx *bolt.Tx) error {
-		db := docsBucket(tx, c.name)
-		if db == nil {
-			return nil
-		}
+	if err := m.db.View(func(tx *store.Tx) error {
 		seen := make(map[string]bool, len(ids))
 		for _, id := range ids {
-			if !seen[id] && db.Get([]byte(id)) != nil {
+			if !seen[id] && tx.Has(c.name, id) {
 				seen[id] = true
 				gone = append(gone, id)
 			}
@@ -763,49 +405,8 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 	if err := m.ensureOpen(s); err != nil {
 		return err
 	}
-	var units []string
-	var seq uint64
-	ndocs, nunits := 0, 0
-	if err := m.update(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, c.name, false)
-		if err != nil {
-			return err
-		}
-		if b == nil {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
-		}
-		db := b.Bucket(bkDocs)
-		gone := 0
-		for _, id := range ids {
-			r, err := getRecord(db, id)
-			if err != nil {
-				return err
-			}
-			if r == nil {
-				continue
-			}
-			gone++
-			units = append(units, r.unitIDs(id)...)
-			if err := db.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
-		if ndocs, nunits, err = addCounts(b, -gone, -len(units)); err != nil {
-			return err
-		}
-		for _, u := range units {
-			if err := b.Bucket(bkVecs).Delete([]byte(u)); err != nil {
-				return err
-			}
-			if seq, err = nextSeq(tx); err != nil {
-				return err
-			}
-			if err := b.Bucket(bkChanges).Put(u64b(seq), append([]byte{opDel}, u...)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	w, err := m.db.Delete(c.name, ids)
+	if err != nil {
 		return fmt.Errorf("memory: delete: %w", err)
 	}
 	unlock, err := m.lockOpen(s)
@@ -813,13 +414,11 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 		return fmt.Errorf("memory: documents deleted, but their collection's indexes cannot be opened: %w", err)
 	}
 	defer unlock()
-	s.ndocs, s.units = ndocs, nunits
-	if len(units) == 0 {
+	s.Committed(w)
+	if w.Changes == 0 {
 		return nil
 	}
-	s.lastSeq = seq
-	s.changes += len(units)
-	errs := []error{m.applyDerived(ctx, s, nil, units, seq), m.maybeTrim(s)}
+	errs := []error{m.db.Apply(ctx, &s.Collection, w), m.db.MaybeTrim(&s.Collection)}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: documents deleted, but an index update failed (it is rebuilt on reopen): %w", err)
 	}
@@ -854,7 +453,7 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 		return 0, err
 	}
 	var gone []string
-	if err := m.forEachMeta(c.name, func(id string, r *record) { // a Where reads metadata only
+	if err := m.forEachMeta(c.name, func(id string, r *store.Record) { // a Where reads metadata only
 		if pred(r) {
 			gone = append(gone, id)
 		}
@@ -885,8 +484,8 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	set := map[string]bool{}
-	if err := c.m.forEachMeta(c.name, func(_ string, r *record) {
-		if src := r.source(); src != "" {
+	if err := c.m.forEachMeta(c.name, func(_ string, r *store.Record) {
+		if src := recordSource(r); src != "" {
 			set[src] = true
 		}
 	}); err != nil {
@@ -902,32 +501,18 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 
 // forEachRecord calls fn with every document of a collection, in id order, in one read
 // transaction (fn must not write to the store).
-func (m *Memory) forEachRecord(col string, fn func(id string, r *record)) error {
-	return m.view(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeRecord, fn) })
+func (m *Memory) forEachRecord(col string, fn func(id string, r *store.Record)) error {
+	return m.db.View(func(tx *store.Tx) error {
+		return tx.EachRecord(col, false, func(id string, r *store.Record) error { fn(id, r); return nil })
+	})
 }
 
 // forEachMeta is forEachRecord for metadata filters: the records passed to fn have their
-// metadata and chunks, but not always their title and text (see decodeMeta).
-func (m *Memory) forEachMeta(col string, fn func(id string, r *record)) error {
-	return m.view(func(tx *bolt.Tx) error { return eachRecord(docsBucket(tx, col), decodeMeta, fn) })
-}
-
-// eachRecord calls fn with every document of a docs bucket (nil: none), in id order,
-// decoded by decode.
-func eachRecord(docs *bolt.Bucket, decode func(id string, v []byte) (*record, error), fn func(id string, r *record)) error {
-	if docs == nil {
-		return nil
-	}
-	cur := docs.Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		id := string(k)
-		r, err := decode(id, v)
-		if err != nil {
-			return err
-		}
-		fn(id, r)
-	}
-	return nil
+// metadata and chunks, but not always their title and text (see store.DecodeMeta).
+func (m *Memory) forEachMeta(col string, fn func(id string, r *store.Record)) error {
+	return m.db.View(func(tx *store.Tx) error {
+		return tx.EachRecord(col, true, func(id string, r *store.Record) error { fn(id, r); return nil })
+	})
 }
 
 // existing returns the loaded collection; ErrCollectionNotFound when a named collection
@@ -955,46 +540,15 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 		return Document{}, fmt.Errorf("%w: %q: %w: %q", ErrNotFound, id, ErrCollectionNotFound, c.name)
 	}
 	if s != nil {
-		var r *record
-		var vec []float32
-		if err := guard("get", func() error {
-			return c.m.view(func(tx *bolt.Tx) error {
-				b, err := colBucket(tx, c.name, false)
-				if err != nil || b == nil {
-					return err
-				}
-				if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
-					return err
-				}
-				if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
-					vec, err = decodeVec(raw)
-				}
-				return err
-			})
-		}); err != nil {
+		r, vec, err := c.m.db.Document(c.name, id)
+		if err != nil {
 			return Document{}, err
 		}
 		if r != nil {
-			return Document{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata, Source: r.source(), Embedding: vec}, nil
+			return Document{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata, Source: recordSource(r), Embedding: vec}, nil
 		}
 	}
 	return Document{}, fmt.Errorf("%w: %q in collection %q", ErrNotFound, id, c.name)
-}
-
-// vector reads a stored vector (nil when none).
-func (m *Memory) vector(col, id string) ([]float32, error) {
-	var v []float32
-	err := m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, col, false)
-		if err != nil || b == nil {
-			return err
-		}
-		if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
-			v, err = decodeVec(raw)
-		}
-		return err
-	})
-	return v, err
 }
 
 func cloneMeta(md map[string]any) map[string]any {
@@ -1016,7 +570,7 @@ func (c *Collection) Count() int {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.ndocs
+	return s.Docs
 }
 
 // IDs lists the collection's document ids, sorted.
@@ -1025,23 +579,10 @@ func (c *Collection) IDs() []string {
 	if err != nil || s == nil {
 		return nil
 	}
-	var ids []string
-	if err := c.m.view(func(tx *bolt.Tx) error {
-		db := docsBucket(tx, c.name)
-		if db == nil {
-			return nil
-		}
-		cur := db.Cursor()
-		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			ids = append(ids, string(k))
-		}
-		return nil
-	}); err != nil {
+	ids, err := c.m.db.IDs(c.name)
+	if err != nil {
 		c.m.log.Error("memory: listing ids", "collection", c.name, "err", err)
 		return nil
-	}
-	if ids == nil {
-		ids = []string{}
 	}
 	return ids
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // TestToyDerivedIndex registers a new kind of derived index (derived_toy_test.go) and checks
@@ -69,7 +70,7 @@ func TestToyDerivedIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
-	if n, _ := s.indexes[len(s.indexes)-1].Count(); n != 1 {
+	if n, _ := s.Indexes[len(s.Indexes)-1].Count(); n != 1 {
 		t.Fatalf("toy index holds %d ids, want 1", n)
 	}
 }
@@ -147,11 +148,11 @@ func swapDir(t *testing.T, src, dst string) {
 
 // TestGuardTurnsPanicsIntoErrCorrupt pins the seam's panic guard.
 func TestGuardTurnsPanicsIntoErrCorrupt(t *testing.T) {
-	err := guard("bm25 open", func() error { panic("zap: index out of range") })
+	err := store.Guard("bm25 open", func() error { panic("zap: index out of range") })
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "bm25 open") {
 		t.Fatalf("guard: %v", err)
 	}
-	if err := guard("x", func() error { return hybrid.ErrBM25 }); !errors.Is(err, hybrid.ErrBM25) {
+	if err := store.Guard("x", func() error { return hybrid.ErrBM25 }); !errors.Is(err, hybrid.ErrBM25) {
 		t.Fatalf("guard changed an error: %v", err)
 	}
 }

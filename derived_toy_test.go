@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"sync"
+
+	"github.com/agentmem/memory/internal/store"
 )
 
 // toyIndex is a derived index kept in memory: the set of live index ids with the length of
@@ -15,7 +17,7 @@ type toyIndex struct {
 	log  *[]string // every call, for the test
 }
 
-var toyKind = derivedKind{name: "toy", open: func(m *Memory, s *colState, dir string) (derivedIndex, error) {
+var toyKind = derivedKind{name: "toy", open: func(m *Memory, s *colState, dir string) (store.Index, error) {
 	return &toyIndex{lens: map[string]int{}, log: &toyLog}, nil
 }}
 
@@ -23,7 +25,7 @@ var toyLog []string
 
 func (t *toyIndex) Seq() uint64 { return t.seq } // in memory: loaded on every open
 
-func (t *toyIndex) Apply(_ context.Context, puts []unitDoc, dels []string, seq uint64) error {
+func (t *toyIndex) Apply(_ context.Context, puts []store.Unit, dels []string, seq uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, id := range dels {
@@ -31,9 +33,9 @@ func (t *toyIndex) Apply(_ context.Context, puts []unitDoc, dels []string, seq u
 		*t.log = append(*t.log, "del "+id)
 	}
 	for _, p := range puts {
-		text, _, _, _ := p.r.unitText(p.idx)
-		t.lens[p.uid] = len(text)
-		*t.log = append(*t.log, "put "+p.uid)
+		text, _, _, _ := p.Record.UnitText(p.Chunk)
+		t.lens[p.ID] = len(text)
+		*t.log = append(*t.log, "put "+p.ID)
 	}
 	t.seq = seq
 	return nil

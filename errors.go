@@ -1,6 +1,10 @@
 package memory
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentmem/memory/internal/store"
+)
 
 // Errors about the store as a whole. Test with errors.Is; the returned errors wrap these
 // with the details (the path, the id, the operator) that name what is wrong.
@@ -10,11 +14,11 @@ var (
 	// ErrFormatVersion: the store was written by a newer format this build cannot read.
 	ErrFormatVersion = errors.New("memory: unsupported store format version")
 	// ErrCorrupt: the store of record failed a consistency check.
-	ErrCorrupt = errors.New("memory: store is corrupt")
+	ErrCorrupt = store.ErrCorrupt
 	// ErrClosed: the Memory was closed.
 	ErrClosed = errors.New("memory: store is closed")
 	// ErrLocked: another process holds the store open.
-	ErrLocked = errors.New("memory: store is locked by another process")
+	ErrLocked = store.ErrLocked
 	// ErrEmbedderMismatch: the store's vectors come from another embedder (id or dimension)
 	// than the one configured; open with WithReEmbed to re-embed.
 	ErrEmbedderMismatch = errors.New("memory: embedder does not match the store")
@@ -29,7 +33,7 @@ var (
 	ErrEmbedderNeeded = errors.New("memory: the store's embedder is needed")
 	// ErrCollectionNotFound: a named collection does not exist (GetCollection, a search of
 	// it or InCollections naming it, DeleteCollection, DeleteWhere).
-	ErrCollectionNotFound = errors.New("memory: collection not found")
+	ErrCollectionNotFound = store.ErrCollectionNotFound
 )
 
 // Errors about documents. Nothing is written when an Add or Upsert returns one of them.

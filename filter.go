@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // Where filters documents on metadata, with Chroma's operators:
@@ -54,7 +55,7 @@ func ParseWhereDocument(data []byte) (WhereDocument, error) {
 }
 
 // docPred is a compiled filter over a stored document.
-type docPred func(d *record) bool
+type docPred func(d *store.Record) bool
 
 func filterErr(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidFilter}, a...)...)
@@ -179,7 +180,7 @@ func combine(and bool, ps []docPred) docPred {
 		return ps[0]
 	}
 	if and {
-		return func(d *record) bool {
+		return func(d *store.Record) bool {
 			for _, p := range ps {
 				if !p(d) {
 					return false
@@ -188,7 +189,7 @@ func combine(and bool, ps []docPred) docPred {
 			return true
 		}
 	}
-	return func(d *record) bool {
+	return func(d *store.Record) bool {
 		for _, p := range ps {
 			if p(d) {
 				return true
@@ -277,7 +278,7 @@ func compileOpPred(key, op string, operand any) (docPred, []any, error) {
 			return nil, nil, filterErr("%q %s: operand %v (%T) is not a string, number or bool", key, op, operand, operand)
 		}
 		eq := op == "$eq"
-		return func(d *record) bool {
+		return func(d *store.Record) bool {
 			got, present := d.Metadata[key]
 			if !present {
 				return false
@@ -292,7 +293,7 @@ func compileOpPred(key, op string, operand any) (docPred, []any, error) {
 		if _, isBool := want.(bool); isBool {
 			return nil, nil, filterErr("%q %s: cannot order booleans", key, op)
 		}
-		return func(d *record) bool {
+		return func(d *store.Record) bool {
 			c, ok := compare(d.Metadata[key], want)
 			if !ok {
 				return false
@@ -330,7 +331,7 @@ func compileOpPred(key, op string, operand any) (docPred, []any, error) {
 			operands = append(operands, s)
 		}
 		in := op == "$in"
-		return func(d *record) bool {
+		return func(d *store.Record) bool {
 			got, present := d.Metadata[key]
 			if !present {
 				return false
@@ -384,7 +385,7 @@ func compileWhereDocument(w map[string]any) (docPred, error) {
 				return nil, filterErr("where_document %s wants a non-empty string, got %v (%T)", k, v, v)
 			}
 			want := k == "$contains"
-			ps = append(ps, func(d *record) bool {
+			ps = append(ps, func(d *store.Record) bool {
 				return (strings.Contains(d.Text, s) || strings.Contains(d.Title, s)) == want
 			})
 		case "$and", "$or":

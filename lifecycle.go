@@ -1,12 +1,11 @@
 package memory
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // Collections open lazily and idle ones close: a store holds the counters of every
@@ -15,7 +14,7 @@ import (
 // one opens its indexes again, catching them up from the change log.
 
 // ErrTooManyCollections: creating a collection would pass Options.MaxCollections.
-var ErrTooManyCollections = errors.New("memory: too many collections")
+var ErrTooManyCollections = store.ErrTooManyCollections
 
 // Defaults of the collection limits.
 const (
@@ -26,50 +25,16 @@ const (
 )
 
 // collectionExists reports whether collection name is in the store of record.
-func (m *Memory) collectionExists(name string) (bool, error) {
-	var ok bool
-	err := m.view(func(tx *bolt.Tx) error {
-		b, err := colBucket(tx, name, false)
-		ok = b != nil
-		return err
-	})
-	return ok, err
-}
+func (m *Memory) collectionExists(name string) (bool, error) { return m.db.CollectionExists(name) }
 
 // collectionNames lists the collections of the store of record, sorted.
-func (m *Memory) collectionNames() ([]string, error) {
-	var names []string
-	err := m.view(func(tx *bolt.Tx) error {
-		cols := tx.Bucket(bkCols)
-		if cols == nil {
-			return nil
-		}
-		return cols.ForEachBucket(func(k []byte) error {
-			names = append(names, string(k))
-			return nil
-		})
-	})
-	return names, err
-}
+func (m *Memory) collectionNames() ([]string, error) { return m.db.CollectionNames() }
 
 // createCollection makes a collection's bucket, within the cap on collections, and removes
 // any index left by a deleted collection of that name (it must not be caught up). The
 // caller holds m.cmu.
 func (m *Memory) createCollection(name string) error {
-	if err := m.update(func(tx *bolt.Tx) error {
-		if cols := tx.Bucket(bkCols); cols != nil {
-			n := 0
-			c := cols.Cursor()
-			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				n++
-			}
-			if n >= m.maxCollections() {
-				return fmt.Errorf("%w: the store has %d (Options.MaxCollections); delete some or raise the cap", ErrTooManyCollections, n)
-			}
-		}
-		_, err := colBucket(tx, name, true)
-		return err
-	}); err != nil {
+	if err := m.db.CreateCollection(name, m.maxCollections()); err != nil {
 		return err
 	}
 	return m.removeDerived(name)
@@ -133,9 +98,9 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 		}
 	}()
 	if s.deleted {
-		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, s.name)
+		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, s.Name)
 	}
-	if s.indexes == nil {
+	if s.Indexes == nil {
 		return nil, nil
 	}
 	s.lastUse.Store(time.Now().UnixNano())
@@ -148,27 +113,16 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 // caller holds s.mu for writing.
 func (m *Memory) openIndexes(s *colState) error {
 	if s.deleted {
-		return fmt.Errorf("%w: %q", ErrCollectionNotFound, s.name)
+		return fmt.Errorf("%w: %q", ErrCollectionNotFound, s.Name)
 	}
 	s.lastUse.Store(time.Now().UnixNano())
-	if s.indexes != nil {
+	if s.Indexes != nil {
 		return nil
 	}
-	indexes := make([]derivedIndex, 0, len(m.kinds()))
-	for _, k := range m.kinds() {
-		ix, err := m.openDerived(s, k, s.trimmed)
-		if err != nil {
-			for _, ix := range indexes {
-				if ix != nil {
-					guard("close", ix.Close)
-				}
-			}
-			s.bm25, s.vec = nil, nil
-			return err
-		}
-		indexes = append(indexes, ix)
+	if err := m.db.OpenIndexes(&s.Collection, m.storeKinds(s)); err != nil {
+		s.bm25, s.vec = nil, nil
+		return err
 	}
-	s.indexes = indexes
 	m.openCount.Add(1)
 	m.closeIdle(s)
 	return nil
@@ -198,7 +152,7 @@ func (m *Memory) closeIfIdle(s *colState) {
 	}
 	defer s.mu.Unlock()
 	if err := m.closeIndexes(s); err != nil {
-		m.log.Warn("memory: closing an idle collection", "collection", s.name, "err", err)
+		m.log.Warn("memory: closing an idle collection", "collection", s.Name, "err", err)
 	}
 }
 
@@ -217,7 +171,7 @@ func (m *Memory) loadedStates(skip *colState) []*colState {
 
 // closeIndexes closes the open indexes of s; the caller holds s.mu for writing.
 func (m *Memory) closeIndexes(s *colState) error {
-	if s.indexes == nil {
+	if s.Indexes == nil {
 		return nil
 	}
 	m.openCount.Add(-1)

@@ -97,7 +97,7 @@ func TestIdleCollectionsClose(t *testing.T) {
 	open := 0
 	m.cmu.RLock()
 	for _, s := range m.cols {
-		if s.indexes != nil {
+		if s.Indexes != nil {
 			open++
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/store"
 )
 
 // A manifest whose store.db is missing, empty, truncated or not a database opens as
@@ -50,16 +52,11 @@ func TestManifestWithDamagedStoreFile(t *testing.T) {
 		{"16 KB", cut(16 << 10)},
 		{"half", cut(size / 2)},
 		{"last used page cut", func(p string) error {
-			f, err := os.Open(p)
+			pageSize, pages, err := store.PageLayout(p)
 			if err != nil {
 				return err
 			}
-			meta, err := readBoltMeta(f, 0)
-			f.Close()
-			if err != nil {
-				return err
-			}
-			return os.Truncate(p, int64(meta.pgid-1)*int64(meta.pageSize))
+			return os.Truncate(p, int64(pages-1)*pageSize)
 		}},
 		{"not a database", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("x", 70000)), 0o644) }},
 		{"both meta pages zeroed", func(p string) error {
@@ -213,7 +210,7 @@ func FuzzCheckStoreFile(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		err := checkStoreFile(path)
+		err := store.CheckFile(path)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("error %v: want ErrCorrupt naming %s", err, path)

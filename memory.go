@@ -26,7 +26,7 @@
 //
 // # Durability
 //
-// The store of record is one bbolt file in the store directory. Each Add, Upsert and Delete
+// The store of record is one bbolt file in the store directory (package internal/store). Each Add, Upsert and Delete
 // is one fsynced transaction: once it returns nil it survives a crash, and a crash in the
 // middle of it leaves the store as it was before. The BM25 index (Bleve) and the vector
 // index are derived from it; on open they are caught up or rebuilt, so they never disagree
@@ -36,7 +36,8 @@
 //
 // A Memory is safe for concurrent use: any number of searches and reads run at once, and
 // writes are serialised (one writer at a time). Searches see each write whole. One process
-// at a time may open a store directory (a second Open fails with ErrLocked).
+// at a time may open a store directory for writing; several may open it with ReadOnly while
+// no writer has it (a writer and readers at once: ErrLocked, naming the holder).
 package memory
 
 import (
@@ -55,10 +56,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/sop"
 	"github.com/agentmem/memory/vectorstore"
-	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // DefaultCollection is the name of the collection that Memory's own methods use.
@@ -71,7 +71,7 @@ type Memory struct {
 	tempDir bool
 	opts    Options
 	log     *slog.Logger
-	db      *bolt.DB
+	db      *store.DB // the store of record
 	man     *manifest
 
 	wmu       sync.Mutex // one writer at a time
@@ -195,7 +195,7 @@ func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 		}
 		return nil, fmt.Errorf("%w: %s is empty", ErrStoreNotFound, dir)
 	}
-	if err := checkStoreFile(filepath.Join(dir, dbName)); err != nil {
+	if err := store.CheckFile(filepath.Join(dir, dbName)); err != nil {
 		_, others, lerr := manifestTemps(dir)
 		if lerr == nil && onlyManifest(others, filepath.Join(dir, dbName)) {
 			return nil, fmt.Errorf("%w: %s has no %s", ErrStoreNotFound, dir, dbName)
@@ -208,7 +208,7 @@ func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 // open opens or creates the store in m.dir. A damaged store.db can make bbolt panic, or
 // fault on a page past the end of its mapping: both become ErrCorrupt (guard).
 func (m *Memory) open() error {
-	return guard("opening "+m.dir, m.openStore)
+	return store.Guard("opening "+m.dir, m.openStore)
 }
 
 func (m *Memory) openStore() error {
@@ -279,7 +279,7 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 		creating = true
 		if len(others) == 1 {
 			if fi, err := os.Stat(dbPath); err == nil && fi.Size() > 0 {
-				if err := checkStoreFile(dbPath); err != nil {
+				if err := store.CheckFile(dbPath); err != nil {
 					if lockHolder(dbPath) == "a writer" { // still being written by its creator
 						return false, lockedError(m.dir, false)
 					}
@@ -292,7 +292,7 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 	case man == nil:
 		return false, fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, m.dir, manifestName)
 	default:
-		if err := checkStoreFile(dbPath); err != nil {
+		if err := store.CheckFile(dbPath); err != nil {
 			// A store created by an older version wrote its manifest before its database:
 			// a kill between the two leaves the manifest alone. Nothing was ever stored.
 			if !onlyManifest(others, dbPath) {
@@ -309,12 +309,12 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 
 // openDB opens store.db, taking its lock (shared when read-only).
 func (m *Memory) openDB(dbPath string) error {
-	db, err := bolt.Open(dbPath, 0o644, &bolt.Options{Timeout: 200 * time.Millisecond, NoSync: m.opts.NoSync, ReadOnly: m.opts.ReadOnly})
-	if errors.Is(err, berrors.ErrTimeout) {
+	db, err := store.Open(dbPath, store.Options{NoSync: m.opts.NoSync, ReadOnly: m.opts.ReadOnly, Logger: m.log})
+	if errors.Is(err, store.ErrLocked) {
 		return lockedError(m.dir, m.opts.ReadOnly)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, dbPath, err)
+		return err
 	}
 	m.db = db
 	return nil
@@ -329,7 +329,7 @@ func (m *Memory) create(temps []string) (*manifest, []string, error) {
 	if err != nil || man != nil {
 		return man, temps, err
 	}
-	if !emptyBolt(m.db) {
+	if !m.db.Empty() {
 		return nil, nil, fmt.Errorf("%w: %s has a %s with data but no %s (restore it from a backup)", ErrCorrupt, m.dir, dbName, filepath.Join(m.dir, manifestName))
 	}
 	if err := removeFiles(temps); err != nil {
@@ -468,32 +468,14 @@ func (m *Memory) checkEmbedder() error {
 	return writeManifest(m.dir, m.man)
 }
 
-func (m *Memory) countDocs() (int, error) {
-	n := 0
-	err := m.view(func(tx *bolt.Tx) error {
-		cols := tx.Bucket(bkCols)
-		if cols == nil {
-			return nil
-		}
-		return cols.ForEachBucket(func(k []byte) error {
-			n += cols.Bucket(k).Bucket(bkDocs).Stats().KeyN
-			return nil
-		})
-	})
-	return n, err
-}
+func (m *Memory) countDocs() (int, error) { return m.db.CountDocs() }
 
 // reEmbed replaces every stored vector with one from the configured embedder.
 func (m *Memory) reEmbed(ctx context.Context, total int) error {
 	m.log.Info("memory: re-embedding store", "documents", total, "embedder", m.opts.Embedder.ID())
 	done := 0
-	var names []string
-	if err := m.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bkCols).ForEachBucket(func(k []byte) error {
-			names = append(names, string(k))
-			return nil
-		})
-	}); err != nil {
+	names, err := m.db.CollectionNames()
+	if err != nil {
 		return err
 	}
 	for _, name := range names {
@@ -501,20 +483,13 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 		var texts []string
 		var owner []int // the document (counted from 0 in this collection) of each id
 		ndocs := 0
-		if err := m.view(func(tx *bolt.Tx) error {
-			return tx.Bucket(bkCols).Bucket([]byte(name)).Bucket(bkDocs).ForEach(func(k, v []byte) error {
-				r, err := decodeRecord(string(k), v)
-				if err != nil {
-					return err
-				}
-				for u, uid := range r.unitIDs(string(k)) {
-					ids = append(ids, uid)
-					texts = append(texts, r.unitEmbedText(unitIndex(r, u)))
-					owner = append(owner, ndocs)
-				}
-				ndocs++
-				return nil
-			})
+		if err := m.forEachRecord(name, func(id string, r *store.Record) {
+			for u, uid := range r.UnitIDs(id) {
+				ids = append(ids, uid)
+				texts = append(texts, unitEmbedText(r, r.UnitIndex(u)))
+				owner = append(owner, ndocs)
+			}
+			ndocs++
 		}); err != nil {
 			return err
 		}
@@ -524,15 +499,7 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 			if err != nil {
 				return err
 			}
-			if err := m.update(func(tx *bolt.Tx) error {
-				vb := tx.Bucket(bkCols).Bucket([]byte(name)).Bucket(bkVecs)
-				for n, id := range ids[i:j] {
-					if err := vb.Put([]byte(id), encodeVec(vecs[n])); err != nil {
-						return err
-					}
-				}
-				return nil
-			}); err != nil {
+			if err := m.db.PutVectors(name, ids[i:j], vecs); err != nil {
 				return err
 			}
 			// Documents whose every chunk is embedded.
@@ -657,9 +624,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
 	}
-	if err := m.update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bkCols).DeleteBucket([]byte(c.name))
-	}); err != nil {
+	if err := m.db.DeleteCollection(c.name); err != nil {
 		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
 	}
 	var errs []error
@@ -669,7 +634,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		defer s.mu.Unlock()
 		errs = append(errs, m.closeIndexes(s))
 		s.deleted = true
-		s.ndocs, s.units = 0, 0
+		s.Docs, s.Units = 0, 0
 	}
 	errs = append(errs, m.removeDerived(c.name))
 	if err := errors.Join(errs...); err != nil {
@@ -743,14 +708,14 @@ func (m *Memory) Search(ctx context.Context, query string, opts ...SearchOption)
 func (m *Memory) closeCollection(c *colState) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	open := c.indexes != nil
+	open := c.Indexes != nil
 	if err := c.close(); err != nil || !open || m.tempDir || m.opts.ReadOnly {
 		return err
 	}
-	// Every derived index was caught up and is now persisted up to c.lastSeq: the change
+	// Every derived index was caught up and is now persisted up to c.LastSeq: the change
 	// log is no longer needed. (A collection whose indexes were not opened keeps its log:
 	// they may lag behind it.)
-	return m.trimChanges(c)
+	return m.db.Trim(&c.Collection)
 }
 
 // Close persists the derived indexes and closes the store. A temporary store is removed.

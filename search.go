@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrNoReranker: a search asked to rerank and the store has no reranker.
@@ -213,9 +213,9 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 			res, err = c.m.searchOne(ctx, c.name, query, so, st)
 			return err
 		}
-		err = guard("search", one)
+		err = store.Guard("search", one)
 		if bm25Damaged(err) && c.m.repairBM25(c.name, err) == nil {
-			err = guard("search", one) // on the rebuilt index
+			err = store.Guard("search", one) // on the rebuilt index
 		}
 	}
 	st.Total = time.Since(start)
@@ -233,7 +233,7 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 		return nil, err
 	}
 	defer unlock()
-	tx, err := m.db.Begin(false)
+	tx, err := m.db.Begin()
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 	fused := so.Fusion(lists, hybrid.FusionOptions{K: so.RRFK, Window: so.retrieverWindow(mode)})
 	st.Candidates = len(fused)
 	fused = fused[:min(len(fused), so.keep())]
-	cands, err := candidates(docsBucket(tx, col), col, fused, mode, notes, so.AllChunks, sc)
+	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, sc)
 	st.Fuse = time.Since(tf)
 	return cands, err
 }
@@ -261,9 +261,9 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 // alone runs in the BM25 index's metadata terms (bitmaps per segment, no record read);
 // with a WhereDocument the filters see documents (read from the store of record in tx).
 // Either way the indexes hold chunks, which carry their document's metadata.
-func (m *Memory) filterScope(ctx context.Context, tx *bolt.Tx, s *colState, col string, mode Mode,
+func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col string, mode Mode,
 	where, whereDoc docPred, w Where, st *SearchStats) (*searchScope, error) {
-	sc := &searchScope{units: s.units, bestBM25: map[string]string{}, bestDense: map[string]string{}}
+	sc := &searchScope{units: s.Units, bestBM25: map[string]string{}, bestDense: map[string]string{}}
 	st.Allowed = -1
 	switch {
 	case where != nil && whereDoc == nil && !filterScan.Load():
@@ -291,18 +291,16 @@ func (m *Memory) filterScope(ctx context.Context, tx *bolt.Tx, s *colState, col 
 		sc.allow = make([]string, 0)
 		sc.allowSet = map[string]bool{}
 		docs := 0
-		decode := decodeRecord
-		if whereDoc == nil {
-			decode = decodeMeta // a Where reads metadata only
-		}
-		if err := eachRecord(docsBucket(tx, col), decode, func(id string, r *record) {
+		metaOnly := whereDoc == nil // a Where reads metadata only
+		if err := tx.EachRecord(col, metaOnly, func(id string, r *store.Record) error {
 			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
-				for _, u := range r.unitIDs(id) {
+				for _, u := range r.UnitIDs(id) {
 					sc.allow = append(sc.allow, u)
 					sc.allowSet[u] = true
 				}
 				docs++
 			}
+			return nil
 		}); err != nil {
 			return nil, err
 		}
@@ -393,10 +391,10 @@ func (so *SearchOptions) keep() int {
 	return keep
 }
 
-// candidates turns fused results into candidates with their records, read from db (the
+// candidates turns fused results into candidates with their records, read in tx (the
 // transaction the filter saw). A document deleted or shortened since the index answered
 // is left out.
-func candidates(db *bolt.Bucket, col string, fused []hybrid.Fused, mode Mode, notes []string, allChunks bool,
+func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes []string, allChunks bool,
 	sc *searchScope) ([]candidate, error) {
 	uids := make([]string, len(fused))
 	for i, f := range fused {
@@ -405,15 +403,15 @@ func candidates(db *bolt.Bucket, col string, fused []hybrid.Fused, mode Mode, no
 			uids[i] = bestUnit(f, sc.bestBM25, sc.bestDense)
 		}
 	}
-	recs, err := unitRecords(db, uids)
+	recs, err := unitRecords(tx, col, uids)
 	if err != nil {
 		return nil, err
 	}
 	cands := make([]candidate, 0, len(fused))
 	for i, f := range fused {
 		uid, r := uids[i], recs[i]
-		parent, ci := splitUnit(uid)
-		if r == nil || !r.hasUnit(ci) || (sc.where != nil && !sc.where(r)) {
+		parent, ci := store.SplitUnit(uid)
+		if r == nil || !r.HasUnit(ci) || (sc.where != nil && !sc.where(r)) {
 			continue
 		}
 		ex, score := explain(f, mode, notes)
@@ -424,21 +422,21 @@ func candidates(db *bolt.Bucket, col string, fused []hybrid.Fused, mode Mode, no
 
 // unitRecords reads the record of each unit's document (nil where it is gone); the chunks
 // of one document share its record.
-func unitRecords(db *bolt.Bucket, uids []string) ([]*record, error) {
-	recs := make([]*record, len(uids))
-	var byParent map[string]*record
+func unitRecords(tx *store.Tx, col string, uids []string) ([]*store.Record, error) {
+	recs := make([]*store.Record, len(uids))
+	var byParent map[string]*store.Record
 	for i, uid := range uids {
-		parent, ci := splitUnit(uid)
+		parent, ci := store.SplitUnit(uid)
 		if ci >= 0 {
 			if byParent == nil {
-				byParent = map[string]*record{}
+				byParent = map[string]*store.Record{}
 			}
 			if r, ok := byParent[parent]; ok {
 				recs[i] = r
 				continue
 			}
 		}
-		r, err := getRecord(db, parent)
+		r, err := tx.Record(col, parent)
 		if err != nil {
 			return nil, err
 		}
@@ -477,7 +475,7 @@ func explain(f hybrid.Fused, mode Mode, notes []string) (Explanation, float64) {
 // candidate is a fused result before it becomes a Result.
 type candidate struct {
 	id  string // index id of the chunk
-	rec *record
+	rec *store.Record
 	res Result
 }
 
@@ -637,7 +635,7 @@ func (m *Memory) collapse(cands []candidate, threshold float64) ([]candidate, er
 	var kept []candidate
 	var keptVecs [][]float32
 	for _, c := range cands {
-		v, err := m.vector(c.res.Collection, c.id)
+		v, err := m.db.Vector(c.res.Collection, c.id)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -309,13 +310,13 @@ func flipMeta(path string, pages []int64) error {
 		return err
 	}
 	defer f.Close()
-	meta, err := readBoltMeta(f, 0)
+	pageSize, _, err := store.PageLayout(path)
 	if err != nil {
 		return err
 	}
 	for _, p := range pages {
 		var b [1]byte
-		off := p*int64(meta.pageSize) + 16 + 40 // the high water mark page id
+		off := p*pageSize + 16 + 40 // the high water mark page id
 		if _, err := f.ReadAt(b[:], off); err != nil {
 			return err
 		}

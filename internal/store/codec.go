@@ -1,8 +1,9 @@
-package memory
+package store
 
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -11,68 +12,7 @@ import (
 	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
-	bolt "go.etcd.io/bbolt"
 )
-
-// The store of record is one bbolt file. Layout:
-//
-//	meta                      seq -> uint64 (last sequence number handed out)
-//	col/<name>/docs           id  -> JSON record
-//	col/<name>/vecs           unit id -> little-endian float32s (unit: the id, or id NUL i for chunk i)
-//	col/<name>/changes        seq -> op byte + unit id   (replayed into indexes that lag behind)
-//	col/<name>/info           trimmed -> uint64 (changes up to it were dropped)
-//	                          ndocs, nunits -> uint64 (documents and index ids (chunks) stored;
-//	                          updated by every write; a store made before them counts once on open)
-//
-// Every write is one bbolt transaction (fsynced unless NoSync): a write that returned nil
-// survives a crash, and a crash mid-write leaves the previous state. The BM25 and vector
-// indexes are derived from it and caught up on open.
-var (
-	bkMeta    = []byte("meta")
-	bkCols    = []byte("col")
-	bkDocs    = []byte("docs")
-	bkVecs    = []byte("vecs")
-	bkChanges = []byte("changes")
-	bkInfo    = []byte("info")
-	keySeq    = []byte("seq")
-	keyTrim   = []byte("trimmed")
-	keyDocN   = []byte("ndocs")
-	keyUnitN  = []byte("nunits")
-)
-
-const (
-	opPut byte = 'p'
-	opDel byte = 'd'
-)
-
-// record is the stored form of a document (its id is the key).
-type record struct {
-	Title    string         `json:"t,omitempty"`
-	Text     string         `json:"x"`
-	Metadata map[string]any `json:"m,omitempty"`
-	// Chunks are the document's chunks when it has several (see chunking.go); none: the
-	// document is its own single chunk (as every document stored before chunking).
-	Chunks []chunkRec `json:"c,omitempty"`
-}
-
-// source is the document's Source (its metadata "source" string).
-func (r *record) source() string {
-	s, _ := r.Metadata[sourceKey].(string)
-	return s
-}
-
-func u64(b []byte) uint64 {
-	if len(b) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(b)
-}
-
-func u64b(v uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return b[:]
-}
 
 // Stored values carry a CRC-32C (Castagnoli): bbolt checks only its meta pages, so a flipped
 // byte in a data page would otherwise change a document or a vector silently.
@@ -91,9 +31,9 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encodeRecord is the stored form of r.
-func encodeRecord(r *record) ([]byte, error) {
-	js, err := jsonMarshal(r)
+// EncodeRecord is the stored form of r.
+func EncodeRecord(r *Record) ([]byte, error) {
+	js, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +59,7 @@ func recordJSON(id string, v []byte) ([]byte, error) {
 	return v[5:], nil
 }
 
-func encodeVec(v []float32) []byte {
+func EncodeVector(v []float32) []byte {
 	b := make([]byte, 8+4*len(v))
 	binary.LittleEndian.PutUint32(b, vecMagic)
 	for i, f := range v {
@@ -129,7 +69,7 @@ func encodeVec(v []float32) []byte {
 	return b
 }
 
-func decodeVec(b []byte) ([]float32, error) {
+func DecodeVector(b []byte) ([]float32, error) {
 	if len(b) >= 8 && binary.LittleEndian.Uint32(b) == vecMagic {
 		if got, want := crc32.Checksum(b[8:], castagnoli), binary.BigEndian.Uint32(b[4:]); got != want {
 			return nil, fmt.Errorf("%w: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, got, want)
@@ -146,101 +86,47 @@ func decodeVec(b []byte) ([]float32, error) {
 	return v, nil
 }
 
-// colBucket returns the bucket of collection name, creating it when create is set.
-func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
-	cols := tx.Bucket(bkCols)
-	if cols == nil {
-		if !create {
-			return nil, nil
-		}
-		var err error
-		if cols, err = tx.CreateBucketIfNotExists(bkCols); err != nil {
-			return nil, err
-		}
-	}
-	b := cols.Bucket([]byte(name))
-	if b != nil || !create {
-		return b, nil
-	}
-	b, err := cols.CreateBucket([]byte(name))
-	if err != nil {
-		return nil, err
-	}
-	for _, sub := range [][]byte{bkDocs, bkVecs, bkChanges, bkInfo} {
-		if _, err := b.CreateBucket(sub); err != nil {
-			return nil, err
-		}
-	}
-	if _, _, err := addCounts(b, 0, 0); err != nil {
-		return nil, err
-	}
-	return b, nil
-}
-
-// counts reads a collection's persisted document and index id counts; ok is false in a
-// store made before they were kept.
-func counts(b *bolt.Bucket) (docs, units int, ok bool) {
-	info := b.Bucket(bkInfo)
-	d, u := info.Get(keyDocN), info.Get(keyUnitN)
-	if len(d) != 8 || len(u) != 8 {
-		return 0, 0, false
-	}
-	return int(u64(d)), int(u64(u)), true
-}
-
-// addCounts adds to a collection's persisted counts (inside the write that changes them)
-// and returns the new values.
-func addCounts(b *bolt.Bucket, docs, units int) (int, int, error) {
-	d, u, _ := counts(b)
-	d, u = max(0, d+docs), max(0, u+units)
-	info := b.Bucket(bkInfo)
-	if err := info.Put(keyDocN, u64b(uint64(d))); err != nil {
-		return 0, 0, err
-	}
-	return d, u, info.Put(keyUnitN, u64b(uint64(u)))
-}
-
-// decodeRecord decodes a stored record. v may be bbolt's memory: nothing of it is kept.
+// DecodeRecord decodes a stored record. v may be bbolt's memory: nothing of it is kept.
 // Results read their records at query time, so this is on the search path: a record as
 // encoding/json writes it (keys t, x, m, c in that order, no spaces) is read by a direct
 // scan that copies strings without escapes as they are (8 bytes a step); anything else, and
 // the metadata and chunk values, go through segmentio's decoder, which reads JSON as
 // encoding/json does. TestDecodeRecord* and FuzzDecodeRecord hold both to encoding/json.
-func decodeRecord(id string, v []byte) (*record, error) {
+func DecodeRecord(id string, v []byte) (*Record, error) {
 	v, err := recordJSON(id, v)
 	if err != nil {
 		return nil, err
 	}
-	var r record
+	var r Record
 	if fastDecodeRecord(v, &r, false) {
 		return &r, nil
 	}
-	r = record{}
+	r = Record{}
 	if err := segjson.Unmarshal(v, &r); err != nil {
 		return nil, fmt.Errorf("%w: document %q: %v", ErrCorrupt, id, err)
 	}
 	return &r, nil
 }
 
-// decodeMeta decodes what a metadata filter needs of a stored record: its metadata and
+// DecodeMeta decodes what a metadata filter needs of a stored record: its metadata and
 // chunks; Title and Text are skipped (left empty) when the record is in encoding/json's
 // layout. Filters and Sources scan every record with it.
-func decodeMeta(id string, v []byte) (*record, error) {
+func DecodeMeta(id string, v []byte) (*Record, error) {
 	js, err := recordJSON(id, v)
 	if err != nil {
 		return nil, err
 	}
-	var r record
+	var r Record
 	if fastDecodeRecord(js, &r, true) {
 		return &r, nil
 	}
-	return decodeRecord(id, v)
+	return DecodeRecord(id, v)
 }
 
 // fastDecodeRecord decodes v into r when it is a record in encoding/json's own layout; false
 // (r partly filled) when it is not, or when it is not valid. With skipText, Title and Text
 // are only skipped over (not checked).
-func fastDecodeRecord(v []byte, r *record, skipText bool) bool {
+func fastDecodeRecord(v []byte, r *Record, skipText bool) bool {
 	if len(v) < 2 || v[0] != '{' || v[len(v)-1] != '}' {
 		return false
 	}
@@ -626,35 +512,4 @@ func jsonValueEnd(v []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// getRecord reads the record of document id from a docs bucket; nil when it is not stored.
-func getRecord(docs *bolt.Bucket, id string) (*record, error) {
-	if docs == nil {
-		return nil, nil
-	}
-	v := docs.Get([]byte(id))
-	if v == nil {
-		return nil, nil
-	}
-	return decodeRecord(id, v)
-}
-
-// docsBucket is the docs bucket of collection name in tx; nil when it does not exist.
-func docsBucket(tx *bolt.Tx, name string) *bolt.Bucket {
-	b, _ := colBucket(tx, name, false)
-	if b == nil {
-		return nil
-	}
-	return b.Bucket(bkDocs)
-}
-
-// nextSeq increments and returns the store sequence number inside tx.
-func nextSeq(tx *bolt.Tx) (uint64, error) {
-	meta, err := tx.CreateBucketIfNotExists(bkMeta)
-	if err != nil {
-		return 0, err
-	}
-	s := u64(meta.Get(keySeq)) + 1
-	return s, meta.Put(keySeq, u64b(s))
 }

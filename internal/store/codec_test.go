@@ -1,0 +1,198 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	segjson "github.com/segmentio/encoding/json"
+)
+
+// recordCases are stored records that the decoder must read as encoding/json does.
+var recordCases = []Record{
+	{Text: "plain"},
+	{Title: "T", Text: "with <html> & \u2028 line sep, \"quotes\", \\ backslash, tab\t, nl\n, ctl \x01"},
+	{Text: "unicode: é 漢字 🙂", Metadata: map[string]any{"source": "a/b.md", "n": 3.0, "f": -1.5e-300, "big": 1e21, "ok": true, "s": "x\ty"}},
+	{Text: strings.Repeat("long text ", 500), Chunks: []Chunk{{S: 0, E: 10}, {S: 10, E: 5000, H: []string{"A", "B > c"}}}},
+	{Text: "", Title: "only title", Metadata: map[string]any{"zero": 0.0, "max": math.MaxFloat64, "neg": math.Copysign(0, -1)}},
+}
+
+// TestDecodeRecordMatchesEncodingJSON: the faster decoder reads what encoding/json wrote
+// exactly as encoding/json reads it.
+func TestDecodeRecordMatchesEncodingJSON(t *testing.T) {
+	for _, rc := range recordCases {
+		enc, err := json.Marshal(&rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDecode(t, enc)
+	}
+}
+
+func checkDecode(t *testing.T, enc []byte) {
+	t.Helper()
+	var want Record
+	wantErr := json.Unmarshal(enc, &want)
+	got, err := DecodeRecord("id", enc)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("%q: error %v, encoding/json %v", enc, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(*got, want) {
+		t.Fatalf("%q: decoded %+v, encoding/json %+v", enc, *got, want)
+	}
+	if err != nil {
+		return
+	}
+	// What a metadata filter reads: the same metadata and chunks.
+	meta, err := DecodeMeta("id", enc)
+	if err != nil || !reflect.DeepEqual(meta.Metadata, want.Metadata) || !reflect.DeepEqual(meta.Chunks, want.Chunks) {
+		t.Fatalf("%q: DecodeMeta %+v, %v; encoding/json %+v", enc, meta, err, want)
+	}
+}
+
+// FuzzDecodeRecord: records made of arbitrary strings round-trip as with encoding/json.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add("title", "text <&> \u2028", "key", "value", 1.5, 0, 3)
+	f.Add("", "é漢🙂\\\"", "source", "a\x00b", -2.0, 5, 1)
+	f.Fuzz(func(t *testing.T, title, text, key, val string, num float64, s, e int) {
+		if math.IsNaN(num) || math.IsInf(num, 0) {
+			return
+		}
+		r := Record{Title: title, Text: text}
+		if key != "" {
+			r.Metadata = map[string]any{key: val, key + "#n": num}
+		}
+		if s != e {
+			r.Chunks = []Chunk{{S: s, E: e, H: []string{key, val}}}
+		}
+		enc, err := json.Marshal(&r)
+		if err != nil {
+			return
+		}
+		checkDecode(t, enc)
+	})
+}
+
+// TestDecodeRecordOtherLayouts: records not in encoding/json's own layout (other key
+// order, spaces, unknown keys, escapes) and broken ones decode as encoding/json does.
+func TestDecodeRecordOtherLayouts(t *testing.T) {
+	for _, enc := range []string{
+		`{"x":"text","t":"title"}`,
+		`{ "t":"a", "x":"b" }`,
+		`{"t":"a","x":"b","z":1}`,
+		`{"t":"a","t":"b","x":"c"}`,
+		`{"x":"tab\tinside"}`,
+		`{"x":"esc \u00e9 \n","m":{"k":"v\"w","n":1e3,"b":false}}`,
+		`{"x":"a","m":null,"c":null}`,
+		`{"x":"a","c":[{"s":1,"e":2,"h":["x,y","]}"]}]}`,
+		`{"x":"a","m":{"k":[1,2]}}`,
+		`{"x":"a","m":{"n":01}}`, `{"x":"a","m":{"n":1.}}`, `{"x":"a","m":{"n":-}}`, `{"x":"a","m":{"n":1e}}`,
+		`{"x":"a","m":{"n":-0.5E+3,"b":true,"c":false,"d":null}}`, `{"x":"a","m":{"n":1e5,"b":true,"c":false}}`,
+		`{"x":"a","m":{}}`, `{"x":"a","m":{"k":"v",}}`, `{"x":"a","m":{"k":tru}}`, `{"x":"a","m":{"k":truex}}`,
+		`{"x":"a","m":{"k":"v","k":2}}`, `{"x":"a","m":{"k":1e999}}`, `{"x":"a","m":{"":"\xc3"}}`,
+		`{"x":"a\u00e9\ud83d\ude42 \u003c\u0026 \"q\" \\ \/ \b\f\n\r\t end"}`, `{"x":"lone \ud800 x"}`,
+		`{"x":"\uZZZZ"}`, `{"x":"\u12"}`, `{"x":"\x"}`, `{"x":"a\`, `{"t":"\u00e9\u0000","x":"\ufffd"}`,
+		"{\"x\":\"a\\n\x01b\"}", `{"x":"\"\"\\\"","t":"x"}`, `{"t":"\"","x":"\\"}`,
+		`{}`, `{"x":}`, `{"x":"a"`, `{"x":"a",}`, `{"x":"\xff"}`, `{"x":"a"}x`, `[]`, ``,
+	} {
+		checkDecode(t, []byte(enc))
+	}
+}
+
+// BenchmarkDecodeRecord: decoding a passage-sized record (about 800 bytes, some non-ASCII,
+// a source), as each search result does; against encoding/json and segmentio's decoder.
+func BenchmarkDecodeRecord(b *testing.B) {
+	r := Record{Title: "Tumour growth", Text: strings.Repeat("Cells of the β-islet grow – slowly – in 10 μM glucose. ", 14),
+		Metadata: map[string]any{"source": "corpus/p123.txt"}}
+	enc, _ := json.Marshal(&r)
+	b.Run("DecodeRecord", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := DecodeRecord("id", enc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("segmentio", func(b *testing.B) {
+		for b.Loop() {
+			var x Record
+			if err := segjson.Unmarshal(enc, &x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			var x Record
+			if err := json.Unmarshal(enc, &x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzDecodeRecordBytes: any bytes decode as encoding/json decodes them (same error-ness,
+// same record).
+func FuzzDecodeRecordBytes(f *testing.F) {
+	for _, rc := range recordCases {
+		enc, _ := json.Marshal(&rc)
+		f.Add(enc)
+	}
+	f.Add([]byte(`{"x":"a","m":{"n":-0.5E+3,"b":true}}`))
+	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, data) })
+}
+
+// TestStoredValuesChecked flips every bit of a stored record and of a stored vector, one at a
+// time, and requires ErrCorrupt from decoding (never a different value), and that values
+// written before the checksums still decode.
+func TestStoredValuesChecked(t *testing.T) {
+	r := &Record{Title: "t", Text: "some text", Metadata: map[string]any{"k": "v", "n": 2.0}}
+	enc, err := EncodeRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeRecord("id", enc)
+	if err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for i := range enc {
+		for bit := range 8 {
+			bad := append([]byte(nil), enc...)
+			bad[i] ^= 1 << bit
+			if _, err := DecodeRecord("id", bad); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("record byte %d bit %d flipped: %v, want ErrCorrupt", i, bit, err)
+			}
+			if _, err := DecodeMeta("id", bad); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("record byte %d bit %d flipped, metadata read: %v, want ErrCorrupt", i, bit, err)
+			}
+		}
+	}
+	legacy, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeRecord("id", legacy); err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("a record written before checksums: %+v, %v", got, err)
+	}
+
+	v := []float32{0.5, -1, 3.25, 0}
+	venc := EncodeVector(v)
+	if got, err := DecodeVector(venc); err != nil || !reflect.DeepEqual(got, v) {
+		t.Fatalf("vector round trip: %v, %v", got, err)
+	}
+	for i := range venc {
+		for bit := range 8 {
+			bad := append([]byte(nil), venc...)
+			bad[i] ^= 1 << bit
+			if got, err := DecodeVector(bad); err == nil && reflect.DeepEqual(got, v) || err == nil && len(got) == len(v) {
+				t.Fatalf("vector byte %d bit %d flipped: %v, %v; want ErrCorrupt", i, bit, got, err)
+			}
+		}
+	}
+	old := venc[8:] // the values alone, as written before checksums
+	if got, err := DecodeVector(old); err != nil || !reflect.DeepEqual(got, v) {
+		t.Fatalf("a vector written before checksums: %v, %v", got, err)
+	}
+}

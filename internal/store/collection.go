@@ -1,0 +1,423 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	segjson "github.com/segmentio/encoding/json"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Collection is the state of one collection: its counters, the reach of its change log and
+// its open derived indexes. What is kept is O(1) per collection: documents stay in the
+// store of record. The caller serialises access (the root package locks it per collection).
+type Collection struct {
+	Name    string
+	LastSeq uint64 // sequence number of the collection's last change
+	Trimmed uint64 // the change log was trimmed up to this sequence number
+	Changes int    // entries in its change log
+	Docs    int    // documents stored (persisted as info/ndocs)
+	Units   int    // index ids (chunks) of all documents (info/nunits)
+
+	// Indexes are its derived indexes, one per kind of Kinds (nil where a kind does not
+	// apply); nil while closed (OpenIndexes opens them).
+	Indexes []Index
+	Kinds   []Kind
+}
+
+// MaxChanges bounds the change log kept for index catch-up; past it the oldest half is
+// dropped and an index that lags further is rebuilt from the documents on open.
+const MaxChanges = 200_000
+
+// LoadCollection reads a collection's counters and the reach of its change log (its indexes
+// stay closed). A collection stored before the counters were kept is counted once (and the
+// counts persisted unless db is read-only).
+func (db *DB) LoadCollection(name string) (*Collection, error) {
+	c := &Collection{Name: name}
+	haveCounts := true
+	err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		c.Trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
+		c.LastSeq = c.Trimmed
+		c.Docs, c.Units, haveCounts = counts(b)
+		cur := b.Bucket(bkChanges).Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			c.Changes++
+			c.LastSeq = max(c.LastSeq, u64(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !haveCounts {
+		if err := db.countCollection(c); err != nil {
+			return nil, err
+		}
+	}
+	if db.ro {
+		c.Changes = 0 // nothing to trim: a read-only store writes nothing
+	}
+	return c, nil
+}
+
+// countCollection counts the documents and index ids of a collection stored before the
+// counts were persisted, and persists them (a read-only store counts for this process only).
+func (db *DB) countCollection(c *Collection) error {
+	db.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", c.Name)
+	txn := db.update
+	if db.ro {
+		txn = db.view
+	}
+	return txn(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, c.Name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		docs, units := 0, 0
+		cur := b.Bucket(bkDocs).Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			var ch struct {
+				Chunks []struct{} `json:"c"`
+			}
+			js, err := recordJSON(string(k), v)
+			if err != nil {
+				return err
+			}
+			if err := segjson.Unmarshal(js, &ch); err != nil {
+				return fmt.Errorf("%w: document %q: %v", ErrCorrupt, k, err)
+			}
+			docs++
+			units += max(1, len(ch.Chunks))
+		}
+		c.Docs, c.Units = docs, units
+		if !tx.Writable() {
+			return nil
+		}
+		info := b.Bucket(bkInfo)
+		if err := info.Put(keyDocN, u64b(uint64(docs))); err != nil {
+			return err
+		}
+		return info.Put(keyUnitN, u64b(uint64(units)))
+	})
+}
+
+// Put is one document of a Write.
+type Put struct {
+	ID     string
+	Record *Record
+	Units  []string    // its index ids (Record.UnitIDs)
+	Stale  []string    // index ids of its stored version that it drops
+	Vecs   [][]float32 // one vector per unit (nil without an embedder)
+}
+
+// Commit is what a durable write changed: the collection's counters after it, its last
+// sequence number and the change log entries it added.
+type Commit struct {
+	Seq         uint64
+	Changes     int
+	Docs, Units int
+	Puts        []Unit   // for the derived indexes
+	Dels        []string // index ids deleted
+}
+
+// Committed applies a write's counters to c (the caller holds c's lock).
+func (c *Collection) Committed(w Commit) {
+	c.Docs, c.Units = w.Docs, w.Units
+	if w.Changes > 0 {
+		c.LastSeq = w.Seq
+		c.Changes += w.Changes
+	}
+}
+
+// Write stores puts in collection col (created when absent) in one transaction: the
+// records, their vectors and a change per unit put or dropped. added is how many of them are
+// new documents, unitDelta the change in the collection's index ids.
+func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error) {
+	var w Commit
+	err := db.update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, true)
+		if err != nil {
+			return err
+		}
+		docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+		change := func(op byte, uid string) error {
+			var err error
+			if w.Seq, err = nextSeq(tx); err != nil {
+				return err
+			}
+			w.Changes++
+			return cb.Put(u64b(w.Seq), append([]byte{op}, uid...))
+		}
+		for _, p := range puts {
+			enc, err := EncodeRecord(p.Record)
+			if err != nil {
+				return err
+			}
+			if err := docs.Put([]byte(p.ID), enc); err != nil {
+				return err
+			}
+			for _, u := range p.Stale {
+				if err := vb.Delete([]byte(u)); err != nil {
+					return err
+				}
+				if err := change(opDel, u); err != nil {
+					return err
+				}
+			}
+			for n, u := range p.Units {
+				if p.Vecs != nil {
+					if err := vb.Put([]byte(u), EncodeVector(p.Vecs[n])); err != nil {
+						return err
+					}
+				}
+				if err := change(opPut, u); err != nil {
+					return err
+				}
+			}
+		}
+		w.Docs, w.Units, err = addCounts(b, added, unitDelta)
+		return err
+	})
+	if err != nil {
+		return Commit{}, err
+	}
+	for _, p := range puts {
+		w.Dels = append(w.Dels, p.Stale...)
+		for n, u := range p.Units {
+			up := Unit{ID: u, Record: p.Record, Chunk: p.Record.UnitIndex(n)}
+			if p.Vecs != nil {
+				up.Vec = p.Vecs[n]
+			}
+			w.Puts = append(w.Puts, up)
+		}
+	}
+	return w, nil
+}
+
+// Delete removes documents ids (distinct; one not stored is skipped) of collection col with
+// their vectors, in one transaction, logging a change per index id removed. A collection
+// that does not exist is ErrCollectionNotFound.
+func (db *DB) Delete(col string, ids []string) (Commit, error) {
+	var w Commit
+	err := db.update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+		}
+		docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+		gone := 0
+		for _, id := range ids {
+			r, err := getRecord(docs, id)
+			if err != nil {
+				return err
+			}
+			if r == nil {
+				continue
+			}
+			gone++
+			w.Dels = append(w.Dels, r.UnitIDs(id)...)
+			if err := docs.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		if w.Docs, w.Units, err = addCounts(b, -gone, -len(w.Dels)); err != nil {
+			return err
+		}
+		for _, u := range w.Dels {
+			if err := vb.Delete([]byte(u)); err != nil {
+				return err
+			}
+			if w.Seq, err = nextSeq(tx); err != nil {
+				return err
+			}
+			w.Changes++
+			if err := cb.Put(u64b(w.Seq), append([]byte{opDel}, u...)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Commit{}, err
+	}
+	return w, nil
+}
+
+// Trim drops the change log of collection c, whose indexes are all persisted up to its
+// last change.
+func (db *DB) Trim(c *Collection) error {
+	if c.Changes == 0 || db.ro {
+		return nil
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, c.Name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		if err := b.DeleteBucket(bkChanges); err != nil {
+			return err
+		}
+		if _, err := b.CreateBucket(bkChanges); err != nil {
+			return err
+		}
+		c.Changes = 0
+		c.Trimmed = c.LastSeq
+		return b.Bucket(bkInfo).Put(keyTrim, u64b(c.LastSeq))
+	})
+}
+
+// MaybeTrim drops the oldest half of a change log that grew past MaxChanges.
+func (db *DB) MaybeTrim(c *Collection) error {
+	if c.Changes <= MaxChanges || db.ro {
+		return nil
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, c.Name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		cur := b.Bucket(bkChanges).Cursor()
+		var last []byte
+		n := 0
+		for k, _ := cur.First(); k != nil && n < c.Changes/2; k, _ = cur.Next() {
+			last = bytes.Clone(k)
+			if err := cur.Delete(); err != nil {
+				return err
+			}
+			n++
+		}
+		c.Changes -= n
+		if last == nil {
+			return nil
+		}
+		c.Trimmed = u64(last)
+		return b.Bucket(bkInfo).Put(keyTrim, last)
+	})
+}
+
+// catchUpBatch is how many index ids catch-up and rebuild read (in one read transaction)
+// and apply at a time: large enough that a rebuild's BM25 batches are built on all cores,
+// small enough to bound the memory of one step (~10 MB of records).
+const catchUpBatch = 8192
+
+// applyFunc applies puts and deletes to a derived index (Index.Apply).
+type applyFunc func(ctx context.Context, puts []Unit, dels []string, seq uint64) error
+
+// catchUp brings an index that reflects sequence number from up to c.LastSeq by replaying
+// the change log after from (the caller checked that it reaches back that far): a touched
+// index id that is live now is put again, one that is not is deleted.
+func (db *DB) catchUp(c *Collection, from uint64, apply applyFunc) error {
+	if from >= c.LastSeq {
+		return nil
+	}
+	touched := map[string]bool{}
+	var puts []Unit
+	var dels []string
+	if err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, c.Name, false)
+		if err != nil || b == nil {
+			return err
+		}
+		cur := b.Bucket(bkChanges).Cursor()
+		for k, v := cur.Seek(u64b(from + 1)); k != nil; k, v = cur.Next() {
+			if len(v) > 1 {
+				touched[string(v[1:])] = true
+			}
+		}
+		ids := make([]string, 0, len(touched))
+		for id := range touched {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		docs := b.Bucket(bkDocs)
+		for _, uid := range ids {
+			parent, idx := SplitUnit(uid)
+			r, err := getRecord(docs, parent)
+			if err != nil {
+				return err
+			}
+			if r != nil && r.HasUnit(idx) {
+				puts = append(puts, Unit{ID: uid, Record: r, Chunk: idx})
+			} else {
+				dels = append(dels, uid)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := 0; i < len(puts) || i == 0; i += catchUpBatch {
+		j := min(i+catchUpBatch, len(puts))
+		var d []string
+		if i == 0 {
+			d = dels
+		}
+		if err := apply(context.Background(), puts[i:j], d, c.LastSeq); err != nil {
+			return err
+		}
+		if j >= len(puts) {
+			break
+		}
+	}
+	return nil
+}
+
+// rebuild loads every document of a collection into a reset index: a batch of index ids
+// per read transaction, so neither the collection nor a long transaction is held.
+func (db *DB) rebuild(c *Collection, apply applyFunc) error {
+	var after []byte
+	applied := false
+	for {
+		var puts []Unit
+		done := true
+		if err := db.view(func(tx *bolt.Tx) error {
+			docs := docsBucket(tx, c.Name)
+			if docs == nil {
+				return nil
+			}
+			cur := docs.Cursor()
+			k, v := cur.First()
+			if after != nil {
+				if k, v = cur.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, v = cur.Next()
+				}
+			}
+			for ; k != nil; k, v = cur.Next() {
+				id := string(k)
+				r, err := DecodeRecord(id, v)
+				if err != nil {
+					return err
+				}
+				for u, uid := range r.UnitIDs(id) {
+					puts = append(puts, Unit{ID: uid, Record: r, Chunk: r.UnitIndex(u)})
+				}
+				if len(puts) >= catchUpBatch {
+					after, done = []byte(id), false
+					return nil
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(puts) > 0 || !applied {
+			// The first call also records the sequence number in an empty collection.
+			if err := apply(context.Background(), puts, nil, c.LastSeq); err != nil {
+				return err
+			}
+			applied = true
+		}
+		if done {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// CollectionExists reports whether collection name is stored.
+func (db *DB) CollectionExists(name string) (bool, error) {
+	var ok bool
+	err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, name, false)
+		ok = b != nil
+		return err
+	})
+	return ok, err
+}
+
+// CollectionNames lists the stored collections, sorted.
+func (db *DB) CollectionNames() ([]string, error) {
+	var names []string
+	err := db.view(func(tx *bolt.Tx) error {
+		cols := tx.Bucket(bkCols)
+		if cols == nil {
+			return nil
+		}
+		return cols.ForEachBucket(func(k []byte) error {
+			names = append(names, string(k))
+			return nil
+		})
+	})
+	return names, err
+}
+
+// CreateCollection makes collection name (nothing when it exists); ErrTooManyCollections
+// when the store already holds max (> 0) collections.
+func (db *DB) CreateCollection(name string, max int) error {
+	return db.update(func(tx *bolt.Tx) error {
+		if cols := tx.Bucket(bkCols); cols != nil {
+			if cols.Bucket([]byte(name)) != nil {
+				return nil
+			}
+			n := 0
+			c := cols.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				n++
+			}
+			if max > 0 && n >= max {
+				return fmt.Errorf("%w: the store has %d (Options.MaxCollections); delete some or raise the cap", ErrTooManyCollections, n)
+			}
+		}
+		_, err := colBucket(tx, name, true)
+		return err
+	})
+}
+
+// DeleteCollection removes collection name with its documents, vectors and change log.
+func (db *DB) DeleteCollection(name string) error {
+	return db.update(func(tx *bolt.Tx) error {
+		cols := tx.Bucket(bkCols)
+		if cols == nil || cols.Bucket([]byte(name)) == nil {
+			return nil
+		}
+		return cols.DeleteBucket([]byte(name))
+	})
+}
+
+// CountDocs is the number of documents of every collection.
+func (db *DB) CountDocs() (int, error) {
+	n := 0
+	err := db.view(func(tx *bolt.Tx) error {
+		cols := tx.Bucket(bkCols)
+		if cols == nil {
+			return nil
+		}
+		return cols.ForEachBucket(func(k []byte) error {
+			n += cols.Bucket(k).Bucket(bkDocs).Stats().KeyN
+			return nil
+		})
+	})
+	return n, err
+}
+
+// IDs lists the document ids of collection col, sorted.
+func (db *DB) IDs(col string) ([]string, error) {
+	ids := []string{}
+	err := db.view(func(tx *bolt.Tx) error {
+		docs := docsBucket(tx, col)
+		if docs == nil {
+			return nil
+		}
+		cur := docs.Cursor()
+		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	return ids, err
+}
+
+// Document reads document id of collection col with its stored vector when it is one
+// unit (a chunked document has one per chunk: vec is nil). r is nil when it is not stored.
+func (db *DB) Document(col, id string) (r *Record, vec []float32, err error) {
+	err = db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
+			return err
+		}
+		if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
+			vec, err = DecodeVector(raw)
+		}
+		return err
+	})
+	return r, vec, err
+}
+
+// Vector reads the stored vector of index id uid in collection col (nil when none).
+func (db *DB) Vector(col, uid string) ([]float32, error) {
+	var v []float32
+	err := db.View(func(t *Tx) error {
+		var err error
+		v, err = t.Vector(col, uid)
+		return err
+	})
+	return v, err
+}
+
+// StoredVectors reads the stored vectors of index ids ids in collection col; ids without one
+// are left out. A vector of another length than dim (> 0) is ErrCorrupt.
+func (db *DB) StoredVectors(col string, ids []string, dim int) (vids []string, vecs [][]float32, err error) {
+	err = db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		vb := b.Bucket(bkVecs)
+		for _, id := range ids {
+			raw := vb.Get([]byte(id))
+			if raw == nil {
+				continue
+			}
+			v, err := DecodeVector(raw)
+			if err != nil {
+				return err
+			}
+			if dim > 0 && len(v) != dim {
+				return fmt.Errorf("%w: the stored vector of %q has %d values, want %d", ErrCorrupt, id, len(v), dim)
+			}
+			vids = append(vids, id)
+			vecs = append(vecs, v)
+		}
+		return nil
+	})
+	return vids, vecs, err
+}
+
+// PutVectors stores vecs[i] as the vector of index id ids[i] in collection col, in one
+// transaction (re-embedding: no change is logged; the vector indexes are rebuilt).
+func (db *DB) PutVectors(col string, ids []string, vecs [][]float32) error {
+	return db.update(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			return fmt.Errorf("%w: collection %q vanished while its vectors were written", ErrCorrupt, col)
+		}
+		vb := b.Bucket(bkVecs)
+		for n, id := range ids {
+			if err := vb.Put([]byte(id), EncodeVector(vecs[n])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// VectorCount is how many vectors collection col stores.
+func (db *DB) VectorCount(col string) (int, error) {
+	n := 0
+	err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		n = b.Bucket(bkVecs).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// SampleUnits returns index ids of up to n documents of collection col, spread over the id
+// space (the first, the last, and ids sought at evenly spaced byte prefixes),
+// deterministically. Open-time verification looks them up in each derived index.
+func (db *DB) SampleUnits(col string, n int) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	err := db.view(func(tx *bolt.Tx) error {
+		docs := docsBucket(tx, col)
+		if docs == nil {
+			return nil
+		}
+		cur := docs.Cursor()
+		add := func(k, v []byte) error {
+			if k == nil || seen[string(k)] {
+				return nil
+			}
+			seen[string(k)] = true
+			r, err := DecodeMeta(string(k), v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r.UnitIDs(string(k))...)
+			return nil
+		}
+		if err := add(cur.First()); err != nil {
+			return err
+		}
+		if err := add(cur.Last()); err != nil {
+			return err
+		}
+		for i := 1; i < n-1; i++ {
+			k, v := cur.Seek([]byte{byte(i * 256 / n)})
+			if err := add(k, v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// StepSample returns the index ids of up to n documents of collection col, taken at even
+// steps over its documents in id order (deterministic for a given store), at most 4n ids.
+func (db *DB) StepSample(col string, n int) ([]string, error) {
+	var out []string
+	err := db.view(func(tx *bolt.Tx) error {
+		docs := docsBucket(tx, col)
+		if docs == nil {
+			return nil
+		}
+		step := max(1, docs.Stats().KeyN/n)
+		cur := docs.Cursor()
+		i := 0
+		for k, v := cur.First(); k != nil && len(out) < 4*n; k, v = cur.Next() {
+			if i%step == 0 {
+				r, err := DecodeMeta(string(k), v)
+				if err != nil {
+					return err
+				}
+				out = append(out, r.UnitIDs(string(k))...)
+			}
+			i++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Tally is what a full read of a collection finds (Tally).
+type Tally struct {
+	Docs, Units, Vectors int
+	// Damaged counts damaged records and vectors, and missing vectors; Problems describes
+	// the first three.
+	Damaged  int
+	Problems []string
+}
+
+func (t *Tally) damaged(format string, args ...any) {
+	if t.Damaged++; t.Damaged <= 3 {
+		t.Problems = append(t.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// Tally reads every record of collection col and, with dim > 0 (an embedder recorded), the
+// vector of each of its index ids: each must decode, and each vector have dim values.
+func (db *DB) Tally(col string, dim int) (Tally, error) {
+	var t Tally
+	err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		vb := b.Bucket(bkVecs)
+		cur := b.Bucket(bkDocs).Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			t.Docs++
+			r, err := DecodeRecord(string(k), v)
+			if err != nil {
+				t.damaged("%s", firstLine(err))
+				continue
+			}
+			for _, u := range r.UnitIDs(string(k)) {
+				t.Units++
+				if dim == 0 {
+					continue
+				}
+				raw := vb.Get([]byte(u))
+				if raw == nil {
+					t.damaged("index id %q has no vector", u)
+				} else if v, err := DecodeVector(raw); err != nil || len(v) != dim {
+					t.damaged("the vector of %q is damaged (%d values, want %d; %v)", u, len(v), dim, err)
+				}
+			}
+		}
+		t.Vectors = vb.Stats().KeyN
+		return nil
+	})
+	return t, err
+}
+
+// Consistency reads every page of the file on this goroutine (a damaged one is an error
+// wrapping ErrCorrupt, not a crash), then runs bbolt's own consistency check (every page
+// reachable once, the freelist right) and returns up to max of its findings.
+func (db *DB) Consistency(max int) ([]string, error) {
+	// bbolt's check runs on a goroutine of its own, where a damaged page's panic or fault
+	// could not be recovered: every reachable page is read here first.
+	if err := walk(db.bolt); err != nil {
+		return nil, err
+	}
+	var found []string
+	err := db.view(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			if len(found) < max {
+				found = append(found, err.Error())
+			}
+		}
+		return nil
+	})
+	return found, err
+}

@@ -1,0 +1,293 @@
+// Package store is the store of record of a memory store and the seam to the indexes
+// derived from it.
+//
+// The store of record is one bbolt file. Layout:
+//
+//	meta                      seq -> uint64 (last sequence number handed out)
+//	col/<name>/docs           id  -> record (codec.go)
+//	col/<name>/vecs           unit id -> vector (unit: the id, or id NUL i for chunk i)
+//	col/<name>/changes        seq -> op byte + unit id   (replayed into indexes that lag behind)
+//	col/<name>/info           trimmed -> uint64 (changes up to it were dropped)
+//	                          ndocs, nunits -> uint64 (documents and index ids (chunks) stored;
+//	                          updated by every write; a store made before them counts once on open)
+//
+// Every write is one bbolt transaction (fsynced unless NoSync): a write that returned nil
+// survives a crash, and a crash mid-write leaves the previous state. The indexes derived
+// from it (derived.go) are caught up, verified and rebuilt from it.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	bkMeta    = []byte("meta")
+	bkCols    = []byte("col")
+	bkDocs    = []byte("docs")
+	bkVecs    = []byte("vecs")
+	bkChanges = []byte("changes")
+	bkInfo    = []byte("info")
+	keySeq    = []byte("seq")
+	keyTrim   = []byte("trimmed")
+	keyDocN   = []byte("ndocs")
+	keyUnitN  = []byte("nunits")
+)
+
+const (
+	opPut byte = 'p'
+	opDel byte = 'd'
+)
+
+// Options configure Open. The zero value opens a writable, fsynced store, waiting up to
+// 200 ms for its lock.
+type Options struct {
+	// ReadOnly opens the file read-only under a shared lock: several processes may read it
+	// at once, none while a writer holds it. Nothing is written (derived indexes that
+	// cannot be trusted are rebuilt in memory).
+	ReadOnly bool
+	// NoSync skips the fsync of each write (tests, temporary stores).
+	NoSync bool
+	// Timeout is how long Open waits for the file's lock (0: 200 ms).
+	Timeout time.Duration
+	// Logger receives rebuilds and repairs (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+// DB is an open store of record.
+type DB struct {
+	bolt *bolt.DB
+	path string
+	ro   bool
+	log  *slog.Logger
+}
+
+// Open opens (creating when it is absent and o is writable) the store of record at path. A
+// lock held by another process is ErrLocked; a file bbolt cannot open is ErrCorrupt naming it.
+// Call CheckFile before it: bbolt maps a damaged file unchecked.
+func Open(path string, o Options) (*DB, error) {
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 200 * time.Millisecond
+	}
+	bdb, err := bolt.Open(path, 0o644, &bolt.Options{Timeout: timeout, NoSync: o.NoSync, ReadOnly: o.ReadOnly})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &DB{bolt: bdb, path: path, ro: o.ReadOnly, log: log}, nil
+}
+
+// Close closes the file and releases its lock.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// ReadOnly reports whether db was opened read-only.
+func (db *DB) ReadOnly() bool { return db.ro }
+
+// Empty reports whether db holds nothing at all (a file just created).
+func (db *DB) Empty() bool { return empty(db.bolt) }
+
+// View runs a read transaction under Guard: a damaged page (bbolt checksums only its meta
+// pages) can send bbolt past its mapping, and that must be ErrCorrupt, not a crash.
+func (db *DB) View(fn func(*Tx) error) error {
+	return Guard("store.db read", func() error {
+		return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+	})
+}
+
+// update runs a write transaction under Guard (see View).
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	return Guard("store.db write", func() error { return db.bolt.Update(fn) })
+}
+
+// view runs a read transaction under Guard (see View).
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	return Guard("store.db read", func() error { return db.bolt.View(fn) })
+}
+
+// Begin starts a read transaction that the caller ends with Rollback: a search reads its
+// filter and its results' records in one, so a result always matches the filter.
+func (db *DB) Begin() (*Tx, error) {
+	tx, err := db.bolt.Begin(false)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: tx}, nil
+}
+
+// Tx is a read transaction.
+type Tx struct {
+	tx *bolt.Tx
+	// the docs bucket last looked up (a search reads many records of one collection)
+	lastCol  string
+	lastDocs *bolt.Bucket
+}
+
+// Rollback ends the transaction.
+func (t *Tx) Rollback() error { return t.tx.Rollback() }
+
+// docs is the docs bucket of collection col; nil when there is none.
+func (t *Tx) docs(col string) *bolt.Bucket {
+	if t.lastDocs == nil || t.lastCol != col {
+		t.lastCol, t.lastDocs = col, docsBucket(t.tx, col)
+	}
+	return t.lastDocs
+}
+
+// Record reads document id of collection col; nil when it is not stored.
+func (t *Tx) Record(col, id string) (*Record, error) { return getRecord(t.docs(col), id) }
+
+// Has reports whether document id is stored in collection col.
+func (t *Tx) Has(col, id string) bool {
+	d := t.docs(col)
+	return d != nil && d.Get([]byte(id)) != nil
+}
+
+// Vector reads the stored vector of index id uid in collection col (nil when none).
+func (t *Tx) Vector(col, uid string) ([]float32, error) {
+	b, err := colBucket(t.tx, col, false)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	raw := b.Bucket(bkVecs).Get([]byte(uid))
+	if raw == nil {
+		return nil, nil
+	}
+	return DecodeVector(raw)
+}
+
+// EachRecord calls fn with every document of collection col, in id order. With metaOnly the
+// records have their metadata and chunks but not always their title and text (DecodeMeta).
+// An error from fn ends the iteration and is returned.
+func (t *Tx) EachRecord(col string, metaOnly bool, fn func(id string, r *Record) error) error {
+	docs := t.docs(col)
+	if docs == nil {
+		return nil
+	}
+	decode := DecodeRecord
+	if metaOnly {
+		decode = DecodeMeta
+	}
+	cur := docs.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		id := string(k)
+		r, err := decode(id, v)
+		if err != nil {
+			return err
+		}
+		if err := fn(id, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getRecord reads the record of document id from a docs bucket; nil when it is not stored.
+func getRecord(docs *bolt.Bucket, id string) (*Record, error) {
+	if docs == nil {
+		return nil, nil
+	}
+	v := docs.Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	return DecodeRecord(id, v)
+}
+
+// docsBucket is the docs bucket of collection name in tx; nil when it does not exist.
+func docsBucket(tx *bolt.Tx, name string) *bolt.Bucket {
+	b, _ := colBucket(tx, name, false)
+	if b == nil {
+		return nil
+	}
+	return b.Bucket(bkDocs)
+}
+
+// nextSeq increments and returns the store sequence number inside tx.
+func nextSeq(tx *bolt.Tx) (uint64, error) {
+	meta, err := tx.CreateBucketIfNotExists(bkMeta)
+	if err != nil {
+		return 0, err
+	}
+	s := u64(meta.Get(keySeq)) + 1
+	return s, meta.Put(keySeq, u64b(s))
+}
+
+func u64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func u64b(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// colBucket returns the bucket of collection name, creating it when create is set.
+func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
+	cols := tx.Bucket(bkCols)
+	if cols == nil {
+		if !create {
+			return nil, nil
+		}
+		var err error
+		if cols, err = tx.CreateBucketIfNotExists(bkCols); err != nil {
+			return nil, err
+		}
+	}
+	b := cols.Bucket([]byte(name))
+	if b != nil || !create {
+		return b, nil
+	}
+	b, err := cols.CreateBucket([]byte(name))
+	if err != nil {
+		return nil, err
+	}
+	for _, sub := range [][]byte{bkDocs, bkVecs, bkChanges, bkInfo} {
+		if _, err := b.CreateBucket(sub); err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := addCounts(b, 0, 0); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// counts reads a collection's persisted document and index id counts; ok is false in a
+// store made before they were kept.
+func counts(b *bolt.Bucket) (docs, units int, ok bool) {
+	info := b.Bucket(bkInfo)
+	d, u := info.Get(keyDocN), info.Get(keyUnitN)
+	if len(d) != 8 || len(u) != 8 {
+		return 0, 0, false
+	}
+	return int(u64(d)), int(u64(u)), true
+}
+
+// addCounts adds to a collection's persisted counts (inside the write that changes them)
+// and returns the new values.
+func addCounts(b *bolt.Bucket, docs, units int) (int, int, error) {
+	d, u, _ := counts(b)
+	d, u = max(0, d+docs), max(0, u+units)
+	info := b.Bucket(bkInfo)
+	if err := info.Put(keyDocN, u64b(uint64(d))); err != nil {
+		return 0, 0, err
+	}
+	return d, u, info.Put(keyUnitN, u64b(uint64(u)))
+}
