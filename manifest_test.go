@@ -183,7 +183,7 @@ func TestCreateRace(t *testing.T) {
 	}
 }
 
-// checkStoreFile reads untrusted bytes (a damaged store.db) before bbolt maps them: it
+// store.CheckFile reads untrusted bytes (a damaged store.db) before bbolt maps them: it
 // never panics, and what it accepts has a valid meta page whose data lies in the file.
 func FuzzCheckStoreFile(f *testing.F) {
 	dir := f.TempDir()

@@ -9,6 +9,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/registry"
 	porterstemmer "github.com/blevesearch/go-porterstemmer"
 )
@@ -78,7 +79,7 @@ var (
 )
 
 // cachedEnglish returns Bleve's English analyzer ("en") with its Porter stemmer replaced by
-// the cached one; nil when the analyzer cannot be built (then the caller uses Bleve's).
+// the cached one and its tokenizer by asciiTokenizer (bm25_tokenize.go); nil when the analyzer cannot be built (then the caller uses Bleve's).
 func cachedEnglish() analysis.Analyzer {
 	englishMu.Lock()
 	defer englishMu.Unlock()
@@ -98,6 +99,10 @@ func cachedEnglish() analysis.Analyzer {
 	}
 	filters := append([]analysis.TokenFilter(nil), da.TokenFilters...)
 	filters[len(filters)-1] = cachedPorter{cache: stems}
-	english = &analysis.DefaultAnalyzer{CharFilters: da.CharFilters, Tokenizer: da.Tokenizer, TokenFilters: filters}
+	tok := da.Tokenizer
+	if _, ok := tok.(*unicode.UnicodeTokenizer); ok {
+		tok = asciiTokenizer{fallback: tok} // the same tokens, ASCII segmented directly
+	}
+	english = &analysis.DefaultAnalyzer{CharFilters: da.CharFilters, Tokenizer: tok, TokenFilters: filters}
 	return english
 }
