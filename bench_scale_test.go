@@ -223,3 +223,45 @@ func BenchmarkBM25Scale(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeleteWhereScale times DeleteWhere on a writable copy of a 1M store whose passages
+// carry bench/corpusgen's bucket and lang metadata (MEMORY_DELETE_STORE; the benchmark deletes
+// from it): a Where evaluated in the BM25 index beside the store-of-record scan, for a filter
+// matching nothing and one matching 1 % of the documents (a different 1 % each way).
+func BenchmarkDeleteWhereScale(b *testing.B) {
+	dir := os.Getenv("MEMORY_DELETE_STORE")
+	if dir == "" {
+		b.Skip("MEMORY_DELETE_STORE not set (a copy of a store made from a corpusgen corpus)")
+	}
+	ctx := context.Background()
+	m, err := OpenExisting(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	defer filterScan.Store(false)
+	if _, err := m.Search(ctx, "warm", WithMode(BM25)); err != nil { // open the indexes first
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		scan  bool
+		where Where
+	}{
+		{"none/index", false, Where{"bucket": 3, "lang": "xx"}},
+		{"none/scan", true, Where{"bucket": 3, "lang": "xx"}},
+		{"1pct/index", false, Where{"bucket": 3, "lang": "de"}},
+		{"1pct/scan", true, Where{"bucket": 4, "lang": "de"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			filterScan.Store(c.scan)
+			start := time.Now()
+			n, err := m.DeleteWhere(ctx, c.where)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms")
+			b.ReportMetric(float64(n), "deleted")
+		})
+	}
+}

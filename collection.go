@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -452,18 +453,74 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 	if err != nil || s == nil {
 		return 0, err
 	}
-	var gone []string
-	if err := m.forEachMeta(c.name, func(id string, r *store.Record) { // a Where reads metadata only
-		if pred(r) {
-			gone = append(gone, id)
-		}
-	}); err != nil {
+	gone, err := c.matching(ctx, s, where, pred)
+	if err != nil {
 		return 0, err
 	}
 	if err := c.deleteDocs(ctx, s, gone); err != nil {
 		return 0, err
 	}
 	return len(gone), nil
+}
+
+// matching lists the ids of the documents of s that where (compiled: pred) matches, sorted;
+// the caller holds the writer lock. A Where the BM25 index can evaluate runs there (its
+// metadata terms: O(matches), not O(documents)), and each document it names is checked
+// against its stored record; any other Where scans the records' metadata.
+func (c *Collection) matching(ctx context.Context, s *colState, where Where, pred docPred) ([]string, error) {
+	m := c.m
+	var ids []string
+	if _, mf, err := compileWhereMeta(where); err == nil && mf != nil && !filterScan.Load() {
+		if err := m.ensureOpen(s); err != nil {
+			return nil, err
+		}
+		units, err := func() ([]string, error) {
+			s.mu.RLock() // the writer lock keeps the indexes open
+			defer s.mu.RUnlock()
+			return s.bm25.FilterIDs(ctx, mf)
+		}()
+		if err == nil {
+			return c.checkedIDs(units, pred)
+		}
+		if !bm25Damaged(err) {
+			return nil, err
+		}
+		// The scan below answers without the index; the next open or search rebuilds it.
+		m.log.Warn("memory: the BM25 index cannot evaluate a filter, scanning the store of record", "collection", c.name, "err", err)
+	}
+	err := m.forEachMeta(c.name, func(id string, r *store.Record) { // a Where reads metadata only
+		if pred(r) {
+			ids = append(ids, id)
+		}
+	})
+	return ids, err
+}
+
+// checkedIDs are the documents of index ids units (sorted) whose stored records pred
+// matches, sorted: a write commits its records before it updates the index, and an index
+// update that failed leaves it behind until it is caught up.
+func (c *Collection) checkedIDs(units []string, pred docPred) ([]string, error) {
+	var ids []string
+	err := c.m.db.View(func(tx *store.Tx) error {
+		last := ""
+		for _, u := range units { // sorted: a document's chunks are adjacent
+			id, _ := store.SplitUnit(u)
+			if id == last {
+				continue
+			}
+			last = id
+			r, err := tx.Record(c.name, id)
+			if err != nil {
+				return err
+			}
+			if r != nil && pred(r) {
+				ids = append(ids, id)
+			}
+		}
+		return nil
+	})
+	slices.Sort(ids)
+	return slices.Compact(ids), err
 }
 
 // DeleteWhere removes the documents of the default collection that match where; see

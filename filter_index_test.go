@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,5 +250,48 @@ func TestOldBM25LayoutRebuilt(t *testing.T) {
 	res, err := m.Search(ctx, "tumor", WithMode(BM25), WithWhere(Where{"year": map[string]any{"$gte": 2021}}), WithStats(&st))
 	if err != nil || len(res) != 1 || res[0].ID != "b" || st.Allowed != 1 {
 		t.Fatalf("after rebuild: %v (allowed %d), err %v", res, st.Allowed, err)
+	}
+}
+
+// TestDeleteWhereIndexedMatchesScan: DeleteWhere with a Where evaluated in the BM25 index
+// deletes exactly the documents that the store-of-record scan deletes, over random filters
+// and chunked documents (two stores with the same writes, one scanning).
+func TestDeleteWhereIndexedMatchesScan(t *testing.T) {
+	ctx := context.Background()
+	opts := []Option{WithChunking(ChunkOptions{Budget: 200})}
+	indexed, scanned := openT(t, "", opts...), openT(t, "", opts...)
+	defer filterScan.Store(false)
+	rng := rand.New(rand.NewPCG(21, 22))
+	deleted := 0
+	for round := range 60 {
+		if round%10 == 0 { // refill: every id written again, most with new metadata
+			var docs []Document
+			for i := range 200 {
+				docs = append(docs, randFilterDoc(rng, fmt.Sprintf("d%03d", i)))
+			}
+			for _, m := range []*Memory{indexed, scanned} {
+				if err := m.Upsert(ctx, docs...); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		w := Where(randWhere(rng, 2))
+		if len(w) == 0 {
+			continue
+		}
+		filterScan.Store(false)
+		n, err := indexed.DeleteWhere(ctx, w)
+		filterScan.Store(true)
+		ns, errs := scanned.DeleteWhere(ctx, w)
+		if (err != nil) != (errs != nil) || n != ns {
+			t.Fatalf("where %v: deleted %d (%v), scan %d (%v)", w, n, err, ns, errs)
+		}
+		if a, b := indexed.Collection("").IDs(), scanned.Collection("").IDs(); !slices.Equal(a, b) {
+			t.Fatalf("where %v: left %d ids, scan %d", w, len(a), len(b))
+		}
+		deleted += n
+	}
+	if deleted < 100 {
+		t.Fatalf("only %d documents deleted: the filters are too narrow to test", deleted)
 	}
 }
