@@ -295,7 +295,7 @@ func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
 				w.added++
 				continue
 			}
-			old, err := tx.Record(col, d.ID)
+			old, err := tx.RecordMeta(col, d.ID) // its chunks
 			if err != nil {
 				return err
 			}
@@ -509,7 +509,7 @@ func (c *Collection) checkedIDs(units []string, pred docPred) ([]string, error) 
 				continue
 			}
 			last = id
-			r, err := tx.Record(c.name, id)
+			r, err := tx.RecordMeta(c.name, id) // a Where reads metadata only
 			if err != nil {
 				return err
 			}

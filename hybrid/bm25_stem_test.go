@@ -31,16 +31,8 @@ func TestCachedAnalyzerMatchesBleve(t *testing.T) {
 		t.Fatal("cachedEnglish: nil")
 	}
 	var texts []string
-	if f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl")); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<22)
-		for sc.Scan() && len(texts) < 2000 {
-			var d struct{ Title, Text string }
-			if json.Unmarshal(sc.Bytes(), &d) == nil {
-				texts = append(texts, d.Title+"\n"+d.Text)
-			}
-		}
-		f.Close()
+	for _, t := range readSciFact(2000) { // none without ../shared: the random texts below
+		texts = append(texts, string(t))
 	}
 	rng := rand.New(rand.NewSource(3))
 	pieces := []string{"running", "runs", "ran", "The", "cats'", "cat's", "ponies", "caresses", "hopping", "x.y", "3.14", "don't",
@@ -140,12 +132,22 @@ func BenchmarkAnalyzerParallel(b *testing.B) {
 	}
 }
 
-// scifactTexts reads up to limit (< 0: all) SciFact documents as title + text; it skips
-// the benchmark when ../shared is not there.
+// scifactTexts returns up to limit (< 0: all) SciFact documents, title and text, or skips b
+// without ../shared.
 func scifactTexts(b *testing.B, limit int) [][]byte {
+	texts := readSciFact(limit)
+	if len(texts) == 0 {
+		b.Skip("no SciFact corpus in ../shared")
+	}
+	return texts
+}
+
+// readSciFact reads up to limit (< 0: all) SciFact documents, title and text; none when
+// ../shared is not there.
+func readSciFact(limit int) [][]byte {
 	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
 	if err != nil {
-		b.Skip(err)
+		return nil
 	}
 	defer f.Close()
 	var texts [][]byte

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -204,16 +203,7 @@ func serveSOPs(m *memory.Memory, dir string, stderr io.Writer) (*sop.Library, er
 	if dir == "" {
 		return m.SOPs(), nil
 	}
-	lib, err := sop.LoadDir(dir, sop.Options{})
-	if err != nil {
-		if !errors.Is(err, sop.ErrInvalid) {
-			return nil, err
-		}
-		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(stderr, "warning: %s\n", line)
-		}
-	}
-	return lib, nil
+	return loadSOPs(dir, sop.Options{}, stderr)
 }
 
 // retrieveServer is the Search-R1 /retrieve server of cfg over searcher.

@@ -91,7 +91,13 @@ func (f *sopFlags) load(stderr io.Writer) (*sop.Library, error) {
 		fmt.Fprintln(stderr, "memory sop: --dir is required")
 		return nil, errUsage
 	}
-	lib, err := sop.LoadDir(f.dir, sop.Options{Strict: f.strict})
+	return loadSOPs(f.dir, sop.Options{Strict: f.strict}, stderr)
+}
+
+// loadSOPs loads the procedures of dir; invalid files are warnings on stderr (the valid
+// procedures are still used), a missing or unreadable directory an error.
+func loadSOPs(dir string, opts sop.Options, stderr io.Writer) (*sop.Library, error) {
+	lib, err := sop.LoadDir(dir, opts)
 	if err != nil {
 		if !errors.Is(err, sop.ErrInvalid) {
 			return nil, err

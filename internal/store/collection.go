@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	segjson "github.com/segmentio/encoding/json"
 	bolt "go.etcd.io/bbolt"
@@ -333,13 +334,8 @@ func (db *DB) catchUp(c *Collection, from uint64, apply applyFunc) error {
 				touched[string(v[1:])] = true
 			}
 		}
-		ids := make([]string, 0, len(touched))
-		for id := range touched {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
 		docs := b.Bucket(bkDocs)
-		for _, uid := range ids {
+		for _, uid := range slices.Sorted(maps.Keys(touched)) {
 			parent, idx := SplitUnit(uid)
 			r, err := getRecord(docs, parent)
 			if err != nil {

@@ -149,6 +149,21 @@ func (t *Tx) docs(col string) *bolt.Bucket {
 // Record reads document id of collection col; nil when it is not stored.
 func (t *Tx) Record(col, id string) (*Record, error) { return getRecord(t.docs(col), id) }
 
+// RecordMeta reads what filters and chunk bookkeeping need of document id of collection
+// col: its metadata and chunks (title and text may be left empty; DecodeMeta). nil when
+// it is not stored.
+func (t *Tx) RecordMeta(col, id string) (*Record, error) {
+	d := t.docs(col)
+	if d == nil {
+		return nil, nil
+	}
+	v := d.Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	return DecodeMeta(id, v)
+}
+
 // Has reports whether document id is stored in collection col.
 func (t *Tx) Has(col, id string) bool {
 	d := t.docs(col)
