@@ -99,8 +99,10 @@ func openBM25Derived(m *Memory, s *colState, dir string) (store.Index, error) {
 				return nil, err
 			}
 		}
-		// Zap reads its segments unchecked: check those not checked before (a damaged
-		// one is rebuilt, not trusted).
+		// Zap reads its segments unchecked: check those of the index's snapshot not
+		// checked before (a damaged one is rebuilt, not trusted). Files no snapshot names,
+		// left by a kill during a segment write, are not read; Bleve removes them when a
+		// writer opens the index.
 		n, err := hybrid.VerifySegments(dir)
 		if err != nil {
 			return nil, err

@@ -10,7 +10,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+	"runtime/debug"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Zap checks nothing when it opens a segment, and a flipped byte in a postings list can
@@ -38,25 +42,110 @@ func idOf(fi fs.FileInfo) fileID {
 	return id
 }
 
-// segmentFiles lists the zap segment files of the index at path with their identities.
-func segmentFiles(path string) (map[string]fileID, error) {
-	entries, err := os.ReadDir(filepath.Join(path, "store"))
-	if errors.Is(err, fs.ErrNotExist) {
+// Only the segment files that the index's newest snapshot in root.bolt names are read:
+// Bleve opens those and no others. A process killed while writing a segment leaves a file
+// that no snapshot names (often empty); it holds nothing the index answers from, so it is
+// ignored here, and Bleve removes every file no snapshot names when it next opens the index
+// for writing (a writer: the store's lock keeps readers away meanwhile).
+
+// rootBolt is the file of an index's directory holding Bleve's snapshots.
+const rootBolt = "root.bolt"
+
+// Bleve's layout of root.bolt (index/scorch/persister.go, util/keys.go): bucket "s" holds
+// one bucket per snapshot, keyed by its epoch in an order-preserving encoding, so the last
+// key is the newest; inside one, bucket "m" is its metadata, bucket "i" its internal
+// values, and every other bucket a segment, whose key "p" is the segment's file name
+// relative to the store directory.
+var (
+	boltSnapshots = []byte{'s'}
+	boltPath      = []byte{'p'}
+)
+
+const (
+	boltInternal = 'i'
+	boltMeta     = 'm'
+)
+
+// snapshotSegments reads root.bolt of the index at path and returns the segment files that
+// its newest snapshot names (nil when it has none: no root.bolt, or no snapshot yet). The
+// snapshot chosen is the one Bleve opens: the newest that has its metadata bucket. A
+// damaged root.bolt is an error wrapping ErrCorrupt (callers that must not fault on one
+// check its pages first, as the root package does); a writer of another process holding
+// its lock is ErrBM25.
+func snapshotSegments(path string) (names []string, err error) {
+	file := filepath.Join(path, "store", rootBolt)
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a damaged page: a panic, not a crash
+	defer func() {
+		if r := recover(); r != nil {
+			names, err = nil, fmt.Errorf("%w: %s: panic: %v", ErrCorrupt, file, r)
+		}
+	}()
+	db, err := bolt.Open(file, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is locked by a writer", ErrBM25, file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, file, err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		snaps := tx.Bucket(boltSnapshots)
+		if snaps == nil {
+			return nil
+		}
+		c := snaps.Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			snap := snaps.Bucket(k)
+			if v != nil || snap == nil || snap.Bucket([]byte{boltMeta}) == nil {
+				continue // Bleve skips these too, and opens the snapshot before
+			}
+			sc := snap.Cursor()
+			for sk, sv := sc.First(); sk != nil; sk, sv = sc.Next() {
+				if sv != nil || sk[0] == boltInternal || sk[0] == boltMeta {
+					continue
+				}
+				seg := snap.Bucket(sk)
+				if seg == nil {
+					continue
+				}
+				p := seg.Get(boltPath)
+				if p == nil {
+					return fmt.Errorf("%w: %s: snapshot %x: segment %x names no file", ErrCorrupt, file, k, sk)
+				}
+				name := string(p)
+				if name == "" || filepath.Base(name) != name || name == "." || name == ".." {
+					return fmt.Errorf("%w: %s: snapshot %x names segment file %q", ErrCorrupt, file, k, name)
+				}
+				names = append(names, name)
+			}
+			return nil
+		}
+		return nil
+	})
+	return names, err
+}
+
+// segmentFiles lists the segment files that the newest snapshot of the index at path names,
+// with their identities. A named file that is missing is an error wrapping ErrCorrupt.
+func segmentFiles(path string) (map[string]fileID, error) {
+	names, err := snapshotSegments(path)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]fileID{}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".zap") {
-			continue
+	out := make(map[string]fileID, len(names))
+	for _, name := range names {
+		file := filepath.Join(path, "store", name)
+		fi, err := os.Stat(file)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: a segment of the index's snapshot is missing", ErrCorrupt, file)
 		}
-		fi, err := e.Info()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", ErrBM25, err)
 		}
-		out[e.Name()] = idOf(fi)
+		out[name] = idOf(fi)
 	}
 	return out, nil
 }
@@ -73,13 +162,15 @@ func readVerified(path string) map[string]fileID {
 	return m
 }
 
-// VerifySegments checks the CRC-32 of each zap segment file of the on-disk index at path
-// that is not recorded as checked, and returns how many it read. A mismatch, or a file too
-// short to hold the footer, is an error wrapping ErrCorrupt that names the file.
+// VerifySegments checks the CRC-32 of each zap segment file that the newest snapshot of
+// the on-disk index at path names and that is not recorded as checked, and returns how many
+// it read. Files no snapshot names (left by a process killed while writing one) are not
+// read. A mismatch, a file too short to hold the footer, a named file that is missing, or
+// an unreadable root.bolt is an error wrapping ErrCorrupt that names the file.
 func VerifySegments(path string) (checked int, err error) {
 	files, err := segmentFiles(path)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrBM25, err)
+		return 0, err
 	}
 	known := readVerified(path)
 	for name, id := range files {
@@ -94,8 +185,9 @@ func VerifySegments(path string) (checked int, err error) {
 	return checked, nil
 }
 
-// RecordSegments records every current segment file of the index at path as checked: the
-// caller verified them with VerifySegments or wrote them itself (on Close).
+// RecordSegments records the segment files that the newest snapshot of the index at path
+// names as checked: the caller verified them with VerifySegments or wrote them itself (on
+// Close).
 func RecordSegments(path string) error {
 	files, err := segmentFiles(path)
 	if err != nil || files == nil {

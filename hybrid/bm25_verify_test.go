@@ -38,9 +38,13 @@ func TestVerifySegments(t *testing.T) {
 	if n, err := VerifySegments(dir); err != nil || n != 0 {
 		t.Fatalf("recorded index: checked %d segments, err %v (want 0, nil)", n, err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"))
-	if len(files) == 0 {
-		t.Fatal("no segment files")
+	live, err := segmentFiles(dir)
+	if err != nil || len(live) == 0 {
+		t.Fatalf("segment files of the snapshot: %v, %v", live, err)
+	}
+	var files []string
+	for name := range live {
+		files = append(files, filepath.Join(dir, "store", name))
 	}
 	data, err := os.ReadFile(files[0])
 	if err != nil {
@@ -67,5 +71,65 @@ func TestVerifySegments(t *testing.T) {
 	}
 	if _, err := VerifySegments(dir); err != nil {
 		t.Fatalf("restored segment: %v", err)
+	}
+}
+
+// TestVerifySegmentsIgnoresOrphans leaves segment files that no snapshot names (empty, and
+// partly written, as a kill during a segment write leaves them) in an index: they are not
+// read nor recorded, and the index opens read-only with them; a snapshot's segment that
+// is missing is ErrCorrupt.
+func TestVerifySegmentsIgnoresOrphans(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	ix, err := OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Apply([]BM25Doc{{ID: "a", Text: "alpha beta"}, {ID: "b", Text: "beta gamma"}}, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	orphans := []string{"000000000abc.zap", "000000000abd.zap"}
+	if err := os.WriteFile(filepath.Join(dir, "store", orphans[0]), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "store", orphans[1]), []byte("a segment cut short by a kill"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := VerifySegments(dir)
+	if err != nil || n == 0 {
+		t.Fatalf("index with orphan segments: checked %d, err %v", n, err)
+	}
+	if err := RecordSegments(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range orphans {
+		if _, ok := readVerified(dir)[o]; ok {
+			t.Fatalf("orphan %s recorded as checked", o)
+		}
+	}
+	ro, err := OpenBM25With(dir, BM25Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ro.Count(); err != nil || n != 2 {
+		t.Fatalf("read-only count %d, %v", n, err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	live, err := segmentFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range live {
+		if err := os.Remove(filepath.Join(dir, "store", name)); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if _, err := VerifySegments(dir); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a snapshot's segment removed: %v, want ErrCorrupt", err)
 	}
 }
