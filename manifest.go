@@ -68,15 +68,15 @@ func tempPrefix(name string) string { return "." + name + ".tmp" }
 
 var manifestTempPrefix = tempPrefix(manifestName)
 
-// manifestTemps splits dir's entries into writeManifest temp files (full paths) and
-// the names of everything else.
+// manifestTemps splits dir's entries into temp files (full paths: writeManifest's, and
+// those a new store.db is initialised in, see makeDB) and the names of everything else.
 func manifestTemps(dir string) (temps, others []string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), manifestTempPrefix) {
+		if e.Type().IsRegular() && (strings.HasPrefix(e.Name(), manifestTempPrefix) || dbTemp(e.Name())) {
 			temps = append(temps, filepath.Join(dir, e.Name()))
 		} else {
 			others = append(others, e.Name())

@@ -113,7 +113,9 @@ func WithEmbedderResolver(r EmbedderResolver) Option {
 // WithReEmbed), ErrCorrupt (naming the file) when its manifest or store.db is damaged, or
 // store.db is missing, empty or truncated beside a manifest: never a silently empty store.
 // Two processes creating one new store at once do not race: one creates it, the other
-// gets ErrLocked (or opens the finished store once the first has closed it).
+// gets ErrLocked (or opens the finished store once the first has closed it). A creation
+// that fails (a full disk) or is killed leaves nothing that stops the next Open from
+// creating the store; read-only opens of it meanwhile are ErrStoreNotFound.
 func Open(dir string, opts ...Option) (*Memory, error) {
 	o := Options{}
 	for _, fn := range opts {
@@ -190,6 +192,9 @@ func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(others) == 1 && others[0] == dbName && unfinishedCreation(filepath.Join(dir, dbName)) {
+			return nil, fmt.Errorf("%w: %s holds a store whose creation did not finish (opening it for writing finishes it)", ErrStoreNotFound, dir)
+		}
 		if len(others) > 0 {
 			return nil, fmt.Errorf("%w: %s is not empty and has no %s", ErrNotAStore, dir, manifestName)
 		}
@@ -239,6 +244,13 @@ func (m *Memory) openStore() error {
 	if err != nil {
 		return err
 	}
+	if creating && !m.tempDir {
+		if _, err := os.Lstat(dbPath); errors.Is(err, fs.ErrNotExist) {
+			if err := m.makeDB(dbPath); err != nil {
+				return err
+			}
+		}
+	}
 	if err := m.openDB(dbPath); err != nil {
 		return err
 	}
@@ -266,10 +278,12 @@ func (m *Memory) openStore() error {
 // needsCreation decides, from the manifest (nil: none) and the other files of the
 // directory, whether the store must be created, or why it cannot be opened.
 //
-// Creation is race-free between processes: a new store's store.db is made and locked
-// (bbolt's flock) before its manifest is written, so a directory holding only a store.db is
-// a store being created (or whose creation was killed): whoever gets the lock next decides,
-// reading the manifest again under it (create).
+// Creation is race-free between processes: a new store's store.db is made whole (makeDB)
+// and locked (bbolt's flock) before its manifest is written, so a directory holding only a
+// store.db is a store being created (or whose creation was killed or failed): whoever gets
+// the lock next decides, reading the manifest again under it (create). A store.db that
+// bbolt's first write left partial (a full disk, in a version that made it in place) holds
+// nothing and is made again (resetUnwritten).
 func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (creating bool, err error) {
 	switch {
 	case man == nil && (len(others) == 0 || len(others) == 1 && others[0] == dbName):
@@ -282,6 +296,9 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 				if err := store.CheckFile(dbPath); err != nil {
 					if lockHolder(dbPath) == "a writer" { // still being written by its creator
 						return false, lockedError(m.dir, false)
+					}
+					if reset, err := m.resetUnwritten(dbPath); err != nil || reset {
+						return reset, err
 					}
 					return false, fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
 				}

@@ -1,0 +1,203 @@
+package memory
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/agentmem/memory/internal/store"
+)
+
+// Creating a store survives a disk that fills up (issue 21): its store.db is initialised
+// under a temporary name beside it (dbTempPrefix) and linked into place only whole, so a
+// failed creation leaves at most that temporary file, which the next writer removes, and
+// never a partial store.db that no command could open. A partial store.db left by an older
+// version (bbolt's first write cut short) is recognised as holding nothing (neverWritten)
+// and made again.
+
+// dbTempPrefix starts the names of the files a new store.db is initialised in.
+var dbTempPrefix = tempPrefix(dbName)
+
+// makeDB makes a new, empty store.db at dbPath atomically: bbolt initialises a temporary
+// file beside it, which is then linked to dbPath (a link never replaces a file: when
+// another process made store.db meanwhile, that one is kept, and opened like any other).
+// On a file system without hard links, store.db is left to bbolt to make in place.
+func (m *Memory) makeDB(dbPath string) error {
+	f, err := os.CreateTemp(m.dir, dbTempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // the link, when made, keeps the file
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
+	}
+	// bbolt writes its first pages and fsyncs them when it opens an empty file.
+	db, err := bolt.Open(tmp, 0o644, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
+	}
+	if testHookMakeDB != nil {
+		if err := testHookMakeDB(tmp); err != nil {
+			return err
+		}
+	}
+	err = os.Link(tmp, dbPath)
+	switch {
+	case err == nil:
+		if m.opts.NoSync {
+			return nil
+		}
+		return syncDir(m.dir)
+	case errors.Is(err, fs.ErrExist):
+		return nil // another process made it first
+	case fileExists(dbPath):
+		return nil // ours was removed as a leftover by a writer of the store made meanwhile
+	}
+	if !linkUnsupported(err) {
+		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
+	}
+	m.log.Debug("memory: no hard links here; bbolt makes the new store.db in place", "dir", m.dir, "err", err)
+	return nil
+}
+
+// testHookMakeDB, when set (tests), runs between the initialisation of a new store.db's
+// temporary file and its link into place; an error ends the creation there.
+var testHookMakeDB func(tmp string) error
+
+// neverWritten reports whether the bbolt file at path provably holds nothing: its first
+// meta page is whole and valid and still the one bbolt's initialisation wrote (transaction
+// 0, 4 pages), and its second is either cut off or the initial one too (transaction 1).
+// bbolt's first commit rewrites the first meta page (transaction 2), so no transaction
+// was ever committed to such a file: it is what a creation cut short (a full disk during
+// bbolt's first write) leaves, whatever else is missing from it.
+func neverWritten(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	m0, err := initialMeta(f, 0)
+	if err != nil || m0.txid != 0 {
+		return false
+	}
+	m1, err := initialMeta(f, int64(m0.pageSize))
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true // cut off before the second meta page ends
+	}
+	return err == nil && m1.txid == 1 && m1.pageSize == m0.pageSize
+}
+
+// bboltMeta is what neverWritten reads of a bbolt meta page.
+type bboltMeta struct {
+	pageSize uint32
+	txid     uint64
+}
+
+// initialMeta reads the bbolt meta page at off (bbolt v1.4's layout, format version 2,
+// little-endian: a 16-byte page header, then magic, version, page size, flags, the root
+// bucket's page and sequence, the freelist's page, the page count, the transaction id and
+// an FNV-64a checksum of what precedes it) and checks that it is valid and describes the
+// database bbolt's initialisation writes: root bucket on page 3, freelist on page 2, 4
+// pages.
+func initialMeta(r io.ReaderAt, off int64) (bboltMeta, error) {
+	var b [16 + 64]byte
+	if _, err := r.ReadAt(b[:], off); err != nil {
+		return bboltMeta{}, err
+	}
+	p, le := b[16:], binary.LittleEndian
+	const magic, version = 0xED0CDAED, 2
+	h := fnv.New64a()
+	h.Write(p[:56])
+	if le.Uint32(p[0:]) != magic || le.Uint32(p[4:]) != version || h.Sum64() != le.Uint64(p[56:]) {
+		return bboltMeta{}, errors.New("not a valid bbolt meta page")
+	}
+	m := bboltMeta{pageSize: le.Uint32(p[8:]), txid: le.Uint64(p[48:])}
+	if m.pageSize < 512 || m.pageSize&(m.pageSize-1) != 0 || le.Uint64(p[16:]) != 3 || le.Uint64(p[32:]) != 2 || le.Uint64(p[40:]) != 4 {
+		return bboltMeta{}, errors.New("not a new bbolt database")
+	}
+	return m, nil
+}
+
+// resetUnwritten empties the store.db at dbPath, which failed store.CheckFile, when it
+// provably holds nothing (neverWritten): a creation cut short. It decides under an
+// exclusive lock on the file, so that no other process is writing it meanwhile; the
+// directory must still have no manifest. It reports whether it emptied the file; a lock
+// held by another process is ErrLocked.
+func (m *Memory) resetUnwritten(dbPath string) (bool, error) {
+	if !neverWritten(dbPath) {
+		return false, nil
+	}
+	f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
+	if err != nil {
+		return false, nil
+	}
+	defer f.Close()
+	locked, err := tryLockFile(f)
+	if err != nil || !locked {
+		return false, err
+	}
+	// Under the lock: nobody made the store meanwhile.
+	if man, err := readManifest(m.dir); err != nil || man != nil {
+		return false, err
+	}
+	if store.CheckFile(dbPath) == nil || !neverWritten(dbPath) {
+		return false, nil
+	}
+	if fi, err := os.Stat(dbPath); err != nil || !sameFile(f, fi) {
+		return false, err
+	}
+	m.log.Warn("memory: store.db of a creation cut short (it holds nothing): making it again", "path", dbPath)
+	if err := f.Truncate(0); err != nil {
+		return false, err
+	}
+	return true, f.Sync()
+}
+
+// sameFile reports whether the open file f is the file fi describes.
+func sameFile(f *os.File, fi fs.FileInfo) bool {
+	ffi, err := f.Stat()
+	return err == nil && os.SameFile(ffi, fi)
+}
+
+// dbTemp reports whether name is a temporary file of makeDB.
+func dbTemp(name string) bool { return strings.HasPrefix(name, dbTempPrefix) }
+
+// unfinishedCreation reports whether the store.db at path, in a directory without a
+// manifest, is one whose creation did not finish: empty, left partial by bbolt's first
+// write (neverWritten), being initialised (its creator holds the lock), or a whole
+// database holding nothing.
+func unfinishedCreation(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if fi.Size() == 0 || neverWritten(path) {
+		return true
+	}
+	if store.CheckFile(path) != nil {
+		return false
+	}
+	db, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 50 * time.Millisecond})
+	if errors.Is(err, store.ErrLocked) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	empty := false
+	store.Guard("reading "+path, func() error { empty = db.Empty(); return nil })
+	return empty
+}
