@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 
@@ -34,6 +35,9 @@ func (m *Memory) collectionNames() ([]string, error) { return m.db.CollectionNam
 // any index left by a deleted collection of that name (it must not be caught up). The
 // caller holds m.cmu.
 func (m *Memory) createCollection(name string) error {
+	if err := creatableCollectionName(name); err != nil {
+		return err
+	}
 	if err := m.db.CreateCollection(name, m.maxCollections()); err != nil {
 		return err
 	}
@@ -118,6 +122,10 @@ func (m *Memory) openIndexes(s *colState) error {
 	s.lastUse.Store(time.Now().UnixNano())
 	if s.Indexes != nil {
 		return nil
+	}
+	if !colDirFits(s.Name) && !m.opts.ReadOnly { // (a read-only store indexes it in memory)
+		return fmt.Errorf("%w: %q is too long for its index directories (%d bytes escaped, file systems allow %d): it was created by an older version; read its documents and delete it",
+			ErrInvalidCollection, s.Name, len(url.PathEscape(s.Name)), nameMax)
 	}
 	if err := m.db.OpenIndexes(&s.Collection, m.storeKinds(s)); err != nil {
 		s.bm25, s.vec = nil, nil

@@ -576,7 +576,9 @@ func (m *Memory) Embedder() vectorstore.Embedder { return m.opts.Embedder }
 // Collection returns a handle on the named collection, created on its first write (reads of
 // a named collection that does not exist fail with ErrCollectionNotFound; see also
 // GetCollection and CreateCollection). "" is the default collection. A name must be valid UTF-8 of 1 to 200 bytes without control characters;
-// operations on an invalid one fail with ErrInvalidCollection.
+// operations on an invalid one fail with ErrInvalidCollection. Creating a collection also
+// needs its name to take at most MaxCollectionDirName bytes once escaped for a directory
+// name (url.PathEscape), which its indexes are stored under.
 func (m *Memory) Collection(name string) *Collection {
 	if name == "" {
 		name = DefaultCollection
@@ -653,7 +655,9 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		s.deleted = true
 		s.Docs, s.Units = 0, 0
 	}
-	errs = append(errs, m.removeDerived(c.name))
+	if colDirFits(c.name) { // else it has no index directory
+		errs = append(errs, m.removeDerived(c.name))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
 	}
@@ -687,6 +691,37 @@ func validCollectionName(name string) error {
 	}
 	return nil
 }
+
+// Collection names become directory names: each derived index of a collection lives in
+// <store>/<kind>/<the name, url.PathEscape'd>, and file systems allow at most nameMax bytes
+// per name (NAME_MAX). A new collection's escaped name must leave colDirReserve bytes of
+// it for a suffix a kind or a temporary directory may append.
+const (
+	nameMax       = 255
+	colDirReserve = 16
+	// MaxCollectionDirName is the most bytes a new collection's name may take once escaped
+	// for its index directories (url.PathEscape: a byte other than an ASCII letter, digit
+	// or one of -._~ and a few others takes 3).
+	MaxCollectionDirName = nameMax - colDirReserve
+)
+
+// creatableCollectionName checks, beyond validCollectionName, that a new collection's
+// indexes can be stored under its name.
+func creatableCollectionName(name string) error {
+	if err := validCollectionName(name); err != nil {
+		return err
+	}
+	if n := len(url.PathEscape(name)); n > MaxCollectionDirName {
+		return fmt.Errorf("%w: %q takes %d bytes as a directory name (escaped), more than the %d allowed (file systems allow %d per name)",
+			ErrInvalidCollection, name, n, MaxCollectionDirName, nameMax)
+	}
+	return nil
+}
+
+// colDirFits reports whether collection name's index directories can exist: false for a
+// name too long once escaped (accepted by versions before the check on creation), whose
+// collection can be read, listed and deleted, but not indexed.
+func colDirFits(name string) bool { return len(url.PathEscape(name)) <= nameMax }
 
 // colPath is the directory of a collection's derived index of the given kind.
 func (m *Memory) colPath(kind, name string) string {

@@ -1,0 +1,122 @@
+package memory
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLongCollectionName: a name valid by its bytes (at most 200) whose escaped form, the
+// name of its index directories, would pass what a file system allows per name is refused
+// with ErrInvalidCollection when the collection is created, by every way of creating one,
+// and nothing is created (issue 21, point 8: it made an empty collection whose every write
+// failed with "file name too long"). A name at the limit works.
+func TestLongCollectionName(t *testing.T) {
+	long := strings.Repeat("é", 80) // 160 bytes, 480 escaped
+	atLimit := strings.Repeat("é", MaxCollectionDirName/6) + strings.Repeat("a", MaxCollectionDirName%6)
+	if n := len(url.PathEscape(atLimit)); n != MaxCollectionDirName || len(atLimit) > 200 {
+		t.Fatalf("atLimit: %d bytes escaped, %d raw", n, len(atLimit))
+	}
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{strings.Repeat("a", 200), true},
+		{long, false},
+		{strings.Repeat(" ", 100), false}, // 300 escaped
+		{strings.Repeat("%", 90), false},  // 270 escaped
+		{atLimit, true},
+		{atLimit + "a", false}, // room is left for a suffix of the directory name
+	}
+	dir := t.TempDir()
+	m := openT(t, dir)
+	for _, tc := range cases {
+		label := tc.name[:min(len(tc.name), 12)]
+		creators := []struct {
+			how string
+			fn  func() error
+		}{
+			{"CreateCollection", func() error { _, err := m.CreateCollection(tc.name); return err }},
+			{"Add", func() error { return m.Collection(tc.name).Add(bg, Document{ID: "x", Text: "long names"}) }},
+			{"Upsert", func() error { return m.Collection(tc.name).Upsert(bg, Document{ID: "x", Text: "long names"}) }},
+		}
+		for _, c := range creators {
+			err := c.fn()
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("%s %q… (%d bytes escaped): %v", c.how, label, len(url.PathEscape(tc.name)), err)
+				}
+				continue
+			}
+			if !errors.Is(err, ErrInvalidCollection) {
+				t.Fatalf("%s %q… (%d bytes escaped): %v, want ErrInvalidCollection", c.how, label, len(url.PathEscape(tc.name)), err)
+			}
+			if !strings.Contains(err.Error(), "239") {
+				t.Fatalf("%s: %v does not name the limit", c.how, err)
+			}
+		}
+		if got := slices.Contains(m.Collections(), tc.name); got != tc.ok {
+			t.Fatalf("%q…: listed %v, want %v", label, got, tc.ok)
+		}
+		if tc.ok {
+			res, err := m.Collection(tc.name).Search(bg, "long names", WithMode(BM25))
+			if err != nil || len(res) != 1 {
+				t.Fatalf("%q…: search %v, %d results", label, err, len(res))
+			}
+		}
+	}
+	must(t, m.Close())
+	m = openT(t, dir)
+	if n := m.Collection(atLimit).Count(); n != 1 {
+		t.Fatalf("collection at the limit after reopen: %d documents", n)
+	}
+}
+
+// TestLongCollectionNameOfOlderVersion: a collection whose name is too long for its index
+// directories, as versions before the check created them (empty: their writes failed),
+// can still be listed, counted, read and deleted; a write to it is ErrInvalidCollection.
+func TestLongCollectionNameOfOlderVersion(t *testing.T) {
+	long := strings.Repeat("é", 80)
+	dir := t.TempDir()
+	m := openT(t, dir)
+	must(t, m.Add(bg, Document{ID: "a", Text: "default collection"}))
+	must(t, m.db.CreateCollection(long, DefaultMaxCollections)) // what an older version did
+	must(t, m.Close())
+
+	ro, err := Open(dir, ReadOnly())
+	must(t, err)
+	if !slices.Contains(ro.Collections(), long) {
+		t.Fatal("read-only: the long-named collection is not listed")
+	}
+	if _, err := ro.Collection(long).Search(bg, "anything", WithMode(BM25)); err != nil {
+		t.Fatalf("read-only search: %v", err)
+	}
+	must(t, ro.Close())
+
+	m = openT(t, dir)
+	if !slices.Contains(m.Collections(), long) {
+		t.Fatal("the long-named collection is not listed")
+	}
+	if n := m.Collection(long).Count(); n != 0 {
+		t.Fatalf("count %d", n)
+	}
+	if _, err := m.Collection(long).Get(bg, "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get: %v, want ErrNotFound", err)
+	}
+	if err := m.Collection(long).Add(bg, Document{ID: "x", Text: "y"}); !errors.Is(err, ErrInvalidCollection) {
+		t.Fatalf("write: %v, want ErrInvalidCollection", err)
+	}
+	if err := m.DeleteCollection(bg, long); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if slices.Contains(m.Collections(), long) {
+		t.Fatal("still listed after delete")
+	}
+	must(t, m.Close())
+	m = openT(t, dir)
+	if slices.Contains(m.Collections(), long) || m.Count() != 1 {
+		t.Fatalf("after reopen: %q, %d documents in default", m.Collections(), m.Count())
+	}
+}
