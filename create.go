@@ -130,33 +130,39 @@ func initialMeta(r io.ReaderAt, off int64) (bboltMeta, error) {
 	return m, nil
 }
 
-// resetUnwritten empties the store.db at dbPath, which failed store.CheckFile, when it
-// provably holds nothing (neverWritten): a creation cut short. It decides under an
-// exclusive lock on the file, so that no other process is writing it meanwhile; the
-// directory must still have no manifest. It reports whether it emptied the file; a lock
-// held by another process is ErrLocked.
-func (m *Memory) resetUnwritten(dbPath string) (bool, error) {
-	if !neverWritten(dbPath) {
-		return false, nil
-	}
+// recoverCreation decides, for a store.db in a directory without a manifest that failed
+// store.CheckFile and that no writer held a moment ago, whether the store can be created
+// (creating true) or why not. It looks again under an exclusive lock on the file, so that
+// no other process writes it meanwhile: a store.db that provably holds nothing
+// (neverWritten: a creation cut short) is emptied, for bbolt to initialise again; one that
+// another process emptied, made whole or replaced meanwhile is left to the usual opening
+// (a creation under way is ErrLocked there); anything else is ErrNotAStore, untouched.
+func (m *Memory) recoverCreation(dbPath string) (creating bool, err error) {
+	notOurs := fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
 	f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
 	if err != nil {
-		return false, nil
+		return false, err
 	}
-	defer f.Close()
+	defer f.Close() // releases the lock
 	locked, err := tryLockFile(f)
-	if err != nil || !locked {
-		return false, err
+	if err != nil {
+		return false, notOurs
 	}
-	// Under the lock: nobody made the store meanwhile.
+	if !locked {
+		return false, lockedError(m.dir, false)
+	}
 	if man, err := readManifest(m.dir); err != nil || man != nil {
-		return false, err
+		return man != nil, err // made meanwhile: opened as usual
 	}
-	if store.CheckFile(dbPath) == nil || !neverWritten(dbPath) {
-		return false, nil
+	fi, err := os.Stat(dbPath)
+	if err != nil || !sameFile(f, fi) || fi.Size() == 0 || store.CheckFile(dbPath) == nil {
+		return true, nil // changed meanwhile: opened (or made) as usual
 	}
-	if fi, err := os.Stat(dbPath); err != nil || !sameFile(f, fi) {
-		return false, err
+	if !neverWritten(dbPath) {
+		return false, notOurs
 	}
 	m.log.Warn("memory: store.db of a creation cut short (it holds nothing): making it again", "path", dbPath)
 	if err := f.Truncate(0); err != nil {
@@ -189,15 +195,15 @@ func unfinishedCreation(path string) bool {
 	if store.CheckFile(path) != nil {
 		return false
 	}
-	db, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 50 * time.Millisecond})
-	if errors.Is(err, store.ErrLocked) {
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	defer db.Close()
 	empty := false
-	store.Guard("reading "+path, func() error { empty = db.Empty(); return nil })
-	return empty
+	err = store.Guard("reading "+path, func() error {
+		db, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 50 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		empty = db.Empty()
+		return nil
+	})
+	return empty || errors.Is(err, store.ErrLocked)
 }

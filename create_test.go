@@ -206,3 +206,48 @@ func TestCreateOnFullDisk(t *testing.T) {
 		t.Fatal("no creation ran out of space: the test filled nothing")
 	}
 }
+
+// TestCreateLeftoversRace opens a directory holding a store.db cut short in its creation
+// from several goroutines at once (each open locks store.db like another process would):
+// each creates or opens the store, or gets ErrLocked, and the store keeps every
+// acknowledged document.
+func TestCreateLeftoversRace(t *testing.T) {
+	fresh := freshBolt(t)
+	for round := range 8 {
+		dir := filepath.Join(t.TempDir(), "s")
+		must(t, os.Mkdir(dir, 0o755))
+		cut := []int{4096, 8192, 12288, len(fresh) - 1}[round%4]
+		must(t, os.WriteFile(filepath.Join(dir, dbName), fresh[:cut], 0o644))
+		const n = 4
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				m, err := Open(dir, WithNoSync())
+				if err != nil {
+					errs <- err
+					return
+				}
+				err = m.Add(bg, Document{ID: fmt.Sprint(i), Text: "made by a racing opener"})
+				errs <- errors.Join(err, m.Close())
+			}()
+		}
+		oks := 0
+		for range n {
+			switch err := <-errs; {
+			case err == nil:
+				oks++
+			case errors.Is(err, ErrLocked):
+			default:
+				t.Fatalf("round %d (store.db cut at %d): %v", round, cut, err)
+			}
+		}
+		if oks == 0 {
+			t.Fatalf("round %d: no opener created the store", round)
+		}
+		m := openT(t, dir)
+		if c := m.Count(); c != oks {
+			t.Fatalf("round %d: %d documents, %d acknowledged", round, c, oks)
+		}
+		must(t, m.Close())
+	}
+}

@@ -283,7 +283,7 @@ func (m *Memory) openStore() error {
 // store.db is a store being created (or whose creation was killed or failed): whoever gets
 // the lock next decides, reading the manifest again under it (create). A store.db that
 // bbolt's first write left partial (a full disk, in a version that made it in place) holds
-// nothing and is made again (resetUnwritten).
+// nothing and is made again (recoverCreation).
 func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (creating bool, err error) {
 	switch {
 	case man == nil && (len(others) == 0 || len(others) == 1 && others[0] == dbName):
@@ -297,10 +297,7 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 					if lockHolder(dbPath) == "a writer" { // still being written by its creator
 						return false, lockedError(m.dir, false)
 					}
-					if reset, err := m.resetUnwritten(dbPath); err != nil || reset {
-						return reset, err
-					}
-					return false, fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
+					return m.recoverCreation(dbPath)
 				}
 			}
 		}
