@@ -251,3 +251,51 @@ func TestCreateLeftoversRace(t *testing.T) {
 		must(t, m.Close())
 	}
 }
+
+// TestMakeDBInterleavings runs what another process may do between a new store.db's
+// initialisation under its temporary name and its link into place (testHookMakeDB): make
+// store.db first, remove the temporary file as a leftover, or fail (a full disk). The
+// creation opens the store that is there, or fails and leaves nothing in the way.
+func TestMakeDBInterleavings(t *testing.T) {
+	fresh := freshBolt(t)
+	cases := []struct {
+		name    string
+		between func(dir, tmp string) error
+		fails   bool
+	}{
+		{"another made store.db", func(dir, _ string) error {
+			return os.WriteFile(filepath.Join(dir, dbName), fresh, 0o644)
+		}, false},
+		{"another made store.db and removed ours", func(dir, tmp string) error {
+			return errors.Join(os.WriteFile(filepath.Join(dir, dbName), fresh, 0o644), os.Remove(tmp))
+		}, false},
+		{"the disk filled up", func(string, string) error { return syscall.ENOSPC }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "s")
+			testHookMakeDB = func(tmp string) error { return tc.between(dir, tmp) }
+			m, err := Open(dir)
+			testHookMakeDB = nil
+			if tc.fails {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("Open: %v, want ENOSPC", err)
+				}
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Fatalf("a failed creation left %v", entries)
+				}
+				m, err = Open(dir)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, m.Add(bg, corpus...))
+			must(t, m.Close())
+			m = openT(t, dir)
+			if n := m.Count(); n != len(corpus) {
+				t.Fatalf("count %d", n)
+			}
+			must(t, m.Close())
+		})
+	}
+}
