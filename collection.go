@@ -268,7 +268,7 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	// The write is durable; now the in-memory view and the indexes.
 	unlock, err := m.lockOpen(s)
 	if err != nil {
-		return removed, fmt.Errorf("memory: documents stored, but their collection's indexes cannot be opened: %w", err)
+		return removed, fmt.Errorf("%w: their collection's indexes cannot be opened: %w", ErrIndexUpdate, err)
 	}
 	defer unlock()
 	s.Committed(w.commit)
@@ -277,7 +277,7 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	}
 	errs := []error{m.db.Apply(ctx, &s.Collection, w.commit), m.db.MaybeTrim(&s.Collection)}
 	if err := errors.Join(errs...); err != nil {
-		return removed, fmt.Errorf("memory: documents stored, but an index update failed (it is rebuilt on reopen): %w", err)
+		return removed, fmt.Errorf("%w: %w", ErrIndexUpdate, err)
 	}
 	return removed, nil
 }

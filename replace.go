@@ -7,8 +7,15 @@ import (
 	"sync"
 )
 
-// ErrReplacementDone: a Replacement was used after its Commit succeeded.
-var ErrReplacementDone = errors.New("memory: replacement already committed")
+var (
+	// ErrReplacementDone: a Replacement was used after its Commit succeeded.
+	ErrReplacementDone = errors.New("memory: replacement already committed")
+	// ErrIndexUpdate: a write (Add, Upsert, Replace) is stored durably in the store of
+	// record, but updating a derived index after it failed (a full disk, say); the index is
+	// caught up or rebuilt from the store of record when the collection is next opened.
+	// The write need not be repeated.
+	ErrIndexUpdate = errors.New("memory: documents stored, but an index update failed (it is caught up or rebuilt on reopen)")
+)
 
 // Replace replaces the documents that where matches with docs, atomically: in one
 // transaction it removes every stored document that where matches and that is not among
@@ -137,8 +144,8 @@ func (m *Memory) BeginReplace(where Where) (*Replacement, error) {
 	return m.Collection("").BeginReplace(where)
 }
 
-// Upsert stores docs in one durable transaction (as [Collection.Upsert]: all or none) as
-// part of the replacement: Commit keeps them.
+// Upsert stores docs in one durable transaction (as [Collection.Upsert]: all or none, and
+// ErrIndexUpdate: stored) as part of the replacement: Commit keeps them.
 func (r *Replacement) Upsert(ctx context.Context, docs ...Document) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -150,11 +157,11 @@ func (r *Replacement) Upsert(ctx context.Context, docs ...Document) error {
 	for _, d := range docs {
 		r.kept[d.ID] = struct{}{}
 	}
-	if err := r.c.Upsert(ctx, docs...); err != nil {
-		return err
+	err := r.c.Upsert(ctx, docs...)
+	if err == nil || errors.Is(err, ErrIndexUpdate) { // stored
+		r.upserted += len(docs)
 	}
-	r.upserted += len(docs)
-	return nil
+	return err
 }
 
 // Upserted is how many documents the replacement's Upsert calls have stored (durably).
@@ -166,8 +173,8 @@ func (r *Replacement) Upserted() int {
 
 // Commit upserts docs and removes every document the filter matches that is neither among
 // docs nor upserted through r, in one transaction, and returns how many it removed. On an
-// error nothing of it is written and it may be called again; after it succeeded the
-// replacement is done (ErrReplacementDone).
+// error nothing of it is written and it may be called again, except ErrIndexUpdate (it is
+// stored); after it the replacement is done (ErrReplacementDone).
 func (r *Replacement) Commit(ctx context.Context, docs ...Document) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -175,11 +182,11 @@ func (r *Replacement) Commit(ctx context.Context, docs ...Document) (int, error)
 		return 0, ErrReplacementDone
 	}
 	n, err := r.c.replace(ctx, r.where, r.pred, r.kept, docs)
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrIndexUpdate) {
 		return 0, err
 	}
-	r.done = true
+	r.done = true // committed (ErrIndexUpdate: stored, and the index catches up on reopen)
 	r.upserted += len(docs)
 	r.kept = nil
-	return n, nil
+	return n, err
 }
