@@ -156,7 +156,7 @@ func CodeDocuments(path string, chunks []chunker.Chunk) []Document {
 			title += " " + ch.QualifiedName
 		}
 		out = append(out, Document{
-			Source: path, // DeleteWhere(Where{"source": path}) re-indexes a file
+			Source: path, // ReplaceSource(ctx, path, ...) re-indexes a file
 			ID:     id,
 			Title:  title,
 			Text:   ch.EmbeddingText(),

@@ -145,7 +145,9 @@ func (m *Memory) BeginReplace(where Where) (*Replacement, error) {
 }
 
 // Upsert stores docs in one durable transaction (as [Collection.Upsert]: all or none, and
-// ErrIndexUpdate: stored) as part of the replacement: Commit keeps them.
+// ErrIndexUpdate: stored) as part of the replacement: Commit keeps them. Commit also keeps
+// the stored documents of ids whose Upsert failed (a rejected new version leaves the
+// earlier one).
 func (r *Replacement) Upsert(ctx context.Context, docs ...Document) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

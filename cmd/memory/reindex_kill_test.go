@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -435,5 +436,56 @@ func fill(t *testing.T, mnt, path string, room int64) {
 		if err != nil {
 			break // full already
 		}
+	}
+}
+
+// TestReindexRejectedAndSharedSources re-indexes sources the way the kill test does not:
+// a document the store rejects inside a re-indexed source (the batch is upserted one by one
+// through a replacement: the rejected one is skipped, the stale ones still go), small and
+// streamed; and two .jsonl files whose lines name one source (read as one unit: neither
+// file's replacement removes the other's documents).
+func TestReindexRejectedAndSharedSources(t *testing.T) {
+	for _, batch := range []string{"1000", "7"} {
+		t.Run("batch="+batch, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "c.jsonl")
+			shared1, shared2 := filepath.Join(dir, "s1.jsonl"), filepath.Join(dir, "s2.jsonl")
+			store := filepath.Join(dir, "s")
+			jsonl(t, file, 30, nil)
+			writeFile(t, shared1, `{"id": "x1", "text": "one", "source": "shared"}`+"\n"+`{"id": "x2", "text": "two", "source": "shared"}`+"\n")
+			writeFile(t, shared2, `{"id": "y1", "text": "three", "source": "shared"}`+"\n")
+			mustCLI(t, 0, "index", "--store", store, "--batch", batch, dir)
+			// d5 is dropped, d9 is rejected by the store, the others change; s2.jsonl drops
+			// nothing, s1.jsonl drops x2.
+			jsonl(t, file, 30, map[int]string{
+				6:  `   `,
+				10: `{"id": "d9", "text": "t", "metadata": {"nested": {"no": 1}}}`,
+			})
+			writeFile(t, shared1, `{"id": "x1", "text": "one again", "source": "shared"}`+"\n")
+			out, errs := mustCLI(t, 0, "index", "--store", store, "--batch", batch, dir)
+			if !strings.Contains(errs, `c.jsonl:10: memory: invalid metadata`) {
+				t.Fatalf("rejected document not reported:\n%s", errs)
+			}
+			// d5 (dropped) and x2 are stale; d9 keeps its earlier version (its new one was rejected).
+			if !strings.Contains(out, "removed 2 stale documents") {
+				t.Fatalf("summary: %s\n%s", out, errs)
+			}
+			m := openTest(t, store)
+			ids := m.Collection("").IDs()
+			var want []string
+			for i := range 30 {
+				if i != 5 {
+					want = append(want, fmt.Sprintf("d%d", i))
+				}
+			}
+			want = append(want, "x1", "y1")
+			slices.Sort(want)
+			if !slices.Equal(ids, want) {
+				t.Fatalf("ids %v\nwant %v", ids, want)
+			}
+			if d, err := m.Get(context.Background(), "x1"); err != nil || d.Text != "one again" {
+				t.Fatalf("x1: %+v %v", d, err)
+			}
+		})
 	}
 }
