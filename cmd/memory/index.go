@@ -830,7 +830,9 @@ func indexCode(ctx context.Context, c *memory.Collection, root string, batch int
 			progressbar.OptionThrottle(100*time.Millisecond))
 	}
 	last := time.Now()
+	var done memory.CodeProgress // what is stored
 	sum, err := c.AddCode(ctx, root, memory.CodeOptions{BatchSize: batch, Progress: func(p memory.CodeProgress) {
+		done = p
 		switch {
 		case bar != nil:
 			bar.Set(p.Chunks)
@@ -845,6 +847,8 @@ func indexCode(ctx context.Context, c *memory.Collection, root string, batch int
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "index failed: %d chunks were stored (durably) before the error; every file not yet replaced keeps its earlier chunks (a file replaced in several batches also holds the batches stored); run index again to finish.\n",
+			done.Chunks)
 		return err
 	}
 	fmt.Fprintf(stdout, "indexed %d files (%d bytes) as %d chunks into %q in %s\n",
