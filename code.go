@@ -11,6 +11,10 @@ import (
 // DefaultCodeBatch is how many chunks AddCode upserts per call by default.
 const DefaultCodeBatch = 256
 
+// maxReplaceSources caps the files whose chunks AddCode replaces in one transaction (the
+// items of its filter's $in).
+const maxReplaceSources = 1000
+
 // CodeOptions configure [Collection.AddCode]. The zero value is ready to use.
 type CodeOptions struct {
 	// Walk selects and chunks the files (budget, language override, .gitignore...).
@@ -94,7 +98,7 @@ func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptio
 		last = path
 		src := o.IDPrefix + path
 		fdocs := CodeDocuments(src, chunks)
-		if len(docs)+len(fdocs) > batch {
+		if len(docs)+len(fdocs) > batch || len(srcs) >= maxReplaceSources {
 			if err := flush(); err != nil {
 				return err
 			}

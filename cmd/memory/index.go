@@ -135,7 +135,7 @@ func (ix *indexer) indexFiles(files []string, scan fileScan) error {
 			}
 			continue
 		}
-		if len(ix.pending)+u.docs > ix.batch {
+		if len(ix.pending)+u.docs > ix.batch || len(ix.replacing)+len(u.srcs) > maxReplaceSources {
 			if err := ix.flush(); err != nil {
 				return err
 			}
@@ -152,6 +152,9 @@ func (ix *indexer) indexFiles(files []string, scan fileScan) error {
 	ix.prog.finish()
 	return nil
 }
+
+// maxReplaceSources caps the sources one batch replaces (the items of its filter's $in).
+const maxReplaceSources = 1000
 
 // claim adds to the pending batch's replacement the sources of srcs that the collection
 // held when the run began and that no earlier write of this run replaced.
