@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentmem/memory/chunker"
@@ -9,6 +10,10 @@ import (
 
 // DefaultCodeBatch is how many chunks AddCode upserts per call by default.
 const DefaultCodeBatch = 256
+
+// maxReplaceSources caps the files whose chunks AddCode replaces in one transaction (the
+// items of its filter's $in).
+const maxReplaceSources = 1000
 
 // CodeOptions configure [Collection.AddCode]. The zero value is ready to use.
 type CodeOptions struct {
@@ -42,8 +47,17 @@ type CodeProgress struct {
 //   - Metadata: path, language, kind, name, qualified_name, start_line, end_line.
 //   - Source: the path, so DeleteWhere(ctx, Where{"source": path}) removes a file's chunks.
 //
+// Each file's chunks replace that file's earlier chunks atomically ([Collection.Replace]
+// with its path as the source): re-indexing a changed file removes its chunks that are gone
+// (their line-based ids changed) in the transaction that stores the new ones. Several small
+// files share one transaction; a file with more chunks than opts.BatchSize is replaced with
+// a [Replacement] (its earlier chunks stay until its last batch is stored). Files that
+// disappeared from the tree are not touched (DeleteWhere their sources).
+//
 // Chunks that are only whitespace are skipped. Only the first opts value is used. It
-// returns the walk summary; on error, the chunks of earlier batches stay stored.
+// returns the walk summary; on error, the files of earlier batches stay replaced, and every
+// other file keeps its earlier chunks (plus, for a file replaced in several batches, the
+// batches stored).
 func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptions) (chunker.WalkSummary, error) {
 	var o CodeOptions
 	if len(opts) > 0 {
@@ -55,35 +69,63 @@ func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptio
 	}
 	var (
 		docs   []Document
+		srcs   []any // the sources (paths) of the files whose chunks are in docs
 		files  int
 		stored int
 		last   string
 	)
-	flush := func() error {
-		if len(docs) == 0 {
-			return nil
-		}
-		if err := c.Upsert(ctx, docs...); err != nil {
-			return fmt.Errorf("memory: add code from %s: %w", root, err)
-		}
-		stored += len(docs)
-		docs = docs[:0]
+	progress := func() {
 		if o.Progress != nil {
 			o.Progress(CodeProgress{Files: files, Chunks: stored, Path: last})
 		}
+	}
+	// flush replaces the chunks of the files in srcs with docs, in one transaction.
+	flush := func() error {
+		if len(srcs) == 0 {
+			return nil
+		}
+		_, err := c.Replace(ctx, Where{sourceKey: map[string]any{"$in": srcs}}, docs...)
+		if err != nil && !(len(docs) == 0 && errors.Is(err, ErrCollectionNotFound)) {
+			return fmt.Errorf("memory: add code from %s: %w", root, err)
+		}
+		stored += len(docs)
+		docs, srcs = docs[:0], srcs[:0]
+		progress()
 		return nil
 	}
 	sum, err := chunker.Walk(ctx, root, o.Walk, func(path string, chunks []chunker.Chunk) error {
 		files++
 		last = path
-		for _, d := range CodeDocuments(o.IDPrefix+path, chunks) {
-			docs = append(docs, d)
-			if len(docs) >= batch {
-				if err := flush(); err != nil {
-					return err
-				}
+		src := o.IDPrefix + path
+		fdocs := CodeDocuments(src, chunks)
+		if len(docs)+len(fdocs) > batch || len(srcs) >= maxReplaceSources {
+			if err := flush(); err != nil {
+				return err
 			}
 		}
+		if len(fdocs) <= batch {
+			docs = append(docs, fdocs...)
+			srcs = append(srcs, src)
+			return nil
+		}
+		// A file bigger than a batch: its batches, then its stale chunks go with the last.
+		r, err := c.BeginReplace(Where{sourceKey: src})
+		if err != nil {
+			return err
+		}
+		for len(fdocs) > batch {
+			if err := r.Upsert(ctx, fdocs[:batch]...); err != nil {
+				return fmt.Errorf("memory: add code from %s: %w", root, err)
+			}
+			stored += batch
+			fdocs = fdocs[batch:]
+			progress()
+		}
+		if _, err := r.Commit(ctx, fdocs...); err != nil {
+			return fmt.Errorf("memory: add code from %s: %w", root, err)
+		}
+		stored += len(fdocs)
+		progress()
 		return nil
 	})
 	if err != nil {
@@ -118,7 +160,7 @@ func CodeDocuments(path string, chunks []chunker.Chunk) []Document {
 			title += " " + ch.QualifiedName
 		}
 		out = append(out, Document{
-			Source: path, // DeleteWhere(Where{"source": path}) re-indexes a file
+			Source: path, // ReplaceSource(ctx, path, ...) re-indexes a file
 			ID:     id,
 			Title:  title,
 			Text:   ch.EmbeddingText(),

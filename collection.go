@@ -190,58 +190,96 @@ func (c *Collection) Upsert(ctx context.Context, docs ...Document) error {
 }
 
 func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error {
-	m := c.m
-	if err := m.writable(); err != nil {
-		return err
-	}
 	if len(in) == 0 {
+		if err := c.m.writable(); err != nil {
+			return err
+		}
 		return nil
 	}
+	_, err := c.write(ctx, in, upsert, nil)
+	return err
+}
+
+// write stores the documents in (an Add, or an Upsert when upsert is set) in one
+// transaction and, when remove is set, removes in that same transaction the stored
+// documents it lists (called under the writer lock, with the indexes open; the ids it
+// returns are distinct and none is among in). It returns how many documents it removed.
+// Without documents, a collection that does not exist is not created (nothing is removed
+// from it; a named one is ErrCollectionNotFound).
+func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remove func(*colState, *docWrite) ([]string, error)) (int, error) {
+	m := c.m
+	if err := m.writable(); err != nil {
+		return 0, err
+	}
 	if m.closed.Load() {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	if err := validCollectionName(c.name); err != nil {
-		return err
+		return 0, err
 	}
-	w, err := m.newWrite(in) // validated and chunked before taking the writer lock
-	if err != nil {
-		return err
+	w := &docWrite{}
+	if len(in) > 0 {
+		var err error
+		if w, err = m.newWrite(in); err != nil { // validated and chunked before taking the writer lock
+			return 0, err
+		}
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	s, err := c.state(true)
-	if err != nil {
-		return err
+	var s *colState
+	var err error
+	if len(in) > 0 {
+		s, err = c.state(true)
+	} else {
+		s, err = c.existing()
+	}
+	if err != nil || s == nil {
+		return 0, err
 	}
 	if err := m.ensureOpen(s); err != nil {
-		return err
+		return 0, err
+	}
+	var gone []string
+	if remove != nil {
+		if gone, err = remove(s, w); err != nil {
+			return 0, err
+		}
 	}
 	// Read under the writer lock, so the stored versions cannot change before the write.
 	if err := w.readStored(m, c.name, upsert); err != nil {
-		return err
+		return 0, err
 	}
 	if err := w.embed(ctx, m); err != nil { // outside any lock that readers need
-		return err
+		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
-	if err := w.store(m, c.name); err != nil {
-		return fmt.Errorf("memory: write: %w", err)
+	removed := 0
+	if remove == nil {
+		err = w.store(m, c.name)
+	} else {
+		w.commit, removed, err = m.db.Replace(c.name, w.puts(), gone, w.added, w.nUnits-w.oldUnits)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("memory: write: %w", err)
 	}
 
 	// The write is durable; now the in-memory view and the indexes.
 	unlock, err := m.lockOpen(s)
 	if err != nil {
-		return fmt.Errorf("memory: documents stored, but their collection's indexes cannot be opened: %w", err)
+		return removed, fmt.Errorf("%w: their collection's indexes cannot be opened: %w", ErrIndexUpdate, err)
 	}
 	defer unlock()
 	s.Committed(w.commit)
+	if w.commit.Changes == 0 {
+		return removed, nil
+	}
 	errs := []error{m.db.Apply(ctx, &s.Collection, w.commit), m.db.MaybeTrim(&s.Collection)}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("memory: documents stored, but an index update failed (it is rebuilt on reopen): %w", err)
+		return removed, fmt.Errorf("%w: %w", ErrIndexUpdate, err)
 	}
-	return nil
+	return removed, nil
 }
 
 // docWrite is one Add or Upsert on its way to the store of record and the indexes.
@@ -351,8 +389,8 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 	return nil
 }
 
-// store writes the records, vectors and change log entries in one transaction.
-func (w *docWrite) store(m *Memory, col string) error {
+// puts is the stored form of the documents.
+func (w *docWrite) puts() []store.Put {
 	puts := make([]store.Put, len(w.docs))
 	for i, d := range w.docs {
 		puts[i] = store.Put{ID: d.ID, Record: w.recs[i], Units: w.units[i], Stale: w.stale[i]}
@@ -360,8 +398,13 @@ func (w *docWrite) store(m *Memory, col string) error {
 			puts[i].Vecs = w.vecs[i]
 		}
 	}
+	return puts
+}
+
+// store writes the records, vectors and change log entries in one transaction.
+func (w *docWrite) store(m *Memory, col string) error {
 	var err error
-	w.commit, err = m.db.Write(col, puts, w.added, w.nUnits-w.oldUnits)
+	w.commit, err = m.db.Write(col, w.puts(), w.added, w.nUnits-w.oldUnits)
 	return err
 }
 

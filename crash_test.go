@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 		crashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(replaceCrashEnv); dir != "" {
+		replaceCrashChild(dir)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

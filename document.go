@@ -14,8 +14,9 @@ type Document struct {
 	// A document with a precomputed embedding is never chunked.
 	Embedding []float32 `json:"-"`
 	// Source is where the document came from (a file path, a URL): the key by which a
-	// source is re-indexed or removed. It is stored as the string metadata value "source",
-	// so filters see it there: DeleteWhere(ctx, Where{"source": path}). Setting both Source
+	// source is re-indexed (ReplaceSource, atomically) or removed. It is stored as the string
+	// metadata value "source", so filters see it there: DeleteWhere(ctx, Where{"source":
+	// path}). Setting both Source
 	// and a different Metadata["source"] is ErrInvalidMetadata. Get and search results fill
 	// it back from Metadata["source"].
 	Source string `json:"source,omitempty"`

@@ -21,12 +21,13 @@
 // returns the best chunk of each document (WithAllChunks: every chunk), with the chunk's
 // text, byte offsets, heading path and index (Result.ParentID, ChunkIndex, Start, End,
 // Headings) and a Snippet around the query terms. Document.Source (stored as the metadata
-// value "source") names where a document came from: DeleteWhere(ctx, Where{"source": p})
-// removes it and Sources lists them.
+// value "source") names where a document came from: ReplaceSource(ctx, p, docs...)
+// replaces its documents in one transaction, DeleteWhere(ctx, Where{"source": p}) removes
+// them and Sources lists them.
 //
 // # Durability
 //
-// The store of record is one bbolt file in the store directory (package internal/store). Each Add, Upsert and Delete
+// The store of record is one bbolt file in the store directory (package internal/store). Each Add, Upsert, Delete and Replace
 // is one fsynced transaction: once it returns nil it survives a crash, and a crash in the
 // middle of it leaves the store as it was before. The BM25 index (Bleve) and the vector
 // index are derived from it; on open they are caught up or rebuilt, so they never disagree

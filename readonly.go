@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 )
 
-// ErrReadOnly: a write (Add, Upsert, Delete, DeleteWhere, CreateCollection,
-// DeleteCollection, SaveSOPs) on a store opened with ReadOnly.
+// ErrReadOnly: a write (Add, Upsert, Delete, DeleteWhere, Replace, BeginReplace,
+// CreateCollection, DeleteCollection, SaveSOPs) on a store opened with ReadOnly.
 var ErrReadOnly = errors.New("memory: store is opened read-only")
 
 // ReadOnly opens an existing store for reading only. Several processes may open one store

@@ -209,7 +209,7 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 		`{"id": "c1", "text": "first line doc about penguins, edited"}`+"\n"+`{"id": "c3", "text": "third doc about gannets"}`+"\n")
 	writeFile(t, filepath.Join(docs, "a.md"), "# Alpha 2\nNow about seals only.")
 	out, _ := mustCLI(t, 0, "index", "--store", store, filepath.Join(docs, "sub", "c.jsonl"), filepath.Join(docs, "a.md"))
-	if !strings.Contains(out, "replaced 3 earlier documents") {
+	if !strings.Contains(out, "removed 1 stale documents of re-indexed sources") { // c2; c1 and a.md replaced in place
 		t.Fatalf("summary: %s", out)
 	}
 	m = openTest(t, store)

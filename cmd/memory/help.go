@@ -39,9 +39,14 @@ duplicate id within the run, a document the store rejects) is reported with its 
 line number and skipped; the others are stored. A summary ends the run. The exit status is
 1 only when nothing was stored, or with --strict when anything was skipped.
 
-Re-indexing a path replaces what was indexed from it: the documents whose source is that
-path are deleted before its new documents are added. --sync also deletes the documents of
-sources under the given folders that no longer exist (or are no longer indexed).
+Re-indexing a path replaces what was indexed from it, atomically: its new documents are
+stored and those of its earlier documents that are gone removed in one transaction (small
+sources share one; a .jsonl file bigger than --batch is stored batch by batch, and its gone
+documents are removed with its last batch). A kill or an error at any point leaves each
+source with its earlier documents or its new ones (or, for a big .jsonl file, its earlier
+ones plus the batches stored); a failed run says how many documents it stored. A document
+the store rejects keeps its earlier version. --sync also deletes the documents of sources
+under the given folders that no longer exist (or are no longer indexed), in one transaction.
 
 --code indexes a source tree chunked with tree-sitter (respects .gitignore).
 

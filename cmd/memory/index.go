@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,29 +68,41 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if ix.existing, err = existingSources(ctx, c); err != nil {
 		return err
 	}
-	total, err := countDocs(files)
+	scan, err := scanFiles(files)
 	if err != nil {
 		return err
 	}
-	ix.prog = newProgress(stderr, total, "indexing")
+	ix.prog = newProgress(stderr, scan.total, "indexing")
+	ix.prog.stored = func() int { return ix.stored }
 	start := time.Now()
-	if err := ix.indexFiles(files); err != nil {
+	if err := ix.indexFiles(files, scan); err != nil {
+		ix.reportFailure()
 		return err
 	}
 	removed := 0
 	if *sync {
 		if removed, err = ix.syncRoots(fs.Args(), files); err != nil {
+			ix.reportFailure()
 			return err
 		}
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "stored %d documents from %d files into %q in %s (%.0f docs/s); skipped %d; replaced %d earlier documents of re-indexed sources",
+	fmt.Fprintf(stdout, "stored %d documents from %d files into %q in %s (%.0f docs/s); skipped %d; removed %d stale documents of re-indexed sources",
 		ix.stored, len(files), c.Name(), el.Round(time.Millisecond), float64(ix.stored)/max(el.Seconds(), 1e-9), ix.skipped, ix.replaced)
 	if *sync {
 		fmt.Fprintf(stdout, "; removed %d documents of %d vanished sources", removed, ix.vanished)
 	}
 	fmt.Fprintf(stdout, "; collection now holds %d\n", c.Count())
-	return ix.outcome(total, *sync, *strict)
+	return ix.outcome(scan.total, *sync, *strict)
+}
+
+// reportFailure tells, on stderr, what a run that fails has stored: the documents it
+// acknowledged are durable, and every re-indexed source whose replacement did not commit
+// keeps its earlier documents.
+func (ix *indexer) reportFailure() {
+	fmt.Fprintf(ix.stderr, "index failed: %d documents were stored (durably) before the error; %d re-indexed sources were replaced whole. "+
+		"Every other source keeps its earlier documents (one replaced in several batches also holds the batches stored); run index again to finish.\n",
+		ix.stored, ix.committed)
 }
 
 // collectRoots lists the files to index under the given roots. With sync, a root that
@@ -110,13 +123,27 @@ func collectRoots(roots []string, sync bool, stderr io.Writer) ([]string, error)
 	return files, nil
 }
 
-// indexFiles indexes every file and writes the last batch.
-func (ix *indexer) indexFiles(files []string) error {
-	for i, f := range files {
-		ix.file = i
-		ix.files = files
-		if err := ix.indexFile(f); err != nil {
-			return err
+// indexFiles indexes every file, unit by unit (see units): the documents of a unit that
+// fits in a batch join the pending batch, which replaces all its sources in one
+// transaction; a bigger unit streams through a Replacement.
+func (ix *indexer) indexFiles(files []string, scan fileScan) error {
+	ix.files, ix.scan = files, scan
+	for _, u := range scan.units() {
+		if u.docs > ix.batch {
+			if err := ix.stream(u); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(ix.pending)+u.docs > ix.batch || len(ix.replacing)+len(u.srcs) > maxReplaceSources {
+			if err := ix.flush(); err != nil {
+				return err
+			}
+		}
+		for _, f := range u.files {
+			if err := ix.indexFile(f); err != nil {
+				return err
+			}
 		}
 	}
 	if err := ix.flush(); err != nil {
@@ -124,6 +151,57 @@ func (ix *indexer) indexFiles(files []string) error {
 	}
 	ix.prog.finish()
 	return nil
+}
+
+// maxReplaceSources caps the sources one batch replaces (the items of its filter's $in).
+const maxReplaceSources = 1000
+
+// claim adds to the pending batch's replacement the sources of srcs that the collection
+// held when the run began and that no earlier write of this run replaced.
+func (ix *indexer) claim(srcs []string) {
+	for _, s := range srcs {
+		if ix.existing[s] && !ix.cleared[s] {
+			if ix.cleared == nil {
+				ix.cleared = map[string]bool{}
+			}
+			ix.cleared[s] = true
+			ix.replacing = append(ix.replacing, s)
+		}
+	}
+}
+
+// stream indexes a unit too big for one batch: its batches are upserted through a
+// Replacement of its re-indexed sources, whose commit (with the last batch) removes their
+// stale documents.
+func (ix *indexer) stream(u unit) error {
+	if err := ix.flush(); err != nil {
+		return err
+	}
+	ix.claim(u.srcs)
+	if len(ix.replacing) > 0 {
+		r, err := ix.c.BeginReplace(sourcesIn(ix.replacing))
+		if err != nil {
+			return err
+		}
+		ix.r = r
+	}
+	ix.streaming = true
+	defer func() { ix.streaming, ix.r = false, nil }()
+	for _, f := range u.files {
+		if err := ix.indexFile(f); err != nil {
+			return err
+		}
+	}
+	return ix.flush()
+}
+
+// sourcesIn is the filter of the documents of sources.
+func sourcesIn(sources []string) memory.Where {
+	in := make([]any, len(sources))
+	for i, s := range sources {
+		in[i] = s
+	}
+	return memory.Where{"source": map[string]any{"$in": in}}
 }
 
 // outcome is the error that sets the exit status of a run that indexed total documents:
@@ -162,10 +240,16 @@ type indexer struct {
 	file     int               // index in files of the file being read
 	seen     map[string]docLoc // ids read in this run
 	existing map[string]bool   // sources the collection held when the run began
-	cleared  map[string]bool   // sources whose earlier documents were deleted in this run
+	cleared  map[string]bool   // sources this run replaces (claimed by a batch or a stream)
 	pending  []pendingDoc
 
+	replacing []string            // the re-indexed sources that the pending batch (or stream) replaces
+	streaming bool                // a unit bigger than a batch is being read: flush writes a batch of it
+	r         *memory.Replacement // the stream's replacement (nil: its sources are new)
+	scan      fileScan
+
 	stored, skipped, replaced, vanished int
+	committed                           int // re-indexed sources whose replacement committed
 }
 
 func (ix *indexer) where(l docLoc) string {
@@ -213,30 +297,6 @@ func sourceOf(path string) string {
 	return filepath.ToSlash(filepath.Clean(path))
 }
 
-// clearSources deletes, once per run, the earlier documents of the sources given (those the
-// collection held when the run began), so that re-indexing a path replaces its documents.
-func (ix *indexer) clearSources(srcs []string) error {
-	var todo []any
-	for _, s := range srcs {
-		if ix.existing[s] && !ix.cleared[s] {
-			if ix.cleared == nil {
-				ix.cleared = map[string]bool{}
-			}
-			ix.cleared[s] = true
-			todo = append(todo, s)
-		}
-	}
-	if len(todo) == 0 {
-		return nil
-	}
-	n, err := ix.c.DeleteWhere(ix.ctx, memory.Where{"source": map[string]any{"$in": todo}})
-	if err != nil {
-		return fmt.Errorf("replacing the documents of %d re-indexed sources: %w", len(todo), err)
-	}
-	ix.replaced += n
-	return nil
-}
-
 // add queues a document read from l, after the run-wide checks.
 func (ix *indexer) add(d memory.Document, l docLoc) error {
 	if d.ID == "" {
@@ -253,8 +313,8 @@ func (ix *indexer) add(d memory.Document, l docLoc) error {
 	}
 	ix.seen[d.ID] = l
 	ix.pending = append(ix.pending, pendingDoc{d, l})
-	if len(ix.pending) >= ix.batch {
-		return ix.flush()
+	if ix.streaming && len(ix.pending) >= ix.batch {
+		return ix.flushBatch()
 	}
 	return nil
 }
@@ -270,40 +330,111 @@ func perDocument(err error) bool {
 	return false
 }
 
-// flush writes the pending documents. When the store rejects the batch for one document's
-// sake, the documents are written one by one so that only the bad ones are skipped.
+// flush writes the pending documents and ends the replacement of the sources they
+// replace, in one transaction (Replace; for a stream, its Commit with its last batch).
+// When the store rejects the batch for one document's sake, the documents are upserted one
+// by one through a Replacement, so that only the bad ones are skipped and the earlier
+// documents of the sources stay until the last of them is stored.
 func (ix *indexer) flush() error {
-	if len(ix.pending) == 0 {
-		return nil
+	docs := ix.pendingDocs()
+	if len(ix.replacing) == 0 {
+		return ix.flushBatch()
 	}
-	srcs := make([]string, 0, len(ix.pending))
+	var n int
+	var err error
+	if ix.r != nil {
+		n, err = ix.r.Commit(ix.ctx, docs...)
+	} else {
+		n, err = ix.c.Replace(ix.ctx, sourcesIn(ix.replacing), docs...)
+	}
+	if perDocument(err) {
+		if ix.r == nil {
+			if ix.r, err = ix.c.BeginReplace(sourcesIn(ix.replacing)); err != nil {
+				return err
+			}
+		}
+		if err := ix.upsertEach(); err != nil {
+			return err
+		}
+		n, err = ix.r.Commit(ix.ctx)
+		docs = nil
+	}
+	if err != nil {
+		if errors.Is(err, memory.ErrIndexUpdate) { // stored; the index catches up on the next open
+			ix.stored += len(docs)
+			ix.committed += len(ix.replacing)
+		}
+		return fmt.Errorf("replacing the documents of %d re-indexed sources: %w", len(ix.replacing), err)
+	}
+	ix.stored += len(docs)
+	ix.replaced += n
+	ix.committed += len(ix.replacing)
+	ix.prog.add(len(docs))
+	ix.pending, ix.replacing, ix.r = ix.pending[:0], nil, nil
+	return nil
+}
+
+// pendingDocs are the documents of the pending batch.
+func (ix *indexer) pendingDocs() []memory.Document {
 	docs := make([]memory.Document, len(ix.pending))
 	for i, p := range ix.pending {
 		docs[i] = p.doc
-		srcs = append(srcs, p.doc.Source)
 	}
-	if err := ix.clearSources(srcs); err != nil {
-		return err
+	return docs
+}
+
+// flushBatch upserts the pending documents in one transaction (through the stream's
+// replacement, if any), or one by one when the store rejects the batch for one document's
+// sake.
+func (ix *indexer) flushBatch() error {
+	if len(ix.pending) == 0 {
+		return nil
 	}
-	err := ix.c.Upsert(ix.ctx, docs...)
+	docs := ix.pendingDocs()
+	upsert := ix.c.Upsert
+	if ix.r != nil {
+		upsert = ix.r.Upsert
+	}
+	err := upsert(ix.ctx, docs...)
 	switch {
 	case err == nil:
 		ix.stored += len(docs)
+		ix.prog.add(len(docs))
 	case perDocument(err):
-		for _, p := range ix.pending {
-			if err := ix.c.Upsert(ix.ctx, p.doc); err != nil {
-				if !perDocument(err) {
-					return err
-				}
-				ix.report(p.loc, "%v", err)
-				continue
-			}
-			ix.stored++
+		if err := ix.upsertEach(); err != nil {
+			return err
 		}
 	default:
+		if errors.Is(err, memory.ErrIndexUpdate) { // stored; the index catches up on the next open
+			ix.stored += len(docs)
+		}
 		return err
 	}
-	ix.prog.add(len(docs))
+	ix.pending = ix.pending[:0]
+	return nil
+}
+
+// upsertEach upserts the pending documents one by one (through ix.r when set), skipping
+// and reporting those the store rejects.
+func (ix *indexer) upsertEach() error {
+	upsert := ix.c.Upsert
+	if ix.r != nil {
+		upsert = ix.r.Upsert
+	}
+	for _, p := range ix.pending {
+		if err := upsert(ix.ctx, p.doc); err != nil {
+			if errors.Is(err, memory.ErrIndexUpdate) {
+				ix.stored++
+			}
+			if !perDocument(err) {
+				return err
+			}
+			ix.report(p.loc, "%v", err)
+			continue
+		}
+		ix.stored++
+	}
+	ix.prog.add(len(ix.pending))
 	ix.pending = ix.pending[:0]
 	return nil
 }
@@ -367,28 +498,124 @@ func collectFiles(root string) ([]string, error) {
 // maxLineBytes caps one JSONL line; a longer line is skipped.
 const maxLineBytes = 64 << 20
 
-// countDocs counts the documents the files hold at most (for the progress display).
-func countDocs(files []string) (int, error) {
-	n := 0
-	for _, f := range files {
+// fileScan is what a first pass over the files finds: how many documents each holds at
+// most and the sources its documents name.
+type fileScan struct {
+	total int
+	docs  []int      // per file: documents at most (a .jsonl file: its lines)
+	srcs  [][]string // per file: its source, then the distinct sources its lines name
+}
+
+// scanFiles counts the documents the files hold at most (for batching and the progress
+// display) and lists the sources each file's documents name.
+func scanFiles(files []string) (fileScan, error) {
+	sc := fileScan{docs: make([]int, len(files)), srcs: make([][]string, len(files))}
+	for i, f := range files {
+		src := sourceOf(f)
+		sc.srcs[i] = []string{src}
 		if strings.ToLower(filepath.Ext(f)) != ".jsonl" {
-			n++
+			sc.docs[i] = 1
+			sc.total++
 			continue
 		}
 		fh, err := os.Open(f)
 		if err != nil {
-			return 0, err
+			return fileScan{}, err
 		}
-		err = readLines(fh, func(int, []byte, bool) error {
+		seen := map[string]bool{src: true}
+		n := 0
+		err = readLines(fh, func(_ int, line []byte, _ bool) error {
 			n++
+			if s := lineSource(line); s != "" && !seen[s] {
+				seen[s] = true
+				sc.srcs[i] = append(sc.srcs[i], s)
+			}
 			return nil
 		})
 		fh.Close()
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", f, err)
+			return fileScan{}, fmt.Errorf("%s: %w", f, err)
+		}
+		sc.docs[i] = n
+		sc.total += n
+	}
+	return sc, nil
+}
+
+// lineSource is the source a JSONL line names ("source", or metadata "source"); "" when
+// none (only a line that holds the word is parsed).
+func lineSource(line []byte) string {
+	if !bytes.Contains(line, []byte(`"source"`)) {
+		return ""
+	}
+	var j struct {
+		Source   string         `json:"source"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if json.Unmarshal(line, &j) != nil {
+		return ""
+	}
+	if j.Source != "" {
+		return j.Source
+	}
+	s, _ := j.Metadata["source"].(string)
+	return s
+}
+
+// unit is a set of files that share sources (most often one file): the documents of a
+// source are replaced together, so its files are read one after the other.
+type unit struct {
+	files []int    // indexes in the run's files, in order
+	srcs  []string // their sources
+	docs  int      // documents at most
+}
+
+// units groups the files into units, in the order of their first file: files whose
+// documents name a common source are one unit.
+func (sc fileScan) units() []unit {
+	parent := make([]int, len(sc.docs))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	owner := map[string]int{}
+	for i, srcs := range sc.srcs {
+		for _, s := range srcs {
+			if o, ok := owner[s]; ok {
+				a, b := find(o), find(i)
+				parent[max(a, b)] = min(a, b)
+			} else {
+				owner[s] = i
+			}
 		}
 	}
-	return n, nil
+	var out []unit
+	at := map[int]int{} // root file -> index in out
+	for i := range sc.docs {
+		r := find(i)
+		k, ok := at[r]
+		if !ok {
+			k = len(out)
+			at[r] = k
+			out = append(out, unit{})
+		}
+		u := &out[k]
+		u.files = append(u.files, i)
+		u.docs += sc.docs[i]
+		for _, s := range sc.srcs[i] {
+			if !slices.Contains(u.srcs, s) {
+				u.srcs = append(u.srcs, s)
+			}
+		}
+	}
+	return out
 }
 
 // readLines calls fn with each line of r (without its line ending) and its 1-based number.
@@ -487,9 +714,11 @@ func (j jsonlDoc) document() memory.Document {
 // indexFile reads one file: a .txt/.md file is one document (first line = title, id = the
 // path, source = its absolute path), a .jsonl file one document per line (source = the
 // line's own, else the file's absolute path).
-func (ix *indexer) indexFile(path string) error {
+func (ix *indexer) indexFile(i int) error {
+	ix.file = i
+	path := ix.files[i]
 	src := sourceOf(path)
-	whole := docLoc{file: ix.file}
+	whole := docLoc{file: i}
 	if strings.ToLower(filepath.Ext(path)) != ".jsonl" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -506,6 +735,7 @@ func (ix *indexer) indexFile(path string) error {
 			ix.skip(whole, "empty")
 			return nil
 		}
+		ix.claim([]string{src})
 		return ix.add(memory.Document{ID: filepath.ToSlash(path), Title: title, Text: strings.TrimSpace(text),
 			Metadata: map[string]any{"path": filepath.ToSlash(path)}, Source: src}, whole)
 	}
@@ -515,13 +745,7 @@ func (ix *indexer) indexFile(path string) error {
 		return nil
 	}
 	defer f.Close()
-	// The file's earlier documents go before its new ones are written.
-	if err := ix.flush(); err != nil {
-		return err
-	}
-	if err := ix.clearSources([]string{src}); err != nil {
-		return err
-	}
+	ix.claim(ix.scan.srcs[i]) // a stream claimed them when it began
 	err = readLines(f, func(n int, line []byte, tooLong bool) error {
 		l := docLoc{file: ix.file, line: n}
 		if tooLong {
@@ -549,15 +773,19 @@ func (ix *indexer) indexFile(path string) error {
 	return nil
 }
 
+// progressEvery is how often the plain progress lines come (tests set 0: one per write).
+var progressEvery = 2 * time.Second
+
 // progress shows a bar with rate and ETA on a terminal, plain lines otherwise.
 type progress struct {
-	bar   *progressbar.ProgressBar
-	w     io.Writer
-	total int
-	done  int
-	last  time.Time
-	start time.Time
-	label string
+	bar    *progressbar.ProgressBar
+	w      io.Writer
+	total  int
+	done   int
+	last   time.Time
+	start  time.Time
+	label  string
+	stored func() int // documents stored (acknowledged) so far; nil: not shown
 }
 
 func newProgress(w io.Writer, total int, label string) *progress {
@@ -576,11 +804,15 @@ func (p *progress) add(n int) {
 		p.bar.Add(n)
 		return
 	}
-	if time.Since(p.last) >= 2*time.Second || p.done == p.total {
+	if time.Since(p.last) >= progressEvery || p.done == p.total {
 		p.last = time.Now()
 		rate := float64(p.done) / time.Since(p.start).Seconds()
 		eta := time.Duration(float64(p.total-p.done)/rate) * time.Second
-		fmt.Fprintf(p.w, "%s: %d/%d docs (%.0f docs/s, eta %s)\n", p.label, p.done, p.total, rate, eta.Round(time.Second))
+		stored := ""
+		if p.stored != nil {
+			stored = fmt.Sprintf(", %d stored", p.stored())
+		}
+		fmt.Fprintf(p.w, "%s: %d/%d docs%s (%.0f docs/s, eta %s)\n", p.label, p.done, p.total, stored, rate, eta.Round(time.Second))
 	}
 }
 
@@ -601,7 +833,9 @@ func indexCode(ctx context.Context, c *memory.Collection, root string, batch int
 			progressbar.OptionThrottle(100*time.Millisecond))
 	}
 	last := time.Now()
+	var done memory.CodeProgress // what is stored
 	sum, err := c.AddCode(ctx, root, memory.CodeOptions{BatchSize: batch, Progress: func(p memory.CodeProgress) {
+		done = p
 		switch {
 		case bar != nil:
 			bar.Set(p.Chunks)
@@ -616,6 +850,8 @@ func indexCode(ctx context.Context, c *memory.Collection, root string, batch int
 		fmt.Fprintln(stderr)
 	}
 	if err != nil {
+		fmt.Fprintf(stderr, "index failed: %d chunks were stored (durably) before the error; every file not yet replaced keeps its earlier chunks (a file replaced in several batches also holds the batches stored); run index again to finish.\n",
+			done.Chunks)
 		return err
 	}
 	fmt.Fprintf(stdout, "indexed %d files (%d bytes) as %d chunks into %q in %s\n",

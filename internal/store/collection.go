@@ -146,41 +146,8 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 		if err != nil {
 			return err
 		}
-		docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
-		change := func(op byte, uid string) error {
-			var err error
-			if w.Seq, err = nextSeq(tx); err != nil {
-				return err
-			}
-			w.Changes++
-			return cb.Put(u64b(w.Seq), append([]byte{op}, uid...))
-		}
-		for _, p := range puts {
-			enc, err := EncodeRecord(p.Record)
-			if err != nil {
-				return err
-			}
-			if err := docs.Put([]byte(p.ID), enc); err != nil {
-				return err
-			}
-			for _, u := range p.Stale {
-				if err := vb.Delete([]byte(u)); err != nil {
-					return err
-				}
-				if err := change(opDel, u); err != nil {
-					return err
-				}
-			}
-			for n, u := range p.Units {
-				if p.Vecs != nil {
-					if err := vb.Put([]byte(u), EncodeVector(p.Vecs[n])); err != nil {
-						return err
-					}
-				}
-				if err := change(opPut, u); err != nil {
-					return err
-				}
-			}
+		if err := w.putTx(tx, b, puts); err != nil {
+			return err
 		}
 		w.Docs, w.Units, err = addCounts(b, added, unitDelta)
 		return err
@@ -188,6 +155,55 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 	if err != nil {
 		return Commit{}, err
 	}
+	w.addPuts(puts)
+	return w, nil
+}
+
+// putTx writes puts into collection bucket b inside tx: the records, their vectors and a
+// change per unit put or dropped (w counts them and keeps the last sequence number). The
+// caller updates the counts.
+func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put) error {
+	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+	change := func(op byte, uid string) error {
+		var err error
+		if w.Seq, err = nextSeq(tx); err != nil {
+			return err
+		}
+		w.Changes++
+		return cb.Put(u64b(w.Seq), append([]byte{op}, uid...))
+	}
+	for _, p := range puts {
+		enc, err := EncodeRecord(p.Record)
+		if err != nil {
+			return err
+		}
+		if err := docs.Put([]byte(p.ID), enc); err != nil {
+			return err
+		}
+		for _, u := range p.Stale {
+			if err := vb.Delete([]byte(u)); err != nil {
+				return err
+			}
+			if err := change(opDel, u); err != nil {
+				return err
+			}
+		}
+		for n, u := range p.Units {
+			if p.Vecs != nil {
+				if err := vb.Put([]byte(u), EncodeVector(p.Vecs[n])); err != nil {
+					return err
+				}
+			}
+			if err := change(opPut, u); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// addPuts adds what puts, durably written, change in the derived indexes to w.
+func (w *Commit) addPuts(puts []Put) {
 	for _, p := range puts {
 		w.Dels = append(w.Dels, p.Stale...)
 		for n, u := range p.Units {
@@ -198,7 +214,6 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 			w.Puts = append(w.Puts, up)
 		}
 	}
-	return w, nil
 }
 
 // Delete removes documents ids (distinct; one not stored is skipped) of collection col with
@@ -214,43 +229,53 @@ func (db *DB) Delete(col string, ids []string) (Commit, error) {
 		if b == nil {
 			return fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
 		}
-		docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
-		gone := 0
-		for _, id := range ids {
-			r, err := getRecord(docs, id)
-			if err != nil {
-				return err
-			}
-			if r == nil {
-				continue
-			}
-			gone++
-			w.Dels = append(w.Dels, r.UnitIDs(id)...)
-			if err := docs.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
-		if w.Docs, w.Units, err = addCounts(b, -gone, -len(w.Dels)); err != nil {
+		gone, units, err := w.deleteTx(tx, b, ids)
+		if err != nil {
 			return err
 		}
-		for _, u := range w.Dels {
-			if err := vb.Delete([]byte(u)); err != nil {
-				return err
-			}
-			if w.Seq, err = nextSeq(tx); err != nil {
-				return err
-			}
-			w.Changes++
-			if err := cb.Put(u64b(w.Seq), append([]byte{opDel}, u...)); err != nil {
-				return err
-			}
-		}
-		return nil
+		w.Docs, w.Units, err = addCounts(b, -gone, -units)
+		return err
 	})
 	if err != nil {
 		return Commit{}, err
 	}
 	return w, nil
+}
+
+// deleteTx removes documents ids (distinct; one not stored is skipped) from collection
+// bucket b inside tx, with their vectors, logging a change per index id removed (added to
+// w.Dels). It returns how many documents and index ids it removed; the caller updates the
+// counts.
+func (w *Commit) deleteTx(tx *bolt.Tx, b *bolt.Bucket, ids []string) (gone, units int, err error) {
+	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+	first := len(w.Dels)
+	for _, id := range ids {
+		r, err := getRecord(docs, id)
+		if err != nil {
+			return 0, 0, err
+		}
+		if r == nil {
+			continue
+		}
+		gone++
+		w.Dels = append(w.Dels, r.UnitIDs(id)...)
+		if err := docs.Delete([]byte(id)); err != nil {
+			return 0, 0, err
+		}
+	}
+	for _, u := range w.Dels[first:] {
+		if err := vb.Delete([]byte(u)); err != nil {
+			return 0, 0, err
+		}
+		if w.Seq, err = nextSeq(tx); err != nil {
+			return 0, 0, err
+		}
+		w.Changes++
+		if err := cb.Put(u64b(w.Seq), append([]byte{opDel}, u...)); err != nil {
+			return 0, 0, err
+		}
+	}
+	return gone, len(w.Dels) - first, nil
 }
 
 // Trim drops the change log of collection c, whose indexes are all persisted up to its
