@@ -149,7 +149,7 @@ func FuzzDecodeRecordBytes(f *testing.F) {
 // written before the checksums still decode.
 func TestStoredValuesChecked(t *testing.T) {
 	r := &Record{Title: "t", Text: "some text", Metadata: map[string]any{"k": "v", "n": 2.0}}
-	enc, err := EncodeRecord(r)
+	enc, err := EncodeRecord("id", r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,21 +178,21 @@ func TestStoredValuesChecked(t *testing.T) {
 	}
 
 	v := []float32{0.5, -1, 3.25, 0}
-	venc := EncodeVector(v)
-	if got, err := DecodeVector(venc); err != nil || !reflect.DeepEqual(got, v) {
+	venc := EncodeVector("id", v)
+	if got, err := DecodeVector("id", venc); err != nil || !reflect.DeepEqual(got, v) {
 		t.Fatalf("vector round trip: %v, %v", got, err)
 	}
 	for i := range venc {
 		for bit := range 8 {
 			bad := append([]byte(nil), venc...)
 			bad[i] ^= 1 << bit
-			if got, err := DecodeVector(bad); err == nil && reflect.DeepEqual(got, v) || err == nil && len(got) == len(v) {
+			if got, err := DecodeVector("id", bad); err == nil && reflect.DeepEqual(got, v) || err == nil && len(got) == len(v) {
 				t.Fatalf("vector byte %d bit %d flipped: %v, %v; want ErrCorrupt", i, bit, got, err)
 			}
 		}
 	}
 	old := venc[8:] // the values alone, as written before checksums
-	if got, err := DecodeVector(old); err != nil || !reflect.DeepEqual(got, v) {
+	if got, err := DecodeVector("id", old); err != nil || !reflect.DeepEqual(got, v) {
 		t.Fatalf("a vector written before checksums: %v, %v", got, err)
 	}
 }
