@@ -89,6 +89,16 @@ func locateElem(t *testing.T, file string, path [][]byte, key []byte) boltElem {
 // parent (bbolt hands out a copy of such a bucket's bytes, not the mapped file's).
 func locateInline(t *testing.T, file string, parent [][]byte, name, key []byte) boltElem {
 	t.Helper()
+	e, ok := findInline(t, file, parent, name, key)
+	if !ok {
+		t.Fatalf("key %q not in inline bucket %q", key, name)
+	}
+	return e
+}
+
+// findInline is locateInline; false when the bucket does not hold key.
+func findInline(t *testing.T, file string, parent [][]byte, name, key []byte) (boltElem, bool) {
+	t.Helper()
 	p := locateElem(t, file, parent, name)
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -104,11 +114,10 @@ func locateInline(t *testing.T, file string, parent [][]byte, name, key []byte) 
 		k := h + int64(le.Uint32(raw[h+4:]))
 		ks := int64(le.Uint32(raw[h+8:]))
 		if bytes.Equal(raw[k:k+ks], key) {
-			return boltElem{key: k, val: k + ks, hdr: h}
+			return boltElem{key: k, val: k + ks, hdr: h}, true
 		}
 	}
-	t.Fatalf("key %q not in inline bucket %q", key, name)
-	return boltElem{}
+	return boltElem{}, false
 }
 
 // xorByte flips the bits mask of the byte at off of file.
