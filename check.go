@@ -211,7 +211,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		if s == nil {
 			continue
 		}
-		var cc IndexCheck
+		cc := IndexCheck{Collection: s.Name, Index: countersEntry, SampleSkipped: "not checked"}
 		sc, err := guardCheck(s.Name, "store", func() (IndexCheck, error) {
 			m.wmu.Lock() // no write between the records read and the counters they are held to
 			defer m.wmu.Unlock()

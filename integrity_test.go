@@ -356,3 +356,43 @@ func TestGuardMessages(t *testing.T) {
 		t.Fatalf("Guard's error: %v", err)
 	}
 }
+
+// TestUncheckedCountersRecountedBeforeIndexRebuilt: counters without a checksum (an older
+// version's) that disagree with a healthy index's count are counted again on open, and
+// the index is kept (before, every open distrusted the index and rebuilt it); a writable
+// open checks such counters once and persists them with their checksum.
+func TestUncheckedCountersRecountedBeforeIndexRebuilt(t *testing.T) {
+	dir, emb := integrityStore(t)
+	db, err := bolt.Open(filepath.Join(dir, dbName), 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		info := tx.Bucket(bkCols).Bucket([]byte(DefaultCollection)).Bucket(bkInfo)
+		return errors.Join(info.Put(keyUnitN, []byte{0, 0, 0, 0, 0, 0, 1, 0}), info.Delete(keyCountSum))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	var lg countLog
+	ro := openT(t, dir, emb, ReadOnly(), WithLogger(lg.logger()))
+	if res, err := ro.Search(bg, "word10", WithMode(BM25), TopK(1)); err != nil || len(res) != 1 {
+		t.Fatalf("search: %v, %v", res, err)
+	}
+	if strings.Contains(lg.String(), "cannot be trusted") {
+		t.Errorf("a healthy index was distrusted for an unchecked counter:\n%s", lg.String())
+	}
+	ro.Close()
+	m := openT(t, dir, emb)
+	if n := m.Count(); n != 300 {
+		t.Errorf("Count = %d", n)
+	}
+	m.Close()
+	if _, ok := findInline(t, filepath.Join(dir, dbName), [][]byte{bkCols, []byte(DefaultCollection)}, bkInfo, keyCountSum); !ok {
+		t.Errorf("a writable open did not persist the counters' checksum")
+	}
+	if d, u, ok := persistedCounts(t, dir, DefaultCollection); !ok || d != 300 || u != 300 {
+		t.Errorf("persisted %d, %d (%v)", d, u, ok)
+	}
+}
