@@ -32,12 +32,15 @@ func checkMiss(b *bolt.Bucket, key []byte, what string, verify func(k, v []byte)
 	if b == nil {
 		return nil
 	}
+	cur := b.Cursor()
+	if k, _ := cur.First(); k == nil {
+		return nil // an empty bucket (the vectors of a store without an embedder)
+	}
 	pageSize := b.Tx().DB().Info().PageSize
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s %q is not stored, and the store of record is damaged where it would be: %s",
 			ErrCorrupt, what, key, fmt.Sprintf(format, args...))
 	}
-	cur := b.Cursor()
 	for _, forward := range []bool{true, false} {
 		k, v := cur.Seek(key)
 		if !forward {
