@@ -573,6 +573,9 @@ func (m *Memory) checkStore(s *colState, cc *IndexCheck) (IndexCheck, error) {
 	if dim > 0 && t.Vectors != t.Units {
 		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.Vectors, t.Units))
 	}
+	if t.Unbound > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d records or vectors written by an older version: their checksums do not cover their ids until they are written again", t.Unbound))
+	}
 	if len(c.Problems) > 0 {
 		what := "restore store.db from a backup"
 		if len(t.Keys) > 0 {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -274,6 +275,9 @@ type Tally struct {
 	Damaged  int
 	Problems []string
 	Keys     []string
+	// Unbound counts records and vectors stored in a layout whose checksum does not cover
+	// the key (written by an older version; rewritten when next written).
+	Unbound int
 }
 
 func (t *Tally) damaged(key []byte, format string, args ...any) {
@@ -299,6 +303,9 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 		cur := b.Bucket(bkDocs).Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
 			t.Docs++
+			if len(v) == 0 || v[0] != recordMagic {
+				t.Unbound++
+			}
 			r, err := DecodeRecord(string(k), v)
 			if err != nil {
 				t.damaged(k, "%s", firstLine(err))
@@ -314,6 +321,9 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 		vc := vb.Cursor()
 		for k, raw := vc.First(); k != nil; k, raw = vc.Next() {
 			t.Vectors++
+			if len(raw) < 4 || binary.LittleEndian.Uint32(raw) != vecMagicKey {
+				t.Unbound++
+			}
 			if dim == 0 {
 				continue
 			}
