@@ -29,14 +29,48 @@ func (r CheckReport) OK() bool {
 	return true
 }
 
+// StoreDamaged reports whether the store of record itself is damaged (an entry with
+// StoreDamage): what it names cannot be repaired from anything else.
+func (r CheckReport) StoreDamaged() bool {
+	for _, ix := range r.Indexes {
+		if ix.StoreDamage && len(ix.Problems) > 0 && !ix.Repaired {
+			return true
+		}
+	}
+	return false
+}
+
+// Repairable reports whether an entry disagrees that a repair (Check with repair: derived
+// indexes rebuilt, counters counted again) can fix.
+func (r CheckReport) Repairable() bool {
+	for _, ix := range r.Indexes {
+		if !ix.StoreDamage && len(ix.Problems) > 0 && !ix.Repaired {
+			return true
+		}
+	}
+	return false
+}
+
+// DamagedKeys lists the keys (document ids, index ids) of damaged records and vectors that
+// the store entries name (at most 10 per collection).
+func (r CheckReport) DamagedKeys() []string {
+	var keys []string
+	for _, ix := range r.Indexes {
+		keys = append(keys, ix.DamagedKeys...)
+	}
+	return keys
+}
+
 // IndexCheck is the check of one derived index of one collection against the store of
 // record.
 type IndexCheck struct {
 	Collection string
 	// Index is the kind of index: "bm25" or "vectors"; "store" is the collection's records
-	// in the store of record themselves (each decoded, counted, its vectors sized), and
+	// in the store of record themselves (each decoded, counted, its vectors sized),
+	// "counters" its document and index id counters (held to a count of its records), and
 	// "store.db" (collection "*") bbolt's consistency check of the whole file. Damage to
-	// those two cannot be repaired (there is nothing to rebuild them from).
+	// "store" and "store.db" cannot be repaired (there is nothing to rebuild them from);
+	// counters are counted again by a repair.
 	Index string
 	// StoreUnits is how many index ids (documents, or chunks of chunked ones) the store of
 	// record holds for this index (for vectors: how many vectors it stores), and StoreSeq the
@@ -58,8 +92,14 @@ type IndexCheck struct {
 	// Problems say what disagreed with the store of record; empty when the index agrees.
 	// After a repair the figures above are the rebuilt index's.
 	Problems []string
-	// Repaired: the index was rebuilt from the store of record and then agreed with it.
+	// Repaired: the index was rebuilt from the store of record and then agreed with it
+	// (counters: counted again and persisted).
 	Repaired bool
+	// StoreDamage: the problems are damage to the store of record itself, which a repair
+	// cannot fix (restore store.db from a backup). DamagedKeys names the damaged records
+	// and vectors (document ids, index ids), at most 10.
+	StoreDamage bool
+	DamagedKeys []string
 }
 
 // String is the index's line of a report: "collection/index: ok|...".
@@ -81,6 +121,13 @@ func (c IndexCheck) String() string {
 		return b.String()
 	case "store":
 		fmt.Fprintf(&b, " (every record read: %d index ids)", c.StoreUnits)
+		c.writeFindings(&b)
+		return b.String()
+	case countersEntry:
+		fmt.Fprintf(&b, " (%d documents, %d index ids)", c.Count, c.StoreUnits)
+		c.writeFindings(&b)
+		return b.String()
+	case indexesEntry:
 		c.writeFindings(&b)
 		return b.String()
 	}
@@ -151,25 +198,40 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			return rep, err
 		}
 		s, err := m.Collection(name).state(false)
+		if errors.Is(err, ErrCorrupt) {
+			// Its counters or change log cannot be read, nor its records counted: a finding.
+			rep.Indexes = append(rep.Indexes, IndexCheck{Collection: name, Index: "store", SampleSkipped: "not loaded",
+				StoreDamage: true, Problems: []string{"cannot be loaded: " + oneLine(err)},
+				Notes: []string{"the store of record itself is damaged: restore store.db from a backup"}})
+			continue
+		}
 		if err != nil {
 			return rep, err
 		}
 		if s == nil {
 			continue
 		}
+		cc := IndexCheck{Collection: s.Name, Index: countersEntry, SampleSkipped: "not checked"}
 		sc, err := guardCheck(s.Name, "store", func() (IndexCheck, error) {
 			m.wmu.Lock() // no write between the records read and the counters they are held to
 			defer m.wmu.Unlock()
-			return m.checkStore(s)
+			var err error
+			cc, err = m.checkCounters(s, repair)
+			if err != nil {
+				return IndexCheck{}, err
+			}
+			return m.checkStore(s, &cc)
 		})
 		if err != nil {
 			return rep, err
 		}
-		rep.Indexes = append(rep.Indexes, sc)
+		sc.StoreDamage = len(sc.Problems) > 0
+		rep.Indexes = append(rep.Indexes, sc, cc)
 		checks, err := m.checkCollection(s, repair)
 		if errors.Is(err, ErrCorrupt) {
-			// Its indexes cannot be opened or rebuilt (a damaged record, say): a finding.
-			checks = []IndexCheck{{Collection: name, Index: "indexes", SampleSkipped: "not opened",
+			// Its indexes cannot be opened or rebuilt: rebuilding reads only the store of
+			// record, so it is damaged (a record that cannot be read, say): a finding.
+			checks = []IndexCheck{{Collection: name, Index: indexesEntry, SampleSkipped: "not opened", StoreDamage: true,
 				Problems: []string{"cannot be opened or rebuilt: " + oneLine(err)}}}
 		} else if err != nil {
 			return rep, fmt.Errorf("memory: check collection %q: %w", name, err)
@@ -429,11 +491,54 @@ func (p vectorProbe) Missing(ids []string) ([]string, error) {
 	return missing, nil
 }
 
+// The entries of a check report that are neither a derived index nor store.db.
+const (
+	countersEntry = "counters"
+	indexesEntry  = "indexes"
+)
+
+// checkCounters reports collection s's counters (the caller holds the writer lock): a
+// load or an open of this process that found them damaged, or at odds with an index, has
+// counted its records again (Recounted). With repair, a count kept in memory only (a
+// read-only open) is persisted. checkStore then holds them to its own full read.
+func (m *Memory) checkCounters(s *colState, repair bool) (IndexCheck, error) {
+	c := IndexCheck{Collection: s.Name, Index: countersEntry, SampleSkipped: "held to every record"}
+	if r, ok := m.db.Recounted(s.Name); ok {
+		c.Problems = append(c.Problems, r.Reason)
+		if !r.Persisted && repair {
+			if err := m.recount(s, r.Reason); err != nil {
+				return c, err
+			}
+			r, _ = m.db.Recounted(s.Name)
+		}
+		if r.Persisted {
+			c.Repaired = true
+			c.Notes = append(c.Notes, fmt.Sprintf("counted again from the records (%d documents, %d index ids) and persisted", r.Docs, r.Units))
+		} else {
+			c.Notes = append(c.Notes, fmt.Sprintf("counted again from the records (%d documents, %d index ids) for this process only: check --repair persists the count", r.Docs, r.Units))
+		}
+	}
+	s.mu.RLock()
+	c.Count, c.StoreUnits = s.Docs, s.Units
+	s.mu.RUnlock()
+	return c, nil
+}
+
+// recount counts collection s's records again (persisted unless read-only).
+func (m *Memory) recount(s *colState, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return m.db.Recount(&s.Collection, reason)
+}
+
 // checkStore reads every record and vector of collection s as the store of record holds
-// them (the caller holds the writer lock): each record must decode, the documents and index ids must number what the
-// collection's counters say, and with an embedder recorded each index id must have one
-// vector of its dimension. Damage found here cannot be repaired from anything else.
-func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
+// them (the caller holds the writer lock): each record must decode under its own id, and
+// with an embedder recorded each index id must have one vector of its dimension. Damage
+// found here cannot be repaired from anything else: the entry names the damaged keys. The
+// documents and index ids must also number what the collection's counters say; when they
+// do not, the counters are what is wrong: that goes to cc (counters), which a repair
+// counts again.
+func (m *Memory) checkStore(s *colState, cc *IndexCheck) (IndexCheck, error) {
 	s.mu.RLock()
 	lastSeq, ndocs, nunits := s.LastSeq, s.Docs, s.Units
 	s.mu.RUnlock()
@@ -446,18 +551,37 @@ func (m *Memory) checkStore(s *colState) (IndexCheck, error) {
 	if err != nil {
 		return c, err
 	}
-	c.StoreUnits, c.Count, c.Problems = t.Units, t.Units, t.Problems
+	c.StoreUnits, c.Count, c.Problems, c.DamagedKeys = t.Units, t.Units, t.Problems, t.Keys
 	if t.Damaged > len(t.Problems) {
 		c.Problems = append(c.Problems, fmt.Sprintf("%d damaged records or vectors in all", t.Damaged))
 	}
-	if t.Docs != ndocs || t.Units != nunits {
-		c.Problems = append(c.Problems, fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", t.Docs, t.Units, ndocs, nunits))
+	if t.Damaged == 0 && (t.Docs != ndocs || t.Units != nunits) {
+		reason := fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", t.Docs, t.Units, ndocs, nunits)
+		cc.Problems = append(cc.Problems, reason)
+		if m.opts.ReadOnly {
+			cc.Repaired = false
+			cc.Notes = append(cc.Notes, "check --repair counts them again")
+		} else {
+			if err := m.recount(s, reason); err != nil {
+				return c, err
+			}
+			cc.Repaired = true
+			cc.Count, cc.StoreUnits = t.Docs, t.Units
+			cc.Notes = append(cc.Notes, "counted again from the records and persisted")
+		}
 	}
 	if dim > 0 && t.Vectors != t.Units {
 		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.Vectors, t.Units))
 	}
+	if t.Unbound > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d records or vectors written by an older version: their checksums do not cover their ids until they are written again", t.Unbound))
+	}
 	if len(c.Problems) > 0 {
-		c.Notes = append(c.Notes, "the store of record itself is damaged: restore store.db from a backup")
+		what := "restore store.db from a backup"
+		if len(t.Keys) > 0 {
+			what = fmt.Sprintf("damaged: %q; %s", t.Keys, what)
+		}
+		c.Notes = append(c.Notes, "the store of record itself is damaged, and check --repair cannot rebuild it: "+what)
 	}
 	return c, nil
 }
@@ -471,11 +595,13 @@ func (m *Memory) checkBolt() (IndexCheck, error) {
 	if errors.Is(err, ErrCorrupt) { // a page that could not be read: a finding
 		c.Problems = append(c.Problems, oneLine(err))
 		c.Notes = append(c.Notes, "store.db is damaged: restore it from a backup")
+		c.StoreDamage = true
 		return c, nil
 	}
 	c.Problems = append(c.Problems, found...)
 	if len(c.Problems) > 0 {
 		c.Notes = append(c.Notes, "store.db is damaged: restore it from a backup")
+		c.StoreDamage = true
 	}
 	return c, err
 }
@@ -490,6 +616,7 @@ func guardCheck(col, index string, fn func() (IndexCheck, error)) (c IndexCheck,
 	c.Collection, c.Index = col, index
 	if perr != nil {
 		c.Problems = append(c.Problems, oneLine(perr))
+		c.StoreDamage = true
 	}
 	return c, err
 }

@@ -82,7 +82,7 @@ func TestCheckCleanStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Indexes) != 7 || !rep.OK() { // store.db, and store, bm25, vectors of 2 collections
+		if len(rep.Indexes) != 9 || !rep.OK() { // store.db, and store, counters, bm25, vectors of 2 collections
 			t.Fatalf("read-only %v: %v", ro, rep.Indexes)
 		}
 		for _, c := range rep.Indexes {

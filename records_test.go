@@ -154,4 +154,6 @@ var (
 	bkInfo   = []byte("info")
 	keyDocN  = []byte("ndocs")
 	keyUnitN = []byte("nunits")
+	// keyCountSum is the CRC-32C of ndocs and nunits.
+	keyCountSum = []byte("nsum")
 )

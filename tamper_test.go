@@ -3,6 +3,7 @@ package memory
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,15 +115,42 @@ func buildTamperStore(t *testing.T, dir, p string) {
 	}
 }
 
-// tamperProbe is what a child reports of opening a store and querying it.
+// tamperProbe is what a child reports of opening a store and querying it. Each query's
+// answer is recorded on its own: its ids, or errTyped / "!untyped: ..." for an error.
 type tamperProbe struct {
-	OpenErr   string              `json:"open_err,omitempty"`
-	Typed     bool                `json:"typed,omitempty"` // OpenErr or SearchErr matches a store sentinel
-	Panic     string              `json:"panic,omitempty"`
-	SearchErr string              `json:"search_err,omitempty"`
-	Counts    map[string]int      `json:"counts,omitempty"`
-	Hits      map[string][]string `json:"hits,omitempty"` // "collection|query" -> ids
+	OpenErr string              `json:"open_err,omitempty"`
+	Typed   bool                `json:"typed,omitempty"` // OpenErr matches a store sentinel
+	Panic   string              `json:"panic,omitempty"`
+	Counts  map[string]int      `json:"counts,omitempty"`
+	Hits    map[string][]string `json:"hits,omitempty"` // "collection|query" -> ids
+	// Gets are "collection|id" -> the document's title and text, notFound, or an error.
+	Gets map[string]string `json:"gets,omitempty"`
+	// Check is what a read-only check found before the probe (with tamperCheckEnv): the
+	// lines of entries with problems, or its error; empty when it found nothing.
+	Check []string `json:"check,omitempty"`
 }
+
+// Answers of a probe that are not results.
+const (
+	errTyped = "!typed"
+	notFound = "!not found"
+)
+
+// outcome is what a probe records of a failed query: errTyped, or the untyped error.
+func outcome(err error) string {
+	if typedStoreError(err) {
+		return errTyped
+	}
+	return "!untyped: " + err.Error()
+}
+
+// tamperGetsEnv names ids ("collection|id", comma-separated) a child Gets besides every
+// id of the store: those a flipped key bit makes. tamperCheckEnv makes it run a read-only
+// check before the probe.
+const (
+	tamperGetsEnv  = "MEMORY_TAMPER_GETS"
+	tamperCheckEnv = "MEMORY_TAMPER_CHECK"
+)
 
 // typedStoreError reports whether err is one of the typed errors a damaged store may give.
 func typedStoreError(err error) bool {
@@ -134,45 +162,83 @@ func typedStoreError(err error) bool {
 	return false
 }
 
-// probeStore opens dir and runs the tamper queries (prefix "a") on every collection.
-func probeStore(dir string) (p tamperProbe) {
+// probeStore opens dir and runs the tamper queries (prefix "a") on every collection, and
+// Gets every id the store was made with and the ids extra names ("collection|id").
+func probeStore(dir string, extra []string, readOnly bool) (p tamperProbe) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.Panic = fmt.Sprint(r)
 		}
 	}()
-	m, err := Open(dir, tamperOptions()...)
+	opts := tamperOptions()
+	if readOnly {
+		opts = append(opts, ReadOnly())
+	}
+	m, err := Open(dir, opts...)
 	if err != nil {
 		return tamperProbe{OpenErr: err.Error(), Typed: typedStoreError(err)}
 	}
 	defer m.Close()
-	p.Counts, p.Hits = map[string]int{}, map[string][]string{}
+	p.Counts, p.Hits, p.Gets = map[string]int{}, map[string][]string{}, map[string]string{}
+	get := func(col, id string) {
+		d, err := m.Collection(col).Get(bg, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			p.Gets[col+"|"+id] = notFound
+		case err != nil:
+			p.Gets[col+"|"+id] = outcome(err)
+		default:
+			p.Gets[col+"|"+id] = d.ID + "|" + d.Title + "|" + d.Text
+		}
+	}
 	for _, c := range tamperCols {
 		col := m.Collection(c.name)
 		p.Counts[c.name] = col.Count()
 		for _, q := range tamperQueries("a") {
-			res, err := col.Search(bg, q, WithMode(BM25), TopK(10))
-			if err != nil {
-				p.SearchErr, p.Typed = err.Error(), typedStoreError(err)
-				return p
+			for _, mode := range []Mode{BM25, Dense} {
+				key := c.name + "|" + q
+				if mode == Dense {
+					key = c.name + "|dense|" + q
+				}
+				res, err := col.Search(bg, q, WithMode(mode), TopK(10))
+				if err != nil {
+					p.Hits[key] = []string{outcome(err)}
+				} else {
+					p.Hits[key] = ids(res)
+				}
 			}
-			p.Hits[c.name+"|"+q] = ids(res)
-			res, err = col.Search(bg, q, WithMode(Dense), TopK(10))
-			if err != nil {
-				p.SearchErr, p.Typed = "dense: "+err.Error(), typedStoreError(err)
-				return p
-			}
-			p.Hits[c.name+"|dense|"+q] = ids(res)
 		}
-		// Every hit's document is readable.
-		for _, id := range p.Hits[c.name+"|common words"] {
-			if _, err := col.Get(bg, id); err != nil {
-				p.SearchErr, p.Typed = "Get "+id+": "+err.Error(), typedStoreError(err)
-				return p
-			}
+		for i := range c.n {
+			get(c.name, fmt.Sprintf("a%04d", i))
+		}
+	}
+	for _, e := range extra {
+		if col, id, ok := strings.Cut(e, "|"); ok {
+			get(col, id)
 		}
 	}
 	return p
+}
+
+// checkStoreFindings runs a read-only check of dir and returns the lines of its entries
+// with problems (repaired or not), or its error (or its open's): what it reports.
+func checkStoreFindings(dir string) []string {
+	m, err := Open(dir, append(tamperOptions(), ReadOnly())...)
+	if err != nil {
+		return []string{"open: " + outcome(err)}
+	}
+	defer m.Close()
+	rep, err := m.Check(bg, false)
+	if err != nil {
+		return []string{"check: " + outcome(err)}
+	}
+	var found []string
+	for _, c := range rep.Indexes {
+		if len(c.Problems) > 0 {
+			found = append(found, c.String())
+		}
+	}
+	return found
 }
 
 // TestTamperChild is the child of TestTamper (it does nothing in a normal run): it probes
@@ -182,7 +248,17 @@ func TestTamperChild(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	b, _ := json.Marshal(probeStore(dir))
+	var check []string
+	if os.Getenv(tamperCheckEnv) != "" {
+		check = checkStoreFindings(dir)
+	}
+	var extra []string
+	if g := os.Getenv(tamperGetsEnv); g != "" {
+		extra = strings.Split(g, ",")
+	}
+	p := probeStore(dir, extra, false)
+	p.Check = check
+	b, _ := json.Marshal(p)
 	fmt.Printf("probe %s\n", b)
 	os.Exit(0)
 }
@@ -190,15 +266,15 @@ func TestTamperChild(t *testing.T) {
 // tamperChildTimeout bounds one probe (they take well under a second).
 const tamperChildTimeout = 60 * time.Second
 
-// runTamperChild probes dir in a child process.
-func runTamperChild(dir string) (tamperProbe, string, error) {
+// runTamperChild probes dir in a child process, with the environment env added.
+func runTamperChild(dir string, env ...string) (tamperProbe, string, error) {
 	// A child that hangs is stopped with SIGQUIT, which makes it print every goroutine.
 	ctx, cancel := context.WithTimeout(context.Background(), tamperChildTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTamperChild$")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
 	cmd.WaitDelay = 10 * time.Second
-	cmd.Env = append(childEnv(), tamperChildEnv+"="+dir)
+	cmd.Env = append(append(childEnv(), tamperChildEnv+"="+dir), env...)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return tamperProbe{}, string(out), fmt.Errorf("hung for %v: %w", tamperChildTimeout, err)
@@ -224,6 +300,10 @@ func runTamperChild(dir string) (tamperProbe, string, error) {
 type tamperCase struct {
 	name   string
 	damage func(dir string) error
+	// gets are ids ("collection|id") the damage makes (a flipped key); check: the damage
+	// is certain to be visible, so a read-only check must report it.
+	gets  []string
+	check bool
 }
 
 // tamperCases lists the damage done to every file of the store at dir (paths relative
@@ -242,9 +322,9 @@ func tamperCases(t *testing.T, dir, other string) []tamperCase {
 	var cases []tamperCase
 	for _, f := range files {
 		cases = append(cases,
-			tamperCase{f + "/delete", func(d string) error { return os.Remove(filepath.Join(d, f)) }},
-			tamperCase{f + "/truncate-0", func(d string) error { return os.Truncate(filepath.Join(d, f), 0) }},
-			tamperCase{f + "/truncate-half", func(d string) error {
+			tamperCase{name: f + "/delete", damage: func(d string) error { return os.Remove(filepath.Join(d, f)) }},
+			tamperCase{name: f + "/truncate-0", damage: func(d string) error { return os.Truncate(filepath.Join(d, f), 0) }},
+			tamperCase{name: f + "/truncate-half", damage: func(d string) error {
 				fi, err := os.Stat(filepath.Join(d, f))
 				if err != nil {
 					return err
@@ -258,20 +338,21 @@ func tamperCases(t *testing.T, dir, other string) []tamperCase {
 			// one build of the store to the next, so a seed names other bytes each run:
 			// the seeded flips are random damage, and MEMORY_TAMPER_SEEDS adds more.)
 			for _, pages := range [][]int64{{0}, {1}, {0, 1}} {
-				cases = append(cases, tamperCase{fmt.Sprintf("%s/flip-meta%v", f, pages), func(d string) error {
+				cases = append(cases, tamperCase{name: fmt.Sprintf("%s/flip-meta%v", f, pages), damage: func(d string) error {
 					return flipMeta(filepath.Join(d, f), pages)
 				}})
 			}
 		}
 		for _, seed := range flipSeeds(f) {
-			cases = append(cases, tamperCase{fmt.Sprintf("%s/flip-seed%d", f, seed), func(d string) error {
+			cases = append(cases, tamperCase{name: fmt.Sprintf("%s/flip-seed%d", f, seed), damage: func(d string) error {
 				return flipBytes(filepath.Join(d, f), seed)
 			}})
 		}
 	}
+	cases = append(cases, storeDBCases(t, dir)...)
 	for _, c := range tamperCols {
 		rel := filepath.Join(bm25Dir, c.name)
-		cases = append(cases, tamperCase{rel + "/swap-other-store", func(d string) error {
+		cases = append(cases, tamperCase{name: rel + "/swap-other-store", damage: func(d string) error {
 			if err := os.RemoveAll(filepath.Join(d, rel)); err != nil {
 				return err
 			}
@@ -279,7 +360,7 @@ func tamperCases(t *testing.T, dir, other string) []tamperCase {
 		}})
 	}
 	if _, err := os.Stat(filepath.Join(dir, vecDir)); err == nil {
-		cases = append(cases, tamperCase{vecDir + "/swap-other-store", func(d string) error {
+		cases = append(cases, tamperCase{name: vecDir + "/swap-other-store", damage: func(d string) error {
 			if err := os.RemoveAll(filepath.Join(d, vecDir)); err != nil {
 				return err
 			}
@@ -358,16 +439,31 @@ func TestTamper(t *testing.T) {
 	dir, other := filepath.Join(root, "a"), filepath.Join(root, "b")
 	buildTamperStore(t, dir, "a")
 	buildTamperStore(t, other, "b")
-	want := probeStore(dir)
-	if want.OpenErr != "" || want.SearchErr != "" || want.Panic != "" {
+	want := probeStore(dir, nil, false) // a writable open may change the files: before the cases list them
+	if want.OpenErr != "" || want.Panic != "" {
 		t.Fatalf("the undamaged store: %+v", want)
+	}
+	cases := tamperCases(t, dir, other)
+	var extra []string
+	for _, c := range cases {
+		extra = append(extra, c.gets...)
+	}
+	// The ids that flipped keys make, read from the undamaged store without changing it.
+	wx := probeStore(dir, extra, true)
+	if wx.OpenErr != "" || wx.Panic != "" {
+		t.Fatalf("the undamaged store, read-only: %+v", wx)
+	}
+	for k, v := range wx.Gets {
+		want.Gets[k] = v
+	}
+	if found := checkStoreFindings(dir); len(found) > 0 {
+		t.Fatalf("check of the undamaged store: %v", found)
 	}
 	for _, c := range tamperCols {
 		if len(want.Hits[c.name+"|"+tamperQueries("a")[0]]) == 0 {
 			t.Fatalf("collection %s: the reference queries find nothing: the suite would prove nothing", c.name)
 		}
 	}
-	cases := tamperCases(t, dir, other)
 	start := time.Now()
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, "/", "_"), func(t *testing.T) {
@@ -379,18 +475,32 @@ func TestTamper(t *testing.T) {
 			if err := tc.damage(d); err != nil {
 				t.Fatalf("damaging the copy: %v", err)
 			}
-			got, out, err := runTamperChild(d)
+			var env []string
+			if tc.check {
+				env = append(env, tamperCheckEnv+"=1")
+			}
+			if len(tc.gets) > 0 {
+				env = append(env, tamperGetsEnv+"="+strings.Join(tc.gets, ","))
+			}
+			got, out, err := runTamperChild(d, env...)
 			defer os.RemoveAll(d)
 			if err != nil {
 				t.Fatalf("the probe crashed (%v); its output ends:\n%s", err, tail(out, 1500)+"\nFULL:\n"+crashHead(out))
 			}
+			if i := strings.Index(out, "panic:"); i >= 0 {
+				t.Errorf("a Go panic's words reach the output: %s", tail(out[:min(len(out), i+300)], 600))
+			}
 			checkTamperProbe(t, got, want)
+			if tc.check && len(got.Check) == 0 && got.OpenErr == "" {
+				t.Errorf("a read-only check reports nothing")
+			}
 		})
 	}
 	t.Cleanup(func() { t.Logf("%d damage cases in %v", len(cases), time.Since(start).Round(time.Millisecond)) })
 }
 
-// checkTamperProbe fails t unless got is a typed error or the undamaged store's answers.
+// checkTamperProbe fails t unless each of got's answers is a typed error or the undamaged
+// store's answer.
 func checkTamperProbe(t *testing.T, got, want tamperProbe) {
 	t.Helper()
 	switch {
@@ -401,11 +511,6 @@ func checkTamperProbe(t *testing.T, got, want tamperProbe) {
 			t.Fatalf("Open failed with an untyped error: %s", got.OpenErr)
 		}
 		return
-	case got.SearchErr != "":
-		if !got.Typed {
-			t.Fatalf("opened, then a search failed with an untyped error: %s", got.SearchErr)
-		}
-		return
 	}
 	for col, n := range want.Counts {
 		if got.Counts[col] != n {
@@ -413,10 +518,126 @@ func checkTamperProbe(t *testing.T, got, want tamperProbe) {
 		}
 	}
 	for k, w := range want.Hits {
-		if g := got.Hits[k]; !slices.Equal(g, w) {
-			t.Errorf("opened silently with wrong results for %q: %v, want %v", k, g, w)
+		if g := got.Hits[k]; !slices.Equal(g, w) && !slices.Equal(g, []string{errTyped}) {
+			t.Errorf("wrong results for %q: %v, want %v", k, g, w)
 		}
 	}
+	for k, g := range got.Gets {
+		if w := want.Gets[k]; g != w && g != errTyped {
+			t.Errorf("Get %q: %.80q, want %.80q", k, g, w)
+		}
+	}
+	for _, c := range tamperCols {
+		for i := range c.n {
+			if k := fmt.Sprintf("%s|a%04d", c.name, i); got.Gets[k] == "" {
+				t.Errorf("Get %q not answered", k)
+			}
+		}
+	}
+}
+
+// storeDBCases damage store.db where it matters, at offsets found through bbolt: one bit
+// of stored keys (document ids and vectors' index ids: some flipped into ids of other
+// stored documents, some out of key order), fields of leaf element headers (position, key
+// size, value size), a collection's counters and their checksum, and the freelist page's
+// type. Each leaves damage that a read-only check must report.
+func storeDBCases(t *testing.T, dir string) []tamperCase {
+	t.Helper()
+	db := filepath.Join(dir, dbName)
+	var cases []tamperCase
+	at := func(name string, off int64, mask byte, gets ...string) {
+		cases = append(cases, tamperCase{name: dbName + "/" + name, check: true, gets: gets, damage: func(d string) error {
+			f, err := os.OpenFile(filepath.Join(d, dbName), os.O_RDWR, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			var b [1]byte
+			if _, err := f.ReadAt(b[:], off); err != nil {
+				return err
+			}
+			b[0] ^= mask
+			_, err = f.WriteAt(b[:], off)
+			return err
+		}})
+	}
+	keyFlip := func(col string, sub []byte, key string, i int, mask byte) {
+		e := locateElem(t, db, [][]byte{bkCols, []byte(col), sub}, []byte(key))
+		flipped := []byte(key)
+		flipped[i] ^= mask
+		parent, _ := store.SplitUnit(string(flipped))
+		at(fmt.Sprintf("key-%s-%s-%q-byte%d^%#x", col, sub, key, i, mask), e.key+int64(i), mask, col+"|"+parent)
+	}
+	keyFlip(DefaultCollection, bkDocs, "a0007", 4, 0x01)      // a0006: another stored document
+	keyFlip(DefaultCollection, bkDocs, "a0016", 0, 0x20)      // A0016: out of key order (chunked)
+	keyFlip(DefaultCollection, bkDocs, "a0033", 3, 0x08)      // a00;3: out of key order
+	keyFlip(DefaultCollection, bkDocs, "a0100", 4, 0x04)      // a0104: another stored document
+	keyFlip("notes", bkDocs, "a0042", 4, 0x40)                // a004r
+	keyFlip(DefaultCollection, bkVecs, "a0007", 4, 0x02)      // a0005
+	keyFlip(DefaultCollection, bkVecs, "a0021", 2, 0x10)      // a0 21
+	keyFlip(DefaultCollection, bkVecs, "a0016\x000", 6, 0x01) // chunk 1 of a0016
+	for _, h := range []struct {
+		sub  []byte
+		key  string
+		name string
+		off  int64
+		mask byte
+	}{
+		{bkDocs, "a0007", "pos", 4, 0x04}, {bkDocs, "a0007", "ksize", 8, 0x01}, {bkDocs, "a0007", "vsize", 12, 0x01},
+		{bkDocs, "a0050", "pos-high", 5, 0x01}, {bkDocs, "a0050", "ksize-grow", 8, 0x02},
+		{bkVecs, "a0010", "pos", 4, 0x08}, {bkVecs, "a0010", "ksize", 8, 0x01},
+	} {
+		e := locateElem(t, db, [][]byte{bkCols, []byte(DefaultCollection), h.sub}, []byte(h.key))
+		at(fmt.Sprintf("elem-%s-%s-%s", h.sub, h.key, h.name), e.hdr+h.off, h.mask)
+	}
+	for _, c := range []struct {
+		col  string
+		key  []byte
+		off  int64
+		mask byte
+	}{
+		{DefaultCollection, keyDocN, 7, 0x10}, {DefaultCollection, keyDocN, 0, 0x01}, {DefaultCollection, keyUnitN, 7, 0x01},
+		{"notes", keyUnitN, 6, 0x80}, {DefaultCollection, keyCountSum, 0, 0x04},
+	} {
+		e, ok := findInline(t, db, [][]byte{bkCols, []byte(c.col)}, bkInfo, c.key)
+		if !ok {
+			t.Errorf("collection %s keeps no %s", c.col, c.key)
+			continue
+		}
+		at(fmt.Sprintf("counter-%s-%s-byte%d", c.col, c.key, c.off), e.val+c.off, c.mask)
+	}
+	ps, _, err := store.PageLayout(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl := freelistPage(t, db); fl > 0 {
+		at("freelist-type", fl*ps+8, 0x10)
+	}
+	return cases
+}
+
+// freelistPage is the page id of the freelist that the first meta page of the bbolt file
+// at path names (0: none).
+func freelistPage(t *testing.T, path string) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each meta page: its header (16 bytes), then magic, version, page size, flags (4
+	// bytes each), the root bucket (16), the freelist, the high water mark, the txid (8
+	// each). The current one has the larger txid.
+	le := binary.LittleEndian
+	ps := int64(le.Uint32(raw[16+8:]))
+	meta := int64(16)
+	if le.Uint64(raw[ps+16+48:]) > le.Uint64(raw[16+48:]) {
+		meta = ps + 16
+	}
+	fl := le.Uint64(raw[meta+32:])
+	if fl == ^uint64(0) {
+		return 0
+	}
+	return int64(fl)
 }
 
 // tail is the end of s, at most n bytes.

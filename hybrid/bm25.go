@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentmem/memory/internal/store"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
@@ -49,7 +50,7 @@ var (
 // It must be deferred directly.
 func recoverCorrupt(err *error, what string) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("%w: %s: panic: %v", ErrCorrupt, what, r)
+		*err = fmt.Errorf("%w: %s: %s", ErrCorrupt, what, store.Recovered(r))
 	}
 }
 
@@ -235,7 +236,7 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 					idx.Close()
 				}()
 			}
-			err = fmt.Errorf("%w: open %q: panic: %v", ErrCorrupt, path, r)
+			err = fmt.Errorf("%w: open %q: %s", ErrCorrupt, path, store.Recovered(r))
 		}
 	}()
 	if path == "" {

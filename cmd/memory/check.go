@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/agentmem/memory"
 )
@@ -22,8 +23,11 @@ func init() {
 stored ids is in it (100 for BM25; 20 for vectors, each searched for by its own vector).
 It also reads the store of record itself: bbolt's consistency check of store.db, and per
 collection every record decoded, counted, and its vectors sized. Prints one line per entry:
-"ok", "DISAGREES" or "REPAIRED", with the figures. Damage to store.db itself cannot be
-repaired (the line says to restore it from a backup).
+"ok", "DISAGREES" or "REPAIRED", with the figures. Damage to store.db itself (a record or
+vector that fails its checksum, under its key or a damaged one; a page bbolt cannot read)
+cannot be repaired: the report names the damaged keys and says to restore store.db from a
+backup. A collection's counters are derived from its records: damaged ones are counted
+again (persisted by --repair).
 
 Without --repair the store is opened read-only and nothing is written (an index that cannot
 be trusted is rebuilt in memory only, and reported). With --repair the store is opened for
@@ -31,15 +35,43 @@ writing (no other process may hold it) and every index that disagrees is rebuilt
 store of record, then checked again.
 
 Exit status: 0 when every index agrees (or was repaired), 1 when one disagrees and was not
-repaired (or the store cannot be opened: a damaged store.db or manifest is reported as
+repaired, or the store of record is damaged (or the store cannot be opened: a damaged store.db or manifest is reported as
 corrupt, naming the file).
 
 ` + storeHelp,
 	}
 }
 
-// errDisagrees: an index disagrees with the store of record and was not repaired.
-var errDisagrees = errors.New("derived indexes disagree with the store of record (run memory check --repair)")
+// errDisagrees: an index (or a collection's counters) disagrees with the store of record
+// and was not repaired.
+var errDisagrees = errors.New("derived indexes or counters disagree with the store of record (run memory check --repair)")
+
+// errStillDisagrees: a repair ran and something still disagrees.
+var errStillDisagrees = errors.New("derived indexes or counters still disagree with the store of record after the repair")
+
+// errStoreDamaged: the store of record itself is damaged.
+var errStoreDamaged = errors.New("the store of record (store.db) is damaged")
+
+// checkError is what a check that is not OK ends with: damage to the store of record says
+// so, names what is damaged and what a repair can and cannot do; the hint to run --repair
+// appears only where a repair would help.
+func checkError(rep memory.CheckReport, repaired bool) error {
+	if !rep.StoreDamaged() {
+		if repaired {
+			return errStillDisagrees
+		}
+		return errDisagrees
+	}
+	var b strings.Builder
+	if keys := rep.DamagedKeys(); len(keys) > 0 {
+		fmt.Fprintf(&b, ": damaged records or vectors %q", keys)
+	}
+	b.WriteString("; check --repair cannot rebuild the store of record: restore store.db from a backup")
+	if rep.Repairable() && !repaired {
+		b.WriteString(" (check --repair can still rebuild the derived indexes and count the counters again)")
+	}
+	return fmt.Errorf("%w%s", errStoreDamaged, b.String())
+}
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("check", stderr)
@@ -73,7 +105,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "no collections")
 	}
 	if !rep.OK() {
-		return errDisagrees
+		return checkError(rep, *repair)
 	}
 	return nil
 }

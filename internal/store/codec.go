@@ -15,31 +15,44 @@ import (
 )
 
 // Stored values carry a CRC-32C (Castagnoli): bbolt checks only its meta pages, so a flipped
-// byte in a data page would otherwise change a document or a vector silently.
+// byte in a data page would otherwise change a document or a vector silently. The checksum
+// covers the key too (its length, 4 bytes big endian, then its bytes), so a flipped bit in a
+// document id or an index id is a value that fails its checksum under the damaged key, not
+// a document under another id:
 //
-//	record: 0x01, CRC-32C of the JSON (4 bytes, big endian), the JSON
-//	vector: vecMagic (4 bytes), CRC-32C of the values (4 bytes, big endian), the values as
-//	        little-endian float32s
+//	record: 0x02, CRC-32C of key and JSON (4 bytes, big endian), the JSON
+//	vector: vecMagicKey (4 bytes), CRC-32C of key and values (4 bytes, big endian), the
+//	        values as little-endian float32s
 //
-// Values written before the checksums (a record's JSON alone, a vector's values alone) are
-// still read, unchecked: a record's JSON starts with '{', and a vector never starts with
-// vecMagic, a NaN, which no stored vector holds.
+// Older layouts are still read: a record of 0x01 and a CRC-32C of the JSON alone, or the
+// JSON alone (written before checksums); a vector of vecMagic and a CRC-32C of the values
+// alone, or the values alone. A record's JSON starts with '{', and a vector never starts
+// with vecMagic or vecMagicKey, NaNs, which no stored vector holds.
 const (
-	recordMagic = 0x01
-	vecMagic    = 0x7fc0cafe // a quiet NaN as a float32
+	recordMagicV1 = 0x01       // CRC of the JSON alone
+	recordMagic   = 0x02       // CRC of the key and the JSON
+	vecMagic      = 0x7fc0cafe // a quiet NaN as a float32: CRC of the values alone
+	vecMagicKey   = 0x7fc0caff // another quiet NaN: CRC of the key and the values
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// EncodeRecord is the stored form of r.
-func EncodeRecord(r *Record) ([]byte, error) {
+// keyCRC is the CRC-32C of key's length and bytes, which a value's own bytes continue.
+func keyCRC(key string) uint32 {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(key)))
+	return crc32.Update(crc32.Update(0, castagnoli, n[:]), castagnoli, []byte(key))
+}
+
+// EncodeRecord is the stored form of r, the record of document id (its key in the store).
+func EncodeRecord(id string, r *Record) ([]byte, error) {
 	js, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]byte, 5+len(js))
 	out[0] = recordMagic
-	binary.BigEndian.PutUint32(out[1:], crc32.Checksum(js, castagnoli))
+	binary.BigEndian.PutUint32(out[1:], crc32.Update(keyCRC(id), castagnoli, js))
 	copy(out[5:], js)
 	return out, nil
 }
@@ -50,34 +63,52 @@ func recordJSON(id string, v []byte) ([]byte, error) {
 	if len(v) > 0 && v[0] == '{' {
 		return v, nil // written before checksums
 	}
-	if len(v) < 5 || v[0] != recordMagic {
+	if len(v) < 5 || (v[0] != recordMagic && v[0] != recordMagicV1) {
 		return nil, fmt.Errorf("%w: document %q: a stored record of unknown layout", ErrCorrupt, id)
 	}
-	if got, want := crc32.Checksum(v[5:], castagnoli), binary.BigEndian.Uint32(v[1:]); got != want {
+	want := binary.BigEndian.Uint32(v[1:])
+	if v[0] == recordMagic {
+		if crc32.Update(keyCRC(id), castagnoli, v[5:]) != want {
+			return nil, fmt.Errorf("%w: document %q: stored record fails its checksum (its id or its value is damaged)", ErrCorrupt, id)
+		}
+		return v[5:], nil
+	}
+	if got := crc32.Checksum(v[5:], castagnoli); got != want {
 		return nil, fmt.Errorf("%w: document %q: stored record fails its checksum (%08x, want %08x)", ErrCorrupt, id, got, want)
 	}
 	return v[5:], nil
 }
 
-func EncodeVector(v []float32) []byte {
+// EncodeVector is the stored form of v, the vector of index id uid (its key in the store).
+func EncodeVector(uid string, v []float32) []byte {
 	b := make([]byte, 8+4*len(v))
-	binary.LittleEndian.PutUint32(b, vecMagic)
+	binary.LittleEndian.PutUint32(b, vecMagicKey)
 	for i, f := range v {
 		binary.LittleEndian.PutUint32(b[8+4*i:], math.Float32bits(f))
 	}
-	binary.BigEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
+	binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC(uid), castagnoli, b[8:]))
 	return b
 }
 
-func DecodeVector(b []byte) ([]float32, error) {
-	if len(b) >= 8 && binary.LittleEndian.Uint32(b) == vecMagic {
-		if got, want := crc32.Checksum(b[8:], castagnoli), binary.BigEndian.Uint32(b[4:]); got != want {
-			return nil, fmt.Errorf("%w: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, got, want)
+// DecodeVector decodes b, the stored vector of index id uid, after checking its checksum;
+// ErrCorrupt when it does not match.
+func DecodeVector(uid string, b []byte) ([]float32, error) {
+	if len(b) >= 8 {
+		switch binary.LittleEndian.Uint32(b) {
+		case vecMagicKey:
+			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
+				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, uid)
+			}
+			b = b[8:]
+		case vecMagic:
+			if got, want := crc32.Checksum(b[8:], castagnoli), binary.BigEndian.Uint32(b[4:]); got != want {
+				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, uid, got, want)
+			}
+			b = b[8:]
 		}
-		b = b[8:]
 	}
 	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("%w: vector of %d bytes", ErrCorrupt, len(b))
+		return nil, fmt.Errorf("%w: index id %q: vector of %d bytes", ErrCorrupt, uid, len(b))
 	}
 	v := make([]float32, len(b)/4)
 	for i := range v {

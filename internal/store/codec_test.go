@@ -1,8 +1,10 @@
 package store
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"math"
 	"reflect"
 	"strings"
@@ -149,7 +151,7 @@ func FuzzDecodeRecordBytes(f *testing.F) {
 // written before the checksums still decode.
 func TestStoredValuesChecked(t *testing.T) {
 	r := &Record{Title: "t", Text: "some text", Metadata: map[string]any{"k": "v", "n": 2.0}}
-	enc, err := EncodeRecord(r)
+	enc, err := EncodeRecord("id", r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,21 +180,95 @@ func TestStoredValuesChecked(t *testing.T) {
 	}
 
 	v := []float32{0.5, -1, 3.25, 0}
-	venc := EncodeVector(v)
-	if got, err := DecodeVector(venc); err != nil || !reflect.DeepEqual(got, v) {
+	venc := EncodeVector("id", v)
+	if got, err := DecodeVector("id", venc); err != nil || !reflect.DeepEqual(got, v) {
 		t.Fatalf("vector round trip: %v, %v", got, err)
 	}
 	for i := range venc {
 		for bit := range 8 {
 			bad := append([]byte(nil), venc...)
 			bad[i] ^= 1 << bit
-			if got, err := DecodeVector(bad); err == nil && reflect.DeepEqual(got, v) || err == nil && len(got) == len(v) {
+			if got, err := DecodeVector("id", bad); err == nil && reflect.DeepEqual(got, v) || err == nil && len(got) == len(v) {
 				t.Fatalf("vector byte %d bit %d flipped: %v, %v; want ErrCorrupt", i, bit, got, err)
 			}
 		}
 	}
 	old := venc[8:] // the values alone, as written before checksums
-	if got, err := DecodeVector(old); err != nil || !reflect.DeepEqual(got, v) {
+	if got, err := DecodeVector("id", old); err != nil || !reflect.DeepEqual(got, v) {
 		t.Fatalf("a vector written before checksums: %v, %v", got, err)
+	}
+}
+
+// TestKeysBound: a record's and a vector's checksum covers its key: decoded under any id
+// with one bit flipped (or another length) they are ErrCorrupt, never a value under another
+// id. The layouts before it (a record of 0x01 and the CRC of its JSON; a vector of
+// vecMagic and the CRC of its values) still decode, under any key, and a flipped bit in
+// them is still caught.
+func TestKeysBound(t *testing.T) {
+	r := &Record{Title: "t", Text: "some text", Metadata: map[string]any{"k": "v"}}
+	v := []float32{0.5, -1, 3.25}
+	const id = "doc-17\x000"
+	rec, err := EncodeRecord(id, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := EncodeVector(id, v)
+	others := []string{"", "doc-17", "doc-17\x000\x00", "doc-17\x0001"}
+	for i := range len(id) {
+		for bit := range 8 {
+			b := []byte(id)
+			b[i] ^= 1 << bit
+			others = append(others, string(b))
+		}
+	}
+	for _, o := range others {
+		if _, err := DecodeRecord(o, rec); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record of %q decoded under %q: %v", id, o, err)
+		}
+		if _, err := DecodeMeta(o, rec); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record of %q decoded (metadata) under %q: %v", id, o, err)
+		}
+		if _, err := DecodeVector(o, vec); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("vector of %q decoded under %q: %v", id, o, err)
+		}
+	}
+	if got, err := DecodeRecord(id, rec); err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("record under its own id: %+v, %v", got, err)
+	}
+	if got, err := DecodeVector(id, vec); err != nil || !reflect.DeepEqual(got, v) {
+		t.Fatalf("vector under its own id: %v, %v", got, err)
+	}
+
+	// The layouts of the previous version.
+	js, _ := json.Marshal(r)
+	v1 := append([]byte{recordMagicV1, 0, 0, 0, 0}, js...)
+	binary.BigEndian.PutUint32(v1[1:], crc32.Checksum(js, castagnoli))
+	vec1 := make([]byte, 8+4*len(v))
+	binary.LittleEndian.PutUint32(vec1, vecMagic)
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(vec1[8+4*i:], math.Float32bits(f))
+	}
+	binary.BigEndian.PutUint32(vec1[4:], crc32.Checksum(vec1[8:], castagnoli))
+	for _, o := range []string{id, "any"} {
+		if got, err := DecodeRecord(o, v1); err != nil || !reflect.DeepEqual(got, r) {
+			t.Fatalf("a record of layout 0x01: %+v, %v", got, err)
+		}
+		if got, err := DecodeVector(o, vec1); err != nil || !reflect.DeepEqual(got, v) {
+			t.Fatalf("a vector of the previous layout: %v, %v", got, err)
+		}
+	}
+	for i := range v1 {
+		bad := append([]byte(nil), v1...)
+		bad[i] ^= 0x10
+		if _, err := DecodeRecord(id, bad); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("layout 0x01, byte %d flipped: %v", i, err)
+		}
+	}
+	for i := range vec1 {
+		bad := append([]byte(nil), vec1...)
+		bad[i] ^= 0x10
+		if got, err := DecodeVector(id, bad); err == nil && len(got) == len(v) {
+			t.Fatalf("previous vector layout, byte %d flipped: %v", i, got)
+		}
 	}
 }

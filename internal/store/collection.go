@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 
-	segjson "github.com/segmentio/encoding/json"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -33,11 +32,14 @@ type Collection struct {
 const MaxChanges = 200_000
 
 // LoadCollection reads a collection's counters and the reach of its change log (its indexes
-// stay closed). A collection stored before the counters were kept is counted once (and the
-// counts persisted unless db is read-only).
+// stay closed). Counters that cannot be trusted are counted again from the records (and the
+// count persisted unless db is read-only): absent ones (a store made before they were kept),
+// ones without a checksum on a writable store (an older version's, checked once), damaged
+// ones (Recounted says so).
 func (db *DB) LoadCollection(name string) (*Collection, error) {
 	c := &Collection{Name: name}
-	haveCounts := true
+	var st countState
+	var was string
 	err := db.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, name, false)
 		if err != nil || b == nil {
@@ -45,7 +47,11 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 		}
 		c.Trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
 		c.LastSeq = c.Trimmed
-		c.Docs, c.Units, haveCounts = counts(b)
+		c.Docs, c.Units, st = counts(b)
+		if st == countsDamaged {
+			info := b.Bucket(bkInfo)
+			was = fmt.Sprintf("ndocs %x, nunits %x, checksum %x", info.Get(keyDocN), info.Get(keyUnitN), info.Get(keyCountSum))
+		}
 		cur := b.Bucket(bkChanges).Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
 			c.Changes++
@@ -56,9 +62,20 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !haveCounts {
+	switch {
+	case st == countsMissing:
+		db.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", c.Name)
+	case st == countsUnchecked && !db.ro:
+		db.log.Info("memory: checking the counters of a collection stored by an older version (once)", "collection", c.Name)
+	case st == countsDamaged:
+		db.log.Warn("memory: a collection's counters are damaged: counting its documents again", "collection", c.Name, "persisted", was)
+	}
+	if st == countsMissing || st == countsDamaged || (st == countsUnchecked && !db.ro) {
 		if err := db.countCollection(c); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("memory: collection %q: %w", name, err)
+		}
+		if st == countsDamaged {
+			db.noteRecount(name, Recount{Reason: "its persisted counters are damaged (" + was + ")", Docs: c.Docs, Units: c.Units, Persisted: !db.ro})
 		}
 	}
 	if db.ro {
@@ -67,10 +84,9 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 	return c, nil
 }
 
-// countCollection counts the documents and index ids of a collection stored before the
-// counts were persisted, and persists them (a read-only store counts for this process only).
+// countCollection counts the documents and index ids of collection c from its records, and
+// persists the counts (a read-only store counts for this process only).
 func (db *DB) countCollection(c *Collection) error {
-	db.log.Info("memory: counting the documents of a collection stored by an older version (once)", "collection", c.Name)
 	txn := db.update
 	if db.ro {
 		txn = db.view
@@ -80,31 +96,15 @@ func (db *DB) countCollection(c *Collection) error {
 		if err != nil || b == nil {
 			return err
 		}
-		docs, units := 0, 0
-		cur := b.Bucket(bkDocs).Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			var ch struct {
-				Chunks []struct{} `json:"c"`
-			}
-			js, err := recordJSON(string(k), v)
-			if err != nil {
-				return err
-			}
-			if err := segjson.Unmarshal(js, &ch); err != nil {
-				return fmt.Errorf("%w: document %q: %v", ErrCorrupt, k, err)
-			}
-			docs++
-			units += max(1, len(ch.Chunks))
+		docs, units, err := recount(b)
+		if err != nil {
+			return err
 		}
 		c.Docs, c.Units = docs, units
 		if !tx.Writable() {
 			return nil
 		}
-		info := b.Bucket(bkInfo)
-		if err := info.Put(keyDocN, u64b(uint64(docs))); err != nil {
-			return err
-		}
-		return info.Put(keyUnitN, u64b(uint64(units)))
+		return putCounts(b, docs, units)
 	})
 }
 
@@ -173,7 +173,7 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put) error {
 		return cb.Put(u64b(w.Seq), append([]byte{op}, uid...))
 	}
 	for _, p := range puts {
-		enc, err := EncodeRecord(p.Record)
+		enc, err := EncodeRecord(p.ID, p.Record)
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put) error {
 		}
 		for n, u := range p.Units {
 			if p.Vecs != nil {
-				if err := vb.Put([]byte(u), EncodeVector(p.Vecs[n])); err != nil {
+				if err := vb.Put([]byte(u), EncodeVector(u, p.Vecs[n])); err != nil {
 					return err
 				}
 			}

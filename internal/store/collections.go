@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -110,12 +112,13 @@ func (db *DB) Document(col, id string) (r *Record, vec []float32, err error) {
 		if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
 			return err
 		}
-		if raw := b.Bucket(bkVecs).Get([]byte(id)); raw != nil {
-			vec, err = DecodeVector(raw)
+		raw, err := lookupVector(b.Bucket(bkVecs), id)
+		if raw != nil {
+			vec, err = DecodeVector(id, raw)
 		}
 		return err
 	})
-	return r, vec, err
+	return r, vec, inCollection(col, err)
 }
 
 // Vector reads the stored vector of index id uid in collection col (nil when none).
@@ -139,11 +142,14 @@ func (db *DB) StoredVectors(col string, ids []string, dim int) (vids []string, v
 		}
 		vb := b.Bucket(bkVecs)
 		for _, id := range ids {
-			raw := vb.Get([]byte(id))
+			raw, err := lookupVector(vb, id)
+			if err != nil {
+				return inCollection(col, err)
+			}
 			if raw == nil {
 				continue
 			}
-			v, err := DecodeVector(raw)
+			v, err := DecodeVector(id, raw)
 			if err != nil {
 				return err
 			}
@@ -171,7 +177,7 @@ func (db *DB) PutVectors(col string, ids []string, vecs [][]float32) error {
 		}
 		vb := b.Bucket(bkVecs)
 		for n, id := range ids {
-			if err := vb.Put([]byte(id), EncodeVector(vecs[n])); err != nil {
+			if err := vb.Put([]byte(id), EncodeVector(id, vecs[n])); err != nil {
 				return err
 			}
 		}
@@ -265,19 +271,27 @@ func (db *DB) StepSample(col string, n int) ([]string, error) {
 type Tally struct {
 	Docs, Units, Vectors int
 	// Damaged counts damaged records and vectors, and missing vectors; Problems describes
-	// the first three.
+	// the first three, and Keys lists the keys of the first 10 damaged records and vectors.
 	Damaged  int
 	Problems []string
+	Keys     []string
+	// Unbound counts records and vectors stored in a layout whose checksum does not cover
+	// the key (written by an older version; rewritten when next written).
+	Unbound int
 }
 
-func (t *Tally) damaged(format string, args ...any) {
+func (t *Tally) damaged(key []byte, format string, args ...any) {
 	if t.Damaged++; t.Damaged <= 3 {
 		t.Problems = append(t.Problems, fmt.Sprintf(format, args...))
 	}
+	if len(t.Keys) < 10 {
+		t.Keys = append(t.Keys, string(key))
+	}
 }
 
-// Tally reads every record of collection col and, with dim > 0 (an embedder recorded), the
-// vector of each of its index ids: each must decode, and each vector have dim values.
+// Tally reads every record of collection col and, with dim > 0 (an embedder recorded),
+// every stored vector: each must pass its key-bound checksum and decode, each index id have
+// a vector and each vector dim values.
 func (db *DB) Tally(col string, dim int) (Tally, error) {
 	var t Tally
 	err := db.view(func(tx *bolt.Tx) error {
@@ -289,28 +303,60 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 		cur := b.Bucket(bkDocs).Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
 			t.Docs++
+			if len(v) == 0 || v[0] != recordMagic {
+				t.Unbound++
+			}
 			r, err := DecodeRecord(string(k), v)
 			if err != nil {
-				t.damaged("%s", firstLine(err))
+				t.damaged(k, "%s", firstLine(err))
 				continue
 			}
 			for _, u := range r.UnitIDs(string(k)) {
 				t.Units++
-				if dim == 0 {
-					continue
-				}
-				raw := vb.Get([]byte(u))
-				if raw == nil {
-					t.damaged("index id %q has no vector", u)
-				} else if v, err := DecodeVector(raw); err != nil || len(v) != dim {
-					t.damaged("the vector of %q is damaged (%d values, want %d; %v)", u, len(v), dim, err)
+				if dim > 0 && vb.Get([]byte(u)) == nil {
+					t.damaged([]byte(u), "index id %q has no vector", u)
 				}
 			}
 		}
-		t.Vectors = vb.Stats().KeyN
+		vc := vb.Cursor()
+		for k, raw := vc.First(); k != nil; k, raw = vc.Next() {
+			t.Vectors++
+			if len(raw) < 4 || binary.LittleEndian.Uint32(raw) != vecMagicKey {
+				t.Unbound++
+			}
+			if dim == 0 {
+				continue
+			}
+			if v, err := DecodeVector(string(k), raw); err != nil {
+				t.damaged(k, "%s", firstLine(err))
+			} else if len(v) != dim {
+				t.damaged(k, "the vector of %q is damaged (%d values, want %d)", k, len(v), dim)
+			}
+		}
 		return nil
 	})
+	t.Problems = trimCorrupt(t.Problems)
 	return t, err
+}
+
+// trimCorrupt drops ErrCorrupt's own words from the start of each problem (a report says
+// where the damage is once).
+func trimCorrupt(ps []string) []string {
+	for i, p := range ps {
+		ps[i] = strings.TrimPrefix(p, ErrCorrupt.Error()+": ")
+	}
+	return ps
+}
+
+// Recount counts collection c's documents and index ids again from its records (persisted
+// unless the store is read-only) after reason made its counters suspect; Recounted reports
+// it from then on.
+func (db *DB) Recount(c *Collection, reason string) error {
+	if err := db.countCollection(c); err != nil {
+		return err
+	}
+	db.noteRecount(c.Name, Recount{Reason: reason, Docs: c.Docs, Units: c.Units, Persisted: !db.ro})
+	return nil
 }
 
 // Consistency reads every page of the file on this goroutine (a damaged one is an error
@@ -321,6 +367,9 @@ func (db *DB) Consistency(max int) ([]string, error) {
 	// could not be recovered: every reachable page is read here first.
 	if err := walk(db.bolt); err != nil {
 		return nil, err
+	}
+	if err := checkFreelist(db.path); err != nil {
+		return []string{"the freelist is damaged: " + err.Error()}, nil
 	}
 	var found []string
 	err := db.view(func(tx *bolt.Tx) error {

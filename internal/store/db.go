@@ -10,6 +10,8 @@
 //	col/<name>/info           trimmed -> uint64 (changes up to it were dropped)
 //	                          ndocs, nunits -> uint64 (documents and index ids (chunks) stored;
 //	                          updated by every write; a store made before them counts once on open)
+//	                          nsum -> CRC-32C of ndocs and nunits (counters that fail it are
+//	                          counted again, never carried forward)
 //
 // Every write is one bbolt transaction (fsynced unless NoSync): a write that returned nil
 // survives a crash, and a crash mid-write leaves the previous state. The indexes derived
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -38,6 +41,8 @@ var (
 	keyTrim   = []byte("trimmed")
 	keyDocN   = []byte("ndocs")
 	keyUnitN  = []byte("nunits")
+	// keyCountSum is the CRC-32C of ndocs and nunits (counters.go).
+	keyCountSum = []byte("nsum")
 )
 
 const (
@@ -66,6 +71,9 @@ type DB struct {
 	path string
 	ro   bool
 	log  *slog.Logger
+
+	notesMu   sync.Mutex
+	recounted map[string]Recount // collections whose counters were counted again (counters.go)
 }
 
 // Open opens (creating when it is absent and o is writable) the store of record at path. A
@@ -147,24 +155,24 @@ func (t *Tx) docs(col string) *bolt.Bucket {
 }
 
 // Record reads document id of collection col; nil when it is not stored.
-func (t *Tx) Record(col, id string) (*Record, error) { return getRecord(t.docs(col), id) }
+func (t *Tx) Record(col, id string) (*Record, error) {
+	r, err := getRecord(t.docs(col), id)
+	return r, inCollection(col, err)
+}
 
 // RecordMeta reads what filters and chunk bookkeeping need of document id of collection
 // col: its metadata and chunks (title and text may be left empty; DecodeMeta). nil when
 // it is not stored.
 func (t *Tx) RecordMeta(col, id string) (*Record, error) {
-	d := t.docs(col)
-	if d == nil {
-		return nil, nil
-	}
-	v := d.Get([]byte(id))
-	if v == nil {
-		return nil, nil
+	v, err := lookupRecord(t.docs(col), id)
+	if err != nil || v == nil {
+		return nil, inCollection(col, err)
 	}
 	return DecodeMeta(id, v)
 }
 
-// Has reports whether document id is stored in collection col.
+// Has reports whether document id is stored in collection col. Writers ask it before
+// adding: a miss is not checked for damage around it (Record and RecordMeta are).
 func (t *Tx) Has(col, id string) bool {
 	d := t.docs(col)
 	return d != nil && d.Get([]byte(id)) != nil
@@ -176,11 +184,11 @@ func (t *Tx) Vector(col, uid string) ([]float32, error) {
 	if err != nil || b == nil {
 		return nil, err
 	}
-	raw := b.Bucket(bkVecs).Get([]byte(uid))
-	if raw == nil {
-		return nil, nil
+	raw, err := lookupVector(b.Bucket(bkVecs), uid)
+	if err != nil || raw == nil {
+		return nil, inCollection(col, err)
 	}
-	return DecodeVector(raw)
+	return DecodeVector(uid, raw)
 }
 
 // EachRecord calls fn with every document of collection col, in id order. With metaOnly the
@@ -209,14 +217,12 @@ func (t *Tx) EachRecord(col string, metaOnly bool, fn func(id string, r *Record)
 	return nil
 }
 
-// getRecord reads the record of document id from a docs bucket; nil when it is not stored.
+// getRecord reads the record of document id from a docs bucket; nil when it is not stored
+// (a miss where the store is damaged is ErrCorrupt: lookupRecord).
 func getRecord(docs *bolt.Bucket, id string) (*Record, error) {
-	if docs == nil {
-		return nil, nil
-	}
-	v := docs.Get([]byte(id))
-	if v == nil {
-		return nil, nil
+	v, err := lookupRecord(docs, id)
+	if err != nil || v == nil {
+		return nil, err
 	}
 	return DecodeRecord(id, v)
 }
@@ -284,25 +290,39 @@ func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-// counts reads a collection's persisted document and index id counts; ok is false in a
-// store made before they were kept.
-func counts(b *bolt.Bucket) (docs, units int, ok bool) {
+// counts reads a collection's persisted document and index id counts and says whether
+// they can be trusted (countsOK; see countState).
+func counts(b *bolt.Bucket) (docs, units int, st countState) {
 	info := b.Bucket(bkInfo)
-	d, u := info.Get(keyDocN), info.Get(keyUnitN)
-	if len(d) != 8 || len(u) != 8 {
-		return 0, 0, false
+	d, u, sum := info.Get(keyDocN), info.Get(keyUnitN), info.Get(keyCountSum)
+	switch {
+	case d == nil && u == nil:
+		return 0, 0, countsMissing
+	case len(d) != 8 || len(u) != 8:
+		return 0, 0, countsDamaged
 	}
-	return int(u64(d)), int(u64(u)), true
+	docs, units = int(u64(d)), int(u64(u))
+	switch {
+	case sum == nil:
+		st = countsUnchecked
+	case len(sum) != 4 || binary.BigEndian.Uint32(sum) != countSum(d, u) || docs < 0 || units < 0:
+		st = countsDamaged
+	}
+	return docs, units, st
 }
 
 // addCounts adds to a collection's persisted counts (inside the write that changes them)
-// and returns the new values.
+// and returns the new values. Counts that cannot be trusted are not carried forward: the
+// collection is counted again (after the write's own changes, so the deltas are not added).
 func addCounts(b *bolt.Bucket, docs, units int) (int, int, error) {
-	d, u, _ := counts(b)
-	d, u = max(0, d+docs), max(0, u+units)
-	info := b.Bucket(bkInfo)
-	if err := info.Put(keyDocN, u64b(uint64(d))); err != nil {
-		return 0, 0, err
+	d, u, st := counts(b)
+	if st == countsOK {
+		d, u = max(0, d+docs), max(0, u+units)
+	} else {
+		var err error
+		if d, u, err = recount(b); err != nil {
+			return 0, 0, err
+		}
 	}
-	return d, u, info.Put(keyUnitN, u64b(uint64(u)))
+	return d, u, putCounts(b, d, u)
 }

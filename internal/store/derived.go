@@ -111,7 +111,17 @@ func (db *DB) OpenIndex(c *Collection, k Kind) (Index, error) {
 	}
 	if err == nil {
 		if err = db.catchUpIndex(c, k, ix); err == nil {
-			err = db.Verify(c, ix, true)
+			if err = db.Verify(c, ix, true); err != nil {
+				// The counters may be what is wrong: count the records before distrusting
+				// the index.
+				var changed bool
+				if Guard(k.Name+" count", func() (rerr error) {
+					changed, rerr = db.RecountIfDisagrees(c, ix)
+					return rerr
+				}) == nil && changed {
+					err = db.Verify(c, ix, true)
+				}
+			}
 		}
 	}
 	if err == nil {

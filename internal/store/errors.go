@@ -32,10 +32,26 @@ func Guard(what string, fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: %s: panic: %v", ErrCorrupt, what, p)
+			err = fmt.Errorf("%w: %s: %s", ErrCorrupt, what, Recovered(p))
 		}
 	}()
 	return fn()
+}
+
+// Recovered describes a recovered panic for a user: what reading damaged data ran into, on
+// one line, without the words of a Go crash ("panic:", "runtime error:"), which would
+// read as a bug of the program rather than damage to a file.
+func Recovered(p any) string {
+	s := fmt.Sprint(p)
+	if e, ok := p.(error); ok {
+		s = e.Error()
+	}
+	s, _, _ = strings.Cut(s, "\n")
+	for _, pre := range []string{"panic: ", "runtime error: ", "runtime error "} {
+		s = strings.TrimPrefix(s, pre)
+	}
+	s = strings.ReplaceAll(s, "panic", "failure")
+	return "reading damaged data failed (" + s + ")"
 }
 
 // firstLine is err's message up to its first line break (a recovered panic carries its

@@ -176,3 +176,61 @@ func PageLayout(path string) (pageSize int64, pages uint64, err error) {
 	}
 	return int64(m.pageSize), m.pgid, nil
 }
+
+// checkFreelist reads the freelist page that the current meta page of the bbolt file at
+// path names and checks that bbolt can read it: a freelist page, its ids inside its pages
+// and each a page of the file. bbolt's consistency check reads the freelist on a goroutine
+// of its own, where a damaged one would crash the process rather than be reported.
+func checkFreelist(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m0, err0 := readBoltMeta(f, 0)
+	pageSize := int64(m0.pageSize)
+	if err0 != nil {
+		pageSize = int64(os.Getpagesize())
+	}
+	m, ok := m0, err0 == nil
+	if m1, err := readBoltMeta(f, pageSize); err == nil && (!ok || m1.txid > m.txid) {
+		m, ok = m1, true
+	}
+	if !ok {
+		return errors.New("no valid meta page")
+	}
+	if m.freelist == ^uint64(0) {
+		return nil // not persisted: bbolt rebuilds it by reading every page
+	}
+	ps := int64(m.pageSize)
+	var h [24]byte
+	if _, err := f.ReadAt(h[:], int64(m.freelist)*ps); err != nil {
+		return fmt.Errorf("freelist page %d cannot be read: %v", m.freelist, err)
+	}
+	le := binary.LittleEndian
+	flags, count, overflow := le.Uint16(h[8:]), uint64(le.Uint16(h[10:])), uint64(le.Uint32(h[12:]))
+	const freelistPageFlag = 0x10
+	if flags != freelistPageFlag {
+		return fmt.Errorf("freelist page %d is not a freelist page (flags %#x)", m.freelist, flags)
+	}
+	if m.freelist+overflow >= m.pgid {
+		return fmt.Errorf("freelist page %d runs past the last page (%d overflow pages of %d)", m.freelist, overflow, m.pgid)
+	}
+	first := int64(16)
+	if count == 0xFFFF {
+		count, first = le.Uint64(h[16:]), 24
+	}
+	if room := ((int64(overflow)+1)*ps - first) / 8; count > uint64(room) {
+		return fmt.Errorf("freelist page %d lists %d ids, room for %d", m.freelist, count, room)
+	}
+	ids := make([]byte, 8*count)
+	if _, err := f.ReadAt(ids, int64(m.freelist)*ps+first); err != nil {
+		return fmt.Errorf("freelist page %d cannot be read: %v", m.freelist, err)
+	}
+	for i := range count {
+		if id := le.Uint64(ids[8*i:]); id < 2 || id >= m.pgid {
+			return fmt.Errorf("freelist page %d lists page %d, outside the file's %d pages", m.freelist, id, m.pgid)
+		}
+	}
+	return nil
+}

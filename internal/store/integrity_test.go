@@ -1,0 +1,94 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// missStore makes a store of n documents "k000000", "k000002", ... (even numbers: an odd
+// one sorts between two stored ids) of about size bytes of text each, in collection "c".
+func missStore(t testing.TB, n, size int) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "store.db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	text := strings.Repeat("x", size)
+	for lo := 0; lo < n; lo += 5000 {
+		var puts []Put
+		for i := lo; i < min(lo+5000, n); i++ {
+			id := fmt.Sprintf("k%06d", 2*i)
+			puts = append(puts, Put{ID: id, Record: &Record{Text: text}, Units: []string{id}})
+		}
+		if _, err := db.Write("c", puts, len(puts), len(puts)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+// TestMissChecksNeighbourhood: a lookup that misses reads the leaf around where the key
+// would be: an honest miss is (nil, nil), a miss beside a record stored under a damaged key
+// (the record of k000100 put under k000101, as a flipped bit leaves it) is ErrCorrupt
+// naming the collection, from every read of a record.
+func TestMissChecksNeighbourhood(t *testing.T) {
+	db := missStore(t, 2000, 100)
+	if r, _, err := db.Document("c", "k000099"); r != nil || err != nil {
+		t.Fatalf("an honest miss: %v, %v", r, err)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bkCols).Bucket([]byte("c")).Bucket(bkDocs)
+		v := append([]byte(nil), docs.Get([]byte("k000100"))...)
+		return errors.Join(docs.Delete([]byte("k000100")), docs.Put([]byte("k000101"), v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"k000100", "k000101", "k000097"} {
+		_, _, err := db.Document("c", id)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `collection "c"`) {
+			t.Errorf("Document(%q) beside a damaged key: %v", id, err)
+		}
+		err = db.View(func(tx *Tx) error {
+			if _, err := tx.Record("c", id); !errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("Record: %v", err)
+			}
+			if _, err := tx.RecordMeta("c", id); !errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("RecordMeta: %v", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+	// Far from the damage, a miss is honest.
+	if r, _, err := db.Document("c", "k003001"); r != nil || err != nil {
+		t.Fatalf("a miss far from the damage: %v, %v", r, err)
+	}
+}
+
+// BenchmarkMiss measures Document of a stored id and of one that is not, in a store of
+// 100,000 records of about 200 bytes (some 15 to a leaf page).
+func BenchmarkMiss(b *testing.B) {
+	db := missStore(b, 100_000, 180)
+	b.Run("hit", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if r, _, err := db.Document("c", fmt.Sprintf("k%06d", 2*(i%100_000))); r == nil || err != nil {
+				b.Fatal(r, err)
+			}
+		}
+	})
+	b.Run("miss", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if r, _, err := db.Document("c", fmt.Sprintf("k%06d", 2*(i%100_000)+1)); r != nil || err != nil {
+				b.Fatal(r, err)
+			}
+		}
+	})
+}
