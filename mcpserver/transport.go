@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -395,12 +397,11 @@ func (fr *frameReader) decode(frame []byte) (jsonrpc.Message, *frameError) {
 		return nil, &frameError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}
 	}
 	var id json.RawMessage
-	switch {
-	case len(head.ID) == 0 || string(head.ID) == "null":
-	case head.ID[0] == '"' || head.ID[0] == '-' || (head.ID[0] >= '0' && head.ID[0] <= '9'):
-		id = head.ID
-	default:
-		return nil, &frameError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: id must be a string, a number or null"}
+	if len(head.ID) > 0 && string(head.ID) != "null" {
+		var ok bool
+		if id, ok = canonicalID(head.ID); !ok {
+			return nil, &frameError{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: id must be a string, an integer or null"}
+		}
 	}
 	bad := func(msg string) (jsonrpc.Message, *frameError) {
 		return nil, &frameError{ID: id, Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: " + msg}
@@ -457,6 +458,30 @@ func jsonDepth(data []byte, maxDepth int) (int, bool) {
 	return deepest, true
 }
 
+// canonicalID returns an id as the SDK will echo it: a string, or an integer (the SDK
+// carries numeric ids as int64); false for anything else (an object, a fraction, 1e400).
+func canonicalID(raw json.RawMessage) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case string:
+		b, err := json.Marshal(x)
+		return b, err == nil
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return strconv.AppendInt(nil, n, 10), true
+		}
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			return strconv.AppendInt(nil, int64(f), 10), true
+		}
+	}
+	return nil, false
+}
+
 // recoverID returns the id of a frame from its first bytes, when it is a top-level
 // member that comes before any nested value (as in {"jsonrpc":"2.0","id":7,...}); nil
 // otherwise.
@@ -476,25 +501,16 @@ func recoverID(prefix []byte) json.RawMessage {
 		if err != nil {
 			return nil
 		}
-		switch x := v.(type) {
-		case json.Delim:
-			return nil // a nested value: stop before reading it
-		case string:
-			if key == "id" {
-				b, _ := json.Marshal(x)
-				return b
-			}
-		case json.Number:
-			if key == "id" {
-				if _, err := x.Int64(); err != nil {
-					return nil
-				}
-				return json.RawMessage(x.String())
-			}
-		default:
-			if key == "id" {
+		if _, nested := v.(json.Delim); nested {
+			return nil // stop before reading a nested value
+		}
+		if key == "id" {
+			raw, err := json.Marshal(v)
+			if err != nil {
 				return nil
 			}
+			id, _ := canonicalID(raw)
+			return id
 		}
 	}
 	return nil
