@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,8 +33,10 @@ func startMCPPipe(t *testing.T, dir string, extra ...string) *mcpPipe {
 	t.Cleanup(func() { serveStdin = old })
 	p := &mcpPipe{t: t, in: inW, lines: make(chan string, 16), done: make(chan error, 1), errb: &lockedBuffer{}}
 	go func() {
-		p.done <- runServe(context.Background(), append([]string{"--store", dir, "--mcp"}, extra...), outW, p.errb)
+		err := runServe(context.Background(), append([]string{"--store", dir, "--mcp"}, extra...), outW, p.errb)
 		outW.Close()
+		inR.CloseWithError(errors.New("serve returned")) // a later frame fails rather than blocks
+		p.done <- err
 	}()
 	go func() {
 		br := bufio.NewReader(outR)
@@ -222,7 +225,7 @@ func TestServeMCPFrameCapFlag(t *testing.T) {
 		t.Fatalf("frame under the cap: %.300s", got)
 	}
 	var stderr lockedBuffer
-	if err := runServe(context.Background(), []string{"--store", t.TempDir(), "--mcp", "--mcp-max-frame-bytes", "0"}, io.Discard, &stderr); err != errUsage {
+	if err := runServe(context.Background(), []string{"--store", t.TempDir(), "--mcp", "--mcp-max-frame-bytes", "0"}, io.Discard, &stderr); !errors.Is(err, errUsage) {
 		t.Fatalf("--mcp-max-frame-bytes 0: %v", err)
 	}
 }
