@@ -441,6 +441,11 @@ type HTTPOptions struct {
 	// MaxBodyBytes caps a request body; a body over it gets 413 before it is read
 	// whole (0: DefaultMaxFrameBytes).
 	MaxBodyBytes int64
+	// MaxInFlightBytes is the budget of the POST requests being served at once: each
+	// counts its body's length (MaxBodyBytes when unknown) and 64 KiB, and waits, its
+	// body unread, while the budget is spent; a request alone always goes through
+	// (0: DefaultMaxInFlightBytes).
+	MaxInFlightBytes int64
 }
 
 // NewHTTPHandlerOptions is NewHTTPHandler with all its options.
@@ -448,12 +453,38 @@ func NewHTTPHandlerOptions(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxFrameBytes
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes})
+	h = limitInFlight(h, newByteBudget(o.MaxInFlightBytes), o.MaxBodyBytes)
 	if o.Token == "" {
 		return h
 	}
 	return RequireBearer(o.Token, h)
+}
+
+// limitInFlight makes POST requests wait for their share of b (their body's length, or
+// maxBody when unknown, plus callOverhead) before next reads them, so that concurrent
+// clients cannot make the server hold more decoded requests than b allows.
+func limitInFlight(next http.Handler, b *byteBudget, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := r.ContentLength
+		if n < 0 || n > maxBody {
+			n = maxBody
+		}
+		n += callOverhead
+		if !b.acquire(n, r.Context().Done()) {
+			return // the client went away
+		}
+		defer b.release(n)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // RequireBearer lets through only requests carrying "Authorization: Bearer <token>",

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,6 +104,79 @@ func TestHTTPBodyCap(t *testing.T) {
 	}
 	if code := post(fmt.Sprintf(init, "")); code != http.StatusOK {
 		t.Fatalf("body under the cap: status %d", code)
+	}
+}
+
+// TestHTTPBackpressure: with a budget of one request, a second POST waits, unread, while
+// the first is being served, and is served once it is done.
+func TestHTTPBackpressure(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	release := make(chan struct{})
+	var started atomic.Int32
+	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		started.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, struct{}{}, nil
+	})
+	hs := httptest.NewServer(NewHTTPHandlerOptions(srv, HTTPOptions{MaxInFlightBytes: 1}))
+	defer hs.Close()
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before hs.Close, which waits for the handlers
+	post := func(session, body string) (*http.Response, string) {
+		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return nil, ""
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil, ""
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, string(data)
+	}
+	resp, _ := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if resp == nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %v", resp)
+	}
+	session := resp.Header.Get("Mcp-Session-Id")
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	answers := make(chan string, 2)
+	for id := 1; id <= 2; id++ {
+		go func() {
+			_, body := post(session, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"block","arguments":{}}}`, id))
+			answers <- body
+		}()
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := started.Load(); n != 1 {
+		t.Fatalf("%d calls started while the first held the budget, want 1", n)
+	}
+	unblock()
+	for range 2 {
+		select {
+		case body := <-answers:
+			if !strings.Contains(body, `"result"`) {
+				t.Fatalf("answer: %s", body)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no answer")
+		}
+	}
+	if n := started.Load(); n != 2 {
+		t.Fatalf("%d calls ran, want 2", n)
 	}
 }
 
