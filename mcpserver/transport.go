@@ -28,8 +28,9 @@ const (
 	// and not yet answered: their frames' bytes, plus callOverhead each. A call over the
 	// budget waits (and the reading of further frames with it) until earlier calls are
 	// answered, so that a client pipelining calls cannot make the server hold them all
-	// decoded at once; a call alone is always admitted.
-	DefaultMaxInFlightBytes = DefaultMaxFrameBytes
+	// decoded at once (a call of 1 MB can cost 40 MB while it runs); a call alone is
+	// always admitted.
+	DefaultMaxInFlightBytes = 4 << 20
 	// DefaultMaxFrameDepth is the default cap on the nesting of JSON objects and arrays in
 	// one frame (no tool's arguments need more than a few dozen levels).
 	DefaultMaxFrameDepth = 128
