@@ -2,6 +2,7 @@ package memory
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/agentmem/memory/internal/store"
 )
@@ -61,6 +62,10 @@ var (
 	// ErrInvalidFilter: a Where or WhereDocument filter is malformed (unknown operator,
 	// wrong operand type).
 	ErrInvalidFilter = errors.New("memory: invalid filter")
+	// ErrFilterTooLarge: a Where or WhereDocument filter is over one of the caps
+	// MaxFilterDepth, MaxFilterClauses, MaxFilterInItems or MaxFilterBytes; the error
+	// names the cap and the value. It also matches ErrInvalidFilter.
+	ErrFilterTooLarge = fmt.Errorf("%w: too large", ErrInvalidFilter)
 	// ErrInvalidOption: a search or open option is out of range.
 	ErrInvalidOption = errors.New("memory: invalid option")
 	// ErrInvalidCollection: a collection name is not allowed.

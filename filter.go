@@ -68,8 +68,18 @@ func compileWhere(w map[string]any) (docPred, error) {
 
 // compileWhereMeta compiles w twice over: the predicate over a stored record (the
 // reference the store's scan runs) and the same filter for the BM25 index's metadata
-// terms. A nil filter with a non-nil predicate matches every document.
+// terms. A nil filter with a non-nil predicate matches every document. A filter over
+// one of the caps (MaxFilterDepth...) is ErrFilterTooLarge, found before anything is
+// built.
 func compileWhereMeta(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
+	if err := checkFilterSize(w, false); err != nil {
+		return nil, nil, err
+	}
+	return compileWhereNode(w)
+}
+
+// compileWhereNode is compileWhereMeta below its size check.
+func compileWhereNode(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 	if len(w) == 0 {
 		return nil, nil, nil
 	}
@@ -91,7 +101,7 @@ func compileWhereMeta(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 			var ps []docPred
 			var ms []*hybrid.MetaFilter
 			for _, s := range subs {
-				p, m, err := compileWhereMeta(s)
+				p, m, err := compileWhereNode(s)
 				if err != nil {
 					return nil, nil, err
 				}
@@ -367,6 +377,14 @@ func compare(a, b any) (int, bool) {
 }
 
 func compileWhereDocument(w map[string]any) (docPred, error) {
+	if err := checkFilterSize(w, true); err != nil {
+		return nil, err
+	}
+	return compileWhereDocNode(w)
+}
+
+// compileWhereDocNode is compileWhereDocument below its size check.
+func compileWhereDocNode(w map[string]any) (docPred, error) {
 	if len(w) == 0 {
 		return nil, nil
 	}
@@ -395,7 +413,7 @@ func compileWhereDocument(w map[string]any) (docPred, error) {
 			}
 			var sub []docPred
 			for _, s := range subs {
-				p, err := compileWhereDocument(s)
+				p, err := compileWhereDocNode(s)
 				if err != nil {
 					return nil, err
 				}
@@ -409,6 +427,184 @@ func compileWhereDocument(w map[string]any) (docPred, error) {
 		}
 	}
 	return combine(true, ps), nil
+}
+
+// Caps on the size of one Where or WhereDocument filter. A filter over any of them is
+// ErrFilterTooLarge (which also matches ErrInvalidFilter), found by a walk of the filter
+// before anything is compiled, so a hostile filter costs no more than its own decoding.
+const (
+	// MaxFilterDepth caps the nesting of $and/$or lists (a flat filter has depth 0).
+	MaxFilterDepth = 32
+	// MaxFilterClauses caps the conditions of a filter: each operator on a metadata key
+	// ({"k": v} counts as one $eq), each $contains/$not_contains, and each $and/$or.
+	MaxFilterClauses = 1024
+	// MaxFilterInItems caps the operands of one $in or $nin list.
+	MaxFilterInItems = 100_000
+	// MaxFilterBytes caps the total size of a filter: the bytes of its keys and string
+	// operands, with 8 bytes for each other operand.
+	MaxFilterBytes = 4 << 20
+)
+
+// filterSize is the walk of checkFilterSize.
+type filterSize struct {
+	doc            bool // a WhereDocument
+	clauses, bytes int
+}
+
+// checkFilterSize walks w (a Where, or a WhereDocument when doc is set) the way the
+// compiler will, and returns ErrFilterTooLarge naming the first cap it exceeds. Shapes
+// the compiler rejects are left to it; the walk only counts.
+func checkFilterSize(w map[string]any, doc bool) error {
+	fs := &filterSize{doc: doc}
+	return fs.node(w, 0)
+}
+
+func (fs *filterSize) tooLarge(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrFilterTooLarge}, a...)...)
+}
+
+func (fs *filterSize) addBytes(n int) error {
+	fs.bytes += n
+	if fs.bytes > MaxFilterBytes {
+		return fs.tooLarge("over %d bytes of keys and operands (MaxFilterBytes)", MaxFilterBytes)
+	}
+	return nil
+}
+
+func (fs *filterSize) clause() error {
+	fs.clauses++
+	if fs.clauses > MaxFilterClauses {
+		return fs.tooLarge("more than %d conditions (MaxFilterClauses)", MaxFilterClauses)
+	}
+	return nil
+}
+
+// node counts one filter object at the given $and/$or depth.
+func (fs *filterSize) node(w map[string]any, depth int) error {
+	for k, v := range w {
+		if err := fs.addBytes(len(k)); err != nil {
+			return err
+		}
+		if k == "$and" || k == "$or" {
+			if err := fs.clause(); err != nil {
+				return err
+			}
+			if depth+1 > MaxFilterDepth {
+				return fs.tooLarge("$and/$or nested more than %d deep (MaxFilterDepth)", MaxFilterDepth)
+			}
+			if err := fs.list(v, func(e any) error {
+				if m, ok := asMap(e); ok {
+					return fs.node(m, depth+1)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			continue
+		}
+		if fs.doc {
+			if err := fs.clause(); err != nil {
+				return err
+			}
+			if err := fs.operand(v); err != nil {
+				return err
+			}
+			continue
+		}
+		ops, isOps := asMap(v)
+		if !isOps {
+			if err := fs.clause(); err != nil {
+				return err
+			}
+			if err := fs.operand(v); err != nil {
+				return err
+			}
+			continue
+		}
+		for op, operand := range ops {
+			if err := fs.clause(); err != nil {
+				return err
+			}
+			if err := fs.addBytes(len(op)); err != nil {
+				return err
+			}
+			if op != "$in" && op != "$nin" {
+				if err := fs.operand(operand); err != nil {
+					return err
+				}
+				continue
+			}
+			if n := listLen(operand); n > MaxFilterInItems {
+				return fs.tooLarge("%q %s has %d items, more than %d (MaxFilterInItems)", k, op, n, MaxFilterInItems)
+			}
+			if err := fs.list(operand, fs.operand); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// list calls f on each element of v when v is a list (of any slice type).
+func (fs *filterSize) list(v any, f func(any) error) error {
+	switch l := v.(type) {
+	case []any:
+		for _, e := range l {
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []Where:
+		for _, e := range l {
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []WhereDocument:
+		for _, e := range l {
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []map[string]any:
+		for _, e := range l {
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	case []string:
+		for _, e := range l {
+			if err := fs.addBytes(len(e)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Other slices ($in of []int, []float64...): 8 bytes an element.
+	return fs.addBytes(8 * listLen(v))
+}
+
+// operand counts one operand: a string's bytes, 8 for anything else.
+func (fs *filterSize) operand(v any) error {
+	if s, ok := v.(string); ok {
+		return fs.addBytes(len(s))
+	}
+	return fs.addBytes(8)
+}
+
+// listLen is the length of a slice operand, 0 for anything else.
+func listLen(v any) int {
+	if l, ok := v.([]any); ok {
+		return len(l)
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice {
+		return rv.Len()
+	}
+	return 0
 }
 
 // filterScan, when set, makes searches evaluate a Where by scanning the store of record

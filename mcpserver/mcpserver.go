@@ -8,8 +8,13 @@
 //   - memory_get: fetch one document by id;
 //   - sop_match: find the standard operating procedures whose triggers match a task.
 //
-// [New] builds the server; run it over stdio with [ServeStdio] or over streamable HTTP
-// with [NewHTTPHandler], which can require a bearer token.
+// [New] builds the server; run it over stdio with [ServeStdio] (or [StdioTransport]) or
+// over streamable HTTP with [NewHTTPHandler], which can require a bearer token.
+//
+// Bad input is answered, never fatal: a malformed stdio frame gets a JSON-RPC error and
+// the session goes on (see [StdioTransport]); frames and HTTP bodies are capped
+// ([DefaultMaxFrameBytes]); each tool caps its arguments' bytes, documents, ids and query
+// (Options), and a call over a cap is a tool error wrapping [ErrTooLarge].
 package mcpserver
 
 import (
@@ -17,8 +22,10 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/agentmem/memory"
@@ -32,6 +39,24 @@ var (
 	ErrInvalidInput = errors.New("mcpserver: invalid input")
 	// ErrNoSOPs: sop_match was called on a server started without a procedure library.
 	ErrNoSOPs = errors.New("mcpserver: no SOP library loaded")
+	// ErrTooLarge: a tool call is over one of the caps of Options (MaxArgBytes,
+	// MaxAddBytes, MaxAddDocs, MaxDeleteIDs, MaxQueryBytes); the error names the cap and
+	// the value. It also matches ErrInvalidInput.
+	ErrTooLarge = fmt.Errorf("%w: too large", ErrInvalidInput)
+)
+
+// Default caps of Options.
+const (
+	// DefaultMaxArgBytes caps the JSON arguments of every tool but memory_add.
+	DefaultMaxArgBytes = 1 << 20
+	// DefaultMaxAddBytes caps the JSON arguments of memory_add.
+	DefaultMaxAddBytes = 4 << 20
+	// DefaultMaxAddDocs caps the documents of one memory_add.
+	DefaultMaxAddDocs = 256
+	// DefaultMaxDeleteIDs caps the ids of one memory_delete.
+	DefaultMaxDeleteIDs = 1024
+	// DefaultMaxQueryBytes caps the query of memory_search and sop_match.
+	DefaultMaxQueryBytes = 16 << 10
 )
 
 // Options configure [New]. The zero value is usable.
@@ -47,8 +72,20 @@ type Options struct {
 	ReadOnly bool
 	// DefaultTopK is memory_search's default (5); MaxTopK its bound (50).
 	DefaultTopK, MaxTopK int
-	// MaxAddDocs bounds the documents of one memory_add call (default 256).
+	// MaxAddDocs bounds the documents of one memory_add call (0: DefaultMaxAddDocs).
 	MaxAddDocs int
+	// MaxArgBytes caps the JSON arguments of a call of any tool but memory_add, checked
+	// before they are decoded (0: DefaultMaxArgBytes).
+	MaxArgBytes int
+	// MaxAddBytes caps the JSON arguments of a memory_add call, checked before they are
+	// decoded (0: DefaultMaxAddBytes). Keep it below the transport's frame cap
+	// (DefaultMaxFrameBytes) so that a call over it gets a tool error naming it.
+	MaxAddBytes int
+	// MaxDeleteIDs caps the ids of one memory_delete call (0: DefaultMaxDeleteIDs).
+	MaxDeleteIDs int
+	// MaxQueryBytes caps the query of memory_search and sop_match (0:
+	// DefaultMaxQueryBytes).
+	MaxQueryBytes int
 	// Logger receives server logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -179,14 +216,21 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 	if o.MaxTopK <= 0 {
 		o.MaxTopK = 50
 	}
-	if o.MaxAddDocs <= 0 {
-		o.MaxAddDocs = 256
+	for _, c := range []struct {
+		v   *int
+		def int
+	}{{&o.MaxAddDocs, DefaultMaxAddDocs}, {&o.MaxArgBytes, DefaultMaxArgBytes}, {&o.MaxAddBytes, DefaultMaxAddBytes},
+		{&o.MaxDeleteIDs, DefaultMaxDeleteIDs}, {&o.MaxQueryBytes, DefaultMaxQueryBytes}} {
+		if *c.v <= 0 {
+			*c.v = c.def
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	s := &server{m: m, o: o}
 	srv := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{Logger: o.Logger})
+	srv.AddReceivingMiddleware(s.capArguments)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolSearch,
@@ -218,6 +262,37 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 	return srv
 }
 
+// capArguments answers a tools/call whose arguments are over the tool's byte cap with a
+// tool error, before the SDK decodes and validates them (which costs several times their
+// size).
+func (s *server) capArguments(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+			limit, name := s.o.MaxArgBytes, "MaxArgBytes"
+			if r.Params.Name == ToolAdd {
+				limit, name = s.o.MaxAddBytes, "MaxAddBytes"
+			}
+			if n := len(r.Params.Arguments); n > limit {
+				res := &mcp.CallToolResult{}
+				res.SetError(fmt.Errorf("%w: %s arguments are %d bytes, over %d (%s)", ErrTooLarge, r.Params.Name, n, limit, name))
+				return res, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// checkQuery checks a query argument: not blank, not over MaxQueryBytes.
+func (s *server) checkQuery(q string) error {
+	if len(q) > s.o.MaxQueryBytes {
+		return fmt.Errorf("%w: query is %d bytes, over %d (MaxQueryBytes)", ErrTooLarge, len(q), s.o.MaxQueryBytes)
+	}
+	if strings.TrimSpace(q) == "" {
+		return fmt.Errorf("%w: query is empty", ErrInvalidInput)
+	}
+	return nil
+}
+
 // collection returns the named collection, or the server's default one.
 func (s *server) collection(name string) *memory.Collection {
 	if name == "" {
@@ -227,8 +302,8 @@ func (s *server) collection(name string) *memory.Collection {
 }
 
 func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
-	if strings.TrimSpace(in.Query) == "" {
-		return nil, SearchOutput{}, fmt.Errorf("%w: query is empty", ErrInvalidInput)
+	if err := s.checkQuery(in.Query); err != nil {
+		return nil, SearchOutput{}, err
 	}
 	k := in.TopK
 	if k == 0 {
@@ -267,7 +342,7 @@ func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in AddInput) (
 		return nil, AddOutput{}, fmt.Errorf("%w: no documents", ErrInvalidInput)
 	}
 	if len(in.Documents) > s.o.MaxAddDocs {
-		return nil, AddOutput{}, fmt.Errorf("%w: %d documents, at most %d per call", ErrInvalidInput, len(in.Documents), s.o.MaxAddDocs)
+		return nil, AddOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, len(in.Documents), s.o.MaxAddDocs)
 	}
 	docs := make([]memory.Document, len(in.Documents))
 	for i, d := range in.Documents {
@@ -289,6 +364,9 @@ func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in AddInput) (
 func (s *server) delete(ctx context.Context, _ *mcp.CallToolRequest, in DeleteInput) (*mcp.CallToolResult, DeleteOutput, error) {
 	if len(in.IDs) == 0 {
 		return nil, DeleteOutput{}, fmt.Errorf("%w: no ids", ErrInvalidInput)
+	}
+	if len(in.IDs) > s.o.MaxDeleteIDs {
+		return nil, DeleteOutput{}, fmt.Errorf("%w: %d ids, at most %d per call (MaxDeleteIDs)", ErrTooLarge, len(in.IDs), s.o.MaxDeleteIDs)
 	}
 	c := s.collection(in.Collection)
 	before := c.Count()
@@ -315,8 +393,8 @@ func (s *server) sopMatch(ctx context.Context, _ *mcp.CallToolRequest, in SOPInp
 	if s.o.SOPs == nil {
 		return nil, SOPOutput{}, ErrNoSOPs
 	}
-	if strings.TrimSpace(in.Query) == "" {
-		return nil, SOPOutput{}, fmt.Errorf("%w: query is empty", ErrInvalidInput)
+	if err := s.checkQuery(in.Query); err != nil {
+		return nil, SOPOutput{}, err
 	}
 	n := in.N
 	if n == 0 {
@@ -337,9 +415,10 @@ func (s *server) sopMatch(ctx context.Context, _ *mcp.CallToolRequest, in SOPInp
 }
 
 // ServeStdio serves srv over standard input and output until the client disconnects or
-// ctx is cancelled.
+// ctx is cancelled, answering malformed frames with JSON-RPC errors ([StdioTransport]
+// with its default caps).
 func ServeStdio(ctx context.Context, srv *mcp.Server) error {
-	err := srv.Run(ctx, &mcp.StdioTransport{})
+	err := srv.Run(ctx, &StdioTransport{Reader: io.NopCloser(os.Stdin), Writer: os.Stdout})
 	if ctx.Err() != nil {
 		return nil
 	}
@@ -347,13 +426,65 @@ func ServeStdio(ctx context.Context, srv *mcp.Server) error {
 }
 
 // NewHTTPHandler serves srv over MCP streamable HTTP. A non-empty token is required as
-// "Authorization: Bearer <token>" on every request (401 otherwise).
+// "Authorization: Bearer <token>" on every request (401 otherwise). Request bodies over
+// DefaultMaxFrameBytes get 413.
 func NewHTTPHandler(srv *mcp.Server, token string, logger *slog.Logger) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Logger: logger})
-	if token == "" {
+	return NewHTTPHandlerOptions(srv, HTTPOptions{Token: token, Logger: logger})
+}
+
+// HTTPOptions configure [NewHTTPHandlerOptions]. The zero value is usable.
+type HTTPOptions struct {
+	// Token, when not empty, is required as "Authorization: Bearer <token>".
+	Token string
+	// Logger receives the handler's logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// MaxBodyBytes caps a request body; a body over it gets 413 before it is read
+	// whole (0: DefaultMaxFrameBytes).
+	MaxBodyBytes int64
+	// MaxInFlightBytes is the budget of the POST requests being served at once: each
+	// counts its body's length (MaxBodyBytes when unknown) and 64 KiB, and waits, its
+	// body unread, while the budget is spent; a request alone always goes through
+	// (0: DefaultMaxInFlightBytes).
+	MaxInFlightBytes int64
+}
+
+// NewHTTPHandlerOptions is NewHTTPHandler with all its options.
+func NewHTTPHandlerOptions(srv *mcp.Server, o HTTPOptions) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxFrameBytes
+	}
+	if o.MaxInFlightBytes <= 0 {
+		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes})
+	h = limitInFlight(h, newByteBudget(o.MaxInFlightBytes), o.MaxBodyBytes)
+	if o.Token == "" {
 		return h
 	}
-	return RequireBearer(token, h)
+	return RequireBearer(o.Token, h)
+}
+
+// limitInFlight makes POST requests wait for their share of b (their body's length, or
+// maxBody when unknown, plus callOverhead) before next reads them, so that concurrent
+// clients cannot make the server hold more decoded requests than b allows.
+func limitInFlight(next http.Handler, b *byteBudget, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		n := r.ContentLength
+		if n < 0 || n > maxBody {
+			n = maxBody
+		}
+		n += callOverhead
+		if !b.acquire(n, r.Context().Done()) {
+			return // the client went away
+		}
+		defer b.release(n)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // RequireBearer lets through only requests carrying "Authorization: Bearer <token>",

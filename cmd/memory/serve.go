@@ -46,6 +46,7 @@ type serveConfig struct {
 	token        string
 	sopDir       string
 	readOnly     bool
+	maxFrame     int // MCP: cap on one stdio frame or HTTP body
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -107,7 +108,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if cfg.mcpStdio {
-		g.serveMCPStdio(mcpserver.New(m, mopts), stdout)
+		g.serveMCPStdio(mcpserver.New(m, mopts), stdout, cfg.maxFrame)
 	}
 	return g.wait()
 }
@@ -137,6 +138,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.mcpHTTP, "mcp-http", "", "serve MCP streamable HTTP on this address")
 	fs.StringVar(&cfg.token, "token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
 	fs.StringVar(&cfg.sopDir, "sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
+	fs.IntVar(&cfg.maxFrame, "mcp-max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "MCP: most bytes in one stdio frame or HTTP request body (more get a JSON-RPC error or 413)")
 	fs.BoolVar(&cfg.readOnly, "read-only", false, "MCP: leave out memory_add and memory_delete, and open the store read-only (a --retrieve-only server always does)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
@@ -184,7 +186,7 @@ func (cfg serveConfig) check(stderr io.Writer) error {
 		name string
 		v    int64
 	}{{"max-queries", int64(r.MaxQueries)}, {"max-query-bytes", int64(r.MaxQueryBytes)}, {"max-passage-bytes", int64(r.MaxPassageBytes)},
-		{"max-response-bytes", r.MaxResponseBytes}, {"rerank-depth", int64(r.RerankDepth)}} {
+		{"max-response-bytes", r.MaxResponseBytes}, {"rerank-depth", int64(r.RerankDepth)}, {"mcp-max-frame-bytes", int64(cfg.maxFrame)}} {
 		if c.v < 1 {
 			fmt.Fprintf(stderr, "memory serve: --%s %d: must be at least 1\n", c.name, c.v)
 			return errUsage
@@ -224,7 +226,7 @@ func mcpHTTPServer(cfg serveConfig, s *mcp.Server, logger *slog.Logger) *http.Se
 	}
 	// No ReadTimeout/WriteTimeout here: MCP's streamable HTTP keeps event streams open.
 	return &http.Server{
-		Handler:           mcpserver.NewHTTPHandler(s, cfg.token, logger),
+		Handler:           mcpserver.NewHTTPHandlerOptions(s, mcpserver.HTTPOptions{Token: cfg.token, Logger: logger, MaxBodyBytes: int64(cfg.maxFrame)}),
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
@@ -285,13 +287,14 @@ func (g *serverGroup) serveHTTP(name, addr string, srv *http.Server) error {
 	return nil
 }
 
-// serveMCPStdio serves s over serveStdin and stdout; the client closing its end stops
-// the group.
-func (g *serverGroup) serveMCPStdio(s *mcp.Server, stdout io.Writer) {
+// serveMCPStdio serves s over serveStdin and stdout, frames capped at maxFrame bytes (a
+// malformed or over-cap frame gets a JSON-RPC error, and serving goes on); the client
+// closing its end stops the group.
+func (g *serverGroup) serveMCPStdio(s *mcp.Server, stdout io.Writer, maxFrame int) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		t := &mcp.IOTransport{Reader: io.NopCloser(serveStdin), Writer: nopWriteCloser{stdout}}
+		t := &mcpserver.StdioTransport{Reader: io.NopCloser(serveStdin), Writer: stdout, MaxFrameBytes: maxFrame, Logger: g.logger}
 		err := s.Run(g.ctx, t)
 		if err != nil && g.ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 			g.fail(fmt.Errorf("mcp stdio: %w", err))
@@ -316,10 +319,6 @@ func (g *serverGroup) wait() error {
 	defer g.errMu.Unlock()
 	return g.firstErr
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // isLoopback reports whether addr's host is a loopback address or localhost.
 func isLoopback(addr string) bool {
