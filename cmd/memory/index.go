@@ -450,7 +450,7 @@ func (ix *indexer) syncRoots(roots, indexed []string) (int, error) {
 	for _, r := range roots {
 		dirs = append(dirs, sourceOf(r))
 	}
-	var gone []any
+	var gone []string
 	for s := range ix.existing {
 		if keep[s] || ix.cleared[s] {
 			continue
@@ -467,9 +467,16 @@ func (ix *indexer) syncRoots(roots, indexed []string) (int, error) {
 		return 0, nil
 	}
 	ix.vanished = len(gone)
-	n, err := ix.c.DeleteWhere(ix.ctx, memory.Where{"source": map[string]any{"$in": gone}})
-	if err != nil {
-		return 0, fmt.Errorf("--sync: %w", err)
+	// At most maxReplaceSources a transaction, within the filter caps (memory.MaxFilterInItems):
+	// a kill between two leaves some vanished sources still to delete by the next --sync.
+	slices.Sort(gone)
+	n := 0
+	for i := 0; i < len(gone); i += maxReplaceSources {
+		k, err := ix.c.DeleteWhere(ix.ctx, sourcesIn(gone[i:min(i+maxReplaceSources, len(gone))]))
+		n += k
+		if err != nil {
+			return n, fmt.Errorf("--sync: %d documents of vanished sources deleted before: %w", n, err)
+		}
 	}
 	return n, nil
 }
