@@ -1,11 +1,8 @@
 package memory
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -20,7 +17,7 @@ import (
 // under a temporary name beside it (dbTempPrefix) and linked into place only whole, so a
 // failed creation leaves at most that temporary file, which the next writer removes, and
 // never a partial store.db that no command could open. A partial store.db left by an older
-// version (bbolt's first write cut short) is recognised as holding nothing (neverWritten)
+// version (bbolt's first write cut short) is recognised as holding nothing (store.NeverWritten)
 // and made again.
 
 // dbTempPrefix starts the names of the files a new store.db is initialised in.
@@ -76,65 +73,11 @@ func (m *Memory) makeDB(dbPath string) error {
 // temporary file and its link into place; an error ends the creation there.
 var testHookMakeDB func(tmp string) error
 
-// neverWritten reports whether the bbolt file at path provably holds nothing: its first
-// meta page is whole and valid and still the one bbolt's initialisation wrote (transaction
-// 0, 4 pages), and its second is either cut off or the initial one too (transaction 1).
-// bbolt's first commit rewrites the first meta page (transaction 2), so no transaction
-// was ever committed to such a file: it is what a creation cut short (a full disk during
-// bbolt's first write) leaves, whatever else is missing from it.
-func neverWritten(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	m0, err := initialMeta(f, 0)
-	if err != nil || m0.txid != 0 {
-		return false
-	}
-	m1, err := initialMeta(f, int64(m0.pageSize))
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return true // cut off before the second meta page ends
-	}
-	return err == nil && m1.txid == 1 && m1.pageSize == m0.pageSize
-}
-
-// bboltMeta is what neverWritten reads of a bbolt meta page.
-type bboltMeta struct {
-	pageSize uint32
-	txid     uint64
-}
-
-// initialMeta reads the bbolt meta page at off (bbolt v1.4's layout, format version 2,
-// little-endian: a 16-byte page header, then magic, version, page size, flags, the root
-// bucket's page and sequence, the freelist's page, the page count, the transaction id and
-// an FNV-64a checksum of what precedes it) and checks that it is valid and describes the
-// database bbolt's initialisation writes: root bucket on page 3, freelist on page 2, 4
-// pages.
-func initialMeta(r io.ReaderAt, off int64) (bboltMeta, error) {
-	var b [16 + 64]byte
-	if _, err := r.ReadAt(b[:], off); err != nil {
-		return bboltMeta{}, err
-	}
-	p, le := b[16:], binary.LittleEndian
-	const magic, version = 0xED0CDAED, 2
-	h := fnv.New64a()
-	h.Write(p[:56])
-	if le.Uint32(p[0:]) != magic || le.Uint32(p[4:]) != version || h.Sum64() != le.Uint64(p[56:]) {
-		return bboltMeta{}, errors.New("not a valid bbolt meta page")
-	}
-	m := bboltMeta{pageSize: le.Uint32(p[8:]), txid: le.Uint64(p[48:])}
-	if m.pageSize < 512 || m.pageSize&(m.pageSize-1) != 0 || le.Uint64(p[16:]) != 3 || le.Uint64(p[32:]) != 2 || le.Uint64(p[40:]) != 4 {
-		return bboltMeta{}, errors.New("not a new bbolt database")
-	}
-	return m, nil
-}
-
 // recoverCreation decides, for a store.db in a directory without a manifest that failed
 // store.CheckFile and that no writer held a moment ago, whether the store can be created
 // (creating true) or why not. It looks again under an exclusive lock on the file, so that
 // no other process writes it meanwhile: a store.db that provably holds nothing
-// (neverWritten: a creation cut short) is emptied, for bbolt to initialise again; one that
+// (store.NeverWritten: a creation cut short) is emptied, for bbolt to initialise again; one that
 // another process emptied, made whole or replaced meanwhile is left to the usual opening
 // (a creation under way is ErrLocked there); anything else is ErrNotAStore, untouched.
 func (m *Memory) recoverCreation(dbPath string) (creating bool, err error) {
@@ -161,7 +104,7 @@ func (m *Memory) recoverCreation(dbPath string) (creating bool, err error) {
 	if err != nil || !sameFile(f, fi) || fi.Size() == 0 || store.CheckFile(dbPath) == nil {
 		return true, nil // changed meanwhile: opened (or made) as usual
 	}
-	if !neverWritten(dbPath) {
+	if !store.NeverWritten(dbPath) {
 		return false, notOurs
 	}
 	m.log.Warn("memory: store.db of a creation cut short (it holds nothing): making it again", "path", dbPath)
@@ -182,14 +125,14 @@ func dbTemp(name string) bool { return strings.HasPrefix(name, dbTempPrefix) }
 
 // unfinishedCreation reports whether the store.db at path, in a directory without a
 // manifest, is one whose creation did not finish: empty, left partial by bbolt's first
-// write (neverWritten), being initialised (its creator holds the lock), or a whole
+// write (store.NeverWritten), being initialised (its creator holds the lock), or a whole
 // database holding nothing.
 func unfinishedCreation(path string) bool {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return false
 	}
-	if fi.Size() == 0 || neverWritten(path) {
+	if fi.Size() == 0 || store.NeverWritten(path) {
 		return true
 	}
 	if store.CheckFile(path) != nil {

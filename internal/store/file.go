@@ -99,6 +99,33 @@ func readBoltMeta(r io.ReaderAt, off int64) (boltMeta, error) {
 	return m, nil
 }
 
+// NeverWritten reports whether the bbolt file at path provably holds nothing: its first
+// meta page is whole and valid and still the one bbolt's initialisation wrote (transaction
+// 0: root bucket on page 3, freelist on page 2, 4 pages), and its second is either cut off
+// or the initial one too (transaction 1). bbolt's first commit rewrites the first meta page
+// (transaction 2), so no transaction was ever committed to such a file: it is what a
+// creation cut short (a full disk during bbolt's first write) leaves, whatever else is
+// missing from it.
+func NeverWritten(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	initial := func(m boltMeta, txid uint64) bool {
+		return m.txid == txid && m.root == 3 && m.freelist == 2 && m.pgid == 4
+	}
+	m0, err := readBoltMeta(f, 0)
+	if err != nil || !initial(m0, 0) {
+		return false
+	}
+	m1, err := readBoltMeta(f, int64(m0.pageSize))
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true // cut off before the second meta page ends
+	}
+	return err == nil && initial(m1, 1) && m1.pageSize == m0.pageSize
+}
+
 // empty reports whether db holds no bucket at all (a database just created).
 func empty(db *bolt.DB) bool {
 	empty := true
