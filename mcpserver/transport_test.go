@@ -107,12 +107,11 @@ func TestHTTPBodyCap(t *testing.T) {
 	}
 }
 
-// TestHTTPBackpressure: with a budget of one request, a second POST waits, unread, while
-// the first is being served, and is served once it is done.
-func TestHTTPBackpressure(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
-	release := make(chan struct{})
-	var started atomic.Int32
+// blockingServer is a server whose one tool, "block", counts its calls in started and
+// returns when release is closed (or its call is cancelled).
+func blockingServer() (srv *mcp.Server, release chan struct{}, started *atomic.Int32) {
+	srv = mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	release, started = make(chan struct{}), new(atomic.Int32)
 	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
 		started.Add(1)
 		select {
@@ -121,6 +120,13 @@ func TestHTTPBackpressure(t *testing.T) {
 		}
 		return nil, struct{}{}, nil
 	})
+	return srv, release, started
+}
+
+// TestHTTPBackpressure: with a budget of one request, a second POST waits, unread, while
+// the first is being served, and is served once it is done.
+func TestHTTPBackpressure(t *testing.T) {
+	srv, release, started := blockingServer()
 	hs := httptest.NewServer(NewHTTPHandlerOptions(srv, HTTPOptions{MaxInFlightBytes: 1}))
 	defer hs.Close()
 	var once sync.Once
@@ -212,17 +218,7 @@ func rawSession(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteClose
 // (nor decoded, nor queued) while earlier calls hold the budget; it runs once they are
 // answered. A call reusing the id of an unanswered one is refused at once.
 func TestStdioBackpressure(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "0"}, nil)
-	release := make(chan struct{})
-	var started atomic.Int32
-	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
-		started.Add(1)
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil, struct{}{}, nil
-	})
+	srv, release, started := blockingServer()
 	in, out := rawSession(t, srv, StdioTransport{MaxInFlightBytes: 1})
 	send := func(s string) {
 		if _, err := io.WriteString(in, s+"\n"); err != nil {
