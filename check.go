@@ -220,7 +220,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			if err != nil {
 				return IndexCheck{}, err
 			}
-			return m.checkStore(s, &cc)
+			return m.checkStore(s, &cc, repair)
 		})
 		if err != nil {
 			return rep, err
@@ -537,8 +537,9 @@ func (m *Memory) recount(s *colState, reason string) error {
 // found here cannot be repaired from anything else: the entry names the damaged keys. The
 // documents and index ids must also number what the collection's counters say; when they
 // do not, the counters are what is wrong: that goes to cc (counters), which a repair
-// counts again.
-func (m *Memory) checkStore(s *colState, cc *IndexCheck) (IndexCheck, error) {
+// counts again. Records and vectors an older version wrote in a layout whose checksum does
+// not cover their key are rewritten in the key-bound one by a repair (store.DB.Rebind).
+func (m *Memory) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexCheck, error) {
 	s.mu.RLock()
 	lastSeq, ndocs, nunits := s.LastSeq, s.Docs, s.Units
 	s.mu.RUnlock()
@@ -574,7 +575,16 @@ func (m *Memory) checkStore(s *colState, cc *IndexCheck) (IndexCheck, error) {
 		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.Vectors, t.Units))
 	}
 	if t.Unbound > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("%d records or vectors written by an older version: their checksums do not cover their ids until they are written again", t.Unbound))
+		switch {
+		case repair && !m.opts.ReadOnly:
+			n, err := m.db.Rebind(s.Name)
+			if err != nil {
+				return c, err
+			}
+			c.Notes = append(c.Notes, fmt.Sprintf("%d records or vectors written by an older version rewritten so that their checksums cover their ids", n))
+		default:
+			c.Notes = append(c.Notes, fmt.Sprintf("%d records or vectors written by an older version: their checksums do not cover their ids (check --repair rewrites them)", t.Unbound))
+		}
 	}
 	if len(c.Problems) > 0 {
 		what := "restore store.db from a backup"

@@ -50,11 +50,16 @@ func EncodeRecord(id string, r *Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return boundRecord(id, js), nil
+}
+
+// boundRecord is the stored form of a record of document id whose JSON is js.
+func boundRecord(id string, js []byte) []byte {
 	out := make([]byte, 5+len(js))
 	out[0] = recordMagic
 	binary.BigEndian.PutUint32(out[1:], crc32.Update(keyCRC(id), castagnoli, js))
 	copy(out[5:], js)
-	return out, nil
+	return out
 }
 
 // recordJSON returns the JSON of stored record v (of document id) after checking its
