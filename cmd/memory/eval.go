@@ -43,11 +43,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	ds, err := beir.Load(cfg.data, cfg.split)
+	// The queries and judgments only: the corpus is read (streamed) only to fill an empty
+	// store, so a store of any size is evaluated in the memory its queries need.
+	queries, allQrels, err := beir.LoadQueries(cfg.data, cfg.split)
 	if err != nil {
 		return err
 	}
-	queries := ds.Queries
 	if cfg.limit > 0 && cfg.limit < len(queries) {
 		queries = queries[:cfg.limit]
 	}
@@ -57,11 +58,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer m.Close()
 
-	start := time.Now()
-	if err := indexCorpus(ctx, m, ds.Corpus, stderr); err != nil {
+	ix, err := indexCorpus(ctx, m, cfg.data, stderr)
+	if err != nil {
 		return err
 	}
-	indexTime := time.Since(start)
 
 	sr, err := searchQueries(ctx, m, queries, cfg.searchOptions())
 	if err != nil {
@@ -74,10 +74,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	qrels := beir.Qrels{}
 	for _, q := range queries {
-		qrels[q.ID] = ds.Qrels[q.ID]
+		qrels[q.ID] = allQrels[q.ID]
 	}
 	met, _ := beir.Evaluate(qrels, sr.run)
-	fmt.Fprintf(stdout, "dataset      %s (%d docs, %d queries)\n", cfg.data, len(ds.Corpus), len(queries))
+	fmt.Fprintf(stdout, "dataset      %s (%d docs, %d queries)\n", cfg.data, m.Count(), len(queries))
 	fmt.Fprintf(stdout, "mode         %s (used: %s)\n", cfg.mode, sr.stats.Mode)
 	for _, nt := range sr.notes {
 		fmt.Fprintf(stdout, "note         %s\n", nt)
@@ -85,7 +85,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "nDCG@10      %.4f\n", met.NDCG10)
 	fmt.Fprintf(stdout, "Recall@100   %.4f\n", met.Recall100)
 	fmt.Fprintf(stdout, "MRR@10       %.4f\n", met.MRR10)
-	fmt.Fprintf(stdout, "index        %s (%.0f docs/s)\n", indexTime.Round(time.Millisecond), float64(len(ds.Corpus))/indexTime.Seconds())
+	if ix.filled {
+		fmt.Fprintf(stdout, "index        %s (%.0f docs/s)\n", ix.took.Round(time.Millisecond), float64(ix.added)/ix.took.Seconds())
+	} else {
+		fmt.Fprintf(stdout, "index        none (the store was already filled; the corpus was not read)\n")
+	}
 	sr.printTimings(stdout, cfg.k)
 	if cfg.runOut != "" {
 		fmt.Fprintf(stdout, "run file     %s\n", cfg.runOut)
@@ -144,26 +148,49 @@ func (cfg evalConfig) searchOptions() []memory.SearchOption {
 	return opts
 }
 
-// indexCorpus adds the corpus to an empty store in batches, showing progress; a store
-// that already holds documents is evaluated as it is.
-func indexCorpus(ctx context.Context, m *memory.Memory, corpus []beir.Doc, stderr io.Writer) error {
-	prog := newProgress(stderr, len(corpus), "indexing")
-	const batch = 512
-	if m.Count() == 0 {
-		for i := 0; i < len(corpus); i += batch {
-			j := min(i+batch, len(corpus))
-			docs := make([]memory.Document, 0, j-i)
-			for _, d := range corpus[i:j] {
-				docs = append(docs, memory.Document{ID: d.ID, Title: d.Title, Text: d.Text})
-			}
-			if err := m.Add(ctx, docs...); err != nil {
-				return err
-			}
-			prog.add(j - i)
+// evalBatch is the number of documents eval adds at a time.
+const evalBatch = 512
+
+// evalIndexing is what indexCorpus did: filled is false for a store that was already
+// filled (the corpus was not read); took is the time of adding the documents.
+type evalIndexing struct {
+	filled bool
+	added  int
+	took   time.Duration
+}
+
+// indexCorpus fills an empty store with the corpus of the BEIR folder dir; a store that
+// already holds documents is evaluated as it is and the corpus is not opened. The corpus
+// is streamed twice, evalBatch documents at a time, never held whole: a first pass checks
+// every line and counts the documents (so a malformed line fails before anything is
+// written, leaving no half-filled store behind, and the progress knows its total), the
+// second adds them.
+func indexCorpus(ctx context.Context, m *memory.Memory, dir string, stderr io.Writer) (evalIndexing, error) {
+	if m.Count() > 0 {
+		return evalIndexing{}, nil
+	}
+	total, err := beir.EachDoc(ctx, dir, evalBatch, func([]beir.Doc) error { return nil })
+	if err != nil {
+		return evalIndexing{}, err
+	}
+	prog := newProgress(stderr, total, "indexing")
+	start := time.Now()
+	added, err := beir.EachDoc(ctx, dir, evalBatch, func(batch []beir.Doc) error {
+		docs := make([]memory.Document, len(batch))
+		for i, d := range batch {
+			docs[i] = memory.Document{ID: d.ID, Title: d.Title, Text: d.Text}
 		}
+		if err := m.Add(ctx, docs...); err != nil {
+			return err
+		}
+		prog.add(len(batch))
+		return nil
+	})
+	if err != nil {
+		return evalIndexing{}, err
 	}
 	prog.finish()
-	return nil
+	return evalIndexing{filled: true, added: added, took: time.Since(start)}, nil
 }
 
 // evalSearch is what searching the queries gave: the run, per-query latencies, the

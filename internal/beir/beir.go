@@ -4,6 +4,7 @@ package beir
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,63 +43,65 @@ type Dataset struct {
 	Qrels   Qrels
 }
 
-// Load reads dir/corpus.jsonl, dir/queries.jsonl and dir/qrels/<split>.tsv (split "" = "test").
+// Load reads dir/corpus.jsonl, dir/queries.jsonl and dir/qrels/<split>.tsv (split "" = "test")
+// whole into memory: for small collections. EachDoc streams a corpus of any size, and
+// LoadQueries reads the queries and judgments alone.
 func Load(dir, split string) (*Dataset, error) {
-	if split == "" {
-		split = "test"
-	}
 	ds := &Dataset{}
-	if err := readJSONL(filepath.Join(dir, "corpus.jsonl"), func(line []byte) error {
-		var d Doc
-		if err := json.Unmarshal(line, &d); err != nil {
-			return err
-		}
-		if d.ID == "" {
-			return errors.New("missing _id")
-		}
-		ds.Corpus = append(ds.Corpus, d)
+	if _, err := EachDoc(context.Background(), dir, DefaultBatch, func(docs []Doc) error {
+		ds.Corpus = append(ds.Corpus, docs...)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	qrels, err := LoadQrels(filepath.Join(dir, "qrels", split+".tsv"))
+	queries, qrels, err := LoadQueries(dir, split)
 	if err != nil {
 		return nil, err
 	}
-	ds.Qrels = qrels
+	ds.Queries, ds.Qrels = queries, qrels
+	return ds, nil
+}
+
+// LoadQueries reads dir/qrels/<split>.tsv (split "" = "test") and the queries of
+// dir/queries.jsonl that have judgments there, in file order; it never opens the corpus.
+func LoadQueries(dir, split string) ([]Query, Qrels, error) {
+	if split == "" {
+		split = "test"
+	}
+	qrels, err := LoadQrels(filepath.Join(dir, "qrels", split+".tsv"))
+	if err != nil {
+		return nil, nil, err
+	}
+	var queries []Query
 	if err := readJSONL(filepath.Join(dir, "queries.jsonl"), func(line []byte) error {
 		var q Query
 		if err := json.Unmarshal(line, &q); err != nil {
 			return err
 		}
 		if _, judged := qrels[q.ID]; judged {
-			ds.Queries = append(ds.Queries, q)
+			queries = append(queries, q)
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ds, nil
+	return queries, qrels, nil
 }
 
+// readJSONL calls fn with each non-blank line of path; an error of fn is ErrFormat naming
+// the file and line.
 func readJSONL(path string, fn func([]byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
-			continue
-		}
+	return eachLine(f, path, func(n int, line []byte) error {
 		if err := fn(line); err != nil {
-			return fmt.Errorf("%w: %s:%d: %v", ErrFormat, path, n, err)
+			return lineErr(ErrFormat, path, n, err)
 		}
-	}
-	return sc.Err()
+		return nil
+	})
 }
 
 // LoadQrels reads a BEIR qrels TSV (query-id, corpus-id, score; header optional) or a
