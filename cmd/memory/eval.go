@@ -52,13 +52,20 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.limit > 0 && cfg.limit < len(queries) {
 		queries = queries[:cfg.limit]
 	}
+	total := -1 // documents in the corpus; -1: not counted yet
+	if cfg.storeDir == "" {
+		// A new store is always filled: check the corpus before creating it.
+		if total, err = countCorpus(ctx, cfg.data); err != nil {
+			return err
+		}
+	}
 	m, err := openEvalStore(cfg, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 
-	ix, err := indexCorpus(ctx, m, cfg.data, stderr)
+	ix, err := indexCorpus(ctx, m, cfg.data, total, stderr)
 	if err != nil {
 		return err
 	}
@@ -159,19 +166,27 @@ type evalIndexing struct {
 	took   time.Duration
 }
 
+// countCorpus streams the corpus of the BEIR folder dir once, checking every line, and
+// returns its number of documents.
+func countCorpus(ctx context.Context, dir string) (int, error) {
+	return beir.EachDoc(ctx, dir, evalBatch, func([]beir.Doc) error { return nil })
+}
+
 // indexCorpus fills an empty store with the corpus of the BEIR folder dir; a store that
 // already holds documents is evaluated as it is and the corpus is not opened. The corpus
-// is streamed twice, evalBatch documents at a time, never held whole: a first pass checks
-// every line and counts the documents (so a malformed line fails before anything is
-// written, leaving no half-filled store behind, and the progress knows its total), the
-// second adds them.
-func indexCorpus(ctx context.Context, m *memory.Memory, dir string, stderr io.Writer) (evalIndexing, error) {
+// is streamed evalBatch documents at a time, never held whole, after a first pass
+// (countCorpus, skipped when total >= 0 says it was done) that checks every line and
+// counts the documents: a malformed line fails before anything is written, leaving no
+// half-filled store behind, and the progress knows its total.
+func indexCorpus(ctx context.Context, m *memory.Memory, dir string, total int, stderr io.Writer) (evalIndexing, error) {
 	if m.Count() > 0 {
 		return evalIndexing{}, nil
 	}
-	total, err := beir.EachDoc(ctx, dir, evalBatch, func([]beir.Doc) error { return nil })
-	if err != nil {
-		return evalIndexing{}, err
+	if total < 0 {
+		var err error
+		if total, err = countCorpus(ctx, dir); err != nil {
+			return evalIndexing{}, err
+		}
 	}
 	prog := newProgress(stderr, total, "indexing")
 	start := time.Now()
