@@ -98,13 +98,15 @@ with all its documents (--delete; deleting the default collection empties it).`,
 	"eval": {
 		usage: `memory eval --data DIR [--mode bm25|dense|hybrid] [--embedder M] [--reranker M] [--run-out FILE]
 memory eval --data DIR --store DIR [...]`,
-		help: `Evaluates retrieval on a BEIR folder: DIR/corpus.jsonl ({"_id","title","text"} per line),
-DIR/queries.jsonl ({"_id","text"}) and DIR/qrels/SPLIT.tsv (query-id, corpus-id, score with a
-header line). Prints nDCG@10, Recall@100, MRR@10, index and query timings.
+		help: `Evaluates retrieval on a BEIR folder: DIR/corpus.jsonl ({"_id","title","text"} per line, or
+Search-R1's {"id","contents"}), DIR/queries.jsonl ({"_id","text"}) and DIR/qrels/SPLIT.tsv
+(query-id, corpus-id, score with a header line). Prints nDCG@10, Recall@100, MRR@10, index and
+query timings.
 
-Without --store the corpus is indexed into a temporary store. --store DIR evaluates an
-existing store (an empty one is filled with the corpus first); it never creates one: build
-it with --keep DIR, or with memory index --store DIR DIR/corpus.jsonl.`,
+Without --store the corpus is streamed (checked once, then added 512 documents at a time) into a
+temporary store. --store DIR evaluates an existing store: a filled one reads only the queries
+and qrels (the corpus is not opened), an empty one is filled from the corpus first; it never
+creates one: build it with --keep DIR, or with memory index --store DIR DIR/corpus.jsonl.`,
 	},
 	"serve": {
 		usage: `memory serve --store DIR [--collection C] [--retrieve ADDR] [--mcp | --mcp-http ADDR]`,
