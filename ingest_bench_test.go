@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // BenchmarkIngest adds the passages of a BEIR corpus (MEMORY_INGEST_CORPUS, e.g. the 1M
 // folder of bench/corpusgen; MEMORY_INGEST_LIMIT caps the count) to a fresh on-disk store
 // in batches of 10,000 and reports documents per second, the figure compared with Lucene's
-// indexing rate. BM25 only (no embedder), as Lucene.
+// indexing rate, and the size of its store.db. BM25 only (no embedder), as Lucene.
 func BenchmarkIngest(b *testing.B) {
 	corpus := os.Getenv("MEMORY_INGEST_CORPUS")
 	if corpus == "" {
@@ -33,7 +34,8 @@ func BenchmarkIngest(b *testing.B) {
 	})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		m, err := Open(b.TempDir())
+		dir := b.TempDir()
+		m, err := Open(dir)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,5 +52,9 @@ func BenchmarkIngest(b *testing.B) {
 		secs := time.Since(start).Seconds()
 		b.ReportMetric(float64(count)/secs, "docs/s")
 		b.ReportMetric(secs, "s")
+		if fi, err := os.Stat(filepath.Join(dir, "store.db")); err == nil {
+			b.ReportMetric(float64(fi.Size())/1e6, "store-MB")
+			b.ReportMetric(float64(fi.Size())/float64(count), "store-B/doc")
+		}
 	}
 }

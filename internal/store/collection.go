@@ -159,11 +159,46 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 	return w, nil
 }
 
+// appendFill is how full bbolt fills the pages it splits in a bucket that a transaction
+// only appends to: the change log (its keys are increasing sequence numbers) and the docs
+// and vecs buckets of a write whose keys all sort after those stored (an ingest of ids in
+// order). bbolt's default (0.5) leaves every page it splits half empty, which suits inserts
+// at random places (each page keeps room for the keys that will land in it) but doubles the
+// file where keys only come after the last one: no key will land in a page once it is left.
+const appendFill = 1.0
+
+// fillWhenAppending sets b to fill its pages (appendFill) when the smallest key that this
+// transaction writes in it, first, sorts after every key it holds; otherwise, inserts among
+// the stored keys, it keeps bbolt's default.
+func fillWhenAppending(b *bolt.Bucket, first string) {
+	if last, _ := b.Cursor().Last(); last == nil || first > string(last) {
+		b.FillPercent = appendFill
+	}
+}
+
 // putTx writes puts into collection bucket b inside tx: the records, their vectors and a
 // change per unit put or dropped (w counts them and keeps the last sequence number). The
 // caller updates the counts.
 func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put) error {
 	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+	cb.FillPercent = appendFill
+	if len(puts) > 0 {
+		first, firstUnit := puts[0].ID, ""
+		for _, p := range puts {
+			first = min(first, p.ID)
+			if p.Vecs != nil {
+				for _, u := range p.Units {
+					if firstUnit == "" || u < firstUnit {
+						firstUnit = u
+					}
+				}
+			}
+		}
+		fillWhenAppending(docs, first)
+		if firstUnit != "" {
+			fillWhenAppending(vb, firstUnit)
+		}
+	}
 	change := func(op byte, uid string) error {
 		var err error
 		if w.Seq, err = nextSeq(tx); err != nil {
@@ -248,6 +283,7 @@ func (db *DB) Delete(col string, ids []string) (Commit, error) {
 // counts.
 func (w *Commit) deleteTx(tx *bolt.Tx, b *bolt.Bucket, ids []string) (gone, units int, err error) {
 	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
+	cb.FillPercent = appendFill
 	first := len(w.Dels)
 	for _, id := range ids {
 		r, err := getRecord(docs, id)
