@@ -50,6 +50,12 @@ func checkMiss(b *bolt.Bucket, key []byte, what string, verify func(k, v []byte)
 				k, v = cur.Prev()
 			}
 		}
+		// Seek lands on the first key after key (key itself missed), Prev before it: a key
+		// on the wrong side, or key itself, is a branch page whose keys are damaged, which
+		// led the lookup to the wrong leaf.
+		if c := bytes.Compare(k, key); k != nil && (forward && c <= 0 || !forward && c >= 0) {
+			return bad("the lookup was led to %q (a branch page's keys are damaged)", k)
+		}
 		var prev []byte
 		for n, size := 0, 0; k != nil && (n < minWalk || size < pageSize); n++ {
 			if prev != nil {

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -91,4 +93,64 @@ func BenchmarkMiss(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMissPastDamagedBranch: a flipped byte in a branch page's key (k000xxx sorting after
+// its right neighbour) sends a lookup of the ids under it to the leaf before, where they
+// are not: the lookup is ErrCorrupt (the cursor finds, after the key, a smaller one), not a
+// silent "not stored" (the tamper suite's store.db flip-seed3 found it).
+func TestMissPastDamagedBranch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts []Put
+	for i := range 2000 {
+		id := fmt.Sprintf("k%06d", 2*i)
+		puts = append(puts, Put{ID: id, Record: &Record{Text: strings.Repeat(id+" text ", 20)}, Units: []string{id}})
+	}
+	if _, err := db.Write("c", puts, len(puts), len(puts)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ps = 4096
+	le := binary.LittleEndian
+	victim := ""
+	for p := 2 * ps; p+ps <= len(raw) && victim == ""; p += ps {
+		if le.Uint16(raw[p+8:]) != 0x01 || le.Uint16(raw[p+10:]) < 3 { // a branch page of 3 keys or more
+			continue
+		}
+		e := p + 16 + 16 // its second element
+		k := e + int(le.Uint32(raw[e:]))
+		if raw[k] != 'k' {
+			continue // not the docs bucket's
+		}
+		victim = string(raw[k : k+7])
+		raw[k+1] = '9' // k000200 -> k900200: past every key after it
+	}
+	if victim == "" {
+		t.Fatal("no branch page in the docs bucket")
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	fmt.Sscanf(victim, "k%d", &n)
+	for _, id := range []string{victim, fmt.Sprintf("k%06d", n+2), fmt.Sprintf("k%06d", n+3)} {
+		if r, _, err := db.Document("c", id); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Document(%q) under a damaged branch key: %v, %v; want ErrCorrupt", id, r, err)
+		}
+	}
 }
