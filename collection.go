@@ -662,15 +662,32 @@ func cloneMeta(md map[string]any) map[string]any {
 	return out
 }
 
-// Count is the number of documents in the collection.
+// Count is the number of documents in the collection: [Collection.Len] without its error.
+// A collection that cannot be read (a damaged store: ErrCorrupt) counts 0 and the error is
+// logged; use Len where that must not pass for an empty collection.
 func (c *Collection) Count() int {
-	s, err := c.state(false)
+	n, err := c.Len(context.Background())
+	if err != nil && !errors.Is(err, ErrCollectionNotFound) {
+		c.m.log.Error("memory: counting a collection's documents", "collection", c.name, "err", err)
+	}
+	return n
+}
+
+// Len is the number of documents in the collection, or the error that keeps it from being
+// read: ErrCorrupt when the store of record is damaged there, ErrClosed, ErrInvalidCollection,
+// ErrCollectionNotFound for a named collection that does not exist (the default collection
+// counts 0 before its first write).
+func (c *Collection) Len(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s, err := c.existing()
 	if err != nil || s == nil {
-		return 0
+		return 0, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.Docs
+	return s.Docs, nil
 }
 
 // IDs lists the collection's document ids, sorted.

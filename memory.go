@@ -749,6 +749,10 @@ func (m *Memory) Get(ctx context.Context, id string) (Document, error) {
 // Count is the number of documents in the default collection.
 func (m *Memory) Count() int { return m.Collection("").Count() }
 
+// Len is the number of documents in the default collection, or why it cannot be read; see
+// [Collection.Len].
+func (m *Memory) Len(ctx context.Context) (int, error) { return m.Collection("").Len(ctx) }
+
 // Search searches the default collection (or those named by InCollections).
 func (m *Memory) Search(ctx context.Context, query string, opts ...SearchOption) ([]Result, error) {
 	return m.Collection("").Search(ctx, query, opts...)

@@ -118,11 +118,13 @@ func buildTamperStore(t *testing.T, dir, p string) {
 // tamperProbe is what a child reports of opening a store and querying it. Each query's
 // answer is recorded on its own: its ids, or errTyped / "!untyped: ..." for an error.
 type tamperProbe struct {
-	OpenErr string              `json:"open_err,omitempty"`
-	Typed   bool                `json:"typed,omitempty"` // OpenErr matches a store sentinel
-	Panic   string              `json:"panic,omitempty"`
-	Counts  map[string]int      `json:"counts,omitempty"`
-	Hits    map[string][]string `json:"hits,omitempty"` // "collection|query" -> ids
+	OpenErr string         `json:"open_err,omitempty"`
+	Typed   bool           `json:"typed,omitempty"` // OpenErr matches a store sentinel
+	Panic   string         `json:"panic,omitempty"`
+	Counts  map[string]int `json:"counts,omitempty"`
+	// CountErrs are "collection" -> the outcome of a Len that failed (its count is then -1).
+	CountErrs map[string]string   `json:"count_errs,omitempty"`
+	Hits      map[string][]string `json:"hits,omitempty"` // "collection|query" -> ids
 	// Gets are "collection|id" -> the document's title and text, notFound, or an error.
 	Gets map[string]string `json:"gets,omitempty"`
 	// Check is what a read-only check found before the probe (with tamperCheckEnv): the
@@ -193,7 +195,15 @@ func probeStore(dir string, extra []string, readOnly bool) (p tamperProbe) {
 	}
 	for _, c := range tamperCols {
 		col := m.Collection(c.name)
-		p.Counts[c.name] = col.Count()
+		if n, err := col.Len(bg); err != nil {
+			p.Counts[c.name] = -1
+			if p.CountErrs == nil {
+				p.CountErrs = map[string]string{}
+			}
+			p.CountErrs[c.name] = outcome(err)
+		} else {
+			p.Counts[c.name] = n
+		}
 		for _, q := range tamperQueries("a") {
 			for _, mode := range []Mode{BM25, Dense} {
 				key := c.name + "|" + q
@@ -513,6 +523,12 @@ func checkTamperProbe(t *testing.T, got, want tamperProbe) {
 		return
 	}
 	for col, n := range want.Counts {
+		if e, failed := got.CountErrs[col]; failed {
+			if e != errTyped {
+				t.Errorf("counting collection %s: %s", col, e)
+			}
+			continue
+		}
 		if got.Counts[col] != n {
 			t.Errorf("opened silently with collection %s counting %d documents, want %d", col, got.Counts[col], n)
 		}

@@ -47,13 +47,19 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		return nil
 	}
 	names := m.Collections()
+	counts := make([]int, len(names))
+	for i, n := range names { // a collection that cannot be read fails the command, never counts 0
+		if counts[i], err = m.Collection(n).Len(ctx); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
-		for _, n := range names {
+		for i, n := range names {
 			if err := enc.Encode(struct {
 				Name  string `json:"name"`
 				Count int    `json:"count"`
-			}{n, m.Collection(n).Count()}); err != nil {
+			}{n, counts[i]}); err != nil {
 				return err
 			}
 		}
@@ -61,8 +67,8 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "COLLECTION\tDOCUMENTS")
-	for _, n := range names {
-		fmt.Fprintf(tw, "%s\t%d\n", cell(n, 80), m.Collection(n).Count())
+	for i, n := range names {
+		fmt.Fprintf(tw, "%s\t%d\n", cell(n, 80), counts[i])
 	}
 	return tw.Flush()
 }

@@ -31,6 +31,10 @@ func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
-	fmt.Fprintln(stdout, c.Count())
+	n, err := c.Len(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, n)
 	return nil
 }
