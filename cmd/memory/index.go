@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/beir"
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -668,40 +669,13 @@ func readLines(r io.Reader, fn func(n int, line []byte, tooLong bool) error) err
 // jsonlDoc accepts BEIR ({"_id","title","text"}), Search-R1 ({"id","contents"}) and our own
 // ({"id","title","text","metadata","source"}) lines.
 type jsonlDoc struct {
-	ID       flexID         `json:"id"`
-	BeirID   flexID         `json:"_id"`
+	ID       beir.FlexID    `json:"id"`
+	BeirID   beir.FlexID    `json:"_id"`
 	Title    string         `json:"title"`
 	Text     string         `json:"text"`
 	Contents string         `json:"contents"`
 	Metadata map[string]any `json:"metadata"`
 	Source   string         `json:"source"`
-}
-
-// flexID is an id given as a JSON string or an integer (kept as its decimal text).
-type flexID string
-
-// UnmarshalJSON accepts a string, an integer, or null.
-func (f *flexID) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*f = flexID(s)
-		return nil
-	}
-	if string(b) == "null" {
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return errors.New("id must be a string or an integer")
-	}
-	if _, err := n.Int64(); err != nil {
-		return fmt.Errorf("id %s is not an integer", n)
-	}
-	*f = flexID(n.String())
-	return nil
 }
 
 func (j jsonlDoc) document() memory.Document {

@@ -88,8 +88,8 @@ func ReadDocs(ctx context.Context, r io.Reader, name string, batch int, fn func(
 
 // docLine is the union of the corpus line shapes ReadDocs accepts.
 type docLine struct {
-	BeirID   flexID `json:"_id"`
-	ID       flexID `json:"id"`
+	BeirID   FlexID `json:"_id"`
+	ID       FlexID `json:"id"`
 	Title    string `json:"title"`
 	Text     string `json:"text"`
 	Contents string `json:"contents"`
@@ -114,17 +114,18 @@ func parseDoc(line []byte) (Doc, error) {
 	return d, nil
 }
 
-// flexID is an id given as a JSON string or an integer (kept as its decimal text).
-type flexID string
+// FlexID is an id given as a JSON string or an integer (kept as its decimal text), as
+// corpora write them.
+type FlexID string
 
 // UnmarshalJSON accepts a string, an integer, or null.
-func (f *flexID) UnmarshalJSON(b []byte) error {
+func (f *FlexID) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		*f = flexID(s)
+		*f = FlexID(s)
 		return nil
 	}
 	if string(b) == "null" {
@@ -137,7 +138,7 @@ func (f *flexID) UnmarshalJSON(b []byte) error {
 	if _, err := n.Int64(); err != nil {
 		return fmt.Errorf("id %s is not an integer", n)
 	}
-	*f = flexID(n.String())
+	*f = FlexID(n.String())
 	return nil
 }
 
