@@ -69,6 +69,36 @@ func crashChild(dir string) {
 	}
 }
 
+// killedChild runs this test binary as a child with env added to its environment, sends
+// it SIGKILL after the given time, and returns the lines it printed to its standard output.
+func killedChild(t *testing.T, after time.Duration, env ...string) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		close(done)
+	}()
+	time.Sleep(after)
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+	cmd.Wait()
+	return lines
+}
+
 func TestCrashDurability(t *testing.T) {
 	runs := 24
 	if testing.Short() {
@@ -78,34 +108,14 @@ func TestCrashDurability(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	acked := 0
 	for run := 0; run < runs; run++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dir, fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string, 1<<16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-			close(lines)
-		}()
 		// Kill at a random point: every third run early (during start-up, the first
 		// manifest write, open and catch-up), the others mostly mid-writes.
+		after := time.Duration(rng.Intn(400)) * time.Millisecond
 		if run%3 == 0 {
-			time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
-		} else {
-			time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
+			after = time.Duration(rng.Intn(60)) * time.Millisecond
 		}
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		for l := range lines {
+		lines := killedChild(t, after, crashEnv+"="+dir, fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))
+		for _, l := range lines {
 			if n, ok := strings.CutPrefix(l, "ack "); ok {
 				v, _ := strconv.Atoi(n)
 				acked = max(acked, v)

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -99,25 +97,8 @@ func TestReplaceCrash(t *testing.T) {
 	must(t, m.Close())
 	at := 0 // the version stored
 	for run := range runs {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), replaceCrashEnv+"="+dir, fmt.Sprintf("MEMORY_REPLACE_CRASH_FROM=%d", at+1))
-		stdout, err := cmd.StdoutPipe()
-		must(t, err)
-		cmd.Stderr = os.Stderr
-		must(t, cmd.Start())
-		var lines []string
-		done := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines = append(lines, sc.Text())
-			}
-			close(done)
-		}()
-		time.Sleep(time.Duration(20+rng.Intn(400)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		<-done
-		cmd.Wait()
+		lines := killedChild(t, time.Duration(20+rng.Intn(400))*time.Millisecond,
+			replaceCrashEnv+"="+dir, fmt.Sprintf("MEMORY_REPLACE_CRASH_FROM=%d", at+1))
 		acked := at
 		for _, l := range lines {
 			n, ok := strings.CutPrefix(l, "ack ")
