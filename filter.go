@@ -492,13 +492,17 @@ func (fs *filterSize) node(w map[string]any, depth int) error {
 			if depth+1 > MaxFilterDepth {
 				return fs.tooLarge("$and/$or nested more than %d deep (MaxFilterDepth)", MaxFilterDepth)
 			}
-			if err := fs.list(v, func(e any) error {
-				if m, ok := asMap(e); ok {
-					return fs.node(m, depth+1)
+			if n := listLen(v); n > MaxFilterClauses {
+				return fs.tooLarge("%s of %d filters, more than %d conditions (MaxFilterClauses)", k, n, MaxFilterClauses)
+			}
+			subs, err := subFilters(k, v)
+			if err != nil {
+				continue // a shape the compiler rejects
+			}
+			for _, sub := range subs {
+				if err := fs.node(sub, depth+1); err != nil {
+					return err
 				}
-				return nil
-			}); err != nil {
-				return err
 			}
 			continue
 		}
@@ -537,7 +541,7 @@ func (fs *filterSize) node(w map[string]any, depth int) error {
 			if n := listLen(operand); n > MaxFilterInItems {
 				return fs.tooLarge("%q %s has %d items, more than %d (MaxFilterInItems)", k, op, n, MaxFilterInItems)
 			}
-			if err := fs.list(operand, fs.operand); err != nil {
+			if err := fs.inItems(operand); err != nil {
 				return err
 			}
 		}
@@ -545,33 +549,12 @@ func (fs *filterSize) node(w map[string]any, depth int) error {
 	return nil
 }
 
-// list calls f on each element of v when v is a list (of any slice type).
-func (fs *filterSize) list(v any, f func(any) error) error {
+// inItems counts the operands of a $in or $nin list: a string's bytes, 8 for anything else.
+func (fs *filterSize) inItems(v any) error {
 	switch l := v.(type) {
 	case []any:
 		for _, e := range l {
-			if err := f(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	case []Where:
-		for _, e := range l {
-			if err := f(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	case []WhereDocument:
-		for _, e := range l {
-			if err := f(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	case []map[string]any:
-		for _, e := range l {
-			if err := f(e); err != nil {
+			if err := fs.operand(e); err != nil {
 				return err
 			}
 		}
