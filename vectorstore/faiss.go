@@ -344,11 +344,7 @@ func (x *FaissIndex) Train(ctx context.Context) error {
 	if n := len(x.bufLabels); n < x.spec.nlist {
 		return fmt.Errorf("%w: %d vectors buffered, IVF%d needs at least %d", ErrFaissUntrained, n, x.spec.nlist, x.spec.nlist)
 	}
-	if err := x.trainLocked(); err != nil {
-		return err
-	}
-	x.gpu.sync(x.idx)
-	return nil
+	return x.trainLocked()
 }
 
 // trainLocked trains a new IVF index on the buffer and moves the buffer into it.
@@ -356,6 +352,20 @@ func (x *FaissIndex) trainLocked() error {
 	idx, p, err := x.newFaiss()
 	if err != nil {
 		return err
+	}
+	if gi, ok := x.gpu.trainAdd(idx, x.bufVecs, x.bufLabels); ok {
+		// Trained and filled on the GPU; gi is its CPU copy, the new master.
+		idx.Delete()
+		if p, err = x.configure(gi); err != nil {
+			gi.Delete()
+			x.gpu.sync(nil)
+			return err
+		}
+		slog.Debug("faiss: IVF trained on the GPU", "nlist", x.spec.nlist, "vectors", len(x.bufLabels))
+		x.idx, x.cp = gi, p
+		x.bufLabels, x.bufVecs = nil, nil
+		x.dirty = true
+		return nil
 	}
 	if err := idx.Train(x.bufVecs); err != nil {
 		idx.Delete()
@@ -369,6 +379,7 @@ func (x *FaissIndex) trainLocked() error {
 	x.idx, x.cp = idx, p
 	x.bufLabels, x.bufVecs = nil, nil
 	x.dirty = true
+	x.gpu.sync(x.idx)
 	return nil
 }
 
@@ -430,8 +441,11 @@ func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) er
 	if x.idx == nil { // IVF, untrained
 		x.bufLabels = append(x.bufLabels, newLabels...)
 		x.bufVecs = append(x.bufVecs, data...)
-	} else if err := x.idx.AddWithIDs(data, newLabels); err != nil {
-		return fmt.Errorf("vectorstore: faiss add %d vectors: %w", len(order), err)
+	} else {
+		if err := x.idx.AddWithIDs(data, newLabels); err != nil {
+			return fmt.Errorf("vectorstore: faiss add %d vectors: %w", len(order), err)
+		}
+		x.gpu.add(data, newLabels)
 	}
 	x.next += int64(len(order))
 	if err := x.removeLocked(old); err != nil {
@@ -447,11 +461,7 @@ func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) er
 			return err
 		}
 	}
-	if err := x.maybeCompactLocked(); err != nil {
-		return err
-	}
-	x.gpu.sync(x.idx)
-	return nil
+	return x.maybeCompactLocked()
 }
 
 // Delete removes ids; unknown ids are ignored.
@@ -478,11 +488,7 @@ func (x *FaissIndex) Delete(ctx context.Context, ids ...string) error {
 		return err
 	}
 	x.dirty = true
-	if err := x.maybeCompactLocked(); err != nil {
-		return err
-	}
-	x.gpu.sync(x.idx)
-	return nil
+	return x.maybeCompactLocked()
 }
 
 // removeLocked drops labels from the maps and from faiss (Flat, IVF) or the IVF buffer; HNSW
@@ -519,6 +525,7 @@ func (x *FaissIndex) removeLocked(labels []int64) error {
 		if _, err := faisslink.RemoveIDsArray(x.cp, labels); err != nil {
 			return fmt.Errorf("vectorstore: faiss remove %d ids: %w", len(labels), err)
 		}
+		x.gpu.removed(len(labels), x.idx)
 	case x.spec.kind == faissFlat:
 		sel, err := faiss.NewIDSelectorBatch(labels)
 		if err != nil {
@@ -528,6 +535,7 @@ func (x *FaissIndex) removeLocked(labels []int64) error {
 		if _, err := x.idx.RemoveIDs(sel); err != nil {
 			return fmt.Errorf("vectorstore: faiss remove %d ids: %w", len(labels), err)
 		}
+		x.gpu.removed(len(labels), x.idx)
 	}
 	return nil
 }
@@ -558,11 +566,7 @@ func (x *FaissIndex) Compact(ctx context.Context) error {
 	if x.spec.kind != faissHNSW || x.idx == nil || x.idx.Ntotal() == int64(len(x.labels)) {
 		return nil
 	}
-	if err := x.rebuildLocked(); err != nil {
-		return err
-	}
-	x.gpu.sync(x.idx)
-	return nil
+	return x.rebuildLocked()
 }
 
 // Tombstones reports how many deleted vectors an HNSW graph still holds.
@@ -603,6 +607,7 @@ func (x *FaissIndex) rebuildLocked() error {
 	x.idx.Delete()
 	x.idx, x.cp = idx, p
 	x.dirty = true
+	x.gpu.sync(x.idx)
 	return nil
 }
 
@@ -651,11 +656,17 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 	if x.closed {
 		return nil, ErrFaissClosed
 	}
+	return x.searchLocked(qv, k, f)
+}
+
+// searchLocked is Search for the prepared query qv and k > 0, with x.mu held.
+func (x *FaissIndex) searchLocked(qv []float32, k int, f Filter) ([]Hit, error) {
 	if x.idx == nil {
 		return x.scanBuffer(qv, k, f), nil
 	}
 	live := len(x.labels)
-	n := int(x.idx.Ntotal())
+	// The GPU replica may still hold removed vectors (tombstones, skipped below).
+	n := int(x.idx.Ntotal()) + x.gpu.extra()
 	if live == 0 {
 		return nil, nil
 	}

@@ -20,7 +20,13 @@ func (g *faissGPU) attach(x *FaissIndex) {
 	}
 }
 
-func (g *faissGPU) sync(*faiss.IndexImpl) {}
+func (g *faissGPU) sync(*faiss.IndexImpl)         {}
+func (g *faissGPU) add([]float32, []int64)        {}
+func (g *faissGPU) removed(int, *faiss.IndexImpl) {}
+func (g *faissGPU) extra() int                    { return 0 }
+func (g *faissGPU) trainAdd(*faiss.IndexImpl, []float32, []int64) (*faiss.IndexImpl, bool) {
+	return nil, false
+}
 
 func (g *faissGPU) search([]float32, int) (dist []float32, labels []int64, ok bool, err error) {
 	return nil, nil, false, nil

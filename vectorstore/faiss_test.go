@@ -494,7 +494,8 @@ func TestFaissFilter(t *testing.T) {
 					}
 				}
 				// ANN over-fetch: the filtered top k comes from an approximate top-kk list.
-				if !tc.exact && recall < 0.8 {
+				// (1e-9: a mean of fifths that is 0.8 sums to 0.7999999999999999.)
+				if !tc.exact && recall < 0.8-1e-9 {
 					t.Errorf("%s: mean filtered recall %.2f, want >= 0.8", tc.name, recall)
 				} else if !tc.exact {
 					t.Logf("%s: mean filtered recall %.2f", tc.name, recall)

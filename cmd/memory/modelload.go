@@ -39,6 +39,9 @@ type embedderSpec struct {
 	// queryPrefix and passagePrefix override the model folder's prompts
 	// (config_sentence_transformers.json) when set; nil keeps the folder's.
 	queryPrefix, passagePrefix *string
+	// device is where an ONNX model runs: "" or "cpu", "cuda" (an error without CUDA) or
+	// "auto" (CUDA when ONNX Runtime has it, else the CPU).
+	device string
 }
 
 // hashPrefix names the model-free hashing embedder on the command line.
@@ -90,17 +93,18 @@ func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embed
 		}
 		return vectorstore.NewStaticEmbedder(dir)
 	}
-	opts := vectorstore.ONNXOptions{}
+	opts := vectorstore.ONNXOptions{Device: spec.device}
 	setPrefixes(&opts, spec.queryPrefix, spec.passagePrefix)
 	return vectorstore.NewONNXEmbedder(ctx, dir, opts)
 }
 
-func loadReranker(name string) (rerank.Reranker, error) {
+// loadReranker loads a cross-encoder by name on device ("", "cpu", "cuda" or "auto").
+func loadReranker(name, device string) (rerank.Reranker, error) {
 	dir, err := modelDir(name)
 	if err != nil {
 		return nil, err
 	}
-	return rerank.NewCrossEncoder(context.Background(), dir, rerank.CrossEncoderOptions{})
+	return rerank.NewCrossEncoder(context.Background(), dir, rerank.CrossEncoderOptions{Device: device})
 }
 
 // recordedModel maps an embedder identity recorded in a store's manifest back to the name

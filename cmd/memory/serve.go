@@ -59,7 +59,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// the store's own searches.
 	var extra []memory.Option
 	if cfg.store.reranker != "" {
-		r, err := loadReranker(cfg.store.reranker)
+		r, err := loadReranker(cfg.store.reranker, string(cfg.store.device))
 		if err != nil {
 			return err
 		}

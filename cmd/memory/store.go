@@ -23,6 +23,7 @@ type storeFlags struct {
 	factory       string // FAISS factory string
 	reembed       bool
 	verbose       bool
+	device        deviceFlag
 	queryPrefix   optString
 	passagePrefix optString
 }
@@ -61,11 +62,13 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
 	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the model folder's\nprompts, e.g. E5's \"passage: \"; \"\" for none). Part of the embedder's identity")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
+	f.device = "cpu"
+	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU) (default cpu)")
 }
 
 // spec is the embedder the flags name (name "" when --embedder is not given).
 func (f *storeFlags) spec() embedderSpec {
-	return embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr()}
+	return embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr(), device: string(f.device)}
 }
 
 // options builds the store options of the flags: logger, models, index, re-embedding, and
@@ -75,6 +78,7 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 	if f.verbose {
 		level = slog.LevelDebug
 	}
+	gpu := f.device.gpu()
 	opts := []memory.Option{memory.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))}
 	if f.embedder != "" {
 		e, err := loadEmbedderSpec(context.Background(), f.spec())
@@ -89,14 +93,19 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 		}))
 	}
 	if f.reranker != "" {
-		r, err := loadReranker(f.reranker)
+		r, err := loadReranker(f.reranker, string(f.device))
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, memory.WithReranker(r))
 	}
-	if f.backend != "" || f.factory != "" {
-		opts = append(opts, memory.WithIndex(indexConfig(f.backend, f.factory)))
+	if gpu && f.backend != "faiss" {
+		fmt.Fprintf(stderr, "memory: --device %s: the dense index runs on a GPU only with --index faiss (a -tags faiss,faissgpu build); ONNX models still use it\n", f.device)
+	}
+	if f.backend != "" || f.factory != "" || gpu {
+		cfg := indexConfig(f.backend, f.factory)
+		cfg.GPU = gpu
+		opts = append(opts, memory.WithIndex(cfg))
 	}
 	if f.reembed {
 		opts = append(opts, memory.WithReEmbed(nil))
@@ -205,3 +214,20 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// deviceFlag is --device: cpu, cuda (or gpu) or auto, checked when the flag is parsed.
+type deviceFlag string
+
+func (d *deviceFlag) String() string { return string(*d) }
+
+func (d *deviceFlag) Set(s string) error {
+	switch s {
+	case "cpu", "cuda", "gpu", "auto":
+		*d = deviceFlag(s)
+		return nil
+	}
+	return fmt.Errorf("%q: want cpu, cuda or auto", s)
+}
+
+// gpu reports whether the flag asks for the GPU (cuda, gpu or auto).
+func (d deviceFlag) gpu() bool { return d != "" && d != "cpu" }

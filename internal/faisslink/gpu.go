@@ -5,7 +5,7 @@ package faisslink
 /*
 #include <stddef.h>
 
-// Prototypes of faiss 1.7.3's c_api/gpu functions (DeviceUtils_c.h, StandardGpuResources_c.h,
+// Prototypes of faiss's c_api/gpu functions (1.7.3 through 1.15) (DeviceUtils_c.h, StandardGpuResources_c.h,
 // GpuAutoTune_c.h), declared here rather than included: Debian's libfaiss-dev ships no
 // c_api/gpu headers, and StandardGpuResources_c.h includes <cuda_runtime_api.h>. The opaque
 // Faiss* pointer types become void*, which is ABI-identical. The references are weak, so the
@@ -18,6 +18,7 @@ extern int faiss_get_num_gpus(int* p_output) __attribute__((weak));
 extern int faiss_StandardGpuResources_new(void** p_res) __attribute__((weak));
 extern void faiss_StandardGpuResources_free(void* res) __attribute__((weak));
 extern int faiss_index_cpu_to_gpu(void* provider, int device, const void* index, void** p_out) __attribute__((weak));
+extern int faiss_index_gpu_to_cpu(const void* gpu_index, void** p_out) __attribute__((weak));
 
 static int mg_have_gpu_api(void) {
 	return faiss_get_num_gpus != NULL && faiss_StandardGpuResources_new != NULL &&
@@ -29,6 +30,8 @@ static void mg_res_free(void* r) { faiss_StandardGpuResources_free(r); }
 static int mg_cpu_to_gpu(void* r, int dev, const void* idx, void** out) {
 	return faiss_index_cpu_to_gpu(r, dev, idx, out);
 }
+static int mg_have_gpu_to_cpu(void) { return faiss_index_gpu_to_cpu != NULL; }
+static int mg_gpu_to_cpu(const void* idx, void** out) { return faiss_index_gpu_to_cpu(idx, out); }
 */
 import "C"
 
@@ -81,6 +84,19 @@ func (r *GPUResources) CloneToGPU(device int, cpu unsafe.Pointer) (unsafe.Pointe
 	var out unsafe.Pointer
 	if C.mg_cpu_to_gpu(r.p, C.int(device), cpu, &out) != 0 {
 		return nil, LastError("faiss_index_cpu_to_gpu")
+	}
+	return out, nil
+}
+
+// CopyToCPU copies the GPU index gpu (from CloneToGPU) back into a new CPU FaissIndex*
+// (free it with FreeIndex).
+func CopyToCPU(gpu unsafe.Pointer) (unsafe.Pointer, error) {
+	if C.mg_have_gpu_to_cpu() == 0 {
+		return nil, ErrNoGPUSupport
+	}
+	var out unsafe.Pointer
+	if C.mg_gpu_to_cpu(gpu, &out) != 0 {
+		return nil, LastError("faiss_index_gpu_to_cpu")
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@
 
 #include "shim.h"
 
+#include <cstdint>
 #include <cstring>
 #include <exception>
 
@@ -81,8 +82,8 @@ extern "C" int memory_faiss_ivf_hash_direct_map(void* index, char* err, int err_
 
 extern "C" int memory_faiss_remove_ids_array(void* index, long n, const long* ids, long* removed, char* err, int err_len) {
     try {
-        static_assert(sizeof(long) == sizeof(faiss::Index::idx_t), "idx_t is not long");
-        faiss::IDSelectorArray sel(static_cast<size_t>(n), reinterpret_cast<const faiss::Index::idx_t*>(ids));
+        static_assert(sizeof(long) == sizeof(int64_t), "idx_t is not long");
+        faiss::IDSelectorArray sel(static_cast<size_t>(n), reinterpret_cast<const int64_t*>(ids));
         *removed = static_cast<long>(static_cast<faiss::Index*>(index)->remove_ids(sel));
         return 0;
     } catch (const std::exception& e) {
@@ -97,7 +98,7 @@ extern "C" int memory_faiss_search_serial(void* index, long n, const float* x, l
     int rc = 0;
     try {
         static_cast<faiss::Index*>(index)->search(
-                n, x, k, D, reinterpret_cast<faiss::Index::idx_t*>(I));
+                n, x, k, D, reinterpret_cast<int64_t*>(I));
     } catch (const std::exception& e) {
         copy_err(e.what(), err, err_len);
         rc = -1;
