@@ -1,0 +1,170 @@
+// Command querybench times searches over an existing store from outside, the way the wiki-18
+// procedure (bench/wiki21m.sh) and the issues measure them: one thread, the queries of a BEIR
+// queries.jsonl, several rounds, p50/p99/mean per round; then, optionally, a batch (the
+// folder's batch-queries.jsonl) through SearchBatch over GOMAXPROCS workers. It reports the
+// process's RSS and RssAnon after each phase (read from /proc, Linux).
+//
+//	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
+//	    [-batch DIR/batch-queries.jsonl] [-mode bm25|dense|hybrid] [-read-only=true]
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmem/memory"
+)
+
+func main() {
+	var (
+		storeDir = flag.String("store", "", "store directory (required)")
+		queries  = flag.String("queries", "", "BEIR queries.jsonl for the one-thread rounds")
+		batch    = flag.String("batch", "", "queries (JSONL with a text field) sent as one SearchBatch")
+		k        = flag.Int("k", 10, "results per query")
+		rounds   = flag.Int("rounds", 3, "rounds over the queries")
+		limit    = flag.Int("limit", 300, "use the first N queries (0: all)")
+		mode     = flag.String("mode", "bm25", "bm25, dense or hybrid")
+		readOnly = flag.Bool("read-only", true, "open read-only")
+	)
+	flag.Parse()
+	if *storeDir == "" || (*queries == "" && *batch == "") {
+		fmt.Fprintln(os.Stderr, "usage: querybench -store S -queries Q.jsonl [-batch B.jsonl] [-k 10] [-rounds 3] [-limit 300] [-mode bm25]")
+		os.Exit(2)
+	}
+	if err := run(*storeDir, *queries, *batch, *k, *rounds, *limit, *mode, *readOnly); err != nil {
+		fmt.Fprintln(os.Stderr, "querybench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir, qfile, bfile string, k, rounds, limit int, mode string, readOnly bool) error {
+	m, err := parseMode(mode)
+	if err != nil {
+		return err
+	}
+	var opts []memory.Option
+	if readOnly {
+		opts = append(opts, memory.ReadOnly())
+	}
+	t := time.Now()
+	mem, err := memory.OpenExisting(dir, opts...)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	fmt.Printf("open %v; %s\n", time.Since(t).Round(time.Microsecond), rss())
+	ctx := context.Background()
+	if qfile != "" {
+		qs, err := readQueries(qfile, limit)
+		if err != nil {
+			return err
+		}
+		for r := 1; r <= rounds; r++ {
+			lat := make([]time.Duration, 0, len(qs))
+			for _, q := range qs {
+				t := time.Now()
+				if _, err := mem.Search(ctx, q, memory.WithMode(m), memory.TopK(k)); err != nil {
+					return fmt.Errorf("search %q: %w", q, err)
+				}
+				lat = append(lat, time.Since(t))
+			}
+			p50, p99, mean := stats(lat)
+			fmt.Printf("round %d: %d queries, k=%d, one thread: p50 %v p99 %v mean %v; %s\n", r, len(qs), k, p50, p99, mean, rss())
+		}
+	}
+	if bfile != "" {
+		qs, err := readQueries(bfile, 0)
+		if err != nil {
+			return err
+		}
+		t := time.Now()
+		if _, err := mem.SearchBatch(ctx, qs, memory.WithMode(m), memory.TopK(k)); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		el := time.Since(t)
+		fmt.Printf("batch: %d queries, k=%d, %d workers: %v, %.0f queries/s; %s\n", len(qs), k, runtime.GOMAXPROCS(0), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), rss())
+	}
+	return nil
+}
+
+func parseMode(s string) (memory.Mode, error) {
+	switch s {
+	case "bm25":
+		return memory.BM25, nil
+	case "dense":
+		return memory.Dense, nil
+	case "hybrid":
+		return memory.Hybrid, nil
+	}
+	return "", fmt.Errorf("mode %q: want bm25, dense or hybrid", s)
+}
+
+// readQueries reads the text field of each JSONL line (BEIR: {"_id": ..., "text": ...}).
+func readQueries(path string, limit int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		var q struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, q.Text)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New(path + ": no queries")
+	}
+	return out, nil
+}
+
+func stats(lat []time.Duration) (p50, p99, mean time.Duration) {
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return at(0.50).Round(time.Microsecond), at(0.99).Round(time.Microsecond), (sum / time.Duration(len(s))).Round(time.Microsecond)
+}
+
+// rss returns "RSS x MB, RssAnon y MB" from /proc/self/status.
+func rss() string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "RSS unknown"
+	}
+	var parts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		for _, key := range []string{"VmRSS:", "RssAnon:"} {
+			if strings.HasPrefix(line, key) {
+				var kb int64
+				fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, key)), "%d", &kb)
+				parts = append(parts, fmt.Sprintf("%s %d MB", strings.TrimSuffix(key, ":"), kb>>10))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
