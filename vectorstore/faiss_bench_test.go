@@ -87,16 +87,7 @@ func BenchmarkFaissANN(b *testing.B) {
 					factory, param = fmt.Sprintf("IVF%d,Flat", nlist), FaissParamNprobe
 					values = []int{8, 16, 32, 64, 128}
 				}
-				if v := faissBenchEnv("MEMORY_FAISS_BENCH_VALUES", ""); v != "" {
-					values = nil
-					for _, f := range strings.Split(v, ",") {
-						n, err := strconv.Atoi(strings.TrimSpace(f))
-						if err != nil || n <= 0 {
-							b.Fatalf("MEMORY_FAISS_BENCH_VALUES: bad value %q", f)
-						}
-						values = append(values, n)
-					}
-				}
+				values = faissBenchEnvInts(b, "MEMORY_FAISS_BENCH_VALUES", values)
 				if !slices.Contains(values, defaultFor(param, factory)) {
 					values = append(values, defaultFor(param, factory))
 					slices.Sort(values)
@@ -131,6 +122,24 @@ func faissBenchEnv(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// faissBenchEnvInts reads a comma-separated list of positive integers from the environment
+// variable name (def when it is unset).
+func faissBenchEnvInts(b *testing.B, name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			b.Fatalf("%s: bad value %q", name, f)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func faissBenchEnvInt(name string, def int) int {

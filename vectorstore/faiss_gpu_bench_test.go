@@ -32,17 +32,7 @@ import (
 func BenchmarkFaissGPU(b *testing.B) {
 	ctx := context.Background()
 	const dim, k, nq = 384, 10, 2560
-	sizes := []int{1000000}
-	if s := os.Getenv("MEMORY_FAISS_GPU_N"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n <= 0 {
-				b.Fatalf("MEMORY_FAISS_GPU_N: bad size %q", f)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := faissBenchEnvInts(b, "MEMORY_FAISS_GPU_N", []int{1000000})
 	kinds := strings.Split(faissBenchEnv("MEMORY_FAISS_GPU_KINDS", "Flat;IVF1024,Flat"), ";")
 	singleFor := time.Duration(faissBenchEnvInt("MEMORY_FAISS_GPU_SINGLE_S", 3)) * time.Second
 	devices := []bool{false, true}
