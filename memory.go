@@ -84,6 +84,9 @@ type Memory struct {
 	sops      *sop.Library // loaded on first SOPs call
 
 	resolveErr error // why the recorded embedder could not be resolved (nil: not tried or none)
+	// indexChanged: WithIndexRebuild replaces the recorded dense index configuration, so
+	// the persisted vector indexes (of the old one) are not used.
+	indexChanged bool
 }
 
 // EmbedderResolver loads the embedder with the given id and dimension (as recorded in a
@@ -267,6 +270,9 @@ func (m *Memory) openStore() error {
 		}
 	}
 	if err := m.checkEmbedders(); err != nil {
+		return err
+	}
+	if err := m.resolveIndex(); err != nil {
 		return err
 	}
 	// Collections are loaded when first used (lifecycle.go).
