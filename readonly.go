@@ -68,7 +68,7 @@ func (m *Memory) checkReadOnlyDir() error {
 // configured, and when it refuses a store holding documents, so those cases go to it.
 func (m *Memory) checkEmbedderReadOnly() error {
 	e, rec := m.opts.Embedder, m.man.Embedder
-	if e == nil || e.Dim() <= 0 || rec != nil && rec.ID == e.ID() && rec.Dim == e.Dim() {
+	if e == nil || e.Dim() <= 0 || rec != nil && embedderMatches(rec, e) {
 		return m.checkEmbedder()
 	}
 	n, err := m.countDocs()
@@ -82,7 +82,7 @@ func (m *Memory) checkEmbedderReadOnly() error {
 		return m.checkEmbedder()
 	}
 	man := *m.man
-	man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim()}
+	man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim(), Precomputed: vectorsOnly(e)}
 	m.man = &man
 	return nil
 }
