@@ -190,3 +190,29 @@ func TestIndexVectorsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A store remembers its dense index: search without --index uses it, another --index is
+// an error with the way out, and --rebuild-index switches.
+func TestSearchUsesRecordedIndex(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "c.jsonl")
+	jsonl(t, docs, 20, nil)
+	store := filepath.Join(dir, "s")
+	mustCLI(t, 0, "index", "--store", store, "--embedder", "hash:32", "--index", "chromem", docs)
+	m := openTest(t, store)
+	if got := m.IndexConfig().Backend; got != "chromem" {
+		t.Fatalf("recorded backend %q", got)
+	}
+	m.Close()
+	mustCLI(t, 0, "search", "--store", store, "--mode", "dense", "otters")
+	_, errs := mustCLI(t, 1, "search", "--store", store, "--index", "flat", "otters")
+	if !strings.Contains(errs, "backend chromem") || !strings.Contains(errs, "backend flat") || !strings.Contains(errs, "--rebuild-index") {
+		t.Fatalf("another index: %s", errs)
+	}
+	mustCLI(t, 0, "index", "--store", store, "--index", "flat", "--rebuild-index", docs)
+	m = openTest(t, store)
+	if got := m.IndexConfig().Backend; got != "flat" {
+		t.Fatalf("after --rebuild-index: %q", got)
+	}
+	m.Close()
+}
