@@ -21,8 +21,10 @@ var ErrReadOnly = errors.New("memory: store is opened read-only")
 // ErrStoreNotFound) and never writes to it: no manifest rewrite, no clean-up of temporary
 // files, no catch-up of a derived index on disk. A derived index that lags behind the store
 // of record or cannot be read is rebuilt in memory for this process only (logged: open the
-// store writable once, or run `memory check --repair`, to rebuild it on disk); the dense
-// vector index of a read-only process is always loaded from the store of record. An
+// store writable once, or run `memory check --repair`, to rebuild it on disk). A dense
+// index that persists itself (FAISS) is opened read-only as its writer left it, with the
+// configuration the manifest records; one that does not (the flat default) is loaded from
+// the store of record. An
 // embedder that differs from the store's is ErrEmbedderMismatch (re-embedding writes).
 // Every write fails with ErrReadOnly.
 func ReadOnly() Option { return func(o *Options) { o.ReadOnly = true } }
