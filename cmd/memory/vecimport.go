@@ -110,6 +110,14 @@ func firstEmbeddingDim(files []string) (int, error) {
 	return 0, nil
 }
 
+// hasQueryModel reports whether m can embed queries: an embedder that is not only the
+// identity of imported vectors.
+func hasQueryModel(m *memory.Memory) bool {
+	e := m.Embedder()
+	_, vo := e.(*vectorstore.VectorsOnly)
+	return e != nil && !vo
+}
+
 // describeEmbedder names an embedder in errors.
 func describeEmbedder(e vectorstore.Embedder) string {
 	if e == nil {

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,4 +217,32 @@ func TestSearchUsesRecordedIndex(t *testing.T) {
 		t.Fatalf("after --rebuild-index: %q", got)
 	}
 	m.Close()
+}
+
+// serve --retrieve on a store of vectors imported without their model serves BM25 (as
+// search does) instead of failing every query.
+func TestServeVectorsWithoutModelServesBM25(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("MEMORY_MODELS", filepath.Join(dir, "models"))
+	t.Setenv("MEMORY_CACHE", filepath.Join(dir, "cache"))
+	docs := filepath.Join(dir, "c.jsonl")
+	vecDocs(t, docs, 6)
+	var m [][]float32
+	for i := range 6 {
+		m = append(m, unitAxis(8, i))
+	}
+	vf := filepath.Join(dir, "v.npy")
+	writeMatrix(t, vf, vecfile.NPY, m)
+	store := filepath.Join(dir, "s")
+	mustCLI(t, 0, "index", "--store", store, "--embedder-id", "e5-absent", "--vectors", vf, docs)
+	base := startServe(t, store)
+	resp, err := http.Post(base+"/retrieve", "application/json", strings.NewReader(`{"queries": ["otters number3"], "topk": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "number3") {
+		t.Fatalf("retrieve: %d %s", resp.StatusCode, body)
+	}
 }
