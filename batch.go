@@ -55,7 +55,7 @@ type denseBatch struct {
 // filters (each query's filter is applied on its own), or several collections.
 func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
 	e := c.m.opts.Embedder
-	if e == nil || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(queries) < 2 {
+	if !c.m.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(queries) < 2 {
 		return nil, nil
 	}
 	if err := so.normalise(); err != nil {

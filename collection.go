@@ -166,6 +166,9 @@ func (m *Memory) validate(d *Document) error {
 		if err := checkVec(d.Embedding, e.Dim()); err != nil {
 			return fmt.Errorf("document %q: %w", d.ID, err)
 		}
+	} else if vectorsOnly(m.opts.Embedder) {
+		return fmt.Errorf("%w: %w: document %q has no embedding, and the store's embedder %q is only the identity of vectors computed elsewhere (%w)",
+			ErrEmbedderNeeded, ErrNoEmbedder, d.ID, m.opts.Embedder.ID(), vectorstore.ErrNoModel)
 	}
 	return nil
 }
@@ -649,6 +652,50 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 		}
 	}
 	return Document{}, fmt.Errorf("%w: %q in collection %q", ErrNotFound, id, c.name)
+}
+
+// Vectors returns the stored vectors of a document, one per chunk in order (one for a
+// document stored whole); nil vectors in a store without an embedder. ErrNotFound when the
+// collection has no such document.
+func (c *Collection) Vectors(ctx context.Context, id string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := c.state(false)
+	if err != nil {
+		return nil, err
+	}
+	if s != nil {
+		var r *store.Record
+		if err := c.m.db.View(func(tx *store.Tx) error {
+			var err error
+			r, err = tx.RecordMeta(c.name, id)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if r != nil {
+			uids := r.UnitIDs(id)
+			out := make([][]float32, len(uids))
+			dim := 0
+			if e := c.m.man.Embedder; e != nil {
+				dim = e.Dim
+			}
+			vids, vecs, err := c.m.db.StoredVectors(c.name, uids, dim)
+			if err != nil {
+				return nil, err
+			}
+			at := make(map[string][]float32, len(vids))
+			for i, v := range vids {
+				at[v] = vecs[i]
+			}
+			for i, u := range uids {
+				out[i] = at[u]
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q in collection %q", ErrNotFound, id, c.name)
 }
 
 func cloneMeta(md map[string]any) map[string]any {

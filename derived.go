@@ -67,6 +67,15 @@ func withDerivedKind(k derivedKind) Option {
 
 // derivedDir is where collection col keeps its index of kind k ("" in memory).
 func (m *Memory) derivedDir(k derivedKind, col string) string {
+	if m.opts.ReadOnly && k.name == vecDir && !m.indexChanged {
+		// A read-only store uses the vector index persisted by a writer (FAISS), read-only
+		// (IndexConfig.ReadOnly): it is opened, not rebuilt. A backend that does not
+		// persist itself (the flat default) loads from the store of record, as below.
+		if dir := m.colPath(k.name, col); fileExists(dir) {
+			return dir
+		}
+		return ""
+	}
 	if (m.tempDir || m.opts.ReadOnly) && k.name != bm25Dir {
 		// A temporary store keeps its BM25 index in its temporary directory, not in
 		// memory: scorch merges only persisted segments, so an in-memory index keeps one
@@ -168,6 +177,7 @@ func openVectorDerived(m *Memory, s *colState, dir string) (store.Index, error) 
 	cfg := m.opts.Index
 	cfg.Dim = e.Dim()
 	cfg.Dir = dir
+	cfg.ReadOnly = m.opts.ReadOnly
 	ix, err := vectorstore.NewIndex(cfg)
 	if err != nil {
 		return nil, err

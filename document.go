@@ -11,7 +11,11 @@ type Document struct {
 	// Metadata values are strings, numbers (stored as float64) or bools; filters match them.
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Embedding is an optional precomputed vector; when nil the configured embedder makes one.
-	// A document with a precomputed embedding is never chunked.
+	// A document with a precomputed embedding is never chunked. Vectors computed elsewhere
+	// without their model are recorded under its name with vectorstore.NewVectorsOnly as the
+	// store's embedder (package vecfile reads .npy, .fvecs and FAISS flat files of them).
+	// Get fills it with the stored vector of a document stored as one unit; a chunked
+	// document has one per chunk (Collection.Vectors).
 	Embedding []float32 `json:"-"`
 	// Source is where the document came from (a file path, a URL): the key by which a
 	// source is re-indexed (ReplaceSource, atomically) or removed. It is stored as the string

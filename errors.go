@@ -23,6 +23,11 @@ var (
 	// ErrEmbedderMismatch: the store's vectors come from another embedder (id or dimension)
 	// than the one configured; open with WithReEmbed to re-embed.
 	ErrEmbedderMismatch = errors.New("memory: embedder does not match the store")
+	// ErrIndexMismatch: the dense index configured (WithIndex: backend, FAISS factory,
+	// metric, build parameters) differs from the one the store's manifest records. The
+	// error names both; leave the configuration unset to use the recorded one, or open
+	// with WithIndexRebuild to rebuild the index with the new one.
+	ErrIndexMismatch = errors.New("memory: dense index configuration does not match the store")
 	// ErrNoEmbedder: the operation needs an embedder and none is configured.
 	ErrNoEmbedder = errors.New("memory: no embedder configured")
 	// ErrStoreNotFound: OpenExisting was given a directory that is missing, empty, or holds

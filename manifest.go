@@ -26,11 +26,18 @@ type manifest struct {
 	Format   int       `json:"format"`
 	Created  time.Time `json:"created"`
 	Embedder *embInfo  `json:"embedder,omitempty"`
+	// Index is the dense index the store's vectors are indexed with (nil: not recorded
+	// yet, a store of an older version or one without vectors; see index.go).
+	Index *indexInfo `json:"index,omitempty"`
 }
 
 type embInfo struct {
 	ID  string `json:"id"`
 	Dim int    `json:"dim"`
+	// Precomputed: the vectors were computed outside the store and recorded under an id
+	// the user named (WithVectorsOnly, `memory index --embedder-id`); the model that
+	// embeds queries for them is matched by name (see embedderMatches).
+	Precomputed bool `json:"precomputed,omitempty"`
 }
 
 // readManifest returns (nil, nil) when dir has no manifest.

@@ -52,6 +52,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,9 @@ type Memory struct {
 	sops      *sop.Library // loaded on first SOPs call
 
 	resolveErr error // why the recorded embedder could not be resolved (nil: not tried or none)
+	// indexChanged: WithIndexRebuild replaces the recorded dense index configuration, so
+	// the persisted vector indexes (of the old one) are not used.
+	indexChanged bool
 }
 
 // EmbedderResolver loads the embedder with the given id and dimension (as recorded in a
@@ -269,6 +273,9 @@ func (m *Memory) openStore() error {
 	if err := m.checkEmbedders(); err != nil {
 		return err
 	}
+	if err := m.resolveIndex(); err != nil {
+		return err
+	}
 	// Collections are loaded when first used (lifecycle.go).
 	if !m.opts.ReadOnly {
 		return m.removeOrphanIndexes()
@@ -405,7 +412,11 @@ func (m *Memory) removeOrphanIndexes() error {
 // resolveEmbedder loads the recorded embedder through the resolver when none is configured.
 func (m *Memory) resolveEmbedder() error {
 	rec, r := m.man.Embedder, m.opts.EmbedderResolver
-	if m.opts.Embedder != nil || rec == nil || r == nil {
+	if m.opts.Embedder != nil || rec == nil {
+		return nil
+	}
+	if r == nil {
+		m.vectorsOnlyFallback(rec)
 		return nil
 	}
 	e, err := r(context.Background(), rec.ID, rec.Dim)
@@ -416,13 +427,57 @@ func (m *Memory) resolveEmbedder() error {
 		m.resolveErr = err
 		m.log.Warn("memory: the store's embedder could not be resolved; only BM25 searches work",
 			"embedder", rec.ID, "dim", rec.Dim, "err", err)
+		m.vectorsOnlyFallback(rec)
 		return nil
 	}
-	if e.ID() != rec.ID || e.Dim() != rec.Dim {
+	if !embedderMatches(rec, e) {
 		return fmt.Errorf("%w: the resolver gave %q (dim %d) for %q (dim %d)", ErrEmbedderMismatch, e.ID(), e.Dim(), rec.ID, rec.Dim)
 	}
 	m.opts.Embedder = e
 	return nil
+}
+
+// vectorsOnlyFallback lets a writable store whose vectors were imported (rec.Precomputed)
+// take more imported vectors while the model that made them is not loaded: its embedder is
+// their identity only (vectorstore.VectorsOnly), so documents that bring their vector can
+// be written, while searches that embed a query fail with ErrEmbedderNeeded. A read-only
+// store keeps no embedder (its dense index is not opened: nothing could query it).
+func (m *Memory) vectorsOnlyFallback(rec *embInfo) {
+	if rec.Precomputed && !m.opts.ReadOnly {
+		m.opts.Embedder = vectorstore.NewVectorsOnly(rec.ID, rec.Dim)
+	}
+}
+
+// vectorsOnly reports whether e is only the identity of vectors computed elsewhere.
+func vectorsOnly(e vectorstore.Embedder) bool {
+	_, ok := e.(*vectorstore.VectorsOnly)
+	return ok
+}
+
+// queryModel reports whether the store has a model to embed queries with.
+func (m *Memory) queryModel() bool { return m.opts.Embedder != nil && !vectorsOnly(m.opts.Embedder) }
+
+// embedderMatches reports whether embedder e made (or can query) the vectors rec records:
+// the same id and dimension or, where one side names vectors computed elsewhere
+// (rec.Precomputed, a VectorsOnly e), the same dimension and model name (the id without
+// the "@sha256:..." digest a loaded model adds: "e5-base-v2" names "e5-base-v2@sha256:...").
+func embedderMatches(rec *embInfo, e vectorstore.Embedder) bool {
+	if rec.Dim != e.Dim() {
+		return false
+	}
+	if rec.ID == e.ID() {
+		return true
+	}
+	return (rec.Precomputed || vectorsOnly(e)) && modelName(rec.ID) == modelName(e.ID())
+}
+
+// modelName is an embedder id without its "model2vec:" kind and "@..." digest.
+func modelName(id string) string {
+	id = strings.TrimPrefix(id, "model2vec:")
+	if name, _, ok := strings.Cut(id, "@"); ok {
+		return name
+	}
+	return id
 }
 
 // embedderNeeded is the error of an operation that needs the store's unresolved embedder.
@@ -431,6 +486,8 @@ func (m *Memory) embedderNeeded(op string) error {
 	why := ""
 	if m.resolveErr != nil {
 		why = fmt.Sprintf(" (resolving it failed: %v)", m.resolveErr)
+	} else if vectorsOnly(m.opts.Embedder) {
+		why = fmt.Sprintf(" (%v)", vectorstore.ErrNoModel)
 	}
 	return fmt.Errorf("%w: %w: %s needs embedder %q (dim %d), which made this store's vectors; open with WithEmbedder or a WithEmbedderResolver that loads it%s",
 		ErrEmbedderNeeded, ErrNoEmbedder, op, rec.ID, rec.Dim, why)
@@ -455,7 +512,7 @@ func (m *Memory) checkEmbedder() error {
 		return fmt.Errorf("%w: embedder %q reports dimension %d", ErrInvalidOption, e.ID(), e.Dim())
 	}
 	rec := m.man.Embedder
-	if rec != nil && rec.ID == e.ID() && rec.Dim == e.Dim() {
+	if rec != nil && embedderMatches(rec, e) {
 		return nil
 	}
 	n, err := m.countDocs()
@@ -475,7 +532,7 @@ func (m *Memory) checkEmbedder() error {
 			return err
 		}
 	}
-	m.man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim()}
+	m.man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim(), Precomputed: vectorsOnly(e)}
 	// The vector indexes of the old embedder are useless now.
 	if err := os.RemoveAll(filepath.Join(m.dir, vecDir)); err != nil {
 		return err

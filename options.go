@@ -19,8 +19,14 @@ type Options struct {
 	Reranker rerank.Reranker
 	// Index selects the dense index backend ("" = the exact flat scan; "chromem", or "faiss"
 	// with the faiss build tag) and its settings;
-	// Dim is taken from the embedder.
+	// Dim is taken from the embedder. The manifest records the configuration a store's
+	// vectors are indexed with: fields left zero take the recorded value on later opens,
+	// and a field set to another value is ErrIndexMismatch (see RebuildIndex).
 	Index vectorstore.IndexConfig
+	// RebuildIndex: when Index differs from the dense index configuration the store's
+	// manifest records, rebuild the vector indexes with Index (and record it) instead of
+	// failing with ErrIndexMismatch. A read-only store rebuilds them in memory only.
+	RebuildIndex bool
 	// ReEmbed: when the store's embedder differs from Embedder, re-embed every document
 	// instead of failing with ErrEmbedderMismatch. Progress reports (done, total).
 	ReEmbed         bool
@@ -78,6 +84,10 @@ func WithReranker(r rerank.Reranker) Option { return func(o *Options) { o.Rerank
 
 // WithIndex selects the dense index backend and its settings.
 func WithIndex(cfg vectorstore.IndexConfig) Option { return func(o *Options) { o.Index = cfg } }
+
+// WithIndexRebuild lets WithIndex replace the dense index configuration the store
+// records: its vector indexes are rebuilt with the new one (see Options.RebuildIndex).
+func WithIndexRebuild() Option { return func(o *Options) { o.RebuildIndex = true } }
 
 // WithReEmbed allows opening a store made with another embedder: every document is embedded
 // again with the configured one, reporting progress (progress may be nil).

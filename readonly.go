@@ -21,8 +21,10 @@ var ErrReadOnly = errors.New("memory: store is opened read-only")
 // ErrStoreNotFound) and never writes to it: no manifest rewrite, no clean-up of temporary
 // files, no catch-up of a derived index on disk. A derived index that lags behind the store
 // of record or cannot be read is rebuilt in memory for this process only (logged: open the
-// store writable once, or run `memory check --repair`, to rebuild it on disk); the dense
-// vector index of a read-only process is always loaded from the store of record. An
+// store writable once, or run `memory check --repair`, to rebuild it on disk). A dense
+// index that persists itself (FAISS) is opened read-only as its writer left it, with the
+// configuration the manifest records; one that does not (the flat default) is loaded from
+// the store of record. An
 // embedder that differs from the store's is ErrEmbedderMismatch (re-embedding writes).
 // Every write fails with ErrReadOnly.
 func ReadOnly() Option { return func(o *Options) { o.ReadOnly = true } }
@@ -68,7 +70,7 @@ func (m *Memory) checkReadOnlyDir() error {
 // configured, and when it refuses a store holding documents, so those cases go to it.
 func (m *Memory) checkEmbedderReadOnly() error {
 	e, rec := m.opts.Embedder, m.man.Embedder
-	if e == nil || e.Dim() <= 0 || rec != nil && rec.ID == e.ID() && rec.Dim == e.Dim() {
+	if e == nil || e.Dim() <= 0 || rec != nil && embedderMatches(rec, e) {
 		return m.checkEmbedder()
 	}
 	n, err := m.countDocs()
@@ -82,7 +84,7 @@ func (m *Memory) checkEmbedderReadOnly() error {
 		return m.checkEmbedder()
 	}
 	man := *m.man
-	man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim()}
+	man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim(), Precomputed: vectorsOnly(e)}
 	m.man = &man
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -435,5 +436,31 @@ func TestReadOnlyRebuildsInMemory(t *testing.T) {
 				t.Fatalf("a read-only open changed the store:\n%s\n->\n%s", before, after)
 			}
 		})
+	}
+}
+
+// A read-only open of a healthy store with an embedder logs no warning: its vector index,
+// kept in memory, is loaded from the store of record by design, which needs no repair.
+// (Every read-only search used to log a WARN telling the user to run `memory check
+// --repair`, which found nothing.)
+func TestReadOnlyHealthyStoreNoWarning(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	emb := vectorstore.NewHashEmbedder(32)
+	m := openT(t, dir, WithEmbedder(emb))
+	if err := m.Add(bg, roDocs()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	r2 := openT(t, dir, ReadOnly(), WithEmbedder(emb), WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	for _, mode := range []Mode{Hybrid, Dense, BM25} {
+		if res, err := r2.Search(bg, "compiled language", WithMode(mode), TopK(3)); err != nil || len(res) == 0 {
+			t.Fatalf("%s search: %v, %v", mode, ids(res), err)
+		}
+	}
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("a read-only open of a healthy store warned:\n%s", logs.String())
 	}
 }

@@ -537,7 +537,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 // one asked for: a hybrid search degrades to BM25 without an embedder.
 func (m *Memory) searchMode(so SearchOptions) (Mode, []string, error) {
 	mode, notes := so.Mode, so.notes
-	if m.opts.Embedder == nil && m.man.Embedder != nil && mode != BM25 {
+	if !m.queryModel() && m.man.Embedder != nil && mode != BM25 {
 		return "", nil, m.embedderNeeded(string(mode) + " search")
 	}
 	if m.opts.Embedder == nil {

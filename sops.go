@@ -20,7 +20,10 @@ func (m *Memory) SOPs() *sop.Library {
 	if m.sops != nil {
 		return m.sops
 	}
-	opts := sop.Options{Embedder: m.opts.Embedder}
+	opts := sop.Options{}
+	if m.queryModel() {
+		opts.Embedder = m.opts.Embedder
+	}
 	dir := filepath.Join(m.dir, sopDir)
 	if _, err := os.Stat(dir); err == nil {
 		lib, err := sop.LoadDir(dir, opts)

@@ -818,7 +818,7 @@ func (x *FaissIndex) Commit(seq uint64) error {
 	}
 	prev := x.seq
 	x.seq = seq
-	if x.cfg.Dir == "" {
+	if x.cfg.Dir == "" || x.cfg.ReadOnly {
 		return nil
 	}
 	if err := x.persistLocked(); err != nil {
@@ -838,7 +838,7 @@ func (x *FaissIndex) Close() error {
 	}
 	x.closed = true
 	var err error
-	if x.cfg.Dir != "" && x.dirty {
+	if x.cfg.Dir != "" && x.dirty && !x.cfg.ReadOnly {
 		err = x.persistLocked()
 	}
 	x.gpu.close()

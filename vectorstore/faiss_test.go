@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -817,5 +818,53 @@ func TestFaissConcurrentUse(t *testing.T) {
 				t.Errorf("Len = %d, want 390", idx.Len())
 			}
 		})
+	}
+}
+
+// A FAISS index opened ReadOnly reads what Dir holds and never writes there: its changes,
+// Commit and Close leave the files as they were.
+func TestFaissReadOnlyWritesNothing(t *testing.T) {
+	const n, dim = 300, 16
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(9, 9))
+	ids, vecs := faissIDs(n), faissRandom(rng, n, dim)
+	cfg := IndexConfig{Dim: dim, Factory: "HNSW16", Dir: t.TempDir()}
+	w := newFaissTest(t, cfg)
+	if err := w.Add(ctx, ids, vecs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		var b strings.Builder
+		ents, _ := os.ReadDir(cfg.Dir)
+		for _, e := range ents {
+			data, _ := os.ReadFile(filepath.Join(cfg.Dir, e.Name()))
+			fmt.Fprintf(&b, "%s %d %x\n", e.Name(), len(data), crc32.ChecksumIEEE(data))
+		}
+		return b.String()
+	}
+	before := state()
+	ro := cfg
+	ro.ReadOnly = true
+	r := newFaissTest(t, ro)
+	if r.Seq() != 5 || r.Len() != n {
+		t.Fatalf("read-only open: Seq %d Len %d", r.Seq(), r.Len())
+	}
+	if err := r.Add(ctx, []string{"new"}, [][]float32{vecs[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(6); err != nil || r.Seq() != 6 {
+		t.Fatalf("Commit: %v, Seq %d", err, r.Seq())
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := state(); after != before {
+		t.Fatalf("a read-only index wrote to its Dir:\n%s\n->\n%s", before, after)
 	}
 }

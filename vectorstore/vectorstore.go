@@ -142,6 +142,10 @@ type IndexConfig struct {
 	Params map[string]int
 	// GPU asks a backend that can use a GPU to do so (FAISS with the "faissgpu" build tag).
 	GPU bool
+	// ReadOnly: a Durable backend reads the state persisted in Dir but never writes there
+	// (a read-only store: other processes share the files). Changes stay in memory, and
+	// Commit only records the sequence number.
+	ReadOnly bool
 }
 
 // DefaultBackend is the backend used when IndexConfig.Backend is empty: the exact flat scan,

@@ -26,6 +26,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sf.register(fs, true)
 	col := fs.String("collection", "", "collection (default: the default collection)")
 	asJSON := fs.Bool("json", false, "one JSON document per line")
+	withVecs := fs.Bool("vectors", false, "also print each document's stored vectors (JSON: \"embedding\" for a document stored whole,\n\"chunk_embeddings\" for a chunked one; text: the dimension and first values)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -49,8 +50,20 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
+		var vecs [][]float32
+		if *withVecs {
+			if vecs, err = c.Vectors(ctx, id); err != nil {
+				return err
+			}
+		}
 		if *asJSON {
-			if err := enc.Encode(d); err != nil {
+			out := docWithVectors{Document: d}
+			if len(vecs) == 1 {
+				out.Embedding = vecs[0]
+			} else if len(vecs) > 1 {
+				out.ChunkEmbeddings = vecs
+			}
+			if err := enc.Encode(out); err != nil {
 				return err
 			}
 			continue
@@ -58,12 +71,40 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
+		for k, v := range vecs {
+			printVector(stdout, k, len(vecs), v)
+		}
 		printDocument(stdout, d)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w in collection %q: %s", memory.ErrNotFound, c.Name(), strings.Join(quoteAll(missing), ", "))
 	}
 	return nil
+}
+
+// docWithVectors is a document as `get --json --vectors` prints it.
+type docWithVectors struct {
+	memory.Document
+	Embedding       []float32   `json:"embedding,omitempty"`
+	ChunkEmbeddings [][]float32 `json:"chunk_embeddings,omitempty"`
+}
+
+// printVector writes one stored vector as a line: its dimension and first values.
+func printVector(w io.Writer, k, n int, v []float32) {
+	label := "vector:"
+	if n > 1 {
+		label = fmt.Sprintf("vector %d:", k)
+	}
+	if v == nil {
+		fmt.Fprintf(w, "%-7s none\n", label)
+		return
+	}
+	head := v[:min(len(v), 8)]
+	more := ""
+	if len(v) > len(head) {
+		more = " ..."
+	}
+	fmt.Fprintf(w, "%-7s dim %d %v%s\n", label, len(v), head, more)
 }
 
 // printDocument writes a document as "field: value" lines and its text, escaped.

@@ -19,6 +19,8 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/vecfile"
+	"github.com/agentmem/memory/vectorstore"
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -39,6 +41,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore)")
 	sync := fs.Bool("sync", false, "also delete the documents of sources under the given folders that are gone")
 	strict := fs.Bool("strict", false, "exit with status 1 when any document was skipped")
+	vectors := fs.String("vectors", "", "precomputed vectors aligned with the one .jsonl file given (row i is the vector of line i+1):\n"+
+		"a .npy (float32, 2-D, C order), an .fvecs file, or a FAISS IndexFlatIP/IndexFlatL2 file (faiss.write_index).\n"+
+		"Without it, a JSONL line's \"embedding\" field (an array of numbers) is its vector")
+	embedderID := fs.String("embedder-id", "", "the model that made the precomputed vectors (a name in $MEMORY_MODELS / the model cache, or hash:DIM):\n"+
+		"queries are embedded by it; when it cannot be loaded now, the vectors are recorded under this name\n"+
+		"and searches use BM25 until it can")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,7 +64,22 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *code == "" && len(files) == 0 && !*sync {
 		return fmt.Errorf("no .txt, .md or .jsonl files under %v", fs.Args())
 	}
-	m, err := sf.create(sf.dir, stderr)
+	scan, err := scanFiles(files)
+	if err != nil {
+		return err
+	}
+	var vr *vecfile.Reader
+	if *vectors != "" {
+		if vr, err = openAlignedVectors(*vectors, files, scan, *code); err != nil {
+			return err
+		}
+		defer vr.Close()
+	}
+	extra, err := importEmbedder(ctx, &sf, *embedderID, vr, files, stderr)
+	if err != nil {
+		return err
+	}
+	m, err := sf.create(sf.dir, stderr, extra...)
 	if err != nil {
 		return err
 	}
@@ -65,12 +88,13 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *code != "" {
 		return indexCode(ctx, c, *code, *batch, stdout, stderr)
 	}
-	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: map[string]docLoc{}}
-	if ix.existing, err = existingSources(ctx, c); err != nil {
-		return err
+	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: map[string]docLoc{}, vecs: vr}
+	if e := m.Embedder(); vr != nil && (e == nil || e.Dim() != vr.Dim()) {
+		return fmt.Errorf("%w: %s holds vectors of dimension %d; the store's embedder is %s (name the model that made them with --embedder-id)",
+			vecfile.ErrDim, vr.Path(), vr.Dim(), describeEmbedder(e))
 	}
-	scan, err := scanFiles(files)
-	if err != nil {
+	ix.vectorsOnly, _ = m.Embedder().(*vectorstore.VectorsOnly)
+	if ix.existing, err = existingSources(ctx, c); err != nil {
 		return err
 	}
 	ix.prog = newProgress(stderr, scan.total, "indexing")
@@ -243,6 +267,9 @@ type indexer struct {
 	existing map[string]bool   // sources the collection held when the run began
 	cleared  map[string]bool   // sources this run replaces (claimed by a batch or a stream)
 	pending  []pendingDoc
+
+	vecs        *vecfile.Reader          // --vectors: row i is the vector of line i+1 of the one file
+	vectorsOnly *vectorstore.VectorsOnly // the store's embedder has no model: every document needs its vector
 
 	replacing []string            // the re-indexed sources that the pending batch (or stream) replaces
 	streaming bool                // a unit bigger than a batch is being read: flush writes a batch of it
@@ -676,10 +703,12 @@ type jsonlDoc struct {
 	Contents string         `json:"contents"`
 	Metadata map[string]any `json:"metadata"`
 	Source   string         `json:"source"`
+	// Embedding is the document's precomputed vector.
+	Embedding []float32 `json:"embedding"`
 }
 
 func (j jsonlDoc) document() memory.Document {
-	d := memory.Document{ID: string(j.ID), Title: j.Title, Text: j.Text, Metadata: j.Metadata, Source: j.Source}
+	d := memory.Document{ID: string(j.ID), Title: j.Title, Text: j.Text, Metadata: j.Metadata, Source: j.Source, Embedding: j.Embedding}
 	if d.ID == "" {
 		d.ID = string(j.BeirID)
 	}
@@ -728,6 +757,14 @@ func (ix *indexer) indexFile(i int) error {
 	ix.claim(ix.scan.srcs[i]) // a stream claimed them when it began
 	err = readLines(f, func(n int, line []byte, tooLong bool) error {
 		l := docLoc{file: ix.file, line: n}
+		// The vector of this line is read whatever becomes of the line, to stay in step.
+		var vec []float32
+		var vecErr error
+		if ix.vecs != nil {
+			if vec, vecErr = ix.vecs.Next(nil); vecErr != nil && !errors.Is(vecErr, vecfile.ErrValue) {
+				return vecErr
+			}
+		}
 		if tooLong {
 			ix.skip(l, "line longer than %d bytes", maxLineBytes)
 			return nil
@@ -744,6 +781,19 @@ func (ix *indexer) indexFile(i int) error {
 		d := j.document()
 		if _, has := d.Metadata["source"]; d.Source == "" && !has {
 			d.Source = src
+		}
+		switch {
+		case vecErr != nil:
+			ix.skip(l, "%v", vecErr)
+			return nil
+		case vec != nil && d.Embedding != nil:
+			ix.skip(l, "document %q has an \"embedding\" field and a row of --vectors: give one", d.ID)
+			return nil
+		case vec != nil:
+			d.Embedding = vec
+		case d.Embedding == nil && ix.vectorsOnly != nil:
+			ix.skip(l, "document %q has no embedding, and the store's vectors come from %q, which is not loaded to embed it", d.ID, ix.vectorsOnly.ID())
+			return nil
 		}
 		return ix.add(d, l)
 	})

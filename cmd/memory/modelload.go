@@ -125,12 +125,21 @@ func recordedModel(id string) (string, bool) {
 	return name, true
 }
 
+// plainModelName reports whether id is a bare model name (no digest, no path), as
+// `index --embedder-id` records it for vectors imported without their model.
+func plainModelName(id string) bool {
+	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\@`)
+}
+
 // resolveEmbedder loads the embedder a store recorded (its identity and dimension), with
 // the query prefix of spec (the model folder's own when unset) and the passage prefix the
 // identity records (unless --passage-prefix says otherwise). The store checks that the
 // loaded embedder's identity and dimension match the record.
 func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec) (vectorstore.Embedder, error) {
 	name, ok := recordedModel(id)
+	if !ok && plainModelName(id) {
+		name, ok = id, true // vectors imported under the model name the user gave (index --embedder-id)
+	}
 	if !ok {
 		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d), which the CLI cannot load by name: pass --embedder", id, dim)
 	}

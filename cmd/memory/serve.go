@@ -80,6 +80,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
+	if id, dim, ok := m.StoredEmbedder(); ok && cfg.mode == "" && !hasQueryModel(m) {
+		// As `search` does: without --mode, a store whose model cannot be loaded (vectors
+		// imported without it, or a model gone) serves BM25 rather than failing every query.
+		fmt.Fprintf(stderr, "memory serve: warning: /retrieve serves BM25 only: the store's vectors come from %q (dim %d), which is not loaded (give --embedder or put the model in $MEMORY_MODELS)\n", id, dim)
+		cfg.mode = string(memory.BM25)
+	}
 	// A mistyped --collection fails here, naming the collections there are, rather than
 	// serving an empty one.
 	searcher, err := openCollection(m, cfg.collection)

@@ -22,6 +22,7 @@ type storeFlags struct {
 	backend       string // vector index backend
 	factory       string // FAISS factory string
 	reembed       bool
+	rebuildIndex  bool // rebuild the dense index when --index/--faiss-factory differ from the store's
 	verbose       bool
 	device        deviceFlag
 	queryPrefix   optString
@@ -56,9 +57,10 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	}
 	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, or hash[:DIM]\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
 	fs.StringVar(&f.reranker, "reranker", "", "cross-encoder model: a name or a directory (default: none)")
-	fs.StringVar(&f.backend, "index", "", "dense index backend (chromem, flat, faiss when built with -tags faiss)")
+	fs.StringVar(&f.backend, "index", "", "dense index backend (chromem, flat, faiss when built with -tags faiss; default: the store's recorded one, else flat)")
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
+	fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records\n(a store remembers its index: without --index it uses it; another one is an error without this flag)")
 	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
 	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the model folder's\nprompts, e.g. E5's \"passage: \"; \"\" for none). Part of the embedder's identity")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
@@ -110,6 +112,9 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 	if f.reembed {
 		opts = append(opts, memory.WithReEmbed(nil))
 	}
+	if f.rebuildIndex {
+		opts = append(opts, memory.WithIndexRebuild())
+	}
 	return opts, nil
 }
 
@@ -151,6 +156,9 @@ func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra .
 
 // cliHint adds the CLI's way out to errors whose text names a library option.
 func cliHint(err error) error {
+	if errors.Is(err, memory.ErrIndexMismatch) {
+		return fmt.Errorf("%w (CLI: leave --index and --faiss-factory out, or pass --rebuild-index)", err)
+	}
 	if errors.Is(err, memory.ErrEmbedderMismatch) {
 		return fmt.Errorf("%w (pass --reembed to re-embed the store with --embedder, or leave --embedder out to use the store's own)", err)
 	}

@@ -144,8 +144,14 @@ func (db *DB) OpenIndex(c *Collection, k Kind) (Index, error) {
 func (db *DB) RebuildIndex(c *Collection, k Kind) (Index, error) {
 	dir := k.Dir
 	if db.ro {
-		db.log.Warn("memory: read-only store: rebuilding a derived index in memory (open the store writable or run memory check --repair to fix it on disk)",
-			"collection", c.Name, "index", k.Name)
+		// An index kept in memory by design (Dir "": the read-only store has no persisted
+		// index of this kind to use) is loaded from the store of record on every open:
+		// nothing is wrong, and there is nothing on disk to repair. Only a persisted index
+		// that cannot be used is worth a warning.
+		if dir != "" {
+			db.log.Warn("memory: read-only store: rebuilding a derived index in memory (open the store writable or run memory check --repair to fix it on disk)",
+				"collection", c.Name, "index", k.Name)
+		}
 		dir = ""
 	} else if dir != "" {
 		if err := os.RemoveAll(dir); err != nil {
