@@ -62,7 +62,7 @@ func (b *BM25Index) apply(puts []BM25Doc, deletes []string, seq uint64) error {
 func (b *BM25Index) applyPart(ana analysis.Analyzer, puts []BM25Doc, deletes []string, seq *uint64) error {
 	batch := b.idx.NewBatch()
 	for _, d := range puts {
-		doc, err := newBM25Document(d, ana)
+		doc, err := newBM25Document(d, ana, b.bodyAna)
 		if err != nil {
 			return fmt.Errorf("%w: index %q: %w", ErrBM25, d.ID, err)
 		}
