@@ -2,6 +2,8 @@ package hybrid
 
 import (
 	"hash/maphash"
+	"math/bits"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -98,63 +100,158 @@ func newBodyAnalysis(ana analysis.Analyzer) *bodyAnalysis {
 	}}
 }
 
-// counter counts the terms of one field.
-type counter struct {
-	tf     index.TokenFrequencies
-	spare  []index.TokenFreq // where new entries are allocated
-	length int
+// A table shared by all goroutines costs a trip to memory or two a word (its slot, then
+// the entry the slot points to): most of the analysis. Each analysis therefore borrows a
+// localWords, a table of its own (one per core, through a sync.Pool) whose slots hold
+// short words inline and the id of their term, and counts terms by id; the shared
+// wordCache answers what the local table has not seen.
+
+// Sizes of the local word table: localSlots slots (32 bytes each), of which localMaxWords
+// are filled at most (words longer than 24 bytes are not kept), and the terms it numbers,
+// forgotten between two documents past localMaxTerms.
+const (
+	localSlots    = 1 << 16
+	localMaxWords = localSlots / 2
+)
+
+var localMaxTerms = 1 << 18 // a variable for tests
+
+// wordSlot is one word of a local table: its lower-cased bytes packed little-endian in k
+// (zero padded), its length n and ref: 0 empty, 1 a stop word, 2+id the term id.
+type wordSlot struct {
+	k   [3]uint64
+	ref uint32
+	n   uint8
 }
 
-func (c *counter) addEntry(e *wordEntry) {
-	c.length++
-	if f, ok := c.tf[e.term]; ok {
-		f.SetFrequency(f.Frequency() + 1)
-		return
-	}
-	c.tf[e.term] = c.newFreq(e.tb)
+// localWords is one goroutine's word table and the term counts of the document it is
+// analysing.
+type localWords struct {
+	slots   []wordSlot
+	words   int
+	terms   []localTerm      // by id
+	ids     map[string]int32 // term → id
+	counts  []int32          // by id: occurrences in the current document
+	touched []int32          // ids counted in the current document
+	length  int              // terms counted in the current document (with repeats)
 }
 
-func (c *counter) addTerm(term []byte) {
-	c.length++
-	if f, ok := c.tf[string(term)]; ok {
-		f.SetFrequency(f.Frequency() + 1)
-		return
-	}
-	c.tf[string(term)] = c.newFreq(term)
+// localTerm is a term of a local table: its key in a document's term map and its bytes.
+type localTerm struct {
+	key string
+	tb  []byte
 }
 
-func (c *counter) newFreq(term []byte) *index.TokenFreq {
-	if len(c.spare) == cap(c.spare) {
-		c.spare = make([]index.TokenFreq, 0, max(16, len(c.tf)))
+var localPool = sync.Pool{New: func() any {
+	return &localWords{slots: make([]wordSlot, localSlots), ids: map[string]int32{}}
+}}
+
+// reset empties the table (between documents).
+func (l *localWords) reset() {
+	clear(l.slots)
+	clear(l.ids)
+	l.words, l.terms, l.counts = 0, l.terms[:0], l.counts[:0]
+}
+
+// id returns the id of term, adding it (a copy) when new.
+func (l *localWords) id(term []byte) int32 {
+	if id, ok := l.ids[string(term)]; ok {
+		return id
 	}
-	c.spare = append(c.spare, index.TokenFreq{Term: term})
-	f := &c.spare[len(c.spare)-1]
-	f.SetFrequency(1)
-	return f
+	id := int32(len(l.terms))
+	key := string(term)
+	l.terms = append(l.terms, localTerm{key: key, tb: []byte(key)})
+	l.counts = append(l.counts, 0)
+	l.ids[key] = id
+	return id
+}
+
+// count counts one occurrence of term id.
+func (l *localWords) count(id int32) {
+	if l.counts[id] == 0 {
+		l.touched = append(l.touched, id)
+	}
+	l.counts[id]++
+	l.length++
+}
+
+// word counts the lower-cased ASCII word w (k: its first 24 bytes packed): through its
+// slot when the table holds it, else through the shared table (and a new slot while the
+// table has room: the words seen first, the frequent ones, keep theirs).
+func (l *localWords) word(shared *wordCache, w []byte, k [3]uint64) {
+	if len(w) <= 24 && len(w) > 0 {
+		h := (bits.RotateLeft64(k[0]*0x9E3779B97F4A7C15, 31) ^ bits.RotateLeft64(k[1]*0x94D049BB133111EB, 17) ^ k[2] ^ uint64(len(w))) * 0xC2B2AE3D27D4EB4F
+		shift := 64 - bits.TrailingZeros(uint(len(l.slots)))
+		mask := uint64(len(l.slots) - 1)
+		for i := h >> shift; ; i = (i + 1) & mask {
+			s := &l.slots[i]
+			if s.ref == 0 {
+				if l.words >= localMaxWords {
+					break // full: the shared table answers
+				}
+				var ref uint32 = 1
+				if e := shared.lookup(w); !e.stop {
+					ref = 2 + uint32(l.id(e.tb))
+				}
+				*s = wordSlot{k: k, n: uint8(len(w)), ref: ref}
+				l.words++
+			} else if s.k != k || s.n != uint8(len(w)) {
+				continue
+			}
+			if s.ref >= 2 {
+				l.count(int32(s.ref - 2))
+			}
+			return
+		}
+	}
+	if e := shared.lookup(w); !e.stop {
+		l.count(l.id(e.tb))
+	}
+}
+
+// frequencies returns the counted terms as Bleve's term map and their number, and
+// readies the table for the next document.
+func (l *localWords) frequencies() (index.TokenFrequencies, int) {
+	tf := make(index.TokenFrequencies, len(l.touched))
+	fs := make([]index.TokenFreq, len(l.touched))
+	for i, id := range l.touched {
+		t := &l.terms[id]
+		fs[i].Term = t.tb
+		fs[i].SetFrequency(int(l.counts[id]))
+		tf[t.key] = &fs[i]
+		l.counts[id] = 0
+	}
+	n := l.length
+	l.touched, l.length = l.touched[:0], 0
+	return tf, n
 }
 
 // analyze returns the terms of input with their counts, and how many terms it has (stop
 // words left out): analysis.TokenFrequency of the analyzer's tokens, and their number.
 // input is the field's own copy: the analyzer's filters may rewrite it.
 func (a *bodyAnalysis) analyze(input []byte) (index.TokenFrequencies, int) {
-	c := counter{tf: make(index.TokenFrequencies, len(input)/12+1)}
 	n := len(input)
-	var lower []byte
-	checked := false
+	for pos := 0; pos < n; pos++ {
+		if input[pos] >= 0x80 && !utf8.Valid(input[pos:]) {
+			return a.general(input) // Bleve's segmenter stops there: all Bleve's
+		}
+		if input[pos] >= 0x80 {
+			break
+		}
+	}
+	l := localPool.Get().(*localWords)
+	defer localPool.Put(l)
+	if len(l.terms) >= localMaxTerms {
+		l.reset()
+	}
 	for pos := 0; pos < n; {
 		q := pos
 		for q < n && input[q] < 0x80 {
 			q++
 		}
 		if q == n {
-			lower = a.ascii(&c, input, pos, n, lower)
+			a.ascii(l, input, pos, n)
 			break
-		}
-		if !checked {
-			if !utf8.Valid(input[q:]) { // Bleve's segmenter stops there: all Bleve's
-				return a.general(input)
-			}
-			checked = true
 		}
 		// The island around the non-ASCII byte, as asciiTokenizer.Tokenize cuts it.
 		s := q
@@ -165,17 +262,17 @@ func (a *bodyAnalysis) analyze(input []byte) (index.TokenFrequencies, int) {
 		for e < n && !boundary(input, e) {
 			e++
 		}
-		lower = a.ascii(&c, input, pos, s, lower)
+		a.ascii(l, input, pos, s)
 		ts := a.tok.fallback.Tokenize(input[s:e])
 		for _, f := range a.ana.TokenFilters {
 			ts = f.Filter(ts)
 		}
 		for _, t := range ts {
-			c.addTerm(t.Term)
+			l.count(l.id(t.Term))
 		}
 		pos = e
 	}
-	return c.tf, c.length
+	return l.frequencies()
 }
 
 // general is the analyzer's own path: its tokens counted by analysis.TokenFrequency.
@@ -185,8 +282,9 @@ func (a *bodyAnalysis) general(input []byte) (index.TokenFrequencies, int) {
 }
 
 // ascii counts the terms of the words of input[from:to], all ASCII, which starts and ends
-// at breaks (the words of words.ascii). lower is scratch space, returned for reuse.
-func (a *bodyAnalysis) ascii(c *counter, input []byte, from, to int, lower []byte) []byte {
+// at breaks (the words of words.ascii).
+func (a *bodyAnalysis) ascii(l *localWords, input []byte, from, to int) {
+	var lower [64]byte
 	for i := from; i < to; {
 		cl := asciiClass[input[i]]
 		if cl != clLetter && cl != clDigit && cl != clUnder {
@@ -221,18 +319,22 @@ func (a *bodyAnalysis) ascii(c *counter, input []byte, from, to int, lower []byt
 		if m := len(w); m >= 2 && (w[m-1] == 's' || w[m-1] == 'S') && w[m-2] == '\'' {
 			w = w[:m-2]
 		}
-		lower = lower[:0]
-		for _, b := range w {
+		var k [3]uint64
+		lw := lower[:0]
+		if len(w) > len(lower) {
+			lw = make([]byte, 0, len(w))
+		}
+		for j, b := range w {
 			if 'A' <= b && b <= 'Z' {
 				b += 'a' - 'A'
 			}
-			lower = append(lower, b)
+			lw = append(lw, b)
+			if j < 24 {
+				k[j>>3] |= uint64(b) << (8 * (j & 7))
+			}
 		}
-		if e := a.words.lookup(lower); !e.stop {
-			c.addEntry(e)
-		}
+		l.word(a.words, lw, k)
 	}
-	return lower
 }
 
 // bodyDocField is the body field of a document analysed by bodyAnalysis (Bleve's
