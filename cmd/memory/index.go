@@ -666,6 +666,77 @@ func readLines(r io.Reader, fn func(n int, line []byte, tooLong bool) error) err
 	}
 }
 
+// decodedLine is a line of a .jsonl file, decoded.
+type decodedLine struct {
+	n       int // its number, from 1
+	tooLong bool
+	empty   bool  // blank
+	err     error // not valid JSON
+	doc     jsonlDoc
+}
+
+// decodeChunk is how many lines decodeLines hands over at a time; decodeAhead chunks at
+// most wait to be taken (a few MB).
+const (
+	decodeChunk = 512
+	decodeAhead = 4
+)
+
+// decodeLines reads the lines of r (readLines) and decodes them as JSON on a goroutine of
+// its own, a few chunks ahead of fn, which gets them in order: decoding overlaps the
+// writes, which a large file would otherwise wait on line by line. An error of fn stops
+// the reading and is returned; otherwise the reading's error is.
+func decodeLines(r io.Reader, fn func(*decodedLine) error) error {
+	ch := make(chan []decodedLine, decodeAhead)
+	stop := make(chan struct{})
+	var rerr error
+	go func() {
+		defer close(ch)
+		chunk := make([]decodedLine, 0, decodeChunk)
+		send := func() bool {
+			select {
+			case ch <- chunk:
+				chunk = make([]decodedLine, 0, decodeChunk)
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		rerr = readLines(r, func(n int, line []byte, tooLong bool) error {
+			d := decodedLine{n: n, tooLong: tooLong}
+			if !tooLong {
+				if len(bytes.TrimSpace(line)) == 0 {
+					d.empty = true
+				} else {
+					d.err = json.Unmarshal(line, &d.doc)
+				}
+			}
+			chunk = append(chunk, d)
+			if len(chunk) == decodeChunk && !send() {
+				return errStopped
+			}
+			return nil
+		})
+		if !errors.Is(rerr, errStopped) && len(chunk) > 0 {
+			send() // the lines before a reading error count too
+		}
+	}()
+	for chunk := range ch {
+		for i := range chunk {
+			if err := fn(&chunk[i]); err != nil {
+				close(stop)
+				for range ch { // until the reader has stopped
+				}
+				return err
+			}
+		}
+	}
+	return rerr
+}
+
+// errStopped ends the reading of decodeLines when its caller has stopped.
+var errStopped = errors.New("stopped")
+
 // jsonlDoc accepts BEIR ({"_id","title","text"}), Search-R1 ({"id","contents"}) and our own
 // ({"id","title","text","metadata","source"}) lines.
 type jsonlDoc struct {
@@ -726,22 +797,20 @@ func (ix *indexer) indexFile(i int) error {
 	}
 	defer f.Close()
 	ix.claim(ix.scan.srcs[i]) // a stream claimed them when it began
-	err = readLines(f, func(n int, line []byte, tooLong bool) error {
-		l := docLoc{file: ix.file, line: n}
-		if tooLong {
+	err = decodeLines(f, func(dl *decodedLine) error {
+		l := docLoc{file: ix.file, line: dl.n}
+		switch {
+		case dl.tooLong:
 			ix.skip(l, "line longer than %d bytes", maxLineBytes)
 			return nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		case dl.empty:
 			ix.skip(l, "empty line")
 			return nil
-		}
-		var j jsonlDoc
-		if err := json.Unmarshal(line, &j); err != nil {
-			ix.skip(l, "invalid JSON: %v", err)
+		case dl.err != nil:
+			ix.skip(l, "invalid JSON: %v", dl.err)
 			return nil
 		}
-		d := j.document()
+		d := dl.doc.document()
 		if _, has := d.Metadata["source"]; d.Source == "" && !has {
 			d.Source = src
 		}
