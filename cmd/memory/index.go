@@ -65,7 +65,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *code != "" {
 		return indexCode(ctx, c, *code, *batch, stdout, stderr)
 	}
-	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: map[string]docLoc{}}
+	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: newIDSeen()}
 	if ix.existing, err = existingSources(ctx, c); err != nil {
 		return err
 	}
@@ -238,10 +238,10 @@ type indexer struct {
 	stderr   io.Writer
 	prog     *progress
 	files    []string
-	file     int               // index in files of the file being read
-	seen     map[string]docLoc // ids read in this run
-	existing map[string]bool   // sources the collection held when the run began
-	cleared  map[string]bool   // sources this run replaces (claimed by a batch or a stream)
+	file     int             // index in files of the file being read
+	seen     *idSeen         // ids read in this run
+	existing map[string]bool // sources the collection held when the run began
+	cleared  map[string]bool // sources this run replaces (claimed by a batch or a stream)
 	pending  []pendingDoc
 
 	replacing []string            // the re-indexed sources that the pending batch (or stream) replaces
@@ -308,11 +308,10 @@ func (ix *indexer) add(d memory.Document, l docLoc) error {
 		ix.skip(l, "document %q has no text", d.ID)
 		return nil
 	}
-	if first, dup := ix.seen[d.ID]; dup {
+	if first, dup := ix.seen.add(d.ID, l); dup {
 		ix.skip(l, "duplicate id %q (first read at %s)", d.ID, ix.where(first))
 		return nil
 	}
-	ix.seen[d.ID] = l
 	ix.pending = append(ix.pending, pendingDoc{d, l})
 	if ix.streaming && len(ix.pending) >= ix.batch {
 		return ix.flushBatch()
