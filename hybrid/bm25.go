@@ -167,6 +167,8 @@ type BM25Index struct {
 	anaOnce      sync.Once
 	analyzer     analysis.Analyzer
 	bodyAna      *bodyAnalysis // one-pass analysis of indexed bodies (nil: the analyzer's own)
+	prepMu       sync.Mutex
+	prepared     map[string]preparedBody // bodies analysed ahead of Apply (Prepare), by id
 	stats        statsCache
 	postings     *postingsCache
 	filters      filterCache

@@ -43,13 +43,16 @@ func bodyText(d BM25Doc) string {
 	return body
 }
 
-// newBM25Document builds the Bleve document of d: the body field, as the index mapping
-// would build it, the length field that reads the body's analysed length and the metadata
+// newBM25Document builds the Bleve document of d: the body field (prepared, when analysed
+// ahead by Prepare), as the index mapping would build it, the length field that reads the body's analysed length and the metadata
 // field.
-func newBM25Document(d BM25Doc, ana analysis.Analyzer, fast *bodyAnalysis) (*document.Document, error) {
+func newBM25Document(d BM25Doc, ana analysis.Analyzer, fast *bodyAnalysis, prepared *bodyDocField) (*document.Document, error) {
 	doc := document.NewDocument(d.ID)
 	var body lengther
-	if fast != nil {
+	if prepared != nil {
+		doc.AddField(prepared)
+		body = prepared
+	} else if fast != nil {
 		f := &bodyDocField{value: []byte(bodyText(d)), ana: fast}
 		doc.AddField(f)
 		body = f
