@@ -2,8 +2,8 @@ package main
 
 import "hash/maphash"
 
-// idSeen remembers the ids a run has read and where each was first read, in about 30
-// bytes an id whatever its length (a map of the ids themselves took about 55: 1.1 GB of a
+// idSeen remembers the ids a run has read and where each was first read, in 30 to 50
+// bytes an id whatever its length (a map of the ids themselves took about 85: 1.8 GB of a
 // 21M-passage run's memory). An id is kept as 128 bits of hash, two maphash sums under
 // independent random seeds: two different ids are taken for one another with a chance
 // under n²/2^129 for n ids (below 10^-24 at 21M).
