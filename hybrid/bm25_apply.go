@@ -132,7 +132,7 @@ func (b *BM25Index) Prepare(docs []BM25Doc) {
 			defer wg.Done()
 			defer func() { _ = recover() }() // a panic leaves the rest to Apply
 			for i := p * len(docs) / parts; i < (p+1)*len(docs)/parts; i++ {
-				f := &bodyDocField{value: []byte(bodyText(docs[i])), ana: fast}
+				f := &bodyDocField{value: bodyText(docs[i]), ana: fast}
 				f.Analyze()
 				fields[i] = f
 			}

@@ -31,16 +31,18 @@ func (b *BM25Index) bodyAnalyzer() analysis.Analyzer {
 	return b.analyzer
 }
 
-// bodyText is the analysed text of a document: title and text in one field.
-func bodyText(d BM25Doc) string {
-	body := d.Title
+// bodyText is the analysed text of a document, title and text in one field, as a new
+// byte slice (the field's own: analysis may rewrite it).
+func bodyText(d BM25Doc) []byte {
+	b := make([]byte, 0, len(d.Title)+1+len(d.Text))
+	b = append(b, d.Title...)
 	if d.Text != "" {
-		if body != "" {
-			body += "\n"
+		if d.Title != "" {
+			b = append(b, '\n')
 		}
-		body += d.Text
+		b = append(b, d.Text...)
 	}
-	return body
+	return b
 }
 
 // newBM25Document builds the Bleve document of d: the body field (prepared, when analysed
@@ -53,11 +55,11 @@ func newBM25Document(d BM25Doc, ana analysis.Analyzer, fast *bodyAnalysis, prepa
 		doc.AddField(prepared)
 		body = prepared
 	} else if fast != nil {
-		f := &bodyDocField{value: []byte(bodyText(d)), ana: fast}
+		f := &bodyDocField{value: bodyText(d), ana: fast}
 		doc.AddField(f)
 		body = f
 	} else {
-		f := document.NewTextFieldCustom(bodyField, nil, []byte(bodyText(d)), index.IndexField, ana)
+		f := document.NewTextFieldCustom(bodyField, nil, bodyText(d), index.IndexField, ana)
 		doc.AddField(f)
 		body = f
 	}
