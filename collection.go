@@ -242,6 +242,8 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	if err := m.ensureOpen(s); err != nil {
 		return 0, err
 	}
+	prepared := w.prepareBM25(s)
+	defer prepared(false)
 	var gone []string
 	if remove != nil {
 		if gone, err = remove(s, w); err != nil {
@@ -267,6 +269,7 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	if err != nil {
 		return 0, fmt.Errorf("memory: write: %w", err)
 	}
+	prepared(true)
 
 	// The write is durable; now the in-memory view and the indexes.
 	unlock, err := m.lockOpen(s)
@@ -321,6 +324,44 @@ func (m *Memory) newWrite(in []Document) (*docWrite, error) {
 		w.nUnits += len(w.units[i])
 	}
 	return w, nil
+}
+
+// prepareMinUnits is the smallest write whose BM25 analysis is done ahead (prepareBM25).
+const prepareMinUnits = 1000
+
+// prepareBM25 starts the analysis of a large write's units for the BM25 index of s
+// (hybrid's Prepare) on goroutines of their own, to overlap the reading of the stored
+// versions and the store's transaction, and returns the function that waits for it:
+// done(true) once the write is durable (Apply takes the analyses), done(false) otherwise
+// (they are dropped; a second call does nothing). The caller holds the writer lock, under
+// which the indexes of s stay open.
+func (w *docWrite) prepareBM25(s *colState) (done func(durable bool)) {
+	s.mu.RLock()
+	ix := s.bm25
+	s.mu.RUnlock()
+	if ix == nil || w.nUnits < prepareMinUnits {
+		return func(bool) {}
+	}
+	docs := make([]hybrid.BM25Doc, 0, w.nUnits)
+	for i, rec := range w.recs {
+		for n, u := range w.units[i] {
+			docs = append(docs, bm25Doc(u, rec, rec.UnitIndex(n)))
+		}
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		ix.Prepare(docs)
+	}()
+	var once sync.Once
+	return func(durable bool) {
+		once.Do(func() {
+			<-ch
+			if !durable {
+				ix.Unprepare()
+			}
+		})
+	}
 }
 
 // readStored reads the stored versions of the documents: without upsert one is

@@ -166,6 +166,9 @@ type BM25Index struct {
 	exhaustive   atomic.Bool // score every posting (term at a time) instead of MaxScore
 	anaOnce      sync.Once
 	analyzer     analysis.Analyzer
+	bodyAna      *bodyAnalysis // one-pass analysis of indexed bodies (nil: the analyzer's own)
+	prepMu       sync.Mutex
+	prepared     map[string]preparedBody // bodies analysed ahead of Apply (Prepare), by id
 	stats        statsCache
 	postings     *postingsCache
 	filters      filterCache

@@ -30,9 +30,13 @@ func (b *BM25Index) apply(puts []BM25Doc, deletes []string, seq uint64) error {
 			return fmt.Errorf("%w: empty document id", ErrBM25)
 		}
 	}
+	b.prepMu.Lock()
+	prepared := b.prepared
+	b.prepared = nil
+	b.prepMu.Unlock()
 	parts := min(runtime.GOMAXPROCS(0), max(1, len(puts)/minPartDocs))
 	if parts <= 1 {
-		return b.applyPart(ana, puts, deletes, &seq)
+		return b.applyPart(ana, puts, deletes, &seq, prepared)
 	}
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
@@ -46,7 +50,7 @@ func (b *BM25Index) apply(puts []BM25Doc, deletes []string, seq uint64) error {
 		go func() {
 			defer wg.Done()
 			defer recoverCorrupt(&errs[p], "apply")
-			errs[p] = b.applyPart(ana, puts[lo:hi], dels, nil)
+			errs[p] = b.applyPart(ana, puts[lo:hi], dels, nil, prepared)
 		}()
 	}
 	wg.Wait()
@@ -55,14 +59,19 @@ func (b *BM25Index) apply(puts []BM25Doc, deletes []string, seq uint64) error {
 			return err
 		}
 	}
-	return b.applyPart(ana, nil, nil, &seq)
+	return b.applyPart(ana, nil, nil, &seq, nil)
 }
 
-// applyPart applies one Bleve batch; seq, when not nil, is recorded in it.
-func (b *BM25Index) applyPart(ana analysis.Analyzer, puts []BM25Doc, deletes []string, seq *uint64) error {
+// applyPart applies one Bleve batch; seq, when not nil, is recorded in it. prepared holds
+// bodies analysed ahead (Prepare), read only.
+func (b *BM25Index) applyPart(ana analysis.Analyzer, puts []BM25Doc, deletes []string, seq *uint64, prepared map[string]preparedBody) error {
 	batch := b.idx.NewBatch()
 	for _, d := range puts {
-		doc, err := newBM25Document(d, ana)
+		var body *bodyDocField
+		if p, ok := prepared[d.ID]; ok && p.title == d.Title && p.text == d.Text {
+			body = p.field
+		}
+		doc, err := newBM25Document(d, ana, b.bodyAna, body)
 		if err != nil {
 			return fmt.Errorf("%w: index %q: %w", ErrBM25, d.ID, err)
 		}
@@ -87,4 +96,63 @@ func (b *BM25Index) applyPart(ana analysis.Analyzer, puts []BM25Doc, deletes []s
 		b.mu.Unlock()
 	}
 	return nil
+}
+
+// preparedBody is a document's body analysed ahead of Apply, with the title and text it
+// was analysed from.
+type preparedBody struct {
+	title, text string
+	field       *bodyDocField
+}
+
+// preparePartDocs is the smallest share of a Prepare analysed on a goroutine of its own.
+const preparePartDocs = 500
+
+// Prepare analyses the bodies of docs ahead of the Apply that indexes them, on every core:
+// a writer calls it while it stores the documents, so that their analysis overlaps the
+// store's transaction instead of following it. Apply takes a document's analysis from
+// here when its id, title and text are those prepared (analysis depends on nothing else),
+// analyses the others itself, and drops what it did not take; so does a later Prepare.
+// Prepare and Apply must not run at once (the writer calls one after the other).
+func (b *BM25Index) Prepare(docs []BM25Doc) {
+	if b.opts.ReadOnly || len(docs) == 0 {
+		return
+	}
+	b.bodyAnalyzer()
+	fast := b.bodyAna
+	if fast == nil {
+		return
+	}
+	fields := make([]*bodyDocField, len(docs))
+	parts := min(runtime.GOMAXPROCS(0), max(1, len(docs)/preparePartDocs))
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { _ = recover() }() // a panic leaves the rest to Apply
+			for i := p * len(docs) / parts; i < (p+1)*len(docs)/parts; i++ {
+				f := &bodyDocField{value: bodyText(docs[i]), ana: fast}
+				f.Analyze()
+				fields[i] = f
+			}
+		}()
+	}
+	wg.Wait()
+	prepared := make(map[string]preparedBody, len(docs))
+	for i, d := range docs {
+		if fields[i] != nil {
+			prepared[d.ID] = preparedBody{title: d.Title, text: d.Text, field: fields[i]}
+		}
+	}
+	b.prepMu.Lock()
+	b.prepared = prepared
+	b.prepMu.Unlock()
+}
+
+// Unprepare drops what Prepare analysed (a write that failed will not apply it).
+func (b *BM25Index) Unprepare() {
+	b.prepMu.Lock()
+	b.prepared = nil
+	b.prepMu.Unlock()
 }

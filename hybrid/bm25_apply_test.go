@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -65,6 +66,78 @@ func TestParallelApplyMatchesSerial(t *testing.T) {
 		}
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%q: parallel apply %v, serial %v", q, a, b)
+		}
+	}
+}
+
+// TestPrepareThenApply: bodies analysed ahead (Prepare) index as Apply would analyse them;
+// a document whose title or text changed since it was prepared is analysed again (its
+// prepared terms are not indexed); what Unprepare dropped, and what Apply did not take, is
+// not used by a later Apply.
+func TestPrepareThenApply(t *testing.T) {
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
+	n := 2*preparePartDocs + 31
+	docs := make([]BM25Doc, n)
+	for i := range docs {
+		docs[i] = BM25Doc{ID: fmt.Sprintf("d%05d", i), Title: words[i%3], Text: words[i%len(words)] + " " + words[(i*7)%len(words)]}
+	}
+	plain, err := OpenBM25("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	ix, err := OpenBM25("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	// Prepared with other words: d00001's text and d00002's title changed before Apply.
+	prep := append([]BM25Doc(nil), docs...)
+	prep[1].Text = "stalea"
+	prep[2].Title = "staleb"
+	ix.Prepare(prep)
+	if len(ix.prepared) != n {
+		t.Fatalf("%d bodies prepared, want %d", len(ix.prepared), n)
+	}
+	if err := ix.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if ix.prepared != nil {
+		t.Fatal("Apply kept prepared bodies")
+	}
+	// Prepared, then dropped: never indexed.
+	ix.Prepare([]BM25Doc{{ID: "x1", Text: "stalec"}})
+	ix.Unprepare()
+	ix.Prepare([]BM25Doc{{ID: "x2", Text: "staled"}}) // left for an Apply that does not index x2
+	if err := ix.Apply([]BM25Doc{{ID: "x1", Text: "fresh one"}}, nil, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Apply([]BM25Doc{{ID: "x1", Text: "fresh one"}}, nil, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Apply([]BM25Doc{{ID: "x2", Text: "fresh two"}}, nil, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Apply([]BM25Doc{{ID: "x2", Text: "fresh two"}}, nil, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"alpha", "beta gamma", "theta eta", "zeta", "fresh", "stalea", "staleb", "stalec", "staled"} {
+		want, err := plain.Search(context.Background(), q, 50, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ix.Search(context.Background(), q, 50, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: prepared index %v, plain %v", q, got, want)
+		}
+		if strings.HasPrefix(q, "stale") && len(got) > 0 {
+			t.Fatalf("%q: a stale prepared body was indexed: %v", q, got)
 		}
 	}
 }

@@ -24,30 +24,45 @@ func (b *BM25Index) bodyAnalyzer() analysis.Analyzer {
 		// Bleve's "en" analyzer, with a stem cache (bm25_stem.go).
 		if b.analyzer = cachedEnglish(); b.analyzer == nil {
 			b.analyzer = b.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+		} else {
+			b.bodyAna = newBodyAnalysis(b.analyzer)
 		}
 	})
 	return b.analyzer
 }
 
-// bodyText is the analysed text of a document: title and text in one field.
-func bodyText(d BM25Doc) string {
-	body := d.Title
+// bodyText is the analysed text of a document, title and text in one field, as a new
+// byte slice (the field's own: analysis may rewrite it).
+func bodyText(d BM25Doc) []byte {
+	b := make([]byte, 0, len(d.Title)+1+len(d.Text))
+	b = append(b, d.Title...)
 	if d.Text != "" {
-		if body != "" {
-			body += "\n"
+		if d.Title != "" {
+			b = append(b, '\n')
 		}
-		body += d.Text
+		b = append(b, d.Text...)
 	}
-	return body
+	return b
 }
 
-// newBM25Document builds the Bleve document of d: the body field, as the index mapping
-// would build it, the length field that reads the body's analysed length and the metadata
+// newBM25Document builds the Bleve document of d: the body field (prepared, when analysed
+// ahead by Prepare), as the index mapping would build it, the length field that reads the body's analysed length and the metadata
 // field.
-func newBM25Document(d BM25Doc, ana analysis.Analyzer) (*document.Document, error) {
+func newBM25Document(d BM25Doc, ana analysis.Analyzer, fast *bodyAnalysis, prepared *bodyDocField) (*document.Document, error) {
 	doc := document.NewDocument(d.ID)
-	body := document.NewTextFieldCustom(bodyField, nil, []byte(bodyText(d)), index.IndexField, ana)
-	doc.AddField(body)
+	var body lengther
+	if prepared != nil {
+		doc.AddField(prepared)
+		body = prepared
+	} else if fast != nil {
+		f := &bodyDocField{value: bodyText(d), ana: fast}
+		doc.AddField(f)
+		body = f
+	} else {
+		f := document.NewTextFieldCustom(bodyField, nil, bodyText(d), index.IndexField, ana)
+		doc.AddField(f)
+		body = f
+	}
 	doc.AddField(&lengthField{body: body})
 	terms, err := metaTerms(d)
 	if err != nil {
@@ -59,10 +74,13 @@ func newBM25Document(d BM25Doc, ana analysis.Analyzer) (*document.Document, erro
 	return doc, nil
 }
 
+// lengther is the body field as lengthField reads it.
+type lengther interface{ AnalyzedLength() int }
+
 // lengthField implements Bleve's document.Field for lenField. Bleve analyses a document's
 // fields in order on one goroutine, so by the time Analyze runs the body has been analysed.
 type lengthField struct {
-	body *document.TextField
+	body lengther
 	term [4]byte
 	tf   index.TokenFrequencies
 }

@@ -3,9 +3,12 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -141,12 +144,16 @@ func (c *Collection) Committed(w Commit) {
 // new documents, unitDelta the change in the collection's index ids.
 func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error) {
 	var w Commit
-	err := db.update(func(tx *bolt.Tx) error {
+	encs, err := encodeRecords(puts)
+	if err != nil {
+		return Commit{}, err
+	}
+	err = db.update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, true)
 		if err != nil {
 			return err
 		}
-		if err := w.putTx(tx, b, puts); err != nil {
+		if err := w.putTx(tx, b, puts, encs); err != nil {
 			return err
 		}
 		w.Docs, w.Units, err = addCounts(b, added, unitDelta)
@@ -176,10 +183,52 @@ func fillWhenAppending(b *bolt.Bucket, first string) {
 	}
 }
 
-// putTx writes puts into collection bucket b inside tx: the records, their vectors and a
-// change per unit put or dropped (w counts them and keeps the last sequence number). The
-// caller updates the counts.
-func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put) error {
+// encodeParallelMin is the number of records from which encodeRecords encodes on every core.
+const encodeParallelMin = 256
+
+// encodeRecords encodes the records of puts (EncodeRecord), before the transaction that
+// stores them and, for a large write, on every core: encoding is most of a large write's
+// time inside the store's one writer.
+func encodeRecords(puts []Put) ([][]byte, error) {
+	encs := make([][]byte, len(puts))
+	parts := min(runtime.GOMAXPROCS(0), len(puts)/encodeParallelMin)
+	if parts <= 1 {
+		for i, p := range puts {
+			var err error
+			if encs[i], err = EncodeRecord(p.ID, p.Record); err != nil {
+				return nil, err
+			}
+		}
+		return encs, nil
+	}
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for n := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[n] = Guard("encode", func() error {
+				for i := n * len(puts) / parts; i < (n+1)*len(puts)/parts; i++ {
+					var err error
+					if encs[i], err = EncodeRecord(puts[i].ID, puts[i].Record); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return encs, nil
+}
+
+// putTx writes puts into collection bucket b inside tx: the records (encs: their
+// encodings, encodeRecords), their vectors and a change per unit put or dropped (w counts
+// them and keeps the last sequence number). The caller updates the counts.
+func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte) error {
 	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
 	cb.FillPercent = appendFill
 	if len(puts) > 0 {
@@ -207,12 +256,8 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put) error {
 		w.Changes++
 		return cb.Put(u64b(w.Seq), append([]byte{op}, uid...))
 	}
-	for _, p := range puts {
-		enc, err := EncodeRecord(p.ID, p.Record)
-		if err != nil {
-			return err
-		}
-		if err := docs.Put([]byte(p.ID), enc); err != nil {
+	for i, p := range puts {
+		if err := docs.Put([]byte(p.ID), encs[i]); err != nil {
 			return err
 		}
 		for _, u := range p.Stale {

@@ -24,6 +24,10 @@ func SetReplaceFault(fn func() error) { replaceFault = fn }
 // for Write); the documents removed are counted here. Removed is how many of dels were
 // stored.
 func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta int) (w Commit, removed int, err error) {
+	encs, err := encodeRecords(puts)
+	if err != nil {
+		return Commit{}, 0, err
+	}
 	err = db.update(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, len(puts) > 0)
 		if err != nil {
@@ -41,7 +45,7 @@ func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta in
 				return err
 			}
 		}
-		if err := w.putTx(tx, b, puts); err != nil {
+		if err := w.putTx(tx, b, puts, encs); err != nil {
 			return err
 		}
 		removed = gone
