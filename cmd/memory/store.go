@@ -26,6 +26,7 @@ type storeFlags struct {
 	device        deviceFlag
 	queryPrefix   optString
 	passagePrefix optString
+	modelFlags    // --model-preset, --query-max-tokens, --passage-max-tokens (presets.go)
 }
 
 // optString is a string flag that remembers whether it was given (so that "" can clear a
@@ -61,6 +62,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
 	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
 	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the model folder's\nprompts, e.g. E5's \"passage: \"; \"\" for none). Part of the embedder's identity")
+	f.modelFlags.register(fs)
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
 	f.device = "cpu"
 	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU) (default cpu)")
@@ -68,7 +70,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 
 // spec is the embedder the flags name (name "" when --embedder is not given).
 func (f *storeFlags) spec() embedderSpec {
-	return embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr(), device: string(f.device)}
+	return f.modelFlags.apply(embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr(), device: string(f.device)})
 }
 
 // options builds the store options of the flags: logger, models, index, re-embedding, and
