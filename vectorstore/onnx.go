@@ -120,7 +120,13 @@ func NewONNXEmbedder(ctx context.Context, dir string, opts ONNXOptions) (*ONNXEm
 		return nil, err
 	}
 	eo := opts.encoder()
-	eo.MaxLength = max(s.QueryMaxLength, s.PassageMaxLength)
+	// The tokenizer keeps the model's window (MaxLength, else the folder's), at least the
+	// caps; each side is cut to its own cap when encoded.
+	window := s.window
+	if opts.MaxLength > 0 {
+		window = opts.MaxLength
+	}
+	eo.MaxLength = max(s.QueryMaxLength, s.PassageMaxLength, window)
 	enc, err := onnx.OpenEncoder(ctx, dir, eo, "last_hidden_state", onnxErrors)
 	if err != nil {
 		return nil, err
@@ -180,9 +186,15 @@ func (e *ONNXEmbedder) Dim() int { return e.dim }
 // Device is where inference runs: "cpu" or "cuda".
 func (e *ONNXEmbedder) Device() string { return string(e.enc.Session.Device()) }
 
-// MaxLength is the number of tokens a passage (Embed) is truncated to, [CLS] and [SEP]
-// included.
-func (e *ONNXEmbedder) MaxLength() int { return e.settings.PassageMaxLength }
+// MaxLength is the model's window in tokens, [CLS] and [SEP] included: the MaxLength
+// option, else the folder's maximum length (at least the query and passage caps). A store
+// sizes prose chunks to it; passages are cut to PassageMaxLength for the embedding, as the
+// original Search-R1 cuts its corpus passages (E5: 180 tokens) without splitting them.
+func (e *ONNXEmbedder) MaxLength() int { return e.enc.Tok.MaxLength() }
+
+// PassageMaxLength is the number of tokens a passage (Embed) is truncated to, [CLS] and
+// [SEP] included.
+func (e *ONNXEmbedder) PassageMaxLength() int { return e.settings.PassageMaxLength }
 
 // QueryMaxLength is the number of tokens a query (EmbedQuery) is truncated to, [CLS] and
 // [SEP] included.

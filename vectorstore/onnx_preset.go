@@ -129,6 +129,8 @@ type ONNXSettings struct {
 	// QueryMaxLength and PassageMaxLength are the token caps of queries and passages,
 	// [CLS] and [SEP] included.
 	QueryMaxLength, PassageMaxLength int
+	// window is the folder's maximum length (before the caps and the MaxLength option).
+	window int
 	// IDSuffix is what the embedder's identity records beyond the model file: the preset
 	// (+preset=NAME), a passage cap other than the preset's (+plen=N) and the passage
 	// prefix (+passage="..."), the settings stored vectors depend on. Without a preset and
@@ -235,6 +237,7 @@ func ResolveONNXSettings(dir string, opts ONNXOptions) (ONNXSettings, error) {
 	if err := read("config.json", &cfg); err != nil {
 		return s, err
 	}
+	s.window = folder
 	clamp := func(n int) int {
 		if m := cfg.MaxPositionEmbeddings; m > 0 && n > m {
 			n = m

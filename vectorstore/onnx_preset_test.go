@@ -56,7 +56,7 @@ func TestPresetE5TokenIDs(t *testing.T) {
 		}
 	}
 	s := e.Settings()
-	if s.Preset != PresetE5 || !s.ByName || s.Pooling != "mean" || !s.Normalize || e.MaxLength() != 180 || e.QueryMaxLength() != 256 {
+	if s.Preset != PresetE5 || !s.ByName || s.Pooling != "mean" || !s.Normalize || e.PassageMaxLength() != 180 || e.QueryMaxLength() != 256 || e.MaxLength() != 256 {
 		t.Fatalf("settings %+v", s)
 	}
 	if !strings.HasSuffix(e.ID(), `+preset=e5+passage="passage: "`) {
