@@ -10,9 +10,11 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentmem/memory"
 )
@@ -409,4 +411,72 @@ func TestCompatRerankScoresTheOriginalString(t *testing.T) {
 func ExampleConvertTitleFormat() {
 	fmt.Printf("%q\n", ConvertTitleFormat(PassageString("\"Paris\"\nParis is the capital of France.")))
 	// Output: "\"\"Paris\"\"\nParis is the capital of France."
+}
+
+// pySpace is Python's \s (str.isspace) as a character class.
+const pySpace = `[\t\n\v\f\r \x1c-\x1f\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]`
+
+// titleFormatRE is the original's pattern, with Python's whitespace; RE2 picks the same
+// submatches as Python's backtracking matcher for it (leftmost, greedy).
+var titleFormatRE = regexp.MustCompile(`(?s)^\(Title:` + pySpace + `*([^)]+)\)` + pySpace + `*(.+)`)
+
+// FuzzConvertTitleFormat checks ConvertTitleFormat against the original's regular
+// expression.
+func FuzzConvertTitleFormat(f *testing.F) {
+	for _, s := range []string{`(Title: "Paris") text`, "(Title:  ) t", "(Title: x)", "(Title:\u3000a)\u2028b", "(Title: a)) b", "(Title: (x)) y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		want := s
+		if m := titleFormatRE.FindStringSubmatch(s); m != nil {
+			want = `"` + m[1] + `"` + "\n" + m[2]
+		}
+		if got := ConvertTitleFormat(s); got != want {
+			t.Fatalf("ConvertTitleFormat(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// FuzzCompatRequest feeds arbitrary bodies to a --compat search-r1 server with and
+// without a reranker: the answer is always JSON with a status of the protocol, and a 200
+// answer has a "result" list with one list per query.
+func FuzzCompatRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"queries": ["What is the capital of France?"], "topk": 0, "return_scores": true}`,
+		`{"queries": ["Explain neural networks.", ""], "topk_retrieval": 3, "topk_rerank": null, "return_scores": true}`,
+		`{"queries": ["a"], "documents": [[{"document": {"id": "1", "contents": "\"T\"\nz"}, "score": 1.0}]], "rerank_topk": 0}`,
+		`{"queries": ["a"], "topk_rerank": -1}`, `{"queries": ["a"], "topk_retrieval": 1e3}`, `null`,
+	} {
+		f.Add(s)
+	}
+	plain := NewRetrieveHandler(compatSearcher(memory.BM25), RetrieveOptions{Compat: CompatSearchR1, MaxQueries: 50, MaxBodyBytes: 4096, Logger: discardLogger()})
+	both := NewRetrieveHandler(compatSearcher(memory.Dense), RetrieveOptions{Compat: CompatSearchR1, Reranker: constReranker{}, MaxQueries: 50,
+		MaxBodyBytes: 4096, MaxRerankBodyBytes: 4096, Logger: discardLogger()})
+	allowed := map[int]bool{200: true, 400: true, 413: true, 422: true, 501: true}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, h := range []http.Handler{plain, both} {
+			for _, path := range []string{"/retrieve", "/rerank"} {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+				if !allowed[rec.Code] {
+					t.Fatalf("%s %q: status %d %s", path, body, rec.Code, rec.Body)
+				}
+				var v map[string]any
+				if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+					t.Fatalf("%s %q: answer is not JSON: %v: %s", path, body, err, rec.Body)
+				}
+				if rec.Code != 200 {
+					continue
+				}
+				var req struct{ Queries []string }
+				_ = json.Unmarshal([]byte(body), &req)
+				if l, ok := v["result"].([]any); !ok || len(l) != len(req.Queries) {
+					t.Fatalf("%s %q: 200 without one list per query: %s", path, body, rec.Body)
+				}
+			}
+		}
+	})
 }

@@ -599,7 +599,8 @@ func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string
 		}
 		return nil, http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
 	}
-	if dec.More() {
+	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		// (Decoder.More alone lets a stray "}" or "]" after the object through.)
 		return nil, http.StatusBadRequest, errors.New("malformed JSON: data after the object")
 	}
 	if raw == nil {
