@@ -147,7 +147,7 @@ func ResolveONNXSettings(dir string, opts ONNXOptions) (ONNXSettings, error) {
 	var p ModelPreset
 	if opts.Preset == PresetAuto || strings.EqualFold(opts.Preset, "auto") {
 		p = PresetForModel(filepath.Base(filepath.Clean(dir)))
-		s.ByName = p.Name != PresetNone
+		s.ByName = true
 	} else {
 		var err error
 		if p, err = LookupPreset(opts.Preset); err != nil {

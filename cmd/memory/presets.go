@@ -112,7 +112,7 @@ func modelsInfo(args []string, stdout, stderr io.Writer) error {
 		if !errors.Is(err, models.ErrNotPulled) && !errors.Is(err, models.ErrUnknownModel) {
 			return err
 		}
-		fmt.Fprintf(tw, "folder\tnot here (%v)\n", err)
+		fmt.Fprintf(tw, "folder\tnot here (`memory models pull %s`, or a folder of that name in $%s)\n", name, models.EnvModels)
 		return presetInfo(tw, name, spec)
 	}
 	fmt.Fprintf(tw, "folder\t%s\n", dir)
@@ -153,6 +153,9 @@ func presetInfo(w io.Writer, name string, spec embedderSpec) error {
 		return nil
 	}
 	fmt.Fprintf(w, "query prefix\t%s\npassage prefix\t%s\npooling\t%s\n", strconv.Quote(p.QueryPrefix), strconv.Quote(p.PassagePrefix), p.Pooling)
+	if p.Normalize != nil {
+		fmt.Fprintf(w, "normalize\t%v\n", *p.Normalize)
+	}
 	fmt.Fprintf(w, "query max tokens\t%d\npassage max tokens\t%d\n", p.QueryMaxLength, p.PassageMaxLength)
 	return nil
 }
