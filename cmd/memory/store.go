@@ -60,8 +60,8 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.StringVar(&f.backend, "index", "", "dense index backend (chromem, flat, faiss when built with -tags faiss)")
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
-	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
-	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the model folder's\nprompts, e.g. E5's \"passage: \"; \"\" for none). Part of the embedder's identity")
+	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the --model-preset's, e.g. E5's \"query: \",\nelse the folder's config_sentence_transformers.json prompts; \"\" for none)")
+	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's\n\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
 	f.modelFlags.register(fs)
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
 	f.device = "cpu"
