@@ -219,15 +219,26 @@ func appendPyFloat(buf []byte, f float64) []byte {
 	return append(buf, digits[exp+1:]...)
 }
 
-// appendPlainJSON appends the JSON of v without HTML escaping (as FastAPI writes it).
-func appendPlainJSON(buf []byte, v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// plainJSON encodes values without HTML escaping (as FastAPI writes them).
+type plainJSON struct {
+	b   bytes.Buffer
+	enc *json.Encoder
+}
+
+func newPlainJSON() *plainJSON {
+	p := &plainJSON{}
+	p.enc = json.NewEncoder(&p.b)
+	p.enc.SetEscapeHTML(false)
+	return p
+}
+
+// append appends the JSON of v to buf.
+func (p *plainJSON) append(buf []byte, v any) ([]byte, error) {
+	p.b.Reset()
+	if err := p.enc.Encode(v); err != nil {
 		return buf, err
 	}
-	return append(buf, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...), nil
+	return append(buf, bytes.TrimSuffix(p.b.Bytes(), []byte("\n"))...), nil
 }
 
 // appendCompatList appends one query's list in the original servers' layout: doc(r) is
@@ -235,6 +246,7 @@ func appendPlainJSON(buf []byte, v any) ([]byte, error) {
 // non-finite score, which the original cannot write either, is written empty.
 func appendCompatList(buf []byte, res []memory.Result, scores bool, doc func(memory.Result) any, score func(memory.Result) float64) []byte {
 	start := len(buf)
+	enc := newPlainJSON()
 	buf = append(buf, '[')
 	for j, r := range res {
 		if j > 0 {
@@ -244,7 +256,7 @@ func appendCompatList(buf []byte, res []memory.Result, scores bool, doc func(mem
 			buf = append(buf, `{"document":`...)
 		}
 		var err error
-		if buf, err = appendPlainJSON(buf, doc(r)); err != nil {
+		if buf, err = enc.append(buf, doc(r)); err != nil {
 			return append(buf[:start], "[]"...)
 		}
 		if scores {
