@@ -1,6 +1,7 @@
 // Package models downloads, verifies and locates the pretrained models memory uses:
-// the all-MiniLM-L6-v2 bi-encoder, the ms-marco-MiniLM-L-6-v2 cross-encoder and the
-// potion-base-2M static (Model2Vec) embedder.
+// the all-MiniLM-L6-v2 bi-encoder, the ms-marco-MiniLM-L-6-v2 cross-encoder, the
+// potion-base-2M static (Model2Vec) embedder, and Search-R1's e5-base-v2 retriever and
+// ms-marco-MiniLM-L-12-v2 reranker.
 //
 // Each model has a manifest of files with pinned sizes and sha256 digests. [Pull] fetches
 // them (Hugging Face layout by default, any mirror through a base URL) into a cache
@@ -138,6 +139,37 @@ var manifest = []Model{
 			{Path: "tokenizer.json", Size: 711396, SHA256: "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66"},
 			{Path: "vocab.txt", Size: 231508, SHA256: "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"},
 			{Path: "config.json", SHA256: "380e02c93f431831be65d99a4e7e5f67c133985bf2e77d9d4eba46847190bacc"},
+		},
+	},
+	{
+		// The retriever of Search-R1 (retrieval_launch.sh: intfloat/e5-base-v2). Its name
+		// selects the e5 preset of the ONNX embedder ("query: "/"passage: ", mean pooling,
+		// 256/180-token caps). The revision is the one sentence-transformers model cards
+		// record for it; no official digest of its files was found in public material, so
+		// every file is recorded at the first download (trust on first use).
+		Name: "e5-base-v2", Kind: "embedder", Dim: 768, License: "MIT",
+		Repo: "intfloat/e5-base-v2", Revision: "f52bf8ec8c7124536f0efb74aca902b2995e5bcd",
+		Files: []File{
+			{Path: "onnx/model.onnx"},
+			{Path: "tokenizer.json"},
+			{Path: "vocab.txt"},
+			{Path: "config.json"},
+			{Path: "tokenizer_config.json"},
+			{Path: "special_tokens_map.json"},
+		},
+	},
+	{
+		// The cross-encoder of Search-R1's rerank servers (cross-encoder/ms-marco-MiniLM-L12-v2,
+		// formerly ms-marco-MiniLM-L-12-v2). The revision is the one sentence-transformers
+		// model cards record for it; no official digest was found, so every file is
+		// recorded at the first download (trust on first use).
+		Name: "ms-marco-MiniLM-L-12-v2", Kind: "cross-encoder", License: "Apache-2.0",
+		Repo: "cross-encoder/ms-marco-MiniLM-L12-v2", Revision: "7b0235231ca2674cb8ca8f022859a6eba2b1c968",
+		Files: []File{
+			{Path: "onnx/model.onnx"},
+			{Path: "tokenizer.json"},
+			{Path: "vocab.txt"},
+			{Path: "config.json"},
 		},
 	},
 	{

@@ -12,7 +12,7 @@ import (
 
 func TestManifest(t *testing.T) {
 	names := Names()
-	want := []string{"all-MiniLM-L6-v2", "ms-marco-MiniLM-L-6-v2", "potion-base-2M"}
+	want := []string{"all-MiniLM-L6-v2", "e5-base-v2", "ms-marco-MiniLM-L-12-v2", "ms-marco-MiniLM-L-6-v2", "potion-base-2M"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names = %v", names)
 	}
@@ -32,6 +32,16 @@ func TestManifest(t *testing.T) {
 	}
 	if m.Size() != 90387606+711661+231508+650+366+125+53+349+190 {
 		t.Fatalf("Size %d", m.Size())
+	}
+	// Search-R1's retriever and reranker, at recorded revisions (commit ids).
+	for name, repo := range map[string]string{"e5-base-v2": "intfloat/e5-base-v2", "ms-marco-MiniLM-L-12-v2": "cross-encoder/ms-marco-MiniLM-L12-v2"} {
+		m, err := Lookup(name)
+		if err != nil || m.Repo != repo || len(m.Revision) != 40 || m.Files[0].Path != "onnx/model.onnx" {
+			t.Fatalf("Lookup(%s): %+v %v", name, m, err)
+		}
+	}
+	if m, _ := Lookup("e5-base-v2"); m.Kind != "embedder" || m.Dim != 768 {
+		t.Fatalf("e5-base-v2: %+v", m)
 	}
 	// List returns copies.
 	List()[0].Files[0].Path = "changed"

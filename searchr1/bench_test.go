@@ -51,3 +51,29 @@ func BenchmarkLoopEpisode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRetrieve2560 measures the handler's encoding of a 2,560-query request (the
+// stock GRPO step) in each dialect, with a searcher that returns 3 fixed passages.
+func BenchmarkRetrieve2560(b *testing.B) {
+	hits := []memory.Result{res("a", "T1", strings.Repeat("w ", 100), 3.25), res("b", "T2", strings.Repeat("w ", 100), 2.5), res("c", "T3", strings.Repeat("w ", 100), 1.125)}
+	for i := range hits {
+		hits[i].Explain.Mode = memory.BM25
+	}
+	qs := make([]string, 2560)
+	for i := range qs {
+		qs[i] = `"q"`
+	}
+	body := `{"queries": [` + strings.Join(qs, ", ") + `], "topk": 3, "return_scores": true}`
+	for _, c := range []Compat{CompatNative, CompatSearchR1} {
+		b.Run("compat="+string(c), func(b *testing.B) {
+			h := NewRetrieveHandler(&fakeSearcher{byQuery: map[string][]memory.Result{"q": hits}}, RetrieveOptions{Compat: c})
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/retrieve", strings.NewReader(body)))
+				if w.Code != 200 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
+	}
+}

@@ -19,7 +19,9 @@
 //   - [NewRetrieveHandler] and [NewRetrieveServer]: the original Search-R1 retrieval
 //     server protocol (POST /retrieve, POST /rerank, GET /health) for training: batches of
 //     up to 8,192 queries searched in parallel and streamed back in order, an optional
-//     cross-encoder rerank, a response budget and every HTTP timeout set.
+//     cross-encoder rerank, a response budget and every HTTP timeout set; with
+//     [CompatSearchR1] it answers exactly as the original servers (raw scores, their
+//     fields and defaults, the retrieve-and-rerank and rerank servers' requests).
 //
 // Both *memory.Memory and *memory.Collection satisfy [Searcher] and [BatchSearcher].
 package searchr1

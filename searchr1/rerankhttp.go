@@ -21,7 +21,8 @@ import (
 // {"id": ..., "contents": "\"Title\"\ntext"} object, the same wrapped as
 // {"document": {...}, "score": ...}, or a bare contents string. rerank_topk defaults to
 // the server's default topk. The answer has /retrieve's layout, best passage first, with
-// sigmoid(logit) as the score.
+// sigmoid(logit) as the score. In the [CompatSearchR1] dialect the answer is the original
+// rerank server's instead (see there).
 type RerankRequest struct {
 	Queries      []string         `json:"queries"`
 	Documents    [][]RetrievedDoc `json:"documents"`
@@ -122,10 +123,14 @@ func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (
 		if err := json.Unmarshal(t, &k); err != nil {
 			return req, http.StatusUnprocessableEntity, errors.New(`field "rerank_topk" must be an integer`)
 		}
-		if k < 1 {
+		switch {
+		case k == 0 && h.o.Compat == CompatSearchR1:
+			// The original's "if not request.rerank_topk": 0 is the server's default.
+		case k < 1:
 			return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "rerank_topk" is %d, must be at least 1`, k)
+		default:
+			req.RerankTopK = &k
 		}
-		req.RerankTopK = &k
 	}
 	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
 		if err := json.Unmarshal(rs, &req.ReturnScores); err != nil {
@@ -172,7 +177,11 @@ func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
 			texts := make([]string, len(docs))
 			for j, d := range docs {
 				res[j] = memory.Result{ID: d.ID, Text: d.Contents}
-				texts[j] = rerankText(splitContents(d.Contents))
+				if h.o.Compat == CompatSearchR1 {
+					texts[j] = PassageString(d.Contents)
+				} else {
+					texts[j] = rerankText(splitContents(d.Contents))
+				}
 			}
 			ranked, err := h.rerankResults(ctx, qs[i], res, texts)
 			if err != nil {
@@ -183,10 +192,16 @@ func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
 		})
 		return out, err
 	}
-	h.stream(w, r, req.Queries, h.chunkSize(1), search, func(res []memory.Result) []memory.Result {
+	h.stream(w, r, req.Queries, h.chunkSize(1), search, func(buf []byte, res []memory.Result) []byte {
 		if len(res) > topK {
 			res = res[:topK]
 		}
-		return res
-	}, req.ReturnScores)
+		if h.o.Compat == CompatSearchR1 {
+			// rerank_server's answer: the string the cross-encoder scored, its raw logit.
+			return appendCompatList(buf, res, req.ReturnScores, func(r memory.Result) any {
+				return PassageString(capBytes(r.Text, h.o.MaxPassageBytes))
+			}, rawScore)
+		}
+		return h.appendList(buf, res, req.ReturnScores)
+	})
 }

@@ -49,7 +49,8 @@ var (
 	ErrQueryTooLong = errors.New("searchr1: query over the per-query byte cap")
 	// ErrOverBudget: queries x topk x MaxPassageBytes is over MaxResponseBytes.
 	ErrOverBudget = errors.New("searchr1: request over the response budget")
-	// ErrNoReranker: /rerank was called on a server without a reranker.
+	// ErrNoReranker: /rerank, or a retrieve-and-rerank request of the [CompatSearchR1]
+	// dialect, was sent to a server without a reranker.
 	ErrNoReranker = errors.New("searchr1: no reranker configured")
 )
 
@@ -103,6 +104,9 @@ type RetrieveOptions struct {
 	RerankDepth int
 	// SearchOptions are added to every search (mode, filters, collections…).
 	SearchOptions []memory.SearchOption
+	// Compat is the dialect the server speaks (default [CompatNative]; [CompatSearchR1]
+	// answers as the original Search-R1 servers, see there).
+	Compat Compat
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout configure the server
 	// of [NewRetrieveServer]. Defaults: 10 s (at most ReadTimeout); 30 s plus the body cap
 	// at 256 KiB/s; 2 min plus MaxResponseBytes at 2 MiB/s (the whole of a request's
@@ -135,6 +139,9 @@ func (o RetrieveOptions) withDefaults() RetrieveOptions {
 	o.MaxConcurrent = defaultInt(o.MaxConcurrent, 2*runtime.GOMAXPROCS(0))
 	if o.QueueTimeout <= 0 {
 		o.QueueTimeout = 30 * time.Second
+	}
+	if o.Compat == CompatSearchR1 {
+		o.RerankDepth = defaultInt(o.RerankDepth, DefaultCompatRetrievalTopK)
 	}
 	o.RerankDepth = defaultInt(o.RerankDepth, DefaultRerankDepth)
 	if o.ReadTimeout <= 0 {
@@ -283,6 +290,10 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
 		return
 	}
+	if h.o.Compat == CompatSearchR1 && h.o.Reranker != nil {
+		h.retrieveRerankCompat(w, r)
+		return
+	}
 	req, status, err := h.decode(w, r)
 	if err != nil {
 		writeError(w, status, err.Error())
@@ -327,12 +338,15 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		})
 		return hits, err
 	}
-	h.stream(w, r, req.Queries, h.chunkSize(depth), search, func(res []memory.Result) []memory.Result {
+	h.stream(w, r, req.Queries, h.chunkSize(depth), search, func(buf []byte, res []memory.Result) []byte {
 		if len(res) > topK {
 			res = res[:topK]
 		}
-		return res
-	}, req.ReturnScores)
+		if h.o.Compat == CompatSearchR1 {
+			return appendCompatList(buf, res, req.ReturnScores, h.retrievedDocCompat, rawScore)
+		}
+		return h.appendList(buf, res, req.ReturnScores)
+	})
 }
 
 // rerankResults scores texts (the passages of res) with the reranker against query and
@@ -383,12 +397,12 @@ func rerankSigmoid(x float64) float64 {
 }
 
 // stream searches queries chunk by chunk (the next chunk is searched while the previous
-// one is written) and writes {"result": [...]} one query list at a time, so memory holds
-// at most three chunks whatever the size of the request. Errors before the first byte
-// get their HTTP status; later ones abort the connection.
+// one is written) and writes {"result": [...]} one query list at a time (appendList
+// writes a list), so memory holds at most three chunks whatever the size of the request.
+// Errors before the first byte get their HTTP status; later ones abort the connection.
 func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries []string, chunk int,
 	search func(ctx context.Context, base int, qs []string) ([][]memory.Result, error),
-	cut func([]memory.Result) []memory.Result, scores bool) {
+	appendList func(buf []byte, res []memory.Result) []byte) {
 	ctx, cancel := context.WithCancel(r.Context())
 	type part struct {
 		hits [][]memory.Result
@@ -443,7 +457,7 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 				_ = bw.WriteByte(',')
 			}
 			i++
-			buf = h.appendList(buf[:0], cut(res), scores)
+			buf = appendList(buf[:0], res)
 			if _, err := bw.Write(buf); err != nil {
 				return // client gone or write timeout: the deferred cancel stops the search
 			}
@@ -540,10 +554,21 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 		if err := json.Unmarshal(t, &k); err != nil {
 			return req, http.StatusUnprocessableEntity, errors.New(`field "topk" must be an integer`)
 		}
-		if k < 1 || k > h.o.MaxTopK {
+		switch {
+		case k == 0 && h.o.Compat == CompatSearchR1:
+			// The original's "if not request.topk": 0 is the server's default.
+		case k < 1 || k > h.o.MaxTopK:
 			return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "topk" is %d, must be in [1, %d]`, k, h.o.MaxTopK)
+		default:
+			req.TopK = &k
 		}
-		req.TopK = &k
+	}
+	if h.o.Compat == CompatSearchR1 {
+		for _, f := range []string{"topk_retrieval", "topk_rerank"} {
+			if _, ok := raw[f]; ok {
+				return req, http.StatusUnprocessableEntity, fmt.Errorf(`%v: field %q is the retrieve-and-rerank server's; start the server with a reranker (serve --reranker)`, ErrNoReranker, f)
+			}
+		}
 	}
 	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
 		if err := json.Unmarshal(rs, &req.ReturnScores); err != nil {
@@ -574,7 +599,8 @@ func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string
 		}
 		return nil, http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
 	}
-	if dec.More() {
+	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		// (Decoder.More alone lets a stray "}" or "]" after the object through.)
 		return nil, http.StatusBadRequest, errors.New("malformed JSON: data after the object")
 	}
 	if raw == nil {

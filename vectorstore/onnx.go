@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path/filepath"
-	"strconv"
 
 	"github.com/agentmem/memory/internal/onnx"
 	"github.com/agentmem/memory/internal/wordpiece"
@@ -48,22 +46,33 @@ type ONNXOptions struct {
 	GraphOptimization string
 	// BatchSize is the number of texts per inference call; 0 = 32.
 	BatchSize int
-	// MaxLength caps tokens per text, [CLS] and [SEP] included; 0 = the folder's
-	// max_seq_length (sentence_bert_config.json), else the tokenizer's model_max_length.
+	// MaxLength caps tokens per text, [CLS] and [SEP] included; 0 = the preset's caps,
+	// else the folder's max_seq_length (sentence_bert_config.json), else the tokenizer's
+	// model_max_length.
 	MaxLength int
-	// Pooling is "mean" or "cls"; "" = 1_Pooling/config.json, else mean.
+	// QueryMaxLength and PassageMaxLength cap queries (EmbedQuery) and passages (Embed)
+	// alone, overriding MaxLength and the preset (E5's: 256 and 180). A passage cap other
+	// than the preset's (or, without a preset, MaxLength or the folder's) is part of the
+	// embedder's ID.
+	QueryMaxLength, PassageMaxLength int
+	// Preset is the model preset ([PresetAuto] = by the folder's name, as the original
+	// Search-R1 does: e5 and bge get their prefixes, pooling, normalisation and token
+	// caps; see [PresetE5], [PresetBGE], [PresetNone]). Any option set here overrides the
+	// preset's value. A preset other than none is part of the embedder's ID.
+	Preset string
+	// Pooling is "mean" or "cls"; "" = the preset's, else 1_Pooling/config.json, else mean.
 	Pooling string
-	// Normalize forces L2 normalisation on or off; nil = on when modules.json lists a
-	// Normalize module.
+	// Normalize forces L2 normalisation on or off; nil = the preset's, else on when
+	// modules.json lists a Normalize module.
 	Normalize *bool
 	Logger    *slog.Logger
 	// QueryPrefix is prepended to search queries (EmbedQuery) by asymmetric models (E5:
 	// "query: "; BGE: "Represent this sentence for searching relevant passages: "). nil = the
-	// folder's config_sentence_transformers.json prompts (the "query" prompt, else
-	// "search_query"), none when absent; a pointer to "" turns a configured prompt off.
+	// preset's, else the folder's config_sentence_transformers.json prompts (the "query"
+	// prompt, else "search_query"), none when absent; a pointer to "" turns a prompt off.
 	QueryPrefix *string
 	// PassagePrefix is prepended to every text Embed embeds (E5: "passage: "). nil = the
-	// folder's prompts ("document", "passage", "corpus", else "search_document", the names
+	// preset's, else the folder's prompts ("document", "passage", "corpus", else "search_document", the names
 	// sentence-transformers' encode_document looks for), none when absent. A non-empty
 	// passage prefix is part of the embedder's ID, so a store built with another one reports
 	// an embedder mismatch.
@@ -85,6 +94,7 @@ type ONNXEmbedder struct {
 	normalize     bool
 	queryPrefix   string
 	passagePrefix string
+	settings      ONNXSettings
 }
 
 var (
@@ -96,13 +106,34 @@ var (
 // NewONNXEmbedder loads the model in dir: model.onnx or onnx/model.onnx, tokenizer.json or
 // vocab.txt, and the optional sentence-transformers files 1_Pooling/config.json,
 // modules.json and sentence_bert_config.json.
+//
+// The text handling (prefixes, pooling, normalisation, token caps) is
+// [ResolveONNXSettings]'s: the options, else the model preset (by default chosen by the
+// folder's name: a folder named like an e5 or bge model gets the original Search-R1's
+// settings for it), else the folder's files.
 func NewONNXEmbedder(ctx context.Context, dir string, opts ONNXOptions) (*ONNXEmbedder, error) {
-	enc, err := onnx.OpenEncoder(ctx, dir, opts.encoder(), "last_hidden_state", onnxErrors)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := ResolveONNXSettings(dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	e := &ONNXEmbedder{enc: enc, id: enc.ID()}
-	if err := e.configure(ctx, opts); err != nil {
+	eo := opts.encoder()
+	// The tokenizer keeps the model's window (MaxLength, else the folder's), at least the
+	// caps; each side is cut to its own cap when encoded.
+	window := s.window
+	if opts.MaxLength > 0 {
+		window = opts.MaxLength
+	}
+	eo.MaxLength = max(s.QueryMaxLength, s.PassageMaxLength, window)
+	enc, err := onnx.OpenEncoder(ctx, dir, eo, "last_hidden_state", onnxErrors)
+	if err != nil {
+		return nil, err
+	}
+	e := &ONNXEmbedder{enc: enc, id: enc.ID() + s.IDSuffix, settings: s, cls: s.Pooling == "cls", normalize: s.Normalize,
+		queryPrefix: s.QueryPrefix, passagePrefix: s.PassagePrefix}
+	if err := e.configure(ctx); err != nil {
 		enc.Close()
 		return nil, err
 	}
@@ -116,19 +147,8 @@ func (o ONNXOptions) encoder() onnx.EncoderOptions {
 		BatchSize: o.BatchSize, MaxLength: o.MaxLength, Logger: o.Logger}
 }
 
-// configure sets pooling, normalisation, prompts and the width from opts and the folder.
-func (e *ONNXEmbedder) configure(ctx context.Context, opts ONNXOptions) error {
-	if err := e.configurePooling(opts); err != nil {
-		return err
-	}
-	if err := e.configurePrompts(opts); err != nil {
-		return err
-	}
-	if e.passagePrefix != "" {
-		// Vectors of passages embedded with another prefix are not comparable; no prefix
-		// keeps the ID stores created before prefixes existed recorded.
-		e.id += "+passage=" + strconv.Quote(e.passagePrefix)
-	}
+// configure sets the width from the graph, config.json or the model itself.
+func (e *ONNXEmbedder) configure(ctx context.Context) error {
 	dims := e.enc.Session.OutputDims()
 	switch {
 	case len(dims) != 3:
@@ -148,41 +168,6 @@ func (e *ONNXEmbedder) configure(ctx context.Context, opts ONNXOptions) error {
 	return nil
 }
 
-func (e *ONNXEmbedder) configurePooling(opts ONNXOptions) error {
-	switch opts.Pooling {
-	case "mean":
-	case "cls":
-		e.cls = true
-	case "":
-		var pc struct {
-			CLS  bool `json:"pooling_mode_cls_token"`
-			Mean bool `json:"pooling_mode_mean_tokens"`
-		}
-		if err := e.enc.ReadJSON(filepath.Join("1_Pooling", "config.json"), &pc); err != nil {
-			return err
-		}
-		e.cls = pc.CLS && !pc.Mean
-	default:
-		return fmt.Errorf("%w: pooling %q (want mean or cls)", ErrBadModel, opts.Pooling)
-	}
-	if opts.Normalize != nil {
-		e.normalize = *opts.Normalize
-		return nil
-	}
-	var modules []struct {
-		Type string `json:"type"`
-	}
-	if err := e.enc.ReadJSON("modules.json", &modules); err != nil {
-		return err
-	}
-	for _, m := range modules {
-		if m.Type == "sentence_transformers.models.Normalize" {
-			e.normalize = true
-		}
-	}
-	return nil
-}
-
 // Prompt names in config_sentence_transformers.json, in the order sentence-transformers'
 // encode_query / encode_document look for them, then Nomic's names.
 var (
@@ -190,34 +175,9 @@ var (
 	stPassagePrompts = []string{"document", "passage", "corpus", "search_document"}
 )
 
-// configurePrompts sets the query and passage prefixes from opts, else from the folder's
-// config_sentence_transformers.json "prompts".
-func (e *ONNXEmbedder) configurePrompts(opts ONNXOptions) error {
-	var st struct {
-		Prompts map[string]string `json:"prompts"`
-	}
-	if opts.QueryPrefix == nil || opts.PassagePrefix == nil {
-		if err := e.enc.ReadJSON("config_sentence_transformers.json", &st); err != nil {
-			return err
-		}
-	}
-	pick := func(opt *string, names []string) string {
-		if opt != nil {
-			return *opt
-		}
-		for _, n := range names {
-			if p, ok := st.Prompts[n]; ok {
-				return p
-			}
-		}
-		return ""
-	}
-	e.queryPrefix = pick(opts.QueryPrefix, stQueryPrompts)
-	e.passagePrefix = pick(opts.PassagePrefix, stPassagePrompts)
-	return nil
-}
-
-// ID is the folder name and the first 16 hex digits of the model file's sha256.
+// ID is the folder name and the first 16 hex digits of the model file's sha256, then what
+// stored vectors depend on beyond the model (see [ONNXSettings].IDSuffix and
+// [ParseONNXIdentity]).
 func (e *ONNXEmbedder) ID() string { return e.id }
 
 // Dim is the embedding length (the model's hidden size).
@@ -226,8 +186,33 @@ func (e *ONNXEmbedder) Dim() int { return e.dim }
 // Device is where inference runs: "cpu" or "cuda".
 func (e *ONNXEmbedder) Device() string { return string(e.enc.Session.Device()) }
 
-// MaxLength is the number of tokens a text is truncated to, [CLS] and [SEP] included.
+// MaxLength is the model's window in tokens, [CLS] and [SEP] included: the MaxLength
+// option, else the folder's maximum length (at least the query and passage caps). A store
+// sizes prose chunks to it; passages are cut to PassageMaxLength for the embedding, as the
+// original Search-R1 cuts its corpus passages (E5: 180 tokens) without splitting them.
 func (e *ONNXEmbedder) MaxLength() int { return e.enc.Tok.MaxLength() }
+
+// PassageMaxLength is the number of tokens a passage (Embed) is truncated to, [CLS] and
+// [SEP] included.
+func (e *ONNXEmbedder) PassageMaxLength() int { return e.settings.PassageMaxLength }
+
+// QueryMaxLength is the number of tokens a query (EmbedQuery) is truncated to, [CLS] and
+// [SEP] included.
+func (e *ONNXEmbedder) QueryMaxLength() int { return e.settings.QueryMaxLength }
+
+// TokenIDs are the token ids the model is fed for text as a query (EmbedQuery, query
+// true) or as a passage (Embed): [CLS], the word pieces of the prefix and text cut to the
+// query or passage cap, [SEP].
+func (e *ONNXEmbedder) TokenIDs(text string, query bool) []int64 {
+	if query {
+		return e.enc.Tok.EncodeMax(e.queryPrefix+text, e.settings.QueryMaxLength).IDs
+	}
+	return e.enc.Tok.EncodeMax(e.passagePrefix+text, e.settings.PassageMaxLength).IDs
+}
+
+// Settings is how the embedder handles text: its preset, prefixes, pooling,
+// normalisation and token caps.
+func (e *ONNXEmbedder) Settings() ONNXSettings { return e.settings }
 
 // Close releases the ONNX session.
 func (e *ONNXEmbedder) Close() error { return e.enc.Close() }
@@ -242,12 +227,12 @@ func (e *ONNXEmbedder) PassagePrefix() string { return e.passagePrefix }
 // than MaxLength tokens (prefix included) are truncated; empty texts embed the [CLS] [SEP]
 // sequence (or the prefix alone).
 func (e *ONNXEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return e.embedWith(ctx, e.passagePrefix, texts)
+	return e.embedWith(ctx, e.passagePrefix, e.settings.PassageMaxLength, texts)
 }
 
 // EmbedQuery embeds a search query with the query prefix.
 func (e *ONNXEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
-	v, err := e.embedWith(ctx, e.queryPrefix, []string{text})
+	v, err := e.embedWith(ctx, e.queryPrefix, e.settings.QueryMaxLength, []string{text})
 	if err != nil {
 		return nil, err
 	}
@@ -257,16 +242,17 @@ func (e *ONNXEmbedder) EmbedQuery(ctx context.Context, text string) ([]float32, 
 // EmbedQueries embeds search queries with the query prefix, in length-sorted batches like
 // Embed.
 func (e *ONNXEmbedder) EmbedQueries(ctx context.Context, texts []string) ([][]float32, error) {
-	return e.embedWith(ctx, e.queryPrefix, texts)
+	return e.embedWith(ctx, e.queryPrefix, e.settings.QueryMaxLength, texts)
 }
 
-func (e *ONNXEmbedder) embedWith(ctx context.Context, prefix string, texts []string) ([][]float32, error) {
+// embedWith embeds texts with prefix before each, cut to maxLen tokens.
+func (e *ONNXEmbedder) embedWith(ctx context.Context, prefix string, maxLen int, texts []string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	encs := make([]wordpiece.Encoding, len(texts))
 	for i, t := range texts {
-		encs[i] = e.enc.Tok.Encode(prefix + t)
+		encs[i] = e.enc.Tok.EncodeMax(prefix+t, maxLen)
 	}
 	return e.embedEncodings(ctx, encs)
 }

@@ -112,7 +112,10 @@ creates one: build it with --keep DIR, or with memory index --store DIR DIR/corp
 		usage: `memory serve --store DIR [--collection C] [--retrieve ADDR] [--mcp | --mcp-http ADDR]`,
 		help: `Serves an existing store: Search-R1's POST /retrieve ({"queries": ["..."], "topk": 3,
 "return_scores": true}) and GET /health over HTTP, and/or MCP (memory_search, memory_add,
-memory_delete, memory_get, sop_match) over stdio or streamable HTTP.
+memory_delete, memory_get, sop_match) over stdio or streamable HTTP. /retrieve searches
+hybrid by default (RRF scores); --compat search-r1 answers as the original Search-R1 servers
+(one retriever's raw scores, topk 0 = --topk, BM25 title/text/contents, and with --reranker
+the retrieve-and-rerank request and the rerank server's strings and raw logits).
 
 ` + storeHelp,
 	},

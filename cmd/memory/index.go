@@ -788,9 +788,7 @@ func (j jsonlDoc) document() memory.Document {
 		d.ID = string(j.BeirID)
 	}
 	if d.Text == "" && j.Contents != "" {
-		title, text, _ := strings.Cut(j.Contents, "\n")
-		d.Title = strings.Trim(title, `"`)
-		d.Text = text
+		d.Title, d.Text = beir.SplitContents(j.Contents)
 	}
 	return d
 }

@@ -42,6 +42,10 @@ type embedderSpec struct {
 	// device is where an ONNX model runs: "" or "cpu", "cuda" (an error without CUDA) or
 	// "auto" (CUDA when ONNX Runtime has it, else the CPU).
 	device string
+	// preset is the ONNX model preset ("" or "auto": by the folder's name; e5, bge, none);
+	// queryMaxTokens and passageMaxTokens override its token caps when > 0.
+	preset                           string
+	queryMaxTokens, passageMaxTokens int
 }
 
 // hashPrefix names the model-free hashing embedder on the command line.
@@ -83,6 +87,9 @@ func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embed
 		}
 		return vectorstore.NewHashEmbedder(dim), nil
 	}
+	if spec.queryMaxTokens < 0 || spec.passageMaxTokens < 0 {
+		return nil, fmt.Errorf("embedder %q: --query-max-tokens/--passage-max-tokens must not be negative", spec.name)
+	}
 	dir, err := modelDir(spec.name)
 	if err != nil {
 		return nil, err
@@ -91,9 +98,13 @@ func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embed
 		if spec.queryPrefix != nil || spec.passagePrefix != nil {
 			return nil, fmt.Errorf("embedder %q: --query-prefix/--passage-prefix apply to ONNX models only", spec.name)
 		}
+		if (spec.preset != "" && spec.preset != "auto") || spec.queryMaxTokens > 0 || spec.passageMaxTokens > 0 {
+			return nil, fmt.Errorf("embedder %q: --model-preset/--query-max-tokens/--passage-max-tokens apply to ONNX models only", spec.name)
+		}
 		return vectorstore.NewStaticEmbedder(dir)
 	}
-	opts := vectorstore.ONNXOptions{Device: spec.device}
+	opts := vectorstore.ONNXOptions{Device: spec.device, Preset: spec.preset,
+		QueryMaxLength: spec.queryMaxTokens, PassageMaxLength: spec.passageMaxTokens}
 	setPrefixes(&opts, spec.queryPrefix, spec.passagePrefix)
 	return vectorstore.NewONNXEmbedder(ctx, dir, opts)
 }
@@ -132,9 +143,10 @@ func plainModelName(id string) bool {
 }
 
 // resolveEmbedder loads the embedder a store recorded (its identity and dimension), with
-// the query prefix of spec (the model folder's own when unset) and the passage prefix the
-// identity records (unless --passage-prefix says otherwise). The store checks that the
-// loaded embedder's identity and dimension match the record.
+// the query prefix of spec (the preset's or the model folder's own when unset) and the
+// preset, passage cap and passage prefix the identity records (unless the flags say
+// otherwise; an identity without a preset is a store made without one, so none is used).
+// The store checks that the loaded embedder's identity and dimension match the record.
 func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec) (vectorstore.Embedder, error) {
 	name, ok := recordedModel(id)
 	if !ok && plainModelName(id) {
@@ -146,6 +158,17 @@ func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec)
 	spec.name = name
 	if p, ok := recordedPassagePrefix(id); ok && spec.passagePrefix == nil {
 		spec.passagePrefix = &p
+	}
+	if rec, ok := vectorstore.ParseONNXIdentity(id); ok {
+		if spec.preset == "" || spec.preset == "auto" {
+			spec.preset = rec.Preset
+			if spec.preset == "" {
+				spec.preset = vectorstore.PresetNone
+			}
+		}
+		if spec.passageMaxTokens == 0 {
+			spec.passageMaxTokens = rec.PassageMaxLength
+		}
 	}
 	e, err := loadEmbedderSpec(ctx, spec)
 	if err != nil {

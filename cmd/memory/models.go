@@ -26,10 +26,15 @@ func init() {
 const modelsUsage = `usage: memory models list
        memory models pull [--base-url URL] [--cache DIR] [--retries N] NAME...
        memory models path NAME
+       memory models info [--model-preset P] [--query-max-tokens N] [--passage-max-tokens N] NAME_OR_DIR
+       memory models info --store DIR
 
 pull downloads a model into the cache ($MEMORY_CACHE/models, else the user cache
 folder), verifying each file's pinned sha256; interrupted downloads resume.
 path prints the folder of a ready model ($MEMORY_MODELS/NAME first, then the cache).
+info shows how the ONNX embedder handles text with a model: its preset (chosen by the
+name as Search-R1 does: e5, bge, or none), prefixes, pooling, normalisation and token caps;
+with --store, the embedder a store records and the settings it is reloaded with.
 `
 
 func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -44,6 +49,8 @@ func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return modelsPull(ctx, args[1:], stdout, stderr)
 	case "path":
 		return modelsPath(args[1:], stdout, stderr)
+	case "info":
+		return modelsInfo(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stderr, modelsUsage)
 		return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,6 +40,7 @@ type serveConfig struct {
 	collection   string
 	retrieveAddr string
 	mode         string
+	compat       searchr1.Compat
 	retrieve     searchr1.RetrieveOptions // the /retrieve limits given on the command line
 	idleTimeout  time.Duration
 	mcpStdio     bool
@@ -92,6 +94,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if cfg.compat == searchr1.CompatSearchR1 && cfg.mode == "" {
+		// The original serves one retriever: dense (e5) when there are vectors, else BM25.
+		cfg.mode = string(memory.BM25)
+		if m.Embedder() != nil {
+			cfg.mode = string(memory.Dense)
+		}
+	}
 	lib, err := serveSOPs(m, cfg.sopDir, stderr)
 	if err != nil {
 		return err
@@ -129,7 +138,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve and GET /health on this address (e.g. 127.0.0.1:8000)")
 	r := &cfg.retrieve
 	fs.IntVar(&r.DefaultTopK, "topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
-	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid)")
+	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid; with --compat search-r1,\ndense when the store has an embedder, else bm25)")
+	compat := fs.String("compat", "", "/retrieve: native (default) or search-r1: answer as the original Search-R1 servers\n(raw BM25 or inner-product scores, topk 0 = --topk, BM25 documents as title/text/contents;\nwith --reranker, /retrieve takes topk_retrieval/topk_rerank and /rerank answers strings and raw logits)")
 	fs.IntVar(&r.MaxConcurrent, "max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
 	fs.IntVar(&r.MaxQueries, "max-queries", searchr1.DefaultMaxQueries, "/retrieve: most queries in one request (more get 422)")
 	fs.IntVar(&r.MaxQueryBytes, "max-query-bytes", searchr1.DefaultMaxQueryBytes, "/retrieve: most bytes in one query (more get 422)")
@@ -156,6 +166,22 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "memory serve: unexpected arguments %q\n", fs.Args())
 		return cfg, errUsage
+	}
+	var err error
+	if cfg.compat, err = searchr1.ParseCompat(*compat); err != nil {
+		fmt.Fprintf(stderr, "memory serve: --compat: %v\n", err)
+		return cfg, errUsage
+	}
+	if cfg.compat == searchr1.CompatSearchR1 {
+		depthSet := false
+		fs.Visit(func(f *flag.Flag) { depthSet = depthSet || f.Name == "rerank-depth" })
+		if !depthSet {
+			r.RerankDepth = searchr1.DefaultCompatRetrievalTopK // the original's topk_retrieval
+		}
+		if memory.Mode(cfg.mode) == memory.Hybrid {
+			fmt.Fprintln(stderr, "memory serve: --compat search-r1 reports the scores the original does (BM25 or inner product): use --mode bm25 or dense, not hybrid")
+			return cfg, errUsage
+		}
 	}
 	if err := cfg.check(stderr); err != nil {
 		return cfg, err
@@ -218,6 +244,7 @@ func serveSOPs(m *memory.Memory, dir string, stderr io.Writer) (*sop.Library, er
 func retrieveServer(cfg serveConfig, searcher searchr1.Searcher, logger *slog.Logger) *http.Server {
 	ropts := cfg.retrieve
 	ropts.Logger = logger
+	ropts.Compat = cfg.compat
 	if cfg.mode != "" {
 		ropts.SearchOptions = []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode))}
 	}

@@ -27,6 +27,7 @@ type storeFlags struct {
 	device        deviceFlag
 	queryPrefix   optString
 	passagePrefix optString
+	modelFlags    // --model-preset, --query-max-tokens, --passage-max-tokens (presets.go)
 }
 
 // optString is a string flag that remembers whether it was given (so that "" can clear a
@@ -61,8 +62,9 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
 	fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records\n(a store remembers its index: without --index it uses it; another one is an error without this flag)")
-	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
-	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the model folder's\nprompts, e.g. E5's \"passage: \"; \"\" for none). Part of the embedder's identity")
+	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the --model-preset's, e.g. E5's \"query: \",\nelse the folder's config_sentence_transformers.json prompts; \"\" for none)")
+	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's\n\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
+	f.modelFlags.register(fs)
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
 	f.device = "cpu"
 	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU) (default cpu)")
@@ -70,7 +72,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 
 // spec is the embedder the flags name (name "" when --embedder is not given).
 func (f *storeFlags) spec() embedderSpec {
-	return embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr(), device: string(f.device)}
+	return f.modelFlags.apply(embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr(), device: string(f.device)})
 }
 
 // options builds the store options of the flags: logger, models, index, re-embedding, and

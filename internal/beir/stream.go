@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // MaxLineBytes is the longest line (without its line ending) the readers accept.
@@ -108,8 +107,7 @@ func parseDoc(line []byte) (Doc, error) {
 		return Doc{}, errors.New("missing _id")
 	}
 	if d.Text == "" && j.Contents != "" {
-		title, text, _ := strings.Cut(j.Contents, "\n")
-		d.Title, d.Text = strings.Trim(title, `"`), text
+		d.Title, d.Text = SplitContents(j.Contents)
 	}
 	return d, nil
 }

@@ -8,8 +8,18 @@ import (
 // Encode tokenizes one text as [CLS] pieces [SEP], keeping the first MaxLength()-2 word
 // pieces (right truncation, as the Hugging Face fast tokenizer and sentence-transformers do).
 func (t *Tokenizer) Encode(text string) Encoding {
+	return t.EncodeMax(text, 0)
+}
+
+// EncodeMax is Encode with a cap of maxLen tokens ([CLS] and [SEP] included) instead of
+// MaxLength(); maxLen <= 0 or over MaxLength() is MaxLength(), under 2 is 2.
+func (t *Tokenizer) EncodeMax(text string, maxLen int) Encoding {
+	if maxLen <= 0 || maxLen > t.MaxLength() {
+		maxLen = t.MaxLength()
+	}
+	maxLen = max(maxLen, 2)
 	pieces := t.appendPieces(nil, text)
-	n := min(len(pieces), t.MaxLength()-2)
+	n := min(len(pieces), maxLen-2)
 	e := newEncoding(n + 2)
 	e.push(t, t.clsID, 0)
 	for _, id := range pieces[:n] {
