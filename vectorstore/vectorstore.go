@@ -142,6 +142,9 @@ type IndexConfig struct {
 	Params map[string]int
 	// GPU asks a backend that can use a GPU to do so (FAISS with the "faissgpu" build tag).
 	GPU bool
+	// ReadOnly opens a persisted index without writing to Dir: Commit and Close keep
+	// nothing (the "disk" backend).
+	ReadOnly bool
 }
 
 // DefaultBackend is the backend used when IndexConfig.Backend is empty: the exact flat scan,
