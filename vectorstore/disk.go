@@ -157,6 +157,9 @@ var (
 	_ Index         = (*DiskIndex)(nil)
 	_ BatchSearcher = (*DiskIndex)(nil)
 	_ Durable       = (*DiskIndex)(nil)
+	_ AllowSearcher = (*DiskIndex)(nil)
+	_ SearchPlanner = (*DiskIndex)(nil)
+	_ VectorLookup  = (*DiskIndex)(nil)
 )
 
 // NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
@@ -569,14 +572,19 @@ func (x *DiskIndex) defaultMode() DiskMode {
 }
 
 // SearchPlan says in a sentence how a search with default options is answered and why
-// (for Explain.Notes).
-func (x *DiskIndex) SearchPlan() string {
+// (for Explain.Notes), and whether that scan is approximate (codes, then rescoring).
+func (x *DiskIndex) SearchPlan() (string, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	mode, os, err := x.choose(DiskSearchOptions{})
 	if err != nil {
-		return err.Error()
+		return err.Error(), false
 	}
+	return x.plan(mode, os), mode != DiskExact
+}
+
+// plan is SearchPlan's sentence.
+func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	n, bytes := x.n()-x.dead, int64(x.n())*int64(x.dim)*4
 	switch {
 	case mode == DiskExact && x.quant == DiskQuantAuto:
