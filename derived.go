@@ -229,7 +229,7 @@ const vectorSampleOnOpen = 4
 // Missing probes a persisted vector index (FAISS) with the stored vectors of a few sampled
 // ids, each of which must find itself (check.go's vectorProbe): an index of another store,
 // or one whose files were damaged, fails it. An index loaded from the store of record on
-// every open (the flat default) needs no probe.
+// every open (the flat index) needs no probe.
 //
 // An index that returns the vector it holds (vectorstore.VectorLookup, the disk index) is
 // checked without a search: each sampled id's vector, normalised as the index stores it,

@@ -1,7 +1,9 @@
 // Package vectorstore holds what turns text into vectors and what searches them:
 // the [Embedder] interface with its ONNX bi-encoder and static (Model2Vec) implementations,
-// and the [Index] interface with its backends: "flat", an exact scan with an AVX2 kernel (the
-// default), "chromem" (chromem-go's exact search) and "faiss" (behind the "faiss" build tag).
+// and the [Index] interface with its backends: "disk" (the default: rows in memory-mapped
+// segment files, exact search with the flat kernel, int8 or binary codes with exact
+// rescoring for stores beyond memory), "flat", an exact in-memory scan with an AVX2 kernel,
+// "chromem" (chromem-go's exact search) and "faiss" (behind the "faiss" build tag).
 //
 // Indexes are derived data: the memory store keeps every vector in its store of record and
 // rebuilds or catches up an index when it opens. Backends that persist themselves implement

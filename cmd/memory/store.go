@@ -56,7 +56,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	}
 	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, or hash[:DIM]\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
 	fs.StringVar(&f.reranker, "reranker", "", "cross-encoder model: a name or a directory (default: none)")
-	fs.StringVar(&f.backend, "index", "", "dense index backend (chromem, flat, faiss when built with -tags faiss)")
+	fs.StringVar(&f.backend, "index", "", "dense index backend (disk, the default; flat, chromem, faiss when built with -tags faiss)")
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
 	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the model folder's\nconfig_sentence_transformers.json prompts, e.g. E5's \"query: \"; \"\" for none)")
