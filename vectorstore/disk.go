@@ -77,6 +77,9 @@ type DiskSearchOptions struct {
 	// Oversample is how many candidates per result the code scan passes to exact
 	// rescoring (0: IndexConfig.Params["oversample"], else 4 for int8 and 16 for binary).
 	Oversample int
+	// NProbe is how many inverted lists a quantized search of an index with lists
+	// (Params["nlist"]) scans (0: Params["nprobe"], else nlist/16).
+	NProbe int
 }
 
 // Errors of the disk index.
@@ -131,6 +134,8 @@ type DiskIndex struct {
 	readOnly   bool
 	quant      int
 	oversample int
+	nlist      int // inverted lists (0: none)
+	nprobe     int
 	threads    int
 	segRows    int
 	budget     int64 // float32 bytes up to which DiskQuantAuto searches exactly
@@ -139,6 +144,9 @@ type DiskIndex struct {
 	n0    int     // rows in segments (= ids in the id table)
 	ids   diskIDs // id table of ordinals [0, n0)
 	scale []float32
+
+	centroids []float32 // nlist x dim (nil: no lists, or not trained yet)
+	lists     [][]int32 // the segment ordinals of each list
 
 	tailVecs []float32        // rows n0.. in memory
 	tailIDs  []string         // their ids
@@ -182,12 +190,16 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	p := cfg.Params
 	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,
 		quant: p["quant"], oversample: p["oversample"], threads: p["threads"], segRows: p["segrows"],
-		tailSlot: map[string]int32{}}
-	if x.quant < DiskQuantAuto || x.quant > DiskQuantBinary || x.oversample < 0 || x.threads < 0 || x.segRows < 0 {
+		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}}
+	if x.quant < DiskQuantAuto || x.quant > DiskQuantBinary || x.oversample < 0 || x.threads < 0 || x.segRows < 0 ||
+		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 {
 		return nil, fmt.Errorf("%w: disk: params %v", ErrBadConfig, p)
 	}
 	if x.segRows == 0 {
 		x.segRows = diskSegRowsDefault
+	}
+	if x.nprobe == 0 {
+		x.nprobe = max(1, x.nlist/16)
 	}
 	if mb := p["exactmb"]; mb > 0 {
 		x.budget = int64(mb) << 20
@@ -389,7 +401,7 @@ func (x *DiskIndex) Close() error {
 	}
 	x.unmapAll()
 	x.segs, x.n0, x.ids, x.tailVecs, x.tailIDs, x.tailSlot = nil, 0, diskIDs{}, nil, nil, map[string]int32{}
-	x.tomb, x.dead, x.dirty = nil, 0, false
+	x.tomb, x.dead, x.dirty, x.lists, x.centroids = nil, 0, false, nil, nil
 	return err
 }
 
@@ -498,7 +510,7 @@ func (x *DiskIndex) searchLocked(ctx context.Context, q []float32, k int, acc di
 		return nil, err
 	}
 	if mode != DiskExact {
-		return x.searchCodes(ctx, q, k, acc, mode, os, threads)
+		return x.searchCodes(ctx, q, k, acc, mode, os, threads, o)
 	}
 	h := x.newHeap(k)
 	if acc.allow != nil {
@@ -591,10 +603,15 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 		return fmt.Sprintf("dense: exact float32 scan of %d vectors (%d MiB, within the %d MiB kept for exact search)", n, bytes>>20, x.budget>>20)
 	case mode == DiskExact:
 		return fmt.Sprintf("dense: exact float32 scan of %d vectors", n)
-	case x.quant == DiskQuantAuto:
-		return fmt.Sprintf("dense: %s codes of %d vectors, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, os, bytes>>20, x.budget>>20)
 	}
-	return fmt.Sprintf("dense: %s codes of %d vectors, the best %dx k rescored with float32 rows", mode, n, os)
+	lists := ""
+	if x.lists != nil {
+		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
+	}
+	if x.quant == DiskQuantAuto {
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, lists, os, bytes>>20, x.budget>>20)
+	}
+	return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows", mode, n, lists, os)
 }
 
 // newHeap is a heap of ordinals whose ties rank by id.
@@ -713,7 +730,7 @@ func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState fu
 
 // searchCodes scans the codes of the segments for the best k*os candidates, rescores them
 // with their float32 rows, and scores the rows still in memory exactly.
-func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc diskAccept, mode DiskMode, os, threads int) ([]Hit, error) {
+func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc diskAccept, mode DiskMode, os, threads int, o DiskSearchOptions) ([]Hit, error) {
 	c := k * os
 	type state struct{ h topk.Heap[int32] }
 	byOrd := func(a, b int32) bool { return a < b }
@@ -748,16 +765,27 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 		lo, hi int
 	}
 	var runs []run
-	for i, s := range x.segs {
-		for lo := 0; lo < s.rows; lo += diskChunkRows {
-			runs = append(runs, run{s, int32(i * x.segRows), lo, min(lo+diskChunkRows, s.rows)})
+	var probed [][]int32 // with inverted lists: the ordinals of each probed list
+	if x.lists != nil {
+		np := o.NProbe
+		if np <= 0 {
+			np = x.nprobe
+		}
+		for _, c := range x.probe(q, np) {
+			probed = append(probed, x.lists[c])
+		}
+	} else {
+		for i, s := range x.segs {
+			for lo := 0; lo < s.rows; lo += diskChunkRows {
+				runs = append(runs, run{s, int32(i * x.segRows), lo, min(lo+diskChunkRows, s.rows)})
+			}
 		}
 	}
 	workers := threads
 	if workers == 0 {
 		workers = cmpOr(x.threads, runtime.GOMAXPROCS(0))
 	}
-	workers = max(1, min(workers, len(runs)))
+	workers = max(1, min(workers, len(runs)+len(probed)))
 	heaps := make([]topk.Heap[int32], workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
@@ -771,12 +799,30 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 			h := &heaps[w]
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(runs) {
+				if i >= len(runs)+len(probed) {
 					return
 				}
 				if err := ctx.Err(); err != nil {
 					errs[w] = err
 					return
+				}
+				if i >= len(runs) {
+					for _, o := range probed[i-len(runs)] {
+						s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+						var sc float32
+						if mode == DiskBinary {
+							sc = -float32(hamming(qb, s.b1[j*W:(j+1)*W:(j+1)*W]))
+						} else {
+							sc = dotInt8(qs, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim])
+						}
+						if h.Full() && sc < h.Min() {
+							continue
+						}
+						if accept(o) {
+							h.Offer(sc, o)
+						}
+					}
+					continue
 				}
 				r := runs[i]
 				for j := r.lo; j < r.hi; j++ {

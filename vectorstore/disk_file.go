@@ -59,6 +59,7 @@ type diskSegMeta struct {
 	F32  diskFileMeta  `json:"f32"`
 	B1   *diskFileMeta `json:"b1,omitempty"`
 	I8   *diskFileMeta `json:"i8,omitempty"`
+	IVL  *diskFileMeta `json:"ivl,omitempty"` // list numbers (inverted lists)
 }
 
 // diskMeta is disk.json.
@@ -74,6 +75,8 @@ type diskMeta struct {
 	Rows    int           `json:"rows"`
 	Dead    int           `json:"dead"`
 	Scale   []float32     `json:"scale,omitempty"`
+	NList   int           `json:"nlist,omitempty"`
+	IVF     *diskFileMeta `json:"ivf,omitempty"` // the centroids (nil: not trained yet)
 	Segs    []diskSegMeta `json:"segs"`
 	IDs     diskFileMeta  `json:"ids"`
 	Tomb    diskFileMeta  `json:"tomb"`
@@ -93,7 +96,8 @@ type diskSeg struct {
 	f32  []float32
 	b1   []uint64
 	i8   []int8
-	maps [3][]byte
+	ivl  []uint32
+	maps [4][]byte
 }
 
 func (s *diskSeg) unmap() {
@@ -103,7 +107,7 @@ func (s *diskSeg) unmap() {
 		}
 		s.maps[i] = nil
 	}
-	s.f32, s.b1, s.i8 = nil, nil, nil
+	s.f32, s.b1, s.i8, s.ivl = nil, nil, nil, nil
 }
 
 // diskIDs is a mapped id table.
@@ -162,9 +166,14 @@ func (x *DiskIndex) load() error {
 	if m.checksum() != m.CRC {
 		return x.corrupt("%s fails its checksum", diskMetaFile)
 	}
-	if m.Version != diskMetaVersion || m.Dim != x.dim || m.Metric != x.metric || m.Quant != x.quant {
-		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d, want v%d dim %d %s quant %d", ErrDiskConfig, x.dir,
-			m.Version, m.Dim, m.Metric, m.Quant, diskMetaVersion, x.dim, x.metric, x.quant)
+	if m.Version != diskMetaVersion || m.Dim != x.dim || m.Metric != x.metric || m.Quant != x.quant || m.NList != x.nlist {
+		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d nlist %d, want v%d dim %d %s quant %d nlist %d", ErrDiskConfig, x.dir,
+			m.Version, m.Dim, m.Metric, m.Quant, m.NList, diskMetaVersion, x.dim, x.metric, x.quant, x.nlist)
+	}
+	if m.IVF != nil {
+		if err := x.loadCentroids(*m.IVF); err != nil {
+			return err
+		}
 	}
 	if m.SegRows <= 0 || m.Rows < 0 || m.Dead < 0 || m.Dead > m.Rows || (x.keepsInt8() && m.Rows > 0 && len(m.Scale) != x.dim) {
 		return x.corrupt("%s: bad counts", diskMetaFile)
@@ -175,7 +184,7 @@ func (x *DiskIndex) load() error {
 		if sm.Rows <= 0 || sm.Rows > m.SegRows || (i < len(m.Segs)-1 && sm.Rows != m.SegRows) {
 			return x.corrupt("segment %d holds %d rows", sm.Num, sm.Rows)
 		}
-		if x.keepsBinary() != (sm.B1 != nil) || x.keepsInt8() != (sm.I8 != nil) {
+		if x.keepsBinary() != (sm.B1 != nil) || x.keepsInt8() != (sm.I8 != nil) || (m.IVF != nil) != (sm.IVL != nil) {
 			return x.corrupt("segment %d lacks its codes", sm.Num)
 		}
 		s, err := x.mapSeg(sm)
@@ -191,6 +200,11 @@ func (x *DiskIndex) load() error {
 		return x.corrupt("segments hold %d rows, %s says %d", total, diskMetaFile, m.Rows)
 	}
 	x.n0 = total
+	if m.IVF != nil {
+		if err := x.addToLists(0, total); err != nil {
+			return err
+		}
+	}
 	if err := x.loadIDs(m.IDs, total); err != nil {
 		return err
 	}
@@ -270,6 +284,12 @@ func (x *DiskIndex) mapSeg(sm diskSegMeta) (*diskSeg, error) {
 			return s, err
 		}
 		s.maps[2], s.i8 = b, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+	}
+	if sm.IVL != nil {
+		if b, err = x.mapOne(*sm.IVL, int64(sm.Rows)*4); err != nil {
+			return s, err
+		}
+		s.maps[3], s.ivl = b, unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 	}
 	return s, nil
 }
@@ -371,7 +391,7 @@ func (x *DiskIndex) persistFiles() error {
 		return fmt.Errorf("vectorstore: disk: %w", err)
 	}
 	m := x.meta
-	m.Version, m.Dim, m.Metric, m.Quant, m.SegRows = diskMetaVersion, x.dim, x.metric, x.quant, x.segRows
+	m.Version, m.Dim, m.Metric, m.Quant, m.SegRows, m.NList = diskMetaVersion, x.dim, x.metric, x.quant, x.segRows, x.nlist
 	m.Gen++
 	n := x.n()
 	compact := x.dead > 0 && x.dead*4 > n && n >= 64
@@ -408,6 +428,12 @@ func (x *DiskIndex) persistFiles() error {
 		closeSegs(x.segs)
 		x.ids.unmap()
 		x.segs, x.ids, x.n0, x.tomb, x.dead = segs, idsFile.t, len(order), tomb, 0
+		x.lists = nil
+		if x.centroids != nil {
+			if err := x.addToLists(0, x.n0); err != nil {
+				return err
+			}
+		}
 	} else {
 		t := len(x.tailIDs)
 		segs := x.segs
@@ -448,7 +474,13 @@ func (x *DiskIndex) persistFiles() error {
 				s.unmap()
 			}
 		}
+		old := x.n0
 		x.segs, x.n0 = segs, n
+		if x.centroids != nil {
+			if err := x.addToLists(old, n); err != nil {
+				return err
+			}
+		}
 		if idsFile != nil {
 			x.ids.unmap()
 			x.ids = idsFile.t
@@ -589,6 +621,17 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 	if x.keepsInt8() && x.scale == nil {
 		x.scale = trainScale(x.dim, min(count, 1<<16), row)
 	}
+	if x.nlist > 0 && x.centroids == nil && count > 0 {
+		x.centroids = x.trainCentroids(count, row)
+		fm, err := x.writeCentroids(m)
+		if err != nil {
+			x.centroids = nil
+			return nil, err
+		}
+		m.IVF = fm
+	}
+	var assign []int32
+	var batch [][]float32
 	W, d := x.codeWords(), x.dim
 	code := make([]uint64, W)
 	i8 := make([]int8, d)
@@ -613,6 +656,9 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 			if x.keepsInt8() {
 				sm.I8 = &diskFileMeta{Name: base + ".i8"}
 			}
+			if x.centroids != nil {
+				sm.IVL = &diskFileMeta{Name: base + ".ivl"}
+			}
 		}
 		if sm.B1 != nil {
 			c := *sm.B1
@@ -622,8 +668,12 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 			c := *sm.I8
 			sm.I8 = &c
 		}
+		if sm.IVL != nil {
+			c := *sm.IVL
+			sm.IVL = &c
+		}
 		var apps []*diskAppender
-		for _, fm := range []*diskFileMeta{&sm.F32, sm.B1, sm.I8} {
+		for _, fm := range []*diskFileMeta{&sm.F32, sm.B1, sm.I8, sm.IVL} {
 			if fm == nil {
 				continue
 			}
@@ -637,6 +687,14 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 			apps = append(apps, a)
 		}
 		take := min(count-i, x.segRows-sm.Rows)
+		if sm.IVL != nil {
+			batch = batch[:0]
+			for j := i; j < i+take; j++ {
+				batch = append(batch, row(j))
+			}
+			assign = slices.Grow(assign[:0], take)[:take]
+			x.assignTo(x.centroids, batch, assign)
+		}
 		var err error
 		for j := i; j < i+take && err == nil; j++ {
 			r := row(j)
@@ -650,6 +708,11 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 			if err == nil && sm.I8 != nil {
 				int8Code(r, x.scale, i8)
 				err = apps[k].write(unsafe.Slice((*byte)(unsafe.Pointer(&i8[0])), d))
+				k++
+			}
+			if err == nil && sm.IVL != nil {
+				c := [1]uint32{uint32(assign[j-i])}
+				err = apps[k].write(uint32Bytes(c[:]))
 			}
 		}
 		for _, a := range apps {
@@ -780,6 +843,9 @@ func (x *DiskIndex) writeTomb(m *diskMeta, n int, tomb []uint64) (diskFileMeta, 
 // removeStale deletes the files of x.dir that disk.json does not name.
 func (x *DiskIndex) removeStale() {
 	keep := map[string]bool{diskMetaFile: true, x.meta.IDs.Name: true, x.meta.Tomb.Name: true}
+	if x.meta.IVF != nil {
+		keep[x.meta.IVF.Name] = true
+	}
 	for _, s := range x.meta.Segs {
 		keep[s.F32.Name] = true
 		if s.B1 != nil {
@@ -788,6 +854,9 @@ func (x *DiskIndex) removeStale() {
 		if s.I8 != nil {
 			keep[s.I8.Name] = true
 		}
+		if s.IVL != nil {
+			keep[s.IVL.Name] = true
+		}
 	}
 	ents, err := os.ReadDir(x.dir)
 	if err != nil {
@@ -795,7 +864,7 @@ func (x *DiskIndex) removeStale() {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasSuffix(n, ".tmp")) {
+		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasPrefix(n, "ivf-") || strings.HasSuffix(n, ".tmp")) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(x.dir, n)); err != nil {

@@ -69,6 +69,7 @@ func TestDiskMatchesFlat(t *testing.T) {
 		{"ip", InnerProduct, 16, DiskQuantNone, 4},
 		{"cosine-int8", Cosine, 33, DiskQuantInt8, 7},
 		{"cosine-binary", Cosine, 64, DiskQuantBinary, 2},
+		{"cosine-binary-ivf", Cosine, 20, -1, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			smallDiskWrites(t, tc.flush)
@@ -77,6 +78,9 @@ func TestDiskMatchesFlat(t *testing.T) {
 			dir := t.TempDir()
 			cfg := IndexConfig{Backend: "disk", Dim: tc.dim, Metric: tc.metric, Dir: dir,
 				Params: map[string]int{"segrows": 5, "quant": tc.quant, "threads": 2}}
+			if tc.quant < 0 { // inverted lists over binary codes
+				cfg.Params["quant"], cfg.Params["nlist"] = DiskQuantBinary, 3
+			}
 			flat, err := NewFlatIndex(IndexConfig{Dim: tc.dim, Metric: tc.metric})
 			if err != nil {
 				t.Fatal(err)
@@ -189,6 +193,9 @@ func TestDiskTamper(t *testing.T) {
 	for _, quant := range []int{DiskQuantAuto, DiskQuantInt8} {
 		dir := filepath.Join(src, fmt.Sprint(quant))
 		cfg := IndexConfig{Dim: 24, Dir: dir, Params: map[string]int{"segrows": 8, "quant": quant}}
+		if quant == DiskQuantInt8 {
+			cfg.Params["nlist"] = 4 // and inverted lists: ivf-G.bin, seg-N.ivl
+		}
 		x := openDisk(t, cfg)
 		rng := rand.New(rand.NewPCG(1, 2))
 		vecs := randVecs(rng, 30, 24)
@@ -257,7 +264,7 @@ func TestDiskTamper(t *testing.T) {
 				})
 			}
 		}
-		if len(kinds) < 4 {
+		if len(kinds) < 4+2*(quant/DiskQuantInt8) {
 			t.Fatalf("only file kinds %v were damaged", kinds)
 		}
 	}
@@ -373,14 +380,17 @@ func TestDiskQuantizedRecall(t *testing.T) {
 		mode  DiskMode
 		min   float64
 		plan  string
+		nlist int
 	}{
-		{DiskQuantInt8, DiskModeDefault, 0.99, "int8 codes"},
-		{DiskQuantBinary, DiskModeDefault, 0.9, "binary codes"},
-		{DiskQuantAuto, DiskModeDefault, 0.9, "exceed the 1 MiB kept"},
-		{DiskQuantAuto, DiskExact, 1, ""},
+		{DiskQuantInt8, DiskModeDefault, 0.99, "int8 codes", 0},
+		{DiskQuantBinary, DiskModeDefault, 0.9, "the 2 of 32 inverted lists", 32},
+		{DiskQuantInt8, DiskModeDefault, 0.9, "the 2 of 32 inverted lists", 32},
+		{DiskQuantBinary, DiskModeDefault, 0.9, "binary codes", 0},
+		{DiskQuantAuto, DiskModeDefault, 0.9, "exceed the 1 MiB kept", 0},
+		{DiskQuantAuto, DiskExact, 1, "", 0},
 	} {
-		t.Run(fmt.Sprintf("quant%d-%s", tc.quant, tc.mode), func(t *testing.T) {
-			x := openDisk(t, IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": tc.quant, "exactmb": 1, "segrows": 4096}})
+		t.Run(fmt.Sprintf("quant%d-%s-nlist%d", tc.quant, tc.mode, tc.nlist), func(t *testing.T) {
+			x := openDisk(t, IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": tc.quant, "exactmb": 1, "segrows": 4096, "nlist": tc.nlist}})
 			defer x.Close()
 			if err := x.Add(ctx, ids, vecs); err != nil {
 				t.Fatal(err)
@@ -388,7 +398,7 @@ func TestDiskQuantizedRecall(t *testing.T) {
 			if err := x.Close(); err != nil { // writes the segments and codes
 				t.Fatal(err)
 			}
-			x = openDisk(t, IndexConfig{Dim: d, Dir: x.dir, Params: map[string]int{"quant": tc.quant, "exactmb": 1, "segrows": 4096}})
+			x = openDisk(t, IndexConfig{Dim: d, Dir: x.dir, Params: map[string]int{"quant": tc.quant, "exactmb": 1, "segrows": 4096, "nlist": tc.nlist}})
 			exact, err := x.SearchBatchWith(ctx, qs, k, nil, DiskSearchOptions{Mode: DiskExact})
 			if err != nil {
 				t.Fatal(err)
