@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ func main() {
 	sigma := flag.Float64("sigma", 0.5, "spread of a cluster (centres are N(0,1))")
 	dir := flag.String("dir", "/tmp/diskquant", "where the indexes are written")
 	oversample := flag.String("oversample", "2,4,8,16,32,64", "oversampling factors tried")
+	nlist := flag.Int("nlist", 0, "also build indexes with this many inverted lists (0: none)")
+	nprobes := flag.String("nprobe", "8,16,32", "lists probed, with -nlist")
+	modes := flag.String("modes", "int8,binary,int8-ivf,binary-ivf", "which indexes to build")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -45,10 +49,24 @@ func main() {
 		name  string
 		quant int
 		mode  vectorstore.DiskMode
-	}{{"int8", vectorstore.DiskQuantInt8, vectorstore.DiskInt8}, {"binary", vectorstore.DiskQuantBinary, vectorstore.DiskBinary}} {
+		ivf   bool
+	}{
+		{"int8", vectorstore.DiskQuantInt8, vectorstore.DiskInt8, false},
+		{"binary", vectorstore.DiskQuantBinary, vectorstore.DiskBinary, false},
+		{"int8-ivf", vectorstore.DiskQuantInt8, vectorstore.DiskInt8, true},
+		{"binary-ivf", vectorstore.DiskQuantBinary, vectorstore.DiskBinary, true},
+	} {
+		if !strings.Contains(","+*modes+",", ","+q.name+",") || (q.ivf && *nlist == 0) {
+			continue
+		}
 		d := filepath.Join(*dir, q.name)
 		os.RemoveAll(d)
 		cfg := vectorstore.IndexConfig{Backend: "disk", Dim: *dim, Dir: d, Params: map[string]int{"quant": q.quant}}
+		probes := []string{"0"}
+		if q.ivf {
+			cfg.Params["nlist"] = *nlist
+			probes = strings.Split(*nprobes, ",")
+		}
 		t = time.Now()
 		x, err := vectorstore.NewDiskIndex(cfg)
 		check(err)
@@ -74,15 +92,17 @@ func main() {
 			el := time.Since(t)
 			fmt.Printf("exact float32 batch of %d: %v (%v/query), RssAnon %s\n", *nq, el.Round(time.Millisecond), el/time.Duration(*nq), rssAnon())
 		}
-		for _, os := range strings.Split(*oversample, ",") {
-			var o int
-			fmt.Sscan(os, &o)
-			t = time.Now()
-			got, err := x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o})
-			check(err)
-			el := time.Since(t)
-			fmt.Printf("  %s oversample %2d: recall@10 %.4f, batch %v (%v/query), RssAnon %s\n", q.name, o, recall(got, exact),
-				el.Round(time.Millisecond), el/time.Duration(*nq), rssAnon())
+		for _, ps := range probes {
+			np, _ := strconv.Atoi(ps)
+			for _, os := range strings.Split(*oversample, ",") {
+				o, _ := strconv.Atoi(os)
+				t = time.Now()
+				got, err := x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np})
+				check(err)
+				el := time.Since(t)
+				fmt.Printf("  %s nprobe %d oversample %2d: recall@10 %.4f, batch %v (%v/query), RssAnon %s\n", q.name, np, o, recall(got, exact),
+					el.Round(time.Millisecond), el/time.Duration(*nq), rssAnon())
+			}
 		}
 		check(x.Close())
 	}
