@@ -1,6 +1,7 @@
 package vectorstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -459,8 +460,6 @@ type diskAccept struct {
 	allow *roaring.Bitmap
 }
 
-func (a diskAccept) none() bool { return a.f == nil && a.allow == nil }
-
 // Search returns the k vectors most similar to q among those f accepts, best first, with
 // the index's choice of scan (see SearchPlan).
 func (x *DiskIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
@@ -786,7 +785,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	}
 	workers := threads
 	if workers == 0 {
-		workers = cmpOr(x.threads, runtime.GOMAXPROCS(0))
+		workers = cmp.Or(x.threads, runtime.GOMAXPROCS(0))
 	}
 	workers = max(1, min(workers, len(runs)+len(probed)))
 	heaps := make([]topk.Heap[int32], workers)
@@ -875,13 +874,6 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	return x.results(&final), nil
 }
 
-func cmpOr(a, b int) int {
-	if a != 0 {
-		return a
-	}
-	return b
-}
-
 // binaryCode sets the bits of v's positive components in out.
 func binaryCode(v []float32, out []uint64) {
 	clear(out)
@@ -963,7 +955,7 @@ func (x *DiskIndex) SearchBatchWith(ctx context.Context, qs [][]float32, k int, 
 		return out, nil
 	}
 	if mode != DiskExact {
-		workers := cmpOr(x.threads, runtime.GOMAXPROCS(0))
+		workers := cmp.Or(x.threads, runtime.GOMAXPROCS(0))
 		var next atomic.Int64
 		errs := make([]error, workers)
 		var wg sync.WaitGroup

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -362,7 +363,7 @@ func (x *DiskIndex) loadTomb(fm diskFileMeta, n, dead int) error {
 	cnt := 0
 	for i := range x.tomb {
 		x.tomb[i] = binary.LittleEndian.Uint64(b[16+8*i:])
-		cnt += popcount(x.tomb[i])
+		cnt += bits.OnesCount64(x.tomb[i])
 	}
 	if n%64 != 0 && len(x.tomb) > 0 && x.tomb[len(x.tomb)-1]>>(n%64) != 0 {
 		return x.corrupt("%s: bits past the rows", fm.Name)
@@ -871,13 +872,4 @@ func (x *DiskIndex) removeStale() {
 			slog.Warn("vectorstore: disk: cannot remove a stale file", "file", n, "err", err)
 		}
 	}
-}
-
-func popcount(w uint64) int {
-	n := 0
-	for w != 0 {
-		w &= w - 1
-		n++
-	}
-	return n
 }
