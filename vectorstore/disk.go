@@ -99,8 +99,8 @@ var (
 // fewer). A variable so tests can use small segments.
 var diskSegRowsDefault = 1 << 16
 
-// diskFlushRows is how many rows an index buffers in memory before Commit writes them to
-// its segment files (and its metadata); Close writes the rest.
+// diskFlushRows is how many rows an index buffers in memory at least before Commit writes
+// them to its segment files (and its metadata; see flushRows); Close writes the rest.
 var diskFlushRows = 1 << 16
 
 // diskOversample are the default candidates per result of the code scans.
@@ -388,10 +388,17 @@ func (x *DiskIndex) Commit(seq uint64) error {
 		return x.failed
 	}
 	x.seq = seq
-	if x.dir == "" || x.readOnly || len(x.tailIDs) < diskFlushRows {
+	if x.dir == "" || x.readOnly || len(x.tailIDs) < x.flushRows() {
 		return nil
 	}
 	return x.persistLocked()
+}
+
+// flushRows is how many rows in memory make Commit write: diskFlushRows, or an eighth of
+// the rows on disk up to 1 GiB of float32 rows (each write rewrites the id table, so a
+// big index writes less often).
+func (x *DiskIndex) flushRows() int {
+	return max(diskFlushRows, min(x.n0/8, (1<<30)/(4*x.dim)))
 }
 
 // Close writes what changed (not in a read-only index) and releases the files; the index
