@@ -33,6 +33,8 @@ func main() {
 	nlist := flag.Int("nlist", 0, "also build indexes with this many inverted lists (0: none)")
 	nprobes := flag.String("nprobe", "8,16,32", "lists probed, with -nlist")
 	modes := flag.String("modes", "int8,binary,int8-ivf,binary-ivf", "which indexes to build")
+	faissFactory := flag.String("faiss", "", "also run FAISS with this factory string (-tags faiss), e.g. IVF1024,SQ8,RFlat")
+	kfactors := flag.String("kfactor", "1,4", "FAISS refine factors tried")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -106,7 +108,19 @@ func main() {
 		}
 		check(x.Close())
 	}
+	if *faissFactory != "" {
+		if runFaiss == nil {
+			check(fmt.Errorf("-faiss needs a build with -tags faiss"))
+		}
+		if exact == nil {
+			check(fmt.Errorf("-faiss needs a disk index mode for the exact results"))
+		}
+		runFaiss(*faissFactory, vecs, qs, exact, *nprobes, *kfactors)
+	}
 }
+
+// runFaiss runs the FAISS comparison (set in a build with -tags faiss).
+var runFaiss func(factory string, vecs, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string)
 
 // clustered draws n vectors and nq queries from one mixture of c Gaussians (centres N(0,1),
 // spread sigma), seeded, on all cores.
