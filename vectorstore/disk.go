@@ -199,6 +199,9 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if x.segRows == 0 {
 		x.segRows = diskSegRowsDefault
 	}
+	if x.quant == DiskQuantInt8 && x.dim > 4100 {
+		return nil, fmt.Errorf("%w: disk: int8 codes of %d dimensions (at most 4100)", ErrBadConfig, x.dim)
+	}
 	if x.nprobe == 0 {
 		x.nprobe = max(1, x.nlist/16)
 	}
@@ -745,15 +748,12 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	byOrd := func(a, b int32) bool { return a < b }
 	cand := topk.New(c, byOrd)
 	var qb []uint64
-	var qs []float32
+	var qi []int16
 	if mode == DiskBinary {
 		qb = make([]uint64, x.codeWords())
 		binaryCode(q, qb)
 	} else {
-		qs = make([]float32, x.dim)
-		for j := range qs {
-			qs[j] = q[j] * x.scale[j]
-		}
+		qi = int8Query(q, x.scale)
 	}
 	accept := func(o int32) bool {
 		if x.isDead(o) {
@@ -822,7 +822,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 						if mode == DiskBinary {
 							sc = -float32(hamming(qb, s.b1[j*W:(j+1)*W:(j+1)*W]))
 						} else {
-							sc = dotInt8(qs, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim])
+							sc = float32(dotInt8Q(qi, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
 						}
 						if h.Full() && sc < h.Min() {
 							continue
@@ -840,7 +840,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					if mode == DiskBinary {
 						s = -float32(hamming(qb, r.seg.b1[j*W:(j+1)*W:(j+1)*W]))
 					} else {
-						s = dotInt8(qs, r.seg.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim])
+						s = float32(dotInt8Q(qi, r.seg.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
 					}
 					if h.Full() && s < h.Min() {
 						continue
@@ -909,19 +909,43 @@ func int8Code(v, scale []float32, out []int8) {
 	}
 }
 
-// dotInt8 is the dot product of the scaled query qs with an int8 code.
-func dotInt8(qs []float32, c []int8) float32 {
-	c = c[:len(qs)]
-	var a0, a1, a2, a3 float32
-	j := 0
-	for ; j+4 <= len(qs); j += 4 {
-		a0 += qs[j] * float32(c[j])
-		a1 += qs[j+1] * float32(c[j+1])
-		a2 += qs[j+2] * float32(c[j+2])
-		a3 += qs[j+3] * float32(c[j+3])
+// diskQueryQuant is the largest magnitude of an integer query value: d x 4095 x 127 stays
+// within int32 for d up to 4,100 dimensions (NewDiskIndex refuses int8 codes beyond).
+const diskQueryQuant = 4095
+
+// int8Query is the query scaled per dimension (q_j x scale_j, so that its dot product with
+// a code approximates the float32 one) and rounded to integers of at most diskQueryQuant:
+// the int8 scan ranks candidates by an integer dot product (their final scores are exact).
+func int8Query(q, scale []float32) []int16 {
+	qs := make([]float32, len(q))
+	var m float32
+	for j := range q {
+		qs[j] = q[j] * scale[j]
+		m = max(m, float32(math.Abs(float64(qs[j]))))
 	}
-	for ; j < len(qs); j++ {
-		a0 += qs[j] * float32(c[j])
+	out := make([]int16, len(q))
+	if m == 0 {
+		return out
+	}
+	for j, v := range qs {
+		out[j] = int16(math.Round(float64(v / m * diskQueryQuant)))
+	}
+	return out
+}
+
+// dotInt8QGeneric is the portable dotInt8Q.
+func dotInt8QGeneric(qi []int16, c []int8) int32 {
+	c = c[:len(qi)]
+	var a0, a1, a2, a3 int32
+	j := 0
+	for ; j+4 <= len(qi); j += 4 {
+		a0 += int32(qi[j]) * int32(c[j])
+		a1 += int32(qi[j+1]) * int32(c[j+1])
+		a2 += int32(qi[j+2]) * int32(c[j+2])
+		a3 += int32(qi[j+3]) * int32(c[j+3])
+	}
+	for ; j < len(qi); j++ {
+		a0 += int32(qi[j]) * int32(c[j])
 	}
 	return (a0 + a1) + (a2 + a3)
 }

@@ -436,3 +436,23 @@ func TestDiskQuantizedRecall(t *testing.T) {
 		t.Errorf("binary search without codes: err %v, want ErrBadConfig", err)
 	}
 }
+
+// TestDiskDotInt8 holds the int8 kernel (AVX2 where the CPU has it) to the portable one,
+// every length up to 100 with extreme values.
+func TestDiskDotInt8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := range 100 {
+		qi := make([]int16, n)
+		c := make([]int8, n)
+		for j := range n {
+			qi[j] = int16(rng.IntN(2*diskQueryQuant+1) - diskQueryQuant)
+			c[j] = int8(rng.IntN(255) - 127)
+			if rng.IntN(4) == 0 {
+				qi[j], c[j] = diskQueryQuant, -127
+			}
+		}
+		if got, want := dotInt8Q(qi, c), dotInt8QGeneric(qi, c); got != want {
+			t.Fatalf("n=%d: %d, portable %d", n, got, want)
+		}
+	}
+}
