@@ -76,7 +76,7 @@ type DiskSearchOptions struct {
 	// DiskQuantBinary); asking for others is ErrBadConfig.
 	Mode DiskMode
 	// Oversample is how many candidates per result the code scan passes to exact
-	// rescoring (0: IndexConfig.Params["oversample"], else 4 for int8 and 16 for binary).
+	// rescoring (0: IndexConfig.Params["oversample"], else 4 for int8 and 64 for binary).
 	Oversample int
 	// NProbe is how many inverted lists a quantized search of an index with lists
 	// (Params["nlist"]) scans (0: Params["nprobe"], else nlist/16).
@@ -106,7 +106,7 @@ var diskFlushRows = 1 << 16
 // diskOversample are the default candidates per result of the code scans.
 const (
 	diskOversampleInt8   = 4
-	diskOversampleBinary = 16
+	diskOversampleBinary = 64
 )
 
 // DiskIndex is an Index that lives in files (IndexConfig.Dir): float32 rows of fixed width
@@ -747,11 +747,10 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	type state struct{ h topk.Heap[int32] }
 	byOrd := func(a, b int32) bool { return a < b }
 	cand := topk.New(c, byOrd)
-	var qb []uint64
+	var lut []float32 // binary: the query's byte tables (binaryLUT)
 	var qi []int16
 	if mode == DiskBinary {
-		qb = make([]uint64, x.codeWords())
-		binaryCode(q, qb)
+		lut = binaryLUT(q, nil)
 	} else {
 		qi = int8Query(q, x.scale)
 	}
@@ -820,7 +819,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 						s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
 						var sc float32
 						if mode == DiskBinary {
-							sc = -float32(hamming(qb, s.b1[j*W:(j+1)*W:(j+1)*W]))
+							sc = binaryScore(lut, s.b1[j*W:(j+1)*W:(j+1)*W])
 						} else {
 							sc = float32(dotInt8Q(qi, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
 						}
@@ -838,7 +837,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					o := r.base + int32(j)
 					var s float32
 					if mode == DiskBinary {
-						s = -float32(hamming(qb, r.seg.b1[j*W:(j+1)*W:(j+1)*W]))
+						s = binaryScore(lut, r.seg.b1[j*W:(j+1)*W:(j+1)*W])
 					} else {
 						s = float32(dotInt8Q(qi, r.seg.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
 					}
@@ -891,14 +890,42 @@ func binaryCode(v []float32, out []uint64) {
 	}
 }
 
-// hamming is the number of differing bits of a and b.
-func hamming(a, b []uint64) int {
-	n := 0
-	b = b[:len(a)]
-	for i, w := range a {
-		n += bits.OnesCount64(w ^ b[i])
+// binaryLUT returns q's byte tables for binaryScore (reusing out's room): for byte b of a
+// code and each of its 256 values v, the sum over its 8 dimensions j of +q_j where v has
+// the bit of j and -q_j where not. A row's score is then the dot product of q with the
+// row's signs (an asymmetric estimate: the query keeps its float32 values, which ranks
+// far better than the Hamming distance between two sign codes), in one lookup a byte.
+func binaryLUT(q []float32, out []float32) []float32 {
+	nb := 8 * ((len(q) + 63) / 64) // every byte of the code's words (past the last dimension: 0)
+	out = slices.Grow(out[:0], nb*256)[:nb*256]
+	for b := range nb {
+		t := out[b*256 : (b+1)*256 : (b+1)*256]
+		var base float32
+		var q8 [8]float32
+		for i := range 8 {
+			if j := b*8 + i; j < len(q) {
+				q8[i] = q[j]
+				base -= q[j]
+			}
+		}
+		t[0] = base
+		for v := 1; v < 256; v++ {
+			low := bits.TrailingZeros8(uint8(v))
+			t[v] = t[v&(v-1)] + 2*q8[low]
+		}
 	}
-	return n
+	return out
+}
+
+// binaryScore is the score of a binary code under a query's byte tables (binaryLUT).
+func binaryScore(lut []float32, code []uint64) float32 {
+	var a0, a1 float32
+	for w, c := range code {
+		t := lut[w*2048 : (w+1)*2048 : (w+1)*2048]
+		a0 += t[c&0xff] + t[256+(c>>8)&0xff] + t[512+(c>>16)&0xff] + t[768+(c>>24)&0xff]
+		a1 += t[1024+(c>>32)&0xff] + t[1280+(c>>40)&0xff] + t[1536+(c>>48)&0xff] + t[1792+(c>>56)]
+	}
+	return a0 + a1
 }
 
 // int8Code quantises v with the per-dimension scale.

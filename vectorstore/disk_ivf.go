@@ -19,7 +19,9 @@ import (
 // trained on the first rows written, each row assigned to its nearest centroid (by inner
 // product; the centroids are normalised for Cosine), and a quantized search scans only the
 // codes of the nprobe lists whose centroids are nearest the query, then rescores as
-// usual. The centroids live in ivf-G.bin ("MVIVF001", nlist, dim, nlist x dim float32),
+// usual. Binary codes are then the signs of each row's residual (row - its centroid),
+// compared with the signs of the query's residual to the same centroid: the signs of the
+// rows themselves mostly say which cluster a row is in, which the list already says. The centroids live in ivf-G.bin ("MVIVF001", nlist, dim, nlist x dim float32),
 // each segment's list numbers in seg-NNNNNN.ivl (a uint32 a row), both checked like the
 // other files; the lists themselves are built in memory on open (4 bytes a row).
 const diskIVFMagic = "MVIVF001"
@@ -169,3 +171,4 @@ func uint32Bytes(v []uint32) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
 }
+

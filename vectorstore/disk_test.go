@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -453,6 +454,30 @@ func TestDiskDotInt8(t *testing.T) {
 		}
 		if got, want := dotInt8Q(qi, c), dotInt8QGeneric(qi, c); got != want {
 			t.Fatalf("n=%d: %d, portable %d", n, got, want)
+		}
+	}
+}
+
+// TestDiskBinaryScore holds the byte-table score of a sign code to its definition, the dot
+// product of the query with the code's signs, for dimensions that do and do not fill the
+// code's words.
+func TestDiskBinaryScore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for _, d := range []int{1, 7, 8, 63, 64, 65, 96, 384} {
+		q, v := randVecs(rng, 1, d)[0], randVecs(rng, 1, d)[0]
+		code := make([]uint64, (d+63)/64)
+		binaryCode(v, code)
+		var want float64
+		for j := range d {
+			if v[j] > 0 {
+				want += float64(q[j])
+			} else {
+				want -= float64(q[j])
+			}
+		}
+		got := binaryScore(binaryLUT(q, nil), code)
+		if math.Abs(float64(got)-want) > 1e-4*(1+math.Abs(want)) {
+			t.Errorf("d=%d: score %v, want %v", d, got, want)
 		}
 	}
 }
