@@ -420,6 +420,10 @@ func (m *Memory) checkLive(s *colState, k derivedKind, ix store.Index, ids []str
 			// for (vectorDerived.Missing probes only a persisted index, and only a few ids).
 			ch, ok = vectorProbe{m: m, col: s.Name, ix: vd.ix}, true
 			ids = ids[:min(len(ids), vectorSample)]
+			if vl, can := vd.ix.(vectorstore.VectorLookup); can {
+				// An index that returns its vectors is looked up, not searched.
+				ch = vectorLookupChecker{m: m, col: s.Name, vl: vl}
+			}
 		}
 		switch {
 		case !ok:
@@ -629,4 +633,16 @@ func guardCheck(col, index string, fn func() (IndexCheck, error)) (c IndexCheck,
 		c.StoreDamage = true
 	}
 	return c, err
+}
+
+// vectorLookupChecker looks ids up in a vector index that returns its vectors: each one
+// must hold the stored vector (vectorLookupMissing).
+type vectorLookupChecker struct {
+	m   *Memory
+	col string
+	vl  vectorstore.VectorLookup
+}
+
+func (c vectorLookupChecker) Missing(ids []string) ([]string, error) {
+	return vectorLookupMissing(c.m, c.col, c.vl, ids)
 }

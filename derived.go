@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -237,12 +238,45 @@ const vectorSampleOnOpen = 4
 // Missing probes a persisted vector index (FAISS) with the stored vectors of a few sampled
 // ids, each of which must find itself (check.go's vectorProbe): an index of another store,
 // or one whose files were damaged, fails it. An index loaded from the store of record on
-// every open (the flat default) needs no probe.
+// every open (the flat index) needs no probe.
+//
+// An index that returns the vector it holds (vectorstore.VectorLookup, the disk index) is
+// checked without a search: each sampled id's vector, normalised as the index stores it,
+// must equal the stored one bit for bit.
 func (d *vectorDerived) Missing(ids []string) ([]string, error) {
 	if _, ok := d.ix.(vectorstore.Durable); !ok {
 		return nil, nil
 	}
+	if vl, ok := d.ix.(vectorstore.VectorLookup); ok {
+		return vectorLookupMissing(d.m, d.s.Name, vl, ids)
+	}
 	return vectorProbe{m: d.m, col: d.s.Name, ix: d.ix}.Missing(ids[:min(len(ids), vectorSampleOnOpen)])
+}
+
+// vectorLookupMissing returns the ids whose vector in vl is absent or differs from the
+// store of record's (normalised when the index ranks by cosine).
+func vectorLookupMissing(m *Memory, col string, vl vectorstore.VectorLookup, ids []string) ([]string, error) {
+	var missing []string
+	for _, id := range ids {
+		v, err := m.db.Vector(col, id)
+		if err != nil {
+			return nil, err
+		}
+		got, ok := vl.Vector(id)
+		if v == nil || !ok || len(got) != len(v) {
+			missing = append(missing, id)
+			continue
+		}
+		want := v
+		if m.opts.Index.Metric == "" || m.opts.Index.Metric == vectorstore.Cosine {
+			want = make([]float32, len(v))
+			vecmath.NormalizeInto(want, v)
+		}
+		if !slices.Equal(got, want) {
+			missing = append(missing, id)
+		}
+	}
+	return missing, nil
 }
 
 func (d *vectorDerived) Close() error {

@@ -27,9 +27,10 @@ type indexInfo struct {
 	Params  map[string]int `json:"params,omitempty"`
 }
 
-// searchParams are the index parameters that tune searches only (FAISS's nprobe and
-// efSearch): a configuration may set them to other values than the recorded ones.
-var searchParams = []string{"nprobe", "efSearch"}
+// searchParams are the index parameters that tune searches only (FAISS's and the disk
+// index's nprobe, FAISS's efSearch, the disk index's oversample): a configuration may set
+// them to other values than the recorded ones.
+var searchParams = []string{"nprobe", "efSearch", "oversample"}
 
 // String is the configuration in words, as errors name it.
 func (x indexInfo) String() string {

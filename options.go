@@ -17,8 +17,9 @@ type Options struct {
 	Embedder vectorstore.Embedder
 	// Reranker reorders the top results when a search asks for it.
 	Reranker rerank.Reranker
-	// Index selects the dense index backend ("" = the exact flat scan; "chromem", or "faiss"
-	// with the faiss build tag) and its settings;
+	// Index selects the dense index backend ("" = "disk", memory-mapped files searched
+	// exactly while they fit in memory; "flat", "chromem", or "faiss" with the faiss build
+	// tag) and its settings;
 	// Dim is taken from the embedder. The manifest records the configuration a store's
 	// vectors are indexed with: fields left zero take the recorded value on later opens,
 	// and a field set to another value is ErrIndexMismatch (see RebuildIndex).

@@ -252,6 +252,12 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 	fused := so.Fusion(lists, hybrid.FusionOptions{K: so.RRFK, Window: so.retrieverWindow(mode)})
 	st.Candidates = len(fused)
 	fused = fused[:min(len(fused), so.keep())]
+	if sp, ok := s.vec.(vectorstore.SearchPlanner); ok && mode != BM25 {
+		// Say when dense recall is approximate (quantized codes, then exact rescoring).
+		if note, approx := sp.SearchPlan(); approx {
+			notes = append(notes[:len(notes):len(notes)], note)
+		}
+	}
 	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, sc)
 	st.Fuse = time.Since(tf)
 	return cands, err
@@ -282,9 +288,12 @@ func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col
 			if err != nil {
 				return nil, bm25Error(err)
 			}
-			sc.allowSet = make(map[string]bool, len(ids))
-			for _, id := range ids {
-				sc.allowSet[id] = true
+			sc.allowIDs = ids
+			if _, ok := s.vec.(vectorstore.AllowSearcher); !ok {
+				sc.allowSet = make(map[string]bool, len(ids))
+				for _, id := range ids {
+					sc.allowSet[id] = true
+				}
 			}
 		}
 	case where != nil || whereDoc != nil:
@@ -305,6 +314,7 @@ func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col
 			return nil, err
 		}
 		sort.Strings(sc.allow)
+		sc.allowIDs = sc.allow
 		st.Allowed = docs
 		sc.units = len(sc.allow)
 	}
@@ -315,7 +325,8 @@ func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col
 // where they note each document's best chunk.
 type searchScope struct {
 	allow               []string        // the unit ids the filter accepts, sorted (nil: no filter)
-	allowSet            map[string]bool // the same as a set (nil: no filter)
+	allowSet            map[string]bool // the same as a set (nil: no filter, or a vector index that takes allowIDs)
+	allowIDs            []string        // the units dense recall may return (nil: no filter)
 	units               int             // how many units may match
 	bestBM25, bestDense map[string]string
 
@@ -354,7 +365,7 @@ func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32
 	if mode != BM25 {
 		t := time.Now()
 		hits, err := searchUnits(window, sc.units, so.AllChunks, sc.bestDense, func(k int) ([]hybrid.Hit, error) {
-			return s.denseSearch(ctx, qv, k, sc.allowSet, so.dense)
+			return s.denseSearch(ctx, qv, k, sc, so.dense)
 		})
 		st.Dense = time.Since(t)
 		if err != nil {
@@ -365,11 +376,17 @@ func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32
 	return lists, nil
 }
 
-// denseSearch asks the vector index for the k nearest units to qv among allow (nil: all),
-// or takes them from the query's batch when it asked for as many without a filter.
-func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, allow map[string]bool, batch *denseBatch) ([]hybrid.Hit, error) {
-	if batch != nil && allow == nil && k <= batch.k { // answered with its batch
+// denseSearch asks the vector index for the k nearest units to qv among those sc allows
+// (all without a filter), or takes them from the query's batch when it asked for as many
+// without a filter. An index that resolves an id list itself (vectorstore.AllowSearcher:
+// a bitmap over its ordinals) gets the list; others a Filter over the allowed set.
+func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, sc *searchScope, batch *denseBatch) ([]hybrid.Hit, error) {
+	allow := sc.allowSet
+	if batch != nil && sc.allowIDs == nil && allow == nil && k <= batch.k { // answered with its batch
 		return batch.hits[:min(k, len(batch.hits))], nil
+	}
+	if as, ok := s.vec.(vectorstore.AllowSearcher); ok && sc.allowIDs != nil {
+		return as.SearchAllowed(ctx, qv, k, sc.allowIDs)
 	}
 	var f vectorstore.Filter
 	if allow != nil {

@@ -24,6 +24,9 @@ func indexCases(dim int) []indexCase {
 		{name: "flat", cfg: IndexConfig{Backend: "flat", Dim: dim, Params: map[string]int{"threads": 1}}},
 		{name: "flat-parallel", cfg: IndexConfig{Backend: "flat", Dim: dim, Params: map[string]int{"threads": 3}}},
 		{name: "flat-generic", cfg: IndexConfig{Backend: "flat", Dim: dim, Params: map[string]int{"threads": 1}}, generic: true},
+		{name: "disk-memory", cfg: IndexConfig{Backend: "disk", Dim: dim}},
+		// Dir "tmp": newTestIndex gives it a temporary directory; small segments.
+		{name: "disk-dir", cfg: IndexConfig{Backend: "disk", Dim: dim, Dir: "tmp", Params: map[string]int{"segrows": 5, "threads": 3}}},
 	}
 }
 
@@ -40,6 +43,9 @@ func useGenericKernel(t *testing.T, on bool) {
 func newTestIndex(t *testing.T, c indexCase) Index {
 	t.Helper()
 	useGenericKernel(t, c.generic)
+	if c.cfg.Dir == "tmp" {
+		c.cfg.Dir = t.TempDir()
+	}
 	idx, err := NewIndex(c.cfg)
 	if err != nil {
 		t.Fatalf("NewIndex(%+v): %v", c.cfg, err)

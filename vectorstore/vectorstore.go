@@ -1,7 +1,9 @@
 // Package vectorstore holds what turns text into vectors and what searches them:
 // the [Embedder] interface with its ONNX bi-encoder and static (Model2Vec) implementations,
-// and the [Index] interface with its backends: "flat", an exact scan with an AVX2 kernel (the
-// default), "chromem" (chromem-go's exact search) and "faiss" (behind the "faiss" build tag).
+// and the [Index] interface with its backends: "disk" (the default: rows in memory-mapped
+// segment files, exact search with the flat kernel, int8 or binary codes with exact
+// rescoring for stores beyond memory), "flat", an exact in-memory scan with an AVX2 kernel,
+// "chromem" (chromem-go's exact search) and "faiss" (behind the "faiss" build tag).
 //
 // Indexes are derived data: the memory store keeps every vector in its store of record and
 // rebuilds or catches up an index when it opens. Backends that persist themselves implement
@@ -120,6 +122,28 @@ type Durable interface {
 	Commit(seq uint64) error
 }
 
+// AllowSearcher is an optional ability of an Index that searches among a list of ids
+// resolved once into its own row numbers (a bitmap over ordinals), rather than calling a
+// [Filter] per stored row. The result is what Search returns with a filter accepting
+// exactly the ids of allow.
+type AllowSearcher interface {
+	SearchAllowed(ctx context.Context, q []float32, k int, allow []string) ([]Hit, error)
+}
+
+// SearchPlanner is an optional ability of an Index to say how a search is answered and
+// why (for Explain.Notes); approximate reports a scan that may miss exact hits (quantized
+// codes).
+type SearchPlanner interface {
+	SearchPlan() (note string, approximate bool)
+}
+
+// VectorLookup is an optional ability of an Index to return the vector it holds for id
+// (normalised for Cosine) without a search; open-time verification compares it with the
+// store of record's.
+type VectorLookup interface {
+	Vector(id string) ([]float32, bool)
+}
+
 // Metric is the similarity an Index ranks by.
 type Metric string
 
@@ -144,14 +168,15 @@ type IndexConfig struct {
 	GPU bool
 	// ReadOnly: a Durable backend reads the state persisted in Dir but never writes there
 	// (a read-only store: other processes share the files). Changes stay in memory, and
-	// Commit only records the sequence number.
+	// Commit and Close keep nothing but the sequence number.
 	ReadOnly bool
 }
 
-// DefaultBackend is the backend used when IndexConfig.Backend is empty: the exact flat scan,
-// which returns the same results as chromem-go's exact search 15 to 47 times faster
-// (see BENCHMARKS.md).
-const DefaultBackend = "flat"
+// DefaultBackend is the backend used when IndexConfig.Backend is empty: the disk index,
+// which persists itself in memory-mapped files (a store opens without reading its vectors)
+// and searches exactly, with the flat index's results, while its rows fit comfortably in
+// memory (binary codes and exact rescoring beyond; see [DiskIndex]).
+const DefaultBackend = "disk"
 
 // IndexFactory builds an Index from its configuration.
 type IndexFactory func(cfg IndexConfig) (Index, error)

@@ -3,7 +3,11 @@
 // indexes) and the resident memory after that. BENCHMARKS.md §0d runs it on the 1M-passage
 // store.
 //
-//	go run ./bench/openstore [-read-only] [-query "cells grow tumor"] STORE_DIR
+//	go run ./bench/openstore [-read-only] [-query "cells grow tumor"] [-hash 384 -mode hybrid] STORE_DIR
+//
+// -hash DIM opens the store with the hashing embedder of DIM dimensions (a store indexed
+// with --embedder hash:DIM), so that -mode hybrid or dense searches its vector index; the
+// report adds RssAnon (anonymous memory: the heap, not the mapped files of the indexes).
 package main
 
 import (
@@ -15,11 +19,15 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 func main() {
 	query := flag.String("query", "cells grow tumor", "the first query (BM25)")
 	readOnly := flag.Bool("read-only", false, "open with memory.ReadOnly()")
+	hashDim := flag.Int("hash", 0, "open with the hashing embedder of this dimension (0: none)")
+	mode := flag.String("mode", "bm25", "the first query's mode: bm25, dense or hybrid")
+	again := flag.Int("again", 0, "queries after the first (timed together)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: openstore [-read-only] [-query Q] STORE_DIR")
@@ -28,6 +36,9 @@ func main() {
 	var opts []memory.Option
 	if *readOnly {
 		opts = append(opts, memory.ReadOnly())
+	}
+	if *hashDim > 0 {
+		opts = append(opts, memory.WithEmbedder(vectorstore.NewHashEmbedder(*hashDim)))
 	}
 	t := time.Now()
 	m, err := memory.OpenExisting(flag.Arg(0), opts...)
@@ -39,23 +50,38 @@ func main() {
 	open := time.Since(t)
 	afterOpen := rss()
 	t = time.Now()
-	if _, err := m.Search(context.Background(), *query, memory.WithMode(memory.BM25)); err != nil {
+	if _, err := m.Search(context.Background(), *query, memory.WithMode(memory.Mode(*mode))); err != nil {
 		fmt.Fprintln(os.Stderr, "search:", err)
 		os.Exit(1)
 	}
 	first := time.Since(t)
-	fmt.Printf("open %v, RSS after open %s; first query %v, RSS after it %s\n", open, afterOpen, first, rss())
+	fmt.Printf("open %v, RSS after open %s; first %s query %v, RSS after it %s (RssAnon %s)\n", open, afterOpen, *mode, first, rss(), status("RssAnon:"))
+	if *again > 0 {
+		words := strings.Fields("cells protein tumor growth gene blood brain study patients risk")
+		t = time.Now()
+		for i := range *again {
+			q := words[i%len(words)] + " " + words[(i*3+1)%len(words)]
+			if _, err := m.Search(context.Background(), q, memory.WithMode(memory.Mode(*mode))); err != nil {
+				fmt.Fprintln(os.Stderr, "search:", err)
+				os.Exit(1)
+			}
+		}
+		fmt.Printf("%d more %s queries: %v each, RssAnon after %s\n", *again, *mode, time.Since(t)/time.Duration(*again), status("RssAnon:"))
+	}
 }
 
 // rss reads the process's resident set size from /proc (Linux).
-func rss() string {
+func rss() string { return status("VmRSS:") }
+
+// status reads a field of /proc/self/status (Linux).
+func status(field string) string {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return "?"
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			return strings.Join(strings.Fields(strings.TrimPrefix(l, "VmRSS:")), " ")
+		if strings.HasPrefix(l, field) {
+			return strings.Join(strings.Fields(strings.TrimPrefix(l, field)), " ")
 		}
 	}
 	return "?"

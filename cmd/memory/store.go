@@ -58,7 +58,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	}
 	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, or hash[:DIM]\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
 	fs.StringVar(&f.reranker, "reranker", "", "cross-encoder model: a name or a directory (default: none)")
-	fs.StringVar(&f.backend, "index", "", "dense index backend (chromem, flat, faiss when built with -tags faiss; default: the store's recorded one, else flat)")
+	fs.StringVar(&f.backend, "index", "", "dense index backend (disk, flat, chromem, faiss when built with -tags faiss; default: the store's recorded one, else disk)")
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
 	fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records\n(a store remembers its index: without --index it uses it; another one is an error without this flag)")

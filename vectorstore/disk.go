@@ -1,0 +1,1146 @@
+package vectorstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/agentmem/memory/internal/topk"
+	"github.com/agentmem/memory/internal/vecmath"
+)
+
+func init() {
+	RegisterIndex("disk", func(cfg IndexConfig) (Index, error) { return NewDiskIndex(cfg) })
+}
+
+// Quantization kept by a [DiskIndex] beside its float32 rows (IndexConfig.Params["quant"]).
+const (
+	// DiskQuantAuto keeps binary sign codes and searches exactly while the float32 rows fit
+	// comfortably in memory (a quarter of physical memory), binary codes then exact rescoring
+	// beyond. The default.
+	DiskQuantAuto = 0
+	// DiskQuantNone keeps float32 rows only: every search is exact.
+	DiskQuantNone = 1
+	// DiskQuantInt8 keeps per-dimension int8 codes (a scale per dimension, 4x smaller than
+	// float32), searched first and rescored exactly.
+	DiskQuantInt8 = 2
+	// DiskQuantBinary keeps binary sign codes (32x smaller than float32), searched by
+	// Hamming distance and rescored exactly.
+	DiskQuantBinary = 3
+)
+
+// DiskMode is how a [DiskIndex] search scans its rows.
+type DiskMode int
+
+// Search modes of a DiskIndex.
+const (
+	// DiskModeDefault lets the index choose (see [DiskQuantAuto]).
+	DiskModeDefault DiskMode = iota
+	// DiskExact scores every accepted float32 row: the results equal [FlatIndex]'s.
+	DiskExact
+	// DiskInt8 scans the int8 codes, then rescores the best k x oversample with float32 rows.
+	DiskInt8
+	// DiskBinary scans the binary codes by Hamming distance, then rescores the best
+	// k x oversample with float32 rows.
+	DiskBinary
+)
+
+// String names the mode.
+func (m DiskMode) String() string {
+	switch m {
+	case DiskExact:
+		return "exact"
+	case DiskInt8:
+		return "int8"
+	case DiskBinary:
+		return "binary"
+	}
+	return "default"
+}
+
+// DiskSearchOptions tune one search of a [DiskIndex].
+type DiskSearchOptions struct {
+	// Mode forces a scan (DiskModeDefault: the index's choice). A quantized mode needs the
+	// codes the index keeps (DiskInt8 with DiskQuantInt8, DiskBinary with DiskQuantAuto or
+	// DiskQuantBinary); asking for others is ErrBadConfig.
+	Mode DiskMode
+	// Oversample is how many candidates per result the code scan passes to exact
+	// rescoring (0: IndexConfig.Params["oversample"], else 4 for int8 and 64 for binary).
+	Oversample int
+	// NProbe is how many inverted lists a quantized search of an index with lists
+	// (Params["nlist"]) scans (0: Params["nprobe"], else nlist/16).
+	NProbe int
+}
+
+// Errors of the disk index.
+var (
+	// ErrDiskCorrupt reports damaged or missing files of a persisted DiskIndex (a checksum,
+	// a size or a structure that does not hold); the store rebuilds the index.
+	ErrDiskCorrupt = errors.New("vectorstore: disk index files are damaged")
+	// ErrDiskConfig reports a persisted DiskIndex built with another dimension, metric,
+	// quantization or format version than the configuration asks for.
+	ErrDiskConfig = errors.New("vectorstore: disk index was built with another configuration")
+	// ErrDiskClosed reports a search of an index whose last write to its files failed.
+	ErrDiskClosed = errors.New("vectorstore: disk index is unusable after a failed write")
+)
+
+// diskSegRowsDefault is how many rows a segment file holds (its last segment may hold
+// fewer). A variable so tests can use small segments.
+var diskSegRowsDefault = 1 << 16
+
+// diskFlushRows is how many rows an index buffers in memory at least before Commit writes
+// them to its segment files (and its metadata; see flushRows); Close writes the rest.
+var diskFlushRows = 1 << 16
+
+// diskOversample are the default candidates per result of the code scans.
+const (
+	diskOversampleInt8   = 4
+	diskOversampleBinary = 64
+)
+
+// DiskIndex is an Index that lives in files (IndexConfig.Dir): float32 rows of fixed width
+// in segment files addressed by ordinal, memory-mapped, with an ordinal-to-id table (sorted
+// for lookups), a tombstone bitmap, and optionally quantized codes of each row (binary sign
+// codes or per-dimension int8). Opening it maps its files and reads no vector, so the first
+// search costs what later ones do once the files are in the page cache. Every file carries a
+// CRC-32C in disk.json, the commit point; a segment whose size and modification time are
+// those recorded at its write is not read again to check it.
+//
+// Exact search returns what [FlatIndex] returns for the same vectors (same scores bit for
+// bit, ties by id). Quantized search scans the codes, keeps the best k x oversample
+// candidates, and rescores them with their float32 rows. Which scan a search uses is
+// [DiskIndex.SearchPlan]'s sentence.
+//
+// Rows added since the last write live in memory (exact search) until Commit has
+// diskFlushRows of them, or Close. Deleted and replaced rows are tombstoned; a write that
+// finds more than a quarter of the rows dead rewrites the live ones (compaction).
+// With an empty Dir the index keeps everything in memory. Searches run concurrently;
+// Add, Delete, Commit and Close take a write lock.
+type DiskIndex struct {
+	mu         sync.RWMutex
+	dim        int
+	metric     Metric
+	dir        string
+	readOnly   bool
+	quant      int
+	oversample int
+	nlist      int // inverted lists (0: none)
+	nprobe     int
+	threads    int
+	segRows    int
+	budget     int64 // float32 bytes up to which DiskQuantAuto searches exactly
+
+	segs  []*diskSeg
+	n0    int     // rows in segments (= ids in the id table)
+	ids   diskIDs // id table of ordinals [0, n0)
+	scale []float32
+
+	centroids []float32 // nlist x dim (nil: no lists, or not trained yet)
+	lists     [][]int32 // the segment ordinals of each list
+
+	tailVecs []float32        // rows n0.. in memory
+	tailIDs  []string         // their ids
+	tailSlot map[string]int32 // id -> ordinal of live tail rows
+
+	tomb []uint64 // dead ordinals
+	dead int
+
+	seq, savedSeq uint64
+	dirty         bool // rows or tombstones changed since the last write
+	meta          diskMeta
+	failed        error
+}
+
+var (
+	_ Index         = (*DiskIndex)(nil)
+	_ BatchSearcher = (*DiskIndex)(nil)
+	_ Durable       = (*DiskIndex)(nil)
+	_ AllowSearcher = (*DiskIndex)(nil)
+	_ SearchPlanner = (*DiskIndex)(nil)
+	_ VectorLookup  = (*DiskIndex)(nil)
+)
+
+// NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
+// cfg.Dir is ""). Params: "quant" (DiskQuant*), "oversample", "threads" (as the flat
+// index), "segrows" (rows per segment file), "exactmb" (the float32 size in MiB up to which
+// DiskQuantAuto searches exactly; default a quarter of physical memory). Files that fail
+// their checks give an error matching ErrDiskCorrupt, files of another configuration
+// ErrDiskConfig.
+func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
+	if cfg.Dim <= 0 {
+		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
+	}
+	switch cfg.Metric {
+	case "":
+		cfg.Metric = Cosine
+	case Cosine, InnerProduct:
+	default:
+		return nil, fmt.Errorf("%w: disk: unknown metric %q", ErrBadConfig, cfg.Metric)
+	}
+	p := cfg.Params
+	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,
+		quant: p["quant"], oversample: p["oversample"], threads: p["threads"], segRows: p["segrows"],
+		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}}
+	if x.quant < DiskQuantAuto || x.quant > DiskQuantBinary || x.oversample < 0 || x.threads < 0 || x.segRows < 0 ||
+		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 {
+		return nil, fmt.Errorf("%w: disk: params %v", ErrBadConfig, p)
+	}
+	if x.segRows == 0 {
+		x.segRows = diskSegRowsDefault
+	}
+	if x.quant == DiskQuantInt8 && x.dim > 4100 {
+		return nil, fmt.Errorf("%w: disk: int8 codes of %d dimensions (at most 4100)", ErrBadConfig, x.dim)
+	}
+	if x.nprobe == 0 {
+		x.nprobe = max(1, x.nlist/16)
+	}
+	if mb := p["exactmb"]; mb > 0 {
+		x.budget = int64(mb) << 20
+	} else if mem := diskMemBytes(); mem > 0 {
+		x.budget = int64(mem / 4)
+	} else {
+		x.budget = 4 << 30
+	}
+	if x.dir != "" && !littleEndian() {
+		return nil, fmt.Errorf("%w: disk: its files are little-endian; this machine is not", ErrBadConfig)
+	}
+	if x.dir != "" {
+		if err := x.load(); err != nil {
+			x.unmapAll()
+			return nil, err
+		}
+	}
+	return x, nil
+}
+
+// codeWords is the number of uint64 words of a binary code.
+func (x *DiskIndex) codeWords() int { return (x.dim + 63) / 64 }
+
+// keepsBinary and keepsInt8 say which codes the segments hold.
+func (x *DiskIndex) keepsBinary() bool { return x.quant == DiskQuantAuto || x.quant == DiskQuantBinary }
+func (x *DiskIndex) keepsInt8() bool   { return x.quant == DiskQuantInt8 }
+
+// n is the number of ordinals (live and dead).
+func (x *DiskIndex) n() int { return x.n0 + len(x.tailIDs) }
+
+func (x *DiskIndex) isDead(o int32) bool { return x.tomb[o>>6]&(1<<(uint(o)&63)) != 0 }
+
+func (x *DiskIndex) setDead(o int32) {
+	w, b := o>>6, uint64(1)<<(uint(o)&63)
+	if x.tomb[w]&b == 0 {
+		x.tomb[w] |= b
+		x.dead++
+	}
+}
+
+// idView is the id of ordinal o, viewing the mapped id table (valid under the lock).
+func (x *DiskIndex) idView(o int32) string {
+	if int(o) >= x.n0 {
+		return x.tailIDs[int(o)-x.n0]
+	}
+	return x.ids.at(int(o))
+}
+
+// row is the float32 row of ordinal o.
+func (x *DiskIndex) row(o int32) []float32 {
+	d := x.dim
+	if int(o) >= x.n0 {
+		i := int(o) - x.n0
+		return x.tailVecs[i*d : (i+1)*d : (i+1)*d]
+	}
+	s := x.segs[int(o)/x.segRows]
+	i := int(o) % x.segRows
+	return s.f32[i*d : (i+1)*d : (i+1)*d]
+}
+
+// lookup is the live ordinal of id.
+func (x *DiskIndex) lookup(id string) (int32, bool) {
+	if o, ok := x.tailSlot[id]; ok {
+		return o, true
+	}
+	for _, o := range x.ids.find(id) {
+		if !x.isDead(o) {
+			return o, true
+		}
+	}
+	return -1, false
+}
+
+// Add inserts or replaces the vectors of ids (a replaced row is tombstoned and the new one
+// appended, or overwritten in place while it is still in memory). A bad batch changes
+// nothing.
+func (x *DiskIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkBatch(ids, vecs, x.dim); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.failed != nil {
+		return x.failed
+	}
+	d := x.dim
+	for i, id := range ids {
+		o, ok := x.lookup(id)
+		var dst []float32
+		switch {
+		case ok && int(o) >= x.n0:
+			dst = x.row(o)
+		default:
+			if ok {
+				x.setDead(o)
+			}
+			if x.n() >= math.MaxInt32-1 {
+				return fmt.Errorf("%w: disk index is full", ErrBadBatch)
+			}
+			o = int32(x.n())
+			x.tailIDs = append(x.tailIDs, strings.Clone(id))
+			x.tailSlot[x.tailIDs[len(x.tailIDs)-1]] = o
+			x.tailVecs = slices.Grow(x.tailVecs, d)[:len(x.tailVecs)+d]
+			if w := int(o) >> 6; w >= len(x.tomb) {
+				x.tomb = append(x.tomb, 0)
+			}
+			dst = x.row(o)
+		}
+		if x.metric == Cosine {
+			vecmath.NormalizeInto(dst, vecs[i])
+		} else {
+			copy(dst, vecs[i])
+		}
+	}
+	x.dirty = x.dirty || len(ids) > 0
+	return nil
+}
+
+// Delete tombstones ids (unknown ids are ignored).
+func (x *DiskIndex) Delete(ctx context.Context, ids ...string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.failed != nil {
+		return x.failed
+	}
+	for _, id := range ids {
+		o, ok := x.lookup(id)
+		if !ok {
+			continue
+		}
+		x.setDead(o)
+		delete(x.tailSlot, id)
+		x.dirty = true
+	}
+	if x.dir == "" && x.dead > 1024 && x.dead*4 > x.n() {
+		x.compactMemoryLocked()
+	}
+	return nil
+}
+
+// compactMemoryLocked drops the dead rows of an index kept in memory.
+func (x *DiskIndex) compactMemoryLocked() {
+	d := x.dim
+	vecs := make([]float32, 0, (x.n()-x.dead)*d)
+	ids := make([]string, 0, x.n()-x.dead)
+	for i, id := range x.tailIDs {
+		if !x.isDead(int32(i)) {
+			ids = append(ids, id)
+			vecs = append(vecs, x.tailVecs[i*d:(i+1)*d]...)
+		}
+	}
+	x.tailVecs, x.tailIDs, x.tailSlot = vecs, ids, make(map[string]int32, len(ids))
+	for i, id := range ids {
+		x.tailSlot[id] = int32(i)
+	}
+	x.tomb, x.dead = make([]uint64, (len(ids)+63)/64), 0
+}
+
+// Len is the number of live vectors.
+func (x *DiskIndex) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.n() - x.dead
+}
+
+// Seq is the store sequence number the index reflects (0: nothing).
+func (x *DiskIndex) Seq() uint64 {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.seq
+}
+
+// Commit records seq; the rows buffered in memory are written (with the metadata naming
+// seq) once there are diskFlushRows of them, else at Close.
+func (x *DiskIndex) Commit(seq uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.failed != nil {
+		return x.failed
+	}
+	x.seq = seq
+	if x.dir == "" || x.readOnly || len(x.tailIDs) < x.flushRows() {
+		return nil
+	}
+	return x.persistLocked()
+}
+
+// flushRows is how many rows in memory make Commit write: diskFlushRows, or an eighth of
+// the rows on disk up to 1 GiB of float32 rows (each write rewrites the id table, so a
+// big index writes less often).
+func (x *DiskIndex) flushRows() int {
+	return max(diskFlushRows, min(x.n0/8, (1<<30)/(4*x.dim)))
+}
+
+// Close writes what changed (not in a read-only index) and releases the files; the index
+// is empty afterwards.
+func (x *DiskIndex) Close() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var err error
+	if x.failed == nil && x.dir != "" && !x.readOnly && (x.dirty || x.seq != x.savedSeq) {
+		err = x.persistLocked()
+	}
+	x.unmapAll()
+	x.segs, x.n0, x.ids, x.tailVecs, x.tailIDs, x.tailSlot = nil, 0, diskIDs{}, nil, nil, map[string]int32{}
+	x.tomb, x.dead, x.dirty, x.lists, x.centroids = nil, 0, false, nil, nil
+	return err
+}
+
+// unmapAll releases every mapping.
+func (x *DiskIndex) unmapAll() {
+	for _, s := range x.segs {
+		s.unmap()
+	}
+	x.ids.unmap()
+}
+
+// Vector returns a copy of the stored (for Cosine: normalised) vector of id.
+func (x *DiskIndex) Vector(id string) ([]float32, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	o, ok := x.lookup(id)
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(x.row(o)), true
+}
+
+// Missing returns the ids of ids the index does not hold (a lookup in its id table each).
+func (x *DiskIndex) Missing(ids []string) []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []string
+	for _, id := range ids {
+		if _, ok := x.lookup(id); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// prepQuery validates q and returns it as the index scores it (normalised for Cosine).
+func (x *DiskIndex) prepQuery(q []float32, what string) ([]float32, error) {
+	if err := checkVector(q, x.dim, what); err != nil {
+		return nil, err
+	}
+	if x.metric == Cosine {
+		nq := make([]float32, len(q))
+		vecmath.NormalizeInto(nq, q)
+		return nq, nil
+	}
+	return q, nil
+}
+
+// diskAccept says whether a search may return ordinal o (tombstones are checked apart).
+type diskAccept struct {
+	f     Filter
+	allow *roaring.Bitmap
+}
+
+// Search returns the k vectors most similar to q among those f accepts, best first, with
+// the index's choice of scan (see SearchPlan).
+func (x *DiskIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
+	return x.SearchWith(ctx, q, k, f, DiskSearchOptions{})
+}
+
+// SearchWith is Search with options (a forced scan, the oversampling factor).
+func (x *DiskIndex) SearchWith(ctx context.Context, q []float32, k int, f Filter, o DiskSearchOptions) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q, err := x.prepQuery(q, "query")
+	if err != nil || k <= 0 {
+		return nil, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.searchLocked(ctx, q, k, diskAccept{f: f}, o, 0)
+}
+
+// SearchAllowed returns the k vectors most similar to q among the ids of allow: the ids are
+// looked up once in the id table into a bitmap over the index's ordinals, and only those
+// rows are scored (exactly). Unknown ids are ignored.
+func (x *DiskIndex) SearchAllowed(ctx context.Context, q []float32, k int, allow []string) ([]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q, err := x.prepQuery(q, "query")
+	if err != nil || k <= 0 {
+		return nil, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	bm := roaring.New()
+	for _, id := range allow {
+		if o, ok := x.lookup(id); ok {
+			bm.Add(uint32(o))
+		}
+	}
+	return x.searchLocked(ctx, q, k, diskAccept{allow: bm}, DiskSearchOptions{Mode: DiskExact}, 0)
+}
+
+// searchLocked answers one query (normalised) under the read lock; threads 0: the index's.
+func (x *DiskIndex) searchLocked(ctx context.Context, q []float32, k int, acc diskAccept, o DiskSearchOptions, threads int) ([]Hit, error) {
+	if x.failed != nil {
+		return nil, x.failed
+	}
+	mode, os, err := x.choose(o)
+	if err != nil || x.n()-x.dead == 0 {
+		return nil, err
+	}
+	if mode != DiskExact {
+		return x.searchCodes(ctx, q, k, acc, mode, os, threads, o)
+	}
+	h := x.newHeap(k)
+	if acc.allow != nil {
+		it := acc.allow.Iterator()
+		var one [1]float32
+		for i := 0; it.HasNext(); i++ {
+			if i%(1<<14) == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			ord := int32(it.Next())
+			if x.isDead(ord) {
+				continue
+			}
+			flatDots(q, x.row(ord), one[:])
+			h.Offer(one[0], ord)
+		}
+		return x.results(&h), nil
+	}
+	err = x.parallelBlocks(ctx, threads, func() any { hh := x.newHeap(k); return &hh }, func(st any, base int32, rows []float32, cnt int) {
+		x.scanExact(q, base, rows, cnt, acc.f, st.(*flatHeap))
+	}, func(st any) { h.Merge(st.(*flatHeap)) })
+	if err != nil {
+		return nil, err
+	}
+	return x.results(&h), nil
+}
+
+// choose is the scan of a search and its oversampling.
+func (x *DiskIndex) choose(o DiskSearchOptions) (DiskMode, int, error) {
+	mode := o.Mode
+	if mode == DiskModeDefault {
+		mode = x.defaultMode()
+	}
+	switch {
+	case mode == DiskInt8 && !x.keepsInt8(), mode == DiskBinary && !x.keepsBinary():
+		return 0, 0, fmt.Errorf("%w: disk: a %s search needs %s codes (the index keeps quant %d)", ErrBadConfig, mode, mode, x.quant)
+	case mode < DiskModeDefault || mode > DiskBinary:
+		return 0, 0, fmt.Errorf("%w: disk: search mode %d", ErrBadConfig, mode)
+	}
+	if x.n0 == 0 {
+		mode = DiskExact // every row is in memory: nothing to gain from codes
+	}
+	os := o.Oversample
+	if os <= 0 {
+		os = x.oversample
+	}
+	if os <= 0 {
+		os = diskOversampleBinary
+		if mode == DiskInt8 {
+			os = diskOversampleInt8
+		}
+	}
+	return mode, os, nil
+}
+
+// defaultMode is the scan a search uses when not told.
+func (x *DiskIndex) defaultMode() DiskMode {
+	switch x.quant {
+	case DiskQuantInt8:
+		return DiskInt8
+	case DiskQuantBinary:
+		return DiskBinary
+	case DiskQuantAuto:
+		if int64(x.n())*int64(x.dim)*4 > x.budget {
+			return DiskBinary
+		}
+	}
+	return DiskExact
+}
+
+// SearchPlan says in a sentence how a search with default options is answered and why
+// (for Explain.Notes), and whether that scan is approximate (codes, then rescoring).
+func (x *DiskIndex) SearchPlan() (string, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	mode, os, err := x.choose(DiskSearchOptions{})
+	if err != nil {
+		return err.Error(), false
+	}
+	return x.plan(mode, os), mode != DiskExact
+}
+
+// plan is SearchPlan's sentence.
+func (x *DiskIndex) plan(mode DiskMode, os int) string {
+	n, bytes := x.n()-x.dead, int64(x.n())*int64(x.dim)*4
+	switch {
+	case mode == DiskExact && x.quant == DiskQuantAuto:
+		return fmt.Sprintf("dense: exact float32 scan of %d vectors (%d MiB, within the %d MiB kept for exact search)", n, bytes>>20, x.budget>>20)
+	case mode == DiskExact:
+		return fmt.Sprintf("dense: exact float32 scan of %d vectors", n)
+	}
+	lists := ""
+	if x.lists != nil {
+		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
+	}
+	if x.quant == DiskQuantAuto {
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, lists, os, bytes>>20, x.budget>>20)
+	}
+	return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows", mode, n, lists, os)
+}
+
+// newHeap is a heap of ordinals whose ties rank by id.
+func (x *DiskIndex) newHeap(k int) flatHeap {
+	return topk.New(k, func(a, b int32) bool { return x.idView(a) < x.idView(b) })
+}
+
+// results turns a heap of ordinals into hits, best first.
+func (x *DiskIndex) results(h *flatHeap) []Hit {
+	items := h.Sorted()
+	out := make([]Hit, len(items))
+	for i, it := range items {
+		out[i] = Hit{ID: strings.Clone(x.idView(it.Value)), Score: float64(it.Score)}
+	}
+	return out
+}
+
+// scanExact offers the cnt rows of rows (ordinals base..) that are live and accepted by f.
+func (x *DiskIndex) scanExact(q []float32, base int32, rows []float32, cnt int, f Filter, h *flatHeap) {
+	d := x.dim
+	var buf [flatBlock]float32
+	for b := 0; b < cnt; b += flatBlock {
+		e := min(b+flatBlock, cnt)
+		if f == nil {
+			out := buf[:e-b]
+			flatDots(q, rows[b*d:e*d], out)
+			for i, s := range out {
+				if o := base + int32(b+i); !x.isDead(o) {
+					h.Offer(s, o)
+				}
+			}
+			continue
+		}
+		var one [1]float32
+		for i := b; i < e; i++ {
+			o := base + int32(i)
+			if x.isDead(o) || !f(x.idView(o)) {
+				continue
+			}
+			flatDots(q, rows[i*d:(i+1)*d], one[:])
+			h.Offer(one[0], o)
+		}
+	}
+}
+
+// diskChunkRows is how many rows a parallel scan hands a worker at a time.
+const diskChunkRows = 16 * flatBlock
+
+// parallelBlocks runs scan over every run of rows (at most diskChunkRows, within one
+// segment or the memory tail) on threads workers (0: the index's setting), each with its
+// own state from newState, merged by merge on the calling goroutine.
+func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState func() any,
+	scan func(st any, base int32, rows []float32, cnt int), merge func(st any)) error {
+	type run struct {
+		base int32
+		rows []float32
+		cnt  int
+	}
+	var runs []run
+	d := x.dim
+	add := func(base int, rows []float32, cnt int) {
+		for lo := 0; lo < cnt; lo += diskChunkRows {
+			hi := min(lo+diskChunkRows, cnt)
+			runs = append(runs, run{int32(base + lo), rows[lo*d : hi*d], hi - lo})
+		}
+	}
+	for i, s := range x.segs {
+		add(i*x.segRows, s.f32, s.rows)
+	}
+	add(x.n0, x.tailVecs, len(x.tailIDs))
+	workers := threads
+	if workers == 0 {
+		workers = x.threads
+	}
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+		if x.n()*d < flatParallelMin {
+			workers = 1
+		}
+	}
+	workers = max(1, min(workers, len(runs)))
+	states := make([]any, workers)
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		states[w] = newState()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(runs) {
+					return
+				}
+				if i%16 == 0 {
+					if err := ctx.Err(); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+				r := runs[i]
+				scan(states[w], r.base, r.rows, r.cnt)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, st := range states {
+		merge(st)
+	}
+	return nil
+}
+
+// searchCodes scans the codes of the segments for the best k*os candidates, rescores them
+// with their float32 rows, and scores the rows still in memory exactly.
+func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc diskAccept, mode DiskMode, os, threads int, o DiskSearchOptions) ([]Hit, error) {
+	c := k * os
+	type state struct{ h topk.Heap[int32] }
+	byOrd := func(a, b int32) bool { return a < b }
+	cand := topk.New(c, byOrd)
+	var lut []float32 // binary: the query's byte tables (binaryLUT)
+	var qi []int16
+	if mode == DiskBinary {
+		lut = binaryLUT(q, nil)
+	} else {
+		qi = int8Query(q, x.scale)
+	}
+	accept := func(o int32) bool {
+		if x.isDead(o) {
+			return false
+		}
+		switch {
+		case acc.allow != nil:
+			return acc.allow.Contains(uint32(o))
+		case acc.f != nil:
+			return acc.f(x.idView(o))
+		}
+		return true
+	}
+	// Runs over the segments only: the codes are per segment.
+	type run struct {
+		seg    *diskSeg
+		base   int32
+		lo, hi int
+	}
+	var runs []run
+	var probed [][]int32 // with inverted lists: the ordinals of each probed list
+	if x.lists != nil {
+		np := o.NProbe
+		if np <= 0 {
+			np = x.nprobe
+		}
+		for _, c := range x.probe(q, np) {
+			probed = append(probed, x.lists[c])
+		}
+	} else {
+		for i, s := range x.segs {
+			for lo := 0; lo < s.rows; lo += diskChunkRows {
+				runs = append(runs, run{s, int32(i * x.segRows), lo, min(lo+diskChunkRows, s.rows)})
+			}
+		}
+	}
+	workers := threads
+	if workers == 0 {
+		workers = cmp.Or(x.threads, runtime.GOMAXPROCS(0))
+	}
+	workers = max(1, min(workers, len(runs)+len(probed)))
+	heaps := make([]topk.Heap[int32], workers)
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	W := x.codeWords()
+	for w := range workers {
+		heaps[w] = topk.New(c, byOrd)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := &heaps[w]
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(runs)+len(probed) {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				if i >= len(runs) {
+					for _, o := range probed[i-len(runs)] {
+						s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+						var sc float32
+						if mode == DiskBinary {
+							sc = binaryScore(lut, s.b1[j*W:(j+1)*W:(j+1)*W])
+						} else {
+							sc = float32(dotInt8Q(qi, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
+						}
+						if h.Full() && sc < h.Min() {
+							continue
+						}
+						if accept(o) {
+							h.Offer(sc, o)
+						}
+					}
+					continue
+				}
+				r := runs[i]
+				for j := r.lo; j < r.hi; j++ {
+					o := r.base + int32(j)
+					var s float32
+					if mode == DiskBinary {
+						s = binaryScore(lut, r.seg.b1[j*W:(j+1)*W:(j+1)*W])
+					} else {
+						s = float32(dotInt8Q(qi, r.seg.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
+					}
+					if h.Full() && s < h.Min() {
+						continue
+					}
+					if accept(o) {
+						h.Offer(s, o)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for i := range heaps {
+		cand.Merge(&heaps[i])
+	}
+	final := x.newHeap(k)
+	var one [1]float32
+	for _, it := range cand.Sorted() {
+		flatDots(q, x.row(it.Value), one[:])
+		final.Offer(one[0], it.Value)
+	}
+	if t := len(x.tailIDs); t > 0 {
+		if acc.allow != nil {
+			for i := range t {
+				o := int32(x.n0 + i)
+				if accept(o) {
+					flatDots(q, x.row(o), one[:])
+					final.Offer(one[0], o)
+				}
+			}
+		} else {
+			x.scanExact(q, int32(x.n0), x.tailVecs, t, acc.f, &final)
+		}
+	}
+	return x.results(&final), nil
+}
+
+// binaryCode sets the bits of v's positive components in out.
+func binaryCode(v []float32, out []uint64) {
+	clear(out)
+	for j, f := range v {
+		if f > 0 {
+			out[j>>6] |= 1 << (uint(j) & 63)
+		}
+	}
+}
+
+// binaryLUT returns q's byte tables for binaryScore (reusing out's room): for byte b of a
+// code and each of its 256 values v, the sum over its 8 dimensions j of +q_j where v has
+// the bit of j and -q_j where not. A row's score is then the dot product of q with the
+// row's signs (an asymmetric estimate: the query keeps its float32 values, which ranks
+// far better than the Hamming distance between two sign codes), in one lookup a byte.
+func binaryLUT(q []float32, out []float32) []float32 {
+	nb := 8 * ((len(q) + 63) / 64) // every byte of the code's words (past the last dimension: 0)
+	out = slices.Grow(out[:0], nb*256)[:nb*256]
+	for b := range nb {
+		t := out[b*256 : (b+1)*256 : (b+1)*256]
+		var base float32
+		var q8 [8]float32
+		for i := range 8 {
+			if j := b*8 + i; j < len(q) {
+				q8[i] = q[j]
+				base -= q[j]
+			}
+		}
+		t[0] = base
+		for v := 1; v < 256; v++ {
+			low := bits.TrailingZeros8(uint8(v))
+			t[v] = t[v&(v-1)] + 2*q8[low]
+		}
+	}
+	return out
+}
+
+// binaryScore is the score of a binary code under a query's byte tables (binaryLUT).
+func binaryScore(lut []float32, code []uint64) float32 {
+	var a0, a1 float32
+	for w, c := range code {
+		t := lut[w*2048 : (w+1)*2048 : (w+1)*2048]
+		a0 += t[c&0xff] + t[256+(c>>8)&0xff] + t[512+(c>>16)&0xff] + t[768+(c>>24)&0xff]
+		a1 += t[1024+(c>>32)&0xff] + t[1280+(c>>40)&0xff] + t[1536+(c>>48)&0xff] + t[1792+(c>>56)]
+	}
+	return a0 + a1
+}
+
+// int8Code quantises v with the per-dimension scale.
+func int8Code(v, scale []float32, out []int8) {
+	for j, f := range v {
+		c := math.Round(float64(f / scale[j]))
+		out[j] = int8(max(-127, min(127, c)))
+	}
+}
+
+// diskQueryQuant is the largest magnitude of an integer query value: d x 4095 x 127 stays
+// within int32 for d up to 4,100 dimensions (NewDiskIndex refuses int8 codes beyond).
+const diskQueryQuant = 4095
+
+// int8Query is the query scaled per dimension (q_j x scale_j, so that its dot product with
+// a code approximates the float32 one) and rounded to integers of at most diskQueryQuant:
+// the int8 scan ranks candidates by an integer dot product (their final scores are exact).
+func int8Query(q, scale []float32) []int16 {
+	qs := make([]float32, len(q))
+	var m float32
+	for j := range q {
+		qs[j] = q[j] * scale[j]
+		m = max(m, float32(math.Abs(float64(qs[j]))))
+	}
+	out := make([]int16, len(q))
+	if m == 0 {
+		return out
+	}
+	for j, v := range qs {
+		out[j] = int16(math.Round(float64(v / m * diskQueryQuant)))
+	}
+	return out
+}
+
+// dotInt8QGeneric is the portable dotInt8Q.
+func dotInt8QGeneric(qi []int16, c []int8) int32 {
+	c = c[:len(qi)]
+	var a0, a1, a2, a3 int32
+	j := 0
+	for ; j+4 <= len(qi); j += 4 {
+		a0 += int32(qi[j]) * int32(c[j])
+		a1 += int32(qi[j+1]) * int32(c[j+1])
+		a2 += int32(qi[j+2]) * int32(c[j+2])
+		a3 += int32(qi[j+3]) * int32(c[j+3])
+	}
+	for ; j < len(qi); j++ {
+		a0 += int32(qi[j]) * int32(c[j])
+	}
+	return (a0 + a1) + (a2 + a3)
+}
+
+// SearchBatch answers many queries: exact searches in one pass over the rows (a block of
+// rows stays in cache while every query is scored against it, as FlatIndex.SearchBatch),
+// each result equal to Search's; quantized searches one query per goroutine.
+func (x *DiskIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
+	return x.SearchBatchWith(ctx, qs, k, f, DiskSearchOptions{})
+}
+
+// SearchBatchWith is SearchBatch with options.
+func (x *DiskIndex) SearchBatchWith(ctx context.Context, qs [][]float32, k int, f Filter, o DiskSearchOptions) ([][]Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	nqs := make([][]float32, len(qs))
+	for i, q := range qs {
+		var err error
+		if nqs[i], err = x.prepQuery(q, fmt.Sprintf("query %d", i)); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][]Hit, len(qs))
+	if k <= 0 || len(qs) == 0 {
+		return out, nil
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.failed != nil {
+		return nil, x.failed
+	}
+	mode, _, err := x.choose(o)
+	if err != nil {
+		return nil, err
+	}
+	if x.n()-x.dead == 0 {
+		return out, nil
+	}
+	if mode != DiskExact {
+		workers := cmp.Or(x.threads, runtime.GOMAXPROCS(0))
+		var next atomic.Int64
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(nqs) {
+						return
+					}
+					if out[i], errs[w] = x.searchLocked(ctx, nqs[i], k, diskAccept{f: f}, o, 1); errs[w] != nil {
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	k = min(k, x.n())
+	per := max(3, flatBatchMaxItems/k/3*3)
+	for lo := 0; lo < len(nqs); lo += per {
+		hi := min(lo+per, len(nqs))
+		if err := x.batchPass(ctx, nqs[lo:hi], k, f, out[lo:hi]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// batchPass scores the queries qs (normalised) against every live accepted row, a block of
+// rows at a time, three queries by two rows per kernel call.
+func (x *DiskIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filter, out [][]Hit) error {
+	d, nq := x.dim, len(qs)
+	nq3 := (nq + 2) / 3 * 3
+	qbuf := make([]float32, nq3*d)
+	for i, q := range qs {
+		copy(qbuf[i*d:(i+1)*d], q)
+	}
+	rb := max(2, flatBatchBlockBytes/(4*d)/2*2)
+	type wstate struct {
+		hs      []flatHeap
+		scores  []float32
+		scratch []float32
+		slots   []int32
+	}
+	var states []*wstate
+	var smu sync.Mutex
+	err := x.parallelBlocks(ctx, 0, func() any {
+		st := &wstate{hs: make([]flatHeap, nq), scores: make([]float32, 3*rb), scratch: make([]float32, rb*d), slots: make([]int32, rb)}
+		for i := range st.hs {
+			st.hs[i] = x.newHeap(k)
+		}
+		smu.Lock()
+		states = append(states, st)
+		smu.Unlock()
+		return st
+	}, func(sa any, base int32, rows []float32, cnt int) {
+		st := sa.(*wstate)
+		for lo := 0; lo < cnt; lo += rb {
+			hi := min(lo+rb, cnt)
+			block, n := rows[lo*d:hi*d], hi-lo
+			var slotOf []int32
+			clean := f == nil && n%2 == 0
+			if clean {
+				for i := lo; i < hi; i++ {
+					if x.isDead(base + int32(i)) {
+						clean = false
+						break
+					}
+				}
+			}
+			if !clean {
+				n = 0
+				for i := lo; i < hi; i++ {
+					o := base + int32(i)
+					if x.isDead(o) || (f != nil && !f(x.idView(o))) {
+						continue
+					}
+					copy(st.scratch[n*d:(n+1)*d], rows[i*d:(i+1)*d])
+					st.slots[n] = o
+					n++
+				}
+				if n == 0 {
+					continue
+				}
+				pad := (n + 1) / 2 * 2
+				clear(st.scratch[n*d : pad*d])
+				block, slotOf = st.scratch[:pad*d], st.slots[:n]
+			}
+			for t := 0; t < nq; t += 3 {
+				flatTile3(qbuf[t*d:(t+3)*d], block, d, n, st.scores, rb)
+				for a := range min(3, nq-t) {
+					offerBlock(&st.hs[t+a], st.scores[a*rb:a*rb+n], base+int32(lo), slotOf)
+				}
+			}
+		}
+	}, func(any) {})
+	if err != nil {
+		return err
+	}
+	for i := range nq {
+		h := &states[0].hs[i]
+		for _, other := range states[1:] {
+			h.Merge(&other.hs[i])
+		}
+		out[i] = x.results(h)
+	}
+	return nil
+}
+
+// float32Bytes views v as its bytes (little-endian machines: the files' byte order).
+func float32Bytes(v []float32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
+}
+
+// littleEndian reports whether this machine stores numbers little-endian (the byte order of
+// the disk index's files, which it maps as they are).
+func littleEndian() bool {
+	one := uint16(1)
+	return *(*byte)(unsafe.Pointer(&one)) == 1
+}

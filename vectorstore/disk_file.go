@@ -1,0 +1,875 @@
+package vectorstore
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"unsafe"
+)
+
+// Files of a DiskIndex in its directory. disk.json is the commit point: it names the
+// segment files with how many rows of each are committed, the id table and the tombstone
+// file, each with its CRC-32C, so a crash mid-write leaves the previous state in force
+// (bytes past a segment's committed rows are ignored, then overwritten).
+//
+//	seg-NNNNNN.f32  rows of dim float32 (little endian), for Cosine normalised
+//	seg-NNNNNN.b1   binary sign codes, ceil(dim/64) uint64 words a row
+//	seg-NNNNNN.i8   int8 codes, dim bytes a row (value = code x disk.json's scale)
+//	ids-G.bin       the id table: "MVIDS001", n, n+1 uint64 offsets, n uint32 ordinals
+//	                sorted by id, the id bytes
+//	tomb-G.bin      "MVTOMB01", n, ceil(n/64) uint64 words: the dead ordinals
+const (
+	diskMetaFile    = "disk.json"
+	diskMetaVersion = 1
+	diskIDsMagic    = "MVIDS001"
+	diskTombMagic   = "MVTOMB01"
+)
+
+var diskCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// diskFileMeta records a file: its name, the bytes committed, their CRC-32C, and the
+// file's size and modification time when it was written (a file that still has both is not
+// read again to check it).
+type diskFileMeta struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	CRC   uint32 `json:"crc"`
+	Size  int64  `json:"size"`
+	MTime int64  `json:"mtime"`
+}
+
+// diskSegMeta records a segment.
+type diskSegMeta struct {
+	Num  int           `json:"num"`
+	Rows int           `json:"rows"`
+	F32  diskFileMeta  `json:"f32"`
+	B1   *diskFileMeta `json:"b1,omitempty"`
+	I8   *diskFileMeta `json:"i8,omitempty"`
+	IVL  *diskFileMeta `json:"ivl,omitempty"` // list numbers (inverted lists)
+}
+
+// diskMeta is disk.json.
+type diskMeta struct {
+	Version int           `json:"version"`
+	Dim     int           `json:"dim"`
+	Metric  Metric        `json:"metric"`
+	Quant   int           `json:"quant"`
+	SegRows int           `json:"seg_rows"`
+	Seq     uint64        `json:"seq"`
+	Gen     uint64        `json:"gen"`
+	NextSeg int           `json:"next_seg"`
+	Rows    int           `json:"rows"`
+	Dead    int           `json:"dead"`
+	Scale   []float32     `json:"scale,omitempty"`
+	NList   int           `json:"nlist,omitempty"`
+	IVF     *diskFileMeta `json:"ivf,omitempty"` // the centroids (nil: not trained yet)
+	Segs    []diskSegMeta `json:"segs"`
+	IDs     diskFileMeta  `json:"ids"`
+	Tomb    diskFileMeta  `json:"tomb"`
+	CRC     uint32        `json:"crc"` // of this JSON encoded with CRC 0
+}
+
+func (m diskMeta) checksum() uint32 {
+	m.CRC = 0
+	b, _ := json.Marshal(&m)
+	return crc32.Checksum(b, diskCastagnoli)
+}
+
+// diskSeg is a mapped segment.
+type diskSeg struct {
+	meta diskSegMeta
+	rows int
+	f32  []float32
+	b1   []uint64
+	i8   []int8
+	ivl  []uint32
+	maps [4][]byte
+}
+
+func (s *diskSeg) unmap() {
+	for i, m := range s.maps {
+		if err := diskUnmap(m); err != nil {
+			slog.Warn("vectorstore: disk: munmap", "err", err)
+		}
+		s.maps[i] = nil
+	}
+	s.f32, s.b1, s.i8, s.ivl = nil, nil, nil, nil
+}
+
+// diskIDs is a mapped id table.
+type diskIDs struct {
+	n       int
+	offs    []uint64
+	perm    []uint32
+	data    []byte
+	mapping []byte
+}
+
+func (t *diskIDs) unmap() {
+	if err := diskUnmap(t.mapping); err != nil {
+		slog.Warn("vectorstore: disk: munmap", "err", err)
+	}
+	*t = diskIDs{}
+}
+
+// at views the id of ordinal o (valid while mapped).
+func (t *diskIDs) at(o int) string {
+	b := t.data[t.offs[o]:t.offs[o+1]]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// find returns the ordinals holding id (a binary search of the sorted ordinals).
+func (t *diskIDs) find(id string) []int32 {
+	if t.n == 0 {
+		return nil
+	}
+	i := sort.Search(t.n, func(i int) bool { return t.at(int(t.perm[i])) >= id })
+	var out []int32
+	for ; i < t.n && t.at(int(t.perm[i])) == id; i++ {
+		out = append(out, int32(t.perm[i]))
+	}
+	return out
+}
+
+// corrupt wraps a problem of the files as ErrDiskCorrupt.
+func (x *DiskIndex) corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrDiskCorrupt, x.dir, fmt.Sprintf(format, args...))
+}
+
+// load maps the state in x.dir (none: an empty index).
+func (x *DiskIndex) load() error {
+	raw, err := os.ReadFile(filepath.Join(x.dir, diskMetaFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return x.corrupt("%v", err)
+	}
+	var m diskMeta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return x.corrupt("%s: %v", diskMetaFile, err)
+	}
+	if m.checksum() != m.CRC {
+		return x.corrupt("%s fails its checksum", diskMetaFile)
+	}
+	if m.Version != diskMetaVersion || m.Dim != x.dim || m.Metric != x.metric || m.Quant != x.quant || m.NList != x.nlist {
+		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d nlist %d, want v%d dim %d %s quant %d nlist %d", ErrDiskConfig, x.dir,
+			m.Version, m.Dim, m.Metric, m.Quant, m.NList, diskMetaVersion, x.dim, x.metric, x.quant, x.nlist)
+	}
+	if m.IVF != nil {
+		if err := x.loadCentroids(*m.IVF); err != nil {
+			return err
+		}
+	}
+	if m.SegRows <= 0 || m.Rows < 0 || m.Dead < 0 || m.Dead > m.Rows || (x.keepsInt8() && m.Rows > 0 && len(m.Scale) != x.dim) {
+		return x.corrupt("%s: bad counts", diskMetaFile)
+	}
+	x.segRows = m.SegRows
+	total := 0
+	for i, sm := range m.Segs {
+		if sm.Rows <= 0 || sm.Rows > m.SegRows || (i < len(m.Segs)-1 && sm.Rows != m.SegRows) {
+			return x.corrupt("segment %d holds %d rows", sm.Num, sm.Rows)
+		}
+		if x.keepsBinary() != (sm.B1 != nil) || x.keepsInt8() != (sm.I8 != nil) || (m.IVF != nil) != (sm.IVL != nil) {
+			return x.corrupt("segment %d lacks its codes", sm.Num)
+		}
+		s, err := x.mapSeg(sm)
+		if s != nil {
+			x.segs = append(x.segs, s)
+		}
+		if err != nil {
+			return err
+		}
+		total += sm.Rows
+	}
+	if total != m.Rows {
+		return x.corrupt("segments hold %d rows, %s says %d", total, diskMetaFile, m.Rows)
+	}
+	x.n0 = total
+	if m.IVF != nil {
+		if err := x.addToLists(0, total); err != nil {
+			return err
+		}
+	}
+	if err := x.loadIDs(m.IDs, total); err != nil {
+		return err
+	}
+	if err := x.loadTomb(m.Tomb, total, m.Dead); err != nil {
+		return err
+	}
+	x.scale, x.seq, x.savedSeq, x.meta = m.Scale, m.Seq, m.Seq, m
+	return nil
+}
+
+// openChecked opens a file recorded by fm and checks it: at least fm.Bytes long, and the
+// CRC of those bytes unless its size and modification time are those recorded.
+func (x *DiskIndex) openChecked(fm diskFileMeta, always bool) (*os.File, error) {
+	if fm.Name == "" || strings.ContainsAny(fm.Name, `/\`) || fm.Bytes < 0 {
+		return nil, x.corrupt("bad file name %q", fm.Name)
+	}
+	f, err := os.Open(filepath.Join(x.dir, fm.Name))
+	if err != nil {
+		return nil, x.corrupt("%v", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, x.corrupt("%v", err)
+	}
+	if fi.Size() < fm.Bytes {
+		f.Close()
+		return nil, x.corrupt("%s holds %d bytes, want %d", fm.Name, fi.Size(), fm.Bytes)
+	}
+	if always || fi.Size() != fm.Size || fi.ModTime().UnixNano() != fm.MTime {
+		h := crc32.New(diskCastagnoli)
+		if _, err := io.Copy(h, bufio.NewReaderSize(io.NewSectionReader(f, 0, fm.Bytes), 1<<20)); err != nil {
+			f.Close()
+			return nil, x.corrupt("%s: %v", fm.Name, err)
+		}
+		if h.Sum32() != fm.CRC {
+			f.Close()
+			return nil, x.corrupt("%s fails its checksum", fm.Name)
+		}
+	}
+	return f, nil
+}
+
+// mapOne checks and maps a file of a segment.
+func (x *DiskIndex) mapOne(fm diskFileMeta, want int64) ([]byte, error) {
+	if fm.Bytes != want {
+		return nil, x.corrupt("%s records %d bytes, want %d", fm.Name, fm.Bytes, want)
+	}
+	f, err := x.openChecked(fm, false)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := diskMapFile(f, int(fm.Bytes))
+	if err != nil {
+		return nil, x.corrupt("map %s: %v", fm.Name, err)
+	}
+	return b, nil
+}
+
+// mapSeg maps a segment's files.
+func (x *DiskIndex) mapSeg(sm diskSegMeta) (*diskSeg, error) {
+	s := &diskSeg{meta: sm, rows: sm.Rows}
+	b, err := x.mapOne(sm.F32, int64(sm.Rows)*int64(x.dim)*4)
+	if err != nil {
+		return nil, err
+	}
+	s.maps[0], s.f32 = b, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+	if sm.B1 != nil {
+		if b, err = x.mapOne(*sm.B1, int64(sm.Rows)*int64(x.codeWords())*8); err != nil {
+			return s, err
+		}
+		s.maps[1], s.b1 = b, unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8)
+	}
+	if sm.I8 != nil {
+		if b, err = x.mapOne(*sm.I8, int64(sm.Rows)*int64(x.dim)); err != nil {
+			return s, err
+		}
+		s.maps[2], s.i8 = b, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+	}
+	if sm.IVL != nil {
+		if b, err = x.mapOne(*sm.IVL, int64(sm.Rows)*4); err != nil {
+			return s, err
+		}
+		s.maps[3], s.ivl = b, unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+	}
+	return s, nil
+}
+
+// loadIDs maps and checks the id table of n ordinals.
+func (x *DiskIndex) loadIDs(fm diskFileMeta, n int) error {
+	if n == 0 && fm.Name == "" {
+		return nil
+	}
+	f, err := x.openChecked(fm, true)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := diskMapFile(f, int(fm.Bytes))
+	if err != nil {
+		return x.corrupt("map %s: %v", fm.Name, err)
+	}
+	x.ids.mapping = b
+	head := 16 + 8*(n+1) + 4*n
+	if len(b) < head || string(b[:8]) != diskIDsMagic || binary.LittleEndian.Uint64(b[8:]) != uint64(n) {
+		return x.corrupt("%s: bad header", fm.Name)
+	}
+	t := &x.ids
+	t.n = n
+	t.offs = unsafe.Slice((*uint64)(unsafe.Pointer(&b[16])), n+1)
+	if n > 0 {
+		t.perm = unsafe.Slice((*uint32)(unsafe.Pointer(&b[16+8*(n+1)])), n)
+	}
+	t.data = b[head:]
+	if t.offs[0] != 0 || t.offs[n] != uint64(len(t.data)) {
+		return x.corrupt("%s: bad offsets", fm.Name)
+	}
+	for i := range n {
+		if t.offs[i] > t.offs[i+1] {
+			return x.corrupt("%s: bad offsets", fm.Name)
+		}
+	}
+	seen := make([]uint64, (n+63)/64)
+	for _, o := range t.perm {
+		if int(o) >= n || seen[o>>6]&(1<<(o&63)) != 0 {
+			return x.corrupt("%s: bad ordinal table", fm.Name)
+		}
+		seen[o>>6] |= 1 << (o & 63)
+	}
+	return nil
+}
+
+// loadTomb reads and checks the tombstones of n ordinals, dead of them set.
+func (x *DiskIndex) loadTomb(fm diskFileMeta, n, dead int) error {
+	x.tomb = make([]uint64, (n+63)/64)
+	if fm.Name == "" {
+		if dead != 0 {
+			return x.corrupt("no tombstone file for %d dead rows", dead)
+		}
+		return nil
+	}
+	f, err := x.openChecked(fm, true)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b := make([]byte, fm.Bytes)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return x.corrupt("%s: %v", fm.Name, err)
+	}
+	if len(b) != 16+8*len(x.tomb) || string(b[:8]) != diskTombMagic || binary.LittleEndian.Uint64(b[8:]) != uint64(n) {
+		return x.corrupt("%s: bad header", fm.Name)
+	}
+	cnt := 0
+	for i := range x.tomb {
+		x.tomb[i] = binary.LittleEndian.Uint64(b[16+8*i:])
+		cnt += bits.OnesCount64(x.tomb[i])
+	}
+	if n%64 != 0 && len(x.tomb) > 0 && x.tomb[len(x.tomb)-1]>>(n%64) != 0 {
+		return x.corrupt("%s: bits past the rows", fm.Name)
+	}
+	if cnt != dead {
+		return x.corrupt("%s holds %d dead rows, %s says %d", fm.Name, cnt, diskMetaFile, dead)
+	}
+	x.dead = cnt
+	return nil
+}
+
+// persistLocked writes the rows in memory to the segments (or, with more than a quarter
+// of the rows dead, every live row to new segments), the id table and tombstones, then
+// disk.json. A failure leaves the index unusable (ErrDiskClosed) and the files at the
+// previous commit.
+func (x *DiskIndex) persistLocked() error {
+	if err := x.persistFiles(); err != nil {
+		x.failed = fmt.Errorf("%w: %w", ErrDiskClosed, err)
+		return err
+	}
+	return nil
+}
+
+func (x *DiskIndex) persistFiles() error {
+	if err := os.MkdirAll(x.dir, 0o755); err != nil {
+		return fmt.Errorf("vectorstore: disk: %w", err)
+	}
+	m := x.meta
+	m.Version, m.Dim, m.Metric, m.Quant, m.SegRows, m.NList = diskMetaVersion, x.dim, x.metric, x.quant, x.segRows, x.nlist
+	m.Gen++
+	n := x.n()
+	compact := x.dead > 0 && x.dead*4 > n && n >= 64
+	var order []int32 // compaction: the live ordinals, in order
+	if compact {
+		order = make([]int32, 0, n-x.dead)
+		for o := range int32(n) {
+			if !x.isDead(o) {
+				order = append(order, o)
+			}
+		}
+		segs, err := x.writeRows(&m, nil, len(order), func(i int) []float32 { return x.row(order[i]) })
+		if err != nil {
+			return err
+		}
+		idsFile, err := x.writeIDs(&m, len(order), func(i int32) string { return x.idView(order[i]) }, nil)
+		if err != nil {
+			closeSegs(segs)
+			return err
+		}
+		tomb := make([]uint64, (len(order)+63)/64)
+		tombFile, err := x.writeTomb(&m, len(order), tomb)
+		if err != nil {
+			closeSegs(segs)
+			idsFile.unmap()
+			return err
+		}
+		m.Segs, m.IDs, m.Tomb, m.Rows, m.Dead = segMetas(segs), idsFile.meta, tombFile, len(order), 0
+		if err := x.writeMeta(&m); err != nil {
+			closeSegs(segs)
+			idsFile.unmap()
+			return err
+		}
+		closeSegs(x.segs)
+		x.ids.unmap()
+		x.segs, x.ids, x.n0, x.tomb, x.dead = segs, idsFile.t, len(order), tomb, 0
+		x.lists = nil
+		if x.centroids != nil {
+			if err := x.addToLists(0, x.n0); err != nil {
+				return err
+			}
+		}
+	} else {
+		t := len(x.tailIDs)
+		segs := x.segs
+		if t > 0 {
+			var err error
+			if segs, err = x.writeRows(&m, slices.Clone(x.segs), t, func(i int) []float32 { return x.tailVecs[i*x.dim : (i+1)*x.dim] }); err != nil {
+				return err
+			}
+		}
+		ids := x.meta.IDs
+		var idsFile *diskIDsFile
+		if t > 0 || (n > 0 && ids.Name == "") {
+			var err error
+			if idsFile, err = x.writeIDs(&m, n, x.idView, x.ids.perm); err != nil {
+				x.dropNewSegs(segs)
+				return err
+			}
+			ids = idsFile.meta
+		}
+		tombFile, err := x.writeTomb(&m, n, x.tomb)
+		if err != nil {
+			x.dropNewSegs(segs)
+			if idsFile != nil {
+				idsFile.unmap()
+			}
+			return err
+		}
+		m.Segs, m.IDs, m.Tomb, m.Rows, m.Dead = segMetas(segs), ids, tombFile, n, x.dead
+		if err := x.writeMeta(&m); err != nil {
+			x.dropNewSegs(segs)
+			if idsFile != nil {
+				idsFile.unmap()
+			}
+			return err
+		}
+		for i, s := range x.segs {
+			if segs[i] != s {
+				s.unmap()
+			}
+		}
+		old := x.n0
+		x.segs, x.n0 = segs, n
+		if x.centroids != nil {
+			if err := x.addToLists(old, n); err != nil {
+				return err
+			}
+		}
+		if idsFile != nil {
+			x.ids.unmap()
+			x.ids = idsFile.t
+		}
+	}
+	x.tailVecs, x.tailIDs, x.tailSlot = nil, nil, map[string]int32{}
+	x.meta, x.savedSeq, x.dirty = m, m.Seq, false
+	x.removeStale()
+	return nil
+}
+
+// dropNewSegs unmaps the segments of segs that are not x.segs's.
+func (x *DiskIndex) dropNewSegs(segs []*diskSeg) {
+	for i, s := range segs {
+		if i >= len(x.segs) || x.segs[i] != s {
+			s.unmap()
+		}
+	}
+}
+
+func closeSegs(segs []*diskSeg) {
+	for _, s := range segs {
+		s.unmap()
+	}
+}
+
+func segMetas(segs []*diskSeg) []diskSegMeta {
+	out := make([]diskSegMeta, len(segs))
+	for i, s := range segs {
+		out[i] = s.meta
+	}
+	return out
+}
+
+// writeMeta writes disk.json for m (seq, CRC) atomically.
+func (x *DiskIndex) writeMeta(m *diskMeta) error {
+	m.Seq, m.Scale = x.seq, x.scale
+	m.CRC = 0
+	m.CRC = m.checksum()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return diskWriteAtomic(filepath.Join(x.dir, diskMetaFile), b)
+}
+
+// diskWriteAtomic writes b to path through a synced temporary file and a rename, then
+// syncs the directory.
+func diskWriteAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("vectorstore: disk: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("vectorstore: disk: write %s: %w", filepath.Base(path), err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// stampFile fills fm's size and modification time from the file.
+func stampFile(path string, fm *diskFileMeta) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	fm.Size, fm.MTime = fi.Size(), fi.ModTime().UnixNano()
+	return nil
+}
+
+// diskAppender appends rows to one file of a segment, keeping its CRC.
+type diskAppender struct {
+	f  *os.File
+	w  *bufio.Writer
+	fm *diskFileMeta
+}
+
+func (a *diskAppender) write(b []byte) error {
+	a.fm.CRC = crc32.Update(a.fm.CRC, diskCastagnoli, b)
+	a.fm.Bytes += int64(len(b))
+	_, err := a.w.Write(b)
+	return err
+}
+
+// openAppender opens a segment file for appending after its fm.Bytes committed bytes
+// (new: created empty).
+func (x *DiskIndex) openAppender(fm *diskFileMeta) (*diskAppender, error) {
+	f, err := os.OpenFile(filepath.Join(x.dir, fm.Name), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("vectorstore: disk: %w", err)
+	}
+	if err := f.Truncate(fm.Bytes); err == nil {
+		_, err = f.Seek(fm.Bytes, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("vectorstore: disk: %w", err)
+	}
+	return &diskAppender{f: f, w: bufio.NewWriterSize(f, 1<<20), fm: fm}, nil
+}
+
+func (a *diskAppender) finish(dir string) error {
+	err := a.w.Flush()
+	if err == nil {
+		err = a.f.Sync()
+	}
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = stampFile(filepath.Join(dir, a.fm.Name), a.fm)
+	}
+	if err != nil {
+		return fmt.Errorf("vectorstore: disk: %s: %w", a.fm.Name, err)
+	}
+	return nil
+}
+
+// writeRows appends count rows (row(i), as stored) to segs: the last one while it has
+// room, then new segments numbered from m.NextSeg. It returns the new list with every
+// segment it wrote mapped again (new diskSeg values; the caller unmaps the old ones).
+func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(i int) []float32) ([]*diskSeg, error) {
+	if x.keepsInt8() && x.scale == nil {
+		x.scale = trainScale(x.dim, min(count, 1<<16), row)
+	}
+	if x.nlist > 0 && x.centroids == nil && count > 0 {
+		x.centroids = x.trainCentroids(count, row)
+		fm, err := x.writeCentroids(m)
+		if err != nil {
+			x.centroids = nil
+			return nil, err
+		}
+		m.IVF = fm
+	}
+	var assign []int32
+	var batch [][]float32
+	W, d := x.codeWords(), x.dim
+	code := make([]uint64, W)
+	i8 := make([]int8, d)
+	var fresh []*diskSeg
+	fail := func(err error) ([]*diskSeg, error) {
+		closeSegs(fresh)
+		return nil, err
+	}
+	for i := 0; i < count; {
+		var sm diskSegMeta
+		if len(segs) > 0 && segs[len(segs)-1].rows < x.segRows {
+			sm = segs[len(segs)-1].meta
+			segs = segs[:len(segs)-1]
+		} else {
+			sm = diskSegMeta{Num: m.NextSeg}
+			m.NextSeg++
+			base := fmt.Sprintf("seg-%06d", sm.Num)
+			sm.F32 = diskFileMeta{Name: base + ".f32"}
+			if x.keepsBinary() {
+				sm.B1 = &diskFileMeta{Name: base + ".b1"}
+			}
+			if x.keepsInt8() {
+				sm.I8 = &diskFileMeta{Name: base + ".i8"}
+			}
+			if x.centroids != nil {
+				sm.IVL = &diskFileMeta{Name: base + ".ivl"}
+			}
+		}
+		if sm.B1 != nil {
+			c := *sm.B1
+			sm.B1 = &c
+		}
+		if sm.I8 != nil {
+			c := *sm.I8
+			sm.I8 = &c
+		}
+		if sm.IVL != nil {
+			c := *sm.IVL
+			sm.IVL = &c
+		}
+		var apps []*diskAppender
+		for _, fm := range []*diskFileMeta{&sm.F32, sm.B1, sm.I8, sm.IVL} {
+			if fm == nil {
+				continue
+			}
+			a, err := x.openAppender(fm)
+			if err != nil {
+				for _, a := range apps {
+					a.f.Close()
+				}
+				return fail(err)
+			}
+			apps = append(apps, a)
+		}
+		take := min(count-i, x.segRows-sm.Rows)
+		if sm.IVL != nil {
+			batch = batch[:0]
+			for j := i; j < i+take; j++ {
+				batch = append(batch, row(j))
+			}
+			assign = slices.Grow(assign[:0], take)[:take]
+			x.assignTo(x.centroids, batch, assign)
+		}
+		var err error
+		for j := i; j < i+take && err == nil; j++ {
+			r := row(j)
+			err = apps[0].write(float32Bytes(r))
+			k := 1
+			if err == nil && sm.B1 != nil {
+				binaryCode(r, code)
+				err = apps[k].write(unsafe.Slice((*byte)(unsafe.Pointer(&code[0])), 8*W))
+				k++
+			}
+			if err == nil && sm.I8 != nil {
+				int8Code(r, x.scale, i8)
+				err = apps[k].write(unsafe.Slice((*byte)(unsafe.Pointer(&i8[0])), d))
+				k++
+			}
+			if err == nil && sm.IVL != nil {
+				c := [1]uint32{uint32(assign[j-i])}
+				err = apps[k].write(uint32Bytes(c[:]))
+			}
+		}
+		for _, a := range apps {
+			if ferr := a.finish(x.dir); err == nil {
+				err = ferr
+			}
+		}
+		if err != nil {
+			return fail(fmt.Errorf("vectorstore: disk: %w", err))
+		}
+		sm.Rows += take
+		i += take
+		s, err := x.mapSeg(sm)
+		if err != nil {
+			if s != nil {
+				s.unmap()
+			}
+			return fail(err)
+		}
+		fresh = append(fresh, s)
+		segs = append(segs, s)
+	}
+	return segs, nil
+}
+
+// trainScale is the per-dimension int8 scale of the first n rows: the largest magnitude
+// of each dimension over 127 (1/127 for a dimension that is always 0).
+func trainScale(d, n int, row func(i int) []float32) []float32 {
+	sc := make([]float32, d)
+	for i := range n {
+		for j, v := range row(i) {
+			sc[j] = max(sc[j], float32(math.Abs(float64(v))))
+		}
+	}
+	for j := range sc {
+		sc[j] = cmp.Or(sc[j], 1) / 127
+	}
+	return sc
+}
+
+// diskIDsFile is a written, mapped id table.
+type diskIDsFile struct {
+	t    diskIDs
+	meta diskFileMeta
+}
+
+func (f *diskIDsFile) unmap() { f.t.unmap() }
+
+// writeIDs writes the id table of n ordinals (id(o)), sorted by id: prefix, when not nil,
+// is the sorted table of the first len(prefix) ordinals (merged with the others, sorted).
+func (x *DiskIndex) writeIDs(m *diskMeta, n int, id func(int32) string, prefix []uint32) (*diskIDsFile, error) {
+	rest := make([]uint32, 0, n-len(prefix))
+	for o := len(prefix); o < n; o++ {
+		rest = append(rest, uint32(o))
+	}
+	byID := func(a, b uint32) int {
+		return cmp.Or(strings.Compare(id(int32(a)), id(int32(b))), cmp.Compare(a, b))
+	}
+	slices.SortFunc(rest, byID)
+	perm := make([]uint32, 0, n)
+	i, j := 0, 0
+	for i < len(prefix) && j < len(rest) {
+		if byID(prefix[i], rest[j]) <= 0 {
+			perm = append(perm, prefix[i])
+			i++
+		} else {
+			perm = append(perm, rest[j])
+			j++
+		}
+	}
+	perm = append(append(perm, prefix[i:]...), rest[j:]...)
+
+	name := fmt.Sprintf("ids-%d.bin", m.Gen)
+	var buf bytes.Buffer
+	buf.WriteString(diskIDsMagic)
+	var u [8]byte
+	binary.LittleEndian.PutUint64(u[:], uint64(n))
+	buf.Write(u[:])
+	var off uint64
+	for o := range n + 1 {
+		binary.LittleEndian.PutUint64(u[:], off)
+		buf.Write(u[:])
+		if o < n {
+			off += uint64(len(id(int32(o))))
+		}
+	}
+	for _, p := range perm {
+		binary.LittleEndian.PutUint32(u[:4], p)
+		buf.Write(u[:4])
+	}
+	for o := range n {
+		buf.WriteString(id(int32(o)))
+	}
+	fm := diskFileMeta{Name: name, Bytes: int64(buf.Len()), CRC: crc32.Checksum(buf.Bytes(), diskCastagnoli)}
+	path := filepath.Join(x.dir, name)
+	if err := diskWriteAtomic(path, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := stampFile(path, &fm); err != nil {
+		return nil, err
+	}
+	// Map it through a scratch index (the same checks as an open).
+	y := &DiskIndex{dir: x.dir}
+	if err := y.loadIDs(fm, n); err != nil {
+		y.ids.unmap()
+		return nil, err
+	}
+	return &diskIDsFile{t: y.ids, meta: fm}, nil
+}
+
+// writeTomb writes the tombstones of n ordinals.
+func (x *DiskIndex) writeTomb(m *diskMeta, n int, tomb []uint64) (diskFileMeta, error) {
+	b := make([]byte, 16+8*((n+63)/64))
+	copy(b, diskTombMagic)
+	binary.LittleEndian.PutUint64(b[8:], uint64(n))
+	for i := range (n + 63) / 64 {
+		binary.LittleEndian.PutUint64(b[16+8*i:], tomb[i])
+	}
+	name := fmt.Sprintf("tomb-%d.bin", m.Gen)
+	fm := diskFileMeta{Name: name, Bytes: int64(len(b)), CRC: crc32.Checksum(b, diskCastagnoli)}
+	path := filepath.Join(x.dir, name)
+	if err := diskWriteAtomic(path, b); err != nil {
+		return fm, err
+	}
+	return fm, stampFile(path, &fm)
+}
+
+// removeStale deletes the files of x.dir that disk.json does not name.
+func (x *DiskIndex) removeStale() {
+	keep := map[string]bool{diskMetaFile: true, x.meta.IDs.Name: true, x.meta.Tomb.Name: true}
+	if x.meta.IVF != nil {
+		keep[x.meta.IVF.Name] = true
+	}
+	for _, s := range x.meta.Segs {
+		keep[s.F32.Name] = true
+		if s.B1 != nil {
+			keep[s.B1.Name] = true
+		}
+		if s.I8 != nil {
+			keep[s.I8.Name] = true
+		}
+		if s.IVL != nil {
+			keep[s.IVL.Name] = true
+		}
+	}
+	ents, err := os.ReadDir(x.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasPrefix(n, "ivf-") || strings.HasSuffix(n, ".tmp")) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(x.dir, n)); err != nil {
+			slog.Warn("vectorstore: disk: cannot remove a stale file", "file", n, "err", err)
+		}
+	}
+}

@@ -1,0 +1,26 @@
+//go:build unix
+
+package vectorstore
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// diskMapFile maps the first size bytes of f read-only (nil for size 0). The mapping
+// outlives f; release it with diskUnmap.
+func diskMapFile(f *os.File, size int) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	return unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+}
+
+// diskUnmap releases a mapping of diskMapFile.
+func diskUnmap(b []byte) error {
+	if b == nil {
+		return nil
+	}
+	return unix.Munmap(b)
+}
