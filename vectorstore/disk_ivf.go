@@ -171,4 +171,3 @@ func uint32Bytes(v []uint32) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
 }
-
