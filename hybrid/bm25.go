@@ -258,7 +258,7 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0))}
+	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly)}
 	b.stats.onChange = b.postings.dropSegments
 	if created {
 		if err := idx.SetInternal(formatKey, []byte(formatVersion)); err != nil {
