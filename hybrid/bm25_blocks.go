@@ -232,20 +232,20 @@ func postingOf(p segment.Posting) (doc, f, dl uint32, err error) {
 type bytesReader interface{ BytesRead() uint64 }
 
 // buildBlocks reads every posting of term in the segment of dict (deleted documents
-// included) and returns its block metadata. When the list is one block, that block comes
-// back decoded too. It checks that zap's chunks are the blocks it assumes (the iterator
+// included) and returns its block metadata, with the decoded blocks (nil where empty) when
+// keep is set or the list is one block. It checks that zap's chunks are the blocks it assumes (the iterator
 // loads a chunk exactly where the block changes); where they are not, the list is one block.
-func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc) (*termBlocks, *postBlock, error) {
+func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
 	for _, tryChunks := range []bool{true, false} {
-		tb, blk, ok, err := buildBlocksOnce(dict, term, src, acc, tryChunks)
+		tb, blks, ok, err := buildBlocksOnce(dict, term, src, acc, tryChunks, keep)
 		if err != nil || ok {
-			return tb, blk, err
+			return tb, blks, err
 		}
 	}
 	return nil, nil, errBlockMeta // not reached: one block always fits
 }
 
-func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, tryChunks bool) (_ *termBlocks, _ *postBlock, ok bool, err error) {
+func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, tryChunks, keep bool) (_ *termBlocks, _ []*postBlock, ok bool, err error) {
 	pl, err := dict.PostingsList(term, nil, src.pl)
 	if err != nil {
 		return nil, nil, false, err
@@ -261,8 +261,12 @@ func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource,
 	if br == nil {
 		tb.cs = 0
 	}
-	var blk *postBlock
+	var (
+		blks []*postBlock // when keep (or the list is one block): the decoded blocks
+		blk  *postBlock
+	)
 	if tb.cs == 0 {
+		keep = true
 		blk = &postBlock{docs: make([]uint32, 0, tb.total), packed: make([]uint32, 0, tb.total)}
 	}
 	cur, n := -1, uint32(0)
@@ -302,6 +306,16 @@ func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource,
 				tb.fstart = append(tb.fstart, uint32(len(tb.front)))
 			}
 			cur, n = b, 0
+			if keep && tb.cs > 0 {
+				if blk != nil {
+					blk.finish()
+				}
+				for len(blks) < b {
+					blks = append(blks, nil)
+				}
+				blk = &postBlock{}
+				blks = append(blks, blk)
+			}
 		}
 		n++
 		acc.add(f, dl)
@@ -319,11 +333,14 @@ func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource,
 	tb.bytes = tb.sizeBytes()
 	if blk != nil {
 		blk.finish()
+		if tb.cs == 0 {
+			blks = []*postBlock{blk}
+		}
 	}
 	if err := tb.check(); err != nil {
 		return nil, nil, false, err
 	}
-	return tb, blk, true, nil
+	return tb, blks, true, nil
 }
 
 // blockSource decodes one term's blocks in one segment for one query, in ascending order:

@@ -653,7 +653,10 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 			p = sc.cache.putBlock(c.tb, c.blk, p)
 		}
 		c.cur = p
-		c.pos, _ = slices.BinarySearch(p.docs, d)
+		c.pos = 0
+		if len(p.docs) > 0 && p.docs[0] < d {
+			c.pos, _ = slices.BinarySearch(p.docs, d)
+		}
 		c.setDoc()
 		return nil
 	}
@@ -875,7 +878,11 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 					break
 				}
 				tc := cs[i]
-				if err := tc.load(sc, d); err != nil {
+				if tc.cur != nil {
+					if tc.doc < d {
+						tc.advance(d)
+					}
+				} else if err := tc.load(sc, d); err != nil {
 					return err
 				}
 				if tc.doc == d {
@@ -925,11 +932,14 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 		tb := cache.terms(ss, term)
 		if tb == nil {
 			sc.termBuf = append(sc.termBuf[:0], term...)
+			// A list small beside the cache budget keeps its decoded blocks: the pass reads
+			// them all anyway.
+			keep := tc.pl.Count()*8*16 <= uint64(cache.budget)
 			var (
-				blk *postBlock
-				err error
+				blks []*postBlock
+				err  error
 			)
-			tb, blk, err = buildBlocks(c.dict, sc.termBuf, &tc.src, &sc.acc)
+			tb, blks, err = buildBlocks(c.dict, sc.termBuf, &tc.src, &sc.acc, keep)
 			if err != nil {
 				if errors.Is(err, errNotScorch) {
 					return err
@@ -938,8 +948,10 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 			}
 			cache.decoded.Add(tb.total)
 			tb = cache.addTerms(ss, term, tb)
-			if blk != nil && tb.slots[0].Load() == nil {
-				cache.putBlock(tb, 0, blk)
+			for i, blk := range blks {
+				if blk != nil && i < len(tb.slots) && tb.slots[i].Load() == nil {
+					cache.putBlock(tb, i, blk)
+				}
 			}
 		}
 		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti})
