@@ -49,6 +49,27 @@ type termBlocks struct {
 	front  []fl     // per block: no other posting of the block has f >= and dl <= (one strictly)
 	slots  []atomic.Pointer[postBlock]
 	bytes  int // the metadata's bytes
+	ratios atomic.Pointer[blockRatios]
+}
+
+// blockRatios is each block's best BM25 ratio under one snapshot's statistics (0 for an
+// empty block).
+type blockRatios struct {
+	avgdl, k1, b float64 // what length normalisation depends on
+	r            []float64
+}
+
+// ratiosFor returns each block's best ratio under st, computed once per statistics.
+func (t *termBlocks) ratiosFor(st *snapStats) []float64 {
+	if br := t.ratios.Load(); br != nil && br.avgdl == st.avgdl && br.k1 == st.k1 && br.b == st.b {
+		return br.r
+	}
+	r := make([]float64, len(t.count))
+	for i := range r {
+		r[i] = bestRatio(st, t.blockFront(i))
+	}
+	t.ratios.Store(&blockRatios{avgdl: st.avgdl, k1: st.k1, b: st.b, r: r})
+	return r
 }
 
 // blockFront returns block i's frontier (f descending, dl ascending).

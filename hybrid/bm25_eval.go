@@ -604,17 +604,18 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 // blockCursor walks one term's blocks in one segment, decoding a block only when a
 // document in it must be scored.
 type blockCursor struct {
-	tb   *termBlocks
-	src  *blockSource
-	term string
-	w    float64
-	ti   int     // index in the query's term order
-	blk  int     // current block (len(tb.count): past the last)
-	end  uint64  // first document after the current block
-	bub  float64 // w · the current block's best ratio: its score bound
-	cur  *postBlock
-	pos  int
-	doc  uint32 // cur.docs[pos]; noDoc when the block is exhausted or not loaded
+	tb     *termBlocks
+	src    *blockSource
+	term   string
+	w      float64
+	ti     int     // index in the query's term order
+	blk    int     // current block (len(tb.count): past the last)
+	end    uint64  // first document after the current block
+	bub    float64 // w · the current block's best ratio: its score bound
+	cur    *postBlock
+	pos    int
+	doc    uint32    // cur.docs[pos]; noDoc when the block is exhausted or not loaded
+	ratios []float64 // each block's best BM25 ratio under the query's statistics
 }
 
 const noDoc = math.MaxUint32
@@ -629,10 +630,7 @@ func (c *blockCursor) moveTo(st *snapStats, d, segDocs uint64) {
 	}
 	_, hi := c.tb.span(c.blk)
 	c.end = min(hi, segDocs)
-	c.bub = 0
-	if c.tb.count[c.blk] > 0 {
-		c.bub = c.w * bestRatio(st, c.tb.blockFront(c.blk))
-	}
+	c.bub = c.w * c.ratios[c.blk]
 }
 
 // load positions c at its current block's first posting at or after d, decoding the
@@ -643,7 +641,10 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 			return nil
 		}
 		p := sc.cache.block(c.tb, c.blk)
-		if p == nil {
+		if p != nil {
+			sc.hits++
+		} else {
+			sc.misses++
 			sc.termBuf = append(sc.termBuf[:0], c.term...)
 			var err error
 			if p, err = c.src.decode(sc.dict, sc.termBuf, c.tb, c.blk); err != nil {
@@ -728,6 +729,8 @@ type segScorer struct {
 	present []int     // query term indexes with a contribution for the current document
 	termBuf []byte
 	acc     frontAcc // buildBlocks' scratch
+	hits    uint64   // block cache hits and misses of the current run
+	misses  uint64
 }
 
 // run scores segment ss (cursor c, global numbers from off) into top. bound, when not
@@ -742,8 +745,13 @@ type segScorer struct {
 // still enter the top k), the others are decoded and give the candidates.
 func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, off uint64, terms []termCount, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
 	sc.cache, sc.dict = cache, c.dict
-	defer func() { sc.dict = nil }()
-	if err := sc.openCursors(cache, ss, c, terms, weights); err != nil || len(sc.curs) == 0 {
+	sc.hits, sc.misses = 0, 0
+	defer func() {
+		sc.dict = nil
+		cache.hits.Add(sc.hits)
+		cache.misses.Add(sc.misses)
+	}()
+	if err := sc.openCursors(cache, ss, c, st, terms, weights); err != nil || len(sc.curs) == 0 {
 		return err
 	}
 	err := sc.score(ctx, ss, st, off, weights, allowBits, top, bound)
@@ -920,7 +928,7 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 
 // openCursors sets sc.curs to a cursor over the blocks of each weighted query term present
 // in the segment, reading (or computing once) the term's block metadata.
-func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, terms []termCount, weights []float64) error {
+func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, terms []termCount, weights []float64) error {
 	sc.curs = sc.curs[:0]
 	for ti, w := range weights {
 		tc := &c.terms[ti]
@@ -954,7 +962,7 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 				}
 			}
 		}
-		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti})
+		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti, ratios: tb.ratiosFor(st)})
 	}
 	return nil
 }

@@ -114,16 +114,14 @@ func (c *postingsCache) dropTerms(ss *scorch.SegmentSnapshot, term string) {
 	}
 }
 
-// block returns block i of tb when cached.
+// block returns block i of tb when cached (the caller counts hits and misses).
 func (c *postingsCache) block(tb *termBlocks, i int) *postBlock {
 	if p := tb.slots[i].Load(); p != nil {
 		if !p.ref.Load() {
 			p.ref.Store(true)
 		}
-		c.hits.Add(1)
 		return p
 	}
-	c.misses.Add(1)
 	return nil
 }
 
