@@ -237,11 +237,16 @@ func chunkSizeOf(pl segment.PostingsList) uint64 {
 
 // postingOf reads a posting's document, frequency and length.
 func postingOf(p segment.Posting) (doc, f, dl uint32, err error) {
-	nm, ok := p.(normer)
-	if !ok {
-		return 0, 0, 0, errNotScorch
+	var num, f64, dl64 uint64
+	if zp, ok := p.(*zap.Posting); ok {
+		num, f64, dl64 = zp.Number(), zp.Frequency(), zp.NormUint64()
+	} else {
+		nm, ok := p.(normer)
+		if !ok {
+			return 0, 0, 0, errNotScorch
+		}
+		num, f64, dl64 = p.Number(), p.Frequency(), nm.NormUint64()
 	}
-	num, f64, dl64 := p.Number(), p.Frequency(), nm.NormUint64()
 	if num >= math.MaxUint32 || f64 > math.MaxUint32 || dl64 >= math.MaxUint32 {
 		return 0, 0, 0, fmt.Errorf("posting out of range: doc %d freq %d length %d", num, f64, dl64)
 	}
@@ -402,8 +407,15 @@ func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termB
 	n := int(tb.count[i])
 	blk := &postBlock{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n)}
 	front := tb.blockFront(i)
+	zi, _ := s.it.(*zap.PostingsIterator)
 	for range n {
-		p, err := s.it.Next()
+		var p segment.Posting
+		var err error
+		if zi != nil {
+			p, err = zi.Next() // (a direct call: this loop is the decoder's hot path)
+		} else {
+			p, err = s.it.Next()
+		}
 		if err != nil {
 			return nil, err
 		}
