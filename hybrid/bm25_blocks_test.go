@@ -279,3 +279,51 @@ func forgeSidecar(t *testing.T, data []byte) []byte {
 	}
 	return out
 }
+
+// TestBlockMaxShedsMetadata: with a metadata cap far too small, block metadata is dropped
+// as soon as it is added (one-block lists first, then recorded lists, whose sidecar is read
+// again), and every answer stays exact.
+func TestBlockMaxShedsMetadata(t *testing.T) {
+	withChunkMode(t, 16)
+	dir := filepath.Join(t.TempDir(), "bm25")
+	b, err := OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.postings.metaCap = 1
+	rng := rand.New(rand.NewPCG(9, 9))
+	for batch := range 3 {
+		var docs []BM25Doc
+		for i := range 500 {
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("d%d-%04d", batch, i)))
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for round := range 3 {
+		for qi := range 40 {
+			q := randomQuery(rng, 6)
+			k := []int{1, 10, 100}[qi%3]
+			b.SetExhaustive(true)
+			want, err := b.Search(ctx, q, k, nil)
+			b.SetExhaustive(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.Search(ctx, q, k, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, fmt.Sprintf("round %d %q k=%d", round, q, k), got, want)
+		}
+	}
+	b.postings.mu.Lock()
+	n := len(b.postings.meta)
+	b.postings.mu.Unlock()
+	if n > 2 {
+		t.Fatalf("%d metadata entries kept under a cap of 1 byte", n)
+	}
+}

@@ -40,6 +40,7 @@ type postingsCache struct {
 	readOnly  bool // never write sidecars
 	used      int  // bytes of the cached decoded blocks
 	metaBytes int
+	metaCap   int // metaBytes beyond which metadata is dropped (recomputed or reread when needed)
 	meta      map[postingsKey]*termBlocks
 	files     map[uint64]*segFile // per segment id: its sidecar (loaded)
 	ring      []blockRef          // the cached blocks, in CLOCK order
@@ -50,7 +51,8 @@ type postingsCache struct {
 }
 
 func newPostingsCache(budget int, readOnly bool) *postingsCache {
-	return &postingsCache{budget: budget, readOnly: readOnly, meta: map[postingsKey]*termBlocks{}, files: map[uint64]*segFile{}}
+	return &postingsCache{budget: budget, readOnly: readOnly, metaCap: max(budget/2, 16<<20),
+		meta: map[postingsKey]*termBlocks{}, files: map[uint64]*segFile{}}
 }
 
 // terms returns the block metadata of term in ss (nil: not known yet), reading the
@@ -69,6 +71,9 @@ func (c *postingsCache) terms(ss *scorch.SegmentSnapshot, term string) *termBloc
 			c.meta[k] = tb
 			c.metaBytes += tb.bytes
 		})
+		if c.metaBytes > c.metaCap {
+			c.shedMeta(postingsKey{seg: id, term: term})
+		}
 	}
 	return c.meta[postingsKey{seg: id, term: term}]
 }
@@ -85,11 +90,40 @@ func (c *postingsCache) addTerms(ss *scorch.SegmentSnapshot, term string, tb *te
 	c.meta[k] = tb
 	c.metaBytes += tb.bytes
 	sf := c.files[k.seg]
+	if c.metaBytes > c.metaCap {
+		c.shedMeta(k)
+	}
 	c.mu.Unlock()
 	if sf != nil && len(tb.count) > 1 {
 		sf.appendRecord(term, tb)
 	}
 	return tb
+}
+
+// shedMeta drops block metadata (and its cached blocks) until metaBytes is under half of
+// metaCap, one-block lists first (rebuilt by decoding their one block), keeping keep (c.mu
+// held). A segment that loses a recorded list has its sidecar read again when next used.
+func (c *postingsCache) shedMeta(keep postingsKey) {
+	for _, oneBlock := range []bool{true, false} {
+		for k, tb := range c.meta {
+			if c.metaBytes <= c.metaCap/2 {
+				return
+			}
+			if k == keep || (len(tb.count) == 1) != oneBlock {
+				continue
+			}
+			delete(c.meta, k)
+			c.metaBytes -= tb.bytes
+			for i := range tb.slots {
+				if b := tb.slots[i].Swap(nil); b != nil {
+					c.used -= b.bytes
+				}
+			}
+			if !oneBlock {
+				delete(c.files, k.seg)
+			}
+		}
+	}
 }
 
 // dropTerms forgets term's metadata in segment seg, and the segment's sidecar (it
