@@ -44,8 +44,8 @@ type Options struct {
 	// goroutines (default 1): lower latency for one query on an idle machine. SearchBatch
 	// already spreads its queries over every core.
 	QueryWorkers int
-	// PostingsCacheBytes bounds the cache of decoded postings that BM25's dynamic pruning
-	// reads (default 512 MiB per collection; negative: no cache). See
+	// PostingsCacheBytes bounds the cache of decoded posting blocks that BM25's dynamic
+	// pruning reads (default 256 MiB per collection; negative: no cache). See
 	// hybrid.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
 	// MaxDocumentBytes caps title+text+metadata of one document (default 16 MiB).

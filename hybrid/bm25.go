@@ -82,8 +82,8 @@ const (
 	DefaultB             = 0.4
 	DefaultMaxQueryTerms = 1024
 	DefaultMaxQueryBytes = 64 << 10
-	// DefaultPostingsCacheBytes is the default budget of the decoded-postings cache.
-	DefaultPostingsCacheBytes = 512 << 20
+	// DefaultPostingsCacheBytes is the default budget of the decoded-blocks cache.
+	DefaultPostingsCacheBytes = 256 << 20
 )
 
 // BM25Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
@@ -99,11 +99,12 @@ type BM25Options struct {
 	// MaxQueryBytes caps the query text (0 = 64 KiB). A longer query fails with
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
-	// PostingsCacheBytes is the budget of the decoded-postings cache that dynamic pruning
-	// reads (0 = 512 MiB): the postings of recently queried terms, decoded once per
-	// segment at 8 bytes a posting, least recently used out first. It never holds more
-	// than the queried terms' postings, so a small index keeps it small. Negative keeps
-	// only the entry in use (every query decodes what it needs).
+	// PostingsCacheBytes is the budget of the cache of decoded posting blocks that dynamic
+	// pruning reads (0 = 256 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
+	// a posting) that recent queries scored, evicted in CLOCK order. It never holds more
+	// than the blocks queries scored, so a small index keeps it small. Negative keeps none
+	// (every query decodes the blocks it needs). The block metadata of queried terms
+	// (a few bytes a block) is kept besides, and persisted beside each segment file.
 	PostingsCacheBytes int
 	// ReadOnly opens an existing index for searching only (path "" is an in-memory index
 	// as without it): Bleve's scorch runs with its read_only setting (a shared lock on
@@ -261,7 +262,7 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0))}
+	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly)}
 	b.stats.onChange = b.postings.dropSegments
 	if created {
 		if err := idx.SetInternal(formatKey, []byte(formatVersion)); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	mathbits "math/bits"
 	"slices"
@@ -131,6 +132,7 @@ type segCursor struct {
 
 // termCursor is one query term's postings in one segment.
 type termCursor struct {
+	src blockSource // MaxScore's block decoding
 	pl  segment.PostingsList
 	it  segment.PostingsIterator
 	doc uint64 // current document, noMore once exhausted
@@ -330,6 +332,16 @@ func (b *BM25Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapsh
 		err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
 	} else {
 		err = b.maxScore(ctx, e, st, segs, terms, weights, allowBits, top)
+		if errors.Is(err, errBlockMeta) {
+			// The disagreeing metadata was dropped: it is computed again from the postings.
+			top = &topK{k: k}
+			err = b.maxScore(ctx, e, st, segs, terms, weights, allowBits, top)
+		}
+		if errors.Is(err, errBlockMeta) {
+			slog.Warn("hybrid: block metadata still disagrees with the postings; scoring every posting", "err", err)
+			top = &topK{k: k}
+			err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -589,38 +601,98 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 	return nil
 }
 
-// arrCursor walks one term's decoded postings in one segment.
-type arrCursor struct {
-	p   *decodedPostings
-	pos int
-	doc uint32 // p.docs[pos], or noDoc once exhausted
-	w   float64
-	ub  float64 // w · the term's best ratio in this segment: its score bound
-	ti  int     // index in the query's term order
+// blockCursor walks one term's blocks in one segment, decoding a block only when a
+// document in it must be scored.
+type blockCursor struct {
+	tb     *termBlocks
+	src    *blockSource
+	term   string
+	w      float64
+	ti     int     // index in the query's term order
+	blk    int     // current block (len(tb.count): past the last)
+	end    uint64  // first document after the current block
+	bub    float64 // w · the current block's best ratio: its score bound
+	cur    *postBlock
+	pos    int
+	doc    uint32    // cur.docs[pos]; noDoc when the block is exhausted or not loaded
+	ratios []float64 // each block's best BM25 ratio under the query's statistics
 }
 
 const noDoc = math.MaxUint32
 
-func (c *arrCursor) set(pos int) {
-	c.pos = pos
-	if pos < len(c.p.docs) {
-		c.doc = c.p.docs[pos]
+// moveTo makes the block holding document d current (not decoded yet).
+func (c *blockCursor) moveTo(st *snapStats, d, segDocs uint64) {
+	c.blk = c.tb.blockOf(d)
+	c.cur, c.doc = nil, noDoc
+	if c.blk >= len(c.tb.count) {
+		c.end, c.bub = noMore, 0
+		return
+	}
+	_, hi := c.tb.span(c.blk)
+	c.end = min(hi, segDocs)
+	c.bub = c.w * c.ratios[c.blk]
+}
+
+// load positions c at its current block's first posting at or after d, decoding the
+// block (or taking it from the cache) when it is not loaded yet.
+func (c *blockCursor) load(sc *segScorer, d uint32) error {
+	if c.cur == nil {
+		if c.blk >= len(c.tb.count) || c.tb.count[c.blk] == 0 {
+			return nil
+		}
+		p := sc.cache.block(c.tb, c.blk)
+		if p != nil {
+			sc.hits++
+		} else {
+			sc.misses++
+			sc.termBuf = append(sc.termBuf[:0], c.term...)
+			var err error
+			if p, err = c.src.decode(sc.dict, sc.termBuf, c.tb, c.blk); err != nil {
+				return err
+			}
+			sc.cache.decoded.Add(uint64(len(p.docs)))
+			p = sc.cache.putBlock(c.tb, c.blk, p)
+		}
+		c.cur = p
+		c.pos = 0
+		if len(p.docs) > 0 && p.docs[0] < d {
+			c.pos, _ = slices.BinarySearch(p.docs, d)
+		}
+		c.setDoc()
+		return nil
+	}
+	if c.doc < d && c.doc != noDoc {
+		c.advance(d)
+	}
+	return nil
+}
+
+func (c *blockCursor) setDoc() {
+	if c.pos < len(c.cur.docs) {
+		c.doc = c.cur.docs[c.pos]
 	} else {
 		c.doc = noDoc
 	}
 }
 
+// next moves to the block's next posting.
+func (c *blockCursor) next() {
+	c.pos++
+	c.setDoc()
+}
+
 // score is the term's BM25 contribution for the current posting, computed exactly as
 // exhaustive evaluation computes it.
-func (c *arrCursor) score(st *snapStats) float64 {
-	fi, dl := c.p.at(c.pos)
+func (c *blockCursor) score(st *snapStats) float64 {
+	fi, dl := c.cur.at(c.pos)
 	f := float64(fi)
 	return c.w * f / (f + st.kOf(uint64(dl)))
 }
 
-// advance moves to the first posting at or after d (galloping, then binary search).
-func (c *arrCursor) advance(d uint32) {
-	docs := c.p.docs
+// advance moves to the first posting of the block at or after d (galloping, then binary
+// search).
+func (c *blockCursor) advance(d uint32) {
+	docs := c.cur.docs
 	lo := c.pos
 	if lo >= len(docs) || docs[lo] >= d {
 		return
@@ -642,27 +714,61 @@ func (c *arrCursor) advance(d uint32) {
 			hi = m
 		}
 	}
-	c.set(hi)
+	c.pos = hi
+	c.setDoc()
 }
 
 // segScorer is the reusable scratch of MaxScore over one segment.
 type segScorer struct {
-	curs    []arrCursor
-	cs      []*arrCursor
-	prefix  []float64 // prefix[i] = Σ bounds of cs[:i]
+	cache   *postingsCache
+	dict    segment.TermDictionary
+	curs    []blockCursor
+	cs      []*blockCursor
+	prefix  []float64 // prefix[i] = Σ block bounds of cs[:i]
 	contrib []float64 // per query term index: the current document's contribution
 	present []int     // query term indexes with a contribution for the current document
 	termBuf []byte
-	minLen  []uint32 // decodePostings' scratch
+	acc     frontAcc // buildBlocks' scratch
+	hits    uint64   // block cache hits and misses of the current run
+	misses  uint64
 }
 
 // run scores segment ss (cursor c, global numbers from off) into top. bound, when not
 // nil, is shared with other workers of the same query.
+//
+// The segment's documents are visited in windows: a window ends where the first of the
+// query terms' current blocks ends, so within it every term has one block and one block
+// bound. A window whose bounds add up to less than the k-th best score so far is skipped
+// without decoding anything; otherwise MaxScore runs within it over the block bounds:
+// the longest prefix of the terms ordered by bound whose bounds add up to less than the
+// k-th best score is non-essential (its blocks are decoded only for a document that can
+// still enter the top k), the others are decoded and give the candidates.
 func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, off uint64, terms []termCount, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
+	sc.cache, sc.dict = cache, c.dict
+	sc.hits, sc.misses = 0, 0
+	defer func() {
+		sc.dict = nil
+		cache.hits.Add(sc.hits)
+		cache.misses.Add(sc.misses)
+	}()
 	if err := sc.openCursors(cache, ss, c, st, terms, weights); err != nil || len(sc.curs) == 0 {
 		return err
 	}
-	cs, prefix := sc.byBound()
+	err := sc.score(ctx, ss, st, off, weights, allowBits, top, bound)
+	if errors.Is(err, errBlockMeta) {
+		for i := range sc.curs {
+			cache.dropTerms(ss, sc.curs[i].term)
+		}
+	}
+	return err
+}
+
+func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *snapStats, off uint64, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
+	cs := sc.cs[:0]
+	for i := range sc.curs {
+		cs = append(cs, &sc.curs[i])
+	}
+	sc.cs = cs
 	if cap(sc.contrib) < len(weights) {
 		sc.contrib = make([]float64, len(weights))
 	}
@@ -671,111 +777,157 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 	if del != nil && del.IsEmpty() {
 		del = nil
 	}
+	segDocs := ss.Segment().Count()
+	maxDoc := uint64(st.maxDoc)
+	segDocs = min(segDocs, maxDoc-min(off, maxDoc))
+	for _, tc := range cs {
+		tc.end = 0 // every cursor moves to its first block
+	}
 
 	theta := top.threshold()
-	if bound != nil {
-		theta = max(theta, bound.load())
-	}
-	ne := essentialFrom(prefix, theta)
-	maxDoc := uint64(st.maxDoc)
-	for n := 0; ; n++ {
-		if n&4095 == 4095 {
-			if err := ctx.Err(); err != nil {
+	n := 0
+	for ws := uint64(0); ws < segDocs; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if bound != nil {
+			theta = max(theta, bound.load())
+		}
+		if allowBits != nil {
+			na := nextSet(allowBits, off+ws)
+			if na >= off+segDocs {
+				return nil
+			}
+			ws = na - off
+		}
+		we := segDocs
+		for _, tc := range cs {
+			if ws >= tc.end {
+				tc.moveTo(st, ws, segDocs)
+			}
+			we = min(we, tc.end)
+		}
+		// order by block bound (insertion sort: the order changes little between windows)
+		for i := 1; i < len(cs); i++ {
+			for j := i; j > 0 && cs[j].bub < cs[j-1].bub; j-- {
+				cs[j], cs[j-1] = cs[j-1], cs[j]
+			}
+		}
+		prefix := append(sc.prefix[:0], 0)
+		for _, tc := range cs {
+			prefix = append(prefix, prefix[len(prefix)-1]+tc.bub)
+		}
+		sc.prefix = prefix
+		if prefix[len(cs)] < theta*pruneSlack {
+			ws = we
+			continue
+		}
+		ne := essentialFrom(prefix, theta)
+		for _, tc := range cs[ne:] {
+			if err := tc.load(sc, uint32(ws)); err != nil {
 				return err
 			}
-			if bound != nil {
-				if t := bound.load(); t > theta {
-					theta = t
-					ne = essentialFrom(prefix, theta)
+		}
+		for {
+			n++
+			if n&4095 == 4095 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if bound != nil {
+					if t := bound.load(); t > theta {
+						theta = t
+						ne = max(ne, essentialFrom(prefix, theta))
+					}
 				}
 			}
-		}
-		d := uint32(noDoc)
-		for _, tc := range cs[ne:] {
-			d = min(d, tc.doc)
-		}
-		if d == noDoc {
-			return nil
-		}
-		gd := off + uint64(d)
-		if allowBits != nil && gd < maxDoc && allowBits[gd/64]&(1<<(gd%64)) == 0 {
-			leapToAllowed(cs[ne:], allowBits, gd, off, maxDoc)
-			continue
-		}
-		skip := gd >= maxDoc || (del != nil && del.Contains(d))
-		s := 0.0
-		present := sc.present[:0]
-		for _, tc := range cs[ne:] {
-			if tc.doc != d {
-				continue
+			d := uint32(noDoc)
+			for _, tc := range cs[ne:] {
+				d = min(d, tc.doc)
 			}
-			if !skip {
-				v := tc.score(st)
-				contrib[tc.ti] = v
-				present = append(present, tc.ti)
-				s += v
-			}
-			tc.set(tc.pos + 1)
-		}
-		if skip {
-			continue
-		}
-		pruned := false
-		for i := ne - 1; i >= 0; i-- {
-			if s+prefix[i+1] < theta*pruneSlack {
-				pruned = true
+			if uint64(d) >= we {
 				break
 			}
-			tc := cs[i]
-			if tc.doc < d {
-				tc.advance(d)
-			}
-			if tc.doc == d {
-				v := tc.score(st)
-				contrib[tc.ti] = v
-				present = append(present, tc.ti)
-				s += v
-			}
-		}
-		if !pruned {
-			// The score as exhaustive evaluation adds it: in query term order.
-			slices.Sort(present)
-			score := 0.0
-			for _, ti := range present {
-				score += contrib[ti]
-			}
-			if score >= theta {
-				top.push(scoredDoc{score: score, doc: gd})
-				if t := top.threshold(); t > theta {
-					theta = t
-					if bound != nil {
-						bound.raise(t)
-						theta = max(theta, bound.load())
+			gd := off + uint64(d)
+			if allowBits != nil && allowBits[gd/64]&(1<<(gd%64)) == 0 {
+				next := uint32(we) // the documents of a block past the window stay
+				if na := nextSet(allowBits, gd+1); na < off+we {
+					next = uint32(na - off)
+				}
+				for _, tc := range cs[ne:] {
+					if tc.doc < next {
+						tc.advance(next)
 					}
-					ne = essentialFrom(prefix, theta)
+				}
+				continue
+			}
+			skip := del != nil && del.Contains(d)
+			s := 0.0
+			present := sc.present[:0]
+			for _, tc := range cs[ne:] {
+				if tc.doc != d {
+					continue
+				}
+				if !skip {
+					v := tc.score(st)
+					contrib[tc.ti] = v
+					present = append(present, tc.ti)
+					s += v
+				}
+				tc.next()
+			}
+			if skip {
+				continue
+			}
+			pruned := false
+			for i := ne - 1; i >= 0; i-- {
+				if s+prefix[i+1] < theta*pruneSlack {
+					pruned = true
+					break
+				}
+				tc := cs[i]
+				if tc.cur != nil {
+					if tc.doc < d {
+						tc.advance(d)
+					}
+				} else if err := tc.load(sc, d); err != nil {
+					return err
+				}
+				if tc.doc == d {
+					v := tc.score(st)
+					contrib[tc.ti] = v
+					present = append(present, tc.ti)
+					s += v
 				}
 			}
+			if !pruned {
+				// The score as exhaustive evaluation adds it: in query term order.
+				slices.Sort(present)
+				score := 0.0
+				for _, ti := range present {
+					score += contrib[ti]
+				}
+				if score >= theta {
+					top.push(scoredDoc{score: score, doc: gd})
+					if t := top.threshold(); t > theta {
+						theta = t
+						if bound != nil {
+							bound.raise(t)
+							theta = max(theta, bound.load())
+						}
+						ne = max(ne, essentialFrom(prefix, theta))
+					}
+				}
+			}
+			sc.present = present
 		}
-		sc.present = present
+		ws = we
 	}
+	return nil
 }
 
-// leapToAllowed moves every essential cursor to the next document the filter allows after
-// gd, a rejected one (the documents in between would all be skipped one by one).
-func leapToAllowed(cs []*arrCursor, allowBits []uint64, gd, off, maxDoc uint64) {
-	next := uint32(noDoc)
-	if na := nextSet(allowBits, gd+1); na < maxDoc && na-off < noDoc {
-		next = uint32(na - off)
-	}
-	for _, tc := range cs {
-		if tc.doc < next {
-			tc.advance(next)
-		}
-	}
-}
-
-// openCursors sets sc.curs to a cursor over the decoded postings (from the cache, or decoded
-// and cached) of each weighted query term present in the segment, with its score bound.
+// openCursors sets sc.curs to a cursor over the blocks of each weighted query term present
+// in the segment, reading (or computing once) the term's block metadata.
 func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, terms []termCount, weights []float64) error {
 	sc.curs = sc.curs[:0]
 	for ti, w := range weights {
@@ -783,47 +935,36 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 		if w == 0 || tc.pl.Count() == 0 {
 			continue
 		}
-		key := postingsKey{seg: ss.Id(), term: terms[ti].term}
-		p := cache.get(key)
-		if p == nil {
-			sc.termBuf = append(sc.termBuf[:0], terms[ti].term...)
-			var err error
-			if p, tc.pl, tc.it, err = decodePostings(c.dict, sc.termBuf, tc.pl, tc.it, &sc.minLen); err != nil {
+		tc.src.next = -1 // the iterator is repositioned before its first use in this query
+		term := terms[ti].term
+		tb := cache.terms(ss, term)
+		if tb == nil {
+			sc.termBuf = append(sc.termBuf[:0], term...)
+			// A list small beside the cache budget keeps its decoded blocks: the pass reads
+			// them all anyway.
+			keep := tc.pl.Count()*8*16 <= uint64(cache.budget)
+			var (
+				blks []*postBlock
+				err  error
+			)
+			tb, blks, err = buildBlocks(c.dict, sc.termBuf, &tc.src, &sc.acc, keep)
+			if err != nil {
 				if errors.Is(err, errNotScorch) {
 					return err
 				}
-				return fmt.Errorf("%w: postings %q: %v", ErrBM25, terms[ti].term, err)
+				return fmt.Errorf("%w: postings %q: %v", ErrBM25, term, err)
 			}
-			p = cache.put(key, p)
+			cache.decoded.Add(tb.total)
+			tb = cache.addTerms(ss, term, tb)
+			for i, blk := range blks {
+				if blk != nil && i < len(tb.slots) && tb.slots[i].Load() == nil {
+					cache.putBlock(tb, i, blk)
+				}
+			}
 		}
-		sc.curs = append(sc.curs, arrCursor{p: p, w: w, ub: w * bestRatio(st, p.front), ti: ti})
-		sc.curs[len(sc.curs)-1].set(0)
+		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti, ratios: tb.ratiosFor(st)})
 	}
 	return nil
-}
-
-// byBound orders the cursors by score bound, lowest first, and returns them with the
-// prefix sums of their bounds (prefix[i] bounds what cursors 0..i-1 can add).
-func (sc *segScorer) byBound() (cs []*arrCursor, prefix []float64) {
-	cs = sc.cs[:0]
-	for i := range sc.curs {
-		cs = append(cs, &sc.curs[i])
-	}
-	sc.cs = cs
-	slices.SortStableFunc(cs, func(a, b *arrCursor) int {
-		switch {
-		case a.ub < b.ub:
-			return -1
-		case a.ub > b.ub:
-			return 1
-		}
-		return 0
-	})
-	sc.prefix = append(sc.prefix[:0], 0)
-	for _, tc := range cs {
-		sc.prefix = append(sc.prefix, sc.prefix[len(sc.prefix)-1]+tc.ub)
-	}
-	return cs, sc.prefix
 }
 
 // nextSet returns the first set bit of bits at or after i (noMore: none).

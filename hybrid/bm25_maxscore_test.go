@@ -33,6 +33,12 @@ func TestMaxScoreMatchesExhaustive(t *testing.T) {
 	if testing.Short() {
 		seeds = 2
 	}
+	maxScoreMatches(t, seeds, nil)
+}
+
+// maxScoreMatches runs the property test of TestMaxScoreMatchesExhaustive over seeds
+// random indexes; check, when not nil, is called on each index after its queries.
+func maxScoreMatches(t *testing.T, seeds int, check func(t *testing.T, b *BM25Index)) {
 	ctx := context.Background()
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -128,6 +134,9 @@ func TestMaxScoreMatchesExhaustive(t *testing.T) {
 					}
 				}
 				b.opts.SegmentWorkers = 0
+			}
+			if check != nil {
+				check(t, b)
 			}
 		})
 	}

@@ -1,140 +1,25 @@
 package hybrid
 
 import (
-	"cmp"
-	"container/list"
-	"fmt"
-	"math"
-	"slices"
+	"errors"
+	"io/fs"
+	"os"
 	"sync"
+	"sync/atomic"
 
-	segment "github.com/blevesearch/scorch_segment_api/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
-// This file holds the decoded-postings cache of the MaxScore evaluator. Zap's postings
-// iterator can only advance linearly (its Advance walks every posting in between and
-// decodes their frequencies), which defeats dynamic pruning. So the first time a query
-// needs a term in a segment, its postings are decoded once into arrays — ascending document
-// numbers, frequencies, field lengths — with what pruning needs: the Pareto frontier of
-// (frequency, length) pairs, whose best BM25 ratio is the term's exact score bound in the
-// segment for any avgdl. Segments are immutable, so an entry stays valid for the segment's life;
-// documents deleted after decoding are skipped through the snapshot's deletion bitmap.
-// Entries are kept in LRU order within a byte budget (BM25Options.PostingsCacheBytes).
-
-// decodedPostings is one term's postings in one segment, all documents (deleted included).
-type decodedPostings struct {
-	docs []uint32 // segment-local document numbers, ascending
-	// packed holds f<<16 | dl per posting when every f and dl of the term is below 1<<16
-	// (8 bytes a posting in all); otherwise wide holds f and dl in full.
-	packed []uint32
-	wide   []fl
-	front  []fl // Pareto frontier: no other posting has f >= and dl <= (one strictly)
-	bytes  int
-}
-
-// at returns the frequency and length of posting i.
-func (d *decodedPostings) at(i int) (f, dl uint32) {
-	if d.wide != nil {
-		return d.wide[i].f, d.wide[i].dl
-	}
-	v := d.packed[i]
-	return v >> 16, v & 0xffff
-}
-
-// fl is a (frequency, length) pair.
-type fl struct{ f, dl uint32 }
-
-// bestRatio is the largest BM25 ratio f/(f+K(dl)) over pairs, for st's length normalisation.
-func bestRatio(st *snapStats, pairs []fl) float64 {
-	best := 0.0
-	for _, p := range pairs {
-		f := float64(p.f)
-		if r := f / (f + st.kOf(uint64(p.dl))); r > best {
-			best = r
-		}
-	}
-	return best
-}
-
-// decodePostings reads every posting of term in seg (deleted documents included).
-func decodePostings(dict segment.TermDictionary, term []byte, pl segment.PostingsList, it segment.PostingsIterator, scratch *[]uint32) (*decodedPostings, segment.PostingsList, segment.PostingsIterator, error) {
-	pl, err := dict.PostingsList(term, nil, pl)
-	if err != nil {
-		return nil, pl, it, err
-	}
-	n := int(pl.Count())
-	d := &decodedPostings{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n)}
-	// minLen[f] is the smallest length among postings of frequency f (0: none yet)
-	minLen := (*scratch)[:0]
-	it = pl.Iterator(true, true, false, it)
-	var big []fl // postings with f >= 1<<16
-	for {
-		p, err := it.Next()
-		if err != nil {
-			return nil, pl, it, err
-		}
-		if p == nil {
-			break
-		}
-		nm, ok := p.(normer)
-		if !ok {
-			return nil, pl, it, errNotScorch
-		}
-		num, f64, dl64 := p.Number(), p.Frequency(), nm.NormUint64()
-		if num > math.MaxUint32 || f64 > math.MaxUint32 || dl64 >= math.MaxUint32 {
-			return nil, pl, it, fmt.Errorf("posting out of range: doc %d freq %d length %d", num, f64, dl64)
-		}
-		f, dl := uint32(f64), uint32(dl64)
-		d.docs = append(d.docs, uint32(num))
-		if d.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
-			d.widen()
-		}
-		if d.wide != nil {
-			d.wide = append(d.wide, fl{f: f, dl: dl})
-		} else {
-			d.packed = append(d.packed, f<<16|dl)
-		}
-		if f >= 1<<16 {
-			big = append(big, fl{f: f, dl: dl}) // rare: kept aside, not in the array
-			continue
-		}
-		if int(f) >= len(minLen) {
-			minLen = append(minLen, make([]uint32, int(f)+1-len(minLen))...)
-		}
-		if m := minLen[f]; m == 0 || dl+1 < m {
-			minLen[f] = dl + 1
-		}
-	}
-	// Pareto frontier: walking frequencies down, keep a pair whose length beats every
-	// larger frequency's.
-	best := uint32(math.MaxUint32)
-	slices.SortFunc(big, func(a, b fl) int { return cmp.Compare(b.f, a.f)*2 + cmp.Compare(a.dl, b.dl) })
-	for _, p := range big {
-		if p.dl < best {
-			d.front = append(d.front, p)
-			best = p.dl
-		}
-	}
-	for f := len(minLen) - 1; f >= 0; f-- {
-		if m := minLen[f]; m != 0 && m-1 < best {
-			d.front = append(d.front, fl{f: uint32(f), dl: m - 1})
-			best = m - 1
-		}
-	}
-	clear(minLen)
-	*scratch = minLen
-	d.bytes = 4*cap(d.docs) + 4*cap(d.packed) + 8*(cap(d.wide)+cap(d.front)) + 128
-	return d, pl, it, nil
-}
-
-// widen switches d to the wide layout (a frequency or length does not fit 16 bits).
-func (d *decodedPostings) widen() {
-	d.wide = make([]fl, len(d.packed), cap(d.packed))
-	for i, v := range d.packed {
-		d.wide[i] = fl{f: v >> 16, dl: v & 0xffff}
-	}
-	d.packed = nil
-}
+// This file holds what the MaxScore evaluator keeps between queries: each queried term's
+// block metadata per segment (bm25_blocks.go; small: a count and a few (frequency, length)
+// pairs per block of about 1,024 postings), loaded from the segment's sidecar or computed
+// once, and the decoded blocks queries have scored, within a byte budget
+// (BM25Options.PostingsCacheBytes). Blocks, not whole lists, are cached: a query decodes
+// only the blocks whose bound can reach its top k, so the cache holds what queries score
+// rather than every posting of every term they name, and a large index does not thrash it.
+// Blocks are evicted in CLOCK order (a reference bit set on each use, cleared by the sweep).
+// Segments are immutable, so an entry stays valid for the segment's life; documents deleted
+// later are skipped through the snapshot's deletion bitmap.
 
 // postingsKey names one term of one segment of one index.
 type postingsKey struct {
@@ -142,76 +27,244 @@ type postingsKey struct {
 	term string
 }
 
-type cacheEntry struct {
-	key postingsKey
-	p   *decodedPostings
+// blockRef names one cached block.
+type blockRef struct {
+	tb *termBlocks
+	i  int32
 }
 
-// postingsCache is an LRU of decoded postings within a byte budget.
+// postingsCache holds block metadata and decoded blocks.
 type postingsCache struct {
-	mu     sync.Mutex
-	budget int
-	used   int
-	lru    *list.List // front = most recent
-	m      map[postingsKey]*list.Element
-	hits   uint64
-	misses uint64
+	mu        sync.Mutex
+	budget    int
+	readOnly  bool // never write sidecars
+	used      int  // bytes of the cached decoded blocks
+	metaBytes int
+	metaCap   int // metaBytes beyond which metadata is dropped (recomputed or reread when needed)
+	meta      map[postingsKey]*termBlocks
+	files     map[uint64]*segFile // per segment id: its sidecar (loaded)
+	ring      []blockRef          // the cached blocks, in CLOCK order
+	hand      int
+
+	hits, misses atomic.Uint64
+	decoded      atomic.Uint64 // postings read from zap (block decodes and metadata passes)
 }
 
-func newPostingsCache(budget int) *postingsCache {
-	return &postingsCache{budget: budget, lru: list.New(), m: map[postingsKey]*list.Element{}}
+func newPostingsCache(budget int, readOnly bool) *postingsCache {
+	return &postingsCache{budget: budget, readOnly: readOnly, metaCap: max(budget/2, 16<<20),
+		meta: map[postingsKey]*termBlocks{}, files: map[uint64]*segFile{}}
 }
 
-func (c *postingsCache) get(k postingsKey) *decodedPostings {
+// terms returns the block metadata of term in ss (nil: not known yet), reading the
+// segment's sidecar the first time the segment is seen.
+func (c *postingsCache) terms(ss *scorch.SegmentSnapshot, term string) *termBlocks {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.lru.MoveToFront(e)
-		c.hits++
-		return e.Value.(*cacheEntry).p
+	id := ss.Id()
+	if c.files[id] == nil {
+		c.files[id] = loadSidecar(ss.Segment(), c.readOnly, func(t string, tb *termBlocks) {
+			k := postingsKey{seg: id, term: t}
+			if old := c.meta[k]; old != nil {
+				c.metaBytes -= old.bytes
+				c.forgetBlocks(old)
+			}
+			c.meta[k] = tb
+			c.metaBytes += tb.bytes
+		})
+		if c.metaBytes > c.metaCap {
+			c.shedMeta(postingsKey{seg: id, term: term})
+		}
 	}
-	c.misses++
+	return c.meta[postingsKey{seg: id, term: term}]
+}
+
+// addTerms records tb as term's metadata in ss (unless another query did first) and, for a
+// list of several blocks, appends it to the segment's sidecar. It returns the entry kept.
+func (c *postingsCache) addTerms(ss *scorch.SegmentSnapshot, term string, tb *termBlocks) *termBlocks {
+	k := postingsKey{seg: ss.Id(), term: term}
+	c.mu.Lock()
+	if old := c.meta[k]; old != nil {
+		c.mu.Unlock()
+		return old
+	}
+	c.meta[k] = tb
+	c.metaBytes += tb.bytes
+	sf := c.files[k.seg]
+	if c.metaBytes > c.metaCap {
+		c.shedMeta(k)
+	}
+	c.mu.Unlock()
+	if sf != nil && len(tb.count) > 1 {
+		sf.appendRecord(term, tb)
+	}
+	return tb
+}
+
+// shedMeta drops block metadata (and its cached blocks) until metaBytes is under half of
+// metaCap, one-block lists first (rebuilt by decoding their one block), keeping keep (c.mu
+// held). A segment that loses a recorded list has its sidecar read again when next used.
+func (c *postingsCache) shedMeta(keep postingsKey) {
+	for _, oneBlock := range []bool{true, false} {
+		for k, tb := range c.meta {
+			if c.metaBytes <= c.metaCap/2 {
+				return
+			}
+			if k == keep || (len(tb.count) == 1) != oneBlock {
+				continue
+			}
+			delete(c.meta, k)
+			c.metaBytes -= tb.bytes
+			for i := range tb.slots {
+				if b := tb.slots[i].Swap(nil); b != nil {
+					c.used -= b.bytes
+				}
+			}
+			if !oneBlock {
+				delete(c.files, k.seg)
+			}
+		}
+	}
+}
+
+// dropTerms forgets term's metadata in segment seg, and the segment's sidecar (it
+// disagreed with the postings): what is still needed is computed again.
+func (c *postingsCache) dropTerms(ss *scorch.SegmentSnapshot, term string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := ss.Id()
+	k := postingsKey{seg: id, term: term}
+	if tb := c.meta[k]; tb != nil {
+		delete(c.meta, k)
+		c.metaBytes -= tb.bytes
+		c.forgetBlocks(tb)
+	}
+	if sf := c.files[id]; sf != nil && sf.path != "" {
+		sf.mu.Lock()
+		sf.bad = false
+		if err := removeFile(sf.path); err != nil {
+			sf.bad = true
+		}
+		sf.mu.Unlock()
+	}
+}
+
+// block returns block i of tb when cached (the caller counts hits and misses).
+func (c *postingsCache) block(tb *termBlocks, i int) *postBlock {
+	if p := tb.slots[i].Load(); p != nil {
+		if !p.ref.Load() {
+			p.ref.Store(true)
+		}
+		return p
+	}
 	return nil
 }
 
-// put stores p under k (unless another goroutine stored it first) and evicts the least
-// recently used entries beyond the budget. It returns the entry now cached.
-func (c *postingsCache) put(k postingsKey, p *decodedPostings) *decodedPostings {
+// putBlock caches p as block i of tb (unless another query did first) and evicts blocks in
+// CLOCK order beyond the budget. It returns the block now cached (p when the budget keeps
+// nothing).
+func (c *postingsCache) putBlock(tb *termBlocks, i int, p *postBlock) *postBlock {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.lru.MoveToFront(e)
-		return e.Value.(*cacheEntry).p
+	if old := tb.slots[i].Load(); old != nil {
+		return old
 	}
-	c.m[k] = c.lru.PushFront(&cacheEntry{key: k, p: p})
+	if p.bytes > c.budget {
+		return p
+	}
+	tb.slots[i].Store(p)
 	c.used += p.bytes
-	for c.used > c.budget && c.lru.Len() > 1 {
-		e := c.lru.Back()
-		ce := e.Value.(*cacheEntry)
-		c.lru.Remove(e)
-		delete(c.m, ce.key)
-		c.used -= ce.p.bytes
+	for c.used > c.budget && len(c.ring) > 0 {
+		if c.hand >= len(c.ring) {
+			c.hand = 0
+		}
+		r := c.ring[c.hand]
+		b := r.tb.slots[r.i].Load()
+		if b != nil && b.ref.Load() {
+			b.ref.Store(false)
+			c.hand++
+			continue
+		}
+		if b != nil {
+			r.tb.slots[r.i].Store(nil)
+			c.used -= b.bytes
+		}
+		last := len(c.ring) - 1
+		c.ring[c.hand] = c.ring[last]
+		c.ring = c.ring[:last]
 	}
+	c.ring = append(c.ring, blockRef{tb: tb, i: int32(i)})
 	return p
+}
+
+// forgetBlocks drops tb's cached blocks (c.mu held).
+func (c *postingsCache) forgetBlocks(tb *termBlocks) {
+	n := 0
+	for _, r := range c.ring {
+		if r.tb == tb {
+			if b := tb.slots[r.i].Swap(nil); b != nil {
+				c.used -= b.bytes
+			}
+			continue
+		}
+		c.ring[n] = r
+		n++
+	}
+	clear(c.ring[n:])
+	c.ring = c.ring[:n]
 }
 
 // dropSegments removes the entries of segments not in live (merged away).
 func (c *postingsCache) dropSegments(live map[uint64]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, e := range c.m {
+	gone := false
+	for k, tb := range c.meta {
 		if !live[k.seg] {
-			c.lru.Remove(e)
-			delete(c.m, k)
-			c.used -= e.Value.(*cacheEntry).p.bytes
+			delete(c.meta, k)
+			c.metaBytes -= tb.bytes
+			for i := range tb.slots {
+				tb.slots[i].Store(nil)
+			}
+			gone = true
 		}
+	}
+	for id := range c.files {
+		if !live[id] {
+			delete(c.files, id)
+		}
+	}
+	if !gone {
+		return
+	}
+	n := 0
+	for _, r := range c.ring {
+		if r.tb.slots[r.i].Load() == nil {
+			continue
+		}
+		c.ring[n] = r
+		n++
+	}
+	clear(c.ring[n:])
+	c.ring = c.ring[:n]
+	c.used = 0
+	for _, r := range c.ring {
+		c.used += r.tb.slots[r.i].Load().bytes
 	}
 }
 
-// CacheStats reports the decoded-postings cache: bytes held, entries, hits and misses.
+// CacheStats reports the decoded-postings cache: bytes held (decoded blocks and block
+// metadata), decoded blocks held, and block hits and misses.
 func (b *BM25Index) CacheStats() (bytes, entries int, hits, misses uint64) {
 	c := b.postings
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.used, c.lru.Len(), c.hits, c.misses
+	return c.used + c.metaBytes, len(c.ring), c.hits.Load(), c.misses.Load()
+}
+
+// removeFile removes path; a missing file is not an error.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
