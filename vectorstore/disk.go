@@ -178,15 +178,8 @@ var (
 // their checks give an error matching ErrDiskCorrupt, files of another configuration
 // ErrDiskConfig.
 func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
-	if cfg.Dim <= 0 {
-		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
-	}
-	switch cfg.Metric {
-	case "":
-		cfg.Metric = Cosine
-	case Cosine, InnerProduct:
-	default:
-		return nil, fmt.Errorf("%w: disk: unknown metric %q", ErrBadConfig, cfg.Metric)
+	if err := checkDimMetric(&cfg, "disk"); err != nil {
+		return nil, err
 	}
 	p := cfg.Params
 	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,

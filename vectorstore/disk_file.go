@@ -528,33 +528,12 @@ func (x *DiskIndex) writeMeta(m *diskMeta) error {
 	return diskWriteAtomic(filepath.Join(x.dir, diskMetaFile), b)
 }
 
-// diskWriteAtomic writes b to path through a synced temporary file and a rename, then
-// syncs the directory.
+// diskWriteAtomic writes b to path atomically (see writeFileAtomic).
 func diskWriteAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("vectorstore: disk: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("vectorstore: disk: write %s: %w", filepath.Base(path), err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return writeFileAtomic(path, "disk", func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 // stampFile fills fm's size and modification time from the file.

@@ -121,7 +121,7 @@ func (x *FaissIndex) persistLocked() error {
 	}
 	if len(x.bufLabels) > 0 {
 		m.Buffer = fmt.Sprintf("faiss-%d.buf", gen)
-		if err := writeFileAtomic(filepath.Join(dir, m.Buffer), func(w io.Writer) error {
+		if err := writeFileAtomic(filepath.Join(dir, m.Buffer), "faiss", func(w io.Writer) error {
 			return writeFaissBuffer(w, x.bufLabels, x.bufVecs)
 		}); err != nil {
 			return err
@@ -156,7 +156,7 @@ func (x *FaissIndex) writeMetaLocked(gen uint64, index, buffer string, crcs [2]u
 		return err
 	}
 	m.CRC = c
-	if err := writeFileAtomic(filepath.Join(x.cfg.Dir, faissMetaFile), func(w io.Writer) error {
+	if err := writeFileAtomic(filepath.Join(x.cfg.Dir, faissMetaFile), "faiss", func(w io.Writer) error {
 		return json.NewEncoder(w).Encode(&m)
 	}); err != nil {
 		return err
@@ -196,33 +196,6 @@ func syncAndRename(tmp, dst string) error {
 		return fmt.Errorf("vectorstore: faiss: %w", err)
 	}
 	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("vectorstore: faiss persist %s: %w", dst, err)
-	}
-	return nil
-}
-
-func writeFileAtomic(dst string, write func(io.Writer) error) error {
-	tmp := dst + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("vectorstore: faiss: %w", err)
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -55,19 +55,28 @@ type FlatIndex struct {
 
 var _ Index = (*FlatIndex)(nil)
 
-// NewFlatIndex builds an empty flat index. cfg.Params["threads"] sets how many goroutines a
-// search may use: 1 scans on the calling goroutine; 0 (the default) uses GOMAXPROCS for slabs
-// over 4 MiB and one goroutine below that.
-func NewFlatIndex(cfg IndexConfig) (*FlatIndex, error) {
+// checkDimMetric checks cfg's dimension and metric for backend, filling the default metric
+// (Cosine).
+func checkDimMetric(cfg *IndexConfig, backend string) error {
 	if cfg.Dim <= 0 {
-		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
+		return fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
 	}
 	switch cfg.Metric {
 	case "":
 		cfg.Metric = Cosine
 	case Cosine, InnerProduct:
 	default:
-		return nil, fmt.Errorf("%w: flat: unknown metric %q", ErrBadConfig, cfg.Metric)
+		return fmt.Errorf("%w: %s: unknown metric %q", ErrBadConfig, backend, cfg.Metric)
+	}
+	return nil
+}
+
+// NewFlatIndex builds an empty flat index. cfg.Params["threads"] sets how many goroutines a
+// search may use: 1 scans on the calling goroutine; 0 (the default) uses GOMAXPROCS for slabs
+// over 4 MiB and one goroutine below that.
+func NewFlatIndex(cfg IndexConfig) (*FlatIndex, error) {
+	if err := checkDimMetric(&cfg, "flat"); err != nil {
+		return nil, err
 	}
 	threads := cfg.Params["threads"]
 	if threads < 0 {
