@@ -5,7 +5,7 @@
 // process's RSS and RssAnon after each phase (read from /proc, Linux).
 //
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
-//	    [-batch DIR/batch-queries.jsonl] [-mode bm25|dense|hybrid] [-read-only=true]
+//	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
 package main
 
 import (
@@ -31,22 +31,24 @@ func main() {
 		batch    = flag.String("batch", "", "queries (JSONL with a text field) sent as one SearchBatch")
 		k        = flag.Int("k", 10, "results per query")
 		rounds   = flag.Int("rounds", 3, "rounds over the queries")
+		bRounds  = flag.Int("batch-rounds", 1, "times the batch is sent (the first on a cold cache)")
 		limit    = flag.Int("limit", 300, "use the first N queries (0: all)")
 		mode     = flag.String("mode", "bm25", "bm25, dense or hybrid")
 		readOnly = flag.Bool("read-only", true, "open read-only")
+		cacheMB  = flag.Int("cache-mb", 0, "BM25 postings cache in MiB (0: the default)")
 	)
 	flag.Parse()
 	if *storeDir == "" || (*queries == "" && *batch == "") {
 		fmt.Fprintln(os.Stderr, "usage: querybench -store S -queries Q.jsonl [-batch B.jsonl] [-k 10] [-rounds 3] [-limit 300] [-mode bm25]")
 		os.Exit(2)
 	}
-	if err := run(*storeDir, *queries, *batch, *k, *rounds, *limit, *mode, *readOnly); err != nil {
+	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, qfile, bfile string, k, rounds, limit int, mode string, readOnly bool) error {
+func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly bool) error {
 	m, err := parseMode(mode)
 	if err != nil {
 		return err
@@ -54,6 +56,9 @@ func run(dir, qfile, bfile string, k, rounds, limit int, mode string, readOnly b
 	var opts []memory.Option
 	if readOnly {
 		opts = append(opts, memory.ReadOnly())
+	}
+	if cacheMB != 0 {
+		opts = append(opts, memory.WithOptions(memory.Options{PostingsCacheBytes: cacheMB << 20}))
 	}
 	t := time.Now()
 	mem, err := memory.OpenExisting(dir, opts...)
@@ -86,12 +91,14 @@ func run(dir, qfile, bfile string, k, rounds, limit int, mode string, readOnly b
 		if err != nil {
 			return err
 		}
-		t := time.Now()
-		if _, err := mem.SearchBatch(ctx, qs, memory.WithMode(m), memory.TopK(k)); err != nil {
-			return fmt.Errorf("batch: %w", err)
+		for r := 1; r <= max(1, bRounds); r++ {
+			t := time.Now()
+			if _, err := mem.SearchBatch(ctx, qs, memory.WithMode(m), memory.TopK(k)); err != nil {
+				return fmt.Errorf("batch: %w", err)
+			}
+			el := time.Since(t)
+			fmt.Printf("batch round %d: %d queries, k=%d, %d workers: %v, %.0f queries/s; %s\n", r, len(qs), k, runtime.GOMAXPROCS(0), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), rss())
 		}
-		el := time.Since(t)
-		fmt.Printf("batch: %d queries, k=%d, %d workers: %v, %.0f queries/s; %s\n", len(qs), k, runtime.GOMAXPROCS(0), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), rss())
 	}
 	return nil
 }
