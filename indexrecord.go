@@ -84,17 +84,6 @@ func cmpOr[T comparable](v, def T) T {
 	return v
 }
 
-// buildParams are x's parameters that shape the built index (all but searchParams).
-func (x indexInfo) buildParams() map[string]int {
-	out := map[string]int{}
-	for k, v := range x.Params {
-		if !slices.Contains(searchParams, k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // merge is the configuration an open asks for (cfg) over the recorded one (rec): fields
 // cfg leaves zero take the recorded value, search parameters may differ; ok is false when
 // a field cfg sets differs from the record.

@@ -737,7 +737,6 @@ func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState fu
 // with their float32 rows, and scores the rows still in memory exactly.
 func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc diskAccept, mode DiskMode, os, threads int, o DiskSearchOptions) ([]Hit, error) {
 	c := k * os
-	type state struct{ h topk.Heap[int32] }
 	byOrd := func(a, b int32) bool { return a < b }
 	cand := topk.New(c, byOrd)
 	var lut []float32 // binary: the query's byte tables (binaryLUT)

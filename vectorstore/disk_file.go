@@ -567,7 +567,7 @@ func (x *DiskIndex) openAppender(fm *diskFileMeta) (*diskAppender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vectorstore: disk: %w", err)
 	}
-	if err := f.Truncate(fm.Bytes); err == nil {
+	if err = f.Truncate(fm.Bytes); err == nil {
 		_, err = f.Seek(fm.Bytes, io.SeekStart)
 	}
 	if err != nil {
