@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	zap "github.com/blevesearch/zapx/v16"
 )
 
 // TestTopKDoesNotCacheWholeLists (issue 22, points 1 and 2; black box: only the public API):
@@ -18,9 +16,7 @@ import (
 // small part of the 8 bytes a posting that decoding the whole list costs: only the blocks
 // that could hold a top-10 document are decoded and kept.
 func TestTopKDoesNotCacheWholeLists(t *testing.T) {
-	old := zap.DefaultChunkMode
-	zap.DefaultChunkMode = 128
-	t.Cleanup(func() { zap.DefaultChunkMode = old })
+	withChunkMode(t, 128)
 	b, err := OpenBM25With("", BM25Options{PostingsCacheBytes: 256 << 10}) // small beside the list
 
 	if err != nil {
@@ -66,22 +62,8 @@ func TestTopKDoesNotCacheWholeLists(t *testing.T) {
 // block metadata of queried terms beside its segment files, so a reopened index does not
 // read whole posting lists again.
 func TestBlockMetadataPersisted(t *testing.T) {
-	old := zap.DefaultChunkMode
-	zap.DefaultChunkMode = 16
-	t.Cleanup(func() { zap.DefaultChunkMode = old })
-	dir := filepath.Join(t.TempDir(), "bm25")
-	b, err := OpenBM25(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	var docs []BM25Doc
-	for i := range 1500 {
-		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
-	}
-	if err := b.Apply(docs, nil, 1); err != nil {
-		t.Fatal(err)
-	}
+	withChunkMode(t, 16)
+	b, dir := openRandomOnDisk(t, 1500)
 	if _, err := b.Search(context.Background(), "cell tumor protein", 10, nil); err != nil {
 		t.Fatal(err)
 	}

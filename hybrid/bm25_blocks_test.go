@@ -22,6 +22,26 @@ func withChunkMode(t *testing.T, m uint32) {
 	t.Cleanup(func() { zap.DefaultChunkMode = old })
 }
 
+// openRandomOnDisk opens an on-disk index in a new folder (returned) holding n random
+// documents (randomDoc, seed 3), written in one batch.
+func openRandomOnDisk(t *testing.T, n int) (*BM25Index, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bm25")
+	b, err := OpenBM25(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	var docs []BM25Doc
+	for i := range n {
+		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	return b, dir
+}
+
 // multiBlockTerms counts the cached term metadata of more than one block, and the blocks.
 func multiBlockTerms(b *BM25Index) (terms, blocks int) {
 	c := b.postings
@@ -130,19 +150,7 @@ func TestBlockMaxSkipsBlocks(t *testing.T) {
 // foreign sidecar is never trusted: answers stay exact and the file is rebuilt or cut.
 func TestBlockMaxSidecar(t *testing.T) {
 	withChunkMode(t, 16)
-	dir := filepath.Join(t.TempDir(), "bm25")
-	b, err := OpenBM25(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 3))
-	var docs []BM25Doc
-	for i := range 1500 {
-		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
-	}
-	if err := b.Apply(docs, nil, 1); err != nil {
-		t.Fatal(err)
-	}
+	b, dir := openRandomOnDisk(t, 1500)
 	ctx := context.Background()
 	queries := []string{"cell tumor", "protein gene expression", "insulin", "cell"}
 	wants := map[string][]Hit{}

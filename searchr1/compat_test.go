@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -109,21 +108,7 @@ func compatSearcher(mode memory.Mode) *fakeSearcher {
 // pyPost sends body as python-requests does (json= serialises with ", " and ": ").
 func pyPost(t *testing.T, url, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("User-Agent", "python-requests/2.32.3")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, data := postPythonTo(t, url, body)
 	return resp.StatusCode, data
 }
 

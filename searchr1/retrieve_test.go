@@ -24,9 +24,16 @@ import (
 // (json.dumps with its default ", " and ": " separators).
 const pythonBody = `{"queries": ["director of Inception", "Christopher Nolan birthplace"], "topk": 3, "return_scores": true}`
 
+// postPython posts body to url's /retrieve with python-requests' headers (see postPythonTo).
 func postPython(t *testing.T, url, body string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url+"/retrieve", strings.NewReader(body))
+	return postPythonTo(t, url+"/retrieve", body)
+}
+
+// postPythonTo posts body to url with the headers python-requests sends.
+func postPythonTo(t *testing.T, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,18 @@ import (
 )
 
 // vecDocs writes n JSONL documents and returns their texts.
+// vecFixture makes a test folder with empty model and cache folders (so no model is found)
+// and n documents in dir/c.jsonl (see vecDocs).
+func vecFixture(t *testing.T, n int) (dir, docs string) {
+	t.Helper()
+	dir = t.TempDir()
+	t.Setenv("MEMORY_MODELS", filepath.Join(dir, "models"))
+	t.Setenv("MEMORY_CACHE", filepath.Join(dir, "cache"))
+	docs = filepath.Join(dir, "c.jsonl")
+	vecDocs(t, docs, n)
+	return dir, docs
+}
+
 func vecDocs(t *testing.T, path string, n int) []string {
 	t.Helper()
 	var b strings.Builder
@@ -83,11 +95,7 @@ func unitAxis(dim, i int) []float32 {
 // Vectors from a .npy, .fvecs or FAISS flat file, made by a model that is not here, are
 // recorded under its name: get returns them, search falls back to BM25 and says why.
 func TestIndexVectorsFileWithoutModel(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("MEMORY_MODELS", filepath.Join(dir, "models"))
-	t.Setenv("MEMORY_CACHE", filepath.Join(dir, "cache"))
-	docs := filepath.Join(dir, "c.jsonl")
-	vecDocs(t, docs, 6)
+	dir, docs := vecFixture(t, 6)
 	var m [][]float32
 	for i := range 6 {
 		m = append(m, unitAxis(8, i))
@@ -150,11 +158,7 @@ func TestIndexEmbeddingFieldWithModel(t *testing.T) {
 
 // Bad vector input is an error naming the file and the row, or a skipped line naming both.
 func TestIndexVectorsBadInput(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("MEMORY_MODELS", filepath.Join(dir, "models"))
-	t.Setenv("MEMORY_CACHE", filepath.Join(dir, "cache"))
-	docs := filepath.Join(dir, "c.jsonl")
-	vecDocs(t, docs, 4)
+	dir, docs := vecFixture(t, 4)
 	m4 := [][]float32{unitAxis(8, 0), unitAxis(8, 1), unitAxis(8, 2), unitAxis(8, 3)}
 	five := filepath.Join(dir, "five.npy")
 	writeMatrix(t, five, vecfile.NPY, append(m4, unitAxis(8, 4)))
@@ -222,11 +226,7 @@ func TestSearchUsesRecordedIndex(t *testing.T) {
 // serve --retrieve on a store of vectors imported without their model serves BM25 (as
 // search does) instead of failing every query.
 func TestServeVectorsWithoutModelServesBM25(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("MEMORY_MODELS", filepath.Join(dir, "models"))
-	t.Setenv("MEMORY_CACHE", filepath.Join(dir, "cache"))
-	docs := filepath.Join(dir, "c.jsonl")
-	vecDocs(t, docs, 6)
+	dir, docs := vecFixture(t, 6)
 	var m [][]float32
 	for i := range 6 {
 		m = append(m, unitAxis(8, i))
