@@ -41,19 +41,10 @@ func runChunk(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: memory chunk FILE... [--json] [--budget N] [--language L]")
 		fs.PrintDefaults()
 	}
-	// Flags may come before, between or after the files.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return errUsage
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		files = append(files, rest[0])
-		args = rest[1:]
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
+	files := fs.Args()
 	if len(files) == 0 || *budget <= 0 {
 		fs.Usage()
 		return errUsage

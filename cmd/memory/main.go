@@ -106,16 +106,73 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// parseFlags parses args; -h prints the command's help and gives flag.ErrHelp (exit 0), a
-// bad flag gives errUsage (exit 2).
+// flagsAnywhereHelp is what every command's -h says about where flags go.
+const flagsAnywhereHelp = `Flags may come before, between or after the arguments; "--" ends the flags (what
+follows is arguments, even when it starts with "-").`
+
+// parseFlags parses args with flags anywhere among the arguments (see interspersed): every
+// command parses its flags with it, so `memory search --store S "q" --json` means --json.
+// -h prints the command's help and gives flag.ErrHelp (exit 0), a bad flag gives errUsage
+// (exit 2). fs.Args() are then the positional arguments in their order.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	usage := fs.Usage
+	fs.Usage = func() {
+		if usage != nil {
+			usage()
+		}
+		fmt.Fprintf(fs.Output(), "\n%s\n", flagsAnywhereHelp)
+	}
+	if err := fs.Parse(interspersed(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return errUsage
 	}
 	return nil
+}
+
+// interspersed reorders args so that the flag package, which stops at the first
+// argument that is not a flag, sees every flag: the flags (each with its value when it
+// takes one as the next argument) first, in their order, then "--", then the positional
+// arguments in their order. An argument is a flag when it starts with "-" and is not "-"
+// alone; "--" ends the flags, and everything after it is positional. Whether a flag takes
+// the next argument as its value is read from fs (a boolean flag does not; "-name=value"
+// never does); an unknown flag is left for fs.Parse to report.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	flags := make([]string, 0, len(args)+1)
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimPrefix(a[1:], "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil || isBoolFlag(f) {
+			continue
+		}
+		if i+1 == len(args) {
+			return flags // its value is missing: fs.Parse says so (it would take "--")
+		}
+		i++
+		flags = append(flags, args[i])
+	}
+	return append(append(flags, "--"), pos...)
+}
+
+// isBoolFlag reports whether f is a boolean flag (one that takes no separate value).
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func main() {
@@ -158,7 +215,8 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: memory <command> [flags] [args]   (memory <command> -h: its flags and input formats)\n\ncommands:")
+	fmt.Fprintln(w, "usage: memory <command> [flags] [args]   (memory <command> -h: its flags and input formats)")
+	fmt.Fprintf(w, "\n%s\n\ncommands:\n", flagsAnywhereHelp)
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)

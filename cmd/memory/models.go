@@ -61,8 +61,8 @@ func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func modelsList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("models list", stderr)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprint(stderr, modelsUsage)
@@ -98,8 +98,8 @@ func modelsPull(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	base := fs.String("base-url", "", "server root (default $HF_ENDPOINT, else https://huggingface.co)")
 	cache := fs.String("cache", "", "cache folder (default $MEMORY_CACHE/models or the user cache folder)")
 	retries := fs.Int("retries", 0, "retries per file on transient errors (0 = 5, -1 = none)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprint(stderr, modelsUsage)
@@ -121,8 +121,8 @@ func modelsPull(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 func modelsPath(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("models path", stderr)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprint(stderr, modelsUsage)

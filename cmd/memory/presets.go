@@ -56,8 +56,8 @@ func modelsInfo(args []string, stdout, stderr io.Writer) error {
 	var mf modelFlags
 	mf.register(fs)
 	store := fs.String("store", "", "show the embedder this store records (and how it is reloaded) instead of a model")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if (*store == "") == (fs.NArg() != 1) || fs.NArg() > 1 {
 		fmt.Fprint(stderr, modelsUsage)

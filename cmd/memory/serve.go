@@ -160,8 +160,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "memory serve: unexpected arguments %q\n", fs.Args())

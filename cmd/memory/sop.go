@@ -51,26 +51,12 @@ func runSOP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // parseInterspersed parses flags that may come after positional arguments
-// ("match QUERY --dir D") and returns the positional arguments.
+// ("match QUERY --dir D", see parseFlags) and returns the positional arguments.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, errUsage // the flag package has printed the details
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		rest := fs.Args()
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil // everything after "--" is positional
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
+	return fs.Args(), nil
 }
 
 // sopFlags are the flags every sop subcommand takes.

@@ -48,8 +48,8 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "usage: memory tokenize --model NAME_OR_DIR [--pair] [--max-length N] [--no-special] [--tokens] TEXT...")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	texts := fs.Args()
 	switch {
