@@ -531,11 +531,20 @@ func TestGetDeleteCountCollections(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	out, _ := mustCLI(t, 0, "version")
-	for _, want := range []string{"memory", "go", "onnxruntime  1.30.0"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("version lacks %q:\n%s", want, out)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-version"}} {
+		out, _ := mustCLI(t, 0, args...)
+		first, _, _ := strings.Cut(out, "\n")
+		if first != "memory       "+memory.Version {
+			t.Errorf("%s: first line %q, want memory.Version %q", args[0], first, memory.Version)
 		}
+		for _, want := range []string{"go", "onnxruntime  1.30.0"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", args[0], want, out)
+			}
+		}
+	}
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(memory.Version) {
+		t.Errorf("memory.Version %q is not MAJOR.MINOR.PATCH", memory.Version)
 	}
 }
 

@@ -125,8 +125,11 @@ memory runtime path`,
 		help: runtimeHelp,
 	},
 	"version": {
-		usage: `memory version`,
-		help:  `Prints the module version, the Go version, and the ONNX Runtime library that would be loaded.`,
+		usage: `memory version
+memory --version`,
+		help: `Prints the version of memory (memory.Version; and the module version the go command
+built when it is another, such as a pseudo-version), the Go version, and the ONNX Runtime
+library that would be loaded.`,
 	},
 	"chunk": {
 		usage: `memory chunk [--json] [--budget N] [--language L] FILE...`,

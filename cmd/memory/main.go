@@ -14,7 +14,7 @@
 //	memory tokenize    --model NAME_OR_DIR [--pair] TEXT...
 //	memory chunk       [--json] FILE...
 //	memory sop         match | list | render --dir DIR ...
-//	memory version
+//	memory version     (or memory --version)
 //	memory help
 //
 // Read commands (search, get, count, collections, eval --store, serve) never create a store
@@ -188,6 +188,9 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, ok := commands[args[0]]
 	if !ok {

@@ -8,13 +8,14 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/onnx"
 )
 
 func init() {
 	register(command{
 		name:    "version",
-		summary: "print the version of memory, Go and the ONNX Runtime library in use",
+		summary: "print the version of memory (also memory --version), Go and the ONNX Runtime library in use",
 		run:     runVersion,
 	})
 }
@@ -28,10 +29,12 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return errUsage
 	}
-	version, revision := "(devel)", ""
+	module, revision := "", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			version = bi.Main.Version
+		// The version the go command built (a tag, a pseudo-version or "(devel)"), shown
+		// when it is not the tag of memory.Version.
+		if v := bi.Main.Version; v != "" && v != "(devel)" && v != "v"+memory.Version {
+			module = v
 		}
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -44,7 +47,10 @@ func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "memory       %s\n", version)
+	fmt.Fprintf(stdout, "memory       %s\n", memory.Version)
+	if module != "" {
+		fmt.Fprintf(stdout, "module       %s\n", module)
+	}
 	if revision != "" {
 		fmt.Fprintf(stdout, "revision     %s\n", revision)
 	}
