@@ -21,8 +21,9 @@ import (
 //	{"$and": [{...}, {...}]}, {"$or": [...]}    // combinations
 //
 // Several keys in one object are combined with AND. Comparisons ($gt...) take numbers or
-// strings (compared as such); a document without the key matches no condition on it,
-// $ne and $nin included (as in Chroma). Numbers compare by value (1 == 1.0).
+// strings (compared as such). A document without the key matches no condition on it
+// except $ne and $nin, which it matches (as Chroma does since 0.5.12: "not equal to go"
+// holds for a document with no "lang"). Numbers compare by value (1 == 1.0).
 type Where map[string]any
 
 // WhereDocument filters on the document's title and text:
@@ -291,7 +292,7 @@ func compileOpPred(key, op string, operand any) (docPred, []any, error) {
 		return func(d *store.Record) bool {
 			got, present := d.Metadata[key]
 			if !present {
-				return false
+				return !eq // $ne matches a document without the key
 			}
 			return (got == want) == eq
 		}, []any{want}, nil
@@ -344,7 +345,7 @@ func compileOpPred(key, op string, operand any) (docPred, []any, error) {
 		return func(d *store.Record) bool {
 			got, present := d.Metadata[key]
 			if !present {
-				return false
+				return !in // $nin matches a document without the key
 			}
 			return set[got] == in
 		}, operands, nil

@@ -22,19 +22,19 @@ import (
 type MetaOp int
 
 // Comparisons of [MetaCompare]. A condition matches a document that has the key with a
-// value the comparison accepts; a document without the key matches none, MetaNe and
-// MetaNin included. Orderings compare strings with strings (bytewise) and numbers with
+// value the comparison accepts; a document without the key matches none but MetaNe and
+// MetaNin, which it matches (Chroma's semantics since 0.5.12). Orderings compare strings with strings (bytewise) and numbers with
 // numbers; a value of the other type matches no ordering. Equality is by type and value
 // (the number 1 is not the string "1"; 1 and 1.0 are one number).
 const (
 	MetaEq  MetaOp = iota // the value equals the operand
-	MetaNe                // the key is present with another value
+	MetaNe                // the key is absent, or present with another value
 	MetaGt                // greater than the operand
 	MetaGte               // greater than or equal
 	MetaLt                // less than
 	MetaLte               // less than or equal
 	MetaIn                // the value is one of the operands
-	MetaNin               // the key is present with none of the operands
+	MetaNin               // the key is absent, or present with none of the operands
 )
 
 var metaOpNames = [...]string{"eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"}
@@ -62,7 +62,7 @@ type MetaFilter struct {
 }
 
 // MetaCompare builds the condition "key op operand". MetaIn and MetaNin take any number of
-// operands (none: MetaIn matches nothing, MetaNin every document with the key); the other
+// operands (none: MetaIn matches nothing, MetaNin every document); the other
 // operations take exactly one. Operands are strings, bools or numbers; orderings take a
 // string or a number.
 func MetaCompare(key string, op MetaOp, operands ...any) (*MetaFilter, error) {
@@ -237,13 +237,8 @@ func (s *segFilter) eval(f *MetaFilter) (*roaring.Bitmap, error) {
 				return nil, err
 			}
 		}
-	case MetaNe, MetaNin:
-		if err := s.span(prefix, append(slices.Clip(prefix), 0xff), bm); err != nil {
-			return nil, err
-		}
-		if bm.IsEmpty() {
-			return bm, nil
-		}
+	case MetaNe, MetaNin: // every document but those holding an operand (without the key too)
+		bm.AddRange(0, s.count)
 		not := roaring.New()
 		for _, t := range f.terms {
 			if err := s.term(t, not); err != nil {

@@ -29,7 +29,7 @@ func refMatch(f *MetaFilter, md map[string]any) bool {
 	}
 	raw, present := md[f.key]
 	if !present {
-		return false
+		return f.op == MetaNe || f.op == MetaNin // as Chroma: "not equal" holds without the key
 	}
 	got, _ := metaValue(raw)
 	eqAny := false

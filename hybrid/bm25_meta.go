@@ -25,7 +25,7 @@ import (
 //	        >= 0 and every bit flipped for negative ones (so -Inf < ... < -0 = 0 < ... < +Inf)
 //
 // Equality is one term's postings; a range is a walk of the term dictionary between two
-// keys; "the key is present" is the walk of every term of the key. A compiled filter is
+// keys; $ne and $nin are every document less the operands' postings. A compiled filter is
 // evaluated per segment into a roaring bitmap (see bm25_filter.go).
 //
 // Each document whose BM25Doc.Chunk is 0 (a whole document, or a document's first chunk)

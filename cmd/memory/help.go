@@ -59,7 +59,8 @@ breakdown, id, title, and a snippet around the matched terms) or, with --json, o
 result per line. Control characters in stored text are shown escaped (\x1b) in the table.
 
 --where takes a Chroma-style metadata filter: {"year": {"$gte": 2020}}, {"source": "a.md"},
-operators $eq $ne $gt $gte $lt $lte $in $nin $and $or. --where-document takes
+operators $eq $ne $gt $gte $lt $lte $in $nin $and $or; a document without the key matches
+$ne and $nin (as in Chroma) and no other operator. --where-document takes
 {"$contains": "text"} or {"$not_contains": "text"}.
 
 Without --mode, a store whose embedder cannot be loaded is searched with BM25 (with a
