@@ -52,10 +52,11 @@ type denseBatch struct {
 // denseBatch embeds the queries of a dense or hybrid batch together and asks the vector
 // index for all of them at once (the flat index reads its vectors once per batch, not once
 // per query). It returns nil when there is nothing to share: BM25 only, no embedder,
-// filters (each query's filter is applied on its own), or several collections.
+// filters (each query's filter is applied on its own), or several collections (a cascade
+// too).
 func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
 	e := c.m.opts.Embedder
-	if !c.m.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(queries) < 2 {
+	if !c.m.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(so.Cascade) > 0 || len(queries) < 2 {
 		return nil, nil
 	}
 	if err := so.normalise(); err != nil {
@@ -100,7 +101,7 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 // retrieverWindow is how many hits each retriever is asked for: the fusion window, or
 // just k when a single retriever answers without rerank or collapse.
 func (so *SearchOptions) retrieverWindow(mode Mode) int {
-	if mode != Hybrid && !so.Rerank && so.CollapseThreshold == 0 && !so.windowSet {
+	if mode != Hybrid && !so.Rerank && so.CollapseThreshold == 0 && !so.SourceDedup && !so.windowSet {
 		return so.TopK
 	}
 	return so.Window

@@ -89,6 +89,9 @@ type Explanation struct {
 	Rerank *RerankScore `json:"rerank,omitempty"` // nil when not reranked
 	// CollectionWeight is the weight of the result's collection in a multi-collection search.
 	CollectionWeight float64 `json:"collection_weight,omitempty"`
+	// Cascade is, in a cascade search (WithCascade), the 1-based step whose collection
+	// answered with this result (Result.Collection names it); 0 otherwise.
+	Cascade int `json:"cascade,omitempty"`
 	// Notes report anything the caller should know (for example a hybrid search that
 	// degraded to BM25 because no embedder is configured).
 	Notes []string `json:"notes,omitempty"`

@@ -173,6 +173,12 @@ type SearchOptions struct {
 	Collections map[string]float64
 	// AllChunks returns every matching chunk rather than the best chunk of each document.
 	AllChunks bool
+	// Cascade searches these collections in order and stops after the first whose best
+	// result scores at least CascadeThreshold (see WithCascade).
+	Cascade          []string
+	CascadeThreshold float64
+	// SourceDedup keeps only the best result of each Source (see WithSourceDedup).
+	SourceDedup bool
 
 	// Snippets fills each result's Snippet (see WithSnippets).
 	Snippets bool

@@ -183,6 +183,9 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 	for _, fn := range opts {
 		fn(&so)
 	}
+	if so.Cascade != nil {
+		return c.m.searchCascade(ctx, query, so, opts)
+	}
 	if err := so.normalise(); err != nil {
 		return nil, err
 	}
@@ -405,6 +408,9 @@ func (so *SearchOptions) keep() int {
 	if so.CollapseThreshold > 0 {
 		keep = keep*2 + 10
 	}
+	if so.SourceDedup {
+		keep = max(keep, 2*so.Window) // every candidate: one source may hold many of them
+	}
 	return keep
 }
 
@@ -542,6 +548,9 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		if cands, err = m.collapse(cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
+	}
+	if so.SourceDedup {
+		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
 	}
 	out := topResults(cands, so.TopK, so.MinScore)
 	if so.Snippets {
@@ -697,6 +706,9 @@ func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions,
 		if cands, err = m.collapse(cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
+	}
+	if so.SourceDedup {
+		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
 	}
 	return topResults(cands, so.TopK, so.MinScore), nil
 }

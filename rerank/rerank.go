@@ -1,4 +1,5 @@
-// Package rerank reorders retrieved passages with a cross-encoder.
+// Package rerank reorders retrieved passages with a cross-encoder (ONNX) or a chat model
+// behind an OpenAI-compatible endpoint (LLMReranker, pointwise or listwise).
 package rerank
 
 import "context"
