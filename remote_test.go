@@ -121,9 +121,15 @@ func TestRemoteReadsMatchWriter(t *testing.T) {
 		"missing collection": func() error { _, err := r.GetCollection("nope"); return err }(),
 		"missing document":   func() error { _, err := r.Get(bg, "nope"); return err }(),
 		"bad mode":           func() error { _, err := r.Search(bg, "x", WithMode("nope")); return err }(),
-		"bad filter":         func() error { _, err := r.Search(bg, "x", WithWhere(Where{"a": map[string]any{"$nope": 1}})); return err }(),
-		"no reranker":        func() error { _, err := r.Search(bg, "x", WithRerank(5)); return err }(),
-		"custom fusion":      func() error { _, err := r.Search(bg, "x", WithFusion(func([]hybrid.List, hybrid.FusionOptions) []hybrid.Fused { return nil })); return err }(),
+		"bad filter": func() error {
+			_, err := r.Search(bg, "x", WithWhere(Where{"a": map[string]any{"$nope": 1}}))
+			return err
+		}(),
+		"no reranker": func() error { _, err := r.Search(bg, "x", WithRerank(5)); return err }(),
+		"custom fusion": func() error {
+			_, err := r.Search(bg, "x", WithFusion(func([]hybrid.List, hybrid.FusionOptions) []hybrid.Fused { return nil }))
+			return err
+		}(),
 	} {
 		want := map[string]error{"missing collection": ErrCollectionNotFound, "missing document": ErrNotFound, "bad mode": ErrInvalidOption,
 			"bad filter": ErrInvalidFilter, "no reranker": ErrNoReranker, "custom fusion": ErrInvalidOption}[name]
