@@ -383,6 +383,9 @@ func (s *readServer) answer(req *wireReq) *wireResp {
 	default:
 		err = fmt.Errorf("%w: unknown request %q", ErrInvalidOption, req.Op)
 	}
+	if err != nil && s.ctx.Err() != nil { // cut short by Close: the reader must not take it for its own cancellation
+		err = fmt.Errorf("%w: the writer closed the store during the request (%v)", ErrClosed, err)
+	}
 	if err != nil {
 		return &wireResp{V: remoteProto, Err: toWireErr(err)}
 	}

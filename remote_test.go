@@ -173,8 +173,32 @@ func TestRemoteWriterGone(t *testing.T) {
 	if _, err := r.Search(bg, "language"); err != nil {
 		t.Fatal(err)
 	}
+	// Readers searching in a loop while the writer closes: each ends with ErrWriterGone
+	// (never a cancellation of its own, never a hang).
+	loopErrs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for {
+				if _, err := r.Search(bg, "compiled language", TopK(20)); err != nil {
+					loopErrs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+	for range 8 {
+		select {
+		case err := <-loopErrs:
+			if !errors.Is(err, ErrWriterGone) || errors.Is(err, context.Canceled) {
+				t.Errorf("a search under way as the writer closed: %v, want ErrWriterGone", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("a search under way as the writer closed did not end")
+		}
 	}
 	for name, err := range map[string]error{
 		"search": func() error { _, err := r.Search(bg, "language"); return err }(),
