@@ -37,8 +37,10 @@
 //
 // A Memory is safe for concurrent use: any number of searches and reads run at once, and
 // writes are serialised (one writer at a time). Searches see each write whole. One process
-// at a time may open a store directory for writing; several may open it with ReadOnly while
-// no writer has it (a writer and readers at once: ErrLocked, naming the holder).
+// at a time may open a store directory for writing; several may open it with ReadOnly, and
+// while a writer has it they read through the writer (see ReadOnly). A writer kept out by
+// another process gets ErrLocked (a *LockedError naming the holder), after waiting up to
+// WithLockTimeout.
 package memory
 
 import (
@@ -116,8 +118,8 @@ func WithEmbedderResolver(r EmbedderResolver) Option {
 // writes fail with ErrEmbedderNeeded (BM25 searches work).
 //
 // Errors: ErrNotAStore when dir holds other files, ErrFormatVersion for a store of a newer
-// format, ErrLocked when another process has it open (for writing, or read-only: see
-// [ReadOnly]), ErrEmbedderMismatch when its vectors come from another embedder (see
+// format, ErrLocked (a *LockedError naming the holder) when another process has it open
+// (for writing, or read-only: see [ReadOnly] and [WithLockTimeout]), ErrEmbedderMismatch when its vectors come from another embedder (see
 // WithReEmbed), ErrCorrupt (naming the file) when its manifest or store.db is damaged, or
 // store.db is missing, empty or truncated beside a manifest: never a silently empty store.
 // Two processes creating one new store at once do not race: one creates it, the other

@@ -34,13 +34,15 @@ import (
 // object per line, in order, several requests per connection. Each carries "v" (the
 // protocol version, remoteProto); a request over maxRequestBytes, a line that is not a
 // request, or another version is answered with an error and the connection is closed. The
-// writer serves at most maxRemoteConns connections at once.
+// writer serves at most maxRemoteConns connections at once, and a reader opens at most
+// maxClientConns (its further calls wait for one).
 
 const (
 	remoteProto      = 1
 	maxRequestBytes  = 4 << 20   // one request line (a batch of queries, a filter)
 	maxResponseBytes = 512 << 20 // one response line, as the client reads it
-	maxRemoteConns   = 64
+	maxRemoteConns   = 256 // connections the writer serves at once, from every reader
+	maxClientConns   = 16  // connections one read-only Memory opens at once (more calls wait)
 	maxIdleConns     = 8
 	// maxSockPath is the longest socket path used: sun_path holds 108 bytes on Linux and
 	// 104 on the BSDs and macOS, including the final NUL.
@@ -443,6 +445,7 @@ type remoteClient struct {
 	path string
 	pid  int
 
+	slots  chan struct{} // one per connection in use (maxClientConns)
 	mu     sync.Mutex
 	idle   []net.Conn
 	closed bool
@@ -460,7 +463,7 @@ func dialRemote(dir string) (*remoteClient, error) {
 	if li.Proto != remoteProto {
 		return nil, fmt.Errorf("the writer speaks protocol %d, this build %d", li.Proto, remoteProto)
 	}
-	rc := &remoteClient{dir: dir, path: li.Socket, pid: li.PID}
+	rc := &remoteClient{dir: dir, path: li.Socket, pid: li.PID, slots: make(chan struct{}, maxClientConns)}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := rc.call(ctx, &wireReq{Op: "hello"}); err != nil {
@@ -522,6 +525,12 @@ func (rc *remoteClient) call(ctx context.Context, req *wireReq) (*wireResp, erro
 	}
 	if len(data) > maxRequestBytes {
 		return nil, fmt.Errorf("%w: a request of %d bytes to the writer (at most %d)", ErrQueryTooLarge, len(data), maxRequestBytes)
+	}
+	select {
+	case rc.slots <- struct{}{}:
+		defer func() { <-rc.slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	c, err := rc.conn(ctx)
 	if err != nil {

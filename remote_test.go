@@ -157,6 +157,22 @@ func TestRemoteReadsMatchWriter(t *testing.T) {
 	if res, err := r.Search(bg, "zebras", WithMode(BM25)); err != nil || len(res) != 1 || res[0].ID != "new" {
 		t.Errorf("a new document through the writer: %v, %v", res, err)
 	}
+	// Many calls at once share at most maxClientConns connections, and all answer.
+	conc := make(chan error, 300)
+	for range 300 {
+		go func() { _, err := r.Search(bg, "language", TopK(3)); conc <- err }()
+	}
+	for range 300 {
+		if err := <-conc; err != nil {
+			t.Fatalf("300 searches at once: %v", err)
+		}
+	}
+	w.srv.mu.Lock()
+	open := len(w.srv.conns)
+	w.srv.mu.Unlock()
+	if open > maxClientConns {
+		t.Errorf("the reader holds %d connections, more than %d", open, maxClientConns)
+	}
 	// A cancelled context ends a call with its error.
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
@@ -336,7 +352,6 @@ func TestLockTimeoutWaitsForReaders(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
-	start = time.Now()
 	go func() {
 		w, err := Open(dir, WithLockTimeout(20*time.Second))
 		done <- result{w, err}
