@@ -41,8 +41,8 @@ const (
 	remoteProto      = 1
 	maxRequestBytes  = 4 << 20   // one request line (a batch of queries, a filter)
 	maxResponseBytes = 512 << 20 // one response line, as the client reads it
-	maxRemoteConns   = 256 // connections the writer serves at once, from every reader
-	maxClientConns   = 16  // connections one read-only Memory opens at once (more calls wait)
+	maxRemoteConns   = 256       // connections the writer serves at once, from every reader
+	maxClientConns   = 16        // connections one read-only Memory opens at once (more calls wait)
 	maxIdleConns     = 8
 	// maxSockPath is the longest socket path used: sun_path holds 108 bytes on Linux and
 	// 104 on the BSDs and macOS, including the final NUL.
