@@ -29,6 +29,9 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 	if so.stats != nil {
 		return nil, fmt.Errorf("%w: WithStats cannot be used with SearchBatch", ErrInvalidOption)
 	}
+	if c.m.remote != nil {
+		return c.remoteBatch(ctx, queries, opts)
+	}
 	dense, err := c.denseBatch(ctx, queries, so)
 	if err != nil {
 		return nil, err

@@ -174,6 +174,9 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	if m.closed.Load() {
 		return rep, ErrClosed
 	}
+	if m.remote != nil {
+		return rep, m.errNotRemote("check")
+	}
 	if repair {
 		if err := m.writable(); err != nil {
 			return rep, err

@@ -54,6 +54,9 @@ func (c *Collection) state(create bool) (*colState, error) {
 	if m.closed.Load() {
 		return nil, ErrClosed
 	}
+	if m.remote != nil { // every read a remote store serves is answered before this
+		return nil, m.errNotRemote("this operation")
+	}
 	if err := validCollectionName(c.name); err != nil {
 		return nil, err
 	}
@@ -623,6 +626,13 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if c.m.remote != nil {
+		resp, err := c.remoteCall(ctx, "sources", "")
+		if err != nil {
+			return nil, err
+		}
+		return append([]string{}, resp.Names...), nil
+	}
 	s, err := c.existing()
 	if err != nil || s == nil {
 		return nil, err
@@ -662,6 +672,13 @@ func (m *Memory) forEachMeta(col string, fn func(id string, r *store.Record)) er
 // existing returns the loaded collection; ErrCollectionNotFound when a named collection
 // does not exist, (nil, nil) for the default collection before its first write.
 func (c *Collection) existing() (*colState, error) {
+	if c.m.remote != nil {
+		if err := validCollectionName(c.name); err != nil {
+			return nil, err
+		}
+		_, err := c.remoteCall(context.Background(), "exists", "")
+		return nil, err
+	}
 	s, err := c.state(false)
 	if err != nil {
 		return nil, err
@@ -676,6 +693,9 @@ func (c *Collection) existing() (*colState, error) {
 // collection that does not exist, also matches ErrCollectionNotFound). Its Embedding is
 // filled when one vector is stored for it (a chunked document has one per chunk: nil).
 func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
+	if c.m.remote != nil {
+		return c.remoteGet(ctx, id)
+	}
 	s, err := c.state(false)
 	if err != nil {
 		return Document{}, err
@@ -701,6 +721,13 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 func (c *Collection) Vectors(ctx context.Context, id string) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if c.m.remote != nil {
+		resp, err := c.remoteCall(ctx, "vectors", id)
+		if err != nil {
+			return nil, err
+		}
+		return resp.Vectors, nil
 	}
 	s, err := c.state(false)
 	if err != nil {
@@ -769,6 +796,13 @@ func (c *Collection) Len(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	if c.m.remote != nil {
+		resp, err := c.remoteCall(ctx, "len", "")
+		if err != nil {
+			return 0, err
+		}
+		return resp.N, nil
+	}
 	s, err := c.existing()
 	if err != nil || s == nil {
 		return 0, err
@@ -780,6 +814,14 @@ func (c *Collection) Len(ctx context.Context) (int, error) {
 
 // IDs lists the collection's document ids, sorted.
 func (c *Collection) IDs() []string {
+	if c.m.remote != nil {
+		resp, err := c.remoteCall(context.Background(), "ids", "")
+		if err != nil {
+			c.m.log.Error("memory: listing ids", "collection", c.name, "err", err)
+			return nil
+		}
+		return resp.Names
+	}
 	s, err := c.state(false)
 	if err != nil || s == nil {
 		return nil

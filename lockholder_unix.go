@@ -4,7 +4,11 @@ package memory
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -26,4 +30,33 @@ func lockHolder(path string) string {
 		return "a writer"
 	}
 	return "a writer or read-only readers"
+}
+
+// processAlive reports whether a process with pid runs (one of another user's counts).
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// privateTempDir is <TempDir>/memory-<uid>, a folder only this user may use (made 0700; one
+// owned by another user or open to others is refused): the home of sockets whose store
+// path is too long for a socket address.
+func privateTempDir() (string, error) {
+	uid := os.Getuid()
+	dir := filepath.Join(os.TempDir(), "memory-"+strconv.Itoa(uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok || int(st.Uid) != uid || fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("memory: %s is not a private folder of this user", dir)
+	}
+	return dir, nil
 }

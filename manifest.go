@@ -73,7 +73,10 @@ func writeManifest(dir string, m *manifest) error {
 // them to name; manifestTempPrefix is the manifest's.
 func tempPrefix(name string) string { return "." + name + ".tmp" }
 
-var manifestTempPrefix = tempPrefix(manifestName)
+var (
+	manifestTempPrefix = tempPrefix(manifestName)
+	lockInfoTempPrefix = tempPrefix(lockInfoName)
+)
 
 // manifestTemps splits dir's entries into temp files (full paths: writeManifest's, and
 // those a new store.db is initialised in, see makeDB) and the names of everything else.
@@ -83,7 +86,10 @@ func manifestTemps(dir string) (temps, others []string, err error) {
 		return nil, nil, err
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() && (strings.HasPrefix(e.Name(), manifestTempPrefix) || dbTemp(e.Name())) {
+		if ownFile(e.Name()) {
+			continue // the writer's lock and socket files (lockinfo.go)
+		}
+		if e.Type().IsRegular() && (strings.HasPrefix(e.Name(), manifestTempPrefix) || dbTemp(e.Name()) || strings.HasPrefix(e.Name(), lockInfoTempPrefix)) {
 			temps = append(temps, filepath.Join(dir, e.Name()))
 		} else {
 			others = append(others, e.Name())

@@ -37,8 +37,10 @@
 //
 // A Memory is safe for concurrent use: any number of searches and reads run at once, and
 // writes are serialised (one writer at a time). Searches see each write whole. One process
-// at a time may open a store directory for writing; several may open it with ReadOnly while
-// no writer has it (a writer and readers at once: ErrLocked, naming the holder).
+// at a time may open a store directory for writing; several may open it with ReadOnly, and
+// while a writer has it they read through the writer (see ReadOnly). A writer kept out by
+// another process gets ErrLocked (a *LockedError naming the holder), after waiting up to
+// WithLockTimeout.
 package memory
 
 import (
@@ -88,6 +90,9 @@ type Memory struct {
 	// indexChanged: WithIndexRebuild replaces the recorded dense index configuration, so
 	// the persisted vector indexes (of the old one) are not used.
 	indexChanged bool
+
+	remote *remoteClient // a read-only store that reads through its writer (remote.go)
+	srv    *readServer   // a writer's answers to other processes' reads
 }
 
 // EmbedderResolver loads the embedder with the given id and dimension (as recorded in a
@@ -113,8 +118,8 @@ func WithEmbedderResolver(r EmbedderResolver) Option {
 // writes fail with ErrEmbedderNeeded (BM25 searches work).
 //
 // Errors: ErrNotAStore when dir holds other files, ErrFormatVersion for a store of a newer
-// format, ErrLocked when another process has it open (for writing, or read-only: see
-// [ReadOnly]), ErrEmbedderMismatch when its vectors come from another embedder (see
+// format, ErrLocked (a *LockedError naming the holder) when another process has it open
+// (for writing, or read-only: see [ReadOnly] and [WithLockTimeout]), ErrEmbedderMismatch when its vectors come from another embedder (see
 // WithReEmbed), ErrCorrupt (naming the file) when its manifest or store.db is damaged, or
 // store.db is missing, empty or truncated beside a manifest: never a silently empty store.
 // Two processes creating one new store at once do not race: one creates it, the other
@@ -158,6 +163,9 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 		if m.db != nil {
 			m.db.Close()
 		}
+		if m.remote != nil {
+			m.remote.close()
+		}
 		for _, c := range m.cols {
 			c.close()
 		}
@@ -165,6 +173,9 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 			os.RemoveAll(m.dir)
 		}
 		return nil, err
+	}
+	if !m.opts.ReadOnly {
+		m.serveReads()
 	}
 	return m, nil
 }
@@ -259,6 +270,10 @@ func (m *Memory) openStore() error {
 	if err := m.openDB(dbPath); err != nil {
 		return err
 	}
+	if m.remote != nil { // the writer answers: its indexes, its embedder
+		m.man = man
+		return m.checkRemoteEmbedder()
+	}
 	if creating {
 		if man, temps, err = m.create(temps); err != nil {
 			return err
@@ -329,9 +344,13 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 	return creating, nil
 }
 
-// openDB opens store.db, taking its lock (shared when read-only).
+// openDB opens store.db, taking its lock (shared when read-only), waiting up to
+// Options.LockTimeout. A read-only open kept out by a writer reads through it (m.remote).
 func (m *Memory) openDB(dbPath string) error {
-	db, err := store.Open(dbPath, store.Options{NoSync: m.opts.NoSync, ReadOnly: m.opts.ReadOnly, Logger: m.log})
+	if m.opts.ReadOnly {
+		return m.openReadOnlyDB(dbPath)
+	}
+	db, err := store.Open(dbPath, store.Options{NoSync: m.opts.NoSync, Logger: m.log, Timeout: m.opts.LockTimeout})
 	if errors.Is(err, store.ErrLocked) {
 		return lockedError(m.dir, m.opts.ReadOnly)
 	}
@@ -725,6 +744,14 @@ func (m *Memory) Collections() []string {
 	if m.closed.Load() {
 		return nil
 	}
+	if m.remote != nil {
+		resp, err := m.remote.call(context.Background(), &wireReq{Op: "collections"})
+		if err != nil {
+			m.log.Error("memory: listing collections", "err", err)
+			return []string{}
+		}
+		return append([]string{}, resp.Names...)
+	}
 	out, err := m.collectionNames()
 	if err != nil {
 		m.log.Error("memory: listing collections", "err", err)
@@ -834,11 +861,15 @@ func (m *Memory) Close() error {
 	if m.closed.Swap(true) {
 		return nil
 	}
+	if m.remote != nil {
+		return m.remote.close()
+	}
+	serr := m.stopServing() // before the writer lock: the requests under way may take it
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	m.cmu.Lock()
 	defer m.cmu.Unlock()
-	var errs []error
+	errs := []error{serr}
 	for _, c := range m.cols {
 		errs = append(errs, m.closeCollection(c))
 	}

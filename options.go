@@ -3,6 +3,7 @@ package memory
 import (
 	"log/slog"
 	"reflect"
+	"time"
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/rerank"
@@ -70,6 +71,9 @@ type Options struct {
 	// MaxOpenCollections is how many collections keep their indexes open (0: 64): the
 	// least recently used beyond it are closed, and reopened when next searched or written.
 	MaxOpenCollections int
+	// LockTimeout is how long Open waits for another process's lock on the store (see
+	// WithLockTimeout; 0: 200 ms).
+	LockTimeout time.Duration
 
 	extraKinds []derivedKind // derived indexes beyond the built-in ones (tests; see derived.go)
 }
@@ -98,6 +102,13 @@ func WithReEmbed(progress func(done, total int)) Option {
 
 // WithBM25 sets BM25's k1 and b (default 0.9 and 0.4; see Options.BM25K1).
 func WithBM25(k1, b float64) Option { return func(o *Options) { o.BM25K1, o.BM25B = k1, b } }
+
+// WithLockTimeout makes Open wait up to d for another process's lock on the store instead
+// of failing with ErrLocked (a *LockedError naming the holder) after 200 ms, the default
+// (d <= 0). A writer waits for read-only readers or another writer to close it; a read-only
+// open beside a writer reads through the writer (see ReadOnly) and waits only while the
+// writer is still opening the store (its socket not up yet).
+func WithLockTimeout(d time.Duration) Option { return func(o *Options) { o.LockTimeout = d } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }

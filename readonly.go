@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/agentmem/memory/internal/store"
 )
 
 // ErrReadOnly: a write (Add, Upsert, Delete, DeleteWhere, Replace, BeginReplace,
@@ -14,8 +17,15 @@ var ErrReadOnly = errors.New("memory: store is opened read-only")
 
 // ReadOnly opens an existing store for reading only. Several processes may open one store
 // read-only at once (bbolt's shared lock: `memory serve` replicas and CLI searches sharing a
-// store), while no process has it open for writing; a writer and readers at once fail with
-// ErrLocked, which says whether a writer or readers hold it.
+// store). While another process has it open for writing, a read-only open reads through
+// that writer instead: a writable Memory answers other processes' reads on a unix socket
+// (see remote.go), and the read-only Memory's Search, SearchBatch, Get, Vectors, Len, Count,
+// IDs, Sources, Collections and GetCollection are the writer's answers (run with the
+// writer's embedder, reranker and indexes). Its writes fail with ErrReadOnly, Check with
+// ErrLocked (it reads the files itself), and every read with ErrWriterGone once the writer
+// has closed the store or exited: open it again. A writer that finds readers waits up to
+// WithLockTimeout for them to close, then fails with ErrLocked (a *LockedError naming the
+// holder).
 //
 // A read-only open never creates a store (a missing or empty directory is
 // ErrStoreNotFound) and never writes to it: no manifest rewrite, no clean-up of temporary
@@ -45,7 +55,55 @@ func lockedError(dir string, readOnly bool) error {
 	if !readOnly {
 		holder = lockHolder(filepath.Join(dir, dbName))
 	}
-	return fmt.Errorf("%w: %s is held by another process (%s)", ErrLocked, dir, holder)
+	return newLockedError(dir, holder)
+}
+
+// openReadOnlyDB takes store.db's shared lock, or, while a writer holds it, connects to the
+// writer (m.remote), trying both until Options.LockTimeout (at least 200 ms) has passed: a
+// writer still opening the store has its lock but no socket yet, and one closing has
+// removed its socket but may still hold the lock.
+func (m *Memory) openReadOnlyDB(dbPath string) error {
+	deadline := time.Now().Add(max(m.opts.LockTimeout, 200*time.Millisecond))
+	for {
+		db, err := store.Open(dbPath, store.Options{ReadOnly: true, Logger: m.log, Timeout: 50 * time.Millisecond})
+		if err == nil {
+			m.db = db
+			return nil
+		}
+		if !errors.Is(err, store.ErrLocked) {
+			return err
+		}
+		rc, rerr := dialRemote(m.dir)
+		if rerr == nil {
+			m.remote = rc
+			return nil
+		}
+		if time.Now().After(deadline) {
+			e := newLockedError(m.dir, "a writer")
+			e.Detail = "reading through the writer failed: " + rerr.Error()
+			return e
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkRemoteEmbedder: a store that reads through its writer embeds queries with the
+// writer's embedder, so a configured one must be the store's.
+func (m *Memory) checkRemoteEmbedder() error {
+	e, rec := m.opts.Embedder, m.man.Embedder
+	if e == nil || e.Dim() <= 0 || rec == nil || embedderMatches(rec, e) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is embedded with %q (dim %d), not the configured %q (dim %d); its writer answers the searches with its own",
+		ErrEmbedderMismatch, m.dir, rec.ID, rec.Dim, e.ID(), e.Dim())
+}
+
+// errNotRemote is the error of an operation a store that reads through its writer cannot
+// do (it needs the files themselves).
+func (m *Memory) errNotRemote(op string) error {
+	e := newLockedError(m.dir, "a writer")
+	e.Detail = op + " reads the store's files, which only the writer may while it has them open"
+	return e
 }
 
 // checkReadOnlyDir: a read-only open needs an existing directory (it creates nothing).

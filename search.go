@@ -178,6 +178,9 @@ func (so *SearchOptions) collectionNames() []string {
 // the SearchOption functions. Filters restrict the candidates before ranking. Each result
 // carries its explanation.
 func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOption) ([]Result, error) {
+	if c.m.remote != nil {
+		return c.remoteSearch(ctx, query, opts)
+	}
 	start := time.Now()
 	var so SearchOptions
 	for _, fn := range opts {

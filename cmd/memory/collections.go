@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/agentmem/memory"
 )
 
 func init() {
@@ -29,7 +31,11 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return errUsage
 	}
-	m, err := sf.open(sf.dir, stderr)
+	var extra []memory.Option
+	if *del == "" { // listing only reads: beside a writer it reads through it
+		extra = append(extra, memory.ReadOnly())
+	}
+	m, err := sf.open(sf.dir, stderr, extra...)
 	if err != nil {
 		return err
 	}

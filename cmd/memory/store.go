@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/vectorstore"
@@ -24,6 +25,7 @@ type storeFlags struct {
 	reembed       bool
 	rebuildIndex  bool // rebuild the dense index when --index/--faiss-factory differ from the store's
 	verbose       bool
+	lockTimeout   time.Duration // how long to wait for another process's lock (0: the library's 200 ms)
 	device        deviceFlag
 	queryPrefix   optString
 	passagePrefix optString
@@ -66,6 +68,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's\n\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
 	f.modelFlags.register(fs)
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
+	fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes;\na writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
 	f.device = "cpu"
 	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU) (default cpu)")
 }
@@ -116,6 +119,9 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 	}
 	if f.rebuildIndex {
 		opts = append(opts, memory.WithIndexRebuild())
+	}
+	if f.lockTimeout > 0 {
+		opts = append(opts, memory.WithLockTimeout(f.lockTimeout))
 	}
 	return opts, nil
 }
@@ -168,7 +174,8 @@ func cliHint(err error) error {
 }
 
 // readCollection is openCollection for the commands that only read (search, get, count):
-// the store is opened read-only, so any number of them share it while no writer has it.
+// the store is opened read-only, so any number of them share it while no writer has it,
+// and while one has it they read through it (memory.ReadOnly).
 func (sf *storeFlags) readCollection(name string, stderr io.Writer) (*memory.Memory, *memory.Collection, error) {
 	return sf.openCollection(name, stderr, memory.ReadOnly())
 }
