@@ -143,10 +143,10 @@ func TestChainAnswersFromStore(t *testing.T) {
 		},
 		{
 			name:     "where filter through the chain",
-			opts:     []retriever.Option{memoryeino.WithWhere(memory.Where{"topic": "food"})},
-			question: "what does the cafeteria serve",
-			want:     []string{"[soup] The cafeteria serves soup"},
-			notWant:  []string{"[deploy]", "[rollback]"},
+			opts:     []retriever.Option{memoryeino.WithWhere(memory.Where{"year": 2023})},
+			question: "what happens to a release",
+			want:     []string{"[rollback] Rollbacks restore the previous release"},
+			notWant:  []string{"[deploy]", "[soup]"},
 		},
 	}
 	for _, tc := range tests {
@@ -199,6 +199,7 @@ func TestRetrieve(t *testing.T) {
 	bm25 := newR(memoryeino.RetrieverConfig{SearchOptions: []memory.SearchOption{memory.WithMode(memory.BM25)}})
 	dense := newR(memoryeino.RetrieverConfig{SearchOptions: []memory.SearchOption{memory.WithMode(memory.Dense)}})
 	archive := newR(memoryeino.RetrieverConfig{Collection: "archive", TopK: 1})
+	top1 := newR(memoryeino.RetrieverConfig{SearchOptions: []memory.SearchOption{memory.WithMode(memory.BM25), memory.TopK(1)}})
 	tests := []struct {
 		name  string
 		r     *memoryeino.Retriever
@@ -209,6 +210,8 @@ func TestRetrieve(t *testing.T) {
 	}{
 		{name: "top k", r: bm25, query: "deploy release", opts: []retriever.Option{retriever.WithTopK(1)}, want: []string{"deploy"}},
 		{name: "default k", r: bm25, query: "deploy release", want: []string{"deploy", "rollback"}},
+		{name: "search options' top k", r: top1, query: "deploy release", opts: []retriever.Option{retriever.WithTopK(0)}, want: []string{"deploy"}},
+		{name: "call's top k wins", r: top1, query: "deploy release", opts: []retriever.Option{retriever.WithTopK(2)}, want: []string{"deploy", "rollback"}},
 		{name: "config collection", r: archive, query: "release", want: []string{"old-deploy"}},
 		{name: "sub-index wins", r: bm25, query: "release", opts: []retriever.Option{retriever.WithIndex("nope"), retriever.WithSubIndex("archive")}, want: []string{"old-deploy"}},
 		{name: "where", r: bm25, query: "release", opts: []retriever.Option{memoryeino.WithWhere(memory.Where{"year": map[string]any{"$lt": 2024}})}, want: []string{"rollback"}},

@@ -11,7 +11,7 @@
 //	)
 //
 // Mapping of eino's options:
-//   - retriever.WithTopK sets the number of documents (default: the Retriever's TopK, else 10);
+//   - retriever.WithTopK sets the number of documents (0 or none: the Retriever's TopK);
 //   - retriever.WithScoreThreshold drops documents whose score is below it (the store's
 //     final score: cosine similarity in dense mode, the fused RRF score in hybrid mode, the
 //     BM25 score in BM25 mode; see [RetrieverConfig].SearchOptions);
@@ -50,7 +50,8 @@ var ErrUnsupportedOption = errors.New("memoryeino: unsupported option")
 type RetrieverConfig struct {
 	// Collection is searched when a call names no index ("": the default collection).
 	Collection string
-	// TopK is the number of documents when a call gives none (0: the store's default, 10).
+	// TopK is the number of documents when a call gives none (0: a TopK in SearchOptions,
+	// else 10).
 	TopK int
 	// SearchOptions apply to every search (the mode, a reranker, collapse...), before the
 	// options of each call.
@@ -121,12 +122,17 @@ func (r *Retriever) Retrieve(ctx context.Context, query string, opts ...retrieve
 	if co.DSLInfo != nil {
 		return nil, fmt.Errorf("%w: WithDSLInfo (use WithWhere and WithWhereDocument)", ErrUnsupportedOption)
 	}
-	so := append(r.cfg.SearchOptions[:len(r.cfg.SearchOptions):len(r.cfg.SearchOptions)], memory.TopK(r.cfg.TopK))
+	so := r.cfg.SearchOptions[:len(r.cfg.SearchOptions):len(r.cfg.SearchOptions)]
+	if r.cfg.TopK > 0 {
+		so = append(so, memory.TopK(r.cfg.TopK))
+	}
 	if co.TopK != nil {
 		if *co.TopK < 0 {
 			return nil, fmt.Errorf("%w: TopK %d", memory.ErrInvalidOption, *co.TopK)
 		}
-		so = append(so, memory.TopK(*co.TopK))
+		if *co.TopK > 0 {
+			so = append(so, memory.TopK(*co.TopK))
+		}
 	}
 	if th := co.ScoreThreshold; th != nil {
 		if *th < 0 || math.IsNaN(*th) || math.IsInf(*th, 0) {

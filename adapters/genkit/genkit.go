@@ -71,7 +71,8 @@ type RetrieverOptions struct {
 type Config struct {
 	// Collection is searched when a retrieval names none ("": the default collection).
 	Collection string
-	// K is the number of documents when a retrieval gives none (0: the store's default, 10).
+	// K is the number of documents when a retrieval gives none (0: a TopK in SearchOptions,
+	// else 10).
 	K int
 	// SearchOptions apply to every search (the mode, a reranker, collapse...).
 	SearchOptions []memory.SearchOption
@@ -157,7 +158,10 @@ func (r *retriever) retrieve(ctx context.Context, req *ai.RetrieverRequest) (*ai
 	if err != nil {
 		return nil, err
 	}
-	so := append(r.cfg.SearchOptions[:len(r.cfg.SearchOptions):len(r.cfg.SearchOptions)], memory.TopK(r.cfg.K))
+	so := r.cfg.SearchOptions[:len(r.cfg.SearchOptions):len(r.cfg.SearchOptions)]
+	if r.cfg.K > 0 {
+		so = append(so, memory.TopK(r.cfg.K))
+	}
 	if o.K > 0 {
 		so = append(so, memory.TopK(o.K))
 	}

@@ -101,10 +101,10 @@ func TestRAGFlow(t *testing.T) {
 		},
 		{
 			name:     "where as JSON",
-			opts:     map[string]any{"where": map[string]any{"topic": "food"}},
-			question: "what does the cafeteria serve",
-			want:     []string{"soup on Fridays"},
-			notWant:  []string{"staging cluster", "artifact bucket"},
+			opts:     map[string]any{"where": map[string]any{"year": 2023}},
+			question: "what happens to a release",
+			want:     []string{"restore the previous release"},
+			notWant:  []string{"staging cluster", "soup"},
 		},
 	}
 	for _, tc := range tests {
@@ -176,6 +176,7 @@ func TestRetrieve(t *testing.T) {
 	}
 	bm25 := define("memory/bm25", memorygk.Config{SearchOptions: []memory.SearchOption{memory.WithMode(memory.BM25)}})
 	dense := define("memory/dense", memorygk.Config{SearchOptions: []memory.SearchOption{memory.WithMode(memory.Dense)}})
+	top1 := define("memory/top1", memorygk.Config{SearchOptions: []memory.SearchOption{memory.WithMode(memory.BM25), memory.TopK(1)}})
 	tests := []struct {
 		name  string
 		r     ai.RetrieverArg
@@ -185,6 +186,8 @@ func TestRetrieve(t *testing.T) {
 		err   error
 	}{
 		{name: "k", r: bm25, query: "deploy release", opts: memorygk.RetrieverOptions{K: 1}, want: []string{"deploy"}},
+		{name: "search options' top k", r: top1, query: "deploy release", want: []string{"deploy"}},
+		{name: "call's k wins", r: top1, query: "deploy release", opts: memorygk.RetrieverOptions{K: 2}, want: []string{"deploy", "rollback"}},
 		{name: "default k", r: bm25, query: "deploy release", want: []string{"deploy", "rollback"}},
 		{name: "where", r: bm25, query: "release", opts: memorygk.RetrieverOptions{Where: memory.Where{"year": map[string]any{"$lt": 2024}}}, want: []string{"rollback"}},
 		{name: "where document", r: bm25, query: "release", opts: memorygk.RetrieverOptions{WhereDocument: memory.WhereDocument{"$contains": "staging"}}, want: []string{"deploy"}},

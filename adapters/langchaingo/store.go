@@ -198,9 +198,10 @@ func toDocument(d schema.Document) (memory.Document, error) {
 }
 
 // SimilaritySearch returns up to numDocuments documents of the namespace's collection for
-// query, best first (numDocuments 0: the store's default, 10). Each document's Score is the
-// result's score and its metadata holds the stored metadata with IDKey, CollectionKey and
-// (when it has one) TitleKey. PageContent is the matching chunk of a long document.
+// query, best first (numDocuments 0: a TopK given to WithSearchOptions, else 10). Each
+// document's Score is the result's score and its metadata holds the stored metadata with
+// IDKey, CollectionKey and (when it has one) TitleKey. PageContent is the matching chunk of
+// a long document.
 func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments int, opts ...vectorstores.Option) ([]schema.Document, error) {
 	o, err := s.options(opts)
 	if err != nil {
@@ -213,7 +214,10 @@ func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments
 	if th < 0 || math.IsNaN(th) || math.IsInf(th, 0) {
 		return nil, fmt.Errorf("%w: score threshold %v", memory.ErrInvalidOption, o.ScoreThreshold)
 	}
-	so := append(s.search[:len(s.search):len(s.search)], memory.TopK(numDocuments))
+	so := s.search[:len(s.search):len(s.search)]
+	if numDocuments > 0 {
+		so = append(so, memory.TopK(numDocuments))
+	}
 	if th > 0 {
 		so = append(so, memory.WithMinScore(th))
 	}

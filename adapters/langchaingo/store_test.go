@@ -119,10 +119,10 @@ func TestRetrievalQA(t *testing.T) {
 		},
 		{
 			name:     "filter",
-			opts:     []vectorstores.Option{vectorstores.WithFilters(memory.Where{"topic": "food"})},
-			question: "what does the cafeteria serve",
-			want:     []string{"soup on Fridays"},
-			notWant:  []string{"staging cluster", "artifact bucket"},
+			opts:     []vectorstores.Option{vectorstores.WithFilters(memory.Where{"year": 2023})},
+			question: "what happens to a release",
+			want:     []string{"restore the previous release"},
+			notWant:  []string{"staging cluster", "soup"},
 		},
 	}
 	for _, tc := range tests {
@@ -183,6 +183,7 @@ func TestSimilaritySearch(t *testing.T) {
 	// Dense recall returns every document; the keyword cases search with BM25 alone.
 	s := memorylc.New(m, memorylc.WithSearchOptions(memory.WithMode(memory.BM25)))
 	dense := memorylc.New(m, memorylc.WithSearchOptions(memory.WithMode(memory.Dense)))
+	top1 := memorylc.New(m, memorylc.WithSearchOptions(memory.WithMode(memory.BM25), memory.TopK(1)))
 	tests := []struct {
 		name    string
 		store   *memorylc.Store
@@ -195,6 +196,8 @@ func TestSimilaritySearch(t *testing.T) {
 	}{
 		{name: "top n", store: s, query: "deploy release", n: 1, want: []string{"deploy"}},
 		{name: "default n", store: s, query: "deploy release", n: 0, want: []string{"deploy", "rollback"}},
+		{name: "store's top k", store: top1, query: "deploy release", n: 0, want: []string{"deploy"}},
+		{name: "call's n wins", store: top1, query: "deploy release", n: 2, want: []string{"deploy", "rollback"}},
 		{name: "namespace", store: s, query: "release", n: 5, opts: []vectorstores.Option{vectorstores.WithNameSpace("archive")}, want: []string{"old-deploy"}},
 		{name: "where", store: s, query: "release", n: 5, opts: []vectorstores.Option{vectorstores.WithFilters(memory.Where{"year": 2023})}, want: []string{"rollback"}},
 		{name: "map filter", store: s, query: "release", n: 5, opts: []vectorstores.Option{vectorstores.WithFilters(map[string]any{"year": map[string]any{"$gte": 2024}})}, want: []string{"deploy"}},
