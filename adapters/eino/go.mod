@@ -2,9 +2,10 @@ module github.com/agentmem/memory/adapters/eino
 
 go 1.26.0
 
-require github.com/agentmem/memory v0.0.0
-
-require github.com/google/uuid v1.6.0 // indirect
+require (
+	github.com/agentmem/memory v0.0.0
+	github.com/cloudwego/eino v0.7.36
+)
 
 require (
 	github.com/DataIntelligenceCrew/go-faiss v0.2.0 // indirect
@@ -34,10 +35,10 @@ require (
 	github.com/bytedance/sonic v1.15.5 // indirect
 	github.com/bytedance/sonic/loader v0.5.3 // indirect
 	github.com/cloudwego/base64x v0.1.6 // indirect
-	github.com/cloudwego/eino v0.7.36
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/eino-contrib/jsonschema v1.0.3 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/goph/emperror v0.17.2 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.9 // indirect

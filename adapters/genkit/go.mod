@@ -2,7 +2,10 @@ module github.com/agentmem/memory/adapters/genkit
 
 go 1.26.0
 
-require github.com/agentmem/memory v0.0.0
+require (
+	github.com/agentmem/memory v0.0.0
+	github.com/firebase/genkit/go v1.4.0
+)
 
 require (
 	github.com/DataIntelligenceCrew/go-faiss v0.2.0 // indirect
@@ -28,7 +31,6 @@ require (
 	github.com/blevesearch/zapx/v15 v15.4.2 // indirect
 	github.com/blevesearch/zapx/v16 v16.2.8 // indirect
 	github.com/buger/jsonparser v1.1.1 // indirect
-	github.com/firebase/genkit/go v1.4.0
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/goccy/go-yaml v1.17.1 // indirect
