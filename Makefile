@@ -14,7 +14,12 @@ export CGO_LDFLAGS    := -L$(DEPS)/faiss/lib $(CGO_LDFLAGS)
 export MEMORY_MODELS  ?= $(abspath $(ROOT)/../shared/models)
 export MEMORY_REQUIRE_FIXTURES ?= $(if $(wildcard $(MEMORY_MODELS)/golden),1,)
 
-.PHONY: all build deps demo test test-short vet bench eval-scifact clean
+# Framework adapters, each its own Go module under adapters/ (so the core module does not
+# depend on the frameworks); `vet` and `test` run in each with the same environment. The root's
+# ./... does not descend into them (a folder with its own go.mod is another module).
+ADAPTERS := langchaingo eino genkit
+
+.PHONY: all build deps demo test test-short test-adapters vet vet-adapters bench eval-scifact clean
 
 all: build
 
@@ -27,13 +32,19 @@ build:
 demo:
 	$(GO) run ./examples/quickstart
 
-vet: deps
+vet: deps vet-adapters
 	$(GO) vet ./...
 	$(GO) vet -tags faiss ./...
 
-test: deps vet
+vet-adapters: deps
+	@set -e; for a in $(ADAPTERS); do echo "cd adapters/$$a && $(GO) vet ./..."; (cd adapters/$$a && $(GO) vet ./...); done
+
+test: deps vet test-adapters
 	$(GO) test -race -count=1 ./...
 	$(GO) test -race -count=1 -tags faiss . ./vectorstore/...
+
+test-adapters: deps
+	@set -e; for a in $(ADAPTERS); do echo "cd adapters/$$a && $(GO) test -race -count=1 ./..."; (cd adapters/$$a && $(GO) test -race -count=1 ./...); done
 
 test-short: deps
 	$(GO) test -short -count=1 ./...
