@@ -117,6 +117,7 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 		}
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
+	var last resourceCursor // the last document listed
 	for _, col := range s.m.Collections() {
 		if col < cur.Collection {
 			continue
@@ -125,18 +126,18 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 		if col == cur.Collection {
 			after = cur.After
 		}
-		want := s.o.ResourcePageSize - len(res.Resources)
-		docs, err := s.m.Collection(col).Find(ctx, memory.FindOptions{After: after, Limit: want + 1})
+		// One more than the page holds tells whether there is a next page.
+		want := s.o.ResourcePageSize + 1 - len(res.Resources)
+		docs, err := s.m.Collection(col).Find(ctx, memory.FindOptions{After: after, Limit: want})
 		if errors.Is(err, memory.ErrCollectionNotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		for i, d := range docs {
-			if i == want { // more in this collection: the next page starts after the last listed
-				last := res.Resources[len(res.Resources)-1]
-				c, err := json.Marshal(resourceCursor{Collection: col, After: last.Name})
+		for _, d := range docs {
+			if len(res.Resources) == s.o.ResourcePageSize {
+				c, err := json.Marshal(last)
 				if err != nil {
 					return nil, err
 				}
@@ -147,15 +148,7 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 				URI: DocumentURI(col, d.ID), Name: d.ID, Title: d.Title, MIMEType: "text/plain",
 				Description: "document " + d.ID + " of collection " + col, Size: int64(len(d.Text)),
 			})
-		}
-		if len(res.Resources) == s.o.ResourcePageSize {
-			// The page is full at the end of a collection: the next starts after it.
-			c, err := json.Marshal(resourceCursor{Collection: col + "\x00"})
-			if err != nil {
-				return nil, err
-			}
-			res.NextCursor = base64.RawURLEncoding.EncodeToString(c)
-			return res, nil
+			last = resourceCursor{Collection: col, After: d.ID}
 		}
 	}
 	return res, nil
