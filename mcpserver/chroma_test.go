@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
@@ -259,7 +260,7 @@ func TestChromaHostileArguments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rt := time.Since(start); rt > 2*time.Second {
+			if rt := time.Since(start); rt > 10*time.Second { // a hang, not a slow -race encoder
 				t.Errorf("round trip took %v", rt)
 			}
 			took := time.Duration(served.Load())
@@ -391,5 +392,54 @@ func TestSOPPrompts(t *testing.T) {
 	}
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "nope"}); err == nil {
 		t.Fatal("unknown prompt answered")
+	}
+}
+
+// TestHTTPDeepArguments: over streamable HTTP (no stdio frame cap in front), arguments
+// nested hundreds of levels deep are a tool error naming MaxArgDepth, and the session
+// goes on.
+func TestHTTPDeepArguments(t *testing.T) {
+	m := newStore(t)
+	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), "", nil))
+	defer hs.Close()
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	chromaFixture(t, cs)
+	before := snapshot(t, m)
+	// Past the argument cap: a tool error; past the body's (DefaultMaxFrameDepth, as on
+	// stdio): a JSON-RPC error naming it, before the SDK decodes the body.
+	for _, c := range []struct {
+		depth int
+		want  string
+	}{{45, "MaxArgDepth"}, {500, "nested deeper than 128 (MaxDepth)"}, {4000, "nested deeper than 128 (MaxDepth)"}} {
+		raw := []byte(`{"collection_name":"kb","query_texts":["x"],"where":` + strings.Repeat(`{"$or":[`, c.depth) + `{"k":"v"}` + strings.Repeat(`]}`, c.depth) + `}`)
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolChromaQueryDocuments, Arguments: json.RawMessage(raw)})
+		took := time.Since(start)
+		msg := fmt.Sprint(err)
+		if err == nil {
+			msg = errorText(res)
+			if !res.IsError {
+				t.Fatalf("depth %d accepted", c.depth)
+			}
+		}
+		if !strings.Contains(msg, c.want) {
+			t.Fatalf("depth %d: want an error naming %q, got %.300s", c.depth, c.want, msg)
+		}
+		if took > 100*time.Millisecond {
+			t.Errorf("depth %d: answered in %v", c.depth, took)
+		}
+	}
+	var count CountOutput
+	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
+		t.Fatalf("after: %s %+v", errorText(res), count)
+	}
+	if snapshot(t, m) != before {
+		t.Fatal("store changed")
 	}
 }

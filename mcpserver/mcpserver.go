@@ -25,8 +25,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +39,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/sop"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -510,6 +513,9 @@ type HTTPOptions struct {
 	// body unread, while the budget is spent; a request alone always goes through
 	// (0: DefaultMaxInFlightBytes).
 	MaxInFlightBytes int64
+	// MaxDepth caps the nesting of a POST body's JSON, as the stdio transport caps a
+	// frame's: a deeper body gets a JSON-RPC error naming the cap (0: DefaultMaxFrameDepth).
+	MaxDepth int
 }
 
 // NewHTTPHandlerOptions is NewHTTPHandler with all its options.
@@ -520,8 +526,12 @@ func NewHTTPHandlerOptions(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.MaxInFlightBytes <= 0 {
 		o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxFrameDepth
+	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes})
+	h = limitDepth(h, o.MaxDepth, o.MaxBodyBytes)
 	h = limitInFlight(h, newByteBudget(o.MaxInFlightBytes), o.MaxBodyBytes)
 	if o.Token == "" {
 		return h
@@ -547,6 +557,47 @@ func limitInFlight(next http.Handler, b *byteBudget, maxBody int64) http.Handler
 			return // the client went away
 		}
 		defer b.release(n)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitDepth answers a POST body nested deeper than maxDepth with a JSON-RPC error
+// naming the cap, as the stdio transport answers such a frame, before the SDK decodes it;
+// it runs inside limitInFlight, whose budget counts the body it reads. A body over maxBody
+// goes on to the SDK's handler, which answers 413.
+func limitDepth(next http.Handler, maxDepth int, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if int64(len(body)) > maxBody {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if _, ok := jsonDepth(body, maxDepth); !ok {
+			var head struct {
+				ID json.RawMessage `json:"id"`
+			}
+			fe := &frameError{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("Invalid Request: JSON nested deeper than %d (MaxDepth)", maxDepth)}
+			if json.Unmarshal(body, &head) == nil && len(head.ID) > 0 {
+				fe.ID, _ = canonicalID(head.ID)
+			}
+			// 200 with the error as the call's response, which clients report as such.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(append(fe.response(), '\n'))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }
