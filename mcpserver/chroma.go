@@ -131,8 +131,9 @@ type QueryDocumentsInput struct {
 	Include        []string             `json:"include,omitempty" jsonschema:"any of documents, metadatas, distances, embeddings (default documents, metadatas, distances)"`
 }
 
-// QueryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i]. A
-// field left out of include is null. Distances are 1 - score (lower is closer; for a dense
+// QueryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i],
+// one entry per document (its best-matching chunk's text for a document stored in several
+// chunks: chroma_get_documents has the whole text). A field left out of include is null. Distances are 1 - score (lower is closer; for a dense
 // search, the cosine distance); Scores are the store's own.
 type QueryDocumentsOutput struct {
 	IDs        [][]string         `json:"ids"`
@@ -421,6 +422,14 @@ func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in GetDo
 	}
 	if in.Limit > s.o.MaxGetLimit {
 		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d, at most %d (MaxGetLimit)", ErrTooLarge, in.Limit, s.o.MaxGetLimit)
+	}
+	if in.IDs == nil && in.Offset > 0 {
+		// An offset past the end answers at once, without a scan of the collection.
+		if n, err := c.Len(ctx); err != nil {
+			return nil, ChromaGetOutput{}, err
+		} else if in.Offset >= n {
+			in.IDs = []string{}
+		}
 	}
 	o := memory.FindOptions{IDs: in.IDs, Where: in.Where, WhereDocument: in.WhereDocument, Offset: in.Offset, Limit: in.Limit}
 	if o.Limit == 0 { // at most MaxGetLimit; one more tells that there are more

@@ -238,6 +238,8 @@ func TestChromaHostileArguments(t *testing.T) {
 		{"huge query_text", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{strings.Repeat("w", DefaultMaxQueryBytes+1)}}, "MaxQueryBytes"},
 		{"too many get ids", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxGetIDs+1, id)}, "MaxGetIDs"},
 		{"ids over the argument bytes", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(200_000, id)}, "MaxArgBytes"},
+		{"huge n_results", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "n_results": 1 << 40}, "n_results"},
+		{"huge peek limit", ToolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 1 << 40}, "MaxGetLimit"},
 		{"get limit over the cap", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "limit": DefaultMaxGetLimit + 1}, "MaxGetLimit"},
 		{"too many delete ids", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxDeleteIDs+1, id)}, "MaxDeleteIDs"},
 		{"too many added documents", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": many(DefaultMaxAddDocs+1, func(int) any { return "t" }), "ids": many(DefaultMaxAddDocs+1, id)}, "MaxAddDocs"},
@@ -270,6 +272,7 @@ func TestChromaHostileArguments(t *testing.T) {
 			if took > 100*time.Millisecond {
 				t.Errorf("answered in %v, want under 100ms", took)
 			}
+			t.Logf("%d argument bytes: answered in %v (server), %q", len(raw), took, errorText(res))
 		})
 	}
 	if after := snapshot(t, m); after != before {
