@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/vectorstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -444,5 +445,37 @@ func TestHTTPDeepArguments(t *testing.T) {
 	}
 	if snapshot(t, m) != before {
 		t.Fatal("store changed")
+	}
+}
+
+// TestChromaQueryWithEmbedder: on a store with an embedder (hybrid search; the batch's
+// dense retrieval shared between the queries), several query_texts each get their own
+// list, and include embeddings returns the stored vectors.
+func TestChromaQueryWithEmbedder(t *testing.T) {
+	m, err := memory.Open("", memory.WithEmbedder(vectorstore.NewHashEmbedder(64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cs := connect(t, New(m, Options{}))
+	chromaFixture(t, cs)
+	var q QueryDocumentsOutput
+	res := call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": "kb",
+		"query_texts": []string{"kubectl apply deploy", "bananas potassium", "dynamically typed scripting"}, "n_results": 1,
+		"include": []string{"embeddings", "distances"}}, &q)
+	if res.IsError {
+		t.Fatal(errorText(res))
+	}
+	if !reflect.DeepEqual(q.IDs, [][]string{{"deploy"}, {"banana"}, {"python"}}) {
+		t.Fatalf("ids = %v", q.IDs)
+	}
+	for i := range q.IDs {
+		if len(q.Embeddings[i][0]) != 64 || q.Distances[i][0] != 1-q.Scores[i][0] || q.Documents != nil {
+			t.Fatalf("query %d: %+v", i, q)
+		}
+	}
+	var got ChromaGetOutput
+	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"go"}, "include": []string{"embeddings"}}, &got); res.IsError || len(got.Embeddings[0]) != 64 {
+		t.Fatalf("get embeddings: %s %+v", errorText(res), got)
 	}
 }
