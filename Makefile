@@ -6,7 +6,8 @@ ROOT   := $(CURDIR)
 DEPS   := $(ROOT)/.deps
 
 # Native libraries fetched by scripts/deps.sh: ONNX Runtime (npm onnxruntime-node@1.30.0) and
-# the FAISS C API (built from Debian's faiss source package), both under .deps/.
+# the FAISS C API (built from Debian's faiss source package), both under .deps/; and, when node
+# is installed, the MCP Node SDK the MCP interoperability test drives (scripts/deps-node.sh).
 export MEMORY_ORT_LIB ?= $(DEPS)/onnxruntime/libonnxruntime.so.1
 export CGO_LDFLAGS    := -L$(DEPS)/faiss/lib $(CGO_LDFLAGS)
 # Model fixtures (tokenizers, tiny ONNX graphs, goldens) live in ../shared/models beside the
@@ -25,6 +26,7 @@ all: build
 
 deps:
 	@bash scripts/deps.sh
+	@bash scripts/deps-node.sh
 
 build:
 	$(GO) build ./...

@@ -1,12 +1,19 @@
 // Package mcpserver exposes a memory store to AI agents over the Model Context Protocol.
 //
-// The server offers five tools with JSON schemas:
+// The server offers five tools of its own, with JSON schemas:
 //
-//   - memory_search: hybrid/BM25/dense search with an optional metadata filter;
+//   - memory_search: hybrid/BM25/dense search with optional metadata and text filters;
 //   - memory_add: add (or upsert) documents;
 //   - memory_delete: delete documents by id;
 //   - memory_get: fetch one document by id;
-//   - sop_match: find the standard operating procedures whose triggers match a task.
+//   - sop_match: find the standard operating procedures whose triggers match a task;
+//
+// the tools of Chroma's MCP server, with their names and argument shapes (chroma_*: list,
+// create, peek, count, delete collections; add, query with where, where_document and
+// include and several query_texts, get and delete by ids and filters, update documents);
+// the stored documents as resources (template memory://{collection}/{id}, listed a page
+// at a time by resources/list); and the procedures of the SOP library as prompts, one
+// message per step.
 //
 // [New] builds the server; run it over stdio with [ServeStdio] (or [StdioTransport]) or
 // over streamable HTTP with [NewHTTPHandler], which can require a bearer token.
@@ -18,8 +25,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +39,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/sop"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,6 +67,17 @@ const (
 	DefaultMaxDeleteIDs = 1024
 	// DefaultMaxQueryBytes caps the query of memory_search and sop_match.
 	DefaultMaxQueryBytes = 16 << 10
+	// DefaultMaxQueries caps the query_texts of one chroma_query_documents.
+	DefaultMaxQueries = 32
+	// DefaultMaxGetIDs caps the ids of one chroma_get_documents.
+	DefaultMaxGetIDs = 1024
+	// DefaultMaxGetLimit caps the documents one chroma_get_documents or
+	// chroma_peek_collection returns.
+	DefaultMaxGetLimit = 1000
+	// DefaultMaxArgDepth caps the nesting of a call's JSON arguments: room for a filter at
+	// memory.MaxFilterDepth ($and/$or lists nest two JSON levels each), refused by the
+	// filter's own cap.
+	DefaultMaxArgDepth = 2*memory.MaxFilterDepth + 8
 )
 
 // Options configure [New]. The zero value is usable.
@@ -83,9 +104,25 @@ type Options struct {
 	MaxAddBytes int
 	// MaxDeleteIDs caps the ids of one memory_delete call (0: DefaultMaxDeleteIDs).
 	MaxDeleteIDs int
-	// MaxQueryBytes caps the query of memory_search and sop_match (0:
-	// DefaultMaxQueryBytes).
+	// MaxQueryBytes caps the query of memory_search and sop_match, and each query text
+	// of chroma_query_documents (0: DefaultMaxQueryBytes).
 	MaxQueryBytes int
+	// MaxQueries caps the query_texts of one chroma_query_documents (0:
+	// DefaultMaxQueries).
+	MaxQueries int
+	// MaxGetIDs caps the ids of one chroma_get_documents (0: DefaultMaxGetIDs); the ids
+	// and the matches of chroma_delete_documents are capped by MaxDeleteIDs, the
+	// documents of chroma_add_documents and chroma_update_documents by MaxAddDocs.
+	MaxGetIDs int
+	// MaxGetLimit caps the documents of one chroma_get_documents or chroma_peek_collection
+	// (0: DefaultMaxGetLimit); a get without limit that matches more is refused.
+	MaxGetLimit int
+	// MaxArgDepth caps the nesting of a call's JSON arguments, checked before they are
+	// decoded (0: DefaultMaxArgDepth).
+	MaxArgDepth int
+	// ResourcePageSize is the number of documents of one resources/list page (0:
+	// DefaultResourcePageSize).
+	ResourcePageSize int
 	// Logger receives server logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -107,6 +144,8 @@ type SearchInput struct {
 	Mode       string       `json:"mode,omitempty" jsonschema:"retrieval mode: hybrid (default), bm25 or dense"`
 	Where      memory.Where `json:"where,omitempty" jsonschema:"metadata filter, e.g. {\"lang\": \"go\"} or {\"year\": {\"$gte\": 2020}}"`
 	Rerank     bool         `json:"rerank,omitempty" jsonschema:"rerank the results with the server's cross-encoder, when it has one"`
+	// WhereDocument filters on the text: {"$contains": "x"}, {"$not_contains": "x"}, $and, $or.
+	WhereDocument memory.WhereDocument `json:"where_document,omitempty" jsonschema:"text filter, e.g. {\"$contains\": \"deploy\"}"`
 }
 
 // SearchResult is one result of memory_search: the JSON form of a memory.Result.
@@ -220,7 +259,9 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 		v   *int
 		def int
 	}{{&o.MaxAddDocs, DefaultMaxAddDocs}, {&o.MaxArgBytes, DefaultMaxArgBytes}, {&o.MaxAddBytes, DefaultMaxAddBytes},
-		{&o.MaxDeleteIDs, DefaultMaxDeleteIDs}, {&o.MaxQueryBytes, DefaultMaxQueryBytes}} {
+		{&o.MaxDeleteIDs, DefaultMaxDeleteIDs}, {&o.MaxQueryBytes, DefaultMaxQueryBytes}, {&o.MaxQueries, DefaultMaxQueries},
+		{&o.MaxGetIDs, DefaultMaxGetIDs}, {&o.MaxGetLimit, DefaultMaxGetLimit}, {&o.MaxArgDepth, DefaultMaxArgDepth},
+		{&o.ResourcePageSize, DefaultResourcePageSize}} {
 		if *c.v <= 0 {
 			*c.v = c.def
 		}
@@ -230,7 +271,7 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 	}
 	s := &server{m: m, o: o}
 	srv := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{Logger: o.Logger})
-	srv.AddReceivingMiddleware(s.capArguments)
+	srv.AddReceivingMiddleware(s.capArguments, s.listDocuments)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(srv, &mcp.Tool{
 		Name:        ToolSearch,
@@ -259,7 +300,23 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 		Description: "Find the standard operating procedures (step-by-step instructions) that apply to a task.",
 		Annotations: readOnly,
 	}, s.sopMatch)
+	s.addChromaTools(srv)
+	s.addResources(srv)
 	return srv
+}
+
+// listDocuments answers resources/list with the stored documents (listResources).
+func (s *server) listDocuments(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.ListResourcesRequest); ok {
+			cursor := ""
+			if r.Params != nil {
+				cursor = r.Params.Cursor
+			}
+			return s.listResources(ctx, cursor)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // capArguments answers a tools/call whose arguments are over the tool's byte cap with a
@@ -269,12 +326,19 @@ func (s *server) capArguments(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 			limit, name := s.o.MaxArgBytes, "MaxArgBytes"
-			if r.Params.Name == ToolAdd {
+			switch r.Params.Name {
+			case ToolAdd, ToolChromaAddDocuments, ToolChromaUpdateDocuments:
 				limit, name = s.o.MaxAddBytes, "MaxAddBytes"
 			}
+			var err error
 			if n := len(r.Params.Arguments); n > limit {
+				err = fmt.Errorf("%w: %s arguments are %d bytes, over %d (%s)", ErrTooLarge, r.Params.Name, n, limit, name)
+			} else if _, ok := jsonDepth(r.Params.Arguments, s.o.MaxArgDepth); !ok {
+				err = fmt.Errorf("%w: %s arguments nest deeper than %d levels (MaxArgDepth)", ErrTooLarge, r.Params.Name, s.o.MaxArgDepth)
+			}
+			if err != nil {
 				res := &mcp.CallToolResult{}
-				res.SetError(fmt.Errorf("%w: %s arguments are %d bytes, over %d (%s)", ErrTooLarge, r.Params.Name, n, limit, name))
+				res.SetError(err)
 				return res, nil
 			}
 		}
@@ -322,6 +386,9 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	}
 	if len(in.Where) > 0 {
 		opts = append(opts, memory.WithWhere(in.Where))
+	}
+	if len(in.WhereDocument) > 0 {
+		opts = append(opts, memory.WithWhereDocument(in.WhereDocument))
 	}
 	if in.Rerank {
 		opts = append(opts, memory.WithRerank(0))
@@ -446,6 +513,9 @@ type HTTPOptions struct {
 	// body unread, while the budget is spent; a request alone always goes through
 	// (0: DefaultMaxInFlightBytes).
 	MaxInFlightBytes int64
+	// MaxDepth caps the nesting of a POST body's JSON, as the stdio transport caps a
+	// frame's: a deeper body gets a JSON-RPC error naming the cap (0: DefaultMaxFrameDepth).
+	MaxDepth int
 }
 
 // NewHTTPHandlerOptions is NewHTTPHandler with all its options.
@@ -456,8 +526,12 @@ func NewHTTPHandlerOptions(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.MaxInFlightBytes <= 0 {
 		o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxFrameDepth
+	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes})
+	h = limitDepth(h, o.MaxDepth, o.MaxBodyBytes)
 	h = limitInFlight(h, newByteBudget(o.MaxInFlightBytes), o.MaxBodyBytes)
 	if o.Token == "" {
 		return h
@@ -483,6 +557,47 @@ func limitInFlight(next http.Handler, b *byteBudget, maxBody int64) http.Handler
 			return // the client went away
 		}
 		defer b.release(n)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitDepth answers a POST body nested deeper than maxDepth with a JSON-RPC error
+// naming the cap, as the stdio transport answers such a frame, before the SDK decodes it;
+// it runs inside limitInFlight, whose budget counts the body it reads. A body over maxBody
+// goes on to the SDK's handler, which answers 413.
+func limitDepth(next http.Handler, maxDepth int, maxBody int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil {
+			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if int64(len(body)) > maxBody {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if _, ok := jsonDepth(body, maxDepth); !ok {
+			var head struct {
+				ID json.RawMessage `json:"id"`
+			}
+			fe := &frameError{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("Invalid Request: JSON nested deeper than %d (MaxDepth)", maxDepth)}
+			if json.Unmarshal(body, &head) == nil && len(head.ID) > 0 {
+				fe.ID, _ = canonicalID(head.ID)
+			}
+			// 200 with the error as the call's response, which clients report as such.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(append(fe.response(), '\n'))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -118,7 +118,10 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if got := strings.Join(names, ","); got != "memory_add,memory_delete,memory_get,memory_search,sop_match" {
+	want := "chroma_add_documents,chroma_create_collection,chroma_delete_collection,chroma_delete_documents,chroma_get_collection_count," +
+		"chroma_get_collection_info,chroma_get_documents,chroma_list_collections,chroma_modify_collection,chroma_peek_collection," +
+		"chroma_query_documents,chroma_update_documents,memory_add,memory_delete,memory_get,memory_search,sop_match"
+	if got := strings.Join(names, ","); got != want {
 		t.Fatalf("tools = %s", got)
 	}
 

@@ -140,7 +140,7 @@ func TestServeRetrieveAndMCPHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 5 {
+	if err != nil || len(tools.Tools) != 17 { // memory_* and sop_match (5), chroma_* (12)
 		t.Fatalf("tools: %v %v", tools, err)
 	}
 	cs.Close()

@@ -195,6 +195,12 @@ func (t *Tx) Vector(col, uid string) ([]float32, error) {
 // records have their metadata and chunks but not always their title and text (DecodeMeta).
 // An error from fn ends the iteration and is returned.
 func (t *Tx) EachRecord(col string, metaOnly bool, fn func(id string, r *Record) error) error {
+	return t.EachRecordAfter(col, "", metaOnly, fn)
+}
+
+// EachRecordAfter is EachRecord from the first id after after ("" = from the first id):
+// a page of documents starts where the previous one ended without reading those before.
+func (t *Tx) EachRecordAfter(col, after string, metaOnly bool, fn func(id string, r *Record) error) error {
 	docs := t.docs(col)
 	if docs == nil {
 		return nil
@@ -204,7 +210,13 @@ func (t *Tx) EachRecord(col string, metaOnly bool, fn func(id string, r *Record)
 		decode = DecodeMeta
 	}
 	cur := docs.Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+	k, v := cur.First()
+	if after != "" {
+		if k, v = cur.Seek([]byte(after)); k != nil && string(k) == after {
+			k, v = cur.Next()
+		}
+	}
+	for ; k != nil; k, v = cur.Next() {
 		id := string(k)
 		r, err := decode(id, v)
 		if err != nil {

@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func findIDs(docs []Document) []string {
+	out := []string{}
+	for _, d := range docs {
+		out = append(out, d.ID)
+	}
+	return out
+}
+
+// TestCollectionFind: ids (in their order), metadata and text filters, offset, limit and
+// keyset pages (After) select the documents a get-by-filter returns.
+func TestCollectionFind(t *testing.T) {
+	ctx := context.Background()
+	m, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Collection("kb")
+	for i := range 10 {
+		kind := "odd"
+		if i%2 == 0 {
+			kind = "even"
+		}
+		if err := c.Add(ctx, Document{ID: fmt.Sprintf("d%d", i), Title: "doc", Text: fmt.Sprintf("number %d is %s", i, kind), Metadata: map[string]any{"kind": kind, "n": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		o    FindOptions
+		want []string
+	}{
+		{"all", FindOptions{}, []string{"d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9"}},
+		{"ids in their order, unknown and repeated skipped", FindOptions{IDs: []string{"d7", "zz", "d2", "d7"}}, []string{"d7", "d2"}},
+		{"empty ids", FindOptions{IDs: []string{}}, []string{}},
+		{"where", FindOptions{Where: Where{"kind": "even"}}, []string{"d0", "d2", "d4", "d6", "d8"}},
+		{"where and where_document", FindOptions{Where: Where{"n": map[string]any{"$gte": 5}}, WhereDocument: WhereDocument{"$contains": "odd"}}, []string{"d5", "d7", "d9"}},
+		{"where_document $not_contains", FindOptions{WhereDocument: WhereDocument{"$not_contains": "number"}}, []string{}},
+		{"ids and where", FindOptions{IDs: []string{"d1", "d2", "d3"}, Where: Where{"kind": "odd"}}, []string{"d1", "d3"}},
+		{"offset and limit", FindOptions{Where: Where{"kind": "odd"}, Offset: 1, Limit: 2}, []string{"d3", "d5"}},
+		{"after", FindOptions{After: "d6", Limit: 2}, []string{"d7", "d8"}},
+		{"after an id not stored", FindOptions{After: "d55"}, []string{"d6", "d7", "d8", "d9"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			docs, err := c.Find(ctx, tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := findIDs(docs); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	docs, err := c.Find(ctx, FindOptions{IDs: []string{"d3"}})
+	if err != nil || docs[0].Text != "number 3 is odd" || docs[0].Title != "doc" || docs[0].Metadata["n"] != 3.0 {
+		t.Fatalf("document: %+v %v", docs, err)
+	}
+	for _, bad := range []FindOptions{{Limit: -1}, {Offset: -1}, {Where: Where{"$bad": 1}}, {WhereDocument: WhereDocument{"$contains": 3}}, {IDs: make([]string, MaxFindIDs+1)}} {
+		if _, err := c.Find(ctx, bad); !errors.Is(err, ErrInvalidOption) && !errors.Is(err, ErrInvalidFilter) {
+			t.Errorf("%+v: err %v", bad.Where, err)
+		}
+	}
+	if _, err := m.Collection("nope").Find(ctx, FindOptions{}); !errors.Is(err, ErrCollectionNotFound) {
+		t.Errorf("missing collection: %v", err)
+	}
+}

@@ -1,0 +1,654 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentmem/memory"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The Chroma-compatible tools: the names and argument shapes of Chroma's MCP server
+// (chroma-core/chroma-mcp), so that an agent written for it runs against this store.
+// Chroma's "documents" are a document's text here; titles are not shown to them.
+const (
+	ToolChromaListCollections  = "chroma_list_collections"
+	ToolChromaCreateCollection = "chroma_create_collection"
+	ToolChromaPeekCollection   = "chroma_peek_collection"
+	ToolChromaCollectionInfo   = "chroma_get_collection_info"
+	ToolChromaCollectionCount  = "chroma_get_collection_count"
+	ToolChromaModifyCollection = "chroma_modify_collection"
+	ToolChromaDeleteCollection = "chroma_delete_collection"
+	ToolChromaAddDocuments     = "chroma_add_documents"
+	ToolChromaQueryDocuments   = "chroma_query_documents"
+	ToolChromaGetDocuments     = "chroma_get_documents"
+	ToolChromaUpdateDocuments  = "chroma_update_documents"
+	ToolChromaDeleteDocuments  = "chroma_delete_documents"
+)
+
+// ErrUnsupported: a Chroma tool argument this store has no equivalent of (collection
+// metadata, renaming a collection).
+var ErrUnsupported = errors.New("mcpserver: not supported by this store")
+
+// The values of "include".
+const (
+	IncludeDocuments  = "documents"
+	IncludeMetadatas  = "metadatas"
+	IncludeDistances  = "distances"
+	IncludeEmbeddings = "embeddings"
+)
+
+// ListCollectionsInput is chroma_list_collections' input.
+type ListCollectionsInput struct {
+	Limit  int `json:"limit,omitempty" jsonschema:"most collections to list (default: all)"`
+	Offset int `json:"offset,omitempty" jsonschema:"collections to skip"`
+}
+
+// ListCollectionsOutput is chroma_list_collections' output.
+type ListCollectionsOutput struct {
+	Collections []string `json:"collections"`
+}
+
+// CreateCollectionInput is chroma_create_collection's input. The HNSW and embedding
+// settings of Chroma are accepted and ignored (this store has one embedder, chosen when it
+// was created); collection metadata is refused (ErrUnsupported) rather than dropped.
+type CreateCollectionInput struct {
+	CollectionName        string         `json:"collection_name" jsonschema:"name of the collection to create"`
+	EmbeddingFunctionName string         `json:"embedding_function_name,omitempty" jsonschema:"ignored: the store's embedder is used"`
+	Metadata              map[string]any `json:"metadata,omitempty" jsonschema:"collection metadata: not supported (an error when not empty)"`
+	Space                 string         `json:"space,omitempty" jsonschema:"ignored"`
+	EFConstruction        int            `json:"ef_construction,omitempty" jsonschema:"ignored"`
+	EFSearch              int            `json:"ef_search,omitempty" jsonschema:"ignored"`
+	MaxNeighbors          int            `json:"max_neighbors,omitempty" jsonschema:"ignored"`
+	NumThreads            int            `json:"num_threads,omitempty" jsonschema:"ignored"`
+	BatchSize             int            `json:"batch_size,omitempty" jsonschema:"ignored"`
+	SyncThreshold         int            `json:"sync_threshold,omitempty" jsonschema:"ignored"`
+	ResizeFactor          float64        `json:"resize_factor,omitempty" jsonschema:"ignored"`
+}
+
+// CollectionNameInput names a collection (chroma_get_collection_info,
+// chroma_get_collection_count, chroma_delete_collection).
+type CollectionNameInput struct {
+	CollectionName string `json:"collection_name" jsonschema:"name of the collection"`
+}
+
+// CollectionOutput names the collection a tool acted on.
+type CollectionOutput struct {
+	Collection string `json:"collection"`
+	Message    string `json:"message"`
+}
+
+// PeekInput is chroma_peek_collection's input.
+type PeekInput struct {
+	CollectionName string `json:"collection_name" jsonschema:"name of the collection"`
+	Limit          int    `json:"limit,omitempty" jsonschema:"number of documents to show (default 5)"`
+}
+
+// CountOutput is chroma_get_collection_count's output.
+type CountOutput struct {
+	Count int `json:"count"`
+}
+
+// CollectionInfoOutput is chroma_get_collection_info's output.
+type CollectionInfoOutput struct {
+	Name            string          `json:"name"`
+	Count           int             `json:"count"`
+	SampleDocuments ChromaGetOutput `json:"sample_documents"`
+}
+
+// ModifyCollectionInput is chroma_modify_collection's input. This store keeps no
+// collection metadata and does not rename collections: both are ErrUnsupported.
+type ModifyCollectionInput struct {
+	CollectionName string         `json:"collection_name" jsonschema:"name of the collection"`
+	NewName        string         `json:"new_name,omitempty" jsonschema:"new name: not supported"`
+	NewMetadata    map[string]any `json:"new_metadata,omitempty" jsonschema:"new metadata: not supported"`
+}
+
+// AddDocumentsInput is chroma_add_documents' input.
+type AddDocumentsInput struct {
+	CollectionName string           `json:"collection_name" jsonschema:"collection to add to (created when missing)"`
+	Documents      []string         `json:"documents" jsonschema:"the texts to store"`
+	IDs            []string         `json:"ids" jsonschema:"one unique id per document"`
+	Metadatas      []map[string]any `json:"metadatas,omitempty" jsonschema:"one metadata object per document (string, number or boolean values)"`
+}
+
+// AddDocumentsOutput is chroma_add_documents' output.
+type AddDocumentsOutput struct {
+	Collection string `json:"collection"`
+	Added      int    `json:"added"`
+}
+
+// QueryDocumentsInput is chroma_query_documents' input.
+type QueryDocumentsInput struct {
+	CollectionName string               `json:"collection_name" jsonschema:"collection to query"`
+	QueryTexts     []string             `json:"query_texts" jsonschema:"one or more queries; each gets its own list of results"`
+	NResults       int                  `json:"n_results,omitempty" jsonschema:"results per query (default 5)"`
+	Where          memory.Where         `json:"where,omitempty" jsonschema:"metadata filter with Chroma's operators, e.g. {\"year\": {\"$gte\": 2020}}"`
+	WhereDocument  memory.WhereDocument `json:"where_document,omitempty" jsonschema:"text filter: {\"$contains\": \"x\"}, {\"$not_contains\": \"x\"}, $and, $or"`
+	Include        []string             `json:"include,omitempty" jsonschema:"any of documents, metadatas, distances, embeddings (default documents, metadatas, distances)"`
+}
+
+// QueryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i],
+// one entry per document (its best-matching chunk's text for a document stored in several
+// chunks: chroma_get_documents has the whole text). A field left out of include is null. Distances are 1 - score (lower is closer; for a dense
+// search, the cosine distance); Scores are the store's own.
+type QueryDocumentsOutput struct {
+	IDs        [][]string         `json:"ids"`
+	Documents  [][]string         `json:"documents"`
+	Metadatas  [][]map[string]any `json:"metadatas"`
+	Distances  [][]float64        `json:"distances"`
+	Embeddings [][][]float32      `json:"embeddings"`
+	Scores     [][]float64        `json:"scores"`
+	Include    []string           `json:"include"`
+}
+
+// GetDocumentsInput is chroma_get_documents' input.
+type GetDocumentsInput struct {
+	CollectionName string               `json:"collection_name" jsonschema:"collection to read"`
+	IDs            []string             `json:"ids,omitempty" jsonschema:"only these documents"`
+	Where          memory.Where         `json:"where,omitempty" jsonschema:"metadata filter"`
+	WhereDocument  memory.WhereDocument `json:"where_document,omitempty" jsonschema:"text filter"`
+	Include        []string             `json:"include,omitempty" jsonschema:"any of documents, metadatas, embeddings (default documents, metadatas)"`
+	Limit          int                  `json:"limit,omitempty" jsonschema:"most documents to return"`
+	Offset         int                  `json:"offset,omitempty" jsonschema:"matching documents to skip"`
+}
+
+// ChromaGetOutput is chroma_get_documents' (and chroma_peek_collection's) output, in id
+// order (or in the order of ids); a field left out of include is null.
+type ChromaGetOutput struct {
+	IDs        []string         `json:"ids"`
+	Documents  []string         `json:"documents"`
+	Metadatas  []map[string]any `json:"metadatas"`
+	Embeddings [][]float32      `json:"embeddings"`
+	Include    []string         `json:"include"`
+}
+
+// UpdateDocumentsInput is chroma_update_documents' input: each given field replaces the
+// stored one (metadata keys are merged: given keys overwrite, others stay).
+type UpdateDocumentsInput struct {
+	CollectionName string           `json:"collection_name" jsonschema:"collection of the documents"`
+	IDs            []string         `json:"ids" jsonschema:"documents to update; all must exist"`
+	Documents      []string         `json:"documents,omitempty" jsonschema:"new texts, one per id"`
+	Metadatas      []map[string]any `json:"metadatas,omitempty" jsonschema:"metadata to merge, one per id"`
+	Embeddings     [][]float32      `json:"embeddings,omitempty" jsonschema:"new vectors, one per id (of the store's dimension)"`
+}
+
+// UpdateDocumentsOutput is chroma_update_documents' output.
+type UpdateDocumentsOutput struct {
+	Updated int `json:"updated"`
+}
+
+// DeleteDocumentsInput is chroma_delete_documents' input: the documents among ids (all,
+// without ids) that match where and where_document. At least one of them is needed.
+type DeleteDocumentsInput struct {
+	CollectionName string               `json:"collection_name" jsonschema:"collection to delete from"`
+	IDs            []string             `json:"ids,omitempty" jsonschema:"documents to delete; unknown ids are ignored"`
+	Where          memory.Where         `json:"where,omitempty" jsonschema:"delete the documents matching this metadata filter"`
+	WhereDocument  memory.WhereDocument `json:"where_document,omitempty" jsonschema:"delete the documents matching this text filter"`
+}
+
+// DeleteDocumentsOutput is chroma_delete_documents' output.
+type DeleteDocumentsOutput struct {
+	Deleted int      `json:"deleted"`
+	IDs     []string `json:"ids"`
+}
+
+// addChromaTools registers the Chroma-compatible tools.
+func (s *server) addChromaTools(srv *mcp.Server) {
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	destructive := true
+	del := &mcp.ToolAnnotations{DestructiveHint: &destructive}
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaListCollections, Annotations: ro,
+		Description: "List the names of the collections of the long-term memory."}, s.chromaList)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaPeekCollection, Annotations: ro,
+		Description: "Show the first documents of a collection."}, s.chromaPeek)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCollectionInfo, Annotations: ro,
+		Description: "Name, document count and three sample documents of a collection."}, s.chromaInfo)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCollectionCount, Annotations: ro,
+		Description: "Number of documents in a collection."}, s.chromaCount)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaQueryDocuments, Annotations: ro,
+		Description: "Search a collection with one or more queries (hybrid BM25 + dense), with optional metadata (where) and text (where_document) filters; one result list per query."}, s.chromaQuery)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaGetDocuments, Annotations: ro,
+		Description: "Read documents by id and/or by metadata and text filters, with limit and offset."}, s.chromaGet)
+	if s.o.ReadOnly {
+		return
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCreateCollection,
+		Description: "Create an empty collection."}, s.chromaCreate)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaModifyCollection,
+		Description: "Rename a collection or change its metadata: not supported by this store (answers an error saying so)."}, s.chromaModify)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaDeleteCollection, Annotations: del,
+		Description: "Delete a collection with all its documents."}, s.chromaDeleteCollection)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaAddDocuments,
+		Description: "Add documents (texts with ids and optional metadata) to a collection, created when missing. An id already stored is an error."}, s.chromaAdd)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaUpdateDocuments,
+		Description: "Update stored documents: new texts, metadata (merged) or embeddings."}, s.chromaUpdate)
+	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaDeleteDocuments, Annotations: del,
+		Description: "Delete documents by id and/or by metadata (where) and text (where_document) filters."}, s.chromaDeleteDocs)
+}
+
+// existingCollection is the named collection when it exists (ErrCollectionNotFound).
+func (s *server) existingCollection(name string) (*memory.Collection, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+	}
+	return s.m.GetCollection(name)
+}
+
+// includes checks include against the allowed values and returns it as a set; def when
+// include is nil.
+func includes(include []string, def []string, allowed ...string) (map[string]bool, []string, error) {
+	if include == nil {
+		include = def
+	}
+	set := map[string]bool{}
+	for _, v := range include {
+		if !slices.Contains(allowed, v) {
+			return nil, nil, fmt.Errorf("%w: include %q (want any of %s)", ErrInvalidInput, v, strings.Join(allowed, ", "))
+		}
+		set[v] = true
+	}
+	return set, include, nil
+}
+
+func (s *server) checkIDs(ids []string, limit int, capName string) error {
+	if len(ids) > limit {
+		return fmt.Errorf("%w: %d ids, at most %d per call (%s)", ErrTooLarge, len(ids), limit, capName)
+	}
+	for i, id := range ids {
+		if id == "" {
+			return fmt.Errorf("%w: ids[%d] is empty", ErrInvalidInput, i)
+		}
+	}
+	return nil
+}
+
+func (s *server) chromaList(_ context.Context, _ *mcp.CallToolRequest, in ListCollectionsInput) (*mcp.CallToolResult, ListCollectionsOutput, error) {
+	if in.Limit < 0 || in.Offset < 0 {
+		return nil, ListCollectionsOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
+	}
+	names := s.m.Collections()
+	names = names[min(in.Offset, len(names)):]
+	if in.Limit > 0 && in.Limit < len(names) {
+		names = names[:in.Limit]
+	}
+	return nil, ListCollectionsOutput{Collections: names}, nil
+}
+
+func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in CreateCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
+	if in.CollectionName == "" {
+		return nil, CollectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+	}
+	if len(in.Metadata) > 0 {
+		return nil, CollectionOutput{}, fmt.Errorf("%w: collection metadata", ErrUnsupported)
+	}
+	if _, err := s.m.GetCollection(in.CollectionName); err == nil {
+		return nil, CollectionOutput{}, fmt.Errorf("%w: collection %q already exists", ErrInvalidInput, in.CollectionName)
+	} else if !errors.Is(err, memory.ErrCollectionNotFound) {
+		return nil, CollectionOutput{}, err
+	}
+	c, err := s.m.CreateCollection(in.CollectionName)
+	if err != nil {
+		return nil, CollectionOutput{}, err
+	}
+	return nil, CollectionOutput{Collection: c.Name(), Message: "created collection " + c.Name()}, nil
+}
+
+func (s *server) chromaModify(_ context.Context, _ *mcp.CallToolRequest, in ModifyCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
+	if _, err := s.existingCollection(in.CollectionName); err != nil {
+		return nil, CollectionOutput{}, err
+	}
+	return nil, CollectionOutput{}, fmt.Errorf("%w: collections have no metadata and cannot be renamed (copy the documents with chroma_get_documents and chroma_add_documents)", ErrUnsupported)
+}
+
+func (s *server) chromaDeleteCollection(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CollectionOutput, error) {
+	if in.CollectionName == "" {
+		return nil, CollectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+	}
+	if err := s.m.DeleteCollection(ctx, in.CollectionName); err != nil {
+		return nil, CollectionOutput{}, err
+	}
+	return nil, CollectionOutput{Collection: in.CollectionName, Message: "deleted collection " + in.CollectionName}, nil
+}
+
+func (s *server) chromaCount(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CountOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, CountOutput{}, err
+	}
+	n, err := c.Len(ctx)
+	return nil, CountOutput{Count: n}, err
+}
+
+func (s *server) chromaPeek(ctx context.Context, _ *mcp.CallToolRequest, in PeekInput) (*mcp.CallToolResult, ChromaGetOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, ChromaGetOutput{}, err
+	}
+	limit := in.Limit
+	if limit == 0 {
+		limit = 5
+	}
+	if limit < 1 || limit > s.o.MaxGetLimit {
+		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d not in [1, %d] (MaxGetLimit)", ErrInvalidInput, in.Limit, s.o.MaxGetLimit)
+	}
+	return s.getOutput(ctx, c, memory.FindOptions{Limit: limit}, nil)
+}
+
+func (s *server) chromaInfo(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CollectionInfoOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, CollectionInfoOutput{}, err
+	}
+	n, err := c.Len(ctx)
+	if err != nil {
+		return nil, CollectionInfoOutput{}, err
+	}
+	_, sample, err := s.getOutput(ctx, c, memory.FindOptions{Limit: 3}, nil)
+	return nil, CollectionInfoOutput{Name: c.Name(), Count: n, SampleDocuments: sample}, err
+}
+
+// getOutput finds the documents o selects and shapes them as Chroma's get does.
+func (s *server) getOutput(ctx context.Context, c *memory.Collection, o memory.FindOptions, include []string) (*mcp.CallToolResult, ChromaGetOutput, error) {
+	set, include, err := includes(include, []string{IncludeDocuments, IncludeMetadatas}, IncludeDocuments, IncludeMetadatas, IncludeEmbeddings)
+	if err != nil {
+		return nil, ChromaGetOutput{}, err
+	}
+	docs, err := c.Find(ctx, o)
+	if err != nil {
+		return nil, ChromaGetOutput{}, err
+	}
+	out := ChromaGetOutput{IDs: make([]string, len(docs)), Include: include}
+	if set[IncludeDocuments] {
+		out.Documents = make([]string, len(docs))
+	}
+	if set[IncludeMetadatas] {
+		out.Metadatas = make([]map[string]any, len(docs))
+	}
+	if set[IncludeEmbeddings] {
+		out.Embeddings = make([][]float32, len(docs))
+	}
+	for i, d := range docs {
+		out.IDs[i] = d.ID
+		if out.Documents != nil {
+			out.Documents[i] = d.Text
+		}
+		if out.Metadatas != nil {
+			out.Metadatas[i] = metadataOf(d.Metadata)
+		}
+		if out.Embeddings != nil {
+			if out.Embeddings[i], err = s.embedding(ctx, c, d.ID); err != nil {
+				return nil, ChromaGetOutput{}, err
+			}
+		}
+	}
+	return nil, out, nil
+}
+
+// metadataOf is md, or an empty object for a document without metadata.
+func metadataOf(md map[string]any) map[string]any {
+	if md == nil {
+		return map[string]any{}
+	}
+	return md
+}
+
+// embedding is the stored vector of document id (an empty list when it has none or is
+// stored in several chunks, each with its own).
+func (s *server) embedding(ctx context.Context, c *memory.Collection, id string) ([]float32, error) {
+	d, err := c.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if d.Embedding == nil {
+		return []float32{}, nil
+	}
+	return d.Embedding, nil
+}
+
+func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in GetDocumentsInput) (*mcp.CallToolResult, ChromaGetOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, ChromaGetOutput{}, err
+	}
+	if err := s.checkIDs(in.IDs, s.o.MaxGetIDs, "MaxGetIDs"); err != nil {
+		return nil, ChromaGetOutput{}, err
+	}
+	if in.Limit < 0 || in.Offset < 0 {
+		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
+	}
+	if in.Limit > s.o.MaxGetLimit {
+		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d, at most %d (MaxGetLimit)", ErrTooLarge, in.Limit, s.o.MaxGetLimit)
+	}
+	if in.IDs == nil && in.Offset > 0 {
+		// An offset past the end answers at once, without a scan of the collection.
+		if n, err := c.Len(ctx); err != nil {
+			return nil, ChromaGetOutput{}, err
+		} else if in.Offset >= n {
+			in.IDs = []string{}
+		}
+	}
+	o := memory.FindOptions{IDs: in.IDs, Where: in.Where, WhereDocument: in.WhereDocument, Offset: in.Offset, Limit: in.Limit}
+	if o.Limit == 0 { // at most MaxGetLimit; one more tells that there are more
+		o.Limit = s.o.MaxGetLimit + 1
+	}
+	res, out, err := s.getOutput(ctx, c, o, in.Include)
+	if err == nil && in.Limit == 0 && len(out.IDs) > s.o.MaxGetLimit {
+		return nil, ChromaGetOutput{}, fmt.Errorf("%w: more than %d documents match (MaxGetLimit): pass limit and offset to read them in pages", ErrTooLarge, s.o.MaxGetLimit)
+	}
+	return res, out, err
+}
+
+func (s *server) chromaAdd(ctx context.Context, _ *mcp.CallToolRequest, in AddDocumentsInput) (*mcp.CallToolResult, AddDocumentsOutput, error) {
+	if in.CollectionName == "" {
+		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+	}
+	n := len(in.Documents)
+	switch {
+	case n == 0:
+		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: no documents", ErrInvalidInput)
+	case n > s.o.MaxAddDocs:
+		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
+	case len(in.IDs) != n:
+		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: %d ids for %d documents (one id per document)", ErrInvalidInput, len(in.IDs), n)
+	case in.Metadatas != nil && len(in.Metadatas) != n:
+		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: %d metadatas for %d documents", ErrInvalidInput, len(in.Metadatas), n)
+	}
+	docs := make([]memory.Document, n)
+	for i := range docs {
+		docs[i] = memory.Document{ID: in.IDs[i], Text: in.Documents[i]}
+		if in.Metadatas != nil {
+			docs[i].Metadata = in.Metadatas[i]
+		}
+	}
+	c := s.m.Collection(in.CollectionName)
+	if err := c.Add(ctx, docs...); err != nil {
+		return nil, AddDocumentsOutput{}, err
+	}
+	return nil, AddDocumentsOutput{Collection: c.Name(), Added: n}, nil
+}
+
+func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in UpdateDocumentsInput) (*mcp.CallToolResult, UpdateDocumentsOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, UpdateDocumentsOutput{}, err
+	}
+	n := len(in.IDs)
+	if n == 0 {
+		return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: no ids", ErrInvalidInput)
+	}
+	if n > s.o.MaxAddDocs {
+		return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+		set  bool
+	}{{"documents", len(in.Documents), in.Documents != nil}, {"metadatas", len(in.Metadatas), in.Metadatas != nil}, {"embeddings", len(in.Embeddings), in.Embeddings != nil}} {
+		if f.set && f.n != n {
+			return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: %d %s for %d ids", ErrInvalidInput, f.n, f.name, n)
+		}
+	}
+	if in.Documents == nil && in.Metadatas == nil && in.Embeddings == nil {
+		return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: nothing to update (give documents, metadatas or embeddings)", ErrInvalidInput)
+	}
+	docs := make([]memory.Document, n)
+	for i, id := range in.IDs {
+		d, err := c.Get(ctx, id)
+		if err != nil {
+			return nil, UpdateDocumentsOutput{}, err
+		}
+		if in.Documents != nil {
+			d.Text = in.Documents[i]
+		}
+		if in.Metadatas != nil {
+			md := make(map[string]any, len(d.Metadata)+len(in.Metadatas[i]))
+			for k, v := range d.Metadata {
+				md[k] = v
+			}
+			for k, v := range in.Metadatas[i] {
+				md[k] = v
+			}
+			d.Metadata = md
+		}
+		if in.Embeddings != nil {
+			d.Embedding = in.Embeddings[i]
+		} else if in.Documents != nil {
+			d.Embedding = nil // the new text gets its own vector
+		}
+		d.Source = "" // kept in the metadata
+		docs[i] = d
+	}
+	if err := c.Upsert(ctx, docs...); err != nil {
+		return nil, UpdateDocumentsOutput{}, err
+	}
+	return nil, UpdateDocumentsOutput{Updated: n}, nil
+}
+
+func (s *server) chromaDeleteDocs(ctx context.Context, _ *mcp.CallToolRequest, in DeleteDocumentsInput) (*mcp.CallToolResult, DeleteDocumentsOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, DeleteDocumentsOutput{}, err
+	}
+	if err := s.checkIDs(in.IDs, s.o.MaxDeleteIDs, "MaxDeleteIDs"); err != nil {
+		return nil, DeleteDocumentsOutput{}, err
+	}
+	if len(in.IDs) == 0 && len(in.Where) == 0 && len(in.WhereDocument) == 0 {
+		return nil, DeleteDocumentsOutput{}, fmt.Errorf("%w: give ids, where or where_document (chroma_delete_collection empties a collection)", ErrInvalidInput)
+	}
+	var ids []string
+	if len(in.IDs) > 0 {
+		ids = in.IDs
+	}
+	// One more than the cap tells that too many match; then nothing is deleted.
+	docs, err := c.Find(ctx, memory.FindOptions{IDs: ids, Where: in.Where, WhereDocument: in.WhereDocument, Limit: s.o.MaxDeleteIDs + 1})
+	if err != nil {
+		return nil, DeleteDocumentsOutput{}, err
+	}
+	if len(docs) > s.o.MaxDeleteIDs {
+		return nil, DeleteDocumentsOutput{}, fmt.Errorf("%w: more than %d documents match, at most %d per call (MaxDeleteIDs); nothing was deleted", ErrTooLarge, s.o.MaxDeleteIDs, s.o.MaxDeleteIDs)
+	}
+	out := DeleteDocumentsOutput{IDs: make([]string, len(docs))}
+	for i, d := range docs {
+		out.IDs[i] = d.ID
+	}
+	if len(out.IDs) > 0 {
+		if err := c.Delete(ctx, out.IDs...); err != nil {
+			return nil, DeleteDocumentsOutput{}, err
+		}
+	}
+	out.Deleted = len(out.IDs)
+	return nil, out, nil
+}
+
+func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in QueryDocumentsInput) (*mcp.CallToolResult, QueryDocumentsOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
+		return nil, QueryDocumentsOutput{}, err
+	}
+	if len(in.QueryTexts) == 0 {
+		return nil, QueryDocumentsOutput{}, fmt.Errorf("%w: query_texts is empty", ErrInvalidInput)
+	}
+	if len(in.QueryTexts) > s.o.MaxQueries {
+		return nil, QueryDocumentsOutput{}, fmt.Errorf("%w: %d query_texts, at most %d per call (MaxQueries)", ErrTooLarge, len(in.QueryTexts), s.o.MaxQueries)
+	}
+	for _, q := range in.QueryTexts {
+		if err := s.checkQuery(q); err != nil {
+			return nil, QueryDocumentsOutput{}, err
+		}
+	}
+	k := in.NResults
+	if k == 0 {
+		k = s.o.DefaultTopK
+	}
+	if k < 1 || k > s.o.MaxTopK {
+		return nil, QueryDocumentsOutput{}, fmt.Errorf("%w: n_results %d not in [1, %d]", ErrInvalidInput, in.NResults, s.o.MaxTopK)
+	}
+	set, include, err := includes(in.Include, []string{IncludeDocuments, IncludeMetadatas, IncludeDistances},
+		IncludeDocuments, IncludeMetadatas, IncludeDistances, IncludeEmbeddings)
+	if err != nil {
+		return nil, QueryDocumentsOutput{}, err
+	}
+	opts := []memory.SearchOption{memory.TopK(k)}
+	if len(in.Where) > 0 {
+		opts = append(opts, memory.WithWhere(in.Where))
+	}
+	if len(in.WhereDocument) > 0 {
+		opts = append(opts, memory.WithWhereDocument(in.WhereDocument))
+	}
+	lists, err := c.SearchBatch(ctx, in.QueryTexts, opts...)
+	if err != nil {
+		return nil, QueryDocumentsOutput{}, err
+	}
+	nq := len(lists)
+	out := QueryDocumentsOutput{IDs: make([][]string, nq), Scores: make([][]float64, nq), Include: include}
+	if set[IncludeDocuments] {
+		out.Documents = make([][]string, nq)
+	}
+	if set[IncludeMetadatas] {
+		out.Metadatas = make([][]map[string]any, nq)
+	}
+	if set[IncludeDistances] {
+		out.Distances = make([][]float64, nq)
+	}
+	if set[IncludeEmbeddings] {
+		out.Embeddings = make([][][]float32, nq)
+	}
+	for i, res := range lists {
+		out.IDs[i] = make([]string, len(res))
+		out.Scores[i] = make([]float64, len(res))
+		if out.Documents != nil {
+			out.Documents[i] = make([]string, len(res))
+		}
+		if out.Metadatas != nil {
+			out.Metadatas[i] = make([]map[string]any, len(res))
+		}
+		if out.Distances != nil {
+			out.Distances[i] = make([]float64, len(res))
+		}
+		if out.Embeddings != nil {
+			out.Embeddings[i] = make([][]float32, len(res))
+		}
+		for j, r := range res {
+			out.IDs[i][j], out.Scores[i][j] = r.ID, r.Score
+			if out.Documents != nil {
+				out.Documents[i][j] = r.Text
+			}
+			if out.Metadatas != nil {
+				out.Metadatas[i][j] = metadataOf(r.Metadata)
+			}
+			if out.Distances != nil {
+				out.Distances[i][j] = 1 - r.Score
+			}
+			if out.Embeddings != nil {
+				if out.Embeddings[i][j], err = s.embedding(ctx, c, r.ID); err != nil {
+					return nil, QueryDocumentsOutput{}, err
+				}
+			}
+		}
+	}
+	return nil, out, nil
+}

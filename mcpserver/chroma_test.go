@@ -1,0 +1,481 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/vectorstore"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// chromaFixture adds the script's documents to collection "kb" through chroma_add_documents.
+func chromaFixture(t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	var out AddDocumentsOutput
+	res := call(t, cs, ToolChromaAddDocuments, map[string]any{
+		"collection_name": "kb",
+		"documents": []string{
+			"Deploy the service with kubectl apply after the image is built.",
+			"Python is a dynamically typed language used for scripting.",
+			"Go is a statically typed language; deploy Go binaries as one file.",
+			"Bananas are yellow fruit rich in potassium.",
+		},
+		"ids":       []string{"deploy", "python", "go", "banana"},
+		"metadatas": []map[string]any{{"topic": "ops", "year": 2024}, {"topic": "lang", "year": 2019}, {"topic": "lang", "year": 2023}, {"topic": "food", "year": 2020}},
+	}, &out)
+	if res.IsError || out.Added != 4 || out.Collection != "kb" {
+		t.Fatalf("add: %s %+v", errorText(res), out)
+	}
+}
+
+// TestChromaTools runs every Chroma-compatible tool as an agent written for Chroma's MCP
+// server calls it, over the in-memory transport.
+func TestChromaTools(t *testing.T) {
+	m := newStore(t)
+	cs := connect(t, New(m, Options{}))
+	chromaFixture(t, cs)
+
+	var cols ListCollectionsOutput
+	if res := call(t, cs, ToolChromaListCollections, nil, &cols); res.IsError || !slices.Contains(cols.Collections, "kb") {
+		t.Fatalf("list: %s %+v", errorText(res), cols)
+	}
+	var created CollectionOutput
+	if res := call(t, cs, ToolChromaCreateCollection, map[string]any{"collection_name": "notes", "space": "cosine"}, &created); res.IsError || created.Collection != "notes" {
+		t.Fatalf("create: %s %+v", errorText(res), created)
+	}
+	if res := call(t, cs, ToolChromaCreateCollection, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "already exists") {
+		t.Fatalf("create twice: %s", errorText(res))
+	}
+	if res := call(t, cs, ToolChromaListCollections, map[string]any{"limit": 1, "offset": 1}, &cols); res.IsError || !reflect.DeepEqual(cols.Collections, []string{"notes"}) {
+		t.Fatalf("list page: %s %+v", errorText(res), cols)
+	}
+	var count CountOutput
+	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
+		t.Fatalf("count: %s %+v", errorText(res), count)
+	}
+	var peek ChromaGetOutput
+	if res := call(t, cs, ToolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 2}, &peek); res.IsError ||
+		!reflect.DeepEqual(peek.IDs, []string{"banana", "deploy"}) || len(peek.Documents) != 2 || peek.Metadatas[0]["topic"] != "food" {
+		t.Fatalf("peek: %s %+v", errorText(res), peek)
+	}
+	var info CollectionInfoOutput
+	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "kb"}, &info); res.IsError || info.Count != 4 || len(info.SampleDocuments.IDs) != 3 {
+		t.Fatalf("info: %s %+v", errorText(res), info)
+	}
+	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb2"}, nil); !res.IsError || !strings.Contains(errorText(res), "not supported") {
+		t.Fatalf("modify: %s", errorText(res))
+	}
+
+	// Query: two queries, where, where_document, include.
+	var q QueryDocumentsOutput
+	res := call(t, cs, ToolChromaQueryDocuments, map[string]any{
+		"collection_name": "kb", "query_texts": []string{"deploy", "typed language"}, "n_results": 3,
+		"where": map[string]any{"year": map[string]any{"$gte": 2020}}, "where_document": map[string]any{"$not_contains": "kubectl"},
+		"include": []string{"documents", "distances", "embeddings"},
+	}, &q)
+	if res.IsError {
+		t.Fatalf("query: %s", errorText(res))
+	}
+	if len(q.IDs) != 2 || !reflect.DeepEqual(q.IDs[0], []string{"go"}) || !reflect.DeepEqual(q.IDs[1], []string{"go"}) {
+		t.Fatalf("query ids = %v", q.IDs)
+	}
+	if q.Metadatas != nil || len(q.Documents[0]) != 1 || !strings.HasPrefix(q.Documents[0][0], "Go is") || q.Distances[0][0] != 1-q.Scores[0][0] || len(q.Embeddings[0]) != 1 {
+		t.Fatalf("query includes: %+v", q)
+	}
+	res = call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"deploy"},
+		"where_document": map[string]any{"$or": []any{map[string]any{"$contains": "kubectl"}, map[string]any{"$contains": "Bananas"}}}}, &q)
+	if res.IsError || !reflect.DeepEqual(q.IDs, [][]string{{"deploy"}}) || q.Metadatas[0][0]["topic"] != "ops" || q.Embeddings != nil {
+		t.Fatalf("query $or: %s %+v", errorText(res), q)
+	}
+
+	// Get by ids (in their order), by filter, with limit and offset.
+	var got ChromaGetOutput
+	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"python", "nope", "deploy"}}, &got); res.IsError ||
+		!reflect.DeepEqual(got.IDs, []string{"python", "deploy"}) || got.Embeddings != nil || got.Metadatas[1]["year"] != 2024.0 {
+		t.Fatalf("get ids: %s %+v", errorText(res), got)
+	}
+	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"topic": "lang"},
+		"where_document": map[string]any{"$contains": "typed"}, "limit": 1, "offset": 1, "include": []string{"metadatas"}}, &got); res.IsError ||
+		!reflect.DeepEqual(got.IDs, []string{"python"}) || got.Documents != nil {
+		t.Fatalf("get filter: %s %+v", errorText(res), got)
+	}
+
+	// Update: text and merged metadata; the text is searchable afterwards.
+	var up UpdateDocumentsOutput
+	if res := call(t, cs, ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": []string{"banana"},
+		"documents": []string{"Plantains are starchy cooking bananas."}, "metadatas": []map[string]any{{"year": 2025}}}, &up); res.IsError || up.Updated != 1 {
+		t.Fatalf("update: %s %+v", errorText(res), up)
+	}
+	d, err := m.Collection("kb").Get(context.Background(), "banana")
+	if err != nil || d.Text != "Plantains are starchy cooking bananas." || d.Metadata["topic"] != "food" || d.Metadata["year"] != 2025.0 {
+		t.Fatalf("after update: %+v %v", d, err)
+	}
+	if res := call(t, cs, ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": []string{"nope"}, "documents": []string{"x"}}, nil); !res.IsError {
+		t.Fatal("update of a missing id accepted")
+	}
+
+	// Delete by where, then by ids.
+	var del DeleteDocumentsOutput
+	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"topic": "lang"}}, &del); res.IsError ||
+		del.Deleted != 2 || !reflect.DeepEqual(del.IDs, []string{"go", "python"}) {
+		t.Fatalf("delete where: %s %+v", errorText(res), del)
+	}
+	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": []string{"deploy", "nope"}}, &del); res.IsError || del.Deleted != 1 {
+		t.Fatalf("delete ids: %s %+v", errorText(res), del)
+	}
+	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb"}, nil); !res.IsError {
+		t.Fatal("delete without ids or filter accepted")
+	}
+	if n := m.Collection("kb").Count(); n != 1 {
+		t.Fatalf("kb holds %d documents, want 1", n)
+	}
+	if res := call(t, cs, ToolChromaDeleteCollection, map[string]any{"collection_name": "notes"}, nil); res.IsError || slices.Contains(m.Collections(), "notes") {
+		t.Fatalf("delete collection: %s %v", errorText(res), m.Collections())
+	}
+	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "not found") {
+		t.Fatalf("count of a deleted collection: %s", errorText(res))
+	}
+}
+
+// TestChromaToolsReadOnly: a read-only server lists the reading Chroma tools only.
+func TestChromaToolsReadOnly(t *testing.T) {
+	cs := connect(t, New(newStore(t), Options{ReadOnly: true}))
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	want := "chroma_get_collection_count,chroma_get_collection_info,chroma_get_documents,chroma_list_collections,chroma_peek_collection,chroma_query_documents,memory_get,memory_search,sop_match"
+	if got := strings.Join(names, ","); got != want {
+		t.Fatalf("tools = %s", got)
+	}
+}
+
+// TestSearchWhereDocument: memory_search takes where_document (the base rejected it as an
+// unexpected property).
+func TestSearchWhereDocument(t *testing.T) {
+	cs := connect(t, New(newStore(t), Options{}))
+	chromaFixture(t, cs)
+	var out SearchOutput
+	res := call(t, cs, ToolSearch, map[string]any{"query": "deploy", "collection": "kb", "where_document": map[string]any{"$contains": "kubectl"}}, &out)
+	if res.IsError || len(out.Results) != 1 || out.Results[0].ID != "deploy" {
+		t.Fatalf("search: %s %+v", errorText(res), out)
+	}
+}
+
+// snapshot is every stored document of every collection, for "nothing changed" checks.
+func snapshot(t *testing.T, m *memory.Memory) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range m.Collections() {
+		docs, err := m.Collection(c).Find(context.Background(), memory.FindOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(docs)
+		fmt.Fprintf(&b, "%s:%s\n", c, data)
+	}
+	return b.String()
+}
+
+// TestChromaHostileArguments: deep nesting, huge lists and huge strings each get a tool
+// error naming the cap, within 100 ms, and leave the store as it was.
+func TestChromaHostileArguments(t *testing.T) {
+	m := newStore(t)
+	srv := New(m, Options{})
+	// The server's time on a call: from the decoded request to its answer (the client's
+	// encoding of a 4 MiB argument and the in-memory pipe are not the server's).
+	var served atomic.Int64
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			start := time.Now()
+			defer func() { served.Store(int64(time.Since(start))) }()
+			return next(ctx, method, req)
+		}
+	})
+	cs := connect(t, srv)
+	chromaFixture(t, cs)
+	before := snapshot(t, m)
+	many := func(n int, f func(i int) any) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = f(i)
+		}
+		return out
+	}
+	id := func(i int) any { return fmt.Sprintf("id%d", i) }
+	deep := func(depth int) map[string]any { return nestedWhere(depth) }
+	deepDoc := func(depth int) map[string]any {
+		w := map[string]any{"$contains": "x"}
+		for range depth {
+			w = map[string]any{"$and": []any{w}}
+		}
+		return w
+	}
+	cases := []struct {
+		name, tool string
+		args       map[string]any
+		capName    string
+	}{
+		{"where at the filter cap + 1", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "where": deep(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
+		{"where nested past the argument cap", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "where": deep(45)}, "MaxArgDepth"},
+		{"where_document nested deep", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "where_document": deepDoc(45)}, "MaxArgDepth"},
+		{"delete where nested deep", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": deep(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
+		{"delete where_document nested deep", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where_document": deepDoc(45)}, "MaxArgDepth"},
+		{"too many query_texts", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": many(DefaultMaxQueries+1, func(int) any { return "q" })}, "MaxQueries"},
+		{"huge query_text", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{strings.Repeat("w", DefaultMaxQueryBytes+1)}}, "MaxQueryBytes"},
+		{"too many get ids", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxGetIDs+1, id)}, "MaxGetIDs"},
+		{"ids over the argument bytes", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(200_000, id)}, "MaxArgBytes"},
+		{"huge n_results", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "n_results": 1 << 40}, "n_results"},
+		{"huge peek limit", ToolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 1 << 40}, "MaxGetLimit"},
+		{"get limit over the cap", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "limit": DefaultMaxGetLimit + 1}, "MaxGetLimit"},
+		{"too many delete ids", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxDeleteIDs+1, id)}, "MaxDeleteIDs"},
+		{"too many added documents", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": many(DefaultMaxAddDocs+1, func(int) any { return "t" }), "ids": many(DefaultMaxAddDocs+1, id)}, "MaxAddDocs"},
+		{"huge added document", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{strings.Repeat("w ", DefaultMaxAddBytes/2+1)}, "ids": []string{"huge"}}, "MaxAddBytes"},
+		{"too many updated documents", ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxAddDocs+1, id), "documents": many(DefaultMaxAddDocs+1, func(int) any { return "t" })}, "MaxAddDocs"},
+		{"huge collection name", ToolChromaCreateCollection, map[string]any{"collection_name": strings.Repeat("c", DefaultMaxArgBytes+1)}, "MaxArgBytes"},
+		{"huge metadata value", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{"t"}, "ids": []string{"m"}, "metadatas": []any{map[string]any{"k": strings.Repeat("v", DefaultMaxAddBytes)}}}, "MaxAddBytes"},
+		{"huge memory_search query", ToolSearch, map[string]any{"query": strings.Repeat("w", DefaultMaxQueryBytes+1)}, "MaxQueryBytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Encoded before the clock starts: the time is the server's, not the client's
+			// encoding of a huge map.
+			raw, err := json.Marshal(c.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(raw)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rt := time.Since(start); rt > 10*time.Second { // a hang, not a slow -race encoder
+				t.Errorf("round trip took %v", rt)
+			}
+			took := time.Duration(served.Load())
+			if !res.IsError || !strings.Contains(errorText(res), c.capName) {
+				t.Fatalf("want a tool error naming %s, got error=%v %.300s", c.capName, res.IsError, errorText(res))
+			}
+			if took > 100*time.Millisecond {
+				t.Errorf("answered in %v, want under 100ms", took)
+			}
+			t.Logf("%d argument bytes: answered in %v (server), %q", len(raw), took, errorText(res))
+		})
+	}
+	if after := snapshot(t, m); after != before {
+		t.Fatalf("store changed:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// TestChromaDeleteOverCap: a filter matching more documents than MaxDeleteIDs deletes
+// nothing.
+func TestChromaDeleteOverCap(t *testing.T) {
+	m := newStore(t)
+	cs := connect(t, New(m, Options{MaxDeleteIDs: 2}))
+	chromaFixture(t, cs)
+	before := snapshot(t, m)
+	res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"year": map[string]any{"$gte": 2000}}}, nil)
+	if !res.IsError || !strings.Contains(errorText(res), "MaxDeleteIDs") {
+		t.Fatalf("want a MaxDeleteIDs error, got %s", errorText(res))
+	}
+	if snapshot(t, m) != before {
+		t.Fatal("store changed")
+	}
+}
+
+// TestDocumentResources: resources/list pages through every document of every collection
+// (a small page size here), and each URI reads back the document.
+func TestDocumentResources(t *testing.T) {
+	m := newStore(t)
+	ctx := context.Background()
+	want := map[string]string{}
+	for c, n := range map[string]int{"a": 3, "b b": 4, "c/d": 2} {
+		for i := range n {
+			id := fmt.Sprintf("doc %d/%s", i, c)
+			if err := m.Collection(c).Add(ctx, memory.Document{ID: id, Title: "T" + id, Text: "body of " + id, Metadata: map[string]any{"n": i}}); err != nil {
+				t.Fatal(err)
+			}
+			want[DocumentURI(c, id)] = "T" + id + "\n\nbody of " + id
+		}
+	}
+	cs := connect(t, New(m, Options{ResourcePageSize: 3}))
+	tmpls, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tmpls.ResourceTemplates) != 1 || tmpls.ResourceTemplates[0].URITemplate != DocumentURITemplate {
+		t.Fatalf("templates: %v %v", tmpls, err)
+	}
+	got := map[string]bool{}
+	pages := 0
+	cursor := ""
+	for {
+		res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(res.Resources) > 3 {
+			t.Fatalf("page of %d", len(res.Resources))
+		}
+		for _, r := range res.Resources {
+			if got[r.URI] {
+				t.Fatalf("%s listed twice", r.URI)
+			}
+			got[r.URI] = true
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(got) != len(want) || pages != 3 {
+		t.Fatalf("listed %d resources in %d pages, want %d in 3", len(got), pages, len(want))
+	}
+	for uri, text := range want {
+		if !got[uri] {
+			t.Errorf("%s not listed", uri)
+		}
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil {
+			t.Fatalf("read %s: %v", uri, err)
+		}
+		if rr.Contents[0].Text != text || len(rr.Contents) != 2 || !strings.Contains(rr.Contents[1].Text, `"n"`) {
+			t.Fatalf("read %s: %+v", uri, rr.Contents[0])
+		}
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: DocumentURI("a", "missing")}); err == nil {
+		t.Fatal("a missing document was read")
+	}
+	if _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "!!"}); err == nil {
+		t.Fatal("a bad cursor was accepted")
+	}
+}
+
+// TestSOPPrompts: each procedure of the library is a prompt whose messages are its steps.
+func TestSOPPrompts(t *testing.T) {
+	cs := connect(t, New(newStore(t), Options{SOPs: newLibrary(t)}))
+	ctx := context.Background()
+	list, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Prompts {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if !reflect.DeepEqual(names, []string{"debug_python_code", "deploy_service"}) {
+		t.Fatalf("prompts = %v", names)
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "debug_python_code", Arguments: map[string]string{"task": "the tests fail"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, msg := range res.Messages {
+		texts = append(texts, msg.Content.(*mcp.TextContent).Text)
+	}
+	want := []string{
+		"Follow the procedure debug_python_code: Find and fix a bug in Python code.\nTask: the tests fail",
+		"Step 1 of 2: Reproduce the problem.",
+		"Step 2 of 2: Run the tests again. (only when: fix proposed)",
+	}
+	if !reflect.DeepEqual(texts, want) {
+		t.Fatalf("messages = %q", texts)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "nope"}); err == nil {
+		t.Fatal("unknown prompt answered")
+	}
+}
+
+// TestHTTPDeepArguments: over streamable HTTP (no stdio frame cap in front), arguments
+// nested hundreds of levels deep are a tool error naming MaxArgDepth, and the session
+// goes on.
+func TestHTTPDeepArguments(t *testing.T) {
+	m := newStore(t)
+	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), "", nil))
+	defer hs.Close()
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	chromaFixture(t, cs)
+	before := snapshot(t, m)
+	// Past the argument cap: a tool error; past the body's (DefaultMaxFrameDepth, as on
+	// stdio): a JSON-RPC error naming it, before the SDK decodes the body.
+	for _, c := range []struct {
+		depth int
+		want  string
+	}{{45, "MaxArgDepth"}, {500, "nested deeper than 128 (MaxDepth)"}, {4000, "nested deeper than 128 (MaxDepth)"}} {
+		raw := []byte(`{"collection_name":"kb","query_texts":["x"],"where":` + strings.Repeat(`{"$or":[`, c.depth) + `{"k":"v"}` + strings.Repeat(`]}`, c.depth) + `}`)
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolChromaQueryDocuments, Arguments: json.RawMessage(raw)})
+		took := time.Since(start)
+		msg := fmt.Sprint(err)
+		if err == nil {
+			msg = errorText(res)
+			if !res.IsError {
+				t.Fatalf("depth %d accepted", c.depth)
+			}
+		}
+		if !strings.Contains(msg, c.want) {
+			t.Fatalf("depth %d: want an error naming %q, got %.300s", c.depth, c.want, msg)
+		}
+		if took > 100*time.Millisecond {
+			t.Errorf("depth %d: answered in %v", c.depth, took)
+		}
+	}
+	var count CountOutput
+	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
+		t.Fatalf("after: %s %+v", errorText(res), count)
+	}
+	if snapshot(t, m) != before {
+		t.Fatal("store changed")
+	}
+}
+
+// TestChromaQueryWithEmbedder: on a store with an embedder (hybrid search; the batch's
+// dense retrieval shared between the queries), several query_texts each get their own
+// list, and include embeddings returns the stored vectors.
+func TestChromaQueryWithEmbedder(t *testing.T) {
+	m, err := memory.Open("", memory.WithEmbedder(vectorstore.NewHashEmbedder(64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cs := connect(t, New(m, Options{}))
+	chromaFixture(t, cs)
+	var q QueryDocumentsOutput
+	res := call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": "kb",
+		"query_texts": []string{"kubectl apply deploy", "bananas potassium", "dynamically typed scripting"}, "n_results": 1,
+		"include": []string{"embeddings", "distances"}}, &q)
+	if res.IsError {
+		t.Fatal(errorText(res))
+	}
+	if !reflect.DeepEqual(q.IDs, [][]string{{"deploy"}, {"banana"}, {"python"}}) {
+		t.Fatalf("ids = %v", q.IDs)
+	}
+	for i := range q.IDs {
+		if len(q.Embeddings[i][0]) != 64 || q.Distances[i][0] != 1-q.Scores[i][0] || q.Documents != nil {
+			t.Fatalf("query %d: %+v", i, q)
+		}
+	}
+	var got ChromaGetOutput
+	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"go"}, "include": []string{"embeddings"}}, &got); res.IsError || len(got.Embeddings[0]) != 64 {
+		t.Fatalf("get embeddings: %s %+v", errorText(res), got)
+	}
+}
