@@ -817,6 +817,9 @@ type jsonlDoc struct {
 	Source   string         `json:"source"`
 	// Embedding is the document's precomputed vector.
 	Embedding []float32 `json:"embedding"`
+	// ExportHeader and ExportEnd are the header and end lines of a memory export (skipped).
+	ExportHeader json.RawMessage `json:"memory_export"`
+	ExportEnd    json.RawMessage `json:"memory_export_end"`
 }
 
 func (j jsonlDoc) document() memory.Document {
@@ -884,6 +887,9 @@ func (ix *indexer) indexFile(i int) error {
 			return nil
 		case dl.err != nil:
 			ix.skip(l, "invalid JSON: %v", dl.err)
+			return nil
+		case dl.doc.ExportHeader != nil || dl.doc.ExportEnd != nil: // not a document
+			ix.prog.add(1)
 			return nil
 		}
 		d := dl.doc.document()
