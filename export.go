@@ -249,39 +249,20 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		want[c] = true
 	}
 	im := importer{m: m, ctx: ctx, opts: opts, st: &st}
-	br := bufio.NewReaderSize(r, 1<<20)
-	var line []byte
-	for n := 1; ; n++ {
-		var err error
-		line, err = readLine(br, line[:0])
-		if err == io.EOF {
-			break
+	// The lines are read and decoded on a goroutine of their own, a few chunks ahead of
+	// the writes (decoding a line's vector costs about as much as storing it).
+	ch, stop := make(chan []parsedLine, 4), make(chan struct{})
+	go decodeExport(r, ch, stop)
+	defer func() {
+		close(stop)
+		for range ch { // until the decoder has stopped
 		}
-		if err != nil {
-			return st, fmt.Errorf("memory: import, line %d: %w", n, err)
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if bytes.HasPrefix(line, []byte(`{"memory_export`)) {
-			var el exportLine
-			if err := json.Unmarshal(line, &el); err != nil || (el.Header == nil) == (el.End == nil) {
-				return st, fmt.Errorf("%w: line %d: an unreadable header or end line", ErrBadExport, n)
-			}
-			if el.Header != nil {
-				if err := im.begin(el.Header, want, n); err != nil {
-					return st, err
-				}
-			} else if err := im.end(el.End, n); err != nil {
+	}()
+	for chunk := range ch {
+		for i := range chunk {
+			if err := im.handle(&chunk[i], want); err != nil {
 				return st, err
 			}
-			continue
-		}
-		if im.col == "" {
-			return st, fmt.Errorf("%w: line %d: a document before any collection header (%q)", ErrBadExport, n, `{"memory_export":{...}}`)
-		}
-		if err := im.add(line, n); err != nil {
-			return st, err
 		}
 	}
 	if im.col != "" {
@@ -378,23 +359,139 @@ type importDoc struct {
 	Embedding []float32      `json:"embedding"`
 }
 
-// add queues the document of line n.
-func (im *importer) add(line []byte, n int) error {
+// handle acts on one decoded line.
+func (im *importer) handle(pl *parsedLine, want map[string]bool) error {
+	switch {
+	case pl.err != nil:
+		return pl.err
+	case pl.header != nil:
+		return im.begin(pl.header, want, pl.n)
+	case pl.end != nil:
+		return im.end(pl.end, pl.n)
+	case im.col == "":
+		return fmt.Errorf("%w: line %d: a document before any collection header (%q)", ErrBadExport, pl.n, `{"memory_export":{...}}`)
+	}
 	im.read++
 	im.st.Read++
 	if im.skip {
 		im.st.Ignored++
 		return nil
 	}
-	var d importDoc
-	if err := json.Unmarshal(line, &d); err != nil {
-		return fmt.Errorf("%w: line %d: %v", ErrBadExport, n, err)
-	}
-	im.pending = append(im.pending, Document{ID: d.ID, Title: d.Title, Text: d.Text, Metadata: d.Metadata, Source: d.Source, Embedding: d.Embedding})
+	im.pending = append(im.pending, pl.doc)
 	if len(im.pending) >= im.opts.BatchSize {
 		return im.flush()
 	}
 	return nil
+}
+
+// parsedLine is a decoded line of an export: a header, an end line, a document, or why it
+// cannot be read.
+type parsedLine struct {
+	n      int // its number, from 1
+	header *ExportHeader
+	end    *ExportEnd
+	doc    Document
+	err    error
+}
+
+// decodeChunk is how many lines decodeExport hands over at a time.
+const decodeChunk = 256
+
+// decodeExport reads and decodes the lines of r into chunks sent on out, until the end of
+// r, a line that cannot be read, or stop; it closes out.
+func decodeExport(r io.Reader, out chan<- []parsedLine, stop <-chan struct{}) {
+	defer close(out)
+	br := bufio.NewReaderSize(r, 1<<20)
+	chunk := make([]parsedLine, 0, decodeChunk)
+	send := func() bool {
+		select {
+		case out <- chunk:
+			chunk = make([]parsedLine, 0, decodeChunk)
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	var line []byte
+	for n := 1; ; n++ {
+		var err error
+		line, err = readLine(br, line[:0])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			chunk = append(chunk, parsedLine{n: n, err: fmt.Errorf("memory: import, line %d: %w", n, err)})
+			break
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		pl := parseExportLine(line, n)
+		chunk = append(chunk, pl)
+		if pl.err != nil {
+			break
+		}
+		if len(chunk) == decodeChunk && !send() {
+			return
+		}
+	}
+	if len(chunk) > 0 {
+		send()
+	}
+}
+
+// embeddingKey starts the vector of a document line as Export writes it (last).
+var embeddingKey = []byte(`,"embedding":[`)
+
+// parseExportLine decodes line n of an export.
+func parseExportLine(line []byte, n int) parsedLine {
+	if bytes.HasPrefix(line, []byte(`{"memory_export`)) {
+		var el exportLine
+		if err := json.Unmarshal(line, &el); err != nil || (el.Header == nil) == (el.End == nil) {
+			return parsedLine{n: n, err: fmt.Errorf("%w: line %d: an unreadable header or end line", ErrBadExport, n)}
+		}
+		return parsedLine{n: n, header: el.Header, end: el.End}
+	}
+	var d importDoc
+	// The vector, written last, is parsed by hand (encoding/json's float decoding is several
+	// times slower); any other layout, or a value strconv refuses, takes the general way.
+	fast := false
+	if i := bytes.LastIndex(line, embeddingKey); i > 0 && bytes.HasSuffix(line, []byte("]}")) {
+		if vec, ok := parseFloats(line[i+len(embeddingKey) : len(line)-2]); ok {
+			if json.Unmarshal(append(line[:i:i], '}'), &d) == nil {
+				d.Embedding, fast = vec, true
+			} else {
+				d = importDoc{}
+			}
+		}
+	}
+	if !fast {
+		if err := json.Unmarshal(line, &d); err != nil {
+			return parsedLine{n: n, err: fmt.Errorf("%w: line %d: %v", ErrBadExport, n, err)}
+		}
+	}
+	return parsedLine{n: n, doc: Document{ID: d.ID, Title: d.Title, Text: d.Text, Metadata: d.Metadata, Source: d.Source, Embedding: d.Embedding}}
+}
+
+// parseFloats parses a comma-separated list of float32 numbers; ok false when any is not one.
+func parseFloats(b []byte) ([]float32, bool) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return []float32{}, true
+	}
+	out := make([]float32, 0, bytes.Count(b, []byte(","))+1)
+	for {
+		field, rest, more := bytes.Cut(b, []byte(","))
+		f, err := strconv.ParseFloat(string(bytes.TrimSpace(field)), 32)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, float32(f))
+		if !more {
+			break
+		}
+		b = rest
+	}
+	return out, true
 }
 
 // flush writes the pending documents that are not stored identically, in one Upsert.

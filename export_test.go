@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -222,5 +223,43 @@ func TestImportRefuses(t *testing.T) {
 	st, err := m.Import(ctx, bytes.NewReader(buf.Bytes()), ImportOptions{Collections: []string{"notes"}})
 	if err != nil || st.Stored != 2 || st.Ignored != 121 || m.Count() != 0 || m.Collection("notes").Count() != 2 {
 		t.Fatalf("import of notes only: %+v %v", st, err)
+	}
+}
+
+// TestParseExportLine holds the hand-parsed vector of a document line to what
+// encoding/json makes of the same line, for lines in Export's layout and others.
+func TestParseExportLine(t *testing.T) {
+	lines := []string{
+		`{"id":"1","text":"x","embedding":[0.5,-1,3e-7,0]}`,
+		`{"id":"2","text":"x","embedding":[]}`,
+		`{"id":"3","text":"has ,\"embedding\":[1,2] inside","metadata":{"k":"v"},"embedding":[1.25, 2]}`,
+		`{"embedding":[1,2],"id":"4","text":"key first"}`,
+		`{"id":"5","text":"x","embedding":[1,null]}`,
+		`{"id":"6","text":"x","embedding":null}`,
+		`{"id":"7","text":"x","embedding":[1e50]}`,
+		`{"id":"8","text":"x","embedding":[1,"2"]}`,
+		`{"id":"9","text":"x","embedding":[1,]}`,
+		`{"id":"10","text":"x"}`,
+		`{"id":"11","text":"x","metadata":{"embedding":[1]}}`,
+		`{"id":"12","text":"x","embedding":[1,2]`,
+	}
+	for _, l := range lines {
+		got := parseExportLine([]byte(l), 1)
+		var want importDoc
+		werr := json.Unmarshal([]byte(l), &want)
+		if (got.err != nil) != (werr != nil) {
+			t.Errorf("%s: error %v, encoding/json's %v", l, got.err, werr)
+			continue
+		}
+		if werr != nil {
+			if !errors.Is(got.err, ErrBadExport) {
+				t.Errorf("%s: %v, want ErrBadExport", l, got.err)
+			}
+			continue
+		}
+		if got.doc.ID != want.ID || got.doc.Text != want.Text || !reflect.DeepEqual(got.doc.Metadata, want.Metadata) ||
+			!reflect.DeepEqual(got.doc.Embedding, want.Embedding) {
+			t.Errorf("%s: decoded %+v, encoding/json %+v", l, got.doc, want)
+		}
 	}
 }
