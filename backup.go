@@ -201,10 +201,14 @@ func Restore(ctx context.Context, r io.Reader, dir string) error {
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
-	// Checked again: another process may have written into dir meanwhile. (An empty
-	// directory is replaced by the rename.)
+	// Checked again: another process may have written into dir meanwhile. An empty
+	// directory is removed first (os.Rename does not replace a directory); os.Remove fails
+	// on one that is not empty.
 	if err := restoreTarget(dir); err != nil {
 		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s: %v", ErrRestoreTarget, dir, err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("memory: restore: %w", err)

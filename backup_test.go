@@ -238,6 +238,17 @@ func TestRestoreDamaged(t *testing.T) {
 	if n := r.Count(); n != 30 {
 		t.Fatalf("restored %d documents, want 30", n)
 	}
+	// An empty directory is a target too.
+	empty := filepath.Join(parent, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Restore(ctx, bytes.NewReader(good), empty); err != nil {
+		t.Fatalf("restore into an empty directory: %v", err)
+	}
+	if r := openT(t, empty, WithEmbedder(vectorstore.NewHashEmbedder(16))); r.Count() != 30 {
+		t.Fatalf("restored into an empty directory: %d documents", r.Count())
+	}
 }
 
 // tarOf is a tar archive of the given files.
