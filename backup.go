@@ -76,14 +76,16 @@ type BackupInfo struct {
 	StoreBytes int64
 	// Bytes is the size of the whole archive.
 	Bytes int64
-	// Documents counts the documents in the copy, over all collections.
+	// Documents counts the documents in the copy, over all collections (from their
+	// counters; -1 when one cannot be trusted).
 	Documents int
 }
 
 // Backup writes a backup of the store to w (a tar stream; see [Restore]): a consistent
 // copy of the store of record as of the moment Backup is called, taken while searches and
 // writes go on. Every write acknowledged before the call is in it; writes that commit
-// while it runs are not. The derived indexes are rebuilt from it when the restored store
+// while it runs are not. (A write that must grow store.db's memory mapping waits until the
+// copy ends: bbolt cannot remap under a reader.) The derived indexes are rebuilt from it when the restored store
 // is first opened. w gets a partial archive when Backup fails (a file: write it to a
 // temporary name and rename it when Backup returns nil; the CLI's backup does).
 func (m *Memory) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
@@ -106,10 +108,7 @@ func (m *Memory) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 		return BackupInfo{}, fmt.Errorf("memory: backup: %w", err)
 	}
 	defer snap.Close()
-	info := BackupInfo{StoreBytes: snap.Size()}
-	if info.Documents, err = m.db.CountDocs(); err != nil {
-		info.Documents = -1 // only informative
-	}
+	info := BackupInfo{StoreBytes: snap.Size(), Documents: snap.Documents()}
 	man = append(man, '\n')
 
 	cw := &countWriter{w: w}

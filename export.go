@@ -88,7 +88,8 @@ type ExportStats struct {
 
 // Export writes the documents of the named collections (none: every collection, sorted) to
 // w as JSON Lines (see the format above), streaming: each collection is read in one read
-// transaction, so it is a consistent snapshot of that collection while writers go on, and
+// transaction, so it is a consistent snapshot of that collection while writers go on (a
+// write that must grow the file's mapping waits for it, as for [Memory.Backup]), and
 // memory stays bounded whatever its size. A named collection that does not exist is
 // ErrCollectionNotFound.
 func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string) (ExportStats, error) {

@@ -105,8 +105,12 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "backup of %s: %d documents, store.db %d bytes, archive %d bytes, in %s\n",
-		*dir, info.Documents, info.StoreBytes, info.Bytes, time.Since(start).Round(time.Millisecond))
+	docs := fmt.Sprintf("%d documents", info.Documents)
+	if info.Documents < 0 {
+		docs = "documents not counted (a collection's counters need a recount: memory check --repair)"
+	}
+	fmt.Fprintf(stderr, "backup of %s: %s, store.db %d bytes, archive %d bytes, in %s\n",
+		*dir, docs, info.StoreBytes, info.Bytes, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

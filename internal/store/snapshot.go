@@ -38,5 +38,30 @@ func (s *Snapshot) WriteTo(w io.Writer) (n int64, err error) {
 	return n, err
 }
 
+// Documents is the number of documents in the snapshot, from the collections' persisted
+// counters (-1 when one of them is missing or cannot be trusted: it would have to be
+// counted, reading every record).
+func (s *Snapshot) Documents() int {
+	n := 0
+	err := Guard("store.db read", func() error {
+		cols := s.tx.Bucket(bkCols)
+		if cols == nil {
+			return nil
+		}
+		return cols.ForEachBucket(func(k []byte) error {
+			d, _, st := counts(cols.Bucket(k))
+			if st != countsOK {
+				return errStop
+			}
+			n += d
+			return nil
+		})
+	})
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 // Close ends the snapshot.
 func (s *Snapshot) Close() error { return s.tx.Rollback() }
