@@ -126,13 +126,34 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return ix.outcome(scan.total, *sync, *strict)
 }
 
-// reportFailure tells, on stderr, what a run that fails has stored: the documents it
-// acknowledged are durable, and every re-indexed source whose replacement did not commit
-// keeps its earlier documents.
+// reportFailure tells, on stderr, what a run that fails has stored and what it has not:
+// the documents it acknowledged are durable (counted, and the last of them named), the
+// first one not stored is named, and every re-indexed source whose replacement did not
+// commit keeps its earlier documents. Running the same command again finishes the job.
 func (ix *indexer) reportFailure() {
-	fmt.Fprintf(ix.stderr, "index failed: %d documents were stored (durably) before the error; %d re-indexed sources were replaced whole. "+
-		"Every other source keeps its earlier documents (one replaced in several batches also holds the batches stored); run index again to finish.\n",
-		ix.stored, ix.committed)
+	fmt.Fprintf(ix.stderr, "index failed: %d documents were stored (durably) before the error; %d skipped (reported above); %d not stored.\n",
+		ix.stored, ix.skipped, max(ix.scan.total-ix.stored-ix.skipped, 0))
+	if ix.lastStored.id != "" {
+		fmt.Fprintf(ix.stderr, "  last document stored:      %q (%s)\n", ix.lastStored.id, ix.where(ix.lastStored.loc))
+	} else {
+		fmt.Fprintf(ix.stderr, "  last document stored:      none\n")
+	}
+	if len(ix.pending) > 0 {
+		p := ix.pending[0]
+		fmt.Fprintf(ix.stderr, "  first document not stored: %q (%s)\n", p.doc.ID, ix.where(p.loc))
+	} else if len(ix.files) > 0 {
+		fmt.Fprintf(ix.stderr, "  first document not stored: the one after the last stored (reading %s failed)\n", ix.files[ix.file])
+	}
+	fmt.Fprintf(ix.stderr, "  %d re-indexed sources were replaced whole; every other source keeps its earlier documents (one replaced in several batches also holds the batches stored).\n", ix.committed)
+	fmt.Fprintf(ix.stderr, "  to resume: run the same memory index command again; it stores every document again in place (same ids: no duplicates), the ones not stored included.\n")
+}
+
+// noteStored records the last of docs (stored, in order) as the last document stored.
+func (ix *indexer) noteStored(docs []pendingDoc) {
+	if len(docs) > 0 {
+		d := docs[len(docs)-1]
+		ix.lastStored.id, ix.lastStored.loc = d.doc.ID, d.loc
+	}
 }
 
 // collectRoots lists the files to index under the given roots. With sync, a root that
@@ -283,6 +304,10 @@ type indexer struct {
 
 	stored, skipped, replaced, vanished int
 	committed                           int // re-indexed sources whose replacement committed
+	lastStored                          struct {
+		id  string
+		loc docLoc
+	} // the last document acknowledged (for the failure report)
 }
 
 func (ix *indexer) where(l docLoc) string {
@@ -395,10 +420,15 @@ func (ix *indexer) flush() error {
 		if errors.Is(err, memory.ErrIndexUpdate) { // stored; the index catches up on the next open
 			ix.stored += len(docs)
 			ix.committed += len(ix.replacing)
+			ix.noteStored(ix.pending)
+			ix.pending = ix.pending[:0]
 		}
 		return fmt.Errorf("replacing the documents of %d re-indexed sources: %w", len(ix.replacing), err)
 	}
 	ix.stored += len(docs)
+	if docs != nil {
+		ix.noteStored(ix.pending)
+	}
 	ix.replaced += n
 	ix.committed += len(ix.replacing)
 	ix.prog.add(len(docs))
@@ -431,6 +461,7 @@ func (ix *indexer) flushBatch() error {
 	switch {
 	case err == nil:
 		ix.stored += len(docs)
+		ix.noteStored(ix.pending)
 		ix.prog.add(len(docs))
 	case perDocument(err):
 		if err := ix.upsertEach(); err != nil {
@@ -439,6 +470,8 @@ func (ix *indexer) flushBatch() error {
 	default:
 		if errors.Is(err, memory.ErrIndexUpdate) { // stored; the index catches up on the next open
 			ix.stored += len(docs)
+			ix.noteStored(ix.pending)
+			ix.pending = ix.pending[:0]
 		}
 		return err
 	}
@@ -453,18 +486,22 @@ func (ix *indexer) upsertEach() error {
 	if ix.r != nil {
 		upsert = ix.r.Upsert
 	}
-	for _, p := range ix.pending {
+	for i, p := range ix.pending {
 		if err := upsert(ix.ctx, p.doc); err != nil {
 			if errors.Is(err, memory.ErrIndexUpdate) {
 				ix.stored++
+				ix.noteStored(ix.pending[i : i+1])
+				i++
 			}
 			if !perDocument(err) {
+				ix.pending = ix.pending[i:] // what is not stored (the failure report names the first)
 				return err
 			}
 			ix.report(p.loc, "%v", err)
 			continue
 		}
 		ix.stored++
+		ix.noteStored(ix.pending[i : i+1])
 	}
 	ix.prog.add(len(ix.pending))
 	ix.pending = ix.pending[:0]
@@ -780,6 +817,9 @@ type jsonlDoc struct {
 	Source   string         `json:"source"`
 	// Embedding is the document's precomputed vector.
 	Embedding []float32 `json:"embedding"`
+	// ExportHeader and ExportEnd are the header and end lines of a memory export (skipped).
+	ExportHeader json.RawMessage `json:"memory_export"`
+	ExportEnd    json.RawMessage `json:"memory_export_end"`
 }
 
 func (j jsonlDoc) document() memory.Document {
@@ -847,6 +887,9 @@ func (ix *indexer) indexFile(i int) error {
 			return nil
 		case dl.err != nil:
 			ix.skip(l, "invalid JSON: %v", dl.err)
+			return nil
+		case dl.doc.ExportHeader != nil || dl.doc.ExportEnd != nil: // not a document
+			ix.prog.add(1)
 			return nil
 		}
 		d := dl.doc.document()

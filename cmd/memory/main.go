@@ -6,6 +6,10 @@
 //	memory delete      --store DIR [--collection C] ID... | --where JSON | --source PATH
 //	memory count       --store DIR [--collection C]
 //	memory check       --store DIR [--repair]
+//	memory backup      --store DIR OUT
+//	memory restore     ARCHIVE --store NEWDIR [--check]
+//	memory export      --store DIR [--collection C] OUT.jsonl
+//	memory import      --store DIR [--collection C] IN.jsonl
 //	memory collections --store DIR [--json] | --delete NAME
 //	memory eval        --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
 //	memory serve       --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]
