@@ -279,9 +279,9 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	return st, nil
 }
 
-// readLine reads one line (without its ending) into buf; a line over maxExportLine is an
+// readExportLine reads one line (without its ending) into buf; a line over maxExportLine is an
 // error.
-func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+func readExportLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
@@ -416,7 +416,7 @@ func decodeExport(r io.Reader, out chan<- []parsedLine, stop <-chan struct{}) {
 	var line []byte
 	for n := 1; ; n++ {
 		var err error
-		line, err = readLine(br, line[:0])
+		line, err = readExportLine(br, line[:0])
 		if err == io.EOF {
 			break
 		}
