@@ -86,7 +86,10 @@ type BackupInfo struct {
 // writes go on. Every write acknowledged before the call is in it; writes that commit
 // while it runs are not. (A write that must grow store.db's memory mapping waits until the
 // copy ends: bbolt cannot remap under a reader.) The derived indexes are rebuilt from it when the restored store
-// is first opened. w gets a partial archive when Backup fails (a file: write it to a
+// is first opened. A read-only store that reads through its writer (see [ReadOnly]) gets
+// the backup from the writer, streamed over its socket: the same archive, as of the moment
+// the writer begins it (ErrWriterGone when the writer goes away during it). w gets a
+// partial archive when Backup fails (a file: write it to a
 // temporary name and rename it when Backup returns nil; the CLI's backup does).
 func (m *Memory) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	if m.closed.Load() {
@@ -94,6 +97,9 @@ func (m *Memory) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return BackupInfo{}, err
+	}
+	if m.remote != nil { // a read-only store beside a writer: the writer takes it
+		return m.remoteBackup(ctx, w)
 	}
 	// The snapshot begins under the writer lock: no write is half way through it, and the
 	// manifest read with it describes it (a write that records the embedder holds it too).

@@ -91,11 +91,15 @@ type ExportStats struct {
 // transaction, so it is a consistent snapshot of that collection while writers go on (a
 // write that must grow the file's mapping waits for it, as for [Memory.Backup]), and
 // memory stays bounded whatever its size. A named collection that does not exist is
-// ErrCollectionNotFound.
+// ErrCollectionNotFound. A read-only store that reads through its writer (see [ReadOnly])
+// gets the export from the writer, streamed over its socket.
 func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string) (ExportStats, error) {
 	var st ExportStats
 	if m.closed.Load() {
 		return st, ErrClosed
+	}
+	if m.remote != nil { // a read-only store beside a writer: the writer exports
+		return m.remoteExport(ctx, w, collections)
 	}
 	names := slices.Clone(collections)
 	if len(names) == 0 {

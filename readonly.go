@@ -20,8 +20,8 @@ var ErrReadOnly = errors.New("memory: store is opened read-only")
 // store). While another process has it open for writing, a read-only open reads through
 // that writer instead: a writable Memory answers other processes' reads on a unix socket
 // (see remote.go), and the read-only Memory's Search, SearchBatch, Get, Vectors, Len, Count,
-// IDs, Sources, Collections and GetCollection are the writer's answers (run with the
-// writer's embedder, reranker and indexes). Its writes fail with ErrReadOnly, Check with
+// IDs, Sources, Collections, GetCollection, Backup and Export are the writer's answers (run
+// with the writer's embedder, reranker and indexes; a backup or export streamed from it). Its writes fail with ErrReadOnly, Check with
 // ErrLocked (it reads the files itself), and every read with ErrWriterGone once the writer
 // has closed the store or exited: open it again. A writer that finds readers waits up to
 // WithLockTimeout for them to close, then fails with ErrLocked (a *LockedError naming the

@@ -57,12 +57,13 @@ var ErrWriterGone = errors.New("memory: the writer this read-only store reads th
 // wireReq is one request.
 type wireReq struct {
 	V       int         `json:"v"`
-	Op      string      `json:"op"` // hello, search, batch, get, vectors, len, ids, sources, collections, exists
+	Op      string      `json:"op"` // hello, search, batch, get, vectors, len, ids, sources, collections, exists; backup, export (remotestream.go)
 	Col     string      `json:"col,omitempty"`
 	Query   string      `json:"q,omitempty"`
 	Queries []string    `json:"qs,omitempty"`
 	ID      string      `json:"id,omitempty"`
 	Opts    *wireSearch `json:"opts,omitempty"`
+	Cols    []string    `json:"cols,omitempty"` // export: the collections (none: every one)
 }
 
 // wireSearch is SearchOptions as sent: every field but the callbacks (a fusion function
@@ -97,7 +98,11 @@ type wireResp struct {
 	N       int          `json:"n,omitempty"`
 	Names   []string     `json:"names,omitempty"`
 	Stats   *SearchStats `json:"stats,omitempty"`
-	PID     int          `json:"pid,omitempty"` // hello
+	PID     int          `json:"pid,omitempty"`    // hello
+	Caps    []string     `json:"caps,omitempty"`   // hello: the streaming operations served (remotestream.go)
+	Stream  string       `json:"stream,omitempty"` // "frames": frames follow this line (remotestream.go)
+	Backup  *BackupInfo  `json:"backup,omitempty"` // a backup stream's end frame
+	Export  *ExportStats `json:"export,omitempty"` // an export stream's end frame
 }
 
 // wireDoc is a Document with its embedding (which Document's JSON leaves out).
@@ -306,6 +311,10 @@ func (s *readServer) serveConn(c net.Conn) {
 			bw.Flush()
 			return
 		}
+		if streamOp(req.Op) {
+			s.serveStream(c, br, bw, &req)
+			return
+		}
 		resp := s.answer(&req)
 		if err := writeResp(bw, resp); err != nil {
 			return
@@ -349,6 +358,7 @@ func (s *readServer) answer(req *wireReq) *wireResp {
 	switch req.Op {
 	case "hello":
 		out.PID = os.Getpid()
+		out.Caps = streamCaps
 	case "search", "batch":
 		var opts []SearchOption
 		var st SearchStats
@@ -444,6 +454,7 @@ type remoteClient struct {
 	dir  string
 	path string
 	pid  int
+	caps []string // the streaming operations the writer serves (its hello answer)
 
 	slots  chan struct{} // one per connection in use (maxClientConns)
 	mu     sync.Mutex
@@ -466,10 +477,12 @@ func dialRemote(dir string) (*remoteClient, error) {
 	rc := &remoteClient{dir: dir, path: li.Socket, pid: li.PID, slots: make(chan struct{}, maxClientConns)}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := rc.call(ctx, &wireReq{Op: "hello"}); err != nil {
+	hello, err := rc.call(ctx, &wireReq{Op: "hello"})
+	if err != nil {
 		rc.close()
 		return nil, err
 	}
+	rc.caps = hello.Caps
 	return rc, nil
 }
 
