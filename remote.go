@@ -35,7 +35,9 @@ import (
 // protocol version, remoteProto); a request over maxRequestBytes, a line that is not a
 // request, or another version is answered with an error and the connection is closed. The
 // writer serves at most maxRemoteConns connections at once, and a reader opens at most
-// maxClientConns (its further calls wait for one).
+// maxClientConns (its further calls wait for one). Backup and Export are answered with a
+// stream of bounded frames after the response line (remotestream.go), a capability the
+// writer names in its hello answer.
 
 const (
 	remoteProto      = 1

@@ -125,19 +125,19 @@ type frameWriter struct {
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
+	n := 0
+	for n < len(p) {
 		if f.err != nil {
-			return 0, f.err
+			return n, f.err
 		}
-		k := min(len(p), cap(f.buf)-len(f.buf))
-		f.buf = append(f.buf, p[:k]...)
-		p = p[k:]
-		if len(f.buf) == cap(f.buf) {
-			f.flush()
+		k := min(len(p)-n, cap(f.buf)-len(f.buf))
+		f.buf = append(f.buf, p[n:n+k]...)
+		if len(f.buf) == cap(f.buf) && f.flush() != nil {
+			return n, f.err
 		}
+		n += k
 	}
-	return n, f.err
+	return n, nil
 }
 
 // flush sends the data buffered as a frame.
@@ -315,6 +315,9 @@ func truncate(b []byte, n int) []byte {
 func (m *Memory) remoteBackup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	cw := &countWriter{w: w}
 	resp, err := m.remote.stream(ctx, &wireReq{Op: "backup"}, cw)
+	if re := (*remoteError)(nil); errors.As(err, &re) { // the writer's own, already saying "backup"
+		return BackupInfo{Bytes: cw.n}, err
+	}
 	if err != nil {
 		return BackupInfo{Bytes: cw.n}, fmt.Errorf("memory: backup: %w", err)
 	}

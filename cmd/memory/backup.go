@@ -33,8 +33,9 @@ rebuilds them from store.db when it is first opened (memory restore --check does
 OUT is written to a temporary file beside it, fsynced, and renamed into place only when the
 backup is whole: a failed or killed backup leaves no OUT (and any earlier OUT as it was).
 
-A process that has the store open writable (memory serve, an application) backs it up with
-the library's Memory.Backup, which runs beside its searches and writes.`,
+While another process has the store open writable (memory serve, an application), the
+backup is taken by that process, beside its searches and writes, and streamed to this one
+over its socket; if it exits during the backup, the backup fails and leaves no OUT.`,
 	}
 	commandHelp["restore"] = helpText{
 		usage: `memory restore ARCHIVE --store NEWDIR [--check]`,
@@ -62,7 +63,8 @@ an export can also be indexed: memory index --embedder-id ID OUT.jsonl. "embeddi
 stored vector of a document stored whole; chunked documents are exported without theirs
 (one per chunk): an import embeds them again with the store's embedder. Each collection is
 read in one read transaction (a consistent snapshot of it). OUT.jsonl is written to a
-temporary file and renamed into place when whole.`,
+temporary file and renamed into place when whole. Beside a process that has the store open
+writable, the export is taken by that process and streamed to this one.`,
 	}
 	commandHelp["import"] = helpText{
 		usage: `memory import --store DIR [--collection C] [--batch N] IN.jsonl`,
