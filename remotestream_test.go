@@ -280,3 +280,60 @@ func TestRemoteStreamWriters(t *testing.T) {
 		})
 	}
 }
+
+// A backup through the writer taken during 1,000 concurrent Adds restores to a store that
+// Check calls clean and that holds every document acknowledged before the backup began.
+func TestRemoteBackupDuringAdds(t *testing.T) {
+	w, r := remotePair(t, t.TempDir())
+	var mu sync.Mutex
+	var acked []string
+	var wg sync.WaitGroup
+	started := make(chan struct{})
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 125 {
+				id := fmt.Sprintf("add-%d-%d", g, i)
+				if err := w.Add(bg, Document{ID: id, Text: fmt.Sprintf("concurrent note %d of writer %d", i, g)}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, id)
+				n := len(acked)
+				mu.Unlock()
+				if n == 200 {
+					close(started)
+				}
+			}
+		}()
+	}
+	<-started
+	mu.Lock()
+	before := append([]string(nil), acked...)
+	mu.Unlock()
+	var arch bytes.Buffer
+	info, err := r.Backup(bg, &arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	rdir := filepath.Join(t.TempDir(), "restored")
+	if err := Restore(bg, &arch, rdir); err != nil {
+		t.Fatal(err)
+	}
+	rs := openT(t, rdir, WithEmbedder(vectorstore.NewHashEmbedder(16)))
+	defer rs.Close()
+	rep, err := rs.Check(bg, false)
+	if err != nil || !rep.OK() {
+		t.Fatalf("check of the restored store: %+v, %v", rep, err)
+	}
+	for _, id := range before {
+		if _, err := rs.Get(bg, id); err != nil {
+			t.Errorf("%s, acknowledged before the backup began, is not restored: %v", id, err)
+		}
+	}
+	n, _ := rs.Len(bg)
+	t.Logf("%d adds acknowledged before the backup, %d documents in it (%d restored in the default collection), 1000 in all", len(before), info.Documents, n)
+}
