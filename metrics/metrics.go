@@ -98,7 +98,7 @@ func NewRetrieve(reg prometheus.Registerer) (*Retrieve, error) {
 		queue: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memory_retrieve_queue_wait_seconds",
 			Help: "Time a request waited for a slot (--max-concurrent).", Buckets: latencyBuckets}, []string{"endpoint"}),
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memory_retrieve_stage_duration_seconds",
-			Help: "Time of a request's stages: search (per chunk of queries), rerank (per query), write (per request).",
+			Help:    "Time of a request's stages: search (per chunk of queries), rerank (per query), write (per request).",
 			Buckets: latencyBuckets}, []string{"endpoint", "stage"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "memory_retrieve_in_flight",
 			Help: "Requests being served by the retrieval server."}),
@@ -114,7 +114,7 @@ func NewRetrieve(reg prometheus.Registerer) (*Retrieve, error) {
 
 func newSearchStages() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memory_search_stage_duration_seconds",
-		Help: "Time of each stage of a search of the store (the stages the search ran; total for every search).",
+		Help:    "Time of each stage of a search of the store (the stages the search ran; total for every search).",
 		Buckets: latencyBuckets}, []string{"mode", "stage"})
 }
 

@@ -14,6 +14,9 @@ import (
 // so this package does not depend on a metrics library. Its methods are called from
 // every request at once and must be safe for concurrent use; they must not block.
 type Observer interface {
+	// Begin is called when a request arrives, before it is routed; Request follows
+	// when it ends.
+	Begin(endpoint string)
 	// Request is called once per request when it has been answered: endpoint is
 	// "/retrieve", "/rerank", "/health", "/ready", "/openapi.json" or "other"; status is
 	// the HTTP status sent (200 for a response aborted midway); kind is "" for a success,
@@ -94,6 +97,7 @@ func ErrorKind(status int, err error) string {
 // nopObserver is the Observer of a server without one.
 type nopObserver struct{}
 
+func (nopObserver) Begin(string)                               {}
 func (nopObserver) Request(string, int, string, time.Duration) {}
 func (nopObserver) Batch(string, int)                          {}
 func (nopObserver) Queue(string, time.Duration)                {}
@@ -148,6 +152,7 @@ func endpointOf(path string) string {
 func (h *retrieveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ow := &observed{ResponseWriter: w, endpoint: endpointOf(r.URL.Path)}
+	h.obs.Begin(ow.endpoint)
 	defer func() {
 		p := recover()
 		status, kind := ow.status, ow.kind
