@@ -268,8 +268,7 @@ type storeCollector struct {
 const diskCacheFor = 10 * time.Second
 
 // NewStoreCollector reports the documents of each collection of m and the bytes of its
-// folder on disk (walked at most every 10 s; left out for an in-memory store) when
-// scraped.
+// folder on disk (walked at most every 10 s) when scraped.
 func NewStoreCollector(m *memory.Memory) prometheus.Collector {
 	return &storeCollector{m: m,
 		docs:  prometheus.NewDesc("memory_store_documents", "Documents stored, by collection.", []string{"collection"}, nil),
