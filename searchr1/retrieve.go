@@ -468,7 +468,11 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 		buf     []byte
 		writing time.Duration // encoding and writing, reported as the "write" stage
 	)
-	defer func() { h.obs.Stage(endpointOf(r.URL.Path), "write", writing) }()
+	defer func() {
+		if started {
+			h.obs.Stage(endpointOf(r.URL.Path), "write", writing)
+		}
+	}()
 	for p := range parts {
 		if p.err != nil {
 			if !started {
@@ -625,6 +629,9 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 // presence and types are checked by the caller on this raw view, so "queries": "x" or a
 // missing field get 422 and only malformed JSON gets 400.
 func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string]json.RawMessage, int, error) {
+	if o, ok := w.(*observed); ok {
+		w = o.ResponseWriter // the server's own, which MaxBytesReader tells to close the connection
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
