@@ -21,6 +21,7 @@
 //	mcp_http_request_duration_seconds{method}           histogram
 //	mcp_calls_total{method,tool,outcome}                JSON-RPC calls (outcome ok, error, tool_error)
 //	mcp_call_duration_seconds{method,tool}              histogram
+//	search_stage_duration_seconds{mode,stage}           as above, of memory_search calls
 //	store_documents{collection}                         documents stored
 //	store_disk_bytes                                    bytes of the store's folder on disk
 //
@@ -182,6 +183,7 @@ type MCP struct {
 	duration *prometheus.HistogramVec
 	calls    *prometheus.CounterVec
 	callDur  *prometheus.HistogramVec
+	search   *prometheus.HistogramVec
 }
 
 // NewMCP registers the metrics of an MCP server in reg.
@@ -195,14 +197,18 @@ func NewMCP(reg prometheus.Registerer) (*MCP, error) {
 			Help: "JSON-RPC calls the MCP server answered, by method, tool (tools/call) and outcome (ok, error, tool_error)."}, []string{"method", "tool", "outcome"}),
 		callDur: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "memory_mcp_call_duration_seconds",
 			Help: "Time the MCP server took to answer a call.", Buckets: latencyBuckets}, []string{"method", "tool"}),
+		search: newSearchStages(),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.calls, m.callDur} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.calls, m.callDur, m.search} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
 }
+
+// Search records the timings of a memory_search (give it as mcpserver.Options.SearchStats).
+func (m *MCP) Search(st memory.SearchStats) { observeSearch(m.search, st) }
 
 // InstrumentHTTP counts and times the requests next serves.
 func (m *MCP) InstrumentHTTP(next http.Handler) http.Handler {

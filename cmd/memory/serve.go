@@ -124,7 +124,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cfg.token == "" && !isLoopback(cfg.mcpHTTP) {
 			fmt.Fprintln(stderr, "memory serve: warning: --mcp-http on a non-loopback address without --token: anyone who can reach it can read and write the store")
 		}
-		srv, err := mcpHTTPServer(cfg, mcpserver.New(m, mopts), logger, ops)
+		srv, err := mcpHTTPServer(cfg, mcpserver.New(m, ops.mcpOptions(mopts)), logger, ops)
 		if err != nil {
 			return g.stop(err)
 		}

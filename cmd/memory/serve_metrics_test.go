@@ -287,6 +287,7 @@ func TestServeMCPHTTPOps(t *testing.T) {
 		{"memory_mcp_calls_total", map[string]string{"method": "tools/call", "tool": "memory_get", "outcome": "tool_error"}, 1},
 		{"memory_mcp_call_duration_seconds", map[string]string{"method": "tools/call", "tool": "memory_search"}, searches},
 		{"memory_mcp_calls_total", map[string]string{"method": "initialize"}, 1},
+		{"memory_search_stage_duration_seconds", map[string]string{"stage": "total"}, searches},
 		{"memory_store_documents", nil, 2},
 		// The retrieve listener's metrics are not in this registry.
 		{"memory_retrieve_requests_total", nil, -1},

@@ -30,6 +30,9 @@ type serveOps struct {
 	pprof      bool
 	logger     *slog.Logger
 
+	mcpReg     *prometheus.Registry // the MCP listener's
+	mcpMetrics *metrics.MCP
+
 	mu      sync.Mutex
 	warmed  bool  // the served collection's indexes were opened and caught up
 	warmErr error // why they could not be
@@ -41,6 +44,8 @@ type serveOps struct {
 // can answer, not at the first client's search.
 func newServeOps(ctx context.Context, m *memory.Memory, collection string, pprofOn bool, logger *slog.Logger) *serveOps {
 	o := &serveOps{m: m, collection: collection, pprof: pprofOn, logger: logger}
+	o.mcpReg = o.registry()
+	o.mcpMetrics, _ = metrics.NewMCP(o.mcpReg) // a new registry: nothing to collide with
 	go func() {
 		_, err := m.Collection(collection).Search(ctx, "ready", memory.WithMode(memory.BM25), memory.TopK(1))
 		o.mu.Lock()
@@ -112,15 +117,17 @@ func (o *serveOps) retrieveOptions(ropts *searchr1.RetrieveOptions) (*prometheus
 	return reg, nil
 }
 
+// mcpOptions adds the MCP listener's search timings to opts.
+func (o *serveOps) mcpOptions(opts mcpserver.Options) mcpserver.Options {
+	opts.SearchStats = o.mcpMetrics.Search
+	return opts
+}
+
 // mcpHandler serves /health, /ready, /metrics and pprof beside the MCP handler h of s,
 // whose calls it counts. /health, /ready and /metrics need no token (probes and scrapers
 // carry none); they tell nothing of the store's contents.
 func (o *serveOps) mcpHandler(s *mcp.Server, token string, h http.Handler) (http.Handler, error) {
-	reg := o.registry()
-	mm, err := metrics.NewMCP(reg)
-	if err != nil {
-		return nil, err
-	}
+	reg, mm := o.mcpReg, o.mcpMetrics
 	s.AddReceivingMiddleware(mm.Middleware([]string{mcpserver.ToolSearch, mcpserver.ToolAdd, mcpserver.ToolDelete, mcpserver.ToolGet, mcpserver.ToolSOP}))
 	mux := o.mux(reg, token, mm.InstrumentHTTP(h))
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
