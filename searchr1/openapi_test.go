@@ -122,7 +122,7 @@ type oaOperation struct {
 // libopenapi-validator) and equals the example (scores aside); each request example
 // validates, except those marked x-schema-invalid, which must not. Every response example
 // validates too. MEMORY_OPENAPI_RECORD=FILE writes the answers to FILE instead of
-// comparing them (to regenerate the examples).
+// comparing them (to regenerate the examples: see scripts/openapi-searchr1.py).
 func TestOpenAPIExamples(t *testing.T) {
 	record := os.Getenv("MEMORY_OPENAPI_RECORD")
 	recorded := map[string]any{}
