@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/parallel"
@@ -15,7 +16,8 @@ const MaxBatchQueries = 1 << 16
 
 // SearchBatch runs Search for every query over GOMAXPROCS workers (one query per worker at
 // a time) and returns the results in input order: out[i] answers queries[i]. The options
-// apply to every query; WithStats is refused (the queries run concurrently). It stops at
+// apply to every query; WithStats is refused (the queries run concurrently: use
+// WithStatsFunc, called once per query). It stops at
 // the first failing query and returns its error, naming the query's index; cancelling ctx
 // stops every worker.
 func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...SearchOption) ([][]Result, error) {
@@ -50,6 +52,8 @@ type denseBatch struct {
 	vec  []float32         // the query's embedding
 	k    int               // hits asked for
 	hits []vectorstore.Hit // the index's answer for vec at k, no filter
+
+	embedShare, denseShare time.Duration // the batch's embedding and vector search time per query
 }
 
 // denseBatch embeds the queries of a dense or hybrid batch together and asks the vector
@@ -72,7 +76,9 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 	if err != nil || s == nil {
 		return nil, err // a missing collection is reported by each query
 	}
+	t := time.Now()
 	vecs, err := vectorstore.EmbedQueries(ctx, e, queries)
+	embed := time.Since(t)
 	if err != nil {
 		return nil, fmt.Errorf("memory: embed queries: %w", err)
 	}
@@ -90,13 +96,16 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 	if s.vec == nil {
 		return nil, nil
 	}
+	t = time.Now()
 	hits, err := vectorstore.SearchBatch(ctx, s.vec, vecs, k, nil)
 	if err != nil {
 		return nil, err
 	}
+	n := time.Duration(len(queries))
+	embedShare, denseShare := embed/n, time.Since(t)/n
 	out := make([]denseBatch, len(queries))
 	for i := range out {
-		out[i] = denseBatch{vec: vecs[i], k: k, hits: hits[i]}
+		out[i] = denseBatch{vec: vecs[i], k: k, hits: hits[i], embedShare: embedShare, denseShare: denseShare}
 	}
 	return out, nil
 }

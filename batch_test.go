@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentmem/memory/vectorstore"
@@ -197,5 +198,69 @@ func TestStoresKeepOwnBM25Params(t *testing.T) {
 		if msg := <-done; msg != "" {
 			t.Fatal(msg)
 		}
+	}
+}
+
+// TestSearchStatsFunc: WithStatsFunc reports every search's timings, once per query of a
+// SearchBatch too (where WithStats is refused), with the batch's shared embedding counted
+// in each query's Embed.
+func TestSearchStatsFunc(t *testing.T) {
+	ctx := context.Background()
+	m, err := Open(t.TempDir(), WithEmbedder(vectorstore.NewHashEmbedder(32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for i := range 50 {
+		if err := m.Add(ctx, Document{ID: fmt.Sprintf("d%d", i), Text: fmt.Sprintf("zinc iron number %d sleep", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	qs := []string{"zinc", "iron sleep", "number 7", "sleep"}
+	for _, tc := range []struct {
+		name  string
+		mode  Mode
+		batch bool
+	}{
+		{"search bm25", BM25, false},
+		{"search dense", Dense, false},
+		{"batch bm25", BM25, true},
+		{"batch dense", Dense, true},
+		{"batch hybrid", Hybrid, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu  sync.Mutex
+				got []SearchStats
+			)
+			fn := WithStatsFunc(func(st SearchStats) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, st)
+			})
+			want := 1
+			if tc.batch {
+				want = len(qs)
+				if _, err := m.SearchBatch(ctx, qs, WithMode(tc.mode), fn); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := m.Search(ctx, qs[0], WithMode(tc.mode), fn); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != want {
+				t.Fatalf("stats func called %d times, want %d", len(got), want)
+			}
+			for _, st := range got {
+				if st.Mode != tc.mode || st.Total <= 0 {
+					t.Errorf("stats %+v: want mode %s and a total", st, tc.mode)
+				}
+				if tc.mode != BM25 && st.Embed <= 0 {
+					t.Errorf("stats %+v: a %s search embeds its query", st, tc.mode)
+				}
+				if tc.mode != Dense && st.BM25 <= 0 {
+					t.Errorf("stats %+v: a %s search runs BM25", st, tc.mode)
+				}
+			}
+		})
 	}
 }

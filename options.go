@@ -194,9 +194,10 @@ type SearchOptions struct {
 	// Snippets fills each result's Snippet (see WithSnippets).
 	Snippets bool
 
-	stats     *SearchStats // filled when set (WithStats)
-	windowSet bool         // Window was given explicitly
-	notes     []string     // set by normalise: what every result's explanation reports
+	stats     *SearchStats      // filled when set (WithStats)
+	statsFunc func(SearchStats) // called when the search ends (WithStatsFunc)
+	windowSet bool              // Window was given explicitly
+	notes     []string          // set by normalise: what every result's explanation reports
 
 	dense *denseBatch // set by SearchBatch: this query's vector and dense hits, computed with its batch
 }

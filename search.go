@@ -38,6 +38,17 @@ func WithStats(st *SearchStats) SearchOption {
 	return func(s *SearchOptions) { s.stats = st }
 }
 
+// WithStatsFunc makes each search call fn with its per-stage timings when it ends, failed
+// or not (a search refused before it began, for an invalid option or an empty query, does
+// not call it). Unlike WithStats it can be given to SearchBatch: fn is then called once
+// per query, from the batch's workers at once, so it must be safe for concurrent use. A
+// query of a batch whose queries were embedded and searched in the vector index together
+// reports its share of that work (the batch's time divided by its queries) as its Embed
+// and Dense. A nil fn is ignored.
+func WithStatsFunc(fn func(SearchStats)) SearchOption {
+	return func(s *SearchOptions) { s.statsFunc = fn }
+}
+
 // normalise checks the options and fills in the defaults.
 func (so *SearchOptions) normalise() error {
 	if so.Mode == "" {
@@ -225,6 +236,9 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 		}
 	}
 	st.Total = time.Since(start)
+	if so.statsFunc != nil {
+		so.statsFunc(*st)
+	}
 	return res, err
 }
 
@@ -374,6 +388,9 @@ func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32
 			return s.denseSearch(ctx, qv, k, sc, so.dense)
 		})
 		st.Dense = time.Since(t)
+		if so.dense != nil {
+			st.Dense += so.dense.denseShare // its share of the batch's vector search
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -588,6 +605,7 @@ func (m *Memory) queryVector(ctx context.Context, query string, mode Mode, batch
 		return nil, nil
 	}
 	if batch != nil {
+		st.Embed = batch.embedShare
 		return batch.vec, nil // embedded with the rest of its batch
 	}
 	t := time.Now()

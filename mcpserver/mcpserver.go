@@ -125,6 +125,9 @@ type Options struct {
 	ResourcePageSize int
 	// Logger receives server logs (default slog.Default()).
 	Logger *slog.Logger
+	// SearchStats, when set, is called with the timings of each memory_search (see
+	// memory.WithStatsFunc), from every call at once.
+	SearchStats func(memory.SearchStats)
 }
 
 // Tool names.
@@ -392,6 +395,9 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	}
 	if in.Rerank {
 		opts = append(opts, memory.WithRerank(0))
+	}
+	if s.o.SearchStats != nil {
+		opts = append(opts, memory.WithStatsFunc(s.o.SearchStats))
 	}
 	res, err := s.collection(in.Collection).Search(ctx, in.Query, opts...)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/agentmem/memory"
@@ -366,15 +367,17 @@ func (h *retrieveHandler) decodeSearchCompat(w http.ResponseWriter, r *http.Requ
 func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Request) {
 	req, status, err := h.decodeSearchCompat(w, r)
 	if err != nil {
-		writeError(w, status, err.Error())
+		fail(w, status, err)
 		return
 	}
 	if need := int64(len(req.queries)) * int64(req.keep) * int64(h.o.MaxPassageBytes); need > h.o.MaxResponseBytes {
+		setKind(w, KindOverBudget)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"%v: %d queries x topk_rerank %d x %d passage bytes = %d bytes, over the response budget of %d bytes; send fewer queries or a smaller topk_rerank",
 			ErrOverBudget, len(req.queries), req.keep, h.o.MaxPassageBytes, need, h.o.MaxResponseBytes))
 		return
 	}
+	h.obs.Batch(endpointOf(r.URL.Path), len(req.queries))
 	if !h.acquire(w, r) {
 		return
 	}
@@ -382,7 +385,9 @@ func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Re
 
 	opts := append(append([]memory.SearchOption(nil), h.o.SearchOptions...), memory.TopK(req.depth))
 	search := func(ctx context.Context, _ int, qs []string) ([][]memory.Result, error) {
+		t := time.Now()
 		hits, err := SearchQueries(ctx, h.s, qs, h.o.Workers, opts...)
+		h.timeStage(w, "search", t)
 		if err != nil {
 			return nil, err
 		}
@@ -395,7 +400,7 @@ func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Re
 				texts[j] = PassageString(Contents(r))
 			}
 			var err error
-			hits[i], err = h.rerankResults(ctx, qs[i], hits[i], texts)
+			hits[i], err = h.rerankResults(ctx, w, qs[i], hits[i], texts)
 			return err
 		})
 		return hits, err

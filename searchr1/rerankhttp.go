@@ -152,13 +152,14 @@ func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
 	}
 	req, status, err := h.decodeRerank(w, r)
 	if err != nil {
-		writeError(w, status, err.Error())
+		fail(w, status, err)
 		return
 	}
 	topK := h.o.DefaultTopK
 	if req.RerankTopK != nil {
 		topK = *req.RerankTopK
 	}
+	h.obs.Batch(endpointOf(r.URL.Path), len(req.Queries))
 	if !h.acquire(w, r) {
 		return
 	}
@@ -183,7 +184,7 @@ func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
 					texts[j] = rerankText(splitContents(d.Contents))
 				}
 			}
-			ranked, err := h.rerankResults(ctx, qs[i], res, texts)
+			ranked, err := h.rerankResults(ctx, w, qs[i], res, texts)
 			if err != nil {
 				return fmt.Errorf("queries[%d]: %w", base+i, err)
 			}

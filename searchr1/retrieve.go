@@ -114,6 +114,13 @@ type RetrieveOptions struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Logger receives request errors (default slog.Default()).
 	Logger *slog.Logger
+	// Observer, when set, receives the server's measurements: every request with its
+	// endpoint, status and kind of failure, batch sizes, queue waits, the time of each
+	// stage and each search's timings (see [Observer]).
+	Observer Observer
+	// Ready answers GET /ready: nil means ready (200), an error not ready (503 naming
+	// it). Nil: /ready always answers 200, as /health does.
+	Ready Ready
 }
 
 // withDefaults fills the zero fields.
@@ -214,6 +221,7 @@ type retrieveHandler struct {
 	o   RetrieveOptions
 	sem chan struct{}
 	log *slog.Logger
+	obs Observer
 	mux *http.ServeMux
 }
 
@@ -225,6 +233,9 @@ type retrieveHandler struct {
 //	POST /rerank    {"queries": [...], "documents": [[doc, ...], ...], "rerank_topk": 3, "return_scores": true}
 //	                -> the same layout as /retrieve (only with a Reranker; see [RerankRequest])
 //	GET  /health    -> {"status": "ok"}
+//	GET  /ready     -> {"status": "ready"}, or 503 while RetrieveOptions.Ready reports an error
+//	GET  /openapi.json -> the OpenAPI 3.1 description of these endpoints in the server's
+//	                   dialect (see [OpenAPI])
 //
 // The queries of a request are searched in parallel (Workers) or as batches (a
 // [BatchSearcher]); the answer keeps their order and is streamed query by query. With a
@@ -237,18 +248,23 @@ type retrieveHandler struct {
 // so a client never reads a truncated body as a complete answer.
 func NewRetrieveHandler(s Searcher, opts RetrieveOptions) http.Handler {
 	o := opts.withDefaults()
-	h := &retrieveHandler{s: s, o: o, sem: make(chan struct{}, o.MaxConcurrent), log: o.Logger}
+	h := &retrieveHandler{s: s, o: o, sem: make(chan struct{}, o.MaxConcurrent), log: o.Logger, obs: o.Observer}
+	if h.obs == nil {
+		h.obs = nopObserver{}
+	} else {
+		h.o.SearchOptions = append(h.o.SearchOptions[:len(h.o.SearchOptions):len(h.o.SearchOptions)], memory.WithStatsFunc(h.obs.Search))
+	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("/retrieve", h.retrieve)
 	h.mux.HandleFunc("/rerank", h.rerank)
 	h.mux.HandleFunc("/health", h.health)
+	h.mux.HandleFunc("/ready", h.ready)
+	h.mux.HandleFunc("/openapi.json", h.openAPI)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found: "+r.URL.Path)
 	})
 	return h
 }
-
-func (h *retrieveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 func (h *retrieveHandler) health(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -264,10 +280,18 @@ func (h *retrieveHandler) health(w http.ResponseWriter, r *http.Request) {
 func (h *retrieveHandler) acquire(w http.ResponseWriter, r *http.Request) bool {
 	wait, cancel := context.WithTimeout(r.Context(), h.o.QueueTimeout)
 	defer cancel()
+	start := time.Now()
+	ep := endpointOf(r.URL.Path)
 	select {
 	case h.sem <- struct{}{}:
+		h.obs.Queue(ep, time.Since(start))
 		return true
 	case <-wait.Done():
+		h.obs.Queue(ep, time.Since(start))
+		if r.Context().Err() != nil {
+			setKind(w, KindClientGone)
+			return false
+		}
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "server busy")
 		return false
@@ -296,7 +320,7 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	req, status, err := h.decode(w, r)
 	if err != nil {
-		writeError(w, status, err.Error())
+		fail(w, status, err)
 		return
 	}
 	topK := h.o.DefaultTopK
@@ -304,11 +328,13 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		topK = *req.TopK
 	}
 	if need := int64(len(req.Queries)) * int64(topK) * int64(h.o.MaxPassageBytes); need > h.o.MaxResponseBytes {
+		setKind(w, KindOverBudget)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"%v: %d queries x topk %d x %d passage bytes = %d bytes, over the response budget of %d bytes; send fewer queries or a smaller topk",
 			ErrOverBudget, len(req.Queries), topK, h.o.MaxPassageBytes, need, h.o.MaxResponseBytes))
 		return
 	}
+	h.obs.Batch(endpointOf(r.URL.Path), len(req.Queries))
 	if !h.acquire(w, r) {
 		return
 	}
@@ -320,7 +346,9 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	opts := append(append([]memory.SearchOption(nil), h.o.SearchOptions...), memory.TopK(depth))
 	search := func(ctx context.Context, _ int, qs []string) ([][]memory.Result, error) {
+		t := time.Now()
 		hits, err := SearchQueries(ctx, h.s, qs, h.o.Workers, opts...)
+		h.timeStage(w, "search", t)
 		if err != nil || h.o.Reranker == nil {
 			return hits, err
 		}
@@ -333,7 +361,7 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 			for j, r := range hits[i] {
 				texts[j] = rerankText(r.Title, r.Text)
 			}
-			hits[i], err = h.rerankResults(ctx, qs[i], hits[i], texts)
+			hits[i], err = h.rerankResults(ctx, w, qs[i], hits[i], texts)
 			return err
 		})
 		return hits, err
@@ -351,8 +379,10 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 
 // rerankResults scores texts (the passages of res) with the reranker against query and
 // returns res sorted by logit (stable on ties), scored sigmoid(logit).
-func (h *retrieveHandler) rerankResults(ctx context.Context, query string, res []memory.Result, texts []string) ([]memory.Result, error) {
+func (h *retrieveHandler) rerankResults(ctx context.Context, w http.ResponseWriter, query string, res []memory.Result, texts []string) ([]memory.Result, error) {
+	t := time.Now()
 	logits, err := h.o.Reranker.Score(ctx, query, texts)
+	h.timeStage(w, "rerank", t)
 	if err != nil {
 		return nil, fmt.Errorf("rerank: %w", err)
 	}
@@ -434,7 +464,15 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 	bw := bufio.NewWriterSize(w, 64<<10)
 	started := false
 	i := 0
-	var buf []byte
+	var (
+		buf     []byte
+		writing time.Duration // encoding and writing, reported as the "write" stage
+	)
+	defer func() {
+		if started {
+			h.obs.Stage(endpointOf(r.URL.Path), "write", writing)
+		}
+	}()
 	for p := range parts {
 		if p.err != nil {
 			if !started {
@@ -444,8 +482,10 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 			if r.Context().Err() == nil {
 				h.log.Error("searchr1: retrieve: search failed mid-response", "err", p.err)
 			}
+			setKind(w, KindAborted)
 			panic(http.ErrAbortHandler)
 		}
+		t := time.Now()
 		if !started {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusOK)
@@ -459,17 +499,23 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 			i++
 			buf = appendList(buf[:0], res)
 			if _, err := bw.Write(buf); err != nil {
+				setKind(w, KindClientGone)
 				return // client gone or write timeout: the deferred cancel stops the search
 			}
 		}
+		writing += time.Since(t)
 	}
+	t := time.Now()
 	if !started {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_, _ = bw.WriteString(`{"result":[`)
 	}
 	_, _ = bw.WriteString(`]}`)
-	_ = bw.Flush()
+	if err := bw.Flush(); err != nil {
+		setKind(w, KindClientGone)
+	}
+	writing += time.Since(t)
 }
 
 // appendList appends the JSON of one query's list to buf.
@@ -504,6 +550,7 @@ func (h *retrieveHandler) searchFailed(w http.ResponseWriter, r *http.Request, e
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 	case r.Context().Err() != nil:
 		// client gone: nobody reads an answer
+		setKind(w, KindClientGone)
 	default:
 		h.log.Error("searchr1: retrieve", "err", err)
 		writeError(w, http.StatusInternalServerError, "search failed")
@@ -566,7 +613,7 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 	if h.o.Compat == CompatSearchR1 {
 		for _, f := range []string{"topk_retrieval", "topk_rerank"} {
 			if _, ok := raw[f]; ok {
-				return req, http.StatusUnprocessableEntity, fmt.Errorf(`%v: field %q is the retrieve-and-rerank server's; start the server with a reranker (serve --reranker)`, ErrNoReranker, f)
+				return req, http.StatusUnprocessableEntity, fmt.Errorf(`%w: field %q is the retrieve-and-rerank server's; start the server with a reranker (serve --reranker)`, ErrNoReranker, f)
 			}
 		}
 	}
@@ -582,6 +629,9 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (Retrie
 // presence and types are checked by the caller on this raw view, so "queries": "x" or a
 // missing field get 422 and only malformed JSON gets 400.
 func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string]json.RawMessage, int, error) {
+	if o, ok := w.(*observed); ok {
+		w = o.ResponseWriter // the server's own, which MaxBytesReader tells to close the connection
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -634,4 +684,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, detail string) {
 	writeJSON(w, status, map[string]string{"detail": detail})
+}
+
+// fail answers err with status, its kind of failure recorded for the Observer.
+func fail(w http.ResponseWriter, status int, err error) {
+	setKind(w, ErrorKind(status, err))
+	writeError(w, status, err.Error())
 }

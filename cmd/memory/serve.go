@@ -48,7 +48,8 @@ type serveConfig struct {
 	token        string
 	sopDir       string
 	readOnly     bool
-	maxFrame     int // MCP: cap on one stdio frame or HTTP body
+	maxFrame     int  // MCP: cap on one stdio frame or HTTP body
+	pprof        bool // serve /debug/pprof/ on every listener
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -108,8 +109,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	g := newServerGroup(ctx, logger, stderr)
 	defer g.cancel()
+	ops := newServeOps(g.ctx, m, cfg.collection, cfg.pprof, logger)
 	if cfg.retrieveAddr != "" {
-		if err := g.serveHTTP("retrieve", cfg.retrieveAddr, retrieveServer(cfg, searcher, logger)); err != nil {
+		srv, err := retrieveServer(cfg, searcher, logger, ops)
+		if err != nil {
+			return g.stop(err)
+		}
+		if err := g.serveHTTP("retrieve", cfg.retrieveAddr, srv); err != nil {
 			return g.stop(err)
 		}
 	}
@@ -118,7 +124,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cfg.token == "" && !isLoopback(cfg.mcpHTTP) {
 			fmt.Fprintln(stderr, "memory serve: warning: --mcp-http on a non-loopback address without --token: anyone who can reach it can read and write the store")
 		}
-		if err := g.serveHTTP("mcp", cfg.mcpHTTP, mcpHTTPServer(cfg, mcpserver.New(m, mopts), logger)); err != nil {
+		srv, err := mcpHTTPServer(cfg, mcpserver.New(m, ops.mcpOptions(mopts)), logger, ops)
+		if err != nil {
+			return g.stop(err)
+		}
+		if err := g.serveHTTP("mcp", cfg.mcpHTTP, srv); err != nil {
 			return g.stop(err)
 		}
 	}
@@ -135,7 +145,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs := newFlags("serve", stderr)
 	cfg.store.register(fs, true)
 	fs.StringVar(&cfg.collection, "collection", "", "collection to serve (default: the store's default collection)")
-	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve and GET /health on this address (e.g. 127.0.0.1:8000)")
+	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve (and /rerank, /health, /ready, /metrics, /openapi.json)\non this address (e.g. 127.0.0.1:8000)")
 	r := &cfg.retrieve
 	fs.IntVar(&r.DefaultTopK, "topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
 	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid; with --compat search-r1,\ndense when the store has an embedder, else bm25)")
@@ -155,6 +165,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.token, "token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
 	fs.StringVar(&cfg.sopDir, "sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
 	fs.IntVar(&cfg.maxFrame, "mcp-max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "MCP: most bytes in one stdio frame or HTTP request body (more get a JSON-RPC error or 413)")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on every HTTP listener (with --token, the MCP listener's needs it)")
 	fs.BoolVar(&cfg.readOnly, "read-only", false, "MCP: leave out memory_add and memory_delete, and open the store read-only (a --retrieve-only server always does)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
@@ -240,29 +251,41 @@ func serveSOPs(m *memory.Memory, dir string, stderr io.Writer) (*sop.Library, er
 	return loadSOPs(dir, sop.Options{}, stderr)
 }
 
-// retrieveServer is the Search-R1 /retrieve server of cfg over searcher.
-func retrieveServer(cfg serveConfig, searcher searchr1.Searcher, logger *slog.Logger) *http.Server {
+// retrieveServer is the Search-R1 /retrieve server of cfg over searcher, with ops'
+// /metrics, /ready and pprof.
+func retrieveServer(cfg serveConfig, searcher searchr1.Searcher, logger *slog.Logger, ops *serveOps) (*http.Server, error) {
 	ropts := cfg.retrieve
 	ropts.Logger = logger
 	ropts.Compat = cfg.compat
 	if cfg.mode != "" {
 		ropts.SearchOptions = []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode))}
 	}
-	return searchr1.NewRetrieveServer(searcher, ropts)
+	reg, err := ops.retrieveOptions(&ropts)
+	if err != nil {
+		return nil, err
+	}
+	srv := searchr1.NewRetrieveServer(searcher, ropts)
+	srv.Handler = ops.mux(reg, "", srv.Handler)
+	return srv, nil
 }
 
-// mcpHTTPServer serves s over MCP's streamable HTTP, behind cfg's bearer token.
-func mcpHTTPServer(cfg serveConfig, s *mcp.Server, logger *slog.Logger) *http.Server {
+// mcpHTTPServer serves s over MCP's streamable HTTP, behind cfg's bearer token, with ops'
+// /health, /ready, /metrics and pprof.
+func mcpHTTPServer(cfg serveConfig, s *mcp.Server, logger *slog.Logger, ops *serveOps) (*http.Server, error) {
 	idle := cfg.idleTimeout
 	if idle == 0 {
 		idle = 60 * time.Second
 	}
 	// No ReadTimeout/WriteTimeout here: MCP's streamable HTTP keeps event streams open.
+	h, err := ops.mcpHandler(s, cfg.token, mcpserver.NewHTTPHandlerOptions(s, mcpserver.HTTPOptions{Token: cfg.token, Logger: logger, MaxBodyBytes: int64(cfg.maxFrame)}))
+	if err != nil {
+		return nil, err
+	}
 	return &http.Server{
-		Handler:           mcpserver.NewHTTPHandlerOptions(s, mcpserver.HTTPOptions{Token: cfg.token, Logger: logger, MaxBodyBytes: int64(cfg.maxFrame)}),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	}, nil
 }
 
 // serverGroup runs the servers of `memory serve` until ctx ends, one of them fails, or
