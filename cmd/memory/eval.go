@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/beir"
 )
 
 func init() {
