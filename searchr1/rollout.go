@@ -493,7 +493,6 @@ func b2f(b bool) float64 {
 type trajectoryWriter struct {
 	mu  sync.Mutex
 	bw  *bufio.Writer
-	buf []byte
 	err error
 }
 
