@@ -455,3 +455,27 @@ func TestRunnerStops(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkRunner measures the runner's own cost: 512 x 5 episodes of three searches and
+// an answer, an in-process scripted model and a searcher that answers at once, so the
+// time is the lockstep bookkeeping, formatting, rewards and JSONL encoding.
+func BenchmarkRunner(b *testing.B) {
+	qs := makeQuestions(512)
+	gen := GeneratorFunc(func(ctx context.Context, prompt string, stop []string) (string, error) {
+		q := questionRE.FindStringSubmatch(prompt)[1]
+		if n := strings.Count(prompt, "\n\n<information>"); n < 3 {
+			return fmt.Sprintf("<think>step %d</think>\n<search> %s %d </search>", n, q, n), nil
+		}
+		return "<think>done</think>\n<answer> gold " + q + " </answer>", nil
+	})
+	b.ReportAllocs()
+	var st RunStats
+	for i := 0; i < b.N; i++ {
+		rn := &Runner{Loop: Loop{Tags: OriginalTags()}, Generator: gen, Searcher: &batchCounter{}, Rollouts: 5, Out: io.Discard}
+		var err error
+		if st, err = rn.Run(context.Background(), qs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(st.Written)*float64(b.N)/b.Elapsed().Seconds(), "episodes/s")
+}
