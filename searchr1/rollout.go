@@ -232,7 +232,6 @@ func (rn *Runner) Run(ctx context.Context, questions []Question) (RunStats, erro
 		return st, err
 	}
 	start := time.Now()
-	defer func() { st.Elapsed = time.Since(start) }()
 	rollouts := defaultInt(rn.Rollouts, DefaultRollouts)
 	wave := defaultInt(rn.Wave, DefaultWave)
 	w := newTrajectoryWriter(rn.Out)
@@ -288,11 +287,11 @@ func (rn *Runner) runWave(ctx context.Context, questions []Question, rollouts, l
 		if t.Answered {
 			st.Answered++
 		}
-		st.Written++
-		st.RewardSum += t.Reward
 		if err := w.write(t); err != nil {
 			return err
 		}
+		st.Written++
+		st.RewardSum += t.Reward
 		if rn.OnEpisode != nil {
 			rn.OnEpisode(t)
 		}
