@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/beir"
 )
 
 // scifact locates ../shared/data/beir/scifact beside the repository.

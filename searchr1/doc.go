@@ -6,12 +6,16 @@
 // The package provides:
 //
 //   - [Loop]: the generate → parse → search → inject loop, with a [Trace] of every turn;
+//   - [Runner]: rollouts at training scale (N questions x G rollouts in lockstep, one
+//     batch search per turn, bounded concurrency), every episode streamed as a JSONL
+//     [Trajectory] with its rewards and timings;
 //   - [Sanitize]: neutralises tag look-alikes and chat-template special tokens in
 //     retrieved text, in linear time, so a document can never open or close a tag the
 //     loop parses or start a chat turn; [FormatPassagesCapped] cuts a context block to a
 //     cap without leaving an element open;
 //   - rewards as plain functions ([ExactMatch], [SubstringMatch], [TokenF1],
-//     [ExtractSolution], [EMReward], [FormatReward], [Reward] with a search bonus) with
+//     [ExtractSolution], [EMReward], [FormatReward], [Reward] with a search bonus, the seed's
+//     search_reward [MetricSearchReward]) with
 //     Search-R1's answer normalisation, never counting the loop's own messages;
 //   - generators: [OpenAI] (an OpenAI-compatible completions/chat client for vLLM,
 //     llama.cpp or a hosted API) and [Scripted] (canned outputs for tests);

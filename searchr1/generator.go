@@ -117,8 +117,9 @@ type OpenAI struct {
 	Backoff time.Duration
 	// Extra fields are merged into every request body (e.g. "top_p", "seed").
 	Extra map[string]any
-	// HTTPClient is used for requests (default: a client without timeout; Timeout
-	// applies per attempt).
+	// HTTPClient is used for requests (default: a client without timeout that keeps up to
+	// 256 idle connections per host, so a [Runner]'s concurrent generations reuse their
+	// connections; Timeout applies per attempt).
 	HTTPClient *http.Client
 }
 
@@ -196,13 +197,27 @@ func (o *OpenAI) Continue(ctx context.Context, prompt, assistant string, stop []
 	return resp.Choices[0].Text, nil
 }
 
+// pooledClient is the default client of [OpenAI]: http.DefaultClient keeps two idle
+// connections per host, so 64 concurrent generations would open and close a connection
+// for most requests.
+var pooledClient = func() *http.Client {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultClient
+	}
+	t = t.Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
+}()
+
 // maxResponseBytes bounds a model server's answer.
 const maxResponseBytes = 32 << 20
 
 func (o *OpenAI) post(ctx context.Context, url string, payload []byte) ([]byte, error) {
 	client := o.HTTPClient
 	if client == nil {
-		client = http.DefaultClient
+		client = pooledClient
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {

@@ -255,52 +255,80 @@ func (l Loop) RunPrompt(ctx context.Context, gen Generator, s Searcher, prompt s
 	r := l.newRun(gen, s, prompt)
 	maxSearches := defaultInt(l.MaxSearches, DefaultMaxSearches)
 	maxTurns := defaultInt(l.MaxTurns, DefaultMaxTurns)
-	stops := []string{closeTag(r.tags.Search), closeTag(r.tags.Answer)}
 	for turn := 0; turn < maxTurns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return r.finish(), err
 		}
-		raw, dt, err := r.generate(ctx, stops)
+		raw, dt, err := r.generate(ctx, r.stops())
 		if err != nil {
 			return r.finish(), fmt.Errorf("searchr1: generate turn %d: %w", turn, err)
 		}
-		text, repaired := CutResponse(raw, stops, !l.NoRepair)
-		act := ParseAction(text, r.tags)
-		if act.Kind == ActionSearch && act.Content == "" {
-			act.Kind = ActionInvalid
-		}
-		tr := Turn{Index: turn, Raw: raw, Text: text, Repaired: repaired, Action: act.Kind, GenerateTime: dt}
-		r.assistant.WriteString(text)
-
-		switch act.Kind {
-		case ActionAnswer:
-			tr.Answer = act.Content
-			r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
-			r.ep.Answer, r.ep.Answered, r.ep.Stop = act.Content, true, StopAnswer
-			r.log.Debug("searchr1: answer", "turn", turn, "answer", act.Content)
+		tr, nx := r.turn(turn, raw, dt, maxSearches)
+		switch nx {
+		case nextDone:
 			return r.finish(), nil
-		case ActionSearch:
-			tr.Query = act.Content
-			if maxSearches < 0 || r.ep.Trace.Searches >= maxSearches {
-				tr.Action = ActionRefused
-				tr.Observation = "\n" + l.budgetMessage() + "\n"
-				r.observe(tr)
-				r.ep.Stop = StopMaxSearches
-				r.log.Debug("searchr1: search refused", "turn", turn, "query", act.Content)
-				return r.final(ctx, turn+1)
-			}
+		case nextFinal:
+			return r.final(ctx, turn+1)
+		case nextSearch:
 			if err := r.search(ctx, &tr); err != nil {
 				r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
 				return r.finish(), err
 			}
-		default:
-			tr.Observation = "\n" + l.InvalidAction() + "\n"
-			r.log.Debug("searchr1: invalid action", "turn", turn)
+			r.observe(tr)
 		}
-		r.observe(tr)
 	}
 	r.ep.Stop = StopMaxTurns
 	return r.final(ctx, maxTurns)
+}
+
+// next is what an episode needs after a turn.
+type next int
+
+const (
+	nextTurn   next = iota // the observation was injected: generate the next turn
+	nextSearch             // the turn's query must be searched, then observed
+	nextFinal              // the search budget ran out: the final generation follows
+	nextDone               // the model answered
+)
+
+// stops are the stop sequences of a turn with search.
+func (r *run) stops() []string { return []string{closeTag(r.tags.Search), closeTag(r.tags.Answer)} }
+
+// turn processes the generation raw of turn index: it cuts and parses it, appends it to the
+// transcript and, unless a search is pending (nextSearch, the turn not yet in the trace),
+// records the turn and its observation.
+func (r *run) turn(index int, raw string, dt time.Duration, maxSearches int) (Turn, next) {
+	text, repaired := CutResponse(raw, r.stops(), !r.l.NoRepair)
+	act := ParseAction(text, r.tags)
+	if act.Kind == ActionSearch && act.Content == "" {
+		act.Kind = ActionInvalid
+	}
+	tr := Turn{Index: index, Raw: raw, Text: text, Repaired: repaired, Action: act.Kind, GenerateTime: dt}
+	r.assistant.WriteString(text)
+	switch act.Kind {
+	case ActionAnswer:
+		tr.Answer = act.Content
+		r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
+		r.ep.Answer, r.ep.Answered, r.ep.Stop = act.Content, true, StopAnswer
+		r.log.Debug("searchr1: answer", "turn", index, "answer", act.Content)
+		return tr, nextDone
+	case ActionSearch:
+		tr.Query = act.Content
+		if maxSearches < 0 || r.ep.Trace.Searches >= maxSearches {
+			tr.Action = ActionRefused
+			tr.Observation = "\n" + r.l.budgetMessage() + "\n"
+			r.observe(tr)
+			r.ep.Stop = StopMaxSearches
+			r.log.Debug("searchr1: search refused", "turn", index, "query", act.Content)
+			return tr, nextFinal
+		}
+		return tr, nextSearch
+	default:
+		tr.Observation = "\n" + r.l.InvalidAction() + "\n"
+		r.observe(tr)
+		r.log.Debug("searchr1: invalid action", "turn", index)
+		return tr, nextTurn
+	}
 }
 
 // run is the state of one episode: the model's text so far and the episode being built.
@@ -365,14 +393,27 @@ func (r *run) search(ctx context.Context, tr *Turn) error {
 	if r.s == nil {
 		return ErrNoSearcher
 	}
-	opts := append(append([]memory.SearchOption(nil), r.l.SearchOptions...), memory.TopK(r.topK))
 	t0 := time.Now()
-	results, err := r.s.Search(ctx, tr.Query, opts...)
-	tr.SearchTime = time.Since(t0)
-	r.ep.Trace.Searches++
+	results, err := r.s.Search(ctx, tr.Query, r.searchOptions()...)
 	if err != nil {
+		tr.SearchTime = time.Since(t0)
+		r.ep.Trace.Searches++
 		return fmt.Errorf("searchr1: search %q: %w", tr.Query, err)
 	}
+	r.results(tr, results, time.Since(t0))
+	return nil
+}
+
+// searchOptions are the options of every search of the episode.
+func (r *run) searchOptions() []memory.SearchOption {
+	return append(append([]memory.SearchOption(nil), r.l.SearchOptions...), memory.TopK(r.topK))
+}
+
+// results records a search of tr that took dt: its passages (at most topK) and the context
+// block to inject as its observation.
+func (r *run) results(tr *Turn, results []memory.Result, dt time.Duration) {
+	tr.SearchTime = dt
+	r.ep.Trace.Searches++
 	if len(results) > r.topK {
 		results = results[:r.topK]
 	}
@@ -383,7 +424,6 @@ func (r *run) search(ctx context.Context, tr *Turn) error {
 	body, tr.Truncated = r.l.contextBody(results, r.protected)
 	tr.Observation = "\n\n" + openTag(r.tags.Context) + body + closeTag(r.tags.Context) + "\n\n"
 	r.log.Debug("searchr1: search", "turn", tr.Index, "query", tr.Query, "hits", len(results))
-	return nil
 }
 
 // contextBody is the content of the context block for results: the passages formatted
@@ -412,12 +452,20 @@ func (r *run) final(ctx context.Context, index int) (*Episode, error) {
 	if err := ctx.Err(); err != nil {
 		return r.finish(), err
 	}
-	stop := []string{closeTag(r.tags.Answer)}
-	raw, dt, err := r.generate(ctx, stop)
+	raw, dt, err := r.generate(ctx, r.finalStops())
 	if err != nil {
 		return r.finish(), fmt.Errorf("searchr1: final generation: %w", err)
 	}
-	text, repaired := CutResponse(raw, stop, !r.l.NoRepair)
+	r.finalTurn(index, raw, dt)
+	return r.finish(), nil
+}
+
+// finalStops are the stop sequences of the final generation.
+func (r *run) finalStops() []string { return []string{closeTag(r.tags.Answer)} }
+
+// finalTurn records the final generation raw as turn index: only an answer is read from it.
+func (r *run) finalTurn(index int, raw string, dt time.Duration) {
+	text, repaired := CutResponse(raw, r.finalStops(), !r.l.NoRepair)
 	r.assistant.WriteString(text)
 	tr := Turn{Index: index, Final: true, Raw: raw, Text: text, Repaired: repaired, Action: ActionInvalid, GenerateTime: dt}
 	if a, ok := firstAnswer(text, r.tags.Answer); ok {
@@ -425,7 +473,6 @@ func (r *run) final(ctx context.Context, index int) (*Episode, error) {
 		r.ep.Answer, r.ep.Answered = a, true
 	}
 	r.ep.Trace.Turns = append(r.ep.Trace.Turns, tr)
-	return r.finish(), nil
 }
 
 // firstAnswer returns the content (trimmed) of the first answer block of text.

@@ -64,14 +64,17 @@ const (
 // trainers use in their reward configuration. The zero value scores exact match, 0 for a
 // wrong answer, no bonus.
 type RewardOptions struct {
-	// Metric is em (default), subem or f1.
+	// Metric is em (default), subem, f1 or search_reward.
 	Metric RewardMetric `json:"reward_metric,omitempty"`
 	// FormatScore is given for an answer that was extracted but scores 0 (Search-R1's
 	// format_score; default 0).
 	FormatScore float64 `json:"format_score,omitempty"`
 	// SearchBonus is added once when the response made at least one non-empty search and
-	// gave an answer (searching without answering earns nothing).
+	// gave an answer (searching without answering earns nothing). Not used by
+	// [MetricSearchReward], which has its own weights.
 	SearchBonus float64 `json:"reward_search_bonus,omitempty"`
+	// SearchReward are the weights of [MetricSearchReward] (zero: the seed's 0.5, 0.1, 0.2).
+	SearchReward SearchRewardScores `json:"search_reward,omitempty"`
 	// Tags names the protocol tags (default [DefaultTags]).
 	Tags Tags `json:"-"`
 	// Extract configures the answer extraction (default: the last answer block of the
@@ -90,9 +93,12 @@ type RewardOptions struct {
 // Validate reports an unknown metric or a negative score as [ErrInvalidOption].
 func (o RewardOptions) Validate() error {
 	switch o.Metric {
-	case "", MetricEM, MetricSubEM, MetricF1:
+	case "", MetricEM, MetricSubEM, MetricF1, MetricSearchReward:
 	default:
-		return fmt.Errorf("%w: reward_metric %q: want em, subem or f1", ErrInvalidOption, o.Metric)
+		return fmt.Errorf("%w: reward_metric %q: want em, subem, f1 or search_reward", ErrInvalidOption, o.Metric)
+	}
+	if sr := o.SearchReward; sr.Answer < 0 || sr.Search < 0 || sr.Reasoning < 0 {
+		return fmt.Errorf("%w: search_reward weights %+v must not be negative", ErrInvalidOption, sr)
 	}
 	if o.FormatScore < 0 || o.SearchBonus < 0 {
 		return fmt.Errorf("%w: format_score %v and reward_search_bonus %v must not be negative", ErrInvalidOption, o.FormatScore, o.SearchBonus)
@@ -103,8 +109,8 @@ func (o RewardOptions) Validate() error {
 // Reward scores a model response against golds as seed trainers do: the loop's own
 // messages (Ignore) and the retrieved blocks are removed, the answer is extracted (see
 // [ExtractSolution]) and compared by Metric; FormatScore is given for a wrong extracted
-// answer and SearchBonus is added when the response searched and answered. No answer
-// scores 0. An invalid Metric scores as em (see [RewardOptions.Validate]).
+// answer and SearchBonus is added when the response searched and answered
+// ([MetricSearchReward] uses its own weights instead). No answer scores 0. An invalid Metric scores as em (see [RewardOptions.Validate]).
 func Reward(response string, golds []string, o RewardOptions) float64 {
 	tags := o.Tags.withDefaults()
 	if o.Start != "" {
@@ -136,6 +142,9 @@ func Reward(response string, golds []string, o RewardOptions) float64 {
 	if !ok {
 		return 0
 	}
+	if o.Metric == MetricSearchReward {
+		return o.SearchReward.score(ExactMatch(a, golds...), searched(response, tags.Search), reasoned(response))
+	}
 	var score float64
 	switch o.Metric {
 	case MetricSubEM:
@@ -164,6 +173,9 @@ func Reward(response string, golds []string, o RewardOptions) float64 {
 func (l Loop) Reward(ep *Episode, golds []string, o RewardOptions) float64 {
 	if ep == nil || !ep.Answered {
 		return 0
+	}
+	if o.Metric == MetricSearchReward {
+		return l.SearchReward(ep, golds, o.SearchReward)
 	}
 	var score float64
 	switch o.Metric {

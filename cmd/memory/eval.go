@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/beir"
 )
 
 func init() {
@@ -36,12 +36,16 @@ type evalConfig struct {
 	storeDir  string
 	keepDir   string
 	chunk     bool
+	qa        evalQAConfig
 }
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseEvalFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.qa.file != "" {
+		return runEvalQA(ctx, cfg, stdout, stderr)
 	}
 	// The queries and judgments only: the corpus is read (streamed) only to fill an empty
 	// store, so a store of any size is evaluated in the memory its queries need.
@@ -123,8 +127,16 @@ func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
 	fs.StringVar(&cfg.storeDir, "store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
 	fs.StringVar(&cfg.keepDir, "keep", "", "build the store in this new directory and keep it (default: a temporary store)")
 	fs.BoolVar(&cfg.chunk, "chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
+	cfg.qa.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
+	}
+	if cfg.qa.file != "" {
+		if cfg.qa.generator == "" || (cfg.data == "" && cfg.storeDir == "") || (cfg.storeDir != "" && cfg.keepDir != "") {
+			fs.Usage()
+			return cfg, errUsage
+		}
+		return cfg, nil
 	}
 	if cfg.data == "" || (cfg.storeDir != "" && cfg.keepDir != "") {
 		fs.Usage()

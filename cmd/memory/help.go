@@ -98,7 +98,8 @@ with all its documents (--delete; deleting the default collection empties it).`,
 	},
 	"eval": {
 		usage: `memory eval --data DIR [--mode bm25|dense|hybrid] [--embedder M] [--reranker M] [--run-out FILE]
-memory eval --data DIR --store DIR [...]`,
+memory eval --data DIR --store DIR [...]
+memory eval --qa FILE --generator URL [--model M] [--chat] (--store DIR | --data DIR) [--trajectories OUT]`,
 		help: `Evaluates retrieval on a BEIR folder: DIR/corpus.jsonl ({"_id","title","text"} per line, or
 Search-R1's {"id","contents"}), DIR/queries.jsonl ({"_id","text"}) and DIR/qrels/SPLIT.tsv
 (query-id, corpus-id, score with a header line). Prints nDCG@10, Recall@100, MRR@10, index and
@@ -107,7 +108,15 @@ query timings.
 Without --store the corpus is streamed (checked once, then added 512 documents at a time) into a
 temporary store. --store DIR evaluates an existing store: a filled one reads only the queries
 and qrels (the corpus is not opened), an empty one is filled from the corpus first; it never
-creates one: build it with --keep DIR, or with memory index --store DIR DIR/corpus.jsonl.`,
+creates one: build it with --keep DIR, or with memory index --store DIR DIR/corpus.jsonl.
+
+--qa FILE evaluates question answering as Search-R1 reports it: every question of FILE (JSONL,
+{"id","question","golden_answers":[...],"data_source"} as Search-R1 and FlashRAG write them) is
+answered by the model at --generator (an OpenAI-compatible server such as vLLM) searching the
+store in Search-R1's loop (--tags original: <information> passages; --topk 3, --max-turns 4),
+all questions in lockstep with one batch search per turn. Prints exact match (EM), cover EM
+(SubEM) and F1 after Search-R1's answer normalisation, overall and per data_source (default: the
+file's name); --trajectories writes every episode as JSONL.`,
 	},
 	"serve": {
 		usage: `memory serve --store DIR [--collection C] [--retrieve ADDR] [--mcp | --mcp-http ADDR]`,

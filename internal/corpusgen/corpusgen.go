@@ -33,7 +33,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/beir"
 )
 
 // Options configure Generate. Zero values select the defaults.

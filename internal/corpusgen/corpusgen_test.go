@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/beir"
 )
 
 func testSource() *beir.Dataset {
