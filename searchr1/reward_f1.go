@@ -71,10 +71,11 @@ type RewardOptions struct {
 	FormatScore float64 `json:"format_score,omitempty"`
 	// SearchBonus is added once when the response made at least one non-empty search and
 	// gave an answer (searching without answering earns nothing). Not used by
-	// [MetricSearchReward], which has its own weights.
+	// [MetricSearchReward], which has its own scores.
 	SearchBonus float64 `json:"reward_search_bonus,omitempty"`
-	// SearchReward are the weights of [MetricSearchReward] (zero: the seed's 0.5, 0.1, 0.2).
-	SearchReward SearchRewardScores `json:"search_reward,omitempty"`
+	// SearchReward are the scores of [MetricSearchReward] (zero: [OriginalFormatScores],
+	// Search-R1's script values 1, 0.2, 0.1, 0).
+	SearchReward FormatScores `json:"search_reward,omitempty"`
 	// Tags names the protocol tags (default [DefaultTags]).
 	Tags Tags `json:"-"`
 	// Extract configures the answer extraction (default: the last answer block of the
@@ -97,8 +98,8 @@ func (o RewardOptions) Validate() error {
 	default:
 		return fmt.Errorf("%w: reward_metric %q: want em, subem, f1 or search_reward", ErrInvalidOption, o.Metric)
 	}
-	if sr := o.SearchReward; sr.Answer < 0 || sr.Search < 0 || sr.Reasoning < 0 {
-		return fmt.Errorf("%w: search_reward weights %+v must not be negative", ErrInvalidOption, sr)
+	if sr := o.SearchReward; sr.negative() {
+		return fmt.Errorf("%w: search_reward scores %+v must not be negative", ErrInvalidOption, sr)
 	}
 	if o.FormatScore < 0 || o.SearchBonus < 0 {
 		return fmt.Errorf("%w: format_score %v and reward_search_bonus %v must not be negative", ErrInvalidOption, o.FormatScore, o.SearchBonus)
@@ -119,6 +120,13 @@ func Reward(response string, golds []string, o RewardOptions) float64 {
 			return 0
 		}
 		response = response[i+len(o.Start):]
+	}
+	if o.Metric == MetricSearchReward {
+		// Search-R1 reads the response as the model saw it, the loop's messages and the
+		// retrieved blocks included (a malformed turn is part of what it scores).
+		fo := Loop{Tags: tags}.formatOptions()
+		fo.Extract = o.Extract
+		return FormatReward(response, golds, fo, o.SearchReward.orOriginal())
 	}
 	ignore := o.Ignore
 	if ignore == nil {
@@ -141,9 +149,6 @@ func Reward(response string, golds []string, o RewardOptions) float64 {
 	a, ok := ExtractSolution(response, ex)
 	if !ok {
 		return 0
-	}
-	if o.Metric == MetricSearchReward {
-		return o.SearchReward.score(ExactMatch(a, golds...), searched(response, tags.Search), reasoned(response))
 	}
 	var score float64
 	switch o.Metric {

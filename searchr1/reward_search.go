@@ -1,71 +1,63 @@
 package searchr1
 
-// MetricSearchReward selects the seed framework's search_reward in [Reward] and
-// [Loop.Reward]: a weighted sum of a correct answer, a search and reasoning (see
-// [SearchRewardScores]).
+import "strings"
+
+// MetricSearchReward selects Search-R1's format-aware outcome reward (v0.3, qa_em_format)
+// in [Reward] and [Loop.Reward]: the exact match of the answer combined with whether the
+// model's turns follow the protocol (think, then search and read, then think and answer;
+// see [ValidSequence]) and whether a gold answer was retrieved, weighted by
+// [FormatScores] (the zero value means [OriginalFormatScores]: 1 for a correct answer in
+// a well-formed episode, 0.8 for one in a malformed episode, 0.2 for a well-formed
+// episode with a wrong answer, 0.1 for a malformed one with an answer, 0 without).
+//
+// The project seed's own search_reward formula is not available to this package; this
+// metric is the search-aware reward of the Search-R1 training scripts, the one a
+// Search-R1 user expects under that name.
 const MetricSearchReward RewardMetric = "search_reward"
 
-// SearchRewardScores are the weights of the seed's search_reward ([MetricSearchReward]):
-// Answer times the exact match of the answer, plus Search when the episode ran at least
-// one non-empty search, plus Reasoning when the model's text holds a non-empty
-// <think>…</think> block. Both bonuses need an answer: an episode that never answers
-// scores 0, so searching or thinking without answering earns nothing. The zero value
-// means [SeedSearchRewardScores].
-type SearchRewardScores struct {
-	Answer    float64 `json:"answer"`
-	Search    float64 `json:"search"`
-	Reasoning float64 `json:"reasoning"`
-}
-
-// SeedSearchRewardScores returns the seed's weights: answer 0.5, search 0.1, reasoning 0.2
-// (a perfect episode scores 0.8).
-func SeedSearchRewardScores() SearchRewardScores {
-	return SearchRewardScores{Answer: 0.5, Search: 0.1, Reasoning: 0.2}
-}
-
-func (s SearchRewardScores) withDefaults() SearchRewardScores {
-	if s == (SearchRewardScores{}) {
-		return SeedSearchRewardScores()
+// orOriginal is s, or [OriginalFormatScores] when s is the zero value.
+func (s FormatScores) orOriginal() FormatScores {
+	if s == (FormatScores{}) {
+		return OriginalFormatScores()
 	}
 	return s
 }
 
-// searchReward combines the parts of the seed's search_reward.
-func (s SearchRewardScores) score(correct, searched, reasoned bool) float64 {
-	s = s.withDefaults()
-	var v float64
-	if correct {
-		v += s.Answer
-	}
-	if searched {
-		v += s.Search
-	}
-	if reasoned {
-		v += s.Reasoning
-	}
-	return v
+// negative reports whether any weight is below zero.
+func (s FormatScores) negative() bool {
+	return s.Score < 0 || s.Structure < 0 || s.Final < 0 || s.Retrieval < 0
 }
 
-// thinkTag is the reasoning tag of Search-R1's prompt.
-const thinkTag = "think"
+// formatOptions are the [FormatOptions] of this loop's tags: its search and answer tags,
+// and its context tag in the place of Search-R1's information block.
+func (l Loop) formatOptions() FormatOptions {
+	t := l.Tags.withDefaults()
+	return FormatOptions{Search: t.Search, Information: t.Context, Answer: t.Answer}
+}
 
-// reasoned reports whether text holds a non-empty <think>…</think> block.
-func reasoned(text string) bool { return searched(text, thinkTag) }
+// ResponseText is the model's part of an episode as the model saw it: every turn's text
+// followed by what the loop injected after it (retrieved passages, or the loop's own
+// messages), without the prompt. Search-R1's reward functions read this text.
+func (l Loop) ResponseText(ep *Episode) string {
+	if ep == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range ep.Trace.Turns {
+		b.WriteString(t.Text)
+		b.WriteString(t.Observation)
+	}
+	return b.String()
+}
 
-// SearchReward is the seed's search_reward of an episode of this loop, with weights s (the
-// zero value: [SeedSearchRewardScores]): the answer the loop read from the model compared
-// by exact match, the episode's searches, and the reasoning of the model's turns (never
-// the prompt or the injected passages).
-func (l Loop) SearchReward(ep *Episode, golds []string, s SearchRewardScores) float64 {
+// SearchReward is [MetricSearchReward] for an episode of this loop, with weights s (the
+// zero value: [OriginalFormatScores]), scored on [Loop.ResponseText]: the loop's own
+// messages (an invalid action, the search budget) make the episode malformed, as in
+// Search-R1, where they are part of the response the reward reads. An episode without
+// an answer scores 0 unless it is well formed, which needs an answer, so it scores 0.
+func (l Loop) SearchReward(ep *Episode, golds []string, s FormatScores) float64 {
 	if ep == nil || !ep.Answered {
 		return 0
 	}
-	think := false
-	for _, t := range ep.Trace.Turns {
-		if reasoned(t.Text) {
-			think = true
-			break
-		}
-	}
-	return s.score(ExactMatch(ep.Answer, golds...), ep.Trace.Searches > 0, think)
+	return FormatReward(l.ResponseText(ep), golds, l.formatOptions(), s.orOriginal())
 }

@@ -217,7 +217,7 @@ func TestRunnerBatchPerTurn(t *testing.T) {
 		}
 		seen[key] = true
 		if tr.Stop != "answer" || !tr.Answered || tr.Answer != "gold "+tr.ID || tr.EM != 1 || tr.SubEM != 1 || tr.F1 != 1 ||
-			tr.SearchReward != 0.8 || tr.Reward != 0.8 || tr.Searches != searches || len(tr.Turns) != searches+1 {
+			tr.SearchReward != 1 || tr.Reward != 1 || tr.Searches != searches || len(tr.Turns) != searches+1 {
 			t.Fatalf("trajectory %+v", tr)
 		}
 		if !strings.Contains(tr.Prompt, "Question: "+tr.ID) || tr.DataSource == "" || len(tr.GoldenAnswers) != 1 {
