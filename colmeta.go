@@ -185,12 +185,27 @@ func (m *Memory) SetCollectionMetadata(ctx context.Context, name string, md map[
 // name or the other, and its indexes are rebuilt on the next open). Searches running on
 // from finish first.
 //
+// WithCollectionMetadata replaces the collection's metadata in the same transaction
+// (Chroma's modify_collection with a new name and new metadata).
+//
 // Errors: ErrCollectionNotFound when from is not stored, ErrCollectionExists when to is,
-// ErrInvalidCollection when either name is not allowed, ErrReadOnly on a read-only store.
-// Renaming a collection to its own name does nothing.
-func (m *Memory) RenameCollection(ctx context.Context, from, to string) error {
+// ErrInvalidCollection when either name is not allowed, ErrInvalidMetadata (or
+// ErrInvalidUTF8) for bad metadata, ErrReadOnly on a read-only store; nothing changes on
+// any of them. Renaming a collection to its own name only replaces its metadata (when given).
+func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...CollectionOption) error {
 	if err := m.writable(); err != nil {
 		return err
+	}
+	var cfg collectionConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var meta []byte
+	if cfg.meta != nil {
+		var err error
+		if meta, err = encodeCollectionMeta(cfg.meta); err != nil {
+			return err
+		}
 	}
 	src, dst := m.Collection(from), m.Collection(to)
 	if err := validCollectionName(src.name); err != nil {
@@ -220,7 +235,10 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string) error {
 		return fmt.Errorf("%w: %q", ErrCollectionNotFound, src.name)
 	}
 	if src.name == dst.name {
-		return nil
+		if meta == nil {
+			return nil
+		}
+		return m.db.SetCollectionMeta(src.name, meta)
 	}
 	if exists, err := m.collectionExists(dst.name); err != nil || exists {
 		return cmpErr(err, fmt.Errorf("%w: %q", ErrCollectionExists, dst.name))
@@ -240,7 +258,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string) error {
 	if err := m.removeDerived(dst.name); err != nil {
 		return fmt.Errorf("memory: rename collection %q: removing stale indexes of %q: %w", src.name, dst.name, err)
 	}
-	if err := m.db.RenameCollection(src.name, dst.name); err != nil {
+	if err := m.db.RenameCollection(src.name, dst.name, meta); err != nil {
 		return fmt.Errorf("memory: rename collection %q to %q: %w", src.name, dst.name, err)
 	}
 	if s != nil {

@@ -219,7 +219,23 @@ func TestRenameCollectionErrors(t *testing.T) {
 			}
 		})
 	}
+	if err := m.RenameCollection(bg, "a", "z", WithCollectionMetadata(map[string]any{"": 1})); !errors.Is(err, ErrInvalidMetadata) {
+		t.Fatalf("rename with bad metadata: %v", err)
+	}
+	if got := m.Collections(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("a rename with bad metadata changed the collections: %v", got)
+	}
 	must(t, m.RenameCollection(bg, "a", "a")) // its own name: nothing
+	// A new name and new metadata in one transaction.
+	must(t, m.RenameCollection(bg, "a", "c", WithCollectionMetadata(map[string]any{"k": "v"})))
+	if md, err := m.CollectionMetadata(bg, "c"); err != nil || !reflect.DeepEqual(md, map[string]any{"k": "v"}) {
+		t.Fatalf("metadata after rename: %v, %v", md, err)
+	}
+	must(t, m.RenameCollection(bg, "c", "c", WithCollectionMetadata(nil)))
+	if md, err := m.CollectionMetadata(bg, "c"); err != nil || len(md) != 0 {
+		t.Fatalf("metadata cleared by a rename to its own name: %v, %v", md, err)
+	}
+	must(t, m.RenameCollection(bg, "c", "a"))
 	must(t, m.Close())
 	ro := openT(t, dir, ReadOnly())
 	if err := ro.RenameCollection(bg, "a", "z"); !errors.Is(err, ErrReadOnly) {

@@ -93,8 +93,9 @@ func (db *DB) SetCollectionMeta(name string, meta []byte) error {
 // collection's bucket takes each sub-bucket of the old one (bbolt's MoveBucket moves a
 // bucket's header, not its pages: the cost does not grow with the documents), then the
 // emptied old bucket is deleted. A crash leaves either name, never both or neither.
-// ErrCollectionNotFound when from is not stored, ErrCollectionExists when to is.
-func (db *DB) RenameCollection(from, to string) error {
+// With meta not nil, the metadata is replaced by it (JSON; "{}": none) in the same
+// transaction. ErrCollectionNotFound when from is not stored, ErrCollectionExists when to is.
+func (db *DB) RenameCollection(from, to string, meta []byte) error {
 	return db.update(func(tx *bolt.Tx) error {
 		cols := tx.Bucket(bkCols)
 		var src *bolt.Bucket
@@ -130,6 +131,12 @@ func (db *DB) RenameCollection(from, to string) error {
 				return err
 			}
 		}
-		return cols.DeleteBucket([]byte(from))
+		if err := cols.DeleteBucket([]byte(from)); err != nil {
+			return err
+		}
+		if meta == nil {
+			return nil
+		}
+		return putColMeta(dst, meta)
 	})
 }

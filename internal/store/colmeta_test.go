@@ -36,11 +36,11 @@ func TestRenameCollectionMovesEverything(t *testing.T) {
 		from, to string
 		want     error
 	}{{"nope", "x", ErrCollectionNotFound}, {"old", "other", ErrCollectionExists}} {
-		if err := db.RenameCollection(tc.from, tc.to); !errors.Is(err, tc.want) {
+		if err := db.RenameCollection(tc.from, tc.to, nil); !errors.Is(err, tc.want) {
 			t.Fatalf("RenameCollection(%q, %q) = %v, want %v", tc.from, tc.to, err, tc.want)
 		}
 	}
-	if err := db.RenameCollection("old", "new"); err != nil {
+	if err := db.RenameCollection("old", "new", nil); err != nil {
 		t.Fatal(err)
 	}
 	if names, _ := db.CollectionNames(); fmt.Sprint(names) != "[new other]" {
