@@ -125,6 +125,12 @@ func (m *Memory) CollectionMetadata(ctx context.Context, name string) (map[strin
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if m.remote != nil {
+		return nil, m.errNotRemote("reading a collection's metadata")
+	}
 	if _, err := c.existing(); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@
 //	memory delete      --store DIR [--collection C] ID... | --where JSON | --source PATH
 //	memory count       --store DIR [--collection C]
 //	memory check       --store DIR [--repair]
-//	memory collections --store DIR [--json] | --delete NAME
+//	memory collections --store DIR [--json] | --delete NAME | --rename OLD NEW
 //	memory eval        --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
 //	memory serve       --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]
 //	memory models      list | pull NAME | path NAME
