@@ -351,3 +351,45 @@ func TestRenameCrash(t *testing.T) {
 	}
 	t.Logf("%d kill -9 runs, %d renames acknowledged, none torn", runs, renames)
 }
+
+// TestRenameWhileSearching: searches of a collection racing its rename each answer in full
+// under the old name or fail with ErrCollectionNotFound, and the new name answers after.
+func TestRenameWhileSearching(t *testing.T) {
+	m := openT(t, t.TempDir())
+	must(t, m.Collection("old").Add(bg, corpus...))
+	want := ids(searchT(t, m.Collection("old"), "compiled language", WithMode(BM25)))
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				res, err := m.Collection("old").Search(bg, "compiled language", WithMode(BM25))
+				if errors.Is(err, ErrCollectionNotFound) {
+					continue
+				}
+				if err != nil || !reflect.DeepEqual(ids(res), want) {
+					errs <- fmt.Errorf("search during the rename: %v, %v", ids(res), err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	must(t, m.RenameCollection(bg, "old", "new"))
+	time.Sleep(20 * time.Millisecond)
+	close(stop)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ids(searchT(t, m.Collection("new"), "compiled language", WithMode(BM25))); !reflect.DeepEqual(got, want) {
+		t.Fatalf("new name: %v, want %v", got, want)
+	}
+}
