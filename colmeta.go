@@ -129,7 +129,17 @@ func (m *Memory) CollectionMetadata(ctx context.Context, name string) (map[strin
 		return nil, ErrClosed
 	}
 	if m.remote != nil {
-		return nil, m.errNotRemote("reading a collection's metadata")
+		if err := validCollectionName(c.name); err != nil {
+			return nil, err
+		}
+		resp, err := c.remoteCall(ctx, "colmeta", "")
+		if err != nil {
+			return nil, err
+		}
+		if resp.Meta == nil {
+			resp.Meta = map[string]any{}
+		}
+		return resp.Meta, nil
 	}
 	if _, err := c.existing(); err != nil {
 		return nil, err

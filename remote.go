@@ -57,7 +57,7 @@ var ErrWriterGone = errors.New("memory: the writer this read-only store reads th
 // wireReq is one request.
 type wireReq struct {
 	V       int         `json:"v"`
-	Op      string      `json:"op"` // hello, search, batch, get, vectors, len, ids, sources, collections, exists
+	Op      string      `json:"op"` // hello, search, batch, get, vectors, len, ids, sources, collections, exists, colmeta
 	Col     string      `json:"col,omitempty"`
 	Query   string      `json:"q,omitempty"`
 	Queries []string    `json:"qs,omitempty"`
@@ -88,16 +88,17 @@ type wireSearch struct {
 
 // wireResp is one response.
 type wireResp struct {
-	V       int          `json:"v"`
-	Err     *wireErr     `json:"err,omitempty"`
-	Results []Result     `json:"results,omitempty"`
-	Batch   [][]Result   `json:"batch,omitempty"`
-	Doc     *wireDoc     `json:"doc,omitempty"`
-	Vectors [][]float32  `json:"vectors,omitempty"`
-	N       int          `json:"n,omitempty"`
-	Names   []string     `json:"names,omitempty"`
-	Stats   *SearchStats `json:"stats,omitempty"`
-	PID     int          `json:"pid,omitempty"` // hello
+	V       int            `json:"v"`
+	Err     *wireErr       `json:"err,omitempty"`
+	Results []Result       `json:"results,omitempty"`
+	Batch   [][]Result     `json:"batch,omitempty"`
+	Doc     *wireDoc       `json:"doc,omitempty"`
+	Vectors [][]float32    `json:"vectors,omitempty"`
+	N       int            `json:"n,omitempty"`
+	Names   []string       `json:"names,omitempty"`
+	Meta    map[string]any `json:"meta,omitempty"` // colmeta: a collection's metadata
+	Stats   *SearchStats   `json:"stats,omitempty"`
+	PID     int            `json:"pid,omitempty"` // hello
 }
 
 // wireDoc is a Document with its embedding (which Document's JSON leaves out).
@@ -382,6 +383,8 @@ func (s *readServer) answer(req *wireReq) *wireResp {
 		out.Names = m.Collections()
 	case "exists":
 		_, err = c.existing()
+	case "colmeta":
+		out.Meta, err = m.CollectionMetadata(ctx, req.Col)
 	default:
 		err = fmt.Errorf("%w: unknown request %q", ErrInvalidOption, req.Op)
 	}
