@@ -36,9 +36,10 @@ type collectionConfig struct {
 	meta map[string]any
 }
 
-// WithCollectionMetadata gives a collection created by CreateCollection metadata md (string
-// keys; string, number or bool values; see MaxCollectionMetadataKeys and
-// MaxCollectionMetadataBytes).
+// WithCollectionMetadata gives a collection created by CreateCollection, or renamed by
+// RenameCollection, metadata md (string keys; string, number or bool values; see
+// MaxCollectionMetadataKeys and MaxCollectionMetadataBytes). nil or empty: none (a rename
+// with it clears the collection's metadata).
 func WithCollectionMetadata(md map[string]any) CollectionOption {
 	return func(c *collectionConfig) {
 		c.meta = md
