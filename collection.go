@@ -73,7 +73,7 @@ func (c *Collection) state(create bool) (*colState, error) {
 		return nil, err
 	}
 	if !exists {
-		if err := m.createCollection(c.name); err != nil {
+		if err := m.createCollection(c.name, nil); err != nil {
 			return nil, err
 		}
 	}

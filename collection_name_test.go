@@ -82,7 +82,7 @@ func TestLongCollectionNameOfOlderVersion(t *testing.T) {
 	dir := t.TempDir()
 	m := openT(t, dir)
 	must(t, m.Add(bg, Document{ID: "a", Text: "default collection"}))
-	must(t, m.db.CreateCollection(long, DefaultMaxCollections)) // what an older version did
+	must(t, m.db.CreateCollection(long, DefaultMaxCollections, nil)) // what an older version did
 	must(t, m.Close())
 
 	ro, err := Open(dir, ReadOnly())

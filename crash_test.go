@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 		replaceCrashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(renameCrashEnv); dir != "" {
+		renameCrashChild(dir)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

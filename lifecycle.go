@@ -31,14 +31,14 @@ func (m *Memory) collectionExists(name string) (bool, error) { return m.db.Colle
 // collectionNames lists the collections of the store of record, sorted.
 func (m *Memory) collectionNames() ([]string, error) { return m.db.CollectionNames() }
 
-// createCollection makes a collection's bucket, within the cap on collections, and removes
-// any index left by a deleted collection of that name (it must not be caught up). The
-// caller holds m.cmu.
-func (m *Memory) createCollection(name string) error {
+// createCollection makes a collection's bucket with metadata meta (its JSON; nil: none),
+// within the cap on collections, and removes any index left by a deleted collection of that
+// name (it must not be caught up). The caller holds m.cmu.
+func (m *Memory) createCollection(name string, meta []byte) error {
 	if err := creatableCollectionName(name); err != nil {
 		return err
 	}
-	if err := m.db.CreateCollection(name, m.maxCollections()); err != nil {
+	if err := m.db.CreateCollection(name, m.maxCollections(), meta); err != nil {
 		return err
 	}
 	return m.removeDerived(name)

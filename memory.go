@@ -671,14 +671,31 @@ func (m *Memory) GetCollection(name string) (*Collection, error) {
 }
 
 // CreateCollection returns the named collection, creating it (durably, empty) when it does
-// not exist yet.
-func (m *Memory) CreateCollection(name string) (*Collection, error) {
+// not exist yet, with the metadata of WithCollectionMetadata in the same transaction (an
+// existing collection keeps its own; see SetCollectionMetadata).
+func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Collection, error) {
 	if err := m.writable(); err != nil {
 		return nil, err
+	}
+	var cfg collectionConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var meta []byte
+	if cfg.meta != nil {
+		var err error
+		if meta, err = encodeCollectionMeta(cfg.meta); err != nil {
+			return nil, err
+		}
 	}
 	c := m.Collection(name)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
+	if meta != nil {
+		if err := m.createWithMeta(c.name, meta); err != nil {
+			return nil, err
+		}
+	}
 	if _, err := c.state(true); err != nil {
 		return nil, err
 	}

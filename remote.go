@@ -59,7 +59,7 @@ var ErrWriterGone = errors.New("memory: the writer this read-only store reads th
 // wireReq is one request.
 type wireReq struct {
 	V       int         `json:"v"`
-	Op      string      `json:"op"` // hello, search, batch, get, vectors, len, ids, sources, collections, exists; backup, export (remotestream.go)
+	Op      string      `json:"op"` // hello, search, batch, get, vectors, len, ids, sources, collections, exists, colmeta; backup, export (remotestream.go)
 	Col     string      `json:"col,omitempty"`
 	Query   string      `json:"q,omitempty"`
 	Queries []string    `json:"qs,omitempty"`
@@ -91,20 +91,21 @@ type wireSearch struct {
 
 // wireResp is one response.
 type wireResp struct {
-	V       int          `json:"v"`
-	Err     *wireErr     `json:"err,omitempty"`
-	Results []Result     `json:"results,omitempty"`
-	Batch   [][]Result   `json:"batch,omitempty"`
-	Doc     *wireDoc     `json:"doc,omitempty"`
-	Vectors [][]float32  `json:"vectors,omitempty"`
-	N       int          `json:"n,omitempty"`
-	Names   []string     `json:"names,omitempty"`
-	Stats   *SearchStats `json:"stats,omitempty"`
-	PID     int          `json:"pid,omitempty"`    // hello
-	Caps    []string     `json:"caps,omitempty"`   // hello: the streaming operations served (remotestream.go)
-	Stream  string       `json:"stream,omitempty"` // "frames": frames follow this line (remotestream.go)
-	Backup  *BackupInfo  `json:"backup,omitempty"` // a backup stream's end frame
-	Export  *ExportStats `json:"export,omitempty"` // an export stream's end frame
+	V       int            `json:"v"`
+	Err     *wireErr       `json:"err,omitempty"`
+	Results []Result       `json:"results,omitempty"`
+	Batch   [][]Result     `json:"batch,omitempty"`
+	Doc     *wireDoc       `json:"doc,omitempty"`
+	Vectors [][]float32    `json:"vectors,omitempty"`
+	N       int            `json:"n,omitempty"`
+	Names   []string       `json:"names,omitempty"`
+	Meta    map[string]any `json:"meta,omitempty"` // colmeta: a collection's metadata
+	Stats   *SearchStats   `json:"stats,omitempty"`
+	PID     int            `json:"pid,omitempty"`    // hello
+	Caps    []string       `json:"caps,omitempty"`   // hello: the streaming operations served (remotestream.go)
+	Stream  string         `json:"stream,omitempty"` // "frames": frames follow this line (remotestream.go)
+	Backup  *BackupInfo    `json:"backup,omitempty"` // a backup stream's end frame
+	Export  *ExportStats   `json:"export,omitempty"` // an export stream's end frame
 }
 
 // wireDoc is a Document with its embedding (which Document's JSON leaves out).
@@ -394,6 +395,8 @@ func (s *readServer) answer(req *wireReq) *wireResp {
 		out.Names = m.Collections()
 	case "exists":
 		_, err = c.existing()
+	case "colmeta":
+		out.Meta, err = m.CollectionMetadata(ctx, req.Col)
 	default:
 		err = fmt.Errorf("%w: unknown request %q", ErrInvalidOption, req.Op)
 	}

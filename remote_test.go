@@ -116,6 +116,19 @@ func TestRemoteReadsMatchWriter(t *testing.T) {
 	if _, err := r.GetCollection("other"); err != nil {
 		t.Errorf("GetCollection(other): %v", err)
 	}
+	must(t, w.SetCollectionMetadata(bg, "other", map[string]any{"owner": "ops", "v": 2}))
+	if got, err := r.CollectionMetadata(bg, "other"); err != nil || !reflect.DeepEqual(got, map[string]any{"owner": "ops", "v": 2.0}) {
+		t.Errorf("collection metadata: %v, %v", got, err)
+	}
+	if got, err := r.CollectionMetadata(bg, ""); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("default collection metadata: %#v, %v", got, err)
+	}
+	if _, err := r.CollectionMetadata(bg, "nope"); !errors.Is(err, ErrCollectionNotFound) {
+		t.Errorf("metadata of a missing collection: %v", err)
+	}
+	if err := r.RenameCollection(bg, "other", "x"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("rename through a reader: %v", err)
+	}
 	// Errors keep their types across the socket.
 	for name, err := range map[string]error{
 		"missing collection": func() error { _, err := r.GetCollection("nope"); return err }(),

@@ -29,8 +29,8 @@ const (
 	ToolChromaDeleteDocuments  = "chroma_delete_documents"
 )
 
-// ErrUnsupported: a Chroma tool argument this store has no equivalent of (collection
-// metadata, renaming a collection).
+// ErrUnsupported: a Chroma tool argument this store has no equivalent of. (No tool returns
+// it today: collection metadata and renames are kept; it stays for callers that test it.)
 var ErrUnsupported = errors.New("mcpserver: not supported by this store")
 
 // The values of "include".
@@ -54,11 +54,12 @@ type ListCollectionsOutput struct {
 
 // CreateCollectionInput is chroma_create_collection's input. The HNSW and embedding
 // settings of Chroma are accepted and ignored (this store has one embedder, chosen when it
-// was created); collection metadata is refused (ErrUnsupported) rather than dropped.
+// was created); the collection metadata is stored with it (string keys; string, number or
+// boolean values; see memory.MaxCollectionMetadataKeys and MaxCollectionMetadataBytes).
 type CreateCollectionInput struct {
 	CollectionName        string         `json:"collection_name" jsonschema:"name of the collection to create"`
 	EmbeddingFunctionName string         `json:"embedding_function_name,omitempty" jsonschema:"ignored: the store's embedder is used"`
-	Metadata              map[string]any `json:"metadata,omitempty" jsonschema:"collection metadata: not supported (an error when not empty)"`
+	Metadata              map[string]any `json:"metadata,omitempty" jsonschema:"collection metadata: string keys, string, number or boolean values"`
 	Space                 string         `json:"space,omitempty" jsonschema:"ignored"`
 	EFConstruction        int            `json:"ef_construction,omitempty" jsonschema:"ignored"`
 	EFSearch              int            `json:"ef_search,omitempty" jsonschema:"ignored"`
@@ -96,15 +97,16 @@ type CountOutput struct {
 type CollectionInfoOutput struct {
 	Name            string          `json:"name"`
 	Count           int             `json:"count"`
+	Metadata        map[string]any  `json:"metadata"`
 	SampleDocuments ChromaGetOutput `json:"sample_documents"`
 }
 
-// ModifyCollectionInput is chroma_modify_collection's input. This store keeps no
-// collection metadata and does not rename collections: both are ErrUnsupported.
+// ModifyCollectionInput is chroma_modify_collection's input: a new name, new metadata
+// (replacing the old), or both, changed in one transaction.
 type ModifyCollectionInput struct {
 	CollectionName string         `json:"collection_name" jsonschema:"name of the collection"`
-	NewName        string         `json:"new_name,omitempty" jsonschema:"new name: not supported"`
-	NewMetadata    map[string]any `json:"new_metadata,omitempty" jsonschema:"new metadata: not supported"`
+	NewName        string         `json:"new_name,omitempty" jsonschema:"new name of the collection (must not exist)"`
+	NewMetadata    map[string]any `json:"new_metadata,omitempty" jsonschema:"metadata replacing the collection's ({} clears it)"`
 }
 
 // AddDocumentsInput is chroma_add_documents' input.
@@ -206,7 +208,7 @@ func (s *server) addChromaTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaPeekCollection, Annotations: ro,
 		Description: "Show the first documents of a collection."}, s.chromaPeek)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCollectionInfo, Annotations: ro,
-		Description: "Name, document count and three sample documents of a collection."}, s.chromaInfo)
+		Description: "Name, metadata, document count and three sample documents of a collection."}, s.chromaInfo)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCollectionCount, Annotations: ro,
 		Description: "Number of documents in a collection."}, s.chromaCount)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaQueryDocuments, Annotations: ro,
@@ -217,9 +219,9 @@ func (s *server) addChromaTools(srv *mcp.Server) {
 		return
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCreateCollection,
-		Description: "Create an empty collection."}, s.chromaCreate)
+		Description: "Create an empty collection, with optional metadata."}, s.chromaCreate)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaModifyCollection,
-		Description: "Rename a collection or change its metadata: not supported by this store (answers an error saying so)."}, s.chromaModify)
+		Description: "Rename a collection (new_name) and/or replace its metadata (new_metadata), in one step."}, s.chromaModify)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaDeleteCollection, Annotations: del,
 		Description: "Delete a collection with all its documents."}, s.chromaDeleteCollection)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaAddDocuments,
@@ -282,26 +284,48 @@ func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in Crea
 	if in.CollectionName == "" {
 		return nil, CollectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
 	}
-	if len(in.Metadata) > 0 {
-		return nil, CollectionOutput{}, fmt.Errorf("%w: collection metadata", ErrUnsupported)
-	}
 	if _, err := s.m.GetCollection(in.CollectionName); err == nil {
 		return nil, CollectionOutput{}, fmt.Errorf("%w: collection %q already exists", ErrInvalidInput, in.CollectionName)
 	} else if !errors.Is(err, memory.ErrCollectionNotFound) {
 		return nil, CollectionOutput{}, err
 	}
-	c, err := s.m.CreateCollection(in.CollectionName)
+	var opts []memory.CollectionOption
+	if in.Metadata != nil {
+		opts = append(opts, memory.WithCollectionMetadata(in.Metadata))
+	}
+	c, err := s.m.CreateCollection(in.CollectionName, opts...)
 	if err != nil {
 		return nil, CollectionOutput{}, err
 	}
 	return nil, CollectionOutput{Collection: c.Name(), Message: "created collection " + c.Name()}, nil
 }
 
-func (s *server) chromaModify(_ context.Context, _ *mcp.CallToolRequest, in ModifyCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
-	if _, err := s.existingCollection(in.CollectionName); err != nil {
+func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in ModifyCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
+	c, err := s.existingCollection(in.CollectionName)
+	if err != nil {
 		return nil, CollectionOutput{}, err
 	}
-	return nil, CollectionOutput{}, fmt.Errorf("%w: collections have no metadata and cannot be renamed (copy the documents with chroma_get_documents and chroma_add_documents)", ErrUnsupported)
+	if in.NewName == "" && in.NewMetadata == nil {
+		return nil, CollectionOutput{}, fmt.Errorf("%w: give new_name, new_metadata or both", ErrInvalidInput)
+	}
+	var opts []memory.CollectionOption
+	if in.NewMetadata != nil {
+		opts = append(opts, memory.WithCollectionMetadata(in.NewMetadata))
+	}
+	name, did := c.Name(), []string{}
+	if in.NewName != "" {
+		if err := s.m.RenameCollection(ctx, name, in.NewName, opts...); err != nil {
+			return nil, CollectionOutput{}, err
+		}
+		name = s.m.Collection(in.NewName).Name()
+		did = append(did, "renamed it to "+name)
+	} else if err := s.m.SetCollectionMetadata(ctx, name, in.NewMetadata); err != nil {
+		return nil, CollectionOutput{}, err
+	}
+	if in.NewMetadata != nil {
+		did = append(did, "replaced its metadata")
+	}
+	return nil, CollectionOutput{Collection: name, Message: "modified collection " + c.Name() + ": " + strings.Join(did, " and ")}, nil
 }
 
 func (s *server) chromaDeleteCollection(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CollectionOutput, error) {
@@ -347,8 +371,12 @@ func (s *server) chromaInfo(ctx context.Context, _ *mcp.CallToolRequest, in Coll
 	if err != nil {
 		return nil, CollectionInfoOutput{}, err
 	}
+	md, err := c.Metadata(ctx)
+	if err != nil {
+		return nil, CollectionInfoOutput{}, err
+	}
 	_, sample, err := s.getOutput(ctx, c, memory.FindOptions{Limit: 3}, nil)
-	return nil, CollectionInfoOutput{Name: c.Name(), Count: n, SampleDocuments: sample}, err
+	return nil, CollectionInfoOutput{Name: c.Name(), Count: n, Metadata: md, SampleDocuments: sample}, err
 }
 
 // getOutput finds the documents o selects and shapes them as Chroma's get does.

@@ -71,8 +71,68 @@ func TestChromaTools(t *testing.T) {
 	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "kb"}, &info); res.IsError || info.Count != 4 || len(info.SampleDocuments.IDs) != 3 {
 		t.Fatalf("info: %s %+v", errorText(res), info)
 	}
-	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb2"}, nil); !res.IsError || !strings.Contains(errorText(res), "not supported") {
-		t.Fatalf("modify: %s", errorText(res))
+	if info.Metadata == nil || len(info.Metadata) != 0 {
+		t.Fatalf("info metadata of a collection without any = %#v, want {}", info.Metadata)
+	}
+
+	// Collection metadata and modify: a rename answers under the new name as before, the old
+	// name is a tool error; then back.
+	if res := call(t, cs, ToolChromaCreateCollection, map[string]any{"collection_name": "meta", "metadata": map[string]any{"purpose": "scratch", "v": 1, "gold": true}}, nil); res.IsError {
+		t.Fatalf("create with metadata: %s", errorText(res))
+	}
+	var minfo CollectionInfoOutput
+	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "meta"}, &minfo); res.IsError ||
+		!reflect.DeepEqual(minfo.Metadata, map[string]any{"purpose": "scratch", "v": 1.0, "gold": true}) {
+		t.Fatalf("info with metadata: %s %+v", errorText(res), minfo)
+	}
+	queryIDs := func(col string) ([][]string, *mcp.CallToolResult) {
+		var q QueryDocumentsOutput
+		res := call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": col, "query_texts": []string{"deploy", "typed language"}, "n_results": 3}, &q)
+		return q.IDs, res
+	}
+	beforeIDs, qres := queryIDs("kb")
+	if qres.IsError {
+		t.Fatalf("query before rename: %s", errorText(qres))
+	}
+	var mod CollectionOutput
+	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb2", "new_metadata": map[string]any{"owner": "ops"}}, &mod); res.IsError || mod.Collection != "kb2" {
+		t.Fatalf("modify: %s %+v", errorText(res), mod)
+	}
+	if got, res := queryIDs("kb2"); res.IsError || !reflect.DeepEqual(got, beforeIDs) {
+		t.Fatalf("query of the new name: %s %v, want %v", errorText(res), got, beforeIDs)
+	}
+	if _, res := queryIDs("kb"); !res.IsError || !strings.Contains(errorText(res), "not found") {
+		t.Fatalf("query of the old name: error=%v %s", res.IsError, errorText(res))
+	}
+	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "kb2"}, &info); res.IsError || info.Count != 4 || info.Metadata["owner"] != "ops" {
+		t.Fatalf("info after modify: %s %+v", errorText(res), info)
+	}
+	for _, bad := range []struct {
+		args map[string]any
+		want string
+	}{
+		{map[string]any{"collection_name": "kb2"}, "new_name, new_metadata"},
+		{map[string]any{"collection_name": "kb2", "new_name": "meta"}, "already exists"},
+		{map[string]any{"collection_name": "nope", "new_name": "x"}, "not found"},
+		{map[string]any{"collection_name": "kb2", "new_name": "bad\nname"}, "invalid collection name"},
+		{map[string]any{"collection_name": "kb2", "new_name": "x", "new_metadata": map[string]any{"k": []any{1}}}, "invalid metadata"},
+	} {
+		if res := call(t, cs, ToolChromaModifyCollection, bad.args, nil); !res.IsError || !strings.Contains(errorText(res), bad.want) {
+			t.Fatalf("modify %v: error=%v %s, want %q", bad.args, res.IsError, errorText(res), bad.want)
+		}
+	}
+	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "meta", "new_metadata": map[string]any{}}, nil); res.IsError {
+		t.Fatalf("modify metadata only: %s", errorText(res))
+	}
+	var cleared CollectionInfoOutput
+	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "meta"}, &cleared); res.IsError || cleared.Metadata == nil || len(cleared.Metadata) != 0 {
+		t.Fatalf("metadata cleared: %s %+v", errorText(res), cleared)
+	}
+	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "kb2", "new_name": "kb"}, nil); res.IsError {
+		t.Fatalf("modify back: %s", errorText(res))
+	}
+	if res := call(t, cs, ToolChromaDeleteCollection, map[string]any{"collection_name": "meta"}, nil); res.IsError {
+		t.Fatalf("delete meta: %s", errorText(res))
 	}
 
 	// Query: two queries, where, where_document, include.
@@ -185,8 +245,13 @@ func snapshot(t *testing.T, m *memory.Memory) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		md, err := m.CollectionMetadata(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		data, _ := json.Marshal(docs)
-		fmt.Fprintf(&b, "%s:%s\n", c, data)
+		mdata, _ := json.Marshal(md)
+		fmt.Fprintf(&b, "%s %s:%s\n", c, mdata, data)
 	}
 	return b.String()
 }
@@ -247,6 +312,9 @@ func TestChromaHostileArguments(t *testing.T) {
 		{"huge added document", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{strings.Repeat("w ", DefaultMaxAddBytes/2+1)}, "ids": []string{"huge"}}, "MaxAddBytes"},
 		{"too many updated documents", ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxAddDocs+1, id), "documents": many(DefaultMaxAddDocs+1, func(int) any { return "t" })}, "MaxAddDocs"},
 		{"huge collection name", ToolChromaCreateCollection, map[string]any{"collection_name": strings.Repeat("c", DefaultMaxArgBytes+1)}, "MaxArgBytes"},
+		{"too many collection metadata keys", ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb9", "new_metadata": manyKeys(memory.MaxCollectionMetadataKeys + 1)}, "keys (max"},
+		{"huge collection metadata", ToolChromaCreateCollection, map[string]any{"collection_name": "c9", "metadata": map[string]any{"k": strings.Repeat("v", memory.MaxCollectionMetadataBytes)}}, "metadata of more than"},
+		{"huge new name", ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": strings.Repeat("n", 300)}, "invalid collection name"},
 		{"huge metadata value", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{"t"}, "ids": []string{"m"}, "metadatas": []any{map[string]any{"k": strings.Repeat("v", DefaultMaxAddBytes)}}}, "MaxAddBytes"},
 		{"huge memory_search query", ToolSearch, map[string]any{"query": strings.Repeat("w", DefaultMaxQueryBytes+1)}, "MaxQueryBytes"},
 	}
@@ -478,4 +546,13 @@ func TestChromaQueryWithEmbedder(t *testing.T) {
 	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"go"}, "include": []string{"embeddings"}}, &got); res.IsError || len(got.Embeddings[0]) != 64 {
 		t.Fatalf("get embeddings: %s %+v", errorText(res), got)
 	}
+}
+
+// manyKeys is a metadata map of n keys.
+func manyKeys(n int) map[string]any {
+	md := make(map[string]any, n)
+	for i := range n {
+		md[fmt.Sprint("k", i)] = i
+	}
+	return md
 }

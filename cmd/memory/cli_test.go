@@ -318,6 +318,7 @@ func TestReadCommandsNeverCreate(t *testing.T) {
 		{"count", "--store", store, "--collection", "nots"},
 		{"delete", "--store", store, "--collection", "nots", "d0"},
 		{"collections", "--store", store, "--delete", "nots"},
+		{"collections", "--store", store, "--rename", "nots", "x"},
 	} {
 		_, errs := mustCLI(t, 1, args...)
 		if !strings.Contains(errs, `"nots"`) || !strings.Contains(errs, "collection not found") || !strings.Contains(errs, `"notes"`) {
@@ -492,6 +493,26 @@ func TestGetDeleteCountCollections(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^default\s+10$`).MatchString(out) || !regexp.MustCompile(`(?m)^other\s+10$`).MatchString(out) {
 		t.Fatalf("collections:\n%s", out)
 	}
+	// Rename: the collection answers under its new name, not the old one.
+	before, _ := mustCLI(t, 0, "search", "--store", store, "--collection", "other", "--json", "otters")
+	out, _ = mustCLI(t, 0, "collections", "--store", store, "--rename", "other", "renamed")
+	if !strings.Contains(out, `renamed collection "other" to "renamed" (10 documents)`) {
+		t.Fatalf("collections --rename: %s", out)
+	}
+	if after, _ := mustCLI(t, 0, "search", "--store", store, "--collection", "renamed", "--json", "otters"); strings.ReplaceAll(after, `"collection":"renamed"`, `"collection":"other"`) != before || !strings.Contains(before, `"d9"`) {
+		t.Fatalf("search of the new name:\n%s\nbefore:\n%s", after, before)
+	}
+	if _, errs := mustCLI(t, 1, "search", "--store", store, "--collection", "other", "otters"); !strings.Contains(errs, "collection not found") {
+		t.Fatalf("search of the old name: %s", errs)
+	}
+	if _, errs := mustCLI(t, 1, "collections", "--store", store, "--rename", "renamed", "--to", "default"); !strings.Contains(errs, "collection already exists") {
+		t.Fatalf("rename onto an existing collection: %s", errs)
+	}
+	mustCLI(t, 2, "collections", "--store", store, "--rename", "renamed")                       // no new name
+	mustCLI(t, 2, "collections", "--store", store, "--rename", "renamed", "a", "b")             // two new names
+	mustCLI(t, 2, "collections", "--store", store, "--rename", "renamed", "x", "--delete", "y") // two things at once
+	mustCLI(t, 0, "collections", "--store", store, "--rename", "renamed", "--to", "other")
+
 	out, _ = mustCLI(t, 0, "get", "--store", store, "d3")
 	if !strings.Contains(out, "title:  Doc 3") || !strings.Contains(out, "document number 3 about otters") || !strings.Contains(out, "meta:   n = 3") {
 		t.Fatalf("get:\n%s", out)

@@ -13,7 +13,7 @@ import (
 func init() {
 	register(command{
 		name:    "collections",
-		summary: "list the collections of a store with their sizes, or delete one (--delete NAME)",
+		summary: "list the collections of a store with their sizes, delete one (--delete NAME) or rename one (--rename OLD NEW)",
 		run:     runCollections,
 	})
 }
@@ -23,16 +23,24 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 	var sf storeFlags
 	sf.register(fs, true)
 	del := fs.String("delete", "", "delete this collection with all its documents")
+	rename := fs.String("rename", "", "rename this collection (to the name after it, or --to)")
+	to := fs.String("to", "", "the new name of the collection --rename names")
 	asJSON := fs.Bool("json", false, `one JSON object per collection: {"name": ..., "count": ...}`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if sf.dir == "" || fs.NArg() != 0 {
+	if *rename != "" && *to == "" && fs.NArg() == 1 {
+		*to = fs.Arg(0) // --rename OLD NEW
+	} else if fs.NArg() != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if sf.dir == "" || (*rename != "") != (*to != "") || (*rename != "" && *del != "") {
 		fs.Usage()
 		return errUsage
 	}
 	var extra []memory.Option
-	if *del == "" { // listing only reads: beside a writer it reads through it
+	if *del == "" && *rename == "" { // listing only reads: beside a writer it reads through it
 		extra = append(extra, memory.ReadOnly())
 	}
 	m, err := sf.open(sf.dir, stderr, extra...)
@@ -40,6 +48,18 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer m.Close()
+	if *rename != "" {
+		c, err := openCollection(m, *rename)
+		if err != nil {
+			return err
+		}
+		n := c.Count()
+		if err := m.RenameCollection(ctx, c.Name(), *to); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "renamed collection %q to %q (%d documents)\n", escapeControls(c.Name(), false), escapeControls(*to, false), n)
+		return nil
+	}
 	if *del != "" {
 		c, err := openCollection(m, *del)
 		if err != nil {

@@ -92,9 +92,12 @@ Prints how many were deleted. Never creates a store or a collection.`,
 	},
 	"collections": {
 		usage: `memory collections --store DIR [--json]
-memory collections --store DIR --delete NAME`,
-		help: `Lists the collections of a store with their document counts, or deletes a collection
-with all its documents (--delete; deleting the default collection empties it).`,
+memory collections --store DIR --delete NAME
+memory collections --store DIR --rename OLD NEW   (or --rename OLD --to NEW)`,
+		help: `Lists the collections of a store with their document counts, deletes a collection
+with all its documents (--delete; deleting the default collection empties it), or renames one
+with its documents, metadata and indexes (--rename; the new name must not exist; the store of
+record changes in one transaction, whatever the collection's size).`,
 	},
 	"eval": {
 		usage: `memory eval --data DIR [--mode bm25|dense|hybrid] [--embedder M] [--reranker M] [--run-out FILE]

@@ -35,9 +35,10 @@ func (db *DB) CollectionNames() ([]string, error) {
 	return names, err
 }
 
-// CreateCollection makes collection name (nothing when it exists); ErrTooManyCollections
-// when the store already holds max (> 0) collections.
-func (db *DB) CreateCollection(name string, max int) error {
+// CreateCollection makes collection name with metadata meta (JSON of an object; nil:
+// none), in one transaction; nothing when it exists (its metadata is left as it is).
+// ErrTooManyCollections when the store already holds max (> 0) collections.
+func (db *DB) CreateCollection(name string, max int, meta []byte) error {
 	return db.update(func(tx *bolt.Tx) error {
 		if cols := tx.Bucket(bkCols); cols != nil {
 			if cols.Bucket([]byte(name)) != nil {
@@ -52,8 +53,11 @@ func (db *DB) CreateCollection(name string, max int) error {
 				return fmt.Errorf("%w: the store has %d (Options.MaxCollections); delete some or raise the cap", ErrTooManyCollections, n)
 			}
 		}
-		_, err := colBucket(tx, name, true)
-		return err
+		b, err := colBucket(tx, name, true)
+		if err != nil || meta == nil {
+			return err
+		}
+		return putColMeta(b, meta)
 	})
 }
 

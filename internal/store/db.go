@@ -12,6 +12,11 @@
 //	                          updated by every write; a store made before them counts once on open)
 //	                          nsum -> CRC-32C of ndocs and nunits (counters that fail it are
 //	                          counted again, never carried forward)
+//	                          cmeta -> the collection's metadata, CRC-framed JSON (colmeta.go;
+//	                          absent: none)
+//
+// RenameCollection moves a collection's sub-buckets under its new name (bbolt's MoveBucket)
+// in one transaction.
 //
 // Every write is one bbolt transaction (fsynced unless NoSync): a write that returned nil
 // survives a crash, and a crash mid-write leaves the previous state. The indexes derived

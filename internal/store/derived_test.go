@@ -134,7 +134,7 @@ func write(t *testing.T, db *DB, c *Collection, docs map[string]string) {
 
 func TestSeamCatchUpAndRebuild(t *testing.T) {
 	db := openTestDB(t)
-	if err := db.CreateCollection("c", 0); err != nil {
+	if err := db.CreateCollection("c", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	c, err := db.LoadCollection("c")
@@ -195,7 +195,7 @@ func TestSeamCatchUpAndRebuild(t *testing.T) {
 // the next open catches the index up.
 func TestSeamWriteFailure(t *testing.T) {
 	db := openTestDB(t)
-	if err := db.CreateCollection("c", 0); err != nil {
+	if err := db.CreateCollection("c", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := db.LoadCollection("c")
@@ -222,14 +222,14 @@ func TestSeamWriteFailure(t *testing.T) {
 func TestCollectionsCap(t *testing.T) {
 	db := openTestDB(t)
 	for _, name := range []string{"a", "b"} {
-		if err := db.CreateCollection(name, 2); err != nil {
+		if err := db.CreateCollection(name, 2, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.CreateCollection("a", 2); err != nil {
+	if err := db.CreateCollection("a", 2, nil); err != nil {
 		t.Fatalf("an existing collection: %v", err)
 	}
-	if err := db.CreateCollection("c", 2); !errors.Is(err, ErrTooManyCollections) {
+	if err := db.CreateCollection("c", 2, nil); !errors.Is(err, ErrTooManyCollections) {
 		t.Fatalf("past the cap: %v", err)
 	}
 	if _, err := db.Delete("nope", []string{"x"}); !errors.Is(err, ErrCollectionNotFound) {
@@ -241,7 +241,7 @@ func TestCollectionsCap(t *testing.T) {
 // is rebuilt, not caught up.
 func TestTrim(t *testing.T) {
 	db := openTestDB(t)
-	db.CreateCollection("c", 0)
+	db.CreateCollection("c", 0, nil)
 	c, _ := db.LoadCollection("c")
 	k := newFakeKind(t)
 	db.OpenIndexes(c, []Kind{k.kind()})

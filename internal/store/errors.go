@@ -18,6 +18,8 @@ var (
 	ErrCollectionNotFound = errors.New("memory: collection not found")
 	// ErrTooManyCollections: creating a collection would pass the cap on collections.
 	ErrTooManyCollections = errors.New("memory: too many collections")
+	// ErrCollectionExists: a collection of the name a rename asks for is already stored.
+	ErrCollectionExists = errors.New("memory: collection already exists")
 )
 
 // errNeedsRebuild: an index cannot be caught up from the change log.

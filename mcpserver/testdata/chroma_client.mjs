@@ -130,7 +130,26 @@ check(r.updated === 1, "update", r);
 r = await call("chroma_get_documents", { collection_name: col, ids: ["banana"] });
 check(r.documents[0].startsWith("Plantains") && r.metadatas[0].topic === "food" && r.metadatas[0].year === 2025, "get after update", r);
 
-await call("chroma_modify_collection", { collection_name: col, new_name: "renamed" }, "not supported");
+// Collection metadata, and modify: rename, query by the new name, the old name is a tool
+// error; then back under the old name.
+await call("chroma_create_collection", { collection_name: "meta_kb", metadata: { purpose: "gold", version: 2, curated: true } });
+r = await call("chroma_get_collection_info", { collection_name: "meta_kb" });
+check(r.metadata.purpose === "gold" && r.metadata.version === 2 && r.metadata.curated === true && Object.keys(r.metadata).length === 3, "info metadata", r);
+const q = { query_texts: ["deploy", "typed language"], n_results: 3 };
+const before = await call("chroma_query_documents", { collection_name: col, ...q });
+r = await call("chroma_modify_collection", { collection_name: col, new_name: "renamed", new_metadata: { owner: "ops" } });
+check(r.collection === "renamed", "modify: rename", r);
+r = await call("chroma_query_documents", { collection_name: "renamed", ...q });
+check(same(r.ids, before.ids) && same(r.distances, before.distances), "query by the new name", { r, before });
+await call("chroma_query_documents", { collection_name: col, ...q }, "not found");
+r = await call("chroma_get_collection_info", { collection_name: "renamed" });
+check(r.count === 4 && r.metadata.owner === "ops", "info after modify", r);
+await call("chroma_modify_collection", { collection_name: "renamed", new_name: "meta_kb" }, "already exists");
+await call("chroma_modify_collection", { collection_name: "renamed", new_metadata: { bad: { nested: 1 } } }, "invalid metadata");
+await call("chroma_modify_collection", { collection_name: "renamed", new_name: col });
+r = await call("chroma_list_collections", {});
+check(r.collections.includes(col) && !r.collections.includes("renamed"), "list after renaming back", r);
+await call("chroma_delete_collection", { collection_name: "meta_kb" });
 
 // Hostile arguments: each a tool error naming its cap, nothing changed.
 let deep = { topic: "x" };
