@@ -91,7 +91,7 @@ func TestEvalQA(t *testing.T) {
 		var tr struct {
 			ID    string `json:"id"`
 			Turns []struct {
-				Query   string `json:"query"`
+				Query   string                `json:"query"`
 				Results []struct{ ID string } `json:"results"`
 			} `json:"turns"`
 		}
