@@ -146,7 +146,9 @@ var manifest = []Model{
 		// selects the e5 preset of the ONNX embedder ("query: "/"passage: ", mean pooling,
 		// 256/180-token caps). The revision is the one sentence-transformers model cards
 		// record for it; no official digest of its files was found in public material, so
-		// every file is recorded at the first download (trust on first use).
+		// the weights are checked against the sha256 Hugging Face names for them at that
+		// revision (its LFS oid, X-Linked-Etag) and every file is recorded at the first
+		// download and checked from then on.
 		Name: "e5-base-v2", Kind: "embedder", Dim: 768, License: "MIT",
 		Repo: "intfloat/e5-base-v2", Revision: "f52bf8ec8c7124536f0efb74aca902b2995e5bcd",
 		Files: []File{
@@ -161,8 +163,9 @@ var manifest = []Model{
 	{
 		// The cross-encoder of Search-R1's rerank servers (cross-encoder/ms-marco-MiniLM-L12-v2,
 		// formerly ms-marco-MiniLM-L-12-v2). The revision is the one sentence-transformers
-		// model cards record for it; no official digest was found, so every file is
-		// recorded at the first download (trust on first use).
+		// model cards record for it; no official digest was found, so the weights are
+		// checked against the sha256 Hugging Face names for them at that revision (its LFS
+		// oid, X-Linked-Etag) and every file is recorded at the first download.
 		Name: "ms-marco-MiniLM-L-12-v2", Kind: "cross-encoder", License: "Apache-2.0",
 		Repo: "cross-encoder/ms-marco-MiniLM-L12-v2", Revision: "7b0235231ca2674cb8ca8f022859a6eba2b1c968",
 		Files: []File{

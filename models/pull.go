@@ -204,8 +204,9 @@ func (p *puller) ensure(ctx context.Context, url, dst string, f File, pin string
 	}
 	part := dst + ".part"
 	delay := p.backoff
+	served := "" // the sha256 the server names for the file, when it names one
 	for attempt := 0; ; attempt++ {
-		err := p.transfer(ctx, url, part, f, prog)
+		err := p.transfer(ctx, url, part, f, prog, &served)
 		if err == nil {
 			break
 		}
@@ -240,6 +241,12 @@ func (p *puller) ensure(ctx context.Context, url, dst string, f File, pin string
 		os.Remove(part)
 		return "", 0, fmt.Errorf("%w: %s has sha256 %s, want %s (removed)", ErrChecksum, url, sum, pin)
 	}
+	if served != "" && sum != served {
+		// No pin of our own, or a pin that agrees: the server's content address (Hugging
+		// Face's LFS oid at a pinned revision) must still agree with the bytes.
+		os.Remove(part)
+		return "", 0, fmt.Errorf("%w: %s has sha256 %s, the server names %s (removed)", ErrChecksum, url, sum, served)
+	}
 	if err := os.Rename(part, dst); err != nil {
 		return "", 0, fmt.Errorf("models: %w", err)
 	}
@@ -252,7 +259,8 @@ type retryable struct{ err error }
 func (r retryable) Error() string { return r.err.Error() }
 
 // transfer makes one attempt at completing part, resuming from its current size.
-func (p *puller) transfer(ctx context.Context, url, part string, f File, prog func(done, total int64)) error {
+// When the response names the file's sha256 (see [servedDigest]), it is stored in *served.
+func (p *puller) transfer(ctx context.Context, url, part string, f File, prog func(done, total int64), served *string) error {
 	out, have, complete, err := openPart(part, f)
 	if err != nil {
 		return err
@@ -266,6 +274,9 @@ func (p *puller) transfer(ctx context.Context, url, part string, f File, prog fu
 		return err
 	}
 	defer resp.Body.Close()
+	if d := servedDigest(resp.Header); d != "" {
+		*served = d
+	}
 	have, whole, err := acceptResponse(resp, out, url, have, f)
 	if err != nil || whole {
 		return err
@@ -460,4 +471,23 @@ func writeJSONAtomic(path string, v any) error {
 		return fmt.Errorf("models: %w", err)
 	}
 	return nil
+}
+
+// servedDigest is the sha256 a response names for the whole file, or "". Hugging Face
+// answers a file stored in LFS with X-Linked-Etag (or, on its CDN, ETag) set to the LFS
+// object's sha256: the content address its git tree records at the revision asked for, so
+// a file without a digest of our own is still checked against its pinned revision. An
+// ETag that is not 64 hex digits (a git blob's sha1, a weak tag) names nothing.
+func servedDigest(h http.Header) string {
+	for _, k := range []string{"X-Linked-Etag", "Etag"} {
+		v := strings.TrimPrefix(strings.TrimSpace(h.Get(k)), "W/")
+		v = strings.ToLower(strings.Trim(v, `"`))
+		if len(v) != 64 {
+			continue
+		}
+		if _, err := hex.DecodeString(v); err == nil {
+			return v
+		}
+	}
+	return ""
 }

@@ -416,3 +416,53 @@ func TestPullBuiltinURLs(t *testing.T) {
 		t.Fatalf("url %s", got)
 	}
 }
+
+// TestPullChecksServedDigest: a file without a pin of ours is checked against the sha256
+// the server names for it (Hugging Face's X-Linked-Etag, the LFS oid at the pinned
+// revision); an ETag that is not a sha256 names nothing.
+func TestPullChecksServedDigest(t *testing.T) {
+	cases := []struct {
+		name, header, value string
+		wrongBytes          bool
+		wantErr             bool
+	}{
+		{"linked etag agrees", "X-Linked-Etag", `"%s"`, false, false},
+		{"cdn etag agrees", "ETag", `"%s"`, false, false},
+		{"linked etag disagrees", "X-Linked-Etag", `"%s"`, true, true},
+		{"weak etag disagrees", "ETag", `W/"%s"`, true, true},
+		{"git blob sha1 is not a digest", "ETag", `"0123456789abcdef0123456789abcdef01234567"`, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, srv := newHub(t)
+			m, weights, _ := testModel(h, 4000)
+			m.Files[0].SHA256, m.Files[0].Size = "", 0
+			key := "acme/tiny/main/onnx/model.onnx"
+			named := digest(weights)
+			if c.wrongBytes {
+				h.files[key] = blob(4000, 9) // the server's bytes are not the object it names
+			}
+			value := c.value
+			if strings.Contains(value, "%s") {
+				value = fmt.Sprintf(value, named)
+			}
+			h.faults[key] = func(w http.ResponseWriter, r *http.Request, n int) bool {
+				w.Header().Set(c.header, value)
+				return false
+			}
+			dir, err := PullModel(context.Background(), m, testOpts(t, srv))
+			if c.wantErr {
+				if !errors.Is(err, ErrChecksum) {
+					t.Fatalf("err %v, want ErrChecksum", err)
+				}
+				if _, serr := os.Stat(filepath.Join(dir, "onnx", "model.onnx")); dir != "" && serr == nil {
+					t.Fatal("a file that disagrees with the served digest was kept")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
