@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -33,16 +35,46 @@ func (h *HashEmbedder) ID() string { return fmt.Sprintf("hash-bigram-v1/%d", h.d
 // Dim is the vector length.
 func (h *HashEmbedder) Dim() int { return h.dim }
 
-// Embed returns one normalised vector per text (all zeros for a text without words).
+// hashParallelMin is the number of texts from which Embed embeds on every core.
+const hashParallelMin = 16
+
+// Embed returns one normalised vector per text (all zeros for a text without words). A
+// batch of hashParallelMin texts or more is embedded on every core (GOMAXPROCS): the
+// embedder holds no state, and a bulk ingest would otherwise embed on one core while the
+// others wait for it.
 func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		if err := ctx.Err(); err != nil {
+	parts := min(runtime.GOMAXPROCS(0), len(texts)/(hashParallelMin/2))
+	if len(texts) < hashParallelMin || parts <= 1 {
+		return out, h.embedRange(ctx, texts, out, 0, len(texts))
+	}
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for n := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[n] = h.embedRange(ctx, texts, out, n*len(texts)/parts, (n+1)*len(texts)/parts)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
 		}
-		out[i] = h.one(t)
 	}
 	return out, nil
+}
+
+// embedRange embeds texts[i:j] into out[i:j].
+func (h *HashEmbedder) embedRange(ctx context.Context, texts []string, out [][]float32, i, j int) error {
+	for ; i < j; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out[i] = h.one(texts[i])
+	}
+	return nil
 }
 
 func (h *HashEmbedder) one(text string) []float32 {
