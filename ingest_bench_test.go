@@ -32,7 +32,8 @@ func dirBytes(dir string) int64 {
 // in batches of 10,000 and reports documents per second, the figure compared with Lucene's
 // indexing rate, and the size of its store.db. BM25 only (no embedder), as Lucene; with
 // MEMORY_INGEST_EMBEDDER=hash:DIM also with the hashing embedder's vectors (sub-benchmark
-// "vectors", after "bm25" in the same run: issue #23's ratio of the two).
+// "vectors", after "bm25" in the same run: issue #23's ratio of the two; then
+// "vectors-float16", the vectors kept in float16).
 func BenchmarkIngest(b *testing.B) {
 	corpus := os.Getenv("MEMORY_INGEST_CORPUS")
 	if corpus == "" {
@@ -63,6 +64,9 @@ func BenchmarkIngest(b *testing.B) {
 	b.Run("bm25", func(b *testing.B) { ingestRun(b, batches, nil) })
 	b.Run("vectors", func(b *testing.B) {
 		ingestRun(b, batches, []Option{WithEmbedder(vectorstore.NewHashEmbedder(dim))})
+	})
+	b.Run("vectors-float16", func(b *testing.B) {
+		ingestRun(b, batches, []Option{WithEmbedder(vectorstore.NewHashEmbedder(dim)), WithVectorPrecision(Float16)})
 	})
 }
 
