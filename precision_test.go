@@ -173,3 +173,66 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestHalfVectorDamage: a flipped bit in a float16 vector stored in store.db (its layout
+// tag, its checksum, a value) is ErrCorrupt when the document is read and damage to the
+// store of record in a read-only Check, never a vector of other values.
+func TestHalfVectorDamage(t *testing.T) {
+	ctx := context.Background()
+	emb := vectorstore.NewHashEmbedder(32)
+	dir := t.TempDir()
+	m, err := Open(dir, WithEmbedder(emb), WithVectorPrecision(Float16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if err := m.Add(ctx, Document{ID: fmt.Sprintf("d%02d", i), Text: fmt.Sprintf("passage %d on topic%d", i, i%5)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := m.Get(ctx, "d17")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := locateElem(t, filepath.Join(dir, dbName), [][]byte{bkCols, []byte(DefaultCollection), bkVecs}, []byte("d17"))
+	if e.val < 0 {
+		t.Fatal("no vector value found")
+	}
+	for _, c := range []struct {
+		name string
+		off  int64
+		mask byte
+	}{{"tag", 0, 0x01}, {"tag-high", 3, 0x04}, {"checksum", 5, 0x80}, {"value-0", 8, 0x01}, {"value-31-high", 8 + 2*31 + 1, 0x10}} {
+		t.Run(c.name, func(t *testing.T) {
+			d := t.TempDir()
+			if err := os.CopyFS(d, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(d, dbName)
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw[e.val+c.off] ^= c.mask
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ro, err := Open(d, WithEmbedder(emb), ReadOnly())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ro.Close()
+			got, err := ro.Get(ctx, "d17")
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Get: %v (vector equal to the stored one: %v), want ErrCorrupt", err, slices.Equal(got.Embedding, want.Embedding))
+			}
+			rep, err := ro.Check(ctx, false)
+			if err == nil && !rep.StoreDamaged() {
+				t.Fatalf("Check found no damage: %+v", rep)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -99,6 +100,16 @@ func EncodeVector(uid string, v []float32) []byte {
 	return b
 }
 
+// nearTag reports whether w is within two flipped bits of a vector layout tag.
+func nearTag(w uint32) bool {
+	for _, tag := range []uint32{vecMagic, vecMagicKey, vecMagicHalf} {
+		if bits.OnesCount32(w^tag) <= 2 {
+			return true
+		}
+	}
+	return false
+}
+
 // keyBoundVector reports whether stored vector v is in a layout whose checksum covers its
 // key (float32 or float16).
 func keyBoundVector(v []byte) bool {
@@ -129,7 +140,9 @@ func EncodeVectorHalf(uid string, v []float32) ([]byte, error) {
 // DecodeVector decodes b, the stored vector of index id uid, after checking its checksum;
 // ErrCorrupt when it does not match.
 func DecodeVector(uid string, b []byte) ([]float32, error) {
+	tagged := false
 	if len(b) >= 8 {
+		tagged = true
 		switch binary.LittleEndian.Uint32(b) {
 		case vecMagicHalf:
 			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
@@ -153,7 +166,14 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, uid, got, want)
 			}
 			b = b[8:]
+		default:
+			tagged = false
 		}
+	}
+	if !tagged && len(b) >= 4 && nearTag(binary.LittleEndian.Uint32(b)) {
+		// Not a vector written before checksums (its first value would be a NaN, or
+		// nearly one): a layout tag with a flipped bit.
+		return nil, fmt.Errorf("%w: index id %q: stored vector has a damaged layout tag (%08x)", ErrCorrupt, uid, binary.LittleEndian.Uint32(b))
 	}
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("%w: index id %q: vector of %d bytes", ErrCorrupt, uid, len(b))

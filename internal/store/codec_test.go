@@ -327,3 +327,32 @@ func TestHalfVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorTagFlip: a flipped bit in the layout tag of a stored vector (float32 or
+// float16) is ErrCorrupt. It was read as a vector written before checksums, of other
+// values and two more of them, which Get returned without an error.
+func TestVectorTagFlip(t *testing.T) {
+	v := []float32{0.25, -0.5, 0.125, 1}
+	const id = "doc"
+	for _, enc := range []struct {
+		name string
+		b    []byte
+	}{{"float32", EncodeVector(id, v)}, {"float16", must(EncodeVectorHalf(id, v))}} {
+		for i := range 4 {
+			for bit := range 8 {
+				bad := bytes.Clone(enc.b)
+				bad[i] ^= 1 << bit
+				if got, err := DecodeVector(id, bad); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("%s: tag byte %d bit %d flipped: %v, %v; want ErrCorrupt", enc.name, i, bit, got, err)
+				}
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
