@@ -30,8 +30,8 @@ type Options struct {
 	// first records an embedder, and the manifest records it: "" takes the recorded one, and
 	// another is ErrVectorPrecision. With Float16 every vector is rounded to float16 (to
 	// nearest, relative error <= 2^-11) before it is stored, and the vector indexes hold the
-	// same rounded values: exact search ranks by the rounded vectors, so a rebuild from
-	// store.db finds the same results. A value above 65504 in magnitude is ErrBadVector.
+	// same rounded values: exact search ranks by the rounded vectors (a cosine moves by at
+	// most 2^-10), so a rebuild from store.db finds the same results. A value above 65504 in magnitude is ErrBadVector.
 	VectorPrecision VectorPrecision
 	// RebuildIndex: when Index differs from the dense index configuration the store's
 	// manifest records, rebuild the vector indexes with Index (and record it) instead of
