@@ -80,7 +80,7 @@ func ingestRun(b *testing.B, batches [][]Document, opts []Option) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuSeconds()
 		for _, docs := range batches {
 			if err := m.Add(ctx, docs...); err != nil {
 				b.Fatal(err)
@@ -93,6 +93,7 @@ func ingestRun(b *testing.B, batches [][]Document, opts []Option) {
 		secs := time.Since(start).Seconds()
 		b.ReportMetric(float64(count)/secs, "docs/s")
 		b.ReportMetric(secs, "s")
+		b.ReportMetric(cpuSeconds()-cpu0, "cpu-s")
 		if fi, err := os.Stat(filepath.Join(dir, "store.db")); err == nil {
 			b.ReportMetric(float64(fi.Size())/1e6, "store-MB")
 			b.ReportMetric(float64(fi.Size())/float64(count), "store-B/doc")
