@@ -3,7 +3,6 @@ package vectorstore
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"runtime"
 	"strings"
@@ -82,21 +81,24 @@ func (h *HashEmbedder) one(text string) []float32 {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
 	})
-	add := func(feature string, weight float32) {
-		f := fnv.New64a()
-		f.Write([]byte(feature))
-		x := f.Sum64()
+	add := func(x uint64, weight float32) {
 		sign := float32(1)
 		if x>>63 == 1 {
 			sign = -1
 		}
 		v[(x&0x7fffffffffffffff)%uint64(h.dim)] += sign * weight
 	}
+	// Each feature's bucket is the 64-bit FNV-1a hash of its bytes: a word's, then the
+	// bigram's (the previous word, a space, the word), continued from the previous word's
+	// hash rather than hashed again from a joined string.
+	var prev uint64
 	for i, w := range words {
-		add(w, 1)
+		x := fnv1a(fnvOffset, w)
+		add(x, 1)
 		if i > 0 {
-			add(words[i-1]+" "+w, 0.5)
+			add(fnv1a((prev^' ')*fnvPrime, w), 0.5)
 		}
+		prev = x
 	}
 	var n float64
 	for _, x := range v {
@@ -109,4 +111,19 @@ func (h *HashEmbedder) one(text string) []float32 {
 		}
 	}
 	return v
+}
+
+// 64-bit FNV-1a (hash/fnv's New64a), inline: no hasher or joined string per feature.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnv1a continues FNV-1a hash h over the bytes of s.
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
 }
