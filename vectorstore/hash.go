@@ -78,27 +78,8 @@ func (h *HashEmbedder) embedRange(ctx context.Context, texts []string, out [][]f
 
 func (h *HashEmbedder) one(text string) []float32 {
 	v := make([]float32, h.dim)
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
-	})
-	add := func(x uint64, weight float32) {
-		sign := float32(1)
-		if x>>63 == 1 {
-			sign = -1
-		}
-		v[(x&0x7fffffffffffffff)%uint64(h.dim)] += sign * weight
-	}
-	// Each feature's bucket is the 64-bit FNV-1a hash of its bytes: a word's, then the
-	// bigram's (the previous word, a space, the word), continued from the previous word's
-	// hash rather than hashed again from a joined string.
-	var prev uint64
-	for i, w := range words {
-		x := fnv1a(fnvOffset, w)
-		add(x, 1)
-		if i > 0 {
-			add(fnv1a((prev^' ')*fnvPrime, w), 0.5)
-		}
-		prev = x
+	if !h.oneASCII(text, v) {
+		h.oneUnicode(text, v)
 	}
 	var n float64
 	for _, x := range v {
@@ -111,6 +92,78 @@ func (h *HashEmbedder) one(text string) []float32 {
 		}
 	}
 	return v
+}
+
+// add adds weight to the bucket of feature hash x (its top bit the sign).
+func (h *HashEmbedder) add(v []float32, x uint64, weight float32) {
+	sign := float32(1)
+	if x>>63 == 1 {
+		sign = -1
+	}
+	v[(x&0x7fffffffffffffff)%uint64(h.dim)] += sign * weight
+}
+
+// oneASCII adds the features of an ASCII text to v in one pass over its bytes, lower-casing
+// and hashing as it goes (the words of oneUnicode, the same hashes in the same order, without
+// its strings); false, v untouched, when text holds a byte past ASCII.
+func (h *HashEmbedder) oneASCII(text string, v []float32) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			return false
+		}
+	}
+	var prev, word, bigram uint64 // the previous word's hash; the current word's and bigram's so far
+	inWord, words := false, 0
+	end := func() {
+		h.add(v, word, 1)
+		if words > 0 {
+			h.add(v, bigram, 0.5)
+		}
+		prev, inWord = word, false
+		words++
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		default:
+			if inWord {
+				end()
+			}
+			continue
+		}
+		if !inWord {
+			word, bigram, inWord = fnvOffset, (prev^' ')*fnvPrime, true
+		}
+		word = (word ^ uint64(c)) * fnvPrime
+		bigram = (bigram ^ uint64(c)) * fnvPrime
+	}
+	if inWord {
+		end()
+	}
+	return true
+}
+
+// oneUnicode adds the features of text to v: its words are the runs of letters and digits
+// of its lower-cased form (strings.ToLower, unicode.IsLetter and IsNumber).
+func (h *HashEmbedder) oneUnicode(text string, v []float32) {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
+	})
+	// Each feature's bucket is the 64-bit FNV-1a hash of its bytes: a word's, then the
+	// bigram's (the previous word, a space, the word), continued from the previous word's
+	// hash rather than hashed again from a joined string.
+	var prev uint64
+	for i, w := range words {
+		x := fnv1a(fnvOffset, w)
+		h.add(v, x, 1)
+		if i > 0 {
+			h.add(v, fnv1a((prev^' ')*fnvPrime, w), 0.5)
+		}
+		prev = x
+	}
 }
 
 // 64-bit FNV-1a (hash/fnv's New64a), inline: no hasher or joined string per feature.
