@@ -424,7 +424,7 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 		}
 	}
 	if len(texts) == 0 {
-		return nil
+		return w.roundVectors(m)
 	}
 	out, err := m.embed(ctx, texts)
 	if err != nil {
@@ -432,6 +432,19 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 	}
 	for n, a := range where {
 		w.vecs[a.doc][a.unit] = out[n]
+	}
+	return w.roundVectors(m)
+}
+
+// roundVectors rounds the write's vectors to the store's precision (Memory.roundVectors).
+func (w *docWrite) roundVectors(m *Memory) error {
+	if !m.halfVectors() {
+		return nil
+	}
+	for _, vs := range w.vecs {
+		if err := m.roundVectors(vs); err != nil {
+			return err
+		}
 	}
 	return nil
 }

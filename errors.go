@@ -28,6 +28,9 @@ var (
 	// error names both; leave the configuration unset to use the recorded one, or open
 	// with WithIndexRebuild to rebuild the index with the new one.
 	ErrIndexMismatch = errors.New("memory: dense index configuration does not match the store")
+	// ErrVectorPrecision: the vector precision configured (WithVectorPrecision) is not the
+	// one the store's vectors are kept in, or is not a known precision.
+	ErrVectorPrecision = errors.New("memory: vector precision does not match the store")
 	// ErrNoEmbedder: the operation needs an embedder and none is configured.
 	ErrNoEmbedder = errors.New("memory: no embedder configured")
 	// ErrStoreNotFound: OpenExisting was given a directory that is missing, empty, or holds

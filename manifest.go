@@ -29,6 +29,9 @@ type manifest struct {
 	// Index is the dense index the store's vectors are indexed with (nil: not recorded
 	// yet, a store of an older version or one without vectors; see index.go).
 	Index *indexInfo `json:"index,omitempty"`
+	// VectorPrecision is the precision store.db keeps vectors in ("": float32, every store
+	// of an older version).
+	VectorPrecision VectorPrecision `json:"vector_precision,omitempty"`
 }
 
 type embInfo struct {

@@ -61,6 +61,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/sop"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -285,6 +286,9 @@ func (m *Memory) openStore() error {
 			return err
 		}
 	}
+	if err := m.checkPrecision(); err != nil {
+		return err
+	}
 	if err := m.checkEmbedders(); err != nil {
 		return err
 	}
@@ -381,6 +385,59 @@ func (m *Memory) create(temps []string) (*manifest, []string, error) {
 		return nil, nil, err
 	}
 	return man, nil, nil
+}
+
+// checkPrecision compares the configured vector precision with the one the manifest
+// records and sets store.db's. A store that has recorded no embedder yet (it holds no
+// vector) takes the configured one, recorded when writable; otherwise another one is
+// ErrVectorPrecision.
+func (m *Memory) checkPrecision() error {
+	want := m.opts.VectorPrecision
+	if want != "" && want != Float32 && want != Float16 {
+		return fmt.Errorf("%w: %q (want %q or %q)", ErrVectorPrecision, want, Float32, Float16)
+	}
+	rec := cmpOr(m.man.VectorPrecision, Float32)
+	if want != "" && want != rec {
+		if m.man.Embedder != nil {
+			return fmt.Errorf("%w: the store keeps its vectors in %s, configured %s", ErrVectorPrecision, rec, want)
+		}
+		man := *m.man
+		man.VectorPrecision = want
+		if want == Float32 {
+			man.VectorPrecision = ""
+		}
+		if !m.opts.ReadOnly {
+			if err := writeManifest(m.dir, &man); err != nil {
+				return err
+			}
+		}
+		m.man, rec = &man, want
+	}
+	m.db.SetHalfVectors(rec == Float16)
+	return nil
+}
+
+// halfVectors reports whether the store keeps its vectors in float16.
+func (m *Memory) halfVectors() bool { return m.man.VectorPrecision == Float16 }
+
+// roundVectors rounds vecs (one per index id) to the store's precision: with float16,
+// each to new float16-rounded values (the caller's slices are not changed), so that the
+// vector indexes hold what store.db holds.
+func (m *Memory) roundVectors(vecs [][]float32) error {
+	if !m.halfVectors() {
+		return nil
+	}
+	for i, v := range vecs {
+		if v == nil {
+			continue
+		}
+		r, err := vecmath.RoundHalf(v)
+		if err != nil {
+			return fmt.Errorf("%w: this store keeps float16 vectors: %w", ErrBadVector, err)
+		}
+		vecs[i] = r
+	}
+	return nil
 }
 
 // checkEmbedders resolves the recorded embedder (WithEmbedderResolver) and checks the
@@ -588,6 +645,9 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 			j := min(i+256, len(ids))
 			vecs, err := m.embed(ctx, texts[i:j])
 			if err != nil {
+				return err
+			}
+			if err := m.roundVectors(vecs); err != nil {
 				return err
 			}
 			if err := m.db.PutVectors(name, ids[i:j], vecs); err != nil {

@@ -25,6 +25,15 @@ type Options struct {
 	// vectors are indexed with: fields left zero take the recorded value on later opens,
 	// and a field set to another value is ErrIndexMismatch (see RebuildIndex).
 	Index vectorstore.IndexConfig
+	// VectorPrecision is how store.db keeps the store's vectors: Float32 (the default) or
+	// Float16 (half the bytes: a 384-value vector costs 776 bytes instead of 1,544, and
+	// bbolt packs five of them to a 4 KiB page instead of two). It is fixed when the store
+	// first records an embedder, and the manifest records it: "" takes the recorded one, and
+	// another is ErrVectorPrecision. With Float16 every vector is rounded to float16 (to
+	// nearest, relative error <= 2^-11) before it is stored, and the vector indexes hold the
+	// same rounded values: exact search ranks by the rounded vectors (a cosine moves by at
+	// most 2^-10), so a rebuild from store.db finds the same results. A value above 65504 in magnitude is ErrBadVector.
+	VectorPrecision VectorPrecision
 	// RebuildIndex: when Index differs from the dense index configuration the store's
 	// manifest records, rebuild the vector indexes with Index (and record it) instead of
 	// failing with ErrIndexMismatch. A read-only store rebuilds them in memory only.
@@ -86,6 +95,20 @@ func WithEmbedder(e vectorstore.Embedder) Option { return func(o *Options) { o.E
 
 // WithReranker sets the cross-encoder used when a search asks to rerank.
 func WithReranker(r rerank.Reranker) Option { return func(o *Options) { o.Reranker = r } }
+
+// VectorPrecision is the precision store.db keeps vectors in (Options.VectorPrecision).
+type VectorPrecision string
+
+// The vector precisions.
+const (
+	Float32 VectorPrecision = "float32"
+	Float16 VectorPrecision = "float16"
+)
+
+// WithVectorPrecision sets the precision store.db keeps vectors in (Options.VectorPrecision).
+func WithVectorPrecision(p VectorPrecision) Option {
+	return func(o *Options) { o.VectorPrecision = p }
+}
 
 // WithIndex selects the dense index backend and its settings.
 func WithIndex(cfg vectorstore.IndexConfig) Option { return func(o *Options) { o.Index = cfg } }

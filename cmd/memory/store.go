@@ -23,7 +23,8 @@ type storeFlags struct {
 	backend       string // vector index backend
 	factory       string // FAISS factory string
 	reembed       bool
-	rebuildIndex  bool // rebuild the dense index when --index/--faiss-factory differ from the store's
+	rebuildIndex  bool   // rebuild the dense index when --index/--faiss-factory differ from the store's
+	precision     string // --vector-precision: float32 or float16 ("": the store's)
 	verbose       bool
 	lockTimeout   time.Duration // how long to wait for another process's lock (0: the library's 200 ms)
 	device        deviceFlag
@@ -64,6 +65,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
 	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
 	fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records\n(a store remembers its index: without --index it uses it; another one is an error without this flag)")
+	fs.StringVar(&f.precision, "vector-precision", "", "precision store.db keeps vectors in: float32, or float16 (half the bytes; exact search then ranks by\nthe float16-rounded vectors). Set when a store first gets vectors (default: the store's recorded one, else float32)")
 	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the --model-preset's, e.g. E5's \"query: \",\nelse the folder's config_sentence_transformers.json prompts; \"\" for none)")
 	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's\n\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
 	f.modelFlags.register(fs)
@@ -113,6 +115,9 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 		cfg := indexConfig(f.backend, f.factory)
 		cfg.GPU = gpu
 		opts = append(opts, memory.WithIndex(cfg))
+	}
+	if f.precision != "" {
+		opts = append(opts, memory.WithVectorPrecision(memory.VectorPrecision(f.precision)))
 	}
 	if f.reembed {
 		opts = append(opts, memory.WithReEmbed(nil))

@@ -246,3 +246,25 @@ func TestServeVectorsWithoutModelServesBM25(t *testing.T) {
 		t.Fatalf("retrieve: %d %s", resp.StatusCode, body)
 	}
 }
+
+// --vector-precision float16 makes a store that keeps float16 vectors (recorded: later
+// commands need no flag), and another precision on it is an error naming both.
+func TestVectorPrecisionFlag(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "c.jsonl")
+	jsonl(t, docs, 20, nil)
+	store := filepath.Join(dir, "s")
+	mustCLI(t, 0, "index", "--store", store, "--embedder", "hash:32", "--vector-precision", "float16", docs)
+	man, err := os.ReadFile(filepath.Join(store, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(man), `"vector_precision": "float16"`) {
+		t.Fatalf("manifest: %s", man)
+	}
+	mustCLI(t, 0, "search", "--store", store, "--mode", "dense", "otters")
+	_, errs := mustCLI(t, 1, "search", "--store", store, "--vector-precision", "float32", "otters")
+	if !strings.Contains(errs, "float16") || !strings.Contains(errs, "float32") {
+		t.Fatalf("another precision: %s", errs)
+	}
+}

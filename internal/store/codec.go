@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentmem/memory/internal/vecmath"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -23,6 +25,8 @@ import (
 //	record: 0x02, CRC-32C of key and JSON (4 bytes, big endian), the JSON
 //	vector: vecMagicKey (4 bytes), CRC-32C of key and values (4 bytes, big endian), the
 //	        values as little-endian float32s
+//	        or, in a store that keeps float16 vectors (Options.HalfVectors), vecMagicHalf,
+//	        the CRC-32C of key and values, the values as little-endian IEEE binary16
 //
 // Older layouts are still read: a record of 0x01 and a CRC-32C of the JSON alone, or the
 // JSON alone (written before checksums); a vector of vecMagic and a CRC-32C of the values
@@ -33,6 +37,7 @@ const (
 	recordMagic   = 0x02       // CRC of the key and the JSON
 	vecMagic      = 0x7fc0cafe // a quiet NaN as a float32: CRC of the values alone
 	vecMagicKey   = 0x7fc0caff // another quiet NaN: CRC of the key and the values
+	vecMagicHalf  = 0x7fc0cb00 // a third: CRC of the key and the values, float16 values
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -95,11 +100,62 @@ func EncodeVector(uid string, v []float32) []byte {
 	return b
 }
 
+// nearTag reports whether w is within two flipped bits of a vector layout tag.
+func nearTag(w uint32) bool {
+	for _, tag := range []uint32{vecMagic, vecMagicKey, vecMagicHalf} {
+		if bits.OnesCount32(w^tag) <= 2 {
+			return true
+		}
+	}
+	return false
+}
+
+// keyBoundVector reports whether stored vector v is in a layout whose checksum covers its
+// key (float32 or float16).
+func keyBoundVector(v []byte) bool {
+	if len(v) < 4 {
+		return false
+	}
+	m := binary.LittleEndian.Uint32(v)
+	return m == vecMagicKey || m == vecMagicHalf
+}
+
+// EncodeVectorHalf is the stored form of v, the vector of index id uid, in float16: each
+// value rounded to the nearest float16 (ties to even). A value float16 cannot hold is
+// vecmath.ErrHalfRange. A vector stored so costs 2 bytes a value instead of 4.
+func EncodeVectorHalf(uid string, v []float32) ([]byte, error) {
+	b := make([]byte, 8+2*len(v))
+	binary.LittleEndian.PutUint32(b, vecMagicHalf)
+	for i, f := range v {
+		h, ok := vecmath.HalfBits(f)
+		if !ok {
+			return nil, fmt.Errorf("%w: index id %q: value %d is %v", vecmath.ErrHalfRange, uid, i, f)
+		}
+		binary.LittleEndian.PutUint16(b[8+2*i:], h)
+	}
+	binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC(uid), castagnoli, b[8:]))
+	return b, nil
+}
+
 // DecodeVector decodes b, the stored vector of index id uid, after checking its checksum;
 // ErrCorrupt when it does not match.
 func DecodeVector(uid string, b []byte) ([]float32, error) {
+	tagged := false
 	if len(b) >= 8 {
+		tagged = true
 		switch binary.LittleEndian.Uint32(b) {
+		case vecMagicHalf:
+			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
+				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, uid)
+			}
+			if len(b)%2 != 0 {
+				return nil, fmt.Errorf("%w: index id %q: float16 vector of %d bytes", ErrCorrupt, uid, len(b)-8)
+			}
+			v := make([]float32, (len(b)-8)/2)
+			for i := range v {
+				v[i] = vecmath.HalfFloat(binary.LittleEndian.Uint16(b[8+2*i:]))
+			}
+			return v, nil
 		case vecMagicKey:
 			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
 				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, uid)
@@ -110,7 +166,14 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, uid, got, want)
 			}
 			b = b[8:]
+		default:
+			tagged = false
 		}
+	}
+	if !tagged && len(b) >= 4 && nearTag(binary.LittleEndian.Uint32(b)) {
+		// Not a vector written before checksums (its first value would be a NaN, or
+		// nearly one): a layout tag with a flipped bit.
+		return nil, fmt.Errorf("%w: index id %q: stored vector has a damaged layout tag (%08x)", ErrCorrupt, uid, binary.LittleEndian.Uint32(b))
 	}
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("%w: index id %q: vector of %d bytes", ErrCorrupt, uid, len(b))

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/vecmath"
 	segjson "github.com/segmentio/encoding/json"
 )
 
@@ -271,4 +273,86 @@ func TestKeysBound(t *testing.T) {
 			t.Fatalf("previous vector layout, byte %d flipped: %v", i, got)
 		}
 	}
+}
+
+// TestHalfVectors: a vector stored in float16 decodes to its values rounded to float16,
+// only under its own key; a flipped bit anywhere in it is ErrCorrupt or a vector of another
+// length (which the readers that know the dimension reject), never other values; a value
+// float16 cannot hold is refused when writing.
+func TestHalfVectors(t *testing.T) {
+	for _, dim := range []int{3, 8, 384} {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(math.Sin(float64(i)*0.7)) * 0.3
+		}
+		const id = "doc-9"
+		b, err := EncodeVectorHalf(id, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != 8+2*dim {
+			t.Fatalf("dim %d: %d bytes, want %d", dim, len(b), 8+2*dim)
+		}
+		want, err := vecmath.RoundHalf(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeVector(id, b)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("dim %d: %v, %v", dim, got, err)
+		}
+		if again, _ := EncodeVectorHalf(id, got); !bytes.Equal(again, b) {
+			t.Fatalf("dim %d: a decoded float16 vector does not encode to the same bytes", dim)
+		}
+		if _, err := DecodeVector("doc-8", b); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("dim %d: decoded under another id: %v", dim, err)
+		}
+		if !keyBoundVector(b) || rebound(bkVecs, []byte(id), b) != nil {
+			t.Fatalf("dim %d: a float16 vector is not taken for key-bound", dim)
+		}
+		for i := range b {
+			for bit := range 8 {
+				bad := bytes.Clone(b)
+				bad[i] ^= 1 << bit
+				got, err := DecodeVector(id, bad)
+				if err == nil && len(got) == dim {
+					t.Fatalf("dim %d: byte %d bit %d flipped: decoded %v", dim, i, bit, got[:min(dim, 4)])
+				}
+			}
+		}
+	}
+	for _, f := range []float32{70000, float32(math.Inf(1)), float32(math.NaN())} {
+		if _, err := EncodeVectorHalf("x", []float32{0, f}); !errors.Is(err, vecmath.ErrHalfRange) {
+			t.Fatalf("%v: %v, want ErrHalfRange", f, err)
+		}
+	}
+}
+
+// TestVectorTagFlip: a flipped bit in the layout tag of a stored vector (float32 or
+// float16) is ErrCorrupt. It was read as a vector written before checksums, of other
+// values and two more of them, which Get returned without an error.
+func TestVectorTagFlip(t *testing.T) {
+	v := []float32{0.25, -0.5, 0.125, 1}
+	const id = "doc"
+	for _, enc := range []struct {
+		name string
+		b    []byte
+	}{{"float32", EncodeVector(id, v)}, {"float16", must(EncodeVectorHalf(id, v))}} {
+		for i := range 4 {
+			for bit := range 8 {
+				bad := bytes.Clone(enc.b)
+				bad[i] ^= 1 << bit
+				if got, err := DecodeVector(id, bad); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("%s: tag byte %d bit %d flipped: %v, %v; want ErrCorrupt", enc.name, i, bit, got, err)
+				}
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -153,7 +153,7 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 		if err != nil {
 			return err
 		}
-		if err := w.putTx(tx, b, puts, encs); err != nil {
+		if err := w.putTx(tx, b, puts, encs, db.encodeVector); err != nil {
 			return err
 		}
 		w.Docs, w.Units, err = addCounts(b, added, unitDelta)
@@ -226,9 +226,9 @@ func encodeRecords(puts []Put) ([][]byte, error) {
 }
 
 // putTx writes puts into collection bucket b inside tx: the records (encs: their
-// encodings, encodeRecords), their vectors and a change per unit put or dropped (w counts
-// them and keeps the last sequence number). The caller updates the counts.
-func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte) error {
+// encodings, encodeRecords), their vectors (encoded by encVec) and a change per unit put or
+// dropped (w counts them and keeps the last sequence number). The caller updates the counts.
+func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte, encVec func(string, []float32) ([]byte, error)) error {
 	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
 	cb.FillPercent = appendFill
 	if len(puts) > 0 {
@@ -270,7 +270,11 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte) e
 		}
 		for n, u := range p.Units {
 			if p.Vecs != nil {
-				if err := vb.Put([]byte(u), EncodeVector(u, p.Vecs[n])); err != nil {
+				ev, err := encVec(u, p.Vecs[n])
+				if err != nil {
+					return err
+				}
+				if err := vb.Put([]byte(u), ev); err != nil {
 					return err
 				}
 			}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -181,7 +180,11 @@ func (db *DB) PutVectors(col string, ids []string, vecs [][]float32) error {
 		}
 		vb := b.Bucket(bkVecs)
 		for n, id := range ids {
-			if err := vb.Put([]byte(id), EncodeVector(id, vecs[n])); err != nil {
+			ev, err := db.encodeVector(id, vecs[n])
+			if err != nil {
+				return err
+			}
+			if err := vb.Put([]byte(id), ev); err != nil {
 				return err
 			}
 		}
@@ -325,7 +328,7 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 		vc := vb.Cursor()
 		for k, raw := vc.First(); k != nil; k, raw = vc.Next() {
 			t.Vectors++
-			if len(raw) < 4 || binary.LittleEndian.Uint32(raw) != vecMagicKey {
+			if !keyBoundVector(raw) {
 				t.Unbound++
 			}
 			if dim == 0 {

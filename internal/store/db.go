@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -68,6 +69,9 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives rebuilds and repairs (nil: slog.Default()).
 	Logger *slog.Logger
+	// HalfVectors stores the vectors written from now on in float16 (EncodeVectorHalf;
+	// SetHalfVectors changes it on an open store). Vectors are read in either layout.
+	HalfVectors bool
 }
 
 // DB is an open store of record.
@@ -76,6 +80,7 @@ type DB struct {
 	path string
 	ro   bool
 	log  *slog.Logger
+	half atomic.Bool // vectors are written in float16
 
 	notesMu   sync.Mutex
 	recounted map[string]Recount // collections whose counters were counted again (counters.go)
@@ -100,7 +105,21 @@ func Open(path string, o Options) (*DB, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &DB{bolt: bdb, path: path, ro: o.ReadOnly, log: log}, nil
+	db := &DB{bolt: bdb, path: path, ro: o.ReadOnly, log: log}
+	db.half.Store(o.HalfVectors)
+	return db, nil
+}
+
+// SetHalfVectors sets whether the vectors written from now on are stored in float16
+// (Options.HalfVectors): the store's owner sets it once it has read what the store records.
+func (db *DB) SetHalfVectors(half bool) { db.half.Store(half) }
+
+// encodeVector is the stored form of vector v of index id uid in db's precision.
+func (db *DB) encodeVector(uid string, v []float32) ([]byte, error) {
+	if db.half.Load() {
+		return EncodeVectorHalf(uid, v)
+	}
+	return EncodeVector(uid, v), nil
 }
 
 // Close closes the file and releases its lock.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -80,7 +79,7 @@ func rebound(bucket, k, v []byte) []byte {
 		}
 		return boundRecord(string(k), js)
 	}
-	if v == nil || len(v) >= 4 && binary.LittleEndian.Uint32(v) == vecMagicKey {
+	if v == nil || keyBoundVector(v) {
 		return nil // a nested bucket (damage) or already bound
 	}
 	vec, err := DecodeVector(string(k), v)

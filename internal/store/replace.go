@@ -45,7 +45,7 @@ func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta in
 				return err
 			}
 		}
-		if err := w.putTx(tx, b, puts, encs); err != nil {
+		if err := w.putTx(tx, b, puts, encs, db.encodeVector); err != nil {
 			return err
 		}
 		removed = gone
