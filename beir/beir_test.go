@@ -220,7 +220,7 @@ func TestLoadErrors(t *testing.T) {
 // TestAgreesWithTrecEvalPy scores one synthetic run (graded qrels, ties, hits past 10 and
 // 100, an unanswered query) here and with the independent ../shared/tools/trec_eval.py.
 func TestAgreesWithTrecEvalPy(t *testing.T) {
-	tool := filepath.Join("..", "..", "..", "shared", "tools", "trec_eval.py")
+	tool := filepath.Join("..", "..", "shared", "tools", "trec_eval.py")
 	// make test sets MEMORY_REQUIRE_FIXTURES when ../shared is there: then a missing scorer
 	// or python3 fails the test instead of skipping it.
 	missing := t.Skipf
