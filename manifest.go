@@ -29,6 +29,12 @@ type manifest struct {
 	// Index is the dense index the store's vectors are indexed with (nil: not recorded
 	// yet, a store of an older version or one without vectors; see index.go).
 	Index *indexInfo `json:"index,omitempty"`
+	// Analyzer is the BM25 analyzer of collections that record none in Analyzers (""
+	// English: stores of older versions), set when the store is created (WithAnalyzer).
+	Analyzer string `json:"analyzer,omitempty"`
+	// Analyzers records, by collection name, the BM25 analyzer of each collection created
+	// with another analyzer than Analyzer (see analyzer.go). Guarded by Memory.anaMu.
+	Analyzers map[string]string `json:"analyzers,omitempty"`
 }
 
 type embInfo struct {

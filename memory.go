@@ -58,6 +58,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/sop"
 	"github.com/agentmem/memory/vectorstore"
@@ -75,6 +76,7 @@ type Memory struct {
 	log     *slog.Logger
 	db      *store.DB // the store of record
 	man     *manifest
+	anaMu   sync.Mutex // guards manifest changes after Open (analyzer.go)
 
 	wmu       sync.Mutex // one writer at a time
 	cmu       sync.RWMutex
@@ -274,6 +276,9 @@ func (m *Memory) openStore() error {
 		return err
 	}
 	if err := m.resolveIndex(); err != nil {
+		return err
+	}
+	if err := m.checkAnalyzer(); err != nil {
 		return err
 	}
 	// Collections are loaded when first used (lifecycle.go).
@@ -652,16 +657,33 @@ func (m *Memory) GetCollection(name string) (*Collection, error) {
 }
 
 // CreateCollection returns the named collection, creating it (durably, empty) when it does
-// not exist yet.
-func (m *Memory) CreateCollection(name string) (*Collection, error) {
+// not exist yet, with the BM25 analyzer of WithCollectionAnalyzer (default: the store's,
+// Options.Analyzer). An existing collection recorded with another analyzer than the one
+// named is ErrAnalyzerMismatch; an unknown one ErrUnknownAnalyzer.
+func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Collection, error) {
 	if err := m.writable(); err != nil {
 		return nil, err
+	}
+	var co collectionOptions
+	for _, fn := range opts {
+		fn(&co)
+	}
+	ana := ""
+	if co.analyzer != "" {
+		var err error
+		if ana, err = hybrid.CheckAnalyzer(co.analyzer); err != nil {
+			return nil, err
+		}
 	}
 	c := m.Collection(name)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	if _, err := c.state(true); err != nil {
+	s, err := c.stateWith(true, ana)
+	if err != nil {
 		return nil, err
+	}
+	if ana != "" && s.analyzer != ana {
+		return nil, fmt.Errorf("%w: collection %q has analyzer %q, asked for %q", ErrAnalyzerMismatch, c.name, s.analyzer, ana)
 	}
 	return c, nil
 }
@@ -702,6 +724,9 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
 	}
 	var errs []error
+	if c.name != DefaultCollection { // (emptied, the default collection keeps its analyzer)
+		errs = append(errs, m.recordAnalyzer(c.name, m.man.storeAnalyzer()))
+	}
 	if s := m.cols[c.name]; s != nil {
 		delete(m.cols, c.name)
 		s.mu.Lock()
