@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/sop"
 )
 
 // langDocs are a German, a French and a Japanese document per collection of
@@ -299,5 +301,45 @@ func TestSetCollectionAnalyzer(t *testing.T) {
 	}
 	if res, err := m.Collection("c").Search(ctx, "Zug", WithMode(BM25)); err != nil || len(res) != 1 || res[0].ID != "de2" {
 		t.Fatalf("reopened: %v, %v", res, err)
+	}
+}
+
+// TestAnalyzerSOPs: a store whose analyzer is not English matches SOP triggers with it:
+// German inflections, and a Japanese trigger inside a query written without spaces.
+func TestAnalyzerSOPs(t *testing.T) {
+	for _, c := range []struct {
+		analyzer, trigger, query string
+	}{
+		{"de", "Haus bauen", "Wir wollen Häuser bauen lassen"},
+		{"fr", "cheval", "Mes chevaux sont malades"},
+		{"cjk", "デプロイ", "本番環境にデプロイする方法"},
+		{"cjk", "データベース", "データベースのバックアップ"},
+	} {
+		m, err := Open("", WithAnalyzer(c.analyzer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SOPs().Add(sop.Procedure{Name: "p", Trigger: sop.Triggers{c.trigger}, Steps: []sop.Step{{Action: "do it"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.SOPs().Match(c.query, 3, sop.MatchOptions{}); len(got) != 1 {
+			t.Errorf("%s: trigger %q, query %q: %+v", c.analyzer, c.trigger, c.query, got)
+		}
+		if got := m.SOPs().Match("Katze 猫 chat", 3, sop.MatchOptions{}); len(got) != 0 {
+			t.Errorf("%s: unrelated query matched: %+v", c.analyzer, got)
+		}
+		m.Close()
+		// The English store's library misses them: its stemmer and words differ.
+		m, err = Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SOPs().Add(sop.Procedure{Name: "p", Trigger: sop.Triggers{c.trigger}, Steps: []sop.Step{{Action: "do it"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.SOPs().Match(c.query, 3, sop.MatchOptions{}); len(got) != 0 {
+			t.Errorf("en: trigger %q, query %q matched: the case does not tell the analyzers apart", c.trigger, c.query)
+		}
+		m.Close()
 	}
 }
