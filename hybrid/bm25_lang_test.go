@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/registry"
 )
 
@@ -300,4 +301,31 @@ func TestAnalyzerRecorded(t *testing.T) {
 		t.Fatalf("old index opened as English: %v", err)
 	}
 	ix.Close()
+}
+
+// FuzzAnalyzers: for any text, every analyzer an index may use gives Bleve's tokens.
+func FuzzAnalyzers(f *testing.F) {
+	for _, s := range langTexts(13, 20) {
+		f.Add(s)
+	}
+	names := Analyzers()
+	refs := make([]analysis.Analyzer, len(names))
+	ours := make([]analysis.Analyzer, len(names))
+	for i, name := range names {
+		var err error
+		if refs[i], err = registry.NewCache().AnalyzerNamed(name); err != nil {
+			f.Fatal(err)
+		}
+		if ours[i], err = Analyzer(name); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for i := range names {
+			want, got := refs[i].Analyze([]byte(text)), ours[i].Analyze([]byte(text))
+			if !sameTokens(want, got) {
+				t.Fatalf("%s, %q:\n bleve %v\n ours  %v", names[i], text, want, got)
+			}
+		}
+	})
 }
