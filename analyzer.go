@@ -111,7 +111,8 @@ func (m *Memory) recordAnalyzer(name, ana string) error {
 			return fmt.Errorf("memory: recording the analyzer of collection %q: %w", name, err)
 		}
 	}
-	m.man = &man
+	// Only this field changes: searches read m.man's others without a lock.
+	m.man.Analyzers = man.Analyzers
 	return nil
 }
 

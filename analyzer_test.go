@@ -343,3 +343,50 @@ func TestAnalyzerSOPs(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestAnalyzerConcurrentCreate: collections created with their analyzers while searches
+// and writes run elsewhere (go test -race).
+func TestAnalyzerConcurrentCreate(t *testing.T) {
+	ctx := context.Background()
+	m, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Add(ctx, langDocs["de"]...); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() {
+		for range 50 {
+			if _, err := m.Search(ctx, "Häuser", WithMode(BM25), WithSnippets()); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	go func() {
+		for i, ana := range []string{"de", "fr", "cjk", "en", "de", "fr"} {
+			name := "c" + string(rune('a'+i))
+			if _, err := m.CreateCollection(name, WithCollectionAnalyzer(ana)); err != nil {
+				done <- err
+				return
+			}
+			if err := m.Collection(name).Add(ctx, langDocs["fr"]...); err != nil {
+				done <- err
+				return
+			}
+			if a := m.Collection(name).Analyzer(); a != ana {
+				done <- errors.New(name + ": analyzer " + a)
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
