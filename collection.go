@@ -32,10 +32,11 @@ type colState struct {
 	// store of record. What is kept is O(1) per collection.
 	mu sync.RWMutex // the indexes and counters: searches read-lock, writes lock
 	store.Collection
-	bm25    *hybrid.BM25Index // the BM25 index (also in Indexes), for searches
-	vec     vectorstore.Index // the vector index (also in Indexes); nil without an embedder
-	deleted bool              // removed by DeleteCollection
-	lastUse atomic.Int64      // when a search or write last used its indexes (unix ns)
+	bm25     *hybrid.BM25Index // the BM25 index (also in Indexes), for searches
+	vec      vectorstore.Index // the vector index (also in Indexes); nil without an embedder
+	analyzer string            // the BM25 analyzer the manifest records (analyzer.go)
+	deleted  bool              // removed by DeleteCollection
+	lastUse  atomic.Int64      // when a search or write last used its indexes (unix ns)
 }
 
 func (c *colState) close() error {
@@ -49,7 +50,11 @@ func (c *Collection) Name() string { return c.name }
 
 // state returns the loaded collection, creating its bucket and indexes when create is set;
 // (nil, nil) when it does not exist and create is false.
-func (c *Collection) state(create bool) (*colState, error) {
+func (c *Collection) state(create bool) (*colState, error) { return c.stateWith(create, "") }
+
+// stateWith is state, creating a missing collection with BM25 analyzer ana ("": the
+// store's, Options.Analyzer).
+func (c *Collection) stateWith(create bool, ana string) (*colState, error) {
 	m := c.m
 	if m.closed.Load() {
 		return nil, ErrClosed
@@ -73,7 +78,7 @@ func (c *Collection) state(create bool) (*colState, error) {
 		return nil, err
 	}
 	if !exists {
-		if err := m.createCollection(c.name, nil); err != nil {
+		if err := m.createCollection(c.name, ana, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +97,7 @@ func (m *Memory) loadCollection(name string) (*colState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &colState{Collection: *c}, nil
+	return &colState{Collection: *c, analyzer: m.collectionAnalyzer(name)}, nil
 }
 
 // validate checks a document and normalises its metadata (numbers to float64).

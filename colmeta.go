@@ -29,11 +29,13 @@ const (
 	MaxCollectionMetadataBytes = 64 << 10
 )
 
-// CollectionOption configures CreateCollection.
+// CollectionOption configures CreateCollection (and RenameCollection, which takes
+// WithCollectionMetadata).
 type CollectionOption func(*collectionConfig)
 
 type collectionConfig struct {
-	meta map[string]any
+	meta     map[string]any
+	analyzer string // WithCollectionAnalyzer (analyzer.go)
 }
 
 // WithCollectionMetadata gives a collection created by CreateCollection, or renamed by
@@ -97,9 +99,9 @@ func encodeCollectionMeta(md map[string]any) ([]byte, error) {
 	return json.Marshal(n)
 }
 
-// createWithMeta creates collection name with metadata JSON meta unless it exists (then
-// nothing). The caller holds the writer lock.
-func (m *Memory) createWithMeta(name string, meta []byte) error {
+// createWithMeta creates collection name with BM25 analyzer ana ("": the store's) and
+// metadata JSON meta unless it exists (then nothing). The caller holds the writer lock.
+func (m *Memory) createWithMeta(name, ana string, meta []byte) error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
@@ -115,7 +117,7 @@ func (m *Memory) createWithMeta(name string, meta []byte) error {
 	if err != nil || exists {
 		return err
 	}
-	return m.createCollection(name, meta)
+	return m.createCollection(name, ana, meta)
 }
 
 // CollectionMetadata returns the metadata of collection name ("" is the default
@@ -275,8 +277,20 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	if err := m.removeDerived(dst.name); err != nil {
 		return fmt.Errorf("memory: rename collection %q: removing stale indexes of %q: %w", src.name, dst.name, err)
 	}
+	// The analyzer the manifest records goes with the collection: recorded under the new
+	// name before the store of record names it (a crash between the two leaves an entry no
+	// collection uses, replaced when one of that name is created), and forgotten under the
+	// old name after; otherwise the renamed collection's BM25 index would be rebuilt with
+	// the store's default analyzer.
+	ana := m.collectionAnalyzer(src.name)
+	if err := m.recordAnalyzer(dst.name, ana); err != nil {
+		return fmt.Errorf("memory: rename collection %q: %w", src.name, err)
+	}
 	if err := m.db.RenameCollection(src.name, dst.name, meta); err != nil {
 		return fmt.Errorf("memory: rename collection %q to %q: %w", src.name, dst.name, err)
+	}
+	if err := m.recordAnalyzer(src.name, m.man.storeAnalyzer()); err != nil {
+		m.log.Warn("memory: renamed collection's old analyzer entry left in the manifest", "from", src.name, "err", err)
 	}
 	if s != nil {
 		delete(m.cols, src.name)

@@ -123,7 +123,9 @@ func openBM25Derived(m *Memory, s *colState, dir string) (store.Index, error) {
 			}
 		}
 	}
-	ix, err := hybrid.OpenBM25With(dir, m.bm25Options())
+	o := m.bm25Options()
+	o.Analyzer = s.analyzer // the manifest's: an index built with another is rebuilt
+	ix, err := hybrid.OpenBM25With(dir, o)
 	if err != nil {
 		return nil, err
 	}

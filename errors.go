@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -31,6 +32,15 @@ var (
 	// ErrVectorPrecision: the vector precision configured (WithVectorPrecision) is not the
 	// one the store's vectors are kept in, or is not a known precision.
 	ErrVectorPrecision = errors.New("memory: vector precision does not match the store")
+	// ErrUnknownAnalyzer: an analyzer name (WithAnalyzer, WithCollectionAnalyzer) that this
+	// build does not have; the error names it and the known ones (hybrid.Analyzers). It is
+	// hybrid.ErrUnknownAnalyzer.
+	ErrUnknownAnalyzer = hybrid.ErrUnknownAnalyzer
+	// ErrAnalyzerMismatch: the BM25 analyzer asked for differs from the one the manifest
+	// records (for the store, WithAnalyzer; for a collection, CreateCollection with
+	// WithCollectionAnalyzer). The error names both; SetCollectionAnalyzer changes a
+	// collection's and rebuilds its index.
+	ErrAnalyzerMismatch = errors.New("memory: analyzer does not match the one recorded")
 	// ErrNoEmbedder: the operation needs an embedder and none is configured.
 	ErrNoEmbedder = errors.New("memory: no embedder configured")
 	// ErrStoreNotFound: OpenExisting was given a directory that is missing, empty, or holds

@@ -33,9 +33,17 @@ func (m *Memory) collectionNames() ([]string, error) { return m.db.CollectionNam
 
 // createCollection makes a collection's bucket with metadata meta (its JSON; nil: none),
 // within the cap on collections, and removes any index left by a deleted collection of that
-// name (it must not be caught up). The caller holds m.cmu.
-func (m *Memory) createCollection(name string, meta []byte) error {
+// name (it must not be caught up). Its BM25 analyzer, ana ("": the store's,
+// Options.Analyzer), is recorded in the manifest first, so a collection never exists with
+// another than the one asked for. The caller holds m.cmu.
+func (m *Memory) createCollection(name, ana string, meta []byte) error {
 	if err := creatableCollectionName(name); err != nil {
+		return err
+	}
+	if ana == "" {
+		ana = m.opts.Analyzer
+	}
+	if err := m.recordAnalyzer(name, ana); err != nil {
 		return err
 	}
 	if err := m.db.CreateCollection(name, m.maxCollections(), meta); err != nil {

@@ -32,6 +32,12 @@ type manifest struct {
 	// VectorPrecision is the precision store.db keeps vectors in ("": float32, every store
 	// of an older version).
 	VectorPrecision VectorPrecision `json:"vector_precision,omitempty"`
+	// Analyzer is the BM25 analyzer of collections that record none in Analyzers (""
+	// English: stores of older versions), set when the store is created (WithAnalyzer).
+	Analyzer string `json:"analyzer,omitempty"`
+	// Analyzers records, by collection name, the BM25 analyzer of each collection created
+	// with another analyzer than Analyzer (see analyzer.go). Guarded by Memory.anaMu.
+	Analyzers map[string]string `json:"analyzers,omitempty"`
 }
 
 type embInfo struct {

@@ -60,6 +60,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/sop"
@@ -78,6 +79,7 @@ type Memory struct {
 	log     *slog.Logger
 	db      *store.DB // the store of record
 	man     *manifest
+	anaMu   sync.Mutex // guards manifest changes after Open (analyzer.go)
 
 	wmu       sync.Mutex // one writer at a time
 	cmu       sync.RWMutex
@@ -293,6 +295,9 @@ func (m *Memory) openStore() error {
 		return err
 	}
 	if err := m.resolveIndex(); err != nil {
+		return err
+	}
+	if err := m.checkAnalyzer(); err != nil {
 		return err
 	}
 	// Collections are loaded when first used (lifecycle.go).
@@ -732,7 +737,10 @@ func (m *Memory) GetCollection(name string) (*Collection, error) {
 
 // CreateCollection returns the named collection, creating it (durably, empty) when it does
 // not exist yet, with the metadata of WithCollectionMetadata in the same transaction (an
-// existing collection keeps its own; see SetCollectionMetadata).
+// existing collection keeps its own; see SetCollectionMetadata) and the BM25 analyzer of
+// WithCollectionAnalyzer (default: the store's, Options.Analyzer). An existing collection
+// recorded with another analyzer than the one named is ErrAnalyzerMismatch; an unknown one
+// ErrUnknownAnalyzer.
 func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Collection, error) {
 	if err := m.writable(); err != nil {
 		return nil, err
@@ -748,16 +756,27 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 			return nil, err
 		}
 	}
+	ana := ""
+	if cfg.analyzer != "" {
+		var err error
+		if ana, err = hybrid.CheckAnalyzer(cfg.analyzer); err != nil {
+			return nil, err
+		}
+	}
 	c := m.Collection(name)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	if meta != nil {
-		if err := m.createWithMeta(c.name, meta); err != nil {
+		if err := m.createWithMeta(c.name, ana, meta); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := c.state(true); err != nil {
+	s, err := c.stateWith(true, ana)
+	if err != nil {
 		return nil, err
+	}
+	if ana != "" && s.analyzer != ana {
+		return nil, fmt.Errorf("%w: collection %q has analyzer %q, asked for %q", ErrAnalyzerMismatch, c.name, s.analyzer, ana)
 	}
 	return c, nil
 }
@@ -798,6 +817,9 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
 	}
 	var errs []error
+	if c.name != DefaultCollection { // (emptied, the default collection keeps its analyzer)
+		errs = append(errs, m.recordAnalyzer(c.name, m.man.storeAnalyzer()))
+	}
 	if s := m.cols[c.name]; s != nil {
 		delete(m.cols, c.name)
 		s.mu.Lock()

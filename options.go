@@ -58,6 +58,12 @@ type Options struct {
 	// pruning reads (default 512 MiB per collection; negative: no cache). See
 	// hybrid.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
+	// Analyzer is the BM25 analyzer (one of hybrid.Analyzers: "en", "cjk", "de", "fr", ...)
+	// of the collections this handle creates without naming one ([WithCollectionAnalyzer]).
+	// A new store records it as its default; "" takes the recorded default (English for a
+	// store of an older version). Opening an existing store with another default fails with
+	// ErrAnalyzerMismatch, an unknown name with ErrUnknownAnalyzer.
+	Analyzer string
 	// MaxDocumentBytes caps title+text+metadata of one document (default 16 MiB).
 	MaxDocumentBytes int
 	// NoSync skips fsync on writes: faster bulk loads, but a crash may lose recent writes.
@@ -132,6 +138,11 @@ func WithBM25(k1, b float64) Option { return func(o *Options) { o.BM25K1, o.BM25
 // open beside a writer reads through the writer (see ReadOnly) and waits only while the
 // writer is still opening the store (its socket not up yet).
 func WithLockTimeout(d time.Duration) Option { return func(o *Options) { o.LockTimeout = d } }
+
+// WithAnalyzer sets the store's BM25 analyzer (Options.Analyzer): recorded when the store
+// is created, the analyzer of its default collection and of collections created without
+// their own; an existing store recorded with another fails to open with ErrAnalyzerMismatch.
+func WithAnalyzer(name string) Option { return func(o *Options) { o.Analyzer = name } }
 
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }

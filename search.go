@@ -574,7 +574,7 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	}
 	out := topResults(cands, so.TopK, so.MinScore)
 	if so.Snippets {
-		addSnippets(query, out)
+		addSnippetsWith(query, out, m.collectionAnalyzer(col))
 	}
 	return out, nil
 }

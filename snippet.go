@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
@@ -32,32 +33,53 @@ func english() analysis.Analyzer {
 	return enAnalyzer
 }
 
-// addSnippets fills each result's Snippet.
-func addSnippets(query string, res []Result) {
+// addSnippets fills each result's Snippet, matching words as the English analyzer does.
+func addSnippets(query string, res []Result) { addSnippetsWith(query, res, hybrid.DefaultAnalyzer) }
+
+// addSnippetsWith fills each result's Snippet, matching words as the BM25 analyzer named
+// analyzer does (the collection's, so snippets show what BM25 matched).
+func addSnippetsWith(query string, res []Result, analyzer string) {
 	if len(res) == 0 {
 		return
 	}
+	a := english()
+	if analyzer != hybrid.DefaultAnalyzer {
+		a, _ = hybrid.Analyzer(analyzer) // nil (no snippet terms) when unknown
+	}
 	terms := map[string]bool{}
-	if a := english(); a != nil {
+	if a != nil {
 		for _, t := range a.Analyze([]byte(query)) {
 			terms[string(t.Term)] = true
 		}
 	}
-	tm := newTermMatcher(terms) // shared by the results: its cache of analysed words too
+	// Shared by the results: its cache of analysed words too.
+	tm := newTermMatcherFor(terms, a, analyzer == hybrid.DefaultAnalyzer)
 	for i := range res {
 		res[i].Snippet = snippet(res[i].Text, tm, SnippetBytes)
 	}
 }
 
-// termMatcher finds the words of a text that the English analyzer turns into query terms.
+// termMatcher finds the words of a text that an analyzer (English unless said otherwise)
+// turns into query terms.
 type termMatcher struct {
 	terms    map[string]bool
+	ana      analysis.Analyzer
+	prefix   bool              // a word's term starts with its first two characters (English)
 	prefixes []string          // lower-cased first two characters of each term
 	seen     map[string]string // word -> the query term it analyses to ("" none)
 }
 
+// newTermMatcher is the English analyzer's termMatcher of terms.
 func newTermMatcher(terms map[string]bool) *termMatcher {
-	tm := &termMatcher{terms: terms, seen: map[string]string{}}
+	return newTermMatcherFor(terms, english(), true)
+}
+
+// newTermMatcherFor is the termMatcher of terms under analyzer ana. prefix says that ana
+// keeps the first two characters of a word in its term (Porter stemming does), so words
+// that start otherwise need not be analysed; other analyzers (elisions, bigrams, case and
+// width folding beyond ASCII) analyse every word, once per distinct word.
+func newTermMatcherFor(terms map[string]bool, ana analysis.Analyzer, prefix bool) *termMatcher {
+	tm := &termMatcher{terms: terms, ana: ana, prefix: prefix, seen: map[string]string{}}
 	for t := range terms {
 		tm.prefixes = append(tm.prefixes, lowerPrefix(t))
 	}
@@ -76,7 +98,7 @@ func (tm *termMatcher) match(w string) string {
 	if ok {
 		return term
 	}
-	if a := english(); a != nil {
+	if a := tm.ana; a != nil {
 		for _, t := range a.Analyze([]byte(w)) {
 			if tm.terms[string(t.Term)] {
 				term = string(t.Term)
@@ -93,6 +115,9 @@ func (tm *termMatcher) match(w string) string {
 // mayMatch reports whether w starts like a query term (Porter stemming keeps a word's first
 // two letters), without allocating for ASCII words.
 func (tm *termMatcher) mayMatch(w string) bool {
+	if !tm.prefix {
+		return true
+	}
 	if len(w) >= 2 && w[0] < utf8.RuneSelf && w[1] < utf8.RuneSelf {
 		a, b := lowerASCII(w[0]), lowerASCII(w[1])
 		for _, p := range tm.prefixes {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/sop"
 )
 
@@ -12,15 +13,17 @@ const sopDir = "sops"
 
 // SOPs returns the store's procedural memory: a [sop.Library] loaded, on first use, from the
 // store's sops/ directory (procedure files that fail validation are logged and skipped).
-// With an embedder configured, matching can fall back to semantic similarity. Call
-// [Memory.SaveSOPs] to persist changes.
+// With an embedder configured, matching can fall back to semantic similarity. Triggers and
+// queries are matched word by word with the store's BM25 analyzer (the default
+// collection's) when it is not English, and with the library's own light English stemmer
+// otherwise. Call [Memory.SaveSOPs] to persist changes.
 func (m *Memory) SOPs() *sop.Library {
 	m.sopMu.Lock()
 	defer m.sopMu.Unlock()
 	if m.sops != nil {
 		return m.sops
 	}
-	opts := sop.Options{}
+	opts := sop.Options{Terms: analyzerTerms(m.collectionAnalyzer(DefaultCollection))}
 	if m.queryModel() {
 		opts.Embedder = m.opts.Embedder
 	}
@@ -37,6 +40,26 @@ func (m *Memory) SOPs() *sop.Library {
 	}
 	m.sops = sop.NewLibrary(opts)
 	return m.sops
+}
+
+// analyzerTerms is the sop.Options.Terms of BM25 analyzer name: nil (the library's English
+// stemmer) for English or an analyzer that cannot be built.
+func analyzerTerms(name string) func(string) []string {
+	if name == hybrid.DefaultAnalyzer {
+		return nil
+	}
+	a, err := hybrid.Analyzer(name)
+	if err != nil {
+		return nil
+	}
+	return func(w string) []string {
+		toks := a.Analyze([]byte(w))
+		out := make([]string, len(toks))
+		for i, t := range toks {
+			out[i] = string(t.Term)
+		}
+		return out
+	}
 }
 
 // SaveSOPs writes the procedural memory to the store's sops/ directory (one file per

@@ -14,7 +14,6 @@ import (
 	"github.com/agentmem/memory/internal/store"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
@@ -113,6 +112,12 @@ type BM25Options struct {
 	// an error (ErrBM25 wrapping bleve.ErrorIndexPathDoesNotExist) and Apply fails with
 	// ErrBM25. Several processes may hold one index read-only at once.
 	ReadOnly bool
+	// Analyzer names the analyzer of the body field and of queries ("" = DefaultAnalyzer,
+	// English): one of [Analyzers]. An unknown name fails with ErrUnknownAnalyzer. A new
+	// index records it; an existing one built with another fails to open with
+	// ErrAnalyzerMismatch (an index of an older version, which recorded none, was built
+	// with English).
+	Analyzer string
 	// SegmentWorkers lets one query score the index's segments on up to this many goroutines
 	// (0 or 1 = one). It lowers one query's latency on an idle machine; batches
 	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
@@ -132,6 +137,11 @@ func (o BM25Options) withDefaults() (BM25Options, error) {
 	if o.PostingsCacheBytes == 0 {
 		o.PostingsCacheBytes = DefaultPostingsCacheBytes
 	}
+	name, err := CheckAnalyzer(o.Analyzer)
+	if err != nil {
+		return o, err
+	}
+	o.Analyzer = name
 	switch {
 	case math.IsNaN(o.K1) || math.IsInf(o.K1, 0) || o.K1 < 0:
 		return o, fmt.Errorf("%w: k1 %v (want a finite value >= 0)", ErrBM25Option, o.K1)
@@ -155,8 +165,9 @@ type BM25Doc struct {
 	Chunk int
 }
 
-// BM25Index is a Bleve index scored with BM25 over an English analyzer (Unicode tokenizer,
-// possessive filter, lower case, English stop words, Porter stemming). It is safe for
+// BM25Index is a Bleve index scored with BM25 over one of Bleve's analyzers
+// (BM25Options.Analyzer; by default English: Unicode tokenizer, possessive filter, lower
+// case, English stop words, Porter stemming). It is safe for
 // concurrent searches; Apply calls must come from one writer at a time.
 type BM25Index struct {
 	idx  bleve.Index
@@ -188,12 +199,14 @@ func (b *BM25Index) SetBleveScoring(on bool) { b.bleveScoring.Store(on) }
 // one is tested against, and a baseline for benchmarks. Safe to call while searches run.
 func (b *BM25Index) SetExhaustive(on bool) { b.exhaustive.Store(on) }
 
-func newMapping() mapping.IndexMapping {
+// newMapping is the index mapping of an index whose body field is analysed by the analyzer
+// named ana.
+func newMapping(ana string) mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = index.BM25Scoring
-	im.DefaultAnalyzer = en.AnalyzerName
+	im.DefaultAnalyzer = ana
 	body := bleve.NewTextFieldMapping()
-	body.Analyzer = en.AnalyzerName
+	body.Analyzer = ana
 	body.Store = false
 	body.IncludeInAll = false
 	body.IncludeTermVectors = false
@@ -213,6 +226,10 @@ func newMapping() mapping.IndexMapping {
 // its statistics or filters without a pass over every record, so OpenBM25 refuses it with
 // ErrBM25Format and the store rebuilds it from its records.
 var formatKey = []byte("memory.bm25.format")
+
+// analyzerKey is the Bleve internal key holding the name of the body field's analyzer
+// (absent in an index of an older version: English).
+var analyzerKey = []byte("memory.bm25.analyzer")
 
 const formatVersion = "3"
 
@@ -246,7 +263,7 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 	}()
 	if path == "" {
 		o.ReadOnly = false // an in-memory index is this process's own
-		idx, err = bleve.NewUsing("", newMapping(), scorch.Name, scorch.Name, nil)
+		idx, err = bleve.NewUsing("", newMapping(o.Analyzer), scorch.Name, scorch.Name, nil)
 		created = true
 	} else {
 		var rc map[string]interface{}
@@ -256,7 +273,7 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 		}
 		idx, err = bleve.OpenUsing(path, rc)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) && !o.ReadOnly {
-			idx, err = bleve.NewUsing(path, newMapping(), scorch.Name, scorch.Name, nil)
+			idx, err = bleve.NewUsing(path, newMapping(o.Analyzer), scorch.Name, scorch.Name, nil)
 			created = true
 		}
 	}
@@ -270,6 +287,10 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 			idx.Close()
 			return nil, fmt.Errorf("%w: write format: %v", ErrBM25, err)
 		}
+		if err := idx.SetInternal(analyzerKey, []byte(o.Analyzer)); err != nil {
+			idx.Close()
+			return nil, fmt.Errorf("%w: write analyzer: %v", ErrBM25, err)
+		}
 	} else {
 		v, err := idx.GetInternal(formatKey)
 		if err != nil {
@@ -279,6 +300,18 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 		if string(v) != formatVersion {
 			idx.Close()
 			return nil, fmt.Errorf("%w: %q has layout %q, want %q", ErrBM25Format, path, v, formatVersion)
+		}
+		a, err := idx.GetInternal(analyzerKey)
+		if err != nil {
+			idx.Close()
+			return nil, fmt.Errorf("%w: read analyzer: %v", ErrBM25, err)
+		}
+		if len(a) == 0 {
+			a = []byte(DefaultAnalyzer) // written before the setting: English
+		}
+		if string(a) != o.Analyzer {
+			idx.Close()
+			return nil, fmt.Errorf("%w: %q was built with %q, not %q (rebuild it)", ErrAnalyzerMismatch, path, a, o.Analyzer)
 		}
 	}
 	v, err := idx.GetInternal(seqKey)
@@ -358,7 +391,7 @@ func (b *BM25Index) search(ctx context.Context, q string, k int, r restriction) 
 func (b *BM25Index) searchBleve(ctx context.Context, q string, k int, allow []string) ([]Hit, error) {
 	mq := bleve.NewMatchQuery(q)
 	mq.SetField(bodyField)
-	mq.Analyzer = en.AnalyzerName
+	mq.Analyzer = b.opts.Analyzer
 	mq.SetOperator(query.MatchQueryOperatorOr)
 	var qq query.Query = mq
 	if allow != nil {

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 )
 
 // minPartDocs is the smallest share of one Apply that gets its own Bleve batch: scorch
@@ -23,7 +22,7 @@ const minPartDocs = 2000
 func (b *BM25Index) apply(puts []BM25Doc, deletes []string, seq uint64) error {
 	ana := b.bodyAnalyzer()
 	if ana == nil {
-		return fmt.Errorf("%w: analyzer %q not registered", ErrBM25, en.AnalyzerName)
+		return fmt.Errorf("%w: analyzer %q not registered", ErrBM25, b.opts.Analyzer)
 	}
 	for _, d := range puts {
 		if d.ID == "" {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 )
@@ -18,14 +17,16 @@ import (
 // what scoring reads per document.)
 const lenField = "memory_dl"
 
-// bodyAnalyzer returns the English analyzer of the body field.
+// bodyAnalyzer returns the analyzer of the body field (BM25Options.Analyzer; nil when it
+// cannot be built).
 func (b *BM25Index) bodyAnalyzer() analysis.Analyzer {
 	b.anaOnce.Do(func() {
-		// Bleve's "en" analyzer, with a stem cache (bm25_stem.go).
-		if b.analyzer = cachedEnglish(); b.analyzer == nil {
-			b.analyzer = b.idx.Mapping().AnalyzerNamed(en.AnalyzerName)
+		// English: Bleve's "en" analyzer with a stem cache and a one-pass body analysis
+		// (bm25_stem.go, bm25_analyze.go); others: Bleve's, ASCII segmented directly.
+		if ba, err := analyzerFor(b.opts.Analyzer); err == nil {
+			b.analyzer, b.bodyAna = ba.ana, ba.body
 		} else {
-			b.bodyAna = newBodyAnalysis(b.analyzer)
+			b.analyzer = b.idx.Mapping().AnalyzerNamed(b.opts.Analyzer)
 		}
 	})
 	return b.analyzer

@@ -47,7 +47,7 @@ type termCount struct {
 	count int
 }
 
-// analyzeQuery runs q through the index's English analyzer and returns its distinct terms
+// analyzeQuery runs q through the index's analyzer and returns its distinct terms
 // (first-occurrence order) with their multiplicities, in time linear in q. It enforces the
 // query caps of the index's options.
 func (b *BM25Index) analyzeQuery(q string) ([]termCount, error) {

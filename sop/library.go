@@ -33,6 +33,13 @@ type Options struct {
 	// MaxFileSize is the largest file, in bytes, that LoadDir reads; larger files are
 	// reported as invalid. Zero or less (the default) means DefaultMaxFileSize.
 	MaxFileSize int64
+	// Terms, when set, replaces the built-in English stemmer of trigger and query words: it
+	// maps a word (lower case, accents removed) to its terms, as a store's BM25 analyzer
+	// does (memory sets it from the store's analyzer when that is not English). A word of
+	// one term matches by that term; a word of none (a stop word) by itself; a word of
+	// several (CJK bigrams) becomes those terms in order, so a trigger matches inside a run
+	// of text without spaces. It must be safe for concurrent use.
+	Terms func(word string) []string
 }
 
 // Library is a set of procedures with unique names and a trigger index to match queries
@@ -275,11 +282,11 @@ func (l *Library) Categories() []string {
 
 // compile turns the triggers of s into ctriggers, dropping those without words and those
 // that match the same queries as an earlier one.
-func compile(s Procedure) []ctrigger {
+func compile(s Procedure, terms func(string) []string) []ctrigger {
 	var out []ctrigger
 	seen := map[string]bool{}
 	for _, t := range s.Trigger {
-		segs := tokenize(t, false)
+		segs := tokenizeWith(t, false, terms)
 		if len(segs) == 0 {
 			continue
 		}
@@ -311,7 +318,7 @@ func (l *Library) insertLocked(s Procedure) {
 		l.byName, l.exact, l.prefix, l.df = map[string]*entry{}, map[string][]posting{}, map[string][]posting{}, map[string]int{}
 	}
 	s = s.Clone()
-	e := &entry{sop: s, trig: compile(s)}
+	e := &entry{sop: s, trig: compile(s, l.opts.Terms)}
 	l.byName[s.Name] = e
 	for i, t := range e.trig {
 		first := t.toks[0]

@@ -74,7 +74,7 @@ func (l *Library) Match(query string, n int, opts MatchOptions) []Match {
 // MatchContext is Match with a context (used by the semantic fallback) and its error.
 func (l *Library) MatchContext(ctx context.Context, query string, n int, opts MatchOptions) ([]Match, error) {
 	mc := &opts
-	segs := tokenize(query, true)
+	segs := tokenizeWith(query, true, l.opts.Terms)
 	l.mu.RLock()
 	ms := l.matchTriggersLocked(segs, mc)
 	l.mu.RUnlock()

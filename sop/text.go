@@ -25,7 +25,11 @@ func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) 
 // Words are runs of letters and digits; an apostrophe inside a word is dropped ("don't" is
 // "dont"); "+" and "#" right after a word are kept ("c++", "c#"); a "*" right after a word
 // marks it as a prefix.
-func tokenize(text string, withParts bool) [][]token {
+func tokenize(text string, withParts bool) [][]token { return tokenizeWith(text, withParts, nil) }
+
+// tokenizeWith is tokenize with the terms of each word given by terms (Options.Terms; nil:
+// the built-in English stemmer).
+func tokenizeWith(text string, withParts bool, terms func(string) []string) [][]token {
 	src := []rune(norm.NFD.String(text))
 	// Drop combining marks first so that "é" does not split a word.
 	rs := src[:0]
@@ -79,13 +83,13 @@ func tokenize(text string, withParts bool) [][]token {
 		}
 		prefix := i < len(rs) && rs[i] == '*'
 		w := strings.ToLower(string(b))
-		words = append(words, token{word: w, stem: stem(w), prefix: prefix})
+		words = appendWord(words, w, prefix, terms)
 		if withParts && len(bounds) > 0 {
 			seg := make([]token, 0, len(bounds)+1)
 			from := 0
 			for _, at := range append(bounds, len(b)) {
 				p := strings.ToLower(string(b[from:at]))
-				seg = append(seg, token{word: p, stem: stem(p)})
+				seg = appendWord(seg, p, false, terms)
 				from = at
 			}
 			parts = append(parts, seg)
@@ -95,6 +99,29 @@ func tokenize(text string, withParts bool) [][]token {
 		return nil
 	}
 	return append([][]token{words}, parts...)
+}
+
+// appendWord appends the tokens of word w: one, stemmed by the built-in stemmer when
+// terms is nil; else by its terms (see Options.Terms).
+func appendWord(toks []token, w string, prefix bool, terms func(string) []string) []token {
+	if terms == nil || prefix {
+		s := w
+		if terms == nil {
+			s = stem(w)
+		}
+		return append(toks, token{word: w, stem: s, prefix: prefix})
+	}
+	ts := terms(w)
+	switch len(ts) {
+	case 0:
+		return append(toks, token{word: w, stem: w})
+	case 1:
+		return append(toks, token{word: w, stem: ts[0]})
+	}
+	for _, t := range ts {
+		toks = append(toks, token{word: t, stem: t})
+	}
+	return toks
 }
 
 func isVowel(c byte) bool {

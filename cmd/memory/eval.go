@@ -27,6 +27,7 @@ type evalConfig struct {
 	split     string
 	mode      string
 	runOut    string
+	analyzer  string // BM25 analyzer of the store built (--analyzer)
 	k         int
 	window    int
 	rrfK      float64
@@ -126,6 +127,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
 	fs.IntVar(&cfg.limit, "queries", 0, "evaluate only the first N queries (0: all)")
 	fs.StringVar(&cfg.storeDir, "store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
 	fs.StringVar(&cfg.keepDir, "keep", "", "build the store in this new directory and keep it (default: a temporary store)")
+	fs.StringVar(&cfg.analyzer, "analyzer", "", "BM25 analyzer of the store built (default en; "+analyzerList()+")")
 	fs.BoolVar(&cfg.chunk, "chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
 	cfg.qa.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -151,6 +153,9 @@ func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
 	openOpts := []memory.Option{memory.WithBM25(cfg.k1, cfg.b), memory.WithNoSync()}
 	if !cfg.chunk {
 		openOpts = append(openOpts, memory.WithChunking(memory.ChunkOptions{Disabled: true}))
+	}
+	if cfg.analyzer != "" {
+		openOpts = append(openOpts, memory.WithAnalyzer(cfg.analyzer))
 	}
 	if cfg.storeDir != "" {
 		return cfg.store.open(cfg.storeDir, stderr, openOpts...)

@@ -42,6 +42,8 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var sf storeFlags
 	sf.register(fs, true)
 	col := fs.String("collection", "", "collection (default: the default collection; created on the first write)")
+	analyzer := fs.String("analyzer", "", "BM25 analyzer of a new store (with --collection: of a new collection), recorded there;\n"+
+		"another than the recorded one is an error (default en; "+analyzerList()+")")
 	batch := fs.Int("batch", defaultIndexBatch, "documents per write (one transaction; a large batch builds its BM25 segments on all cores)")
 	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore)")
 	sync := fs.Bool("sync", false, "also delete the documents of sources under the given folders that are gone")
@@ -84,12 +86,20 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *analyzer != "" && *col == "" {
+		extra = append(extra, memory.WithAnalyzer(*analyzer))
+	}
 	m, err := sf.create(sf.dir, stderr, extra...)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	c := m.Collection(*col)
+	if *analyzer != "" && *col != "" {
+		if c, err = m.CreateCollection(*col, memory.WithCollectionAnalyzer(*analyzer)); err != nil {
+			return err
+		}
+	}
 	if *code != "" {
 		return indexCode(ctx, c, *code, *batch, stdout, stderr)
 	}

@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
 	"golang.org/x/term"
 )
@@ -167,10 +169,16 @@ func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra .
 	return m, nil
 }
 
+// analyzerList names the BM25 analyzers for flag help.
+func analyzerList() string { return strings.Join(hybrid.Analyzers(), ", ") }
+
 // cliHint adds the CLI's way out to errors whose text names a library option.
 func cliHint(err error) error {
 	if errors.Is(err, memory.ErrIndexMismatch) {
 		return fmt.Errorf("%w (CLI: leave --index and --faiss-factory out, or pass --rebuild-index)", err)
+	}
+	if errors.Is(err, memory.ErrAnalyzerMismatch) {
+		return fmt.Errorf("%w (CLI: leave --analyzer out to use the recorded one)", err)
 	}
 	if errors.Is(err, memory.ErrEmbedderMismatch) {
 		return fmt.Errorf("%w (pass --reembed to re-embed the store with --embedder, or leave --embedder out to use the store's own)", err)

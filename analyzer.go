@@ -1,0 +1,161 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/agentmem/memory/hybrid"
+)
+
+// A collection's BM25 analyzer (how its bodies and queries become terms: English by
+// default, or another of Bleve's analyzers, hybrid.Analyzers) is a setting chosen when the
+// collection is created and recorded in the manifest: manifest.Analyzer is the store's
+// default (WithAnalyzer when the store was created; English for older stores) and
+// manifest.Analyzers the collections created with another. The BM25 index records its
+// analyzer too, so an index built with another than the manifest's (SetCollectionAnalyzer,
+// a crash between the two) is rebuilt from the store of record when opened.
+
+// WithCollectionAnalyzer sets the BM25 analyzer of a new collection (one of
+// hybrid.Analyzers: "en", "cjk", "de", "fr", ...; "" the store's default). An unknown name
+// is ErrUnknownAnalyzer; a collection that exists with another analyzer is
+// ErrAnalyzerMismatch.
+func WithCollectionAnalyzer(name string) CollectionOption {
+	return func(o *collectionConfig) { o.analyzer = name }
+}
+
+// storeAnalyzer is the store's default analyzer as the manifest records it.
+func (man *manifest) storeAnalyzer() string {
+	if man.Analyzer == "" {
+		return hybrid.DefaultAnalyzer
+	}
+	return man.Analyzer
+}
+
+// checkAnalyzer validates Options.Analyzer against the manifest: a store without documents
+// records it as its default, one with documents must record the same (or the option is
+// left empty).
+func (m *Memory) checkAnalyzer() error {
+	if m.opts.Analyzer == "" {
+		m.opts.Analyzer = m.man.storeAnalyzer()
+		return nil
+	}
+	name, err := hybrid.CheckAnalyzer(m.opts.Analyzer)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	m.opts.Analyzer = name
+	if rec := m.man.storeAnalyzer(); rec != name {
+		n, err := m.countDocs()
+		if err != nil {
+			return err
+		}
+		if n > 0 || m.opts.ReadOnly {
+			return fmt.Errorf("%w: the store's analyzer is %q, opened with %q (SetCollectionAnalyzer changes a collection's)", ErrAnalyzerMismatch, rec, name)
+		}
+		m.anaMu.Lock()
+		defer m.anaMu.Unlock()
+		man := *m.man
+		man.Analyzer = name
+		if name == hybrid.DefaultAnalyzer {
+			man.Analyzer = ""
+		}
+		if err := writeManifest(m.dir, &man); err != nil {
+			return err
+		}
+		m.man = &man
+	}
+	return nil
+}
+
+// collectionAnalyzer is the analyzer the manifest records for collection name.
+func (m *Memory) collectionAnalyzer(name string) string {
+	m.anaMu.Lock()
+	defer m.anaMu.Unlock()
+	if a, ok := m.man.Analyzers[name]; ok {
+		return a
+	}
+	return m.man.storeAnalyzer()
+}
+
+// recordAnalyzer records ana as collection name's analyzer in the manifest (removing the
+// entry when it is the store's default). A read-only store records it in memory only.
+func (m *Memory) recordAnalyzer(name, ana string) error {
+	m.anaMu.Lock()
+	defer m.anaMu.Unlock()
+	cur, ok := m.man.Analyzers[name]
+	def := m.man.storeAnalyzer()
+	if (ok && cur == ana) || (!ok && ana == def) {
+		return nil
+	}
+	man := *m.man
+	man.Analyzers = maps.Clone(m.man.Analyzers)
+	if ana == def {
+		delete(man.Analyzers, name)
+	} else {
+		if man.Analyzers == nil {
+			man.Analyzers = map[string]string{}
+		}
+		man.Analyzers[name] = ana
+	}
+	if len(man.Analyzers) == 0 {
+		man.Analyzers = nil
+	}
+	if !m.opts.ReadOnly {
+		if err := writeManifest(m.dir, &man); err != nil {
+			return fmt.Errorf("memory: recording the analyzer of collection %q: %w", name, err)
+		}
+	}
+	// Only this field changes: searches read m.man's others without a lock.
+	m.man.Analyzers = man.Analyzers
+	return nil
+}
+
+// Analyzer is the collection's BM25 analyzer, as the manifest records it ("en" unless the
+// collection was created with another).
+func (c *Collection) Analyzer() string { return c.m.collectionAnalyzer(c.name) }
+
+// SetCollectionAnalyzer changes the BM25 analyzer of an existing collection and rebuilds
+// its BM25 index from the store of record with it (searches wait meanwhile). An unknown
+// name is ErrUnknownAnalyzer; a collection that does not exist ErrCollectionNotFound.
+func (m *Memory) SetCollectionAnalyzer(ctx context.Context, name, analyzer string) error {
+	if err := m.writable(); err != nil {
+		return err
+	}
+	ana, err := hybrid.CheckAnalyzer(analyzer)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := m.Collection(name)
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	s, err := c.state(false)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		if c.name != DefaultCollection {
+			return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+		}
+		if s, err = c.state(true); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.analyzer == ana {
+		return nil
+	}
+	if err := m.closeIndexes(s); err != nil {
+		return err
+	}
+	if err := m.recordAnalyzer(c.name, ana); err != nil {
+		return err
+	}
+	s.analyzer = ana
+	// The BM25 index records the old analyzer: opening it rebuilds it with the new one.
+	return m.openIndexes(s)
+}
