@@ -47,7 +47,14 @@ type ExportHeader struct {
 	Collection string `json:"collection"`
 	// Embedder made the collection's vectors (nil: the store has none).
 	Embedder *ExportEmbedder `json:"embedder,omitempty"`
-	Created  time.Time       `json:"created"`
+	// Analyzer is the collection's BM25 analyzer ("": English, exports of older builds);
+	// an import creates the collection with it (ErrAnalyzerMismatch when it exists with
+	// another).
+	Analyzer string `json:"analyzer,omitempty"`
+	// Metadata is the collection's own metadata (WithCollectionMetadata), given to the
+	// collection when an import creates it.
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Created  time.Time      `json:"created"`
 }
 
 // ExportEmbedder names the embedder of an export's vectors, as the store's manifest does.
@@ -137,7 +144,18 @@ func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string)
 
 // exportCollection writes one collection: header, documents, end line.
 func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name string, emb *ExportEmbedder, now time.Time, st *ExportStats) error {
-	if err := writeJSONLine(bw, exportLine{Header: &ExportHeader{Format: exportFormat, Collection: name, Embedder: emb, Created: now}}); err != nil {
+	hdr := &ExportHeader{Format: exportFormat, Collection: name, Embedder: emb, Analyzer: m.collectionAnalyzer(name), Created: now}
+	if js, err := m.db.CollectionMeta(name); err == nil && len(js) > 0 {
+		if err := json.Unmarshal(js, &hdr.Metadata); err != nil {
+			return fmt.Errorf("memory: export: collection %q metadata: %w", name, err)
+		}
+		if len(hdr.Metadata) == 0 {
+			hdr.Metadata = nil
+		}
+	} else if err != nil && !errors.Is(err, ErrCollectionNotFound) {
+		return err
+	}
+	if err := writeJSONLine(bw, exportLine{Header: hdr}); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
@@ -335,7 +353,14 @@ func (im *importer) begin(h *ExportHeader, want map[string]bool, n int) error {
 	if err := im.m.checkImportEmbedder(h); err != nil {
 		return err
 	}
-	_, err := im.m.CreateCollection(h.Collection)
+	var opts []CollectionOption
+	if h.Analyzer != "" {
+		opts = append(opts, WithCollectionAnalyzer(h.Analyzer))
+	}
+	if len(h.Metadata) > 0 {
+		opts = append(opts, WithCollectionMetadata(h.Metadata))
+	}
+	_, err := im.m.CreateCollection(h.Collection, opts...)
 	return err
 }
 

@@ -263,3 +263,45 @@ func TestParseExportLine(t *testing.T) {
 		}
 	}
 }
+
+// TestExportKeepsCollectionSettings: an export carries each collection's BM25 analyzer and
+// metadata, and an import creates the collection with them (French stemming still finds
+// "cheval" in "chevaux"); importing into a collection that exists with another analyzer
+// is ErrAnalyzerMismatch.
+func TestExportKeepsCollectionSettings(t *testing.T) {
+	ctx := context.Background()
+	src := openT(t, filepath.Join(t.TempDir(), "src"))
+	if _, err := src.CreateCollection("fr", WithCollectionAnalyzer("fr"), WithCollectionMetadata(map[string]any{"lang": "fr", "v": 2.0})); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Collection("fr").Add(ctx, Document{ID: "fr1", Text: "Les chevaux mangent des pommes."}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := src.Export(ctx, &buf, "fr"); err != nil {
+		t.Fatal(err)
+	}
+	dst := openT(t, filepath.Join(t.TempDir(), "dst"))
+	if _, err := dst.Import(ctx, bytes.NewReader(buf.Bytes()), ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := dst.Collection("fr")
+	if got := c.Analyzer(); got != "fr" {
+		t.Fatalf("imported analyzer %q, want fr", got)
+	}
+	md, err := c.Metadata(ctx)
+	if err != nil || !reflect.DeepEqual(md, map[string]any{"lang": "fr", "v": 2.0}) {
+		t.Fatalf("imported metadata %v, %v", md, err)
+	}
+	res, err := c.Search(ctx, "cheval", WithMode(BM25))
+	if err != nil || len(res) != 1 || res[0].ID != "fr1" {
+		t.Fatalf("search after import: %v, %v", res, err)
+	}
+	other := openT(t, filepath.Join(t.TempDir(), "other"))
+	if _, err := other.CreateCollection("fr", WithCollectionAnalyzer("de")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Import(ctx, bytes.NewReader(buf.Bytes()), ImportOptions{}); !errors.Is(err, ErrAnalyzerMismatch) {
+		t.Fatalf("import into a collection with another analyzer: %v, want ErrAnalyzerMismatch", err)
+	}
+}
