@@ -92,12 +92,22 @@ Prints how many were deleted. Never creates a store or a collection.`,
 	},
 	"collections": {
 		usage: `memory collections --store DIR [--json]
+memory collections --store DIR --create NAME [--analyzer X] [--metadata JSON]
+memory collections --store DIR --set-metadata NAME JSON
+memory collections --store DIR --set-analyzer NAME X
 memory collections --store DIR --delete NAME
 memory collections --store DIR --rename OLD NEW   (or --rename OLD --to NEW)`,
-		help: `Lists the collections of a store with their document counts, deletes a collection
-with all its documents (--delete; deleting the default collection empties it), or renames one
-with its documents, metadata and indexes (--rename; the new name must not exist; the store of
-record changes in one transaction, whatever the collection's size).`,
+		help: `Lists the collections of a store with their document counts, BM25 analyzers and metadata
+(a table, or with --json one {"name","count","analyzer","metadata"} object per line), creates
+an empty collection (--create; an existing one is an error) with a BM25 analyzer and metadata,
+replaces a collection's metadata (--set-metadata; {} clears it), changes a collection's BM25
+analyzer (--set-analyzer: its BM25 index is rebuilt from the stored documents, which takes
+a while on a large collection; searches wait meanwhile), deletes a collection with all its
+documents (--delete; deleting the default collection empties it), or renames one with its
+documents, metadata and indexes (--rename; the new name must not exist; the store of record
+changes in one transaction, whatever the collection's size). One action per call.
+
+Metadata is a JSON object with string keys and string, number or boolean values.`,
 	},
 	"eval": {
 		usage: `memory eval --data DIR [--mode bm25|dense|hybrid] [--embedder M] [--reranker M] [--run-out FILE]
