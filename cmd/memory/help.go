@@ -53,7 +53,9 @@ under the given folders that no longer exist (or are no longer indexed), in one 
 ` + storeHelp,
 	},
 	"search": {
-		usage: `memory search --store DIR [--collection C] [--mode hybrid|bm25|dense] [--k N] [--where JSON] [--json] QUERY...`,
+		usage: `memory search --store DIR [--collection C] [--mode hybrid|bm25|dense] [--k N] [--where JSON] [--json] QUERY...
+memory search --store DIR --cascade "gold,kb,docs" [--cascade-threshold F] [--dedupe-source] QUERY...
+memory search --store DIR --llm-reranker URL --llm-model M [--llm-mode pointwise|listwise] [--rerank N] QUERY...`,
 		help: `Searches an existing store and prints a table (rank, score, BM25 / dense / rerank
 breakdown, id, title, and a snippet around the matched terms) or, with --json, one JSON
 result per line. Control characters in stored text are shown escaped (\x1b) in the table.
@@ -65,6 +67,15 @@ $ne and $nin (as in Chroma) and no other operator. --where-document takes
 
 Without --mode, a store whose embedder cannot be loaded is searched with BM25 (with a
 warning).
+
+--cascade searches collections in order (a gold collection of curated answers first, then
+the knowledge collections) and stops after the first whose best score reaches
+--cascade-threshold; the results of every collection searched are merged best first, and
+each names the collection that answered (the table's COLLECTION column; "collection" and
+"cascade", the 1-based step, in --json). --dedupe-source keeps the best result of each
+source. --llm-reranker reranks the top --rerank N (default 20) with a chat model behind an
+OpenAI-compatible endpoint; its API key is read from the environment variable that
+--llm-api-key-env names (default OPENAI_API_KEY), never from a flag.
 
 ` + storeHelp,
 	},
