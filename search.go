@@ -189,16 +189,16 @@ func (so *SearchOptions) collectionNames() []string {
 // the SearchOption functions. Filters restrict the candidates before ranking. Each result
 // carries its explanation.
 func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOption) ([]Result, error) {
-	if c.m.remote != nil {
-		return c.remoteSearch(ctx, query, opts)
-	}
 	start := time.Now()
 	var so SearchOptions
 	for _, fn := range opts {
 		fn(&so)
 	}
-	if so.Cascade != nil {
+	if so.Cascade != nil { // each step a search of its own (through the writer for a reader)
 		return c.m.searchCascade(ctx, query, so, opts)
+	}
+	if c.m.remote != nil {
+		return c.remoteSearch(ctx, query, opts)
 	}
 	if err := so.normalise(); err != nil {
 		return nil, err

@@ -56,8 +56,14 @@ type ListCollectionsOutput struct {
 // settings of Chroma are accepted and ignored (this store has one embedder, chosen when it
 // was created); the collection metadata is stored with it (string keys; string, number or
 // boolean values; see memory.MaxCollectionMetadataKeys and MaxCollectionMetadataBytes).
+//
+// Analyzer is this server's addition: the collection's BM25 analyzer
+// (memory.WithCollectionAnalyzer; hybrid.Analyzers lists them), a flat argument beside
+// Chroma's flat HNSW ones, as chroma-mcp's tool takes its settings (it has no
+// configuration object); an unknown one is a tool error naming those there are.
 type CreateCollectionInput struct {
 	CollectionName        string         `json:"collection_name" jsonschema:"name of the collection to create"`
+	Analyzer              string         `json:"analyzer,omitempty" jsonschema:"BM25 analyzer of the collection: en (default), cjk for Chinese/Japanese/Korean, or a language code such as de, fr, es, it, ru"`
 	EmbeddingFunctionName string         `json:"embedding_function_name,omitempty" jsonschema:"ignored: the store's embedder is used"`
 	Metadata              map[string]any `json:"metadata,omitempty" jsonschema:"collection metadata: string keys, string, number or boolean values"`
 	Space                 string         `json:"space,omitempty" jsonschema:"ignored"`
@@ -97,6 +103,7 @@ type CountOutput struct {
 type CollectionInfoOutput struct {
 	Name            string          `json:"name"`
 	Count           int             `json:"count"`
+	Analyzer        string          `json:"analyzer"` // its BM25 analyzer (en unless created with another)
 	Metadata        map[string]any  `json:"metadata"`
 	SampleDocuments ChromaGetOutput `json:"sample_documents"`
 }
@@ -293,11 +300,14 @@ func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in Crea
 	if in.Metadata != nil {
 		opts = append(opts, memory.WithCollectionMetadata(in.Metadata))
 	}
+	if in.Analyzer != "" {
+		opts = append(opts, memory.WithCollectionAnalyzer(in.Analyzer))
+	}
 	c, err := s.m.CreateCollection(in.CollectionName, opts...)
 	if err != nil {
 		return nil, CollectionOutput{}, err
 	}
-	return nil, CollectionOutput{Collection: c.Name(), Message: "created collection " + c.Name()}, nil
+	return nil, CollectionOutput{Collection: c.Name(), Message: "created collection " + c.Name() + " (BM25 analyzer " + c.Analyzer() + ")"}, nil
 }
 
 func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in ModifyCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
@@ -376,7 +386,7 @@ func (s *server) chromaInfo(ctx context.Context, _ *mcp.CallToolRequest, in Coll
 		return nil, CollectionInfoOutput{}, err
 	}
 	_, sample, err := s.getOutput(ctx, c, memory.FindOptions{Limit: 3}, nil)
-	return nil, CollectionInfoOutput{Name: c.Name(), Count: n, Metadata: md, SampleDocuments: sample}, err
+	return nil, CollectionInfoOutput{Name: c.Name(), Count: n, Analyzer: c.Analyzer(), Metadata: md, SampleDocuments: sample}, err
 }
 
 // getOutput finds the documents o selects and shapes them as Chroma's get does.

@@ -149,6 +149,12 @@ type SearchInput struct {
 	Rerank     bool         `json:"rerank,omitempty" jsonschema:"rerank the results with the server's cross-encoder, when it has one"`
 	// WhereDocument filters on the text: {"$contains": "x"}, {"$not_contains": "x"}, $and, $or.
 	WhereDocument memory.WhereDocument `json:"where_document,omitempty" jsonschema:"text filter, e.g. {\"$contains\": \"deploy\"}"`
+	// Cascade searches collections in order and stops after the first whose best score
+	// reaches CascadeThreshold (memory.WithCascade); not with Collection.
+	Cascade          []string `json:"cascade,omitempty" jsonschema:"search these collections in order (a gold Q&A collection first, then knowledge collections) and stop after the first whose best score reaches cascade_threshold; each result names the collection that answered; not with collection"`
+	CascadeThreshold float64  `json:"cascade_threshold,omitempty" jsonschema:"with cascade: the best score that stops it (default 0: the first collection with any result; compare with the scores a bm25, dense or reranked search gives)"`
+	// DedupeSource keeps the best result of each source (memory.WithSourceDedup).
+	DedupeSource bool `json:"dedupe_source,omitempty" jsonschema:"keep only the best result of each source (file or URL a document came from)"`
 }
 
 // SearchResult is one result of memory_search: the JSON form of a memory.Result.
@@ -159,6 +165,8 @@ type SearchResult struct {
 	Text       string         `json:"text"`
 	Score      float64        `json:"score"`
 	Metadata   map[string]any `json:"metadata,omitempty"`
+	// Cascade is, in a cascade search, the 1-based step whose collection answered.
+	Cascade int `json:"cascade,omitempty"`
 }
 
 // SearchOutput is memory_search's output.
@@ -396,6 +404,17 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	if in.Rerank {
 		opts = append(opts, memory.WithRerank(0))
 	}
+	if in.DedupeSource {
+		opts = append(opts, memory.WithSourceDedup())
+	}
+	if in.Cascade != nil {
+		if in.Collection != "" {
+			return nil, SearchOutput{}, fmt.Errorf("%w: cascade and collection in one search", ErrInvalidInput)
+		}
+		opts = append(opts, memory.WithCascade(in.CascadeThreshold, in.Cascade...))
+	} else if in.CascadeThreshold != 0 {
+		return nil, SearchOutput{}, fmt.Errorf("%w: cascade_threshold without cascade", ErrInvalidInput)
+	}
 	if s.o.SearchStats != nil {
 		opts = append(opts, memory.WithStatsFunc(s.o.SearchStats))
 	}
@@ -405,7 +424,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	}
 	out := SearchOutput{Results: make([]SearchResult, len(res))}
 	for i, r := range res {
-		out.Results[i] = SearchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata}
+		out.Results[i] = SearchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata, Cascade: r.Explain.Cascade}
 	}
 	return nil, out, nil
 }

@@ -490,7 +490,7 @@ func TestGetDeleteCountCollections(t *testing.T) {
 		t.Fatalf("count %q", out)
 	}
 	out, _ = mustCLI(t, 0, "collections", "--store", store)
-	if !regexp.MustCompile(`(?m)^default\s+10$`).MatchString(out) || !regexp.MustCompile(`(?m)^other\s+10$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^default\s+10\s+en\s+-$`).MatchString(out) || !regexp.MustCompile(`(?m)^other\s+10\s+en\s+-$`).MatchString(out) {
 		t.Fatalf("collections:\n%s", out)
 	}
 	// Rename: the collection answers under its new name, not the old one.
@@ -546,7 +546,7 @@ func TestGetDeleteCountCollections(t *testing.T) {
 		t.Fatalf("collections --delete: %s", out)
 	}
 	out, _ = mustCLI(t, 0, "collections", "--store", store, "--json")
-	if strings.TrimSpace(out) != `{"name":"default","count":6}` {
+	if strings.TrimSpace(out) != `{"name":"default","count":6,"analyzer":"en","metadata":{}}` {
 		t.Fatalf("collections --json: %s", out)
 	}
 }

@@ -53,7 +53,9 @@ under the given folders that no longer exist (or are no longer indexed), in one 
 ` + storeHelp,
 	},
 	"search": {
-		usage: `memory search --store DIR [--collection C] [--mode hybrid|bm25|dense] [--k N] [--where JSON] [--json] QUERY...`,
+		usage: `memory search --store DIR [--collection C] [--mode hybrid|bm25|dense] [--k N] [--where JSON] [--json] QUERY...
+memory search --store DIR --cascade "gold,kb,docs" [--cascade-threshold F] [--dedupe-source] QUERY...
+memory search --store DIR --llm-reranker URL --llm-model M [--llm-mode pointwise|listwise] [--rerank N] QUERY...`,
 		help: `Searches an existing store and prints a table (rank, score, BM25 / dense / rerank
 breakdown, id, title, and a snippet around the matched terms) or, with --json, one JSON
 result per line. Control characters in stored text are shown escaped (\x1b) in the table.
@@ -65,6 +67,16 @@ $ne and $nin (as in Chroma) and no other operator. --where-document takes
 
 Without --mode, a store whose embedder cannot be loaded is searched with BM25 (with a
 warning).
+
+--cascade searches collections in order (a gold collection of curated answers first, then
+the knowledge collections) and stops after the first whose best score reaches
+--cascade-threshold; the results of every collection searched are merged best first, and
+each names the collection that answered (the table's COLLECTION column; "collection" and
+"cascade", the 1-based step, in --json). --dedupe-source keeps the best result of each
+source. --llm-reranker reranks the top --rerank N (default 20) with a chat model behind an
+OpenAI-compatible endpoint; its API key is read from the environment variable that
+--llm-api-key-env names (default OPENAI_API_KEY), never from a flag. It reranks in this
+process, so it opens the store itself rather than reading through a running writer (serve).
 
 ` + storeHelp,
 	},
@@ -92,12 +104,22 @@ Prints how many were deleted. Never creates a store or a collection.`,
 	},
 	"collections": {
 		usage: `memory collections --store DIR [--json]
+memory collections --store DIR --create NAME [--analyzer X] [--metadata JSON]
+memory collections --store DIR --set-metadata NAME JSON
+memory collections --store DIR --set-analyzer NAME X
 memory collections --store DIR --delete NAME
 memory collections --store DIR --rename OLD NEW   (or --rename OLD --to NEW)`,
-		help: `Lists the collections of a store with their document counts, deletes a collection
-with all its documents (--delete; deleting the default collection empties it), or renames one
-with its documents, metadata and indexes (--rename; the new name must not exist; the store of
-record changes in one transaction, whatever the collection's size).`,
+		help: `Lists the collections of a store with their document counts, BM25 analyzers and metadata
+(a table, or with --json one {"name","count","analyzer","metadata"} object per line), creates
+an empty collection (--create; an existing one is an error) with a BM25 analyzer and metadata,
+replaces a collection's metadata (--set-metadata; {} clears it), changes a collection's BM25
+analyzer (--set-analyzer: its BM25 index is rebuilt from the stored documents, which takes
+a while on a large collection; searches wait meanwhile), deletes a collection with all its
+documents (--delete; deleting the default collection empties it), or renames one with its
+documents, metadata and indexes (--rename; the new name must not exist; the store of record
+changes in one transaction, whatever the collection's size). One action per call.
+
+Metadata is a JSON object with string keys and string, number or boolean values.`,
 	},
 	"eval": {
 		usage: `memory eval --data DIR [--mode bm25|dense|hybrid] [--embedder M] [--reranker M] [--run-out FILE]

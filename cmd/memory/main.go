@@ -10,7 +10,7 @@
 //	memory restore     ARCHIVE --store NEWDIR [--check]
 //	memory export      --store DIR [--collection C] OUT.jsonl
 //	memory import      --store DIR [--collection C] IN.jsonl
-//	memory collections --store DIR [--json] | --delete NAME | --rename OLD NEW
+//	memory collections --store DIR [--json] | --create NAME | --set-metadata NAME JSON | --set-analyzer NAME X | --delete NAME | --rename OLD NEW
 //	memory eval        --data DIR --mode bm25|dense|hybrid [--embedder M] [--reranker M] [--run-out FILE]
 //	memory serve       --store DIR [--retrieve ADDR] [--mcp | --mcp-http ADDR]
 //	memory models      list | pull NAME | path NAME

@@ -226,7 +226,7 @@ func TestReadersBesideWriter(t *testing.T) {
 	}{
 		{[]string{"count", "--store", dir}, "60\n"},
 		{[]string{"get", "--store", dir, "--json", "d07"}, `"text":"note 7 about puffins and ice"`},
-		{[]string{"collections", "--store", dir, "--json"}, `{"name":"default","count":60}`},
+		{[]string{"collections", "--store", dir, "--json"}, `{"name":"default","count":60,"analyzer":"en","metadata":{}}`},
 	} {
 		code, out, stderr, err := cliChild(c.args...)
 		if err != nil || code != 0 || !strings.Contains(out, c.want) {

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/rerank"
 )
 
 func init() {
@@ -32,12 +35,38 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	where := fs.String("where", "", `metadata filter as JSON, e.g. '{"year":{"$gte":2020}}'`)
 	whereDoc := fs.String("where-document", "", `text filter as JSON, e.g. '{"$contains":"go"}'`)
 	asJSON := fs.Bool("json", false, "one JSON object per result")
+	cascade := fs.String("cascade", "", `search these collections in order, e.g. "gold,kb,docs", and stop after the first whose best
+score reaches --cascade-threshold (not with --collection); each result names its collection`)
+	cascadeThreshold := fs.Float64("cascade-threshold", 0, "with --cascade: the best score that stops the cascade (compared with SCORE: use a\nreranked, dense or bm25 search; hybrid's RRF scores are at most ~0.033) (default 0: stop at the first collection with a result)")
+	dedupeSource := fs.Bool("dedupe-source", false, "keep only the best result of each source (file or URL a document came from)")
+	llmURL := fs.String("llm-reranker", "", "rerank with a chat model behind this OpenAI-compatible API root, e.g. http://localhost:11434/v1\n(Ollama), http://host:8000/v1 (vLLM); reranks the top --rerank N (default 20); not with --reranker")
+	llmModel := fs.String("llm-model", "", "with --llm-reranker: the server's model name (required)")
+	llmMode := fs.String("llm-mode", "pointwise", "with --llm-reranker: pointwise (one request per passage, a 0-10 grade each) or listwise (one request ranking them all)")
+	llmKeyEnv := fs.String("llm-api-key-env", "OPENAI_API_KEY", "with --llm-reranker: environment variable holding the API key, sent as a bearer token (unset or empty: none)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if sf.dir == "" || fs.NArg() == 0 {
+	llmOnly := *llmModel != "" || fs.Lookup("llm-mode").Value.String() != "pointwise"
+	if sf.dir == "" || fs.NArg() == 0 || (*cascade != "" && *col != "") || (*llmURL != "" && sf.reranker != "") ||
+		(*llmURL == "" && llmOnly) || (*cascade == "" && *cascadeThreshold != 0) {
 		fs.Usage()
 		return errUsage
+	}
+	var extra []memory.Option
+	if *llmURL != "" {
+		key := ""
+		if *llmKeyEnv != "" {
+			key = os.Getenv(*llmKeyEnv)
+		}
+		r, err := rerank.NewLLMReranker(rerank.LLMOptions{BaseURL: *llmURL, Model: *llmModel, Mode: rerank.LLMMode(*llmMode), APIKey: key,
+			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err != nil {
+			return fmt.Errorf("--llm-reranker: %w", err)
+		}
+		extra = append(extra, memory.WithReranker(r))
+		if *rerankTop == 0 {
+			*rerankTop = 20
+		}
 	}
 	modeSet := *mode != ""
 	if !modeSet {
@@ -61,8 +90,29 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *rerankTop > 0 {
 		opts = append(opts, memory.WithRerank(*rerankTop))
 	}
-	m, c, err := sf.readCollection(*col, stderr)
+	if *dedupeSource {
+		opts = append(opts, memory.WithSourceDedup())
+	}
+	if *cascade != "" {
+		var cols []string
+		for _, n := range strings.Split(*cascade, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				cols = append(cols, n)
+			}
+		}
+		opts = append(opts, memory.WithCascade(*cascadeThreshold, cols...))
+	}
+	if *llmURL == "" {
+		// Read-only: beside a running writer, a search reads through it. The LLM reranker
+		// runs in this process, which a search through a writer cannot do (the writer
+		// would rerank with its own reranker, or have none): it opens the store itself.
+		extra = append(extra, memory.ReadOnly())
+	}
+	m, c, err := sf.openCollection(*col, stderr, extra...)
 	if err != nil {
+		if *llmURL != "" && errors.Is(err, memory.ErrLocked) {
+			return fmt.Errorf("--llm-reranker reranks in this process, so it opens the store itself, and another process has it (stop it, or search without --llm-reranker): %w", err)
+		}
 		return err
 	}
 	defer m.Close()
@@ -84,15 +134,19 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	}
-	printResults(stdout, res)
+	printResults(stdout, res, *cascade != "")
 	return nil
 }
 
 // printResults writes a results table with each result's score breakdown and, under each
 // row, its snippet. Stored text is shown with control characters escaped.
-func printResults(w io.Writer, res []memory.Result) {
+func printResults(w io.Writer, res []memory.Result, withCollection bool) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tSCORE\tBM25\tDENSE\tRERANK\tID\tTITLE")
+	colHead, colPad := "", ""
+	if withCollection { // a cascade: which collection answered
+		colHead, colPad = "COLLECTION\t", "\t"
+	}
+	fmt.Fprintf(tw, "#\tSCORE\tBM25\tDENSE\tRERANK\t%sID\tTITLE\n", colHead)
 	for i, r := range res {
 		bm, de, rr := "-", "-", "-"
 		if s := r.Explain.BM25; s != nil {
@@ -115,11 +169,15 @@ func printResults(w io.Writer, res []memory.Result) {
 		if len(r.Headings) > 0 {
 			title += " > " + strings.Join(r.Headings, " > ")
 		}
-		fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\t%s\t%s\t%s\n", i+1, r.Score, bm, de, rr, id, cell(title, 60))
+		colCell := ""
+		if withCollection {
+			colCell = cell(r.Collection, 40) + "\t"
+		}
+		fmt.Fprintf(tw, "%d\t%.4f\t%s\t%s\t%s\t%s%s\t%s\n", i+1, r.Score, bm, de, rr, colCell, id, cell(title, 60))
 		if r.Snippet != "" {
 			// Text after the last tab is not a column: the snippet sits under TITLE
 			// without widening it.
-			fmt.Fprintf(tw, "\t\t\t\t\t\t  %s\n", cell(r.Snippet, 160))
+			fmt.Fprintf(tw, "\t\t\t\t\t\t%s  %s\n", colPad, cell(r.Snippet, 160))
 		}
 	}
 	tw.Flush()

@@ -96,7 +96,7 @@ r = await call("chroma_peek_collection", { collection_name: col, limit: 2 });
 check(same(r.ids, ["banana", "deploy"]) && r.documents.length === 2 && r.metadatas[0].topic === "food", "peek", r);
 
 r = await call("chroma_get_collection_info", { collection_name: col });
-check(r.name === col && r.count === 4 && r.sample_documents.ids.length === 3, "info", r);
+check(r.name === col && r.count === 4 && r.analyzer === "en" && r.sample_documents.ids.length === 3, "info", r);
 
 r = await call("chroma_query_documents", {
   collection_name: col,
@@ -135,6 +135,10 @@ check(r.documents[0].startsWith("Plantains") && r.metadatas[0].topic === "food" 
 await call("chroma_create_collection", { collection_name: "meta_kb", metadata: { purpose: "gold", version: 2, curated: true } });
 r = await call("chroma_get_collection_info", { collection_name: "meta_kb" });
 check(r.metadata.purpose === "gold" && r.metadata.version === 2 && r.metadata.curated === true && Object.keys(r.metadata).length === 3, "info metadata", r);
+await call("chroma_create_collection", { collection_name: "de_kb", analyzer: "de" });
+r = await call("chroma_get_collection_info", { collection_name: "de_kb" });
+check(r.analyzer === "de", "info analyzer", r);
+await call("chroma_delete_collection", { collection_name: "de_kb" });
 const q = { query_texts: ["deploy", "typed language"], n_results: 3 };
 const before = await call("chroma_query_documents", { collection_name: col, ...q });
 r = await call("chroma_modify_collection", { collection_name: col, new_name: "renamed", new_metadata: { owner: "ops" } });
