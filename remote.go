@@ -631,7 +631,11 @@ func (c *Collection) remoteSearch(ctx context.Context, query string, opts []Sear
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.m.remote.call(ctx, &wireReq{Op: "search", Col: c.name, Query: query, Opts: w})
+	ask, err := c.m.rerankHere(w)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.m.remote.call(ctx, &wireReq{Op: "search", Col: c.name, Query: query, Opts: ask})
 	if err != nil {
 		return nil, err
 	}
@@ -641,7 +645,15 @@ func (c *Collection) remoteSearch(ctx context.Context, query string, opts []Sear
 	if resp.Results == nil {
 		resp.Results = []Result{}
 	}
-	return resp.Results, nil
+	if ask == w {
+		return resp.Results, nil
+	}
+	t := time.Now()
+	out, err := c.m.finishRerank(ctx, query, w, resp.Results)
+	if st != nil {
+		st.Rerank = time.Since(t)
+	}
+	return out, err
 }
 
 func (c *Collection) remoteBatch(ctx context.Context, queries []string, opts []SearchOption) ([][]Result, error) {
@@ -650,16 +662,86 @@ func (c *Collection) remoteBatch(ctx context.Context, queries []string, opts []S
 		return nil, err
 	}
 	w.Stats = false
-	resp, err := c.m.remote.call(ctx, &wireReq{Op: "batch", Col: c.name, Queries: queries, Opts: w})
+	ask, err := c.m.rerankHere(w)
 	if err != nil {
 		return nil, err
+	}
+	resp, err := c.m.remote.call(ctx, &wireReq{Op: "batch", Col: c.name, Queries: queries, Opts: ask})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Batch) != len(queries) && ask != w {
+		return nil, fmt.Errorf("%w: %d answers for %d queries", ErrWriterGone, len(resp.Batch), len(queries))
 	}
 	for i, r := range resp.Batch {
 		if r == nil {
 			resp.Batch[i] = []Result{}
 		}
+		if ask != w {
+			if resp.Batch[i], err = c.m.finishRerank(ctx, queries[i], w, resp.Batch[i]); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return resp.Batch, nil
+}
+
+// rerankHere is what to ask the writer for a search w: w itself, unless this reader
+// reranks it with a reranker of its own (w asks for a rerank and the reader was opened
+// WithReranker), which the writer does not have: then the writer is asked for the first
+// RerankTop candidates unreranked, before MinScore, source de-duplication and the top k,
+// which finishRerank applies here in Search's order. A near-duplicate collapse, which runs
+// after the rerank over the writer's stored vectors, cannot follow a rerank done here:
+// ErrInvalidOption.
+func (m *Memory) rerankHere(w *wireSearch) (*wireSearch, error) {
+	if !w.Rerank || m.opts.Reranker == nil {
+		return w, nil
+	}
+	if w.CollapseThreshold > 0 {
+		return nil, fmt.Errorf("%w: a collapse after this process's own reranker cannot run through the writer (the writer holds the vectors); rerank in the writer, or search without the collapse", ErrInvalidOption)
+	}
+	k, top := rerankSizes(w)
+	ask := *w
+	ask.Rerank, ask.RerankTop, ask.MinScore, ask.SourceDedup = false, 0, 0, false
+	ask.TopK = max(k, top)
+	return &ask, nil
+}
+
+// rerankSizes are the top k and the rerank depth of w, with Search's defaults.
+func rerankSizes(w *wireSearch) (k, top int) {
+	so := SearchOptions{TopK: w.TopK, Window: w.Window, RerankTop: w.RerankTop}
+	so.normaliseSizes() // w's sizes were checked when its options were made; negatives give 0s
+	return so.TopK, so.RerankTop
+}
+
+// finishRerank reranks the writer's unreranked candidates res of query with this reader's
+// reranker and applies w's source de-duplication, MinScore and top k, as Search does.
+func (m *Memory) finishRerank(ctx context.Context, query string, w *wireSearch, res []Result) ([]Result, error) {
+	k, top := rerankSizes(w)
+	n := min(top, len(res))
+	passages := make([]string, n)
+	for i, r := range res[:n] {
+		passages[i] = embedText(r.Title, r.Text)
+	}
+	if n > 0 {
+		if err := rerankHead(ctx, m.opts.Reranker, query, passages, res[:n], func(r *Result) *Result { return r }); err != nil {
+			return nil, err
+		}
+	}
+	if w.SourceDedup {
+		res = dedupeSources(res, func(r Result) string { return r.Source })
+	}
+	out := make([]Result, 0, min(len(res), k))
+	for _, r := range res {
+		if len(out) == k {
+			break
+		}
+		if w.MinScore != 0 && r.Score < w.MinScore {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func (c *Collection) remoteGet(ctx context.Context, id string) (Document, error) {

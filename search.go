@@ -13,6 +13,7 @@ import (
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
+	"github.com/agentmem/memory/rerank"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -654,24 +655,30 @@ func (m *Memory) rerank(ctx context.Context, query string, cands []candidate, to
 	for i := 0; i < n; i++ {
 		passages[i] = embedText(cands[i].rec.Title, cands[i].res.Text)
 	}
-	logits, err := m.opts.Reranker.Score(ctx, query, passages)
+	return rerankHead(ctx, m.opts.Reranker, query, passages, cands[:n], func(c *candidate) *Result { return &c.res })
+}
+
+// rerankHead scores passages (those of head, in order) with r, gives each result of head
+// its RerankScore and score, and sorts head by logit, stably.
+func rerankHead[T any](ctx context.Context, r rerank.Reranker, query string, passages []string, head []T, res func(*T) *Result) error {
+	logits, err := r.Score(ctx, query, passages)
 	if err != nil {
 		return fmt.Errorf("memory: rerank: %w", err)
 	}
-	if len(logits) != n {
-		return fmt.Errorf("memory: rerank: %d scores for %d passages", len(logits), n)
+	if len(logits) != len(head) {
+		return fmt.Errorf("memory: rerank: %d scores for %d passages", len(logits), len(head))
 	}
-	head := cands[:n]
 	for i := range head {
 		l := float64(logits[i])
-		head[i].res.Explain.Rerank = &RerankScore{Logit: l, Prob: vecmath.Sigmoid(l)}
-		head[i].res.Score = vecmath.Sigmoid(l)
+		x := res(&head[i])
+		x.Explain.Rerank = &RerankScore{Logit: l, Prob: vecmath.Sigmoid(l)}
+		x.Score = vecmath.Sigmoid(l)
 	}
 	sort.SliceStable(head, func(i, j int) bool {
-		return head[i].res.Explain.Rerank.Logit > head[j].res.Explain.Rerank.Logit
+		return res(&head[i]).Explain.Rerank.Logit > res(&head[j]).Explain.Rerank.Logit
 	})
 	for i := range head {
-		head[i].res.Explain.Rerank.Rank = i + 1
+		res(&head[i]).Explain.Rerank.Rank = i + 1
 	}
 	return nil
 }
