@@ -75,8 +75,7 @@ each names the collection that answered (the table's COLLECTION column; "collect
 "cascade", the 1-based step, in --json). --dedupe-source keeps the best result of each
 source. --llm-reranker reranks the top --rerank N (default 20) with a chat model behind an
 OpenAI-compatible endpoint; its API key is read from the environment variable that
---llm-api-key-env names (default OPENAI_API_KEY), never from a flag. It reranks in this
-process, so it opens the store itself rather than reading through a running writer (serve).
+--llm-api-key-env names (default OPENAI_API_KEY), never from a flag.
 
 ` + storeHelp,
 	},

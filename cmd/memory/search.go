@@ -102,17 +102,8 @@ score reaches --cascade-threshold (not with --collection); each result names its
 		}
 		opts = append(opts, memory.WithCascade(*cascadeThreshold, cols...))
 	}
-	if *llmURL == "" {
-		// Read-only: beside a running writer, a search reads through it. The LLM reranker
-		// runs in this process, which a search through a writer cannot do (the writer
-		// would rerank with its own reranker, or have none): it opens the store itself.
-		extra = append(extra, memory.ReadOnly())
-	}
-	m, c, err := sf.openCollection(*col, stderr, extra...)
+	m, c, err := sf.openCollection(*col, stderr, append(extra, memory.ReadOnly())...)
 	if err != nil {
-		if *llmURL != "" && errors.Is(err, memory.ErrLocked) {
-			return fmt.Errorf("--llm-reranker reranks in this process, so it opens the store itself, and another process has it (stop it, or search without --llm-reranker): %w", err)
-		}
 		return err
 	}
 	defer m.Close()

@@ -185,19 +185,6 @@ func TestSearchStrategies(t *testing.T) {
 		})
 	}
 
-	// Beside a writer, a plain search reads through it; one with --llm-reranker (which
-	// reranks in this process) says why it cannot, and never reranks with another reranker.
-	w := openTest(t, store)
-	mustCLI(t, 0, "search", "--store", store, "--mode", "bm25", "--collection", "kb", "deploy")
-	_, errs := mustCLI(t, 1, "search", "--store", store, "--mode", "bm25", "--collection", "kb", "--lock-timeout", "100ms",
-		"--llm-reranker", srv.URL+"/v1", "--llm-model", "m1", "deploy")
-	if !strings.Contains(errs, "--llm-reranker reranks in this process") || strings.Contains(errs, key) {
-		t.Fatalf("--llm-reranker beside a writer: %s", errs)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-
 	// The table of a cascade has a COLLECTION column.
 	out, _ := mustCLI(t, 0, "search", "--store", store, "--mode", "bm25", "--cascade", "gold,kb", "--cascade-threshold", "100", "deploy")
 	if !regexp.MustCompile(`(?m)^#\s+SCORE\s+BM25\s+DENSE\s+RERANK\s+COLLECTION\s+ID\s+TITLE$`).MatchString(out) ||
