@@ -185,6 +185,18 @@ func TestSearchStrategies(t *testing.T) {
 		})
 	}
 
+	// Beside a writer, a search with --llm-reranker reads the candidates through it and
+	// reranks them here with the LLM (not with the writer's reranker, which it has none of).
+	w := openTest(t, store)
+	out0, errs0 := mustCLI(t, 0, "search", "--store", store, "--mode", "bm25", "--collection", "kb", "--json",
+		"--llm-reranker", srv.URL+"/v1", "--llm-model", "m1", "deploy")
+	if !strings.Contains(out0, `"rerank"`) || strings.Contains(errs0, key) || strings.Contains(out0, key) {
+		t.Fatalf("--llm-reranker beside a writer: %s %s", out0, errs0)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
 	// The table of a cascade has a COLLECTION column.
 	out, _ := mustCLI(t, 0, "search", "--store", store, "--mode", "bm25", "--cascade", "gold,kb", "--cascade-threshold", "100", "deploy")
 	if !regexp.MustCompile(`(?m)^#\s+SCORE\s+BM25\s+DENSE\s+RERANK\s+COLLECTION\s+ID\s+TITLE$`).MatchString(out) ||
