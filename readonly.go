@@ -21,7 +21,9 @@ var ErrReadOnly = errors.New("memory: store is opened read-only")
 // that writer instead: a writable Memory answers other processes' reads on a unix socket
 // (see remote.go), and the read-only Memory's Search, SearchBatch, Get, Vectors, Len, Count,
 // IDs, Sources, Collections, GetCollection, Backup and Export are the writer's answers (run
-// with the writer's embedder, reranker and indexes; a backup or export streamed from it). Its writes fail with ErrReadOnly, Check with
+// with the writer's embedder, reranker and indexes, except that a reader opened
+// WithReranker reranks the writer's candidates with its own; a backup or export streamed
+// from it). Its writes fail with ErrReadOnly, Check with
 // ErrLocked (it reads the files itself), and every read with ErrWriterGone once the writer
 // has closed the store or exited: open it again. A writer that finds readers waits up to
 // WithLockTimeout for them to close, then fails with ErrLocked (a *LockedError naming the
