@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,22 +85,14 @@ collection without its end line) stores what it holds and fails, saying so.`,
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("backup", stderr)
 	dir := fs.String("store", "", "store directory (required)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if *dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	m, err := openForCopy(*dir, stderr)
+	m, out, err := openCopySource(fs, args, dir, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	start := time.Now()
 	var info memory.BackupInfo
-	err = writeOutput(pos[0], stdout, func(w io.Writer) error {
+	err = writeOutput(out, stdout, func(w io.Writer) error {
 		var err error
 		info, err = m.Backup(ctx, w)
 		return err
@@ -182,15 +175,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("export", stderr)
 	dir := fs.String("store", "", "store directory (required)")
 	col := fs.String("collection", "", "export only this collection (default: every collection)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if *dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	m, err := openForCopy(*dir, stderr)
+	m, out, err := openCopySource(fs, args, dir, stderr)
 	if err != nil {
 		return err
 	}
@@ -204,7 +189,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	start := time.Now()
 	var st memory.ExportStats
-	if err := writeOutput(pos[0], stdout, func(w io.Writer) error {
+	if err := writeOutput(out, stdout, func(w io.Writer) error {
 		var err error
 		st, err = m.Export(ctx, w, cols...)
 		return err
@@ -304,6 +289,25 @@ func peekExportHeader(r io.Reader) (*memory.ExportHeader, error) {
 			return nil, err
 		}
 	}
+}
+
+// openCopySource parses the flags of a command that copies a store out (backup, export):
+// --store DIR, required, and one output path, which it returns with the store opened by
+// openForCopy.
+func openCopySource(fs *flag.FlagSet, args []string, dir *string, stderr io.Writer) (*memory.Memory, string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return nil, "", err
+	}
+	if *dir == "" || len(pos) != 1 {
+		fs.Usage()
+		return nil, "", errUsage
+	}
+	m, err := openForCopy(*dir, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, pos[0], nil
 }
 
 // openForCopy opens an existing store read-only for backup and export: they read the store
