@@ -233,19 +233,11 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	if err := creatableCollectionName(dst.name); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	unlock, err := m.lockCollections(ctx, "renaming a collection")
+	if err != nil {
 		return err
 	}
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if m.remote != nil {
-		return m.errNotRemote("renaming a collection")
-	}
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
+	defer unlock()
 	exists, err := m.collectionExists(src.name)
 	if err != nil {
 		return err

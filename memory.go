@@ -781,6 +781,28 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 	return c, nil
 }
 
+// lockCollections begins a change to the set of collections (a delete, a rename): it
+// checks that ctx is live, the store open and not read through its writer (what names the
+// change in that error), then takes the writer and collection locks, which unlock
+// releases. The caller has checked m.writable().
+func (m *Memory) lockCollections(ctx context.Context, what string) (unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if m.remote != nil {
+		return nil, m.errNotRemote(what)
+	}
+	m.wmu.Lock()
+	m.cmu.Lock()
+	return func() {
+		m.cmu.Unlock()
+		m.wmu.Unlock()
+	}, nil
+}
+
 // DeleteCollection removes a collection with all its documents and indexes, in one
 // transaction. A named collection that does not exist is ErrCollectionNotFound; deleting the
 // default collection empties it. Searches running on it finish first; later ones of the
@@ -793,16 +815,11 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	if err := validCollectionName(c.name); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	unlock, err := m.lockCollections(ctx, "deleting a collection")
+	if err != nil {
 		return err
 	}
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
+	defer unlock()
 	exists, err := m.collectionExists(c.name)
 	if err != nil {
 		return err
