@@ -233,15 +233,11 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	if err := creatableCollectionName(dst.name); err != nil {
 		return err
 	}
-	unlock, err := m.lockCollections(ctx, "renaming a collection")
+	unlock, exists, err := m.lockCollection(ctx, src.name, "renaming a collection")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	exists, err := m.collectionExists(src.name)
-	if err != nil {
-		return err
-	}
 	if !exists {
 		return fmt.Errorf("%w: %q", ErrCollectionNotFound, src.name)
 	}

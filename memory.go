@@ -781,26 +781,32 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 	return c, nil
 }
 
-// lockCollections begins a change to the set of collections (a delete, a rename): it
-// checks that ctx is live, the store open and not read through its writer (what names the
-// change in that error), then takes the writer and collection locks, which unlock
-// releases. The caller has checked m.writable().
-func (m *Memory) lockCollections(ctx context.Context, what string) (unlock func(), err error) {
+// lockCollection begins a change to collection name in the set of collections (a delete,
+// a rename): it checks that ctx is live, the store open and not read through its writer
+// (what names the change in that error), takes the writer and collection locks, which
+// unlock releases, and reports whether the collection exists. The caller has checked
+// m.writable() and the name.
+func (m *Memory) lockCollection(ctx context.Context, name, what string) (unlock func(), exists bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if m.closed.Load() {
-		return nil, ErrClosed
+		return nil, false, ErrClosed
 	}
 	if m.remote != nil {
-		return nil, m.errNotRemote(what)
+		return nil, false, m.errNotRemote(what)
 	}
 	m.wmu.Lock()
 	m.cmu.Lock()
-	return func() {
+	unlock = func() {
 		m.cmu.Unlock()
 		m.wmu.Unlock()
-	}, nil
+	}
+	if exists, err = m.collectionExists(name); err != nil {
+		unlock()
+		return nil, false, err
+	}
+	return unlock, exists, nil
 }
 
 // DeleteCollection removes a collection with all its documents and indexes, in one
@@ -815,15 +821,11 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	if err := validCollectionName(c.name); err != nil {
 		return err
 	}
-	unlock, err := m.lockCollections(ctx, "deleting a collection")
+	unlock, exists, err := m.lockCollection(ctx, c.name, "deleting a collection")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	exists, err := m.collectionExists(c.name)
-	if err != nil {
-		return err
-	}
 	if !exists {
 		if c.name == DefaultCollection {
 			return nil
