@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -180,7 +181,7 @@ func TestImportKillResume(t *testing.T) {
 			resumed++
 		}
 		got, n := storeContents(t, dst)
-		if n != len(want) || !equalMaps(got, want) {
+		if n != len(want) || !maps.Equal(got, want) {
 			t.Fatalf("run %d (killed after %s): the resumed import holds %d documents, want %d", run, delay, n, len(want))
 		}
 		t.Logf("run %d killed after %s; resumed: %s", run, delay, strings.TrimSpace(out))
@@ -202,16 +203,4 @@ func indexedSource(t *testing.T, n int) (dir, corpus, src string) {
 	src = filepath.Join(dir, "src")
 	mustCLI(t, 0, "index", "--store", src, "--embedder", "hash:32", corpus)
 	return dir, corpus, src
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
