@@ -126,24 +126,11 @@ func (m *Memory) SetCollectionAnalyzer(ctx context.Context, name, analyzer strin
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c := m.Collection(name)
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
-	s, err := c.state(false)
+	c, s, unlock, err := m.lockSettings(ctx, name)
 	if err != nil {
 		return err
 	}
-	if s == nil {
-		if c.name != DefaultCollection {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
-		}
-		if s, err = c.state(true); err != nil {
-			return err
-		}
-	}
+	defer unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.analyzer == ana {

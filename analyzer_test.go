@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,7 +69,7 @@ func TestCollectionAnalyzers(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"fr": "fr", "ja": "cjk", "english": "en"}
-	if man.Analyzer != "de" || !equalMaps(man.Analyzers, want) {
+	if man.Analyzer != "de" || !maps.Equal(man.Analyzers, want) {
 		t.Fatalf("manifest: analyzer %q, analyzers %v; want de, %v", man.Analyzer, man.Analyzers, want)
 	}
 
@@ -119,18 +120,6 @@ func TestCollectionAnalyzers(t *testing.T) {
 		}
 		m.Close()
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestAnalyzerSnippets: a snippet shows the words the collection's analyzer matched.
@@ -431,7 +420,7 @@ func TestRenameKeepsAnalyzer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"francais": "fr"}; !equalMaps(man.Analyzers, want) {
+	if want := map[string]string{"francais": "fr"}; !maps.Equal(man.Analyzers, want) {
 		t.Fatalf("manifest analyzers %v, want %v", man.Analyzers, want)
 	}
 	m, err = Open(dir)

@@ -180,20 +180,33 @@ func (m *Memory) SetCollectionMetadata(ctx context.Context, name string, md map[
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c := m.Collection(name)
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
-	s, err := c.state(c.name == DefaultCollection)
+	c, _, unlock, err := m.lockSettings(ctx, name)
 	if err != nil {
 		return err
 	}
-	if s == nil {
-		return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
-	}
+	defer unlock()
 	return m.db.SetCollectionMeta(c.name, js)
+}
+
+// lockSettings begins a change to the settings of collection name (its metadata, its
+// analyzer): it checks that ctx is live, takes the writer lock, which unlock releases, and
+// returns the collection and its state. The default collection is created when it is not
+// stored yet; a named one that does not exist is ErrCollectionNotFound. The caller has
+// checked m.writable().
+func (m *Memory) lockSettings(ctx context.Context, name string) (c *Collection, s *colState, unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	c = m.Collection(name)
+	m.wmu.Lock()
+	if s, err = c.state(c.name == DefaultCollection); err == nil && s == nil {
+		err = fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+	}
+	if err != nil {
+		m.wmu.Unlock()
+		return nil, nil, nil, err
+	}
+	return c, s, m.wmu.Unlock, nil
 }
 
 // RenameCollection gives collection from the name to, with its documents, metadata and
@@ -233,23 +246,11 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	if err := creatableCollectionName(dst.name); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if m.remote != nil {
-		return m.errNotRemote("renaming a collection")
-	}
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
-	exists, err := m.collectionExists(src.name)
+	unlock, exists, err := m.lockCollection(ctx, src.name, "renaming a collection")
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	if !exists {
 		return fmt.Errorf("%w: %q", ErrCollectionNotFound, src.name)
 	}

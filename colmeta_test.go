@@ -349,12 +349,7 @@ func TestRenameCrash(t *testing.T) {
 			m.Close()
 			t.Fatalf("run %d: the other name %q: %v", run, other, err)
 		}
-		rep, err := m.Check(bg, false)
-		if err != nil || !rep.OK() {
-			m.Close()
-			t.Fatalf("run %d: check: %+v %v", run, rep, err)
-		}
-		must(t, m.Close())
+		checkAndClose(t, m, run)
 		at = name
 	}
 	if renames == 0 {

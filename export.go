@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -274,19 +275,12 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	im := importer{m: m, ctx: ctx, opts: opts, st: &st}
 	// The lines are read and decoded on a goroutine of their own, a few chunks ahead of
 	// the writes (decoding a line's vector costs about as much as storing it).
-	ch, stop := make(chan []parsedLine, 4), make(chan struct{})
-	go decodeExport(r, ch, stop)
-	defer func() {
-		close(stop)
-		for range ch { // until the decoder has stopped
-		}
-	}()
-	for chunk := range ch {
-		for i := range chunk {
-			if err := im.handle(&chunk[i], want); err != nil {
-				return st, err
-			}
-		}
+	err := parallel.Ahead(decodeChunk, 4, func(emit func(parsedLine) bool) error {
+		decodeExport(r, emit)
+		return nil
+	}, func(pl *parsedLine) error { return im.handle(pl, want) })
+	if err != nil {
+		return st, err
 	}
 	if im.col != "" {
 		if err := im.flush(); err != nil {
@@ -424,49 +418,31 @@ type parsedLine struct {
 	err    error
 }
 
-// decodeChunk is how many lines decodeExport hands over at a time.
+// decodeChunk is how many lines Import hands over from its decoder at a time.
 const decodeChunk = 256
 
-// decodeExport reads and decodes the lines of r into chunks sent on out, until the end of
-// r, a line that cannot be read, or stop; it closes out.
-func decodeExport(r io.Reader, out chan<- []parsedLine, stop <-chan struct{}) {
-	defer close(out)
+// decodeExport reads and decodes the lines of r and emits them, until the end of r, a
+// line that cannot be read (emitted with its error), or emit reports false.
+func decodeExport(r io.Reader, emit func(parsedLine) bool) {
 	br := bufio.NewReaderSize(r, 1<<20)
-	chunk := make([]parsedLine, 0, decodeChunk)
-	send := func() bool {
-		select {
-		case out <- chunk:
-			chunk = make([]parsedLine, 0, decodeChunk)
-			return true
-		case <-stop:
-			return false
-		}
-	}
 	var line []byte
 	for n := 1; ; n++ {
 		var err error
 		line, err = readExportLine(br, line[:0])
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
-			chunk = append(chunk, parsedLine{n: n, err: fmt.Errorf("memory: import, line %d: %w", n, err)})
-			break
+			emit(parsedLine{n: n, err: fmt.Errorf("memory: import, line %d: %w", n, err)})
+			return
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		pl := parseExportLine(line, n)
-		chunk = append(chunk, pl)
-		if pl.err != nil {
-			break
-		}
-		if len(chunk) == decodeChunk && !send() {
+		if !emit(pl) || pl.err != nil {
 			return
 		}
-	}
-	if len(chunk) > 0 {
-		send()
 	}
 }
 

@@ -781,6 +781,34 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 	return c, nil
 }
 
+// lockCollection begins a change to collection name in the set of collections (a delete,
+// a rename): it checks that ctx is live, the store open and not read through its writer
+// (what names the change in that error), takes the writer and collection locks, which
+// unlock releases, and reports whether the collection exists. The caller has checked
+// m.writable() and the name.
+func (m *Memory) lockCollection(ctx context.Context, name, what string) (unlock func(), exists bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if m.closed.Load() {
+		return nil, false, ErrClosed
+	}
+	if m.remote != nil {
+		return nil, false, m.errNotRemote(what)
+	}
+	m.wmu.Lock()
+	m.cmu.Lock()
+	unlock = func() {
+		m.cmu.Unlock()
+		m.wmu.Unlock()
+	}
+	if exists, err = m.collectionExists(name); err != nil {
+		unlock()
+		return nil, false, err
+	}
+	return unlock, exists, nil
+}
+
 // DeleteCollection removes a collection with all its documents and indexes, in one
 // transaction. A named collection that does not exist is ErrCollectionNotFound; deleting the
 // default collection empties it. Searches running on it finish first; later ones of the
@@ -793,20 +821,11 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	if err := validCollectionName(c.name); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
-	exists, err := m.collectionExists(c.name)
+	unlock, exists, err := m.lockCollection(ctx, c.name, "deleting a collection")
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	if !exists {
 		if c.name == DefaultCollection {
 			return nil

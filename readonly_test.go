@@ -165,24 +165,7 @@ func TestReadOnlyProcesses(t *testing.T) {
 	before := treeState(t, dir)
 
 	children := make([]*roChild, 3)
-	for i := range children {
-		children[i] = startROChild(t, dir)
-	}
-	// All three hold the store open before any searches.
-	for i, c := range children {
-		if l := c.next(t); l != "open" {
-			t.Fatalf("reader %d: %s", i, l)
-		}
-	}
-	for _, c := range children {
-		fmt.Fprintln(c.stdin, "search")
-	}
-	// Every child got "search" before any answer is read: they search at once.
-	for i, c := range children {
-		if a := c.next(t); a != "ok "+want {
-			t.Errorf("reader %d answered %q, want %q", i, a, "ok "+want)
-		}
-	}
+	searchAtOnce(t, dir, children, want, "")
 
 	// A writer is refused while they hold it; the error names the readers and the store.
 	_, err = Open(dir)
@@ -226,12 +209,26 @@ func TestReadOnlyProcesses(t *testing.T) {
 	if got, err := roAnswer(w); err != nil || got != want {
 		t.Fatalf("writer: %q, %v", got, err)
 	}
+	searchAtOnce(t, dir, children, want, " beside a writer")
+	for i, c := range children {
+		c.stdin.Close()
+		if err := c.cmd.Wait(); err != nil {
+			t.Fatalf("reader %d: %v", i, err)
+		}
+	}
+}
+
+// searchAtOnce starts a reader process on dir in each slot of children and, once all
+// hold the store open, has them search at once (each gets "search" before any answer is
+// read); each must answer want. where follows "reader N" in the errors.
+func searchAtOnce(t *testing.T, dir string, children []*roChild, want, where string) {
+	t.Helper()
 	for i := range children {
 		children[i] = startROChild(t, dir)
 	}
 	for i, c := range children {
 		if l := c.next(t); l != "open" {
-			t.Fatalf("reader %d beside a writer: %s", i, l)
+			t.Fatalf("reader %d%s: %s", i, where, l)
 		}
 	}
 	for _, c := range children {
@@ -239,13 +236,7 @@ func TestReadOnlyProcesses(t *testing.T) {
 	}
 	for i, c := range children {
 		if a := c.next(t); a != "ok "+want {
-			t.Errorf("reader %d beside a writer answered %q, want %q", i, a, "ok "+want)
-		}
-	}
-	for i, c := range children {
-		c.stdin.Close()
-		if err := c.cmd.Wait(); err != nil {
-			t.Fatalf("reader %d: %v", i, err)
+			t.Errorf("reader %d%s answered %q, want %q", i, where, a, "ok "+want)
 		}
 	}
 }

@@ -531,26 +531,37 @@ func (rc *remoteClient) putIdle(c net.Conn) {
 	rc.idle = append(rc.idle, c)
 }
 
+// begin stamps req with the protocol version, encodes it as one line's worth of JSON
+// (at most maxRequestBytes) and takes one of the client's request slots, waiting for
+// it until ctx ends. The caller calls release when the request is over.
+func (rc *remoteClient) begin(ctx context.Context, req *wireReq) (data []byte, release func(), err error) {
+	req.V = remoteProto
+	data, err = json.Marshal(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+	}
+	if len(data) > maxRequestBytes {
+		return nil, nil, fmt.Errorf("%w: a request of %d bytes to the writer (at most %d)", ErrQueryTooLarge, len(data), maxRequestBytes)
+	}
+	select {
+	case rc.slots <- struct{}{}:
+		return data, func() { <-rc.slots }, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
 // call sends one request and reads its answer. A connection that fails is dropped: the
 // error is ErrWriterGone (or the context's error when it ended the call).
 func (rc *remoteClient) call(ctx context.Context, req *wireReq) (*wireResp, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	req.V = remoteProto
-	data, err := json.Marshal(req)
+	data, release, err := rc.begin(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+		return nil, err
 	}
-	if len(data) > maxRequestBytes {
-		return nil, fmt.Errorf("%w: a request of %d bytes to the writer (at most %d)", ErrQueryTooLarge, len(data), maxRequestBytes)
-	}
-	select {
-	case rc.slots <- struct{}{}:
-		defer func() { <-rc.slots }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	defer release()
 	c, err := rc.conn(ctx)
 	if err != nil {
 		return nil, err

@@ -253,39 +253,9 @@ func TestRemoteWriterGone(t *testing.T) {
 	// Mid-request: a writer (here a stand-in holding its socket) that reads a request and
 	// dies before answering it whole.
 	w2 := openT(t, dir)
-	sock := filepath.Join(t.TempDir(), "x.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				br := bufio.NewReader(c)
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if strings.Contains(line, `"hello"`) {
-						c.Write([]byte(`{"v":1,"pid":1}` + "\n"))
-						continue
-					}
-					c.Write([]byte(`{"v":1,"results":[{"id":"half`)) // then dies
-					c.Close()
-					return
-				}
-			}()
-		}
-	}()
-	if err := writeLockInfo(dir, lockInfo{PID: os.Getpid(), Socket: sock, Proto: remoteProto, Mode: "writer"}); err != nil {
-		t.Fatal(err)
-	}
+	standInWriter(t, dir, `{"v":1,"pid":1}`, func(c net.Conn, _ string) {
+		c.Write([]byte(`{"v":1,"results":[{"id":"half`)) // then dies
+	})
 	r3, err := Open(dir, ReadOnly())
 	if err != nil {
 		t.Fatal(err)

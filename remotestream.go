@@ -191,20 +191,11 @@ func (rc *remoteClient) stream(ctx context.Context, req *wireReq, w io.Writer) (
 	if !rc.supports(req.Op) {
 		return nil, rc.unsupported(req.Op, "it names no such operation")
 	}
-	req.V = remoteProto
-	data, err := json.Marshal(req)
+	data, release, err := rc.begin(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidOption, err)
+		return nil, err
 	}
-	if len(data) > maxRequestBytes {
-		return nil, fmt.Errorf("%w: a request of %d bytes to the writer (at most %d)", ErrQueryTooLarge, len(data), maxRequestBytes)
-	}
-	select {
-	case rc.slots <- struct{}{}:
-		defer func() { <-rc.slots }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	defer release()
 	c, err := rc.conn(ctx)
 	if err != nil {
 		return nil, err

@@ -226,41 +226,11 @@ func TestRemoteStreamWriters(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sock := filepath.Join(t.TempDir(), "x.sock")
-			ln, err := net.Listen("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
 			asked := make(chan string, 4)
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer c.Close()
-						br := bufio.NewReader(c)
-						for {
-							line, err := br.ReadString('\n')
-							if err != nil {
-								return
-							}
-							if strings.Contains(line, `"hello"`) {
-								c.Write([]byte(tc.hello + "\n"))
-								continue
-							}
-							asked <- line
-							c.Write([]byte(tc.reply))
-							return
-						}
-					}()
-				}
-			}()
-			if err := writeLockInfo(dir, lockInfo{PID: os.Getpid(), Socket: sock, Proto: remoteProto, Mode: "writer"}); err != nil {
-				t.Fatal(err)
-			}
+			standInWriter(t, dir, tc.hello, func(c net.Conn, line string) {
+				asked <- line
+				c.Write([]byte(tc.reply))
+			})
 			r, err := Open(dir, ReadOnly())
 			if err != nil {
 				t.Fatal(err)
@@ -336,4 +306,44 @@ func TestRemoteBackupDuringAdds(t *testing.T) {
 	}
 	n, _ := rs.Len(bg)
 	t.Logf("%d adds acknowledged before the backup, %d documents in it (%d restored in the default collection), 1000 in all", len(before), info.Documents, n)
+}
+
+// standInWriter listens on a unix socket in place of dir's writer and names it in dir's
+// lock file: it answers each connection's hello with hello, hands the first other request
+// line to answer and then closes the connection. The listener closes with t.
+func standInWriter(t *testing.T, dir, hello string, answer func(c net.Conn, line string)) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "x.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					line, err := br.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if strings.Contains(line, `"hello"`) {
+						c.Write([]byte(hello + "\n"))
+						continue
+					}
+					answer(c, line)
+					return
+				}
+			}()
+		}
+	}()
+	if err := writeLockInfo(dir, lockInfo{PID: os.Getpid(), Socket: sock, Proto: remoteProto, Mode: "writer"}); err != nil {
+		t.Fatal(err)
+	}
 }

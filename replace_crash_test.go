@@ -127,16 +127,23 @@ func TestReplaceCrash(t *testing.T) {
 			m.Close()
 			t.Fatalf("run %d: v%d stored, its word finds %d documents", run, v, len(res))
 		}
-		rep, err := m.Check(bg, false)
-		if err != nil || !rep.OK() {
-			m.Close()
-			t.Fatalf("run %d: check: %+v %v", run, rep, err)
-		}
-		must(t, m.Close())
+		checkAndClose(t, m, run)
 		at = v
 	}
 	if at == 0 {
 		t.Fatal("the child never replaced a version: the test proved nothing")
 	}
 	t.Logf("%d kill -9 runs, %d versions replaced, none torn", runs, at)
+}
+
+// checkAndClose closes m after a Check that must find it clean; run names the kill -9 run
+// in the error.
+func checkAndClose(t *testing.T, m *Memory, run int) {
+	t.Helper()
+	rep, err := m.Check(bg, false)
+	if err != nil || !rep.OK() {
+		m.Close()
+		t.Fatalf("run %d: check: %+v %v", run, rep, err)
+	}
+	must(t, m.Close())
 }

@@ -134,14 +134,7 @@ func TestAnalyzerIndexMatchesBleve(t *testing.T) {
 // bodyDictionary is the body field's terms with their document frequencies.
 func bodyDictionary(t *testing.T, ix *BM25Index) map[string]uint64 {
 	t.Helper()
-	adv, err := ix.idx.Advanced()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := adv.Reader()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := snapshotReader(t, ix)
 	defer r.Close()
 	d, err := r.FieldDict(bodyField)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	index "github.com/blevesearch/bleve_index_api"
 )
 
 // refBM25 is an independent brute-force textbook BM25 (Lucene's formula) over an in-memory
@@ -482,8 +483,8 @@ func TestTAATTies(t *testing.T) {
 	}
 }
 
-// segmentCount is the number of segments of b's current scorch snapshot.
-func segmentCount(t *testing.T, b *BM25Index) int {
+// snapshotReader opens a reader of b's current snapshot; the caller closes it.
+func snapshotReader(t *testing.T, b *BM25Index) index.IndexReader {
 	t.Helper()
 	adv, err := b.idx.Advanced()
 	if err != nil {
@@ -493,6 +494,13 @@ func segmentCount(t *testing.T, b *BM25Index) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// segmentCount is the number of segments of b's current scorch snapshot.
+func segmentCount(t *testing.T, b *BM25Index) int {
+	t.Helper()
+	r := snapshotReader(t, b)
 	defer r.Close()
 	snap, ok := r.(*scorch.IndexSnapshot)
 	if !ok {

@@ -458,7 +458,10 @@ func (r *LLMReranker) chat(ctx context.Context, system, user string) (string, er
 		if retryAfter < 0 || attempt > r.retries || ctx.Err() != nil {
 			return "", err
 		}
-		wait := min(llmDefaultBackoff<<(attempt-1), llmMaxBackoff)
+		wait := llmDefaultBackoff << (attempt - 1)
+		if wait <= 0 || wait > llmMaxBackoff { // past about 35 attempts the shift overflows
+			wait = llmMaxBackoff
+		}
 		wait = wait/2 + rand.N(wait/2+1)
 		if retryAfter > 0 {
 			wait = min(retryAfter, llmMaxBackoff)

@@ -379,3 +379,30 @@ func FuzzLLMParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLLMManyRetries: a server that keeps answering 503 (with a short Retry-After) is
+// retried MaxRetries times and the last answer is returned; the exponential backoff stays
+// capped past the attempt where 500ms<<attempt overflows (it panicked there: a negative
+// wait given to rand.N).
+func TestLLMManyRetries(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.Header().Set("Retry-After", "0.0001")
+		http.Error(w, `{"error":{"message":"busy"}}`, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	const retries = 70
+	r, err := NewLLMReranker(LLMOptions{BaseURL: srv.URL + "/v1", Model: "m", MaxRetries: retries, Logger: quietLog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Score(context.Background(), "q", []string{"a"})
+	var he *LLMHTTPError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable || he.Attempts != retries+1 {
+		t.Fatalf("err %v, want a 503 after %d attempts", err, retries+1)
+	}
+	if got := n.Load(); got != retries+1 {
+		t.Fatalf("%d requests, want %d", got, retries+1)
+	}
+}

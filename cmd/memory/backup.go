@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,22 +85,14 @@ collection without its end line) stores what it holds and fails, saying so.`,
 func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("backup", stderr)
 	dir := fs.String("store", "", "store directory (required)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if *dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	m, err := openForCopy(*dir, stderr)
+	m, out, err := openCopySource(fs, args, dir, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	start := time.Now()
 	var info memory.BackupInfo
-	err = writeOutput(pos[0], stdout, func(w io.Writer) error {
+	err = writeOutput(out, stdout, func(w io.Writer) error {
 		var err error
 		info, err = m.Backup(ctx, w)
 		return err
@@ -121,17 +114,13 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var sf storeFlags
 	sf.register(fs, true)
 	check := fs.Bool("check", false, "open the restored store, build its derived indexes and check them (as memory check)")
-	pos, err := parseInterspersed(fs, args)
+	path, err := parseStorePath(fs, args, &sf.dir)
 	if err != nil {
 		return err
 	}
-	if sf.dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
 	var r io.Reader = os.Stdin
-	if pos[0] != "-" {
-		f, err := os.Open(pos[0])
+	if path != "-" {
+		f, err := os.Open(path)
 		if err != nil {
 			return err
 		}
@@ -142,7 +131,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := memory.Restore(ctx, r, sf.dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %s into %s in %s\n", pos[0], sf.dir, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "restored %s into %s in %s\n", path, sf.dir, time.Since(start).Round(time.Millisecond))
 	if !*check {
 		fmt.Fprintln(stdout, "its derived indexes (BM25, vectors) are built from store.db when it is first opened")
 		return nil
@@ -182,15 +171,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("export", stderr)
 	dir := fs.String("store", "", "store directory (required)")
 	col := fs.String("collection", "", "export only this collection (default: every collection)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if *dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	m, err := openForCopy(*dir, stderr)
+	m, out, err := openCopySource(fs, args, dir, stderr)
 	if err != nil {
 		return err
 	}
@@ -204,7 +185,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	start := time.Now()
 	var st memory.ExportStats
-	if err := writeOutput(pos[0], stdout, func(w io.Writer) error {
+	if err := writeOutput(out, stdout, func(w io.Writer) error {
 		var err error
 		st, err = m.Export(ctx, w, cols...)
 		return err
@@ -222,22 +203,18 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sf.register(fs, true)
 	col := fs.String("collection", "", "import only this collection of the export (default: every one)")
 	batch := fs.Int("batch", defaultIndexBatch, "documents per write (one transaction)")
-	pos, err := parseInterspersed(fs, args)
+	path, err := parseStorePath(fs, args, &sf.dir)
 	if err != nil {
 		return err
 	}
-	if sf.dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return errUsage
-	}
-	f, err := os.Open(pos[0])
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	hdr, err := peekExportHeader(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", pos[0], err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -275,7 +252,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "imported %d collections from %s into %s in %s: %d documents read, %d stored, %d already stored identically",
-		st.Collections, pos[0], sf.dir, time.Since(start).Round(time.Millisecond), st.Read, st.Stored, st.Unchanged)
+		st.Collections, path, sf.dir, time.Since(start).Round(time.Millisecond), st.Read, st.Stored, st.Unchanged)
 	if st.Ignored > 0 {
 		fmt.Fprintf(stdout, ", %d of other collections ignored", st.Ignored)
 	}
@@ -304,6 +281,36 @@ func peekExportHeader(r io.Reader) (*memory.ExportHeader, error) {
 			return nil, err
 		}
 	}
+}
+
+// openCopySource parses the flags of a command that copies a store out (backup, export):
+// --store DIR, required, and one output path, which it returns with the store opened by
+// openForCopy.
+func openCopySource(fs *flag.FlagSet, args []string, dir *string, stderr io.Writer) (*memory.Memory, string, error) {
+	path, err := parseStorePath(fs, args, dir)
+	if err != nil {
+		return nil, "", err
+	}
+	m, err := openForCopy(*dir, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, path, nil
+}
+
+// parseStorePath parses args with fs for a command that takes --store (dir, required) and
+// exactly one path argument, which it returns; anything else prints the usage and is
+// errUsage.
+func parseStorePath(fs *flag.FlagSet, args []string, dir *string) (string, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if *dir == "" || len(pos) != 1 {
+		fs.Usage()
+		return "", errUsage
+	}
+	return pos[0], nil
 }
 
 // openForCopy opens an existing store read-only for backup and export: they read the store

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -64,10 +65,7 @@ func sameSearches(t *testing.T, a, b string) {
 // beside it), restore --check restores it into a store that check calls clean, with the
 // same search results; a damaged archive fails and leaves nothing.
 func TestBackupRestoreCLI(t *testing.T) {
-	dir := t.TempDir()
-	corpus := writeCorpus(t, dir, 300)
-	src := filepath.Join(dir, "src")
-	mustCLI(t, 0, "index", "--store", src, "--embedder", "hash:32", corpus)
+	dir, _, src := indexedSource(t, 300)
 	outDir := filepath.Join(dir, "out")
 	if err := os.Mkdir(outDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -117,10 +115,7 @@ func TestBackupRestoreCLI(t *testing.T) {
 // gives the same search results; a second import stores nothing; the export can be
 // indexed; a store of another embedder refuses it.
 func TestExportImportCLI(t *testing.T) {
-	dir := t.TempDir()
-	corpus := writeCorpus(t, dir, 300)
-	src := filepath.Join(dir, "src")
-	mustCLI(t, 0, "index", "--store", src, "--embedder", "hash:32", corpus)
+	dir, corpus, src := indexedSource(t, 300)
 	exp := filepath.Join(dir, "e.jsonl")
 	mustCLI(t, 0, "export", "--store", src, exp)
 	dst := filepath.Join(dir, "dst")
@@ -149,10 +144,7 @@ func TestExportImportCLI(t *testing.T) {
 // runs it again: every run that is resumed finishes with the store holding exactly the
 // exported documents, and documents stored before a kill are not written again.
 func TestImportKillResume(t *testing.T) {
-	dir := t.TempDir()
-	corpus := writeCorpus(t, dir, 3000)
-	src := filepath.Join(dir, "src")
-	mustCLI(t, 0, "index", "--store", src, "--embedder", "hash:32", corpus)
+	dir, _, src := indexedSource(t, 3000)
 	exp := filepath.Join(dir, "e.jsonl")
 	mustCLI(t, 0, "export", "--store", src, exp)
 	want, _ := storeContents(t, src)
@@ -189,7 +181,7 @@ func TestImportKillResume(t *testing.T) {
 			resumed++
 		}
 		got, n := storeContents(t, dst)
-		if n != len(want) || !equalMaps(got, want) {
+		if n != len(want) || !maps.Equal(got, want) {
 			t.Fatalf("run %d (killed after %s): the resumed import holds %d documents, want %d", run, delay, n, len(want))
 		}
 		t.Logf("run %d killed after %s; resumed: %s", run, delay, strings.TrimSpace(out))
@@ -202,14 +194,13 @@ func TestImportKillResume(t *testing.T) {
 	}
 }
 
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+// indexedSource writes a corpus of n documents in a new folder dir and indexes it with
+// memory index into the store dir/src (embedder hash:32).
+func indexedSource(t *testing.T, n int) (dir, corpus, src string) {
+	t.Helper()
+	dir = t.TempDir()
+	corpus = writeCorpus(t, dir, n)
+	src = filepath.Join(dir, "src")
+	mustCLI(t, 0, "index", "--store", src, "--embedder", "hash:32", corpus)
+	return dir, corpus, src
 }

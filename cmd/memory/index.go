@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 	"github.com/schollz/progressbar/v3"
@@ -765,22 +766,8 @@ const (
 // writes, which a large file would otherwise wait on line by line. An error of fn stops
 // the reading and is returned; otherwise the reading's error is.
 func decodeLines(r io.Reader, fn func(*decodedLine) error) error {
-	ch := make(chan []decodedLine, decodeAhead)
-	stop := make(chan struct{})
-	var rerr error
-	go func() {
-		defer close(ch)
-		chunk := make([]decodedLine, 0, decodeChunk)
-		send := func() bool {
-			select {
-			case ch <- chunk:
-				chunk = make([]decodedLine, 0, decodeChunk)
-				return true
-			case <-stop:
-				return false
-			}
-		}
-		rerr = readLines(r, func(n int, line []byte, tooLong bool) error {
+	return parallel.Ahead(decodeChunk, decodeAhead, func(emit func(decodedLine) bool) error {
+		return readLines(r, func(n int, line []byte, tooLong bool) error {
 			d := decodedLine{n: n, tooLong: tooLong}
 			if !tooLong {
 				if len(bytes.TrimSpace(line)) == 0 {
@@ -789,27 +776,12 @@ func decodeLines(r io.Reader, fn func(*decodedLine) error) error {
 					d.err = json.Unmarshal(line, &d.doc)
 				}
 			}
-			chunk = append(chunk, d)
-			if len(chunk) == decodeChunk && !send() {
+			if !emit(d) {
 				return errStopped
 			}
 			return nil
 		})
-		if !errors.Is(rerr, errStopped) && len(chunk) > 0 {
-			send() // the lines before a reading error count too
-		}
-	}()
-	for chunk := range ch {
-		for i := range chunk {
-			if err := fn(&chunk[i]); err != nil {
-				close(stop)
-				for range ch { // until the reader has stopped
-				}
-				return err
-			}
-		}
-	}
-	return rerr
+	}, fn)
 }
 
 // errStopped ends the reading of decodeLines when its caller has stopped.

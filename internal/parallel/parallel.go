@@ -1,5 +1,6 @@
 // Package parallel runs index-addressed work over a bounded number of goroutines: the
-// worker pool behind every batch search (BM25, vectors, /retrieve).
+// worker pool behind every batch search (BM25, vectors, /retrieve). Ahead overlaps a
+// producer (reading and decoding lines) with its consumer (writing them).
 package parallel
 
 import (
