@@ -140,7 +140,10 @@ func TestBlockMaxSkipsBlocks(t *testing.T) {
 	checkSame(t, "common, cold blocks", got, want)
 	dec := b.postings.decoded.Load() - before
 	t.Logf("metadata pass %d postings, cold query %d", pass, dec)
-	if pass < 4000 || dec*2 > pass {
+	// How many blocks can hold a top-10 document depends on how the in-memory index cut
+	// its segments (its merges run concurrently): 35-55 % of the postings were decoded over
+	// many runs; without block-max it is all of them.
+	if pass < 4000 || dec*4 > pass*3 {
 		t.Fatalf("decoded %d postings of %d: blocks were not skipped", dec, pass)
 	}
 }
