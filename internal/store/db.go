@@ -92,9 +92,9 @@ type DB struct {
 // file does not grow, and a page costs memory once read). bbolt maps 32 KiB at first and
 // maps the file again each time it doubles, copying every node of the write under way out
 // of the old mapping first: a bulk ingest with vectors (2 KiB a vector) crossed fifteen
-// such remaps before its first GiB, a fifth of the cost of storing its vectors. (Past
-// 1 GiB bbolt grows the mapping a GiB at a time.) Not on Windows, where bbolt extends the
-// file to the size it maps.
+// such remaps before its first GiB (200k passages with 384-dim vectors: 0.53 s of the
+// 1.39 s its writes took, in a CPU profile). Past 1 GiB bbolt grows the mapping a GiB at
+// a time. Not on Windows, where bbolt extends the file to the size it maps.
 const writeMmapSize = 1 << 30
 
 // Open opens (creating when it is absent and o is writable) the store of record at path. A
