@@ -286,6 +286,7 @@ func (x *DiskIndex) Add(ctx context.Context, ids []string, vecs [][]float32) err
 		return x.failed
 	}
 	d := x.dim
+	x.reserveTail(len(ids))
 	for i, id := range ids {
 		o, ok := x.lookup(id)
 		var dst []float32
@@ -316,6 +317,19 @@ func (x *DiskIndex) Add(ctx context.Context, ids []string, vecs [][]float32) err
 	}
 	x.dirty = x.dirty || len(ids) > 0
 	return nil
+}
+
+// reserveTail makes room for n more rows in memory, doubling the buffer (up to the rows a
+// Commit writes out) rather than growing it a row at a time: at 1M rows the tail holds
+// 125k rows (192 MB at 384 dimensions), and a row-at-a-time append copied and zeroed it
+// again every 25 %.
+func (x *DiskIndex) reserveTail(n int) {
+	need := len(x.tailVecs) + n*x.dim
+	if need <= cap(x.tailVecs) {
+		return
+	}
+	want := max(need, min(2*cap(x.tailVecs), (x.flushRows()+n)*x.dim))
+	x.tailVecs = slices.Grow(x.tailVecs, want-len(x.tailVecs))
 }
 
 // Delete tombstones ids (unknown ids are ignored).

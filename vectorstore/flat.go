@@ -108,8 +108,10 @@ func checkBatch(ids []string, vecs [][]float32, dim int) error {
 		if id == "" {
 			return fmt.Errorf("%w: empty id at position %d", ErrBadBatch, i)
 		}
-		if err := checkVector(vecs[i], dim, fmt.Sprintf("vector of %q", id)); err != nil {
-			return err
+		// The label is built only for a bad vector: one string per vector was an allocation
+		// per stored vector in bulk ingest.
+		if vecmath.Check(vecs[i], dim) != nil {
+			return checkVector(vecs[i], dim, fmt.Sprintf("vector of %q", id))
 		}
 	}
 	return nil

@@ -144,7 +144,7 @@ func (c *Collection) Committed(w Commit) {
 // new documents, unitDelta the change in the collection's index ids.
 func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error) {
 	var w Commit
-	encs, err := encodeRecords(puts)
+	encs, vencs, err := encodePuts(puts, db.encodeVector)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -153,7 +153,7 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 		if err != nil {
 			return err
 		}
-		if err := w.putTx(tx, b, puts, encs, db.encodeVector); err != nil {
+		if err := w.putTx(tx, b, puts, encs, vencs); err != nil {
 			return err
 		}
 		w.Docs, w.Units, err = addCounts(b, added, unitDelta)
@@ -186,20 +186,47 @@ func fillWhenAppending(b *bolt.Bucket, first string) {
 // encodeParallelMin is the number of records from which encodeRecords encodes on every core.
 const encodeParallelMin = 256
 
-// encodeRecords encodes the records of puts (EncodeRecord), before the transaction that
-// stores them and, for a large write, on every core: encoding is most of a large write's
-// time inside the store's one writer.
+// encodeRecords encodes the records of puts (EncodeRecord); see encodePuts.
 func encodeRecords(puts []Put) ([][]byte, error) {
-	encs := make([][]byte, len(puts))
-	parts := min(runtime.GOMAXPROCS(0), len(puts)/encodeParallelMin)
-	if parts <= 1 {
-		for i, p := range puts {
-			var err error
-			if encs[i], err = EncodeRecord(p.ID, p.Record); err != nil {
-				return nil, err
+	encs, _, err := encodePuts(puts, nil)
+	return encs, err
+}
+
+// encodePuts encodes the records of puts (EncodeRecord) and, with encVec, their vectors
+// (vencs[i][n] is the stored form of puts[i].Vecs[n]; nil for a put without vectors),
+// before the transaction that stores them and, for a large write, on every core: encoding
+// is most of a large write's time inside the store's one writer.
+func encodePuts(puts []Put, encVec func(string, []float32) ([]byte, error)) (encs [][]byte, vencs [][][]byte, err error) {
+	encs = make([][]byte, len(puts))
+	if encVec != nil {
+		vencs = make([][][]byte, len(puts))
+	}
+	one := func(i int) error {
+		p := &puts[i]
+		var err error
+		if encs[i], err = EncodeRecord(p.ID, p.Record); err != nil {
+			return err
+		}
+		if encVec == nil || p.Vecs == nil {
+			return nil
+		}
+		vs := make([][]byte, len(p.Units))
+		for n, u := range p.Units {
+			if vs[n], err = encVec(u, p.Vecs[n]); err != nil {
+				return err
 			}
 		}
-		return encs, nil
+		vencs[i] = vs
+		return nil
+	}
+	parts := min(runtime.GOMAXPROCS(0), len(puts)/encodeParallelMin)
+	if parts <= 1 {
+		for i := range puts {
+			if err := one(i); err != nil {
+				return nil, nil, err
+			}
+		}
+		return encs, vencs, nil
 	}
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
@@ -209,8 +236,7 @@ func encodeRecords(puts []Put) ([][]byte, error) {
 			defer wg.Done()
 			errs[n] = Guard("encode", func() error {
 				for i := n * len(puts) / parts; i < (n+1)*len(puts)/parts; i++ {
-					var err error
-					if encs[i], err = EncodeRecord(puts[i].ID, puts[i].Record); err != nil {
+					if err := one(i); err != nil {
 						return err
 					}
 				}
@@ -220,15 +246,15 @@ func encodeRecords(puts []Put) ([][]byte, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return encs, nil
+	return encs, vencs, nil
 }
 
 // putTx writes puts into collection bucket b inside tx: the records (encs: their
-// encodings, encodeRecords), their vectors (encoded by encVec) and a change per unit put or
+// encodings), their vectors (vencs: their encodings; see encodePuts) and a change per unit put or
 // dropped (w counts them and keeps the last sequence number). The caller updates the counts.
-func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte, encVec func(string, []float32) ([]byte, error)) error {
+func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte, vencs [][][]byte) error {
 	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
 	cb.FillPercent = appendFill
 	if len(puts) > 0 {
@@ -270,11 +296,7 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte, e
 		}
 		for n, u := range p.Units {
 			if p.Vecs != nil {
-				ev, err := encVec(u, p.Vecs[n])
-				if err != nil {
-					return err
-				}
-				if err := vb.Put([]byte(u), ev); err != nil {
+				if err := vb.Put([]byte(u), vencs[i][n]); err != nil {
 					return err
 				}
 			}

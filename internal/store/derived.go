@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 )
 
 // The seam between the store of record and the indexes derived from it.
@@ -219,17 +220,38 @@ func (db *DB) catchUpIndex(c *Collection, k Kind, ix Index) error {
 
 // Apply writes one durable change to every open index of c (the caller holds c's lock).
 // An index that fails is reported; it is caught up or rebuilt when next opened.
+//
+// The indexes are updated at the same time, each on its own goroutine (they share only the
+// read-only commit): a bulk write with vectors adds its rows to the vector index while
+// BM25 builds its segment, instead of after it.
 func (db *DB) Apply(ctx context.Context, c *Collection, w Commit) error {
-	var errs []error
+	errs := make([]error, len(c.Indexes))
+	apply := func(i int) {
+		name := c.Kinds[i].Name
+		ix := c.Indexes[i]
+		if err := Guard(name+" update", func() error { return ix.Apply(ctx, w.Puts, w.Dels, w.Seq) }); err != nil {
+			errs[i] = fmt.Errorf("%s index: %w", name, err)
+		}
+	}
+	var wg sync.WaitGroup
+	last := -1
 	for i, ix := range c.Indexes {
 		if ix == nil {
 			continue
 		}
-		name := c.Kinds[i].Name
-		if err := Guard(name+" update", func() error { return ix.Apply(ctx, w.Puts, w.Dels, w.Seq) }); err != nil {
-			errs = append(errs, fmt.Errorf("%s index: %w", name, err))
+		if last >= 0 {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				apply(i)
+			}(last)
 		}
+		last = i
 	}
+	if last >= 0 {
+		apply(last) // the last one on this goroutine
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +18,7 @@ type fakeIndex struct {
 	ids     map[string]int // unit id -> length of its text
 	applied int            // Apply calls
 	failOn  string         // Apply fails when it is asked to put this id
+	panicOn string         // Apply panics when it is asked to put this id
 	hide    string         // Missing reports this id as missing
 	closed  bool
 }
@@ -36,6 +38,9 @@ func (f *fakeIndex) Apply(_ context.Context, puts []Unit, dels []string, seq uin
 	for _, p := range puts {
 		if p.ID == f.failOn {
 			return fmt.Errorf("fake: cannot put %q", p.ID)
+		}
+		if p.ID == f.panicOn {
+			panic("fake: " + p.ID)
 		}
 		text, _, _, _ := p.Record.UnitText(p.Chunk)
 		f.ids[p.ID] = len(text)
@@ -216,6 +221,50 @@ func TestSeamWriteFailure(t *testing.T) {
 	k.held.failOn = ""
 	if err := db.OpenIndexes(c, []Kind{k.kind()}); err != nil || k.held.ids["bad"] != 1 {
 		t.Fatalf("reopen: %v, %v", err, k.held.ids)
+	}
+}
+
+// TestApplyEveryIndex applies a write to three indexes (they are updated at the same time):
+// one that fails and one that panics are each reported under their name, and do not keep
+// the others from taking the write.
+func TestApplyEveryIndex(t *testing.T) {
+	db := openTestDB(t)
+	if err := db.CreateCollection("c", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := db.LoadCollection("c")
+	var kinds []Kind
+	var fakes []*fakeKind
+	for _, name := range []string{"fails", "panics", "fine"} {
+		k := newFakeKind(t)
+		k.dir = filepath.Join(filepath.Dir(k.dir), name)
+		kind := k.kind()
+		kind.Name = name
+		kinds, fakes = append(kinds, kind), append(fakes, k)
+	}
+	if err := db.OpenIndexes(c, kinds); err != nil {
+		t.Fatal(err)
+	}
+	fakes[0].held.failOn, fakes[1].held.panicOn = "b", "b"
+	w, err := db.Write("c", []Put{
+		{ID: "a", Record: &Record{Text: "xx"}, Units: []string{"a"}},
+		{ID: "b", Record: &Record{Text: "yyy"}, Units: []string{"b"}},
+	}, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Committed(w)
+	err = db.Apply(context.Background(), c, w)
+	if err == nil || !strings.Contains(err.Error(), "fails index") || !strings.Contains(err.Error(), "panics index") || strings.Contains(err.Error(), "fine index") {
+		t.Fatalf("Apply: %v, want the failing and the panicking index named", err)
+	}
+	if got := fakes[2].held; got.seq != w.Seq || got.ids["a"] != 2 || got.ids["b"] != 3 {
+		t.Fatalf("the healthy index holds %v at %d, want a and b at %d", got.ids, got.seq, w.Seq)
+	}
+	for i, k := range fakes {
+		if k.held.applied != 1 {
+			t.Errorf("index %d applied %d times, want 1", i, k.held.applied)
+		}
 	}
 }
 

@@ -24,7 +24,7 @@ func SetReplaceFault(fn func() error) { replaceFault = fn }
 // for Write); the documents removed are counted here. Removed is how many of dels were
 // stored.
 func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta int) (w Commit, removed int, err error) {
-	encs, err := encodeRecords(puts)
+	encs, vencs, err := encodePuts(puts, db.encodeVector)
 	if err != nil {
 		return Commit{}, 0, err
 	}
@@ -45,7 +45,7 @@ func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta in
 				return err
 			}
 		}
-		if err := w.putTx(tx, b, puts, encs, db.encodeVector); err != nil {
+		if err := w.putTx(tx, b, puts, encs, vencs); err != nil {
 			return err
 		}
 		removed = gone

@@ -53,12 +53,35 @@ func Check(v []float32, dim int) error {
 	if len(v) != dim {
 		return &VectorError{Len: len(v), Dim: dim, Index: -1}
 	}
+	if allFinite(v) {
+		return nil
+	}
 	for i, x := range v {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 			return &VectorError{Len: len(v), Dim: dim, Index: i, Value: x}
 		}
 	}
 	return nil
+}
+
+// allFinite reports whether v holds no NaN or ±Inf: x*0 is ±0 for a finite x and NaN
+// otherwise, so the sums stay 0 exactly when every value is finite. Four independent sums,
+// without a branch per value, run several times faster than testing each value (bulk
+// ingest checks every vector it stores); Check looks for the position only on failure.
+func allFinite(v []float32) bool {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		w := v[i : i+4 : i+4]
+		s0 += w[0] * 0
+		s1 += w[1] * 0
+		s2 += w[2] * 0
+		s3 += w[3] * 0
+	}
+	for ; i < len(v); i++ {
+		s0 += v[i] * 0
+	}
+	return s0+s1+s2+s3 == 0
 }
 
 // Dot is the inner product of a and b over the first len(a) values (b must be at least as

@@ -114,3 +114,32 @@ func BenchmarkCheck384(b *testing.B) {
 		}
 	}
 }
+
+// TestCheckFindsEveryNonFinite puts each non-finite value at every position of vectors
+// whose lengths cover the four-wide fast path and its tail: Check reports it at that
+// position, and passes the finite vector (negative values and zeros included).
+func TestCheckFindsEveryNonFinite(t *testing.T) {
+	bad := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, n := range []int{1, 3, 4, 5, 8, 384, 385} {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i%7) - 3 // negatives, zeros, positives
+		}
+		v[0] = -math.MaxFloat32
+		if err := Check(v, n); err != nil {
+			t.Fatalf("n=%d finite: %v", n, err)
+		}
+		for i := range v {
+			for _, b := range bad {
+				keep := v[i]
+				v[i] = b
+				err := Check(v, n)
+				v[i] = keep
+				var ve *VectorError
+				if !errors.As(err, &ve) || ve.Index != i || !errors.Is(err, ErrNonFinite) {
+					t.Fatalf("n=%d %v at %d: got %v", n, b, i, err)
+				}
+			}
+		}
+	}
+}
