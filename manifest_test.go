@@ -50,7 +50,15 @@ func TestManifestWithDamagedStoreFile(t *testing.T) {
 		{"8 KB", cut(8 << 10)},
 		{"12 KB", cut(12 << 10)},
 		{"16 KB", cut(16 << 10)},
-		{"half", cut(size / 2)},
+		{"half", func(p string) error {
+			// half of the pages in use: the file itself may be longer (bbolt grows a store
+			// mapped 1 GiB wide by 16 MiB at a time, a tail of unused pages)
+			pageSize, pages, err := store.PageLayout(p)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(p, int64(pages)*pageSize/2)
+		}},
 		{"last used page cut", func(p string) error {
 			pageSize, pages, err := store.PageLayout(p)
 			if err != nil {
