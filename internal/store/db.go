@@ -90,7 +90,7 @@ type DB struct {
 
 // writeMmapSize is the least a writable store maps of its file (address space: a page
 // costs memory once read; the file itself then grows 16 MiB at a time, bbolt's AllocSize,
-// past the pages in use, a sparse tail on Linux file systems: 24 KiB of disk for a
+// past the pages in use, a sparse tail on Linux file systems: 40 KiB of disk for a
 // two-document store whose store.db reads 16 MiB long). bbolt maps 32 KiB at first and
 // maps the file again each time it doubles, copying every node of the write under way out
 // of the old mapping first: a bulk ingest with vectors (2 KiB a vector) crossed fifteen
