@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentmem/memory/internal/httpretry"
 )
 
 // Errors of the LLM reranker. A refused request is an [*LLMHTTPError], which matches
@@ -458,21 +459,10 @@ func (r *LLMReranker) chat(ctx context.Context, system, user string) (string, er
 		if retryAfter < 0 || attempt > r.retries || ctx.Err() != nil {
 			return "", err
 		}
-		wait := llmDefaultBackoff << (attempt - 1)
-		if wait <= 0 || wait > llmMaxBackoff { // past about 35 attempts the shift overflows
-			wait = llmMaxBackoff
-		}
-		wait = wait/2 + rand.N(wait/2+1)
-		if retryAfter > 0 {
-			wait = min(retryAfter, llmMaxBackoff)
-		}
+		wait := httpretry.Backoff{Base: llmDefaultBackoff, Max: llmMaxBackoff, MaxRetryAfter: llmMaxBackoff}.Wait(attempt, retryAfter)
 		r.log.Warn("rerank: retrying chat request", "url", r.url, "attempt", attempt, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("%w (while waiting to retry: %v)", ctx.Err(), err)
-		case <-t.C:
+		if err := httpretry.Sleep(ctx, wait, err); err != nil {
+			return "", err
 		}
 	}
 }
@@ -509,7 +499,7 @@ func (r *LLMReranker) attempt(ctx context.Context, body []byte) (reply string, r
 		herr := &LLMHTTPError{URL: r.url, StatusCode: resp.StatusCode, Message: chatErrorMessage(io.LimitReader(resp.Body, llmMaxErrorBody))}
 		switch {
 		case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
-			return "", retryAfterHeader(resp.Header.Get("Retry-After")), herr
+			return "", httpretry.RetryAfter(resp.Header.Get("Retry-After")), herr
 		}
 		return "", -1, herr
 	}
@@ -566,39 +556,8 @@ func decodeChat(raw []byte) (string, error) {
 // {"error":"..."}, {"message":...}) or returns the start of the body.
 func chatErrorMessage(body io.Reader) string {
 	raw, _ := io.ReadAll(body)
-	var shape struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(raw, &shape) == nil {
-		var obj struct {
-			Message string `json:"message"`
-		}
-		var s string
-		switch {
-		case len(shape.Error) > 0 && json.Unmarshal(shape.Error, &obj) == nil && obj.Message != "":
-			return obj.Message
-		case len(shape.Error) > 0 && json.Unmarshal(shape.Error, &s) == nil && s != "":
-			return s
-		case shape.Message != "":
-			return shape.Message
-		}
+	if msg, _, ok := httpretry.ErrorMessage(raw); ok {
+		return msg
 	}
 	return shorten(strings.TrimSpace(string(raw)))
-}
-
-// retryAfterHeader reads a Retry-After header in seconds or as an HTTP date; 0 when absent
-// or unreadable.
-func retryAfterHeader(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(h, 64); err == nil && s >= 0 {
-		return max(time.Duration(s*float64(time.Second)), time.Millisecond)
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(time.Until(t), time.Millisecond)
-	}
-	return 0
 }

@@ -11,11 +11,12 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmem/memory/internal/httpretry"
 )
 
 // Errors of the hosted (OpenAI-compatible) embedder. A vector of the wrong length matches
@@ -300,21 +301,10 @@ func (e *OpenAIEmbedder) request(ctx context.Context, inputs []string, dim int) 
 		if retryAfter < 0 || attempt > e.retries || ctx.Err() != nil {
 			return nil, err
 		}
-		wait := e.backoff << (attempt - 1)
-		if wait <= 0 || wait > openAIMaxBackoff {
-			wait = openAIMaxBackoff
-		}
-		wait = wait/2 + rand.N(wait/2+1) // jitter: half to all of the backoff
-		if retryAfter > 0 {
-			wait = min(retryAfter, openAIMaxRetryAfter)
-		}
+		wait := httpretry.Backoff{Base: e.backoff, Max: openAIMaxBackoff, MaxRetryAfter: openAIMaxRetryAfter}.Wait(attempt, retryAfter)
 		e.log.Warn("vectorstore: retrying embeddings request", "url", e.url, "attempt", attempt, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (while waiting to retry: %v)", ctx.Err(), err)
-		case <-t.C:
+		if err := httpretry.Sleep(ctx, wait, err); err != nil {
+			return nil, err
 		}
 	}
 }
@@ -353,7 +343,7 @@ func (e *OpenAIEmbedder) attempt(ctx context.Context, body []byte, n, dim int) (
 		switch resp.StatusCode {
 		case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
 			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return nil, parseRetryAfter(resp.Header.Get("Retry-After")), herr
+			return nil, httpretry.RetryAfter(resp.Header.Get("Retry-After")), herr
 		}
 		return nil, -1, herr
 	}
@@ -456,51 +446,12 @@ func decodeEmbedding(raw json.RawMessage) ([]float32, error) {
 // OpenAI-compatible servers use, or returns the start of the body.
 func openAIErrorMessage(r io.Reader) (msg, typ string) {
 	raw, _ := io.ReadAll(r)
-	var shape struct {
-		Error     json.RawMessage `json:"error"`
-		Message   string          `json:"message"`
-		Type      string          `json:"type"`
-		ErrorType string          `json:"error_type"`
-	}
-	if json.Unmarshal(raw, &shape) == nil {
-		var obj struct {
-			Message string          `json:"message"`
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-		}
-		var s string
-		switch {
-		case len(shape.Error) > 0 && json.Unmarshal(shape.Error, &obj) == nil && obj.Message != "":
-			typ = obj.Type
-			if typ == "" && len(obj.Code) > 0 && string(obj.Code) != "null" {
-				typ = strings.Trim(string(obj.Code), `"`)
-			}
-			return obj.Message, typ
-		case len(shape.Error) > 0 && json.Unmarshal(shape.Error, &s) == nil && s != "":
-			return s, shape.ErrorType
-		case shape.Message != "":
-			return shape.Message, shape.Type
-		}
+	if msg, typ, ok := httpretry.ErrorMessage(raw); ok {
+		return msg, typ
 	}
 	s := strings.TrimSpace(string(raw))
 	if len(s) > 512 {
 		s = s[:512] + "..."
 	}
 	return strings.ToValidUTF8(s, "?"), ""
-}
-
-// parseRetryAfter reads a Retry-After header (seconds or an HTTP date); 0 when absent or
-// unreadable.
-func parseRetryAfter(h string) time.Duration {
-	h = strings.TrimSpace(h)
-	if h == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(h, 64); err == nil && s >= 0 {
-		return max(time.Duration(s*float64(time.Second)), time.Millisecond)
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(time.Until(t), time.Millisecond)
-	}
-	return 0
 }

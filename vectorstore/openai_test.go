@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/httpretry"
 )
 
 // fakeEmbeddingServer speaks POST /v1/embeddings: each input's vector is derived from its
@@ -439,20 +441,20 @@ func TestOpenAIEmbedderOptions(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
-	if d := parseRetryAfter("2"); d != 2*time.Second {
+	if d := httpretry.RetryAfter("2"); d != 2*time.Second {
 		t.Errorf("2 -> %v", d)
 	}
-	if d := parseRetryAfter("1.5"); d != 1500*time.Millisecond {
+	if d := httpretry.RetryAfter("1.5"); d != 1500*time.Millisecond {
 		t.Errorf("1.5 -> %v", d)
 	}
-	if d := parseRetryAfter(""); d != 0 {
+	if d := httpretry.RetryAfter(""); d != 0 {
 		t.Errorf("empty -> %v", d)
 	}
-	if d := parseRetryAfter("soon"); d != 0 {
+	if d := httpretry.RetryAfter("soon"); d != 0 {
 		t.Errorf("soon -> %v", d)
 	}
 	future := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
-	if d := parseRetryAfter(future); d < time.Second || d > 4*time.Second {
+	if d := httpretry.RetryAfter(future); d < time.Second || d > 4*time.Second {
 		t.Errorf("%s -> %v", future, d)
 	}
 }
