@@ -293,16 +293,18 @@ func TestSetCollectionAnalyzer(t *testing.T) {
 	}
 }
 
-// TestAnalyzerSOPs: a store whose analyzer is not English matches SOP triggers with it:
-// German inflections, and a Japanese trigger inside a query written without spaces.
+// TestAnalyzerSOPs: a store's SOP triggers are matched with its analyzer: German and
+// French inflections, and a Japanese trigger inside a katakana compound, which the English
+// store (Bleve's English analyzer too) misses.
 func TestAnalyzerSOPs(t *testing.T) {
 	for _, c := range []struct {
 		analyzer, trigger, query string
 	}{
 		{"de", "Haus bauen", "Wir wollen Häuser bauen lassen"},
 		{"fr", "cheval", "Mes chevaux sont malades"},
-		{"cjk", "デプロイ", "本番環境にデプロイする方法"},
-		{"cjk", "データベース", "データベースのバックアップ"},
+		// katakana compounds: one word to a Unicode word segmenter (English), bigrams to cjk
+		{"cjk", "サイエンス", "コンピュータサイエンスを勉強します"},
+		{"cjk", "バックアップ", "データベースバックアップの方法"},
 	} {
 		m, err := Open("", WithAnalyzer(c.analyzer))
 		if err != nil {
