@@ -742,17 +742,7 @@ func (m *Memory) finishRerank(ctx context.Context, query string, w *wireSearch, 
 	if w.SourceDedup {
 		res = dedupeSources(res, func(r Result) string { return r.Source })
 	}
-	out := make([]Result, 0, min(len(res), k))
-	for _, r := range res {
-		if len(out) == k {
-			break
-		}
-		if w.MinScore != 0 && r.Score < w.MinScore {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return topOf(res, func(r *Result) *Result { return r }, k, w.MinScore), nil
 }
 
 func (c *Collection) remoteGet(ctx context.Context, id string) (Document, error) {

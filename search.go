@@ -618,15 +618,21 @@ func (m *Memory) queryVector(ctx context.Context, query string, mode Mode, batch
 // topResults are the first k candidates' results that score at least minScore (0: no
 // cut-off).
 func topResults(cands []candidate, k int, minScore float64) []Result {
-	out := make([]Result, 0, min(len(cands), k))
-	for _, c := range cands {
+	return topOf(cands, func(c *candidate) *Result { return &c.res }, k, minScore)
+}
+
+// topOf is topResults over any items holding a result (res gives it).
+func topOf[T any](items []T, res func(*T) *Result, k int, minScore float64) []Result {
+	out := make([]Result, 0, min(len(items), k))
+	for i := range items {
 		if len(out) == k {
 			break
 		}
-		if minScore != 0 && c.res.Score < minScore {
+		r := res(&items[i])
+		if minScore != 0 && r.Score < minScore {
 			continue
 		}
-		out = append(out, c.res)
+		out = append(out, *r)
 	}
 	return out
 }
