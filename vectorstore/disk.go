@@ -146,8 +146,9 @@ type DiskIndex struct {
 	ids   diskIDs // id table of ordinals [0, n0)
 	scale []float32
 
-	centroids []float32 // nlist x dim (nil: no lists, or not trained yet)
-	lists     [][]int32 // the segment ordinals of each list
+	centroids []float32                 // nlist x dim (nil: no lists, or not trained yet)
+	lists     [][]int32                 // the segment ordinals of each list
+	packs     atomic.Pointer[diskPacks] // lists' codes in list order, packed on first probe
 
 	tailVecs []float32        // rows n0.. in memory
 	tailIDs  []string         // their ids
@@ -423,6 +424,7 @@ func (x *DiskIndex) Close() error {
 	x.unmapAll()
 	x.segs, x.n0, x.ids, x.tailVecs, x.tailIDs, x.tailSlot = nil, 0, diskIDs{}, nil, nil, map[string]int32{}
 	x.tomb, x.dead, x.dirty, x.lists, x.centroids = nil, 0, false, nil, nil
+	x.dropPacks()
 	return err
 }
 
@@ -780,12 +782,14 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	}
 	var runs []run
 	var probed [][]int32 // with inverted lists: the ordinals of each probed list
+	var probedList []int32
 	if x.lists != nil {
 		np := o.NProbe
 		if np <= 0 {
 			np = x.nprobe
 		}
-		for _, c := range x.probe(q, np) {
+		probedList = x.probe(q, np)
+		for _, c := range probedList {
 			probed = append(probed, x.lists[c])
 		}
 	} else {
@@ -821,6 +825,23 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					return
 				}
 				if i >= len(runs) {
+					if p := x.pack(probedList[i-len(runs)], mode); p != nil {
+						for r, o := range p.ords {
+							var sc float32
+							if mode == DiskBinary {
+								sc = binaryScore(lut, p.b1[r*W:(r+1)*W:(r+1)*W])
+							} else {
+								sc = float32(dotInt8Q(qi, p.i8[r*x.dim:(r+1)*x.dim:(r+1)*x.dim]))
+							}
+							if h.Full() && sc < h.Min() {
+								continue
+							}
+							if accept(o) {
+								h.Offer(sc, o)
+							}
+						}
+						continue
+					}
 					for _, o := range probed[i-len(runs)] {
 						s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
 						var sc float32

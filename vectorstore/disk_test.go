@@ -550,3 +550,79 @@ func TestDiskAddAllocs(t *testing.T) {
 		t.Errorf("Add allocates %.2f times a vector, want <= 1.5", perVec)
 	}
 }
+
+// TestDiskPackedLists: a quantized search over inverted lists answers the same with the
+// lists' codes packed in list order (after the first probe) as when it reads them from the
+// segments, while rows are added (the lists grow after they were packed), deleted,
+// compacted, and after a reopen.
+func TestDiskPackedLists(t *testing.T) {
+	ctx := context.Background()
+	const n, d, nq, k = 6000, 48, 40, 10
+	for _, quant := range []int{DiskQuantBinary, DiskQuantInt8} {
+		t.Run(fmt.Sprint("quant", quant), func(t *testing.T) {
+			smallDiskWrites(t, 500)
+			rng := rand.New(rand.NewPCG(5, uint64(quant)))
+			all := diskClustered(rng, n+nq, d, 60, 0.5)
+			vecs, qs := all[:n], all[n:]
+			ids := testIDs(n)
+			cfg := IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": quant, "segrows": 700, "nlist": 16}}
+			x := openDisk(t, cfg)
+			defer func() { x.Close() }()
+			o := DiskSearchOptions{NProbe: 3, Oversample: 8}
+			same := func(stage string) {
+				t.Helper()
+				old := diskPackBudget
+				diskPackBudget = 0
+				want, err := x.SearchBatchWith(ctx, qs, k, nil, o)
+				diskPackBudget = old
+				if err != nil {
+					t.Fatal(err)
+				}
+				for range 2 { // packs the lists, then reads the packs
+					got, err := x.SearchBatchWith(ctx, qs, k, nil, o)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("%s: packed lists answer differently", stage)
+					}
+				}
+				if x.lists != nil && x.packs.Load() == nil {
+					t.Fatalf("%s: no list was packed", stage)
+				}
+			}
+			for lo := 0; lo < n; lo += 1000 {
+				if err := x.Add(ctx, ids[lo:lo+1000], vecs[lo:lo+1000]); err != nil {
+					t.Fatal(err)
+				}
+				if err := x.Commit(uint64(lo + 1000)); err != nil {
+					t.Fatal(err)
+				}
+				same(fmt.Sprint("after ", lo+1000, " rows"))
+			}
+			if err := x.Delete(ctx, ids[:2000]...); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Commit(uint64(n + 1)); err != nil {
+				t.Fatal(err)
+			}
+			same("after deletes")
+			if err := x.Close(); err != nil { // a third of the rows dead: compacts
+				t.Fatal(err)
+			}
+			x = openDisk(t, cfg)
+			same("reopened")
+			hits, err := x.SearchBatchWith(ctx, qs, k, nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, hs := range hits {
+				for _, h := range hs {
+					if h.ID < ids[2000] {
+						t.Fatalf("deleted %s found", h.ID)
+					}
+				}
+			}
+		})
+	}
+}

@@ -17,10 +17,12 @@ import (
 func init() { runFaiss = faissRun }
 
 // faissRun builds a FAISS index from factory (inner product on normalised vectors, as the
-// disk index's cosine), trained on up to 256 x nlist vectors, and reports build time and,
-// per nprobe and refine factor, the batch time and recall@10 against exact.
-func faissRun(factory string, vecs, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string) {
-	d := len(vecs[0])
+// disk index's cosine) over the n generated vectors, trained on the first 256 x 1,024 of
+// them (as many as the disk index's lists at -nlist 4096 and -train 0) and filled a chunk
+// at a time, and reports build time and, per nprobe and refine factor, the batch time over
+// qs and recall@10 against exact.
+func faissRun(factory string, g *gen, n int, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string) {
+	d := g.dim
 	norm := func(vs [][]float32) []float32 {
 		out := make([]float32, len(vs)*d)
 		for i, v := range vs {
@@ -32,11 +34,13 @@ func faissRun(factory string, vecs, qs [][]float32, exact [][]vectorstore.Hit, n
 	idx, err := faiss.IndexFactory(d, factory, faiss.MetricInnerProduct)
 	check(err)
 	defer idx.Delete()
-	xb := norm(vecs)
-	ntrain := min(len(vecs), 256*1024)
-	check(idx.Train(xb[:ntrain*d]))
-	check(idx.Add(xb))
-	fmt.Printf("faiss %s: build %v (trained on %d), RssAnon %s\n", factory, time.Since(t).Round(time.Millisecond), ntrain, rssAnon())
+	ntrain := min(n, 256*1024)
+	check(idx.Train(norm(g.chunk(0, ntrain))))
+	fmt.Printf("faiss %s: trained on %d in %v\n", factory, ntrain, time.Since(t).Round(time.Millisecond))
+	for lo := 0; lo < n; lo += 1 << 16 {
+		check(idx.Add(norm(g.chunk(lo, min(n, lo+1<<16)))))
+	}
+	fmt.Printf("faiss %s: build %v, VmHWM %s, RssAnon %s\n", factory, time.Since(t).Round(time.Millisecond), status("VmHWM"), status("RssAnon"))
 	xq := norm(qs)
 	ps, err := faiss.NewParameterSpace()
 	check(err)
@@ -46,7 +50,7 @@ func faissRun(factory string, vecs, qs [][]float32, exact [][]vectorstore.Hit, n
 			n, _ := strconv.Atoi(np)
 			k, _ := strconv.Atoi(kf)
 			check(ps.SetIndexParameter(idx, "nprobe", float64(n)))
-			if strings.Contains(factory, "RFlat") {
+			if strings.Contains(factory, "RFlat") || strings.Contains(factory, "Refine") {
 				check(ps.SetIndexParameter(idx, "k_factor_rf", float64(k)))
 			}
 			t = time.Now()
@@ -57,12 +61,12 @@ func faissRun(factory string, vecs, qs [][]float32, exact [][]vectorstore.Hit, n
 			for i := range qs {
 				for _, l := range labels[i*10 : (i+1)*10] {
 					if l >= 0 {
-						got[i] = append(got[i], vectorstore.Hit{ID: fmt.Sprintf("v%08d", l)})
+						got[i] = append(got[i], vectorstore.Hit{ID: idOf(int(l))})
 					}
 				}
 			}
-			fmt.Printf("  faiss nprobe %d k_factor %d: recall@10 %.4f, batch %v (%v/query), RssAnon %s\n", n, k, recall(got, exact),
-				el.Round(time.Millisecond), el/time.Duration(len(qs)), rssAnon())
+			fmt.Printf("  faiss nprobe %d k_factor %d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", n, k, recall(got, exact),
+				len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), status("RssAnon"))
 		}
 	}
 }

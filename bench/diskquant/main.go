@@ -1,13 +1,23 @@
 // Command diskquant measures the disk index's quantized searches on a seeded clustered
-// vector set (dense only): build time, bytes per vector on disk, open time, and for each
-// scan (exact, int8 codes, binary codes, each then rescored exactly) the batch time and
-// recall@10 against the exact float32 search, with the process's RssAnon.
+// vector set (dense only): build time and peak RSS, bytes per vector on disk, open time, and
+// for each scan (int8 codes, binary codes, each then rescored exactly; with or without
+// inverted lists) the batch time and recall@10 against the exact float32 search, with the
+// process's RssAnon. With -faiss (a build with -tags faiss) it runs FAISS on the same vectors.
 //
-//	go run ./bench/diskquant -n 1000000 -dim 384 -q 256 -dir /tmp/dq
+// The vectors are generated a chunk at a time from their ordinal (vector i is drawn from
+// its own seeded generator), so no run holds the whole set in memory: 10M x 384 float32 is
+// 15.4 GB. The exact results are computed once (DiskExact over the first index built) and
+// kept in -dir, so the FAISS side can run in a process of its own, and an index already
+// built in -dir is searched without being built again (its serving RSS then excludes the
+// build):
+//
+//	go run ./bench/diskquant -n 10000000 -q 2560 -nlist 4096 -modes binary-ivf -dir /tmp/dq10m
+//	go run -tags faiss ./bench/diskquant -n 10000000 -q 2560 -modes none -faiss IVF4096,SQ8,RFlat -dir /tmp/dq10m
 package main
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -22,31 +32,87 @@ import (
 	"github.com/agentmem/memory/vectorstore"
 )
 
+// gen draws the clustered vector set: centres N(0,1), each vector a centre (drawn from the
+// vector's own generator) plus N(0, sigma^2) per component.
+type gen struct {
+	dim   int
+	sigma float64
+	cs    [][]float32
+}
+
+func newGen(dim, centres int, sigma float64) *gen {
+	rng := rand.New(rand.NewPCG(1, 2))
+	g := &gen{dim: dim, sigma: sigma, cs: make([][]float32, centres)}
+	for i := range g.cs {
+		g.cs[i] = make([]float32, dim)
+		for j := range g.cs[i] {
+			g.cs[i][j] = float32(rng.NormFloat64())
+		}
+	}
+	return g
+}
+
+// chunk returns vectors [lo, hi), drawn on all cores.
+func (g *gen) chunk(lo, hi int) [][]float32 {
+	d := g.dim
+	slab := make([]float32, (hi-lo)*d)
+	out := make([][]float32, hi-lo)
+	w := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for p := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo + p; i < hi; i += w {
+				r := rand.New(rand.NewPCG(uint64(i), 0x9e3779b97f4a7c15))
+				ctr := g.cs[r.IntN(len(g.cs))]
+				v := slab[(i-lo)*d : (i-lo+1)*d : (i-lo+1)*d]
+				for j := range v {
+					v[j] = ctr[j] + float32(g.sigma*r.NormFloat64())
+				}
+				out[i-lo] = v
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func idOf(i int) string { return fmt.Sprintf("v%08d", i) }
+
 func main() {
 	n := flag.Int("n", 1000000, "vectors")
 	dim := flag.Int("dim", 384, "dimension")
-	nq := flag.Int("q", 256, "queries")
-	centres := flag.Int("centres", 1000, "clusters")
+	nq := flag.Int("q", 256, "queries in the timed batch")
+	qexact := flag.Int("qexact", 0, "queries (the batch's first) whose recall is measured (0: all)")
+	qfull := flag.Int("qfull", 256, "queries of a scan without lists (every code, slow at 10M)")
+	centres := flag.Int("centres", 0, "clusters (0: n/1000)")
 	sigma := flag.Float64("sigma", 0.5, "spread of a cluster (centres are N(0,1))")
-	dir := flag.String("dir", "/tmp/diskquant", "where the indexes are written")
+	dir := flag.String("dir", "/tmp/diskquant", "where the indexes and the exact results are kept")
 	oversample := flag.String("oversample", "2,4,8,16,32,64", "oversampling factors tried")
-	nlist := flag.Int("nlist", 0, "also build indexes with this many inverted lists (0: none)")
+	nlist := flag.Int("nlist", 0, "inverted lists of the -ivf modes")
 	nprobes := flag.String("nprobe", "8,16,32", "lists probed, with -nlist")
-	modes := flag.String("modes", "int8,binary,int8-ivf,binary-ivf", "which indexes to build")
+	train := flag.Int("train", 0, "rows of the first write, on which the lists are trained (0: 64 x nlist)")
+	modes := flag.String("modes", "int8,binary,int8-ivf,binary-ivf", "which indexes to build and search (none: only FAISS)")
+	rebuild := flag.Bool("rebuild", false, "build an index again even if -dir holds it")
 	faissFactory := flag.String("faiss", "", "also run FAISS with this factory string (-tags faiss), e.g. IVF1024,SQ8,RFlat")
 	kfactors := flag.String("kfactor", "1,4", "FAISS refine factors tried")
 	flag.Parse()
 	ctx := context.Background()
-
-	t := time.Now()
-	vecs, qs := clustered(*n, *nq, *dim, *centres, *sigma)
-	ids := make([]string, *n)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("v%08d", i)
+	if *centres == 0 {
+		*centres = max(1, *n/1000)
 	}
-	fmt.Printf("generated %d x %d (+%d queries) in %v\n", *n, *dim, *nq, time.Since(t).Round(time.Millisecond))
+	if *qexact == 0 || *qexact > *nq {
+		*qexact = *nq
+	}
+	check(os.MkdirAll(*dir, 0o755))
+	g := newGen(*dim, *centres, *sigma)
+	qs := g.chunk(*n, *n+*nq)
+	fmt.Printf("%s: %d x %d, %d clusters, sigma %g; %d queries (recall over %d); GOMAXPROCS %d\n",
+		time.Now().UTC().Format(time.RFC3339), *n, *dim, *centres, *sigma, *nq, *qexact, runtime.GOMAXPROCS(0))
 
-	var exact [][]vectorstore.Hit
+	exactPath := filepath.Join(*dir, fmt.Sprintf("exact-n%d-d%d-c%d-s%g-q%d.bin", *n, *dim, *centres, *sigma, *qexact))
+	exact := loadExact(exactPath, *qexact)
 	for _, q := range []struct {
 		name  string
 		quant int
@@ -61,49 +127,59 @@ func main() {
 		if !strings.Contains(","+*modes+",", ","+q.name+",") || (q.ivf && *nlist == 0) {
 			continue
 		}
-		d := filepath.Join(*dir, q.name)
-		os.RemoveAll(d)
-		cfg := vectorstore.IndexConfig{Backend: "disk", Dim: *dim, Dir: d, Params: map[string]int{"quant": q.quant}}
+		name := q.name
+		cfg := vectorstore.IndexConfig{Backend: "disk", Dim: *dim, Params: map[string]int{"quant": q.quant}}
 		probes := []string{"0"}
 		if q.ivf {
 			cfg.Params["nlist"] = *nlist
+			name = fmt.Sprintf("%s%d", q.name, *nlist)
 			probes = strings.Split(*nprobes, ",")
 		}
-		t = time.Now()
+		cfg.Dir = filepath.Join(*dir, fmt.Sprintf("%s-n%d-c%d", name, *n, *centres))
 		x, err := vectorstore.NewDiskIndex(cfg)
-		check(err)
-		const batch = 65536
-		for lo := 0; lo < *n; lo += batch {
-			hi := min(lo+batch, *n)
-			check(x.Add(ctx, ids[lo:hi], vecs[lo:hi]))
-			check(x.Commit(uint64(hi)))
+		if err == nil && x.Len() != *n {
+			check(x.Close())
+			err = fmt.Errorf("holds %d vectors", x.Len())
+		}
+		if err != nil || *rebuild {
+			if x != nil && err == nil {
+				check(x.Close())
+			}
+			build(ctx, cfg, g, *n, *train, *nlist)
+			x, err = vectorstore.NewDiskIndex(cfg)
+			check(err)
+		} else {
+			check(x.Close())
+			fmt.Printf("%s: index found in %s, not built again\n", name, cfg.Dir)
 		}
 		check(x.Close())
-		build := time.Since(t)
-		size := dirSize(d)
-		t = time.Now()
+		t := time.Now()
 		x, err = vectorstore.NewDiskIndex(cfg)
 		check(err)
-		open := time.Since(t)
-		fmt.Printf("%s: build %v, %d bytes on disk (%.1f bytes/vector), open %v, RssAnon %s\n", q.name,
-			build.Round(time.Millisecond), size, float64(size)/float64(*n), open.Round(time.Microsecond), rssAnon())
+		fmt.Printf("%s: %d bytes on disk (%.1f bytes/vector), open %v, RssAnon %s\n", name, dirSize(cfg.Dir),
+			float64(dirSize(cfg.Dir))/float64(*n), time.Since(t).Round(time.Microsecond), status("RssAnon"))
 		if exact == nil {
 			t = time.Now()
-			exact, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
+			exact, err = x.SearchBatchWith(ctx, qs[:*qexact], 10, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
 			check(err)
 			el := time.Since(t)
-			fmt.Printf("exact float32 batch of %d: %v (%v/query), RssAnon %s\n", *nq, el.Round(time.Millisecond), el/time.Duration(*nq), rssAnon())
+			fmt.Printf("exact float32 batch of %d: %v (%v/query), RssAnon %s\n", *qexact, el.Round(time.Millisecond), el/time.Duration(*qexact), status("RssAnon"))
+			saveExact(exactPath, exact)
+		}
+		batch := qs
+		if !q.ivf {
+			batch = qs[:min(*qfull, *qexact)]
 		}
 		for _, ps := range probes {
 			np, _ := strconv.Atoi(ps)
 			for _, os := range strings.Split(*oversample, ",") {
 				o, _ := strconv.Atoi(os)
 				t = time.Now()
-				got, err := x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np})
+				got, err := x.SearchBatchWith(ctx, batch, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np})
 				check(err)
 				el := time.Since(t)
-				fmt.Printf("  %s nprobe %d oversample %2d: recall@10 %.4f, batch %v (%v/query), RssAnon %s\n", q.name, np, o, recall(got, exact),
-					el.Round(time.Millisecond), el/time.Duration(*nq), rssAnon())
+				fmt.Printf("  %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", name, np, o,
+					recall(got, exact), len(batch), el.Round(time.Millisecond), float64(len(batch))/el.Seconds(), status("RssAnon"))
 			}
 		}
 		check(x.Close())
@@ -113,50 +189,92 @@ func main() {
 			check(fmt.Errorf("-faiss needs a build with -tags faiss"))
 		}
 		if exact == nil {
-			check(fmt.Errorf("-faiss needs a disk index mode for the exact results"))
+			check(fmt.Errorf("-faiss needs the exact results: run a disk index mode first (%s)", exactPath))
 		}
-		runFaiss(*faissFactory, vecs, qs, exact, *nprobes, *kfactors)
+		runFaiss(*faissFactory, g, *n, qs, exact, *nprobes, *kfactors)
 	}
+	fmt.Printf("VmHWM %s, RssAnon %s\n", status("VmHWM"), status("RssAnon"))
+}
+
+// build writes an index of n generated vectors: a first write of train rows (the lists are
+// trained on it), then 65,536 at a time.
+func build(ctx context.Context, cfg vectorstore.IndexConfig, g *gen, n, train, nlist int) {
+	check(os.RemoveAll(cfg.Dir))
+	if train == 0 {
+		train = max(1<<16, 64*nlist)
+	}
+	t := time.Now()
+	x, err := vectorstore.NewDiskIndex(cfg)
+	check(err)
+	var genTime time.Duration
+	for lo := 0; lo < n; {
+		hi := min(n, lo+1<<16)
+		if lo == 0 {
+			hi = min(n, train)
+		}
+		t0 := time.Now()
+		vs := g.chunk(lo, hi)
+		ids := make([]string, hi-lo)
+		for i := range ids {
+			ids[i] = idOf(lo + i)
+		}
+		genTime += time.Since(t0)
+		check(x.Add(ctx, ids, vs))
+		check(x.Commit(uint64(hi)))
+		lo = hi
+	}
+	check(x.Close())
+	el := time.Since(t)
+	fmt.Printf("build %s: %v (generating the vectors: %v of it), VmHWM %s\n", filepath.Base(cfg.Dir),
+		el.Round(time.Millisecond), genTime.Round(time.Millisecond), status("VmHWM"))
 }
 
 // runFaiss runs the FAISS comparison (set in a build with -tags faiss).
-var runFaiss func(factory string, vecs, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string)
+var runFaiss func(factory string, g *gen, n int, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string)
 
-// clustered draws n vectors and nq queries from one mixture of c Gaussians (centres N(0,1),
-// spread sigma), seeded, on all cores.
-func clustered(n, nq, d, c int, sigma float64) ([][]float32, [][]float32) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	cs := make([][]float32, c)
-	for i := range cs {
-		cs[i] = make([]float32, d)
-		for j := range cs[i] {
-			cs[i][j] = float32(rng.NormFloat64())
+// saveExact keeps the exact top 10 of each query as ordinals.
+func saveExact(path string, exact [][]vectorstore.Hit) {
+	var b []byte
+	for _, hs := range exact {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(hs)))
+		for _, h := range hs {
+			o, err := strconv.Atoi(strings.TrimPrefix(h.ID, "v"))
+			check(err)
+			b = binary.LittleEndian.AppendUint32(b, uint32(o))
 		}
 	}
-	all := make([][]float32, n+nq)
-	slab := make([]float32, (n+nq)*d)
-	w := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	for p := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(p)+10, 3))
-			for i := p; i < n+nq; i += w {
-				ctr := cs[r.IntN(c)]
-				v := slab[i*d : (i+1)*d : (i+1)*d]
-				for j := range v {
-					v[j] = ctr[j] + float32(sigma*r.NormFloat64())
-				}
-				all[i] = v
-			}
-		}()
-	}
-	wg.Wait()
-	return all[:n], all[n:]
+	check(os.WriteFile(path, b, 0o644))
 }
 
+// loadExact reads what saveExact wrote (nil if there is none).
+func loadExact(path string, nq int) [][]vectorstore.Hit {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	out := make([][]vectorstore.Hit, 0, nq)
+	for len(b) >= 4 && len(out) < nq {
+		k := int(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+		if len(b) < 4*k {
+			break
+		}
+		hs := make([]vectorstore.Hit, k)
+		for i := range hs {
+			hs[i].ID = idOf(int(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+		b = b[4*k:]
+		out = append(out, hs)
+	}
+	if len(out) != nq {
+		return nil
+	}
+	return out
+}
+
+// recall is the mean share of want's ids in got, over the queries both hold.
 func recall(got, want [][]vectorstore.Hit) float64 {
+	want = want[:min(len(got), len(want))]
 	sum := 0.0
 	for i := range want {
 		in := map[string]bool{}
@@ -185,11 +303,12 @@ func dirSize(d string) int64 {
 	return s
 }
 
-func rssAnon() string {
+// status reads one field of /proc/self/status ("RssAnon", "VmHWM").
+func status(field string) string {
 	b, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "RssAnon:") {
-			return strings.Join(strings.Fields(strings.TrimPrefix(l, "RssAnon:")), " ")
+		if strings.HasPrefix(l, field+":") {
+			return strings.Join(strings.Fields(strings.TrimPrefix(l, field+":")), " ")
 		}
 	}
 	return "?"
