@@ -163,9 +163,11 @@ func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
 	return cfg.store.create(cfg.keepDir, stderr, openOpts...)
 }
 
-// searchOptions are the options of every evaluated query.
+// searchOptions are the options of every evaluated query. A run file needs ids and
+// scores: the results' texts are not read (WithoutText).
 func (cfg evalConfig) searchOptions() []memory.SearchOption {
-	opts := []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode)), memory.TopK(cfg.k), memory.WithWindow(cfg.window), memory.WithRRFK(cfg.rrfK)}
+	opts := []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode)), memory.TopK(cfg.k), memory.WithWindow(cfg.window),
+		memory.WithRRFK(cfg.rrfK), memory.WithoutText()}
 	if cfg.store.reranker != "" {
 		opts = append(opts, memory.WithRerank(cfg.rerankTop))
 	}
