@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -210,5 +212,76 @@ func TestStoreSize(t *testing.T) {
 	t.Logf("store.db: %d bytes in use for %d bytes of titles and texts (%.2fx, %d B a passage)", used, text, ratio, used/n)
 	if ratio > 0.8 {
 		t.Errorf("store.db holds %.2fx its documents' text, want <= 0.8x", ratio)
+	}
+}
+
+// TestCompressedBackupExport: a store whose records are compressed backs up, restores and
+// exports its documents as written (the dictionary travels in store.db).
+func TestCompressedBackupExport(t *testing.T) {
+	withCompressMin(t, 100)
+	root := t.TempDir()
+	m, err := Open(filepath.Join(root, "a"), WithNoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	for lo := 0; lo < n; lo += 100 {
+		var docs []Document
+		for i := lo; i < lo+100; i++ {
+			docs = append(docs, zDoc(i))
+		}
+		if err := m.Add(bg, docs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bk, ex bytes.Buffer
+	if _, err := m.Backup(bg, &bk); err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.Export(bg, &ex)
+	if err != nil || st.Documents != n {
+		t.Fatalf("export: %+v, %v", st, err)
+	}
+	m.Close()
+	got := map[string]Document{}
+	for _, line := range strings.Split(strings.TrimSpace(ex.String()), "\n") {
+		var d struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+			Text  string `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatal(err)
+		}
+		got[d.ID] = Document{ID: d.ID, Title: d.Title, Text: d.Text}
+	}
+	if err := Restore(bg, &bk, filepath.Join(root, "b")); err != nil {
+		t.Fatal(err)
+	}
+	bdb, err := bolt.Open(filepath.Join(root, "b", dbName), 0o644, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bdb.View(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("zdict")) == nil {
+			t.Error("the restored store has no dictionary: its records were not compressed")
+		}
+		return nil
+	})
+	bdb.Close()
+	r, err := Open(filepath.Join(root, "b"), ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range n {
+		want := zDoc(i)
+		if e := got[want.ID]; e.Title != want.Title || e.Text != want.Text {
+			t.Fatalf("exported %s: %.60q, want %.60q", want.ID, e.Text, want.Text)
+		}
+		d, err := r.Get(bg, want.ID)
+		if err != nil || d.Title != want.Title || d.Text != want.Text {
+			t.Fatalf("restored %s: %+v, %v", want.ID, d, err)
+		}
 	}
 }
