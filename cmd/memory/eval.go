@@ -75,7 +75,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	sr, err := searchQueries(ctx, m, queries, cfg.searchOptions())
+	// A run file needs ids and scores: the results' texts are not read.
+	sr, err := searchQueries(ctx, m, queries, append(cfg.searchOptions(), memory.WithoutText()))
 	if err != nil {
 		return err
 	}
@@ -163,11 +164,9 @@ func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
 	return cfg.store.create(cfg.keepDir, stderr, openOpts...)
 }
 
-// searchOptions are the options of every evaluated query. A run file needs ids and
-// scores: the results' texts are not read (WithoutText).
+// searchOptions are the options of every evaluated query.
 func (cfg evalConfig) searchOptions() []memory.SearchOption {
-	opts := []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode)), memory.TopK(cfg.k), memory.WithWindow(cfg.window),
-		memory.WithRRFK(cfg.rrfK), memory.WithoutText()}
+	opts := []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode)), memory.TopK(cfg.k), memory.WithWindow(cfg.window), memory.WithRRFK(cfg.rrfK)}
 	if cfg.store.reranker != "" {
 		opts = append(opts, memory.WithRerank(cfg.rerankTop))
 	}
