@@ -326,9 +326,25 @@ func (z *zrecord) decodeMeta(id string, r *Record) error {
 	return nil
 }
 
+// unpackBufs are buffers records are unpacked into before their text is copied out;
+// maxPooledUnpack is the largest kept.
+var unpackBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledUnpack = 64 << 10
+
 // unpack decodes z's block with d into r's title and text.
 func (z *zrecord) unpack(id string, d *recDict, r *Record) error {
-	out, err := d.d.Decode(make([]byte, z.plain), z.block)
+	bp := unpackBufs.Get().(*[]byte)
+	defer unpackBufs.Put(bp)
+	if cap(*bp) < z.plain {
+		*bp = make([]byte, z.plain)
+	}
+	out, err := d.d.Decode((*bp)[:z.plain], z.block)
+	if len(out) <= maxPooledUnpack {
+		*bp = out[:0]
+	} else {
+		*bp = nil // a large record's buffer is not kept
+	}
 	if err != nil || len(out) != z.plain {
 		return fmt.Errorf("%w: document %q: compressed record does not unpack: %v", ErrCorrupt, id, err)
 	}
