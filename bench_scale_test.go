@@ -99,10 +99,13 @@ func buildScaleStore(b *testing.B, corpus, dir string) *Memory {
 }
 
 // latency runs every query once untimed, then passes timed passes, and returns p50, p99.
-// extra options (a filter) apply to every search.
+// extra options (a filter) apply to every search; MEMORY_BENCH_NOTEXT=1 searches WithoutText.
 func latency(b *testing.B, m *Memory, qs []string, k, passes int, extra ...SearchOption) (p50, p99 time.Duration) {
 	ctx := context.Background()
 	opts := append([]SearchOption{WithMode(BM25), TopK(k)}, extra...)
+	if os.Getenv("MEMORY_BENCH_NOTEXT") == "1" {
+		opts = append(opts, WithoutText())
+	}
 	for _, q := range qs {
 		if _, err := m.Search(ctx, q, opts...); err != nil {
 			b.Fatal(err)

@@ -62,8 +62,18 @@ func BenchmarkBM25Index(b *testing.B) {
 // queries (k = 10 and 100) through the full Search path, after a warm-up pass. Documents are
 // stored whole (chunking off), as Lucene's BEIR runs and `memory eval` index them.
 // Reported: p50 and p99 in microseconds.
+//
+// MEMORY_BENCH_COMPRESS=1 stores SciFact's records compressed (as a store past
+// store.SetCompressMin's documents keeps them), MEMORY_BENCH_NOTEXT=1 searches WithoutText.
 func BenchmarkBM25Query(b *testing.B) {
 	ds := scifact(b)
+	if os.Getenv("MEMORY_BENCH_COMPRESS") == "1" {
+		withCompressMin(b, 1)
+	}
+	opts := []SearchOption{WithMode(BM25)}
+	if os.Getenv("MEMORY_BENCH_NOTEXT") == "1" {
+		opts = append(opts, WithoutText())
+	}
 	m, err := Open("", WithNoSync(), WithChunking(ChunkOptions{Disabled: true}))
 	if err != nil {
 		b.Fatal(err)
@@ -76,15 +86,16 @@ func BenchmarkBM25Query(b *testing.B) {
 	}
 	for _, k := range []int{10, 100} {
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			opts := append(opts[:len(opts):len(opts)], TopK(k))
 			for _, q := range ds.Queries { // warm-up
-				m.Search(ctx, q.Text, WithMode(BM25), TopK(k))
+				m.Search(ctx, q.Text, opts...)
 			}
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				q := ds.Queries[i%len(ds.Queries)]
 				t := time.Now()
-				if _, err := m.Search(ctx, q.Text, WithMode(BM25), TopK(k)); err != nil {
+				if _, err := m.Search(ctx, q.Text, opts...); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t))

@@ -224,7 +224,16 @@ func bestUnit(f hybrid.Fused, bm25, dense map[string]string) string {
 
 // chunkResult makes the Result of chunk ci (-1: the whole document) of document parent.
 func chunkResult(col, parent, uid string, r *store.Record, ci int, score float64, ex Explanation) Result {
-	text, start, end, h := r.UnitText(ci)
+	var text string
+	var start, end int
+	var h []string
+	if ci >= 0 && ci < len(r.Chunks) && r.Chunks[ci].E > len(r.Text) {
+		// A record read without its text (WithoutText): the chunk's place, no text.
+		c := r.Chunks[ci]
+		start, end, h = c.S, c.E, c.H
+	} else {
+		text, start, end, h = r.UnitText(ci)
+	}
 	return Result{
 		ID: parent, Collection: col, Title: r.Title, Text: text, Metadata: cloneMeta(r.Metadata),
 		Source: recordSource(r), ParentID: parent, ChunkIndex: max(ci, 0), Chunks: max(1, len(r.Chunks)),

@@ -227,6 +227,8 @@ type SearchOptions struct {
 
 	// Snippets fills each result's Snippet (see WithSnippets).
 	Snippets bool
+	// NoText leaves results without their title and text (see WithoutText).
+	NoText bool
 
 	stats     *SearchStats      // filled when set (WithStats)
 	statsFunc func(SearchStats) // called when the search ends (WithStatsFunc)
@@ -300,3 +302,10 @@ func WithSearchOptions(opts SearchOptions) SearchOption {
 // the query's terms. Off by default: it analyses every result's text, which costs more
 // than the BM25 search itself at k=100.
 func WithSnippets() SearchOption { return func(s *SearchOptions) { s.Snippets = true } }
+
+// WithoutText returns results without their Title, Text and Snippet (and, for a document of
+// one chunk, with End 0): ids, scores, metadata, chunk positions and headings only, for a
+// caller that needs no text (an evaluation's run file). Their records' texts are then not
+// read: a store that keeps its records compressed does not unpack them. A search that
+// reranks still reads the texts its reranker scores.
+func WithoutText() SearchOption { return func(s *SearchOptions) { s.NoText = true } }

@@ -88,6 +88,7 @@ type wireSearch struct {
 	Snippets          bool               `json:"snippets,omitempty"`
 	Stats             bool               `json:"stats,omitempty"`
 	SourceDedup       bool               `json:"source_dedup,omitempty"`
+	NoText            bool               `json:"no_text,omitempty"` // a writer before it sends texts: harmless
 }
 
 // wireResp is one response.
@@ -427,7 +428,8 @@ func (w *wireSearch) options() ([]SearchOption, error) {
 		*so = SearchOptions{Mode: w.Mode, TopK: w.TopK, Window: w.Window, RRFK: w.RRFK, Fusion: fusion,
 			Weights: w.Weights, Where: w.Where, WhereDocument: w.WhereDocument, Rerank: w.Rerank,
 			RerankTop: w.RerankTop, MinScore: w.MinScore, CollapseThreshold: w.CollapseThreshold,
-			Collections: w.Collections, AllChunks: w.AllChunks, Snippets: w.Snippets, SourceDedup: w.SourceDedup}
+			Collections: w.Collections, AllChunks: w.AllChunks, Snippets: w.Snippets, SourceDedup: w.SourceDedup,
+			NoText: w.NoText}
 	}}, nil
 }
 
@@ -440,7 +442,8 @@ func toWire(opts []SearchOption) (*wireSearch, *SearchStats, error) {
 	w := &wireSearch{Mode: so.Mode, TopK: so.TopK, Window: so.Window, RRFK: so.RRFK, Weights: so.Weights,
 		Where: so.Where, WhereDocument: so.WhereDocument, Rerank: so.Rerank, RerankTop: so.RerankTop,
 		MinScore: so.MinScore, CollapseThreshold: so.CollapseThreshold, Collections: so.Collections,
-		AllChunks: so.AllChunks, Snippets: so.Snippets, Stats: so.stats != nil, SourceDedup: so.SourceDedup}
+		AllChunks: so.AllChunks, Snippets: so.Snippets, Stats: so.stats != nil, SourceDedup: so.SourceDedup,
+		NoText: so.NoText}
 	if so.Fusion != nil {
 		switch reflect.ValueOf(so.Fusion).Pointer() {
 		case reflect.ValueOf(hybrid.RRF).Pointer():

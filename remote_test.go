@@ -75,12 +75,16 @@ func TestRemoteReadsMatchWriter(t *testing.T) {
 		{"where document", "", "language", []SearchOption{WithWhereDocument(WhereDocument{"$contains": "compiled"})}},
 		{"chunks", "other", "otters rivers", []SearchOption{WithAllChunks(), TopK(20)}},
 		{"collections", "", "otters language", []SearchOption{InCollections(map[string]float64{"default": 1, "other": 2})}},
+		{"without text", "", "language", []SearchOption{WithMode(BM25), WithoutText()}},
 	}
 	for _, s := range searches {
 		want, werr := w.Collection(s.col).Search(bg, s.q, s.opts...)
 		got, gerr := r.Collection(s.col).Search(bg, s.q, s.opts...)
 		if werr != nil || gerr != nil || len(want) == 0 || jsonOf(got) != jsonOf(want) {
 			t.Errorf("%s: reader %s (%v), writer %s (%v)", s.name, jsonOf(got), gerr, jsonOf(want), werr)
+		}
+		if s.name == "without text" && len(got) > 0 && got[0].Text != "" {
+			t.Errorf("%s: the reader's results carry texts", s.name)
 		}
 	}
 	var st SearchStats

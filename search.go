@@ -279,7 +279,7 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 			notes = append(notes[:len(notes):len(notes)], note)
 		}
 	}
-	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, sc)
+	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, so.NoText && !so.Rerank, sc)
 	st.Fuse = time.Since(tf)
 	return cands, err
 }
@@ -436,9 +436,10 @@ func (so *SearchOptions) keep() int {
 }
 
 // candidates turns fused results into candidates with their records, read in tx (the
-// transaction the filter saw). A document deleted or shortened since the index answered
-// is left out.
-func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes []string, allChunks bool,
+// transaction the filter saw); with noText, what the records hold besides their title and
+// text only (a compressed record is not unpacked). A document deleted or shortened since
+// the index answered is left out.
+func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes []string, allChunks, noText bool,
 	sc *searchScope) ([]candidate, error) {
 	uids := make([]string, len(fused))
 	for i, f := range fused {
@@ -447,7 +448,7 @@ func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes
 			uids[i] = bestUnit(f, sc.bestBM25, sc.bestDense)
 		}
 	}
-	recs, err := unitRecords(tx, col, uids)
+	recs, err := unitRecords(tx, col, uids, noText)
 	if err != nil {
 		return nil, err
 	}
@@ -459,14 +460,19 @@ func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes
 			continue
 		}
 		ex, score := explain(f, mode, notes)
-		cands = append(cands, candidate{id: uid, rec: r, res: chunkResult(col, parent, uid, r, ci, score, ex)})
+		res := chunkResult(col, parent, uid, r, ci, score, ex)
+		if noText {
+			res.Title, res.Text = "", ""
+		}
+		cands = append(cands, candidate{id: uid, rec: r, res: res})
 	}
 	return cands, nil
 }
 
 // unitRecords reads the record of each unit's document (nil where it is gone); the chunks
-// of one document share its record.
-func unitRecords(tx *store.Tx, col string, uids []string) ([]*store.Record, error) {
+// of one document share its record. With noText the records hold their metadata and
+// chunks only (Tx.RecordMeta).
+func unitRecords(tx *store.Tx, col string, uids []string, noText bool) ([]*store.Record, error) {
 	recs := make([]*store.Record, len(uids))
 	var byParent map[string]*store.Record
 	for i, uid := range uids {
@@ -480,7 +486,13 @@ func unitRecords(tx *store.Tx, col string, uids []string) ([]*store.Record, erro
 				continue
 			}
 		}
-		r, err := tx.Record(col, parent)
+		var r *store.Record
+		var err error
+		if noText {
+			r, err = tx.RecordMeta(col, parent)
+		} else {
+			r, err = tx.Record(col, parent)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -574,7 +586,12 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
 	}
 	out := topResults(cands, so.TopK, so.MinScore)
-	if so.Snippets {
+	switch {
+	case so.NoText:
+		for i := range out { // read for a reranker
+			out[i].Title, out[i].Text = "", ""
+		}
+	case so.Snippets:
 		addSnippetsWith(query, out, m.collectionAnalyzer(col))
 	}
 	return out, nil

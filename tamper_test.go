@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The tamper suite copies a populated store, damages one file of it (deleted, truncated to
@@ -82,9 +84,15 @@ func tamperQueries(p string) []string {
 	}
 }
 
+// tamperCompressMin is the collection size from which a tamper store compresses its records
+// (store.SetCompressMin): the default collection's first 80 documents are stored plain, the
+// rest, and every document of "notes" (written once the store has its dictionary), packed.
+const tamperCompressMin = 100
+
 // buildTamperStore makes a closed, populated store at dir with prefix p.
 func buildTamperStore(t *testing.T, dir, p string) {
 	t.Helper()
+	withCompressMin(t, tamperCompressMin)
 	m, err := Open(dir, tamperOptions()...)
 	if err != nil {
 		t.Fatal(err)
@@ -622,6 +630,33 @@ func storeDBCases(t *testing.T, dir string) []tamperCase {
 		}
 		at(fmt.Sprintf("counter-%s-%s-byte%d", c.col, c.key, c.off), e.val+c.off, c.mask)
 	}
+	// A compressed record's value (its checksum, header, metadata, plain checksum and block)
+	// and the store's compression dictionary (its tag, checksum and content).
+	for _, c := range []struct {
+		col, key string
+		offs     []int64
+	}{
+		{DefaultCollection, "a0100", []int64{0, 2, 5, 7, 12, 40, -3}},
+		{"notes", "a0044", []int64{1, 6, -1}},
+	} {
+		e := locateElem(t, db, [][]byte{bkCols, []byte(c.col), bkDocs}, []byte(c.key))
+		v := storedValue(t, db, [][]byte{bkCols, []byte(c.col), bkDocs}, []byte(c.key))
+		if len(v) == 0 || v[0] != 0x03 {
+			t.Fatalf("%s %s is not a compressed record (%x)", c.col, c.key, v[:min(len(v), 1)])
+		}
+		for _, off := range c.offs {
+			if off < 0 {
+				off += int64(len(v))
+			}
+			at(fmt.Sprintf("zrecord-%s-%s-byte%d", c.col, c.key, off), e.val+off, 0x08, c.col+"|"+c.key)
+		}
+	}
+	dk := []byte{0, 0, 0, 1}
+	de := locateElem(t, db, [][]byte{[]byte("zdict")}, dk)
+	dv := storedValue(t, db, [][]byte{[]byte("zdict")}, dk)
+	for _, off := range []int64{0, 3, 6, 100, int64(len(dv)) / 2, int64(len(dv)) - 1} {
+		at(fmt.Sprintf("zdict-byte%d", off), de.val+off, 0x02)
+	}
 	ps, _, err := store.PageLayout(db)
 	if err != nil {
 		t.Fatal(err)
@@ -630,6 +665,31 @@ func storeDBCases(t *testing.T, dir string) []tamperCase {
 		at("freelist-type", fl*ps+8, 0x10)
 	}
 	return cases
+}
+
+// storedValue is the value of key in the bucket at path of the bbolt file at path.
+func storedValue(t *testing.T, file string, path [][]byte, key []byte) []byte {
+	t.Helper()
+	db, err := bolt.Open(file, 0o644, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v []byte
+	if err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(path[0])
+		for _, p := range path[1:] {
+			b = b.Bucket(p)
+		}
+		if b == nil {
+			return fmt.Errorf("no bucket %q", path)
+		}
+		v = bytes.Clone(b.Get(key))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // freelistPage is the page id of the freelist that the first meta page of the bbolt file

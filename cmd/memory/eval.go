@@ -75,7 +75,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 
-	sr, err := searchQueries(ctx, m, queries, cfg.searchOptions())
+	// A run file needs ids and scores: the results' texts are not read.
+	sr, err := searchQueries(ctx, m, queries, append(cfg.searchOptions(), memory.WithoutText()))
 	if err != nil {
 		return err
 	}

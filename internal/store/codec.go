@@ -28,7 +28,7 @@ import (
 //	        or, in a store that keeps float16 vectors (Options.HalfVectors), vecMagicHalf,
 //	        the CRC-32C of key and values, the values as little-endian IEEE binary16
 //
-// Older layouts are still read: a record of 0x01 and a CRC-32C of the JSON alone, or the
+// A compressed record (zrecord.go) starts with 0x03. Older layouts are still read: a record of 0x01 and a CRC-32C of the JSON alone, or the
 // JSON alone (written before checksums); a vector of vecMagic and a CRC-32C of the values
 // alone, or the values alone. A record's JSON starts with '{', and a vector never starts
 // with vecMagic or vecMagicKey, NaNs, which no stored vector holds.
@@ -192,6 +192,10 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 // the metadata and chunk values, go through segmentio's decoder, which reads JSON as
 // encoding/json does. TestDecodeRecord* and FuzzDecodeRecord hold both to encoding/json.
 func DecodeRecord(id string, v []byte) (*Record, error) {
+	if len(v) > 0 && v[0] == recordMagicZ {
+		// Its dictionary is in its store: DB reads it (decodeRecord).
+		return (*DB)(nil).decodeZRecord(nil, id, v, false)
+	}
 	v, err := recordJSON(id, v)
 	if err != nil {
 		return nil, err
@@ -211,6 +215,9 @@ func DecodeRecord(id string, v []byte) (*Record, error) {
 // chunks; Title and Text are skipped (left empty) when the record is in encoding/json's
 // layout. Filters and Sources scan every record with it.
 func DecodeMeta(id string, v []byte) (*Record, error) {
+	if len(v) > 0 && v[0] == recordMagicZ {
+		return (*DB)(nil).decodeZRecord(nil, id, v, true)
+	}
 	js, err := recordJSON(id, v)
 	if err != nil {
 		return nil, err

@@ -144,7 +144,12 @@ func (c *Collection) Committed(w Commit) {
 // new documents, unitDelta the change in the collection's index ids.
 func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error) {
 	var w Commit
-	encs, vencs, err := encodePuts(puts, db.encodeVector)
+	zd, fresh, unlock, err := db.recordCodec(col, puts)
+	if err != nil {
+		return Commit{}, err
+	}
+	defer unlock()
+	encs, vencs, err := encodePuts(puts, zd, db.encodeVector)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -152,6 +157,11 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 		b, err := colBucket(tx, col, true)
 		if err != nil {
 			return err
+		}
+		if fresh != nil {
+			if err := storeDict(tx, zd, fresh); err != nil {
+				return err
+			}
 		}
 		if err := w.putTx(tx, b, puts, encs, vencs); err != nil {
 			return err
@@ -161,6 +171,9 @@ func (db *DB) Write(col string, puts []Put, added, unitDelta int) (Commit, error
 	})
 	if err != nil {
 		return Commit{}, err
+	}
+	if fresh != nil {
+		db.commitDict(zd)
 	}
 	w.addPuts(puts)
 	return w, nil
@@ -188,15 +201,16 @@ const encodeParallelMin = 256
 
 // encodeRecords encodes the records of puts (EncodeRecord); see encodePuts.
 func encodeRecords(puts []Put) ([][]byte, error) {
-	encs, _, err := encodePuts(puts, nil)
+	encs, _, err := encodePuts(puts, nil, nil)
 	return encs, err
 }
 
-// encodePuts encodes the records of puts (EncodeRecord) and, with encVec, their vectors
+// encodePuts encodes the records of puts (EncodeRecord; with zd, packed with that
+// dictionary: encodeRecordZ) and, with encVec, their vectors
 // (vencs[i][n] is the stored form of puts[i].Vecs[n]; nil for a put without vectors),
 // before the transaction that stores them and, for a large write, on every core: encoding
 // is most of a large write's time inside the store's one writer.
-func encodePuts(puts []Put, encVec func(string, []float32) ([]byte, error)) (encs [][]byte, vencs [][][]byte, err error) {
+func encodePuts(puts []Put, zd *recDict, encVec func(string, []float32) ([]byte, error)) (encs [][]byte, vencs [][][]byte, err error) {
 	encs = make([][]byte, len(puts))
 	if encVec != nil {
 		vencs = make([][][]byte, len(puts))
@@ -204,7 +218,12 @@ func encodePuts(puts []Put, encVec func(string, []float32) ([]byte, error)) (enc
 	one := func(i int) error {
 		p := &puts[i]
 		var err error
-		if encs[i], err = EncodeRecord(p.ID, p.Record); err != nil {
+		if zd != nil {
+			encs[i], err = encodeRecordZ(p.ID, p.Record, zd)
+		} else {
+			encs[i], err = EncodeRecord(p.ID, p.Record)
+		}
+		if err != nil {
 			return err
 		}
 		if encVec == nil || p.Vecs == nil {
@@ -357,7 +376,7 @@ func (w *Commit) deleteTx(tx *bolt.Tx, b *bolt.Bucket, ids []string) (gone, unit
 	cb.FillPercent = appendFill
 	first := len(w.Dels)
 	for _, id := range ids {
-		r, err := getRecord(docs, id)
+		r, err := unitsRecord(docs, id)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -469,7 +488,7 @@ func (db *DB) catchUp(c *Collection, from uint64, apply applyFunc) error {
 		docs := b.Bucket(bkDocs)
 		for _, uid := range slices.Sorted(maps.Keys(touched)) {
 			parent, idx := SplitUnit(uid)
-			r, err := getRecord(docs, parent)
+			r, err := db.getRecord(tx, docs, parent)
 			if err != nil {
 				return err
 			}
@@ -521,7 +540,7 @@ func (db *DB) rebuild(c *Collection, apply applyFunc) error {
 			}
 			for ; k != nil; k, v = cur.Next() {
 				id := string(k)
-				r, err := DecodeRecord(id, v)
+				r, err := db.decodeRecord(tx, id, v, false)
 				if err != nil {
 					return err
 				}

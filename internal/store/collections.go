@@ -112,7 +112,7 @@ func (db *DB) Document(col, id string) (r *Record, vec []float32, err error) {
 		if err != nil || b == nil {
 			return err
 		}
-		if r, err = getRecord(b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
+		if r, err = db.getRecord(tx, b.Bucket(bkDocs), id); err != nil || r == nil || len(r.Chunks) > 0 {
 			return err
 		}
 		raw, err := lookupVector(b.Bucket(bkVecs), id)
@@ -223,7 +223,7 @@ func (db *DB) SampleUnits(col string, n int) ([]string, error) {
 				return nil
 			}
 			seen[string(k)] = true
-			r, err := DecodeMeta(string(k), v)
+			r, err := db.decodeRecord(tx, string(k), v, true)
 			if err != nil {
 				return err
 			}
@@ -261,7 +261,7 @@ func (db *DB) StepSample(col string, n int) ([]string, error) {
 		i := 0
 		for k, v := cur.First(); k != nil && len(out) < 4*n; k, v = cur.Next() {
 			if i%step == 0 {
-				r, err := DecodeMeta(string(k), v)
+				r, err := db.decodeRecord(tx, string(k), v, true)
 				if err != nil {
 					return err
 				}
@@ -310,10 +310,10 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 		cur := b.Bucket(bkDocs).Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
 			t.Docs++
-			if len(v) == 0 || v[0] != recordMagic {
+			if len(v) == 0 || (v[0] != recordMagic && v[0] != recordMagicZ) {
 				t.Unbound++
 			}
-			r, err := DecodeRecord(string(k), v)
+			r, err := db.decodeRecord(tx, string(k), v, false)
 			if err != nil {
 				t.damaged(k, "%s", firstLine(err))
 				continue

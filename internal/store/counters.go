@@ -51,7 +51,7 @@ func recount(b *bolt.Bucket) (docs, units int, err error) {
 		var ch struct {
 			Chunks []struct{} `json:"c"`
 		}
-		js, err := recordJSON(string(k), v)
+		js, err := recordMetaJSON(string(k), v)
 		if err != nil {
 			return 0, 0, fmt.Errorf("counting its documents: %w", err)
 		}

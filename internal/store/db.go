@@ -84,6 +84,8 @@ type DB struct {
 	log  *slog.Logger
 	half atomic.Bool // vectors are written in float16
 
+	dicts dictSet // compression dictionaries of records (zrecord.go)
+
 	notesMu   sync.Mutex
 	recounted map[string]Recount // collections whose counters were counted again (counters.go)
 }
@@ -152,7 +154,7 @@ func (db *DB) Empty() bool { return empty(db.bolt) }
 // pages) can send bbolt past its mapping, and that must be ErrCorrupt, not a crash.
 func (db *DB) View(fn func(*Tx) error) error {
 	return Guard("store.db read", func() error {
-		return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx}) })
+		return db.bolt.View(func(tx *bolt.Tx) error { return fn(&Tx{tx: tx, db: db}) })
 	})
 }
 
@@ -173,12 +175,13 @@ func (db *DB) Begin() (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{tx: tx}, nil
+	return &Tx{tx: tx, db: db}, nil
 }
 
 // Tx is a read transaction.
 type Tx struct {
 	tx *bolt.Tx
+	db *DB
 	// the docs bucket last looked up (a search reads many records of one collection)
 	lastCol  string
 	lastDocs *bolt.Bucket
@@ -197,7 +200,7 @@ func (t *Tx) docs(col string) *bolt.Bucket {
 
 // Record reads document id of collection col; nil when it is not stored.
 func (t *Tx) Record(col, id string) (*Record, error) {
-	r, err := getRecord(t.docs(col), id)
+	r, err := t.db.getRecord(t.tx, t.docs(col), id)
 	return r, inCollection(col, err)
 }
 
@@ -209,7 +212,7 @@ func (t *Tx) RecordMeta(col, id string) (*Record, error) {
 	if err != nil || v == nil {
 		return nil, inCollection(col, err)
 	}
-	return DecodeMeta(id, v)
+	return t.db.decodeRecord(t.tx, id, v, true)
 }
 
 // Has reports whether document id is stored in collection col. Writers ask it before
@@ -246,10 +249,6 @@ func (t *Tx) EachRecordAfter(col, after string, metaOnly bool, fn func(id string
 	if docs == nil {
 		return nil
 	}
-	decode := DecodeRecord
-	if metaOnly {
-		decode = DecodeMeta
-	}
 	cur := docs.Cursor()
 	k, v := cur.First()
 	if after != "" {
@@ -259,7 +258,7 @@ func (t *Tx) EachRecordAfter(col, after string, metaOnly bool, fn func(id string
 	}
 	for ; k != nil; k, v = cur.Next() {
 		id := string(k)
-		r, err := decode(id, v)
+		r, err := t.db.decodeRecord(t.tx, id, v, metaOnly)
 		if err != nil {
 			return err
 		}
@@ -272,12 +271,12 @@ func (t *Tx) EachRecordAfter(col, after string, metaOnly bool, fn func(id string
 
 // getRecord reads the record of document id from a docs bucket; nil when it is not stored
 // (a miss where the store is damaged is ErrCorrupt: lookupRecord).
-func getRecord(docs *bolt.Bucket, id string) (*Record, error) {
+func (db *DB) getRecord(tx *bolt.Tx, docs *bolt.Bucket, id string) (*Record, error) {
 	v, err := lookupRecord(docs, id)
 	if err != nil || v == nil {
 		return nil, err
 	}
-	return DecodeRecord(id, v)
+	return db.decodeRecord(tx, id, v, false)
 }
 
 // docsBucket is the docs bucket of collection name in tx; nil when it does not exist.

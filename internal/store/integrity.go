@@ -85,8 +85,7 @@ func verifyRecordElem(k, v []byte) error {
 	if v == nil {
 		return fmt.Errorf("key %q: %w", k, errNested)
 	}
-	_, err := recordJSON(string(k), v)
-	return err
+	return checkRecord(string(k), v)
 }
 
 // verifyVectorElem checks one element of a vecs bucket.

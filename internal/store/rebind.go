@@ -70,7 +70,7 @@ func (db *DB) Rebind(col string) (int, error) {
 // when v is in it already or fails its own checksum.
 func rebound(bucket, k, v []byte) []byte {
 	if bytes.Equal(bucket, bkDocs) {
-		if len(v) > 0 && v[0] == recordMagic {
+		if len(v) > 0 && (v[0] == recordMagic || v[0] == recordMagicZ) {
 			return nil
 		}
 		js, err := recordJSON(string(k), v)

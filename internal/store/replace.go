@@ -24,7 +24,12 @@ func SetReplaceFault(fn func() error) { replaceFault = fn }
 // for Write); the documents removed are counted here. Removed is how many of dels were
 // stored.
 func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta int) (w Commit, removed int, err error) {
-	encs, vencs, err := encodePuts(puts, db.encodeVector)
+	zd, fresh, unlock, err := db.recordCodec(col, puts)
+	if err != nil {
+		return Commit{}, 0, err
+	}
+	defer unlock()
+	encs, vencs, err := encodePuts(puts, zd, db.encodeVector)
 	if err != nil {
 		return Commit{}, 0, err
 	}
@@ -35,6 +40,11 @@ func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta in
 		}
 		if b == nil {
 			return fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+		}
+		if fresh != nil {
+			if err := storeDict(tx, zd, fresh); err != nil {
+				return err
+			}
 		}
 		gone, units, err := w.deleteTx(tx, b, dels)
 		if err != nil {
@@ -54,6 +64,9 @@ func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta in
 	})
 	if err != nil {
 		return Commit{}, 0, err
+	}
+	if fresh != nil {
+		db.commitDict(zd)
 	}
 	w.addPuts(puts)
 	return w, removed, nil
