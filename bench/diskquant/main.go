@@ -95,6 +95,7 @@ func main() {
 	train := flag.Int("train", 0, "rows of the first write, on which the lists are trained (0: 64 x nlist)")
 	modes := flag.String("modes", "int8,binary,int8-ivf,binary-ivf", "which indexes to build and search (none: only FAISS)")
 	rebuild := flag.Bool("rebuild", false, "build an index again even if -dir holds it")
+	rounds := flag.Int("rounds", 1, "timed batches per setting (after one untimed warm-up batch per index)")
 	faissFactory := flag.String("faiss", "", "also run FAISS with this factory string (-tags faiss), e.g. IVF1024,SQ8,RFlat")
 	kfactors := flag.String("kfactor", "1,4", "FAISS refine factors tried")
 	flag.Parse()
@@ -170,16 +171,23 @@ func main() {
 		if !q.ivf {
 			batch = qs[:min(*qfull, *qexact)]
 		}
-		for _, ps := range probes {
-			np, _ := strconv.Atoi(ps)
-			for _, os := range strings.Split(*oversample, ",") {
-				o, _ := strconv.Atoi(os)
-				t = time.Now()
-				got, err := x.SearchBatchWith(ctx, batch, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np})
-				check(err)
-				el := time.Since(t)
-				fmt.Printf("  %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", name, np, o,
-					recall(got, exact), len(batch), el.Round(time.Millisecond), float64(len(batch))/el.Seconds(), status("RssAnon"))
+		t = time.Now()
+		np0, _ := strconv.Atoi(probes[len(probes)-1])
+		_, err = x.SearchBatchWith(ctx, batch, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, NProbe: np0})
+		check(err)
+		fmt.Printf("  warm-up batch of %d (nprobe %d): %v, RssAnon %s\n", len(batch), np0, time.Since(t).Round(time.Millisecond), status("RssAnon"))
+		for range *rounds {
+			for _, ps := range probes {
+				np, _ := strconv.Atoi(ps)
+				for _, os := range strings.Split(*oversample, ",") {
+					o, _ := strconv.Atoi(os)
+					t = time.Now()
+					got, err := x.SearchBatchWith(ctx, batch, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np})
+					check(err)
+					el := time.Since(t)
+					fmt.Printf("  %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", name, np, o,
+						recall(got, exact), len(batch), el.Round(time.Millisecond), float64(len(batch))/el.Seconds(), status("RssAnon"))
+				}
 			}
 		}
 		check(x.Close())
