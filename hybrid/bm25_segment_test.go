@@ -1,0 +1,202 @@
+package hybrid
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/blevesearch/bleve/v2/document"
+	index "github.com/blevesearch/bleve_index_api"
+	zap "github.com/blevesearch/zapx/v16"
+)
+
+// segmentDocs builds docs as scorch hands them to its segment plugin: the _id field added
+// and every field analysed.
+func segmentDocs(t testing.TB, src []BM25Doc) []index.Document {
+	t.Helper()
+	ba, err := analyzerFor(DefaultAnalyzer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := make([]index.Document, len(src))
+	for i, d := range src {
+		doc, err := newBM25Document(d, ba.ana, ba.body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc.AddIDField()
+		for _, f := range doc.Fields {
+			f.Analyze()
+		}
+		docs[i] = doc
+	}
+	return docs
+}
+
+// segmentBytes is the segment file of a zap SegmentBase.
+func segmentBytes(t testing.TB, seg any) []byte {
+	t.Helper()
+	sb, ok := seg.(*zap.SegmentBase)
+	if !ok {
+		t.Fatalf("segment is %T, not *zap.SegmentBase", seg)
+	}
+	var buf bytes.Buffer
+	if _, err := sb.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// zapBytes is zap's own segment of docs, built until zap's map order of a field's
+// sections is ours (it writes them in map iteration order).
+func zapBytes(t testing.TB, docs []index.Document, want []byte) []byte {
+	t.Helper()
+	var got []byte
+	for range 64 {
+		seg, _, err := (&zap.ZapPlugin{}).New(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = segmentBytes(t, seg); bytes.Equal(got, want) {
+			break
+		}
+	}
+	return got
+}
+
+// randomBM25Docs is n documents of words drawn from a small vocabulary (so that terms
+// repeat across documents and within one), with non-ASCII and invalid UTF-8 bodies, empty
+// ones and metadata now and then.
+func randomBM25Docs(r *rand.Rand, n, maxWords int) []BM25Doc {
+	vocab := []string{"the", "cell", "cells", "protein", "Folding", "DNA", "nucleus's", "a", "of", "is",
+		"café", "naïve", "über", "东京", "x", "running", "ran", "runs", "3.14", "e-mail", "O'Neil",
+		"\xff\xfe", "alpha", "beta", "gamma", "don't", "U.S.A.", "42", "_under", "ŁÓDŹ"}
+	docs := make([]BM25Doc, n)
+	for i := range docs {
+		var sb strings.Builder
+		for range r.IntN(maxWords + 1) {
+			sb.WriteString(vocab[r.IntN(len(vocab))])
+			sb.WriteByte(" ,.;\n"[r.IntN(5)])
+		}
+		d := BM25Doc{ID: fmt.Sprintf("doc-%d-%d", i, r.IntN(1000)), Text: sb.String()}
+		if r.IntN(3) == 0 {
+			d.Title = vocab[r.IntN(len(vocab))]
+		}
+		switch r.IntN(4) {
+		case 0:
+			d.Meta = map[string]any{"lang": []string{"en", "fr"}[r.IntN(2)], "n": r.IntN(5)}
+		case 1:
+			d.Meta = map[string]any{"ok": r.IntN(2) == 0}
+		}
+		docs[i] = d
+	}
+	return docs
+}
+
+// TestSegmentBuilderMatchesZap: the segment builder writes the bytes zap's New writes for
+// the same documents, footer and checksum included, for batches of every size class (one
+// document; postings in several chunks; roaring containers past 4,096 entries; terms in
+// several 65,536-document containers).
+func TestSegmentBuilderMatchesZap(t *testing.T) {
+	if !fastSegments() {
+		t.Fatal("the self-check failed: the builder does not match zap")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	cases := []struct {
+		name     string
+		n, words int
+	}{
+		{"one", 1, 20},
+		{"small", 50, 30},
+		{"chunks", 3000, 40},
+		{"bitmaps", 9000, 8},
+		{"containers", 70000, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			docs := segmentDocs(t, randomBM25Docs(r, c.n, c.words))
+			seg, _, ok, err := buildSegment(docs)
+			if err != nil || !ok {
+				t.Fatalf("buildSegment: ok %v, err %v", ok, err)
+			}
+			mine := segmentBytes(t, seg)
+			theirs := zapBytes(t, docs, mine)
+			if !bytes.Equal(mine, theirs) {
+				i := 0
+				for i < min(len(mine), len(theirs)) && mine[i] == theirs[i] {
+					i++
+				}
+				t.Fatalf("segment differs from zap's: %d vs %d bytes, first difference at %d", len(mine), len(theirs), i)
+			}
+		})
+	}
+}
+
+// TestSegmentBuilderDeclines: documents of another shape are left to zap's New (ok false),
+// and the plugin's New still builds their segment.
+func TestSegmentBuilderDeclines(t *testing.T) {
+	base := func() *document.Document {
+		return segmentDocs(t, []BM25Doc{{ID: "a", Text: "some text"}})[0].(*document.Document)
+	}
+	cases := []struct {
+		name string
+		doc  func() *document.Document
+	}{
+		{"stored field", func() *document.Document {
+			d := base()
+			f := document.NewTextFieldWithIndexingOptions("title", nil, []byte("x"), index.IndexField|index.StoreField)
+			f.Analyze()
+			d.AddField(f)
+			return d
+		}},
+		{"term vectors", func() *document.Document {
+			d := base()
+			f := document.NewTextFieldWithIndexingOptions("other", nil, []byte("x y"), index.IndexField|index.IncludeTermVectors)
+			f.Analyze()
+			d.AddField(f)
+			return d
+		}},
+		{"numeric field", func() *document.Document {
+			d := base()
+			f := document.NewNumericField("num", nil, 3)
+			f.Analyze()
+			d.AddField(f)
+			return d
+		}},
+		{"field twice", func() *document.Document {
+			d := base()
+			d.AddField(d.Fields[0])
+			return d
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			docs := []index.Document{c.doc()}
+			if _, _, ok, _ := buildSegment(docs); ok {
+				t.Fatal("built a segment for a document it does not know")
+			}
+			seg, _, err := (&segmentPlugin{zap: &zap.ZapPlugin{}}).New(docs)
+			if err != nil || seg.Count() != 1 {
+				t.Fatalf("plugin New: %v", err)
+			}
+		})
+	}
+	t.Run("no id", func(t *testing.T) {
+		ba, err := analyzerFor(DefaultAnalyzer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := newBM25Document(BM25Doc{ID: "a", Text: "x"}, ba.ana, ba.body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range doc.Fields {
+			f.Analyze()
+		}
+		if _, _, ok, _ := buildSegment([]index.Document{doc}); ok {
+			t.Fatal("built a segment without an _id field")
+		}
+	})
+}
