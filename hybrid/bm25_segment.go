@@ -173,6 +173,7 @@ type segBuilder struct {
 	chunk   []byte
 	ends    []uint64
 	order   []uint32
+	groups  []roaringGroup
 	fst     bytes.Buffer
 	builder *vellum.Builder
 }
@@ -453,17 +454,81 @@ func (b *segBuilder) writeField(out []byte, f *segField, n int) ([]byte, error) 
 		postAddr := uint64(len(out))
 		out = binary.AppendUvarint(out, tfAddr)
 		out = binary.AppendUvarint(out, 0) // no locations
-		bm := roaring.New()
-		bm.AddMany(docs)
-		bs, err := bm.ToBytes()
-		if err != nil {
-			return nil, err
-		}
-		out = binary.AppendUvarint(out, uint64(len(bs)))
-		out = append(out, bs...)
+		out, b.groups = appendRoaring(out, docs, b.groups[:0])
 		if err := b.builder.Insert([]byte(f.terms[t]), postAddr); err != nil {
 			return nil, err
 		}
 	}
 	return out, b.builder.Close()
+}
+
+// appendRoaring appends the length (a uvarint) and the portable serialization of the
+// sorted, distinct values docs, as roaring's ToBytes writes them for a bitmap they were
+// added to one by one: a container for each 65,536 values, an array of the low 16 bits
+// up to 4,096 values, a bitmap of 1,024 words past that (roaring's own serialization when
+// a container is full).
+// groups is scratch space, returned for reuse.
+func appendRoaring(out []byte, docs []uint32, groups []roaringGroup) ([]byte, []roaringGroup) {
+	const cookie = 12346 // roaring's serialCookieNoRunContainer
+	size := 8
+	for i := 0; i < len(docs); {
+		j := i + 1
+		for j < len(docs) && docs[j]>>16 == docs[i]>>16 {
+			j++
+		}
+		if j-i == 1<<16 {
+			// Full: roaring makes it a run container. Rare (never in a segment of fewer
+			// than 65,536 documents): roaring writes it.
+			bm := roaring.New()
+			bm.AddMany(docs)
+			bs, err := bm.ToBytes()
+			if err != nil {
+				panic(err) // writing to memory does not fail
+			}
+			out = binary.AppendUvarint(out, uint64(len(bs)))
+			return append(out, bs...), groups
+		}
+		groups = append(groups, roaringGroup{i, j})
+		size += 8 + containerBytes(j-i)
+		i = j
+	}
+	out = binary.AppendUvarint(out, uint64(size))
+	out = binary.LittleEndian.AppendUint32(out, cookie)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(groups)))
+	for _, g := range groups {
+		out = binary.LittleEndian.AppendUint16(out, uint16(docs[g.lo]>>16))
+		out = binary.LittleEndian.AppendUint16(out, uint16(g.hi-g.lo-1))
+	}
+	offset := 8 + 8*len(groups)
+	for _, g := range groups {
+		out = binary.LittleEndian.AppendUint32(out, uint32(offset))
+		offset += containerBytes(g.hi - g.lo)
+	}
+	for _, g := range groups {
+		if g.hi-g.lo <= 4096 {
+			for _, d := range docs[g.lo:g.hi] {
+				out = binary.LittleEndian.AppendUint16(out, uint16(d))
+			}
+			continue
+		}
+		var words [1024]uint64
+		for _, d := range docs[g.lo:g.hi] {
+			words[uint16(d)>>6] |= 1 << (d & 63)
+		}
+		for _, w := range words {
+			out = binary.LittleEndian.AppendUint64(out, w)
+		}
+	}
+	return out, groups
+}
+
+// roaringGroup is the values docs[lo:hi] of one roaring container.
+type roaringGroup struct{ lo, hi int }
+
+// containerBytes is the serialized size of a roaring container of n values.
+func containerBytes(n int) int {
+	if n > 4096 {
+		return 8192
+	}
+	return 2 * n
 }

@@ -2,11 +2,14 @@ package hybrid
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 	zap "github.com/blevesearch/zapx/v16"
@@ -199,4 +202,37 @@ func TestSegmentBuilderDeclines(t *testing.T) {
 			t.Fatal("built a segment without an _id field")
 		}
 	})
+}
+
+// TestAppendRoaring: the hand-written serialization is roaring's own for sets of every
+// container shape (empty high parts, arrays, full bitmaps).
+func TestAppendRoaring(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 4096, 4097, 10000, 70000, 200000} {
+		for _, spread := range []uint32{1, 3, 17, 1 << 12} {
+			seen := map[uint32]bool{}
+			var docs []uint32
+			for len(docs) < n {
+				d := r.Uint32N(uint32(n) * spread)
+				if !seen[d] {
+					seen[d] = true
+					docs = append(docs, d)
+				}
+			}
+			slices.Sort(docs)
+			bm := roaring.New()
+			for _, d := range docs {
+				bm.Add(d)
+			}
+			want, err := bm.ToBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(binary.AppendUvarint(nil, uint64(len(want))), want...)
+			got, _ := appendRoaring(nil, docs, nil)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("n %d spread %d: %d bytes, roaring writes %d", n, spread, len(got), len(want))
+			}
+		}
+	}
 }
