@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/document"
@@ -160,7 +161,19 @@ type segField struct {
 	posts []segPosting      // in document order
 	norms []uint32          // by document: the field's analysed length (zap's norm)
 	last  int               // the last document that had the field (-1: none)
+	seen  []termSlot        // body terms by the address of their bytes (addTerm)
 }
+
+// termSlot remembers the term id of the bytes at p (n bytes long). The body's terms are
+// slices of a few shared, never modified arrays (one per word of the analysis tables), so
+// the same address and length mean the same term: one probe instead of hashing the term.
+type termSlot struct {
+	p  *byte
+	n  int32
+	id uint32
+}
+
+const termSlots = 1 << 15
 
 // segBuilder holds the buffers of one segment build (pooled).
 type segBuilder struct {
@@ -192,6 +205,7 @@ func (b *segBuilder) field(name string, numDocs int) *segField {
 	if len(b.fields) < cap(b.fields) && b.fields[:len(b.fields)+1][len(b.fields)] != nil {
 		f = b.fields[:len(b.fields)+1][len(b.fields)]
 		clear(f.dict)
+		clear(f.seen) // addresses of the last build's terms, which may since be reused
 		f.name, f.terms, f.posts, f.last = name, f.terms[:0], f.posts[:0], -1
 	} else {
 		f = &segField{name: name, dict: map[string]uint32{}, last: -1}
@@ -200,6 +214,30 @@ func (b *segBuilder) field(name string, numDocs int) *segField {
 	clear(f.norms)
 	b.fields = append(b.fields, f)
 	return f
+}
+
+// addShared is add for a term whose bytes are never modified while the segment is built.
+func (f *segField) addShared(term []byte, doc, freq uint32) {
+	if len(term) == 0 || len(term) > math.MaxInt32 {
+		f.add(term, doc, freq)
+		return
+	}
+	if f.seen == nil {
+		f.seen = make([]termSlot, termSlots)
+	}
+	p := unsafe.SliceData(term)
+	s := &f.seen[(uint64(uintptr(unsafe.Pointer(p)))*0x9E3779B97F4A7C15)>>(64-15)]
+	if s.p != p || s.n != int32(len(term)) {
+		id, ok := f.dict[string(term)]
+		if !ok {
+			id = uint32(len(f.terms))
+			t := string(term)
+			f.dict[t] = id
+			f.terms = append(f.terms, t)
+		}
+		*s = termSlot{p: p, n: int32(len(term)), id: id}
+	}
+	f.posts = append(f.posts, segPosting{term: s.id, doc: doc, freq: freq})
 }
 
 // add adds term (freq occurrences in document doc) to field f.
@@ -253,7 +291,7 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 					return nil, 0, false, nil
 				}
 				for _, tc := range t.terms {
-					f.add(tc.term, uint32(i), uint32(tc.n))
+					f.addShared(tc.term, uint32(i), uint32(tc.n))
 				}
 				continue
 			case *document.TextField:
