@@ -236,3 +236,46 @@ func TestAppendRoaring(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentBuilderConcurrent: builds on several goroutines at once (as the parts of one
+// Apply run) write what one build alone writes.
+func TestSegmentBuilderConcurrent(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	batches := make([][]index.Document, 8)
+	want := make([][]byte, len(batches))
+	for i := range batches {
+		batches[i] = segmentDocs(t, randomBM25Docs(r, 300, 30))
+		seg, _, ok, err := buildSegment(batches[i])
+		if !ok || err != nil {
+			t.Fatalf("buildSegment: ok %v, err %v", ok, err)
+		}
+		want[i] = segmentBytes(t, seg)
+	}
+	errs := make(chan error, len(batches))
+	for i := range batches {
+		go func() {
+			for range 3 {
+				seg, _, ok, err := buildSegment(batches[i])
+				if !ok || err != nil {
+					errs <- fmt.Errorf("batch %d: ok %v, err %v", i, ok, err)
+					return
+				}
+				var buf bytes.Buffer
+				if _, err := seg.(*zap.SegmentBase).WriteTo(&buf); err != nil {
+					errs <- err
+					return
+				}
+				if !bytes.Equal(buf.Bytes(), want[i]) {
+					errs <- fmt.Errorf("batch %d: a concurrent build differs", i)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range batches {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
