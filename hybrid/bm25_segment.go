@@ -195,7 +195,7 @@ var segBuilders = sync.Pool{New: func() any { return &segBuilder{} }}
 
 // field returns the builder's field named name, adding it (reusing the buffers of a
 // field of an earlier build).
-func (b *segBuilder) field(name string, numDocs int) *segField {
+func (b *segBuilder) field(name string, numDocs, bodyPosts int) *segField {
 	for _, f := range b.fields {
 		if f.name == name {
 			return f
@@ -211,6 +211,12 @@ func (b *segBuilder) field(name string, numDocs int) *segField {
 		f = &segField{name: name, dict: map[string]uint32{}, last: -1}
 	}
 	f.norms = slices.Grow(f.norms[:0], numDocs)[:numDocs]
+	// Room for the postings: the body's counted ahead, one a document for the others.
+	if name == bodyField {
+		f.posts = slices.Grow(f.posts, bodyPosts)
+	} else {
+		f.posts = slices.Grow(f.posts, numDocs)
+	}
 	clear(f.norms)
 	b.fields = append(b.fields, f)
 	return f
@@ -264,6 +270,16 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 		segBuilders.Put(b)
 	}()
 	n := len(results)
+	bodyPosts := 0
+	for _, r := range results {
+		if d, isDoc := r.(*document.Document); isDoc {
+			for _, fl := range d.Fields {
+				if t, ok := fl.(*bodyDocField); ok {
+					bodyPosts += len(t.terms)
+				}
+			}
+		}
+	}
 	for i, r := range results {
 		d, isDoc := r.(*document.Document)
 		if !isDoc || len(d.CompositeFields) > 0 {
@@ -279,7 +295,7 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 			if err := zap.ValidateDocFields(fl); err != nil {
 				return nil, 0, true, err
 			}
-			f := b.field(name, n)
+			f := b.field(name, n, bodyPosts)
 			if f.last == i {
 				return nil, 0, false, nil // twice in one document: zap merges them
 			}
