@@ -161,19 +161,21 @@ type segField struct {
 	posts []segPosting      // in document order
 	norms []uint32          // by document: the field's analysed length (zap's norm)
 	last  int               // the last document that had the field (-1: none)
-	seen  []termSlot        // body terms by the address of their bytes (addTerm)
+	seen  []termSlot        // body terms by the address of their bytes (addShared)
 }
 
 // termSlot remembers the term id of the bytes at p (n bytes long). The body's terms are
-// slices of a few shared, never modified arrays (one per word of the analysis tables), so
-// the same address and length mean the same term: one probe instead of hashing the term.
+// never modified once analysed, and most are slices of a few shared arrays (one per word
+// of the analysis tables): within one build the same address and length mean the same
+// term, found with one probe instead of hashing the term.
 type termSlot struct {
 	p  *byte
 	n  int32
 	id uint32
 }
 
-const termSlots = 1 << 15
+// termSlotBits sizes a field's termSlot table (1<<termSlotBits slots, 16 bytes each).
+const termSlotBits = 15
 
 // segBuilder holds the buffers of one segment build (pooled).
 type segBuilder struct {
@@ -229,25 +231,23 @@ func (f *segField) addShared(term []byte, doc, freq uint32) {
 		return
 	}
 	if f.seen == nil {
-		f.seen = make([]termSlot, termSlots)
+		f.seen = make([]termSlot, 1<<termSlotBits)
 	}
 	p := unsafe.SliceData(term)
-	s := &f.seen[(uint64(uintptr(unsafe.Pointer(p)))*0x9E3779B97F4A7C15)>>(64-15)]
+	s := &f.seen[(uint64(uintptr(unsafe.Pointer(p)))*0x9E3779B97F4A7C15)>>(64-termSlotBits)]
 	if s.p != p || s.n != int32(len(term)) {
-		id, ok := f.dict[string(term)]
-		if !ok {
-			id = uint32(len(f.terms))
-			t := string(term)
-			f.dict[t] = id
-			f.terms = append(f.terms, t)
-		}
-		*s = termSlot{p: p, n: int32(len(term)), id: id}
+		*s = termSlot{p: p, n: int32(len(term)), id: f.id(term)}
 	}
 	f.posts = append(f.posts, segPosting{term: s.id, doc: doc, freq: freq})
 }
 
 // add adds term (freq occurrences in document doc) to field f.
 func (f *segField) add(term []byte, doc, freq uint32) {
+	f.posts = append(f.posts, segPosting{term: f.id(term), doc: doc, freq: freq})
+}
+
+// id returns the id of term in f, numbering it when new.
+func (f *segField) id(term []byte) uint32 {
 	id, ok := f.dict[string(term)]
 	if !ok {
 		id = uint32(len(f.terms))
@@ -255,7 +255,7 @@ func (f *segField) add(term []byte, doc, freq uint32) {
 		f.dict[s] = id
 		f.terms = append(f.terms, s)
 	}
-	f.posts = append(f.posts, segPosting{term: id, doc: doc, freq: freq})
+	return id
 }
 
 // buildSegment writes the zap v16 segment of results, the bytes zap's New writes, when
