@@ -209,27 +209,41 @@ func (l *localWords) word(shared *wordCache, w []byte, k [3]uint64) {
 	}
 }
 
-// frequencies returns the counted terms as Bleve's term map and their number, and
-// readies the table for the next document.
-func (l *localWords) frequencies() (index.TokenFrequencies, int) {
-	tf := make(index.TokenFrequencies, len(l.touched))
-	fs := make([]index.TokenFreq, len(l.touched))
+// frequencies returns the counted terms and their number, and readies the table for the
+// next document.
+func (l *localWords) frequencies() ([]fieldTerm, int) {
+	tc := make([]fieldTerm, len(l.touched))
 	for i, id := range l.touched {
-		t := &l.terms[id]
-		fs[i].Term = t.tb
-		fs[i].SetFrequency(int(l.counts[id]))
-		tf[t.key] = &fs[i]
+		tc[i] = fieldTerm{term: l.terms[id].tb, n: int(l.counts[id])}
 		l.counts[id] = 0
 	}
 	n := l.length
 	l.touched, l.length = l.touched[:0], 0
-	return tf, n
+	return tc, n
 }
 
-// analyze returns the terms of input with their counts, and how many terms it has (stop
-// words left out): analysis.TokenFrequency of the analyzer's tokens, and their number.
-// input is the field's own copy: the analyzer's filters may rewrite it.
-func (a *bodyAnalysis) analyze(input []byte) (index.TokenFrequencies, int) {
+// fieldTerm is one distinct term of an analysed field and its number of occurrences.
+type fieldTerm struct {
+	term []byte // shared: never modified
+	n    int
+}
+
+// tokenFrequencies is terms as Bleve's term map (no locations).
+func tokenFrequencies(terms []fieldTerm) index.TokenFrequencies {
+	tf := make(index.TokenFrequencies, len(terms))
+	fs := make([]index.TokenFreq, len(terms))
+	for i, t := range terms {
+		fs[i].Term = t.term
+		fs[i].SetFrequency(t.n)
+		tf[string(t.term)] = &fs[i]
+	}
+	return tf
+}
+
+// analyze returns the distinct terms of input with their counts, and how many terms it has
+// (stop words left out): analysis.TokenFrequency of the analyzer's tokens, and their
+// number. input is the field's own copy: the analyzer's filters may rewrite it.
+func (a *bodyAnalysis) analyze(input []byte) ([]fieldTerm, int) {
 	n := len(input)
 	for pos := 0; pos < n; pos++ {
 		if input[pos] >= 0x80 && !utf8.Valid(input[pos:]) {
@@ -276,9 +290,14 @@ func (a *bodyAnalysis) analyze(input []byte) (index.TokenFrequencies, int) {
 }
 
 // general is the analyzer's own path: its tokens counted by analysis.TokenFrequency.
-func (a *bodyAnalysis) general(input []byte) (index.TokenFrequencies, int) {
+func (a *bodyAnalysis) general(input []byte) ([]fieldTerm, int) {
 	ts := a.ana.Analyze(input)
-	return analysis.TokenFrequency(ts, nil, index.IndexField), len(ts)
+	tf := analysis.TokenFrequency(ts, nil, index.IndexField)
+	tc := make([]fieldTerm, 0, len(tf))
+	for _, f := range tf {
+		tc = append(tc, fieldTerm{term: f.Term, n: f.Frequency()})
+	}
+	return tc, len(ts)
 }
 
 // ascii counts the terms of the words of input[from:to], all ASCII, which starts and ends
@@ -342,7 +361,8 @@ func (a *bodyAnalysis) ascii(l *localWords, input []byte, from, to int) {
 type bodyDocField struct {
 	value  []byte
 	ana    *bodyAnalysis
-	tf     index.TokenFrequencies
+	terms  []fieldTerm            // the distinct terms (segment building reads these)
+	tf     index.TokenFrequencies // terms as Bleve's map, built when first asked for
 	length int
 	done   bool
 }
@@ -358,13 +378,21 @@ func (f *bodyDocField) EncodedFieldType() byte              { return 't' }
 func (f *bodyDocField) AnalyzedLength() int                 { return f.length }
 func (f *bodyDocField) Size() int                           { return 96 + len(f.value) }
 
-func (f *bodyDocField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.tf }
+// AnalyzedTokenFrequencies returns the terms as Bleve's map, built on the first call (the
+// segment builder of bm25_segment.go reads the terms without it). Not safe for concurrent
+// first calls: Bleve reads a document's fields on one goroutine.
+func (f *bodyDocField) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	if f.tf == nil && f.done {
+		f.tf = tokenFrequencies(f.terms)
+	}
+	return f.tf
+}
 
 // Analyze counts the field's terms (once).
 func (f *bodyDocField) Analyze() {
 	if f.done {
 		return
 	}
-	f.tf, f.length = f.ana.analyze(f.value)
+	f.terms, f.length = f.ana.analyze(f.value)
 	f.done = true
 }

@@ -97,11 +97,18 @@ func (f *lengthField) Size() int                           { return 64 }
 func (f *lengthField) EncodedFieldType() byte              { return 't' }
 func (f *lengthField) AnalyzedLength() int                 { return 1 }
 
-func (f *lengthField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.tf }
+// AnalyzedTokenFrequencies returns the length term as Bleve's map, built on the first call
+// (the segment builder of bm25_segment.go reads the term without it).
+func (f *lengthField) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	if f.tf == nil {
+		tf := &index.TokenFreq{Term: f.term[:]}
+		tf.SetFrequency(1)
+		f.tf = index.TokenFrequencies{string(f.term[:]): tf}
+	}
+	return f.tf
+}
 
 func (f *lengthField) Analyze() {
 	binary.BigEndian.PutUint32(f.term[:], uint32(min(f.body.AnalyzedLength(), 1<<32-1)))
-	tf := &index.TokenFreq{Term: f.term[:]}
-	tf.SetFrequency(1)
-	f.tf = index.TokenFrequencies{string(f.term[:]): tf}
+	f.tf = nil
 }

@@ -156,13 +156,19 @@ func (f *metaDocField) Size() int {
 	return n
 }
 
-func (f *metaDocField) AnalyzedTokenFrequencies() index.TokenFrequencies { return f.tf }
-
-func (f *metaDocField) Analyze() {
-	f.tf = make(index.TokenFrequencies, len(f.terms))
-	for _, t := range f.terms {
-		tf := &index.TokenFreq{Term: t}
-		tf.SetFrequency(1)
-		f.tf[string(t)] = tf
+// AnalyzedTokenFrequencies returns the terms as Bleve's map, built on the first call (the
+// segment builder of bm25_segment.go reads the terms without it).
+func (f *metaDocField) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	if f.tf == nil {
+		f.tf = make(index.TokenFrequencies, len(f.terms))
+		for _, t := range f.terms {
+			tf := &index.TokenFreq{Term: t}
+			tf.SetFrequency(1)
+			f.tf[string(t)] = tf
+		}
 	}
+	return f.tf
 }
+
+// Analyze does nothing: the terms are given (the map is built when asked for).
+func (f *metaDocField) Analyze() {}

@@ -772,7 +772,8 @@ func decodeLines(r io.Reader, fn func(*decodedLine) error) error {
 			if !tooLong {
 				if len(bytes.TrimSpace(line)) == 0 {
 					d.empty = true
-				} else {
+				} else if !decodeJSONLFast(line, &d.doc) {
+					d.doc = jsonlDoc{}
 					d.err = json.Unmarshal(line, &d.doc)
 				}
 			}
