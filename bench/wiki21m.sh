@@ -14,11 +14,13 @@
 # date, the commit and the machine's load; /usr/bin/time gives wall time and peak RSS.
 #
 # Needs: Go, python3, Debian's liblucene8-java and a JDK (for the Lucene steps), and disk:
-# at 21M about 16 GB for the corpus, the store (37 GB at 377e589: store.db 1.77 KB a passage;
-# issue 22 works on bringing it under the JSONL's size) and about 8 GB for Lucene's index.
-# Expected time on the project's 2-core machine at 21M (measured for issue 22 at 377e589):
-# corpus ~10 min, ours-index ~43 min (8,092 docs/s), ours-query ~4 min, lucene-index ~16 min
-# (21,387 docs/s), lucene-query ~5 min. Memory: 24 GB is enough for every step (Lucene runs
+# at 21M 17.6 GB for the corpus, 16.5 GB for the store (40baa70: store.db 10.8 GB, 512 B a
+# passage with its records compressed, plus the BM25 index) and about 8 GB for each of
+# Lucene's two indexes (the shared tool's, then bench/lucene's batch index).
+# Expected time on the project's 2-core machine at 21M (40baa70, BENCHMARKS.md §0p): corpus
+# 1.5 min, ours-index 16 min (21,813 docs/s, peak RSS 2.9 GB), ours-query 4.5 min, ours-eval
+# 1.5 min, lucene-index ~16 min (21,387 docs/s at issue 22's filing) and as much again for
+# the batch index, lucene-query ~5 min. Memory: 24 GB is enough for every step (Lucene runs
 # with -Xmx12g).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
