@@ -234,6 +234,13 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 		if w, err = m.newWrite(in); err != nil { // validated and chunked before taking the writer lock
 			return 0, err
 		}
+		// Embedded before taking the writer lock too: the embedder has every core to itself
+		// (the BM25 analysis, which starts under the lock, then overlaps the store's
+		// transaction and its fsync rather than the embedding), and a concurrent writer's
+		// embedding overlaps this one's write.
+		if err := w.embed(ctx, m); err != nil {
+			return 0, err
+		}
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
@@ -260,9 +267,6 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	}
 	// Read under the writer lock, so the stored versions cannot change before the write.
 	if err := w.readStored(m, c.name, upsert); err != nil {
-		return 0, err
-	}
-	if err := w.embed(ctx, m); err != nil { // outside any lock that readers need
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -225,6 +225,11 @@ func (d *vectorDerived) Apply(ctx context.Context, puts []store.Unit, dels []str
 			return err
 		}
 	}
+	if bc, ok := d.ix.(vectorstore.BackgroundCommitter); ok {
+		// The rows are written while the next write embeds and stores its documents (the
+		// store of record holds them: a crash before they are written is caught up on open).
+		return bc.CommitBackground(seq)
+	}
 	if du, ok := d.ix.(vectorstore.Durable); ok {
 		return du.Commit(seq)
 	}

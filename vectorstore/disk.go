@@ -161,6 +161,7 @@ type DiskIndex struct {
 	dirty         bool // rows or tombstones changed since the last write
 	meta          diskMeta
 	failed        error
+	bgErr         error // a failed background write (CommitBackground), for Close
 }
 
 var (
@@ -170,6 +171,8 @@ var (
 	_ AllowSearcher = (*DiskIndex)(nil)
 	_ SearchPlanner = (*DiskIndex)(nil)
 	_ VectorLookup  = (*DiskIndex)(nil)
+
+	_ BackgroundCommitter = (*DiskIndex)(nil)
 )
 
 // NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
@@ -405,6 +408,39 @@ func (x *DiskIndex) Commit(seq uint64) error {
 	return x.persistLocked()
 }
 
+// CommitBackground is Commit, with the rows written (when there are enough) on a goroutine
+// that holds the index's lock until they are: it returns at once, and every other call
+// waits for the write. A failed write leaves the index unusable (ErrDiskClosed, as a
+// failed Commit does), the files at the previous commit; the next call and Close report
+// it.
+func (x *DiskIndex) CommitBackground(seq uint64) error {
+	x.mu.Lock()
+	if x.failed != nil {
+		x.mu.Unlock()
+		return x.failed
+	}
+	x.seq = seq
+	if x.dir == "" || x.readOnly || len(x.tailIDs) < x.flushRows() {
+		x.mu.Unlock()
+		return nil
+	}
+	// The lock passes to the writer (a sync.RWMutex is not held by a goroutine): no call
+	// sees the index between this commit and its write.
+	go func() {
+		defer x.mu.Unlock()
+		defer func() {
+			if p := recover(); p != nil {
+				x.failed = fmt.Errorf("%w: writing the rows panicked: %v", ErrDiskClosed, p)
+				x.bgErr = x.failed
+			}
+		}()
+		if err := x.persistLocked(); err != nil {
+			x.bgErr = x.failed
+		}
+	}()
+	return nil
+}
+
 // flushRows is how many rows in memory make Commit write: diskFlushRows, or an eighth of
 // the rows on disk up to 1 GiB of float32 rows (each write rewrites the id table, so a
 // big index writes less often).
@@ -417,7 +453,8 @@ func (x *DiskIndex) flushRows() int {
 func (x *DiskIndex) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var err error
+	err := x.bgErr
+	x.bgErr = nil
 	if x.failed == nil && x.dir != "" && !x.readOnly && (x.dirty || x.seq != x.savedSeq) {
 		err = x.persistLocked()
 	}

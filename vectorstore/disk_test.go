@@ -12,6 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/agentmem/memory/internal/vecmath"
 )
 
 // smallDiskWrites makes the disk index write its rows every few rows, so that tests cross
@@ -624,5 +627,132 @@ func TestDiskPackedLists(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiskTailReuse: the rows a Commit wrote to disk leave their buffer to the next rows (a
+// bulk ingest allocated, zeroed and copied the tail afresh after every flush, doubling it
+// up to the flush size), and the rows kept in the reused buffer, those written from it and
+// those read back after a reopen are the vectors added.
+func TestDiskTailReuse(t *testing.T) {
+	smallDiskWrites(t, 1000)
+	const dim, batch, batches = 32, 250, 12
+	rng := rand.New(rand.NewPCG(3, 9))
+	vecs := diskClustered(rng, batch*batches, dim, 4, 0.3)
+	ids := make([]string, len(vecs))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("doc-%06d", i)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
+	check := func(x *DiskIndex, n int) {
+		t.Helper()
+		for i := range n {
+			want := make([]float32, dim)
+			vecmath.NormalizeInto(want, vecs[i])
+			if got, ok := x.Vector(ids[i]); !ok || !slices.Equal(got, want) {
+				t.Fatalf("%s: vector differs after %d rows (found %v)", ids[i], n, ok)
+			}
+		}
+	}
+	var buf *float32 // the tail buffer after the first flush
+	for b := range batches {
+		lo := b * batch
+		if err := x.Add(ctx, ids[lo:lo+batch], vecs[lo:lo+batch]); err != nil {
+			t.Fatal(err)
+		}
+		if b >= 4 { // the first flush is behind
+			p := unsafe.SliceData(x.tailVecs[:1])
+			if buf == nil {
+				buf = p
+			} else if p != buf {
+				t.Fatalf("batch %d: the tail's buffer was allocated again after a flush", b)
+			}
+		}
+		if err := x.Commit(uint64(b + 1)); err != nil {
+			t.Fatal(err)
+		}
+		check(x, lo+batch)
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x = openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
+	defer x.Close()
+	check(x, len(ids))
+}
+
+// TestDiskCommitBackground: rows written by a background commit are those added, whether
+// read while the write runs (the next call waits for it), after it, or after a reopen; a
+// write that fails makes the next call and Close report it.
+func TestDiskCommitBackground(t *testing.T) {
+	smallDiskWrites(t, 500)
+	const dim, batch, batches = 16, 250, 8
+	rng := rand.New(rand.NewPCG(5, 1))
+	vecs := diskClustered(rng, batch*batches, dim, 4, 0.3)
+	ids := make([]string, len(vecs))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("doc-%06d", i)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
+	check := func(x *DiskIndex, n int) {
+		t.Helper()
+		if got := x.Len(); got != n {
+			t.Fatalf("Len %d, want %d", got, n)
+		}
+		for i := range n {
+			want := make([]float32, dim)
+			vecmath.NormalizeInto(want, vecs[i])
+			if got, ok := x.Vector(ids[i]); !ok || !slices.Equal(got, want) {
+				t.Fatalf("%s: vector differs after %d rows (found %v)", ids[i], n, ok)
+			}
+		}
+	}
+	for b := range batches {
+		lo := b * batch
+		if err := x.Add(ctx, ids[lo:lo+batch], vecs[lo:lo+batch]); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.CommitBackground(uint64(b + 1)); err != nil {
+			t.Fatal(err)
+		}
+		if b%2 == 1 {
+			check(x, lo+batch)
+		}
+		if got := x.Seq(); got != uint64(b+1) {
+			t.Fatalf("Seq %d, want %d", got, b+1)
+		}
+	}
+	if err := x.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x = openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
+	check(x, len(ids))
+	if got := x.Seq(); got != batches {
+		t.Fatalf("reopened at %d, want %d", got, batches)
+	}
+
+	// A write that fails: the directory's parent is a file.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	x.mu.Lock()
+	x.dir = filepath.Join(file, "vectors")
+	x.mu.Unlock()
+	if err := x.Add(ctx, ids[:batch*2], vecs[:batch*2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.CommitBackground(batches + 1); err != nil {
+		t.Fatalf("CommitBackground: %v (the write's error comes later)", err)
+	}
+	if err := x.Add(ctx, ids[:1], vecs[:1]); !errors.Is(err, ErrDiskClosed) {
+		t.Fatalf("Add after a failed background write: %v, want ErrDiskClosed", err)
+	}
+	if err := x.Close(); !errors.Is(err, ErrDiskClosed) {
+		t.Fatalf("Close after a failed background write: %v, want ErrDiskClosed", err)
 	}
 }

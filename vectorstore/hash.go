@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 )
 
 // HashEmbedder embeds text by feature hashing: each lower-cased word and word bigram adds
@@ -42,7 +42,12 @@ const hashParallelMin = 16
 // embedder holds no state, and a bulk ingest would otherwise embed on one core while the
 // others wait for it.
 func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	// One allocation for the batch's vectors, each capped to its own length.
+	slab := make([]float32, len(texts)*h.dim)
 	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = slab[i*h.dim : (i+1)*h.dim : (i+1)*h.dim]
+	}
 	parts := min(runtime.GOMAXPROCS(0), len(texts)/(hashParallelMin/2))
 	if len(texts) < hashParallelMin || parts <= 1 {
 		return out, h.embedRange(ctx, texts, out, 0, len(texts))
@@ -65,22 +70,26 @@ func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	return out, nil
 }
 
-// embedRange embeds texts[i:j] into out[i:j].
+// embedRange embeds texts[i:j] into out[i:j] (zeroed vectors of length Dim).
 func (h *HashEmbedder) embedRange(ctx context.Context, texts []string, out [][]float32, i, j int) error {
 	for ; i < j; i++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		out[i] = h.one(texts[i])
+		h.oneInto(texts[i], out[i])
 	}
 	return nil
 }
 
 func (h *HashEmbedder) one(text string) []float32 {
 	v := make([]float32, h.dim)
-	if !h.oneASCII(text, v) {
-		h.oneUnicode(text, v)
-	}
+	h.oneInto(text, v)
+	return v
+}
+
+// oneInto embeds text into v (len h.dim, zeroed).
+func (h *HashEmbedder) oneInto(text string, v []float32) {
+	h.features(text, v)
 	var n float64
 	for _, x := range v {
 		n += float64(x) * float64(x)
@@ -91,7 +100,6 @@ func (h *HashEmbedder) one(text string) []float32 {
 			v[i] *= s
 		}
 	}
-	return v
 }
 
 // add adds weight to the bucket of feature hash x (its top bit the sign).
@@ -103,15 +111,17 @@ func (h *HashEmbedder) add(v []float32, x uint64, weight float32) {
 	v[(x&0x7fffffffffffffff)%uint64(h.dim)] += sign * weight
 }
 
-// oneASCII adds the features of an ASCII text to v in one pass over its bytes, lower-casing
-// and hashing as it goes (the words of oneUnicode, the same hashes in the same order, without
-// its strings); false, v untouched, when text holds a byte past ASCII.
-func (h *HashEmbedder) oneASCII(text string, v []float32) bool {
-	for i := 0; i < len(text); i++ {
-		if text[i] >= 0x80 {
-			return false
-		}
-	}
+// features adds the features of text to v in one pass over its bytes, lower-casing and
+// hashing as it goes. Its words are those of strings.FieldsFunc(strings.ToLower(text),
+// neither a letter nor a number): the runs of runes whose lower case (unicode.ToLower) is a
+// letter or a number (unicode.IsLetter, IsNumber), hashed as the UTF-8 bytes of that lower
+// case. A byte that is not valid UTF-8 separates words, as the U+FFFD that strings.ToLower
+// writes for it does. Each feature's bucket is the 64-bit FNV-1a hash of its bytes: a
+// word's, then the bigram's (the previous word, a space, the word), continued from the
+// previous word's hash rather than hashed again from a joined string. Without the strings
+// of strings.ToLower and FieldsFunc, a text that is not pure ASCII costs what one that is
+// does.
+func (h *HashEmbedder) features(text string, v []float32) {
 	var prev, word, bigram uint64 // the previous word's hash; the current word's and bigram's so far
 	inWord, words := false, 0
 	end := func() {
@@ -122,13 +132,31 @@ func (h *HashEmbedder) oneASCII(text string, v []float32) bool {
 		prev, inWord = word, false
 		words++
 	}
-	for i := 0; i < len(text); i++ {
+	for i := 0; i < len(text); {
 		c := text[i]
-		switch {
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		default:
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			default:
+				if inWord {
+					end()
+				}
+				continue
+			}
+			if !inWord {
+				word, bigram, inWord = fnvOffset, (prev^' ')*fnvPrime, true
+			}
+			word = (word ^ uint64(c)) * fnvPrime
+			bigram = (bigram ^ uint64(c)) * fnvPrime
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
+		r = unicode.ToLower(r) // utf8.RuneError (an invalid byte) stays itself: no letter
+		if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
 			if inWord {
 				end()
 			}
@@ -137,32 +165,14 @@ func (h *HashEmbedder) oneASCII(text string, v []float32) bool {
 		if !inWord {
 			word, bigram, inWord = fnvOffset, (prev^' ')*fnvPrime, true
 		}
-		word = (word ^ uint64(c)) * fnvPrime
-		bigram = (bigram ^ uint64(c)) * fnvPrime
+		var buf [utf8.UTFMax]byte
+		for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
+			word = (word ^ uint64(b)) * fnvPrime
+			bigram = (bigram ^ uint64(b)) * fnvPrime
+		}
 	}
 	if inWord {
 		end()
-	}
-	return true
-}
-
-// oneUnicode adds the features of text to v: its words are the runs of letters and digits
-// of its lower-cased form (strings.ToLower, unicode.IsLetter and IsNumber).
-func (h *HashEmbedder) oneUnicode(text string, v []float32) {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
-	})
-	// Each feature's bucket is the 64-bit FNV-1a hash of its bytes: a word's, then the
-	// bigram's (the previous word, a space, the word), continued from the previous word's
-	// hash rather than hashed again from a joined string.
-	var prev uint64
-	for i, w := range words {
-		x := fnv1a(fnvOffset, w)
-		h.add(v, x, 1)
-		if i > 0 {
-			h.add(v, fnv1a((prev^' ')*fnvPrime, w), 0.5)
-		}
-		prev = x
 	}
 }
 
@@ -171,12 +181,3 @@ const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211
 )
-
-// fnv1a continues FNV-1a hash h over the bytes of s.
-func fnv1a(h uint64, s string) uint64 {
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= fnvPrime
-	}
-	return h
-}

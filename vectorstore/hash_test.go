@@ -97,6 +97,48 @@ func TestHashEmbedParallel(t *testing.T) {
 	}
 }
 
+// TestHashSameVectorsRunes holds the embedder's one pass over the bytes to the reference on
+// texts built from runes that test its lower-casing and word splitting: upper-case letters
+// whose lower case is ASCII (the Kelvin sign, a dotted capital I), letters that change their
+// UTF-8 length when lower-cased, digits and marks of other scripts, U+FFFD and bytes that are
+// not valid UTF-8, mixed with ASCII words and separators.
+func TestHashSameVectorsRunes(t *testing.T) {
+	pieces := []string{"a", "Z", "q9", " ", ",", "-", "\n", "\u212a", "\u0130", "\u023a", "\u2c65", "\u1e9e", "\u03a3",
+		"\u00c9t\u00c9", "\u0663", "\u2167", "\u0301", "\u00ad", "\ufffd", "\xff", "\xe2\x82", "\xc0\xaf", "\U0001d400",
+		"\u65e5\u672c", "\u3002", "_", "\u00a0", "\u2028", "Stra\u00dfe", "\u0391\u0392\u0393"}
+	seed := uint64(1)
+	next := func() int {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int(seed >> 33)
+	}
+	for _, dim := range []int{7, 384} {
+		h := NewHashEmbedder(dim)
+		for range 3000 {
+			var b strings.Builder
+			for range next() % 24 {
+				b.WriteString(pieces[next()%len(pieces)])
+			}
+			text := b.String()
+			if got, want := h.one(text), hashOneRef(dim, text); !slices.Equal(got, want) {
+				t.Fatalf("dim %d, %q: vectors differ", dim, text)
+			}
+		}
+	}
+}
+
+// FuzzHashSameVectors holds the embedder to the reference on any text.
+func FuzzHashSameVectors(f *testing.F) {
+	for _, s := range []string{"", "The Cat", "\u212a\u0130 caf\u00e9", "\xff\xfe abc", "\u65e5\u672c\u8a9e 42"} {
+		f.Add(s)
+	}
+	h := NewHashEmbedder(64)
+	f.Fuzz(func(t *testing.T, text string) {
+		if got, want := h.one(text), hashOneRef(64, text); !slices.Equal(got, want) {
+			t.Fatalf("%q: vectors differ", text)
+		}
+	})
+}
+
 func BenchmarkHashEmbed(b *testing.B) {
 	text := "These effects are accompanied by augmented brain levels of anandamide and are prevented by CB1 receptor blockade. Finally, treatment of (32)P-labeled whole platelets with prostacyclin resulted in a 90 +/- 14% increase in phosphorylated Galpha(13) that was abolished by pretreatment with the adenylate cyclase inhibitor MDL-12."
 	h := NewHashEmbedder(384)
@@ -108,6 +150,13 @@ func BenchmarkHashEmbed(b *testing.B) {
 	b.Run("ref", func(b *testing.B) {
 		for b.Loop() {
 			hashOneRef(384, text)
+		}
+	})
+	// A passage with a few letters past ASCII, as many of a corpus are.
+	text = strings.Replace(text, "effects", "effécts", 1)
+	b.Run("unicode", func(b *testing.B) {
+		for b.Loop() {
+			h.one(text)
 		}
 	})
 }

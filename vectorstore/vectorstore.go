@@ -122,6 +122,15 @@ type Durable interface {
 	Commit(seq uint64) error
 }
 
+// BackgroundCommitter is an optional ability of a Durable index: CommitBackground is
+// Commit, except that the files it writes, if any, are written on a goroutine of its own
+// while the caller goes on; the index's next call (an add, a search, Commit, Close) waits
+// for them. A write that fails is reported by that next call and by Close. A bulk ingest
+// embeds and stores its next batch while the vectors of the last are written.
+type BackgroundCommitter interface {
+	CommitBackground(seq uint64) error
+}
+
 // AllowSearcher is an optional ability of an Index that searches among a list of ids
 // resolved once into its own row numbers (a bitmap over ordinals), rather than calling a
 // [Filter] per stored row. The result is what Search returns with a filter accepting
