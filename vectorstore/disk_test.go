@@ -630,23 +630,16 @@ func TestDiskPackedLists(t *testing.T) {
 	}
 }
 
-// TestDiskTailReuse: the rows a Commit wrote to disk leave their buffer to the next rows (a
-// bulk ingest allocated, zeroed and copied the tail afresh after every flush, doubling it
-// up to the flush size), and the rows kept in the reused buffer, those written from it and
-// those read back after a reopen are the vectors added.
-func TestDiskTailReuse(t *testing.T) {
-	smallDiskWrites(t, 1000)
-	const dim, batch, batches = 32, 250, 12
-	rng := rand.New(rand.NewPCG(3, 9))
-	vecs := diskClustered(rng, batch*batches, dim, 4, 0.3)
+// diskRowsAndCheck draws n clustered rows of dim (seeded) with ids, and a check that an
+// index returns the first n of them (normalised) as their vectors.
+func diskRowsAndCheck(t *testing.T, seed uint64, dim, n int) ([]string, [][]float32, func(x *DiskIndex, n int)) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	vecs := diskClustered(rng, n, dim, 4, 0.3)
 	ids := make([]string, len(vecs))
 	for i := range ids {
 		ids[i] = fmt.Sprintf("doc-%06d", i)
 	}
-	ctx := context.Background()
-	dir := t.TempDir()
-	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
-	check := func(x *DiskIndex, n int) {
+	return ids, vecs, func(x *DiskIndex, n int) {
 		t.Helper()
 		for i := range n {
 			want := make([]float32, dim)
@@ -656,6 +649,19 @@ func TestDiskTailReuse(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDiskTailReuse: the rows a Commit wrote to disk leave their buffer to the next rows (a
+// bulk ingest allocated, zeroed and copied the tail afresh after every flush, doubling it
+// up to the flush size), and the rows kept in the reused buffer, those written from it and
+// those read back after a reopen are the vectors added.
+func TestDiskTailReuse(t *testing.T) {
+	smallDiskWrites(t, 1000)
+	const dim, batch, batches = 32, 250, 12
+	ids, vecs, check := diskRowsAndCheck(t, 3, dim, batch*batches)
+	ctx := context.Background()
+	dir := t.TempDir()
+	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
 	var buf *float32 // the tail buffer after the first flush
 	for b := range batches {
 		lo := b * batch
@@ -689,12 +695,7 @@ func TestDiskTailReuse(t *testing.T) {
 func TestDiskCommitBackground(t *testing.T) {
 	smallDiskWrites(t, 500)
 	const dim, batch, batches = 16, 250, 8
-	rng := rand.New(rand.NewPCG(5, 1))
-	vecs := diskClustered(rng, batch*batches, dim, 4, 0.3)
-	ids := make([]string, len(vecs))
-	for i := range ids {
-		ids[i] = fmt.Sprintf("doc-%06d", i)
-	}
+	ids, vecs, checkRows := diskRowsAndCheck(t, 5, dim, batch*batches)
 	ctx := context.Background()
 	dir := t.TempDir()
 	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: dir})
@@ -703,13 +704,7 @@ func TestDiskCommitBackground(t *testing.T) {
 		if got := x.Len(); got != n {
 			t.Fatalf("Len %d, want %d", got, n)
 		}
-		for i := range n {
-			want := make([]float32, dim)
-			vecmath.NormalizeInto(want, vecs[i])
-			if got, ok := x.Vector(ids[i]); !ok || !slices.Equal(got, want) {
-				t.Fatalf("%s: vector differs after %d rows (found %v)", ids[i], n, ok)
-			}
-		}
+		checkRows(x, n)
 	}
 	for b := range batches {
 		lo := b * batch
