@@ -38,7 +38,7 @@ func (m *Memory) makeDB(dbPath string) error {
 		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
 	}
 	// bbolt writes its first pages and fsyncs them when it opens an empty file.
-	db, err := bolt.Open(tmp, 0o644, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(tmp, 0o644, &bolt.Options{Timeout: time.Second, PageSize: store.PageSize})
 	if err != nil {
 		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
 	}

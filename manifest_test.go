@@ -68,12 +68,16 @@ func TestManifestWithDamagedStoreFile(t *testing.T) {
 		}},
 		{"not a database", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("x", 70000)), 0o644) }},
 		{"both meta pages zeroed", func(p string) error {
+			pageSize, _, err := store.PageLayout(p)
+			if err != nil {
+				return err
+			}
 			f, err := os.OpenFile(p, os.O_WRONLY, 0)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			_, err = f.WriteAt(make([]byte, 8192), 0)
+			_, err = f.WriteAt(make([]byte, 2*pageSize), 0)
 			return err
 		}},
 	}

@@ -751,3 +751,32 @@ func TestDiskCommitBackground(t *testing.T) {
 		t.Fatalf("Close after a failed background write: %v, want ErrDiskClosed", err)
 	}
 }
+
+// TestBinaryCodeSigns holds the branch-free sign code to its definition (bit j set when
+// value j > 0) on the values at the edges: both zeros, the smallest subnormals, the
+// largest finite values, and random vectors of 1 to 200 values.
+func TestBinaryCodeSigns(t *testing.T) {
+	edge := []float32{0, float32(math.Copysign(0, -1)), math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32,
+		math.MaxFloat32, -math.MaxFloat32, 1, -1, 1e-40, -1e-40}
+	vecs := [][]float32{edge}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := 1; n <= 200; n++ {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+			if rng.IntN(10) == 0 {
+				v[i] = edge[rng.IntN(len(edge))]
+			}
+		}
+		vecs = append(vecs, v)
+	}
+	for _, v := range vecs {
+		code := make([]uint64, (len(v)+63)/64)
+		binaryCode(v, code)
+		for j, f := range v {
+			if got, want := code[j>>6]>>(j&63)&1 == 1, f > 0; got != want {
+				t.Fatalf("value %d (%v) of %d: bit %v", j, f, len(v), got)
+			}
+		}
+	}
+}

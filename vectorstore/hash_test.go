@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -159,4 +160,23 @@ func BenchmarkHashEmbed(b *testing.B) {
 			h.one(text)
 		}
 	})
+}
+
+// TestHashBucket holds the division-free bucket to x % Dim, over the hashes at the ends of
+// the range (where the quotient estimate is furthest off) and random ones.
+func TestHashBucket(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dim := range []int{1, 2, 3, 7, 64, 256, 384, 768, 1000, 1536, 4095, 65537, 1<<31 - 1, 1<<40 + 3} {
+		h := NewHashEmbedder(dim)
+		d := uint64(dim)
+		xs := []uint64{0, 1, d - 1, d, d + 1, 1<<63 - 1, 1<<63 - 2, (1<<63 - 1) / d * d, (1<<63-1)/d*d - 1}
+		for range 20000 {
+			xs = append(xs, rng.Uint64()>>1)
+		}
+		for _, x := range xs {
+			if got, want := h.bucket(x), int(x%d); got != want {
+				t.Fatalf("dim %d: bucket(%d) = %d, want %d", dim, x, got, want)
+			}
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentmem/memory/internal/vecmath"
 	segjson "github.com/segmentio/encoding/json"
@@ -89,12 +90,21 @@ func recordJSON(id string, v []byte) ([]byte, error) {
 	return v[5:], nil
 }
 
+// littleEndian reports whether this machine keeps a number's low byte first, as stored
+// vectors do.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
 // EncodeVector is the stored form of v, the vector of index id uid (its key in the store).
 func EncodeVector(uid string, v []float32) []byte {
 	b := make([]byte, 8+4*len(v))
 	binary.LittleEndian.PutUint32(b, vecMagicKey)
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[8+4*i:], math.Float32bits(f))
+	if littleEndian && len(v) > 0 {
+		// The stored form is the values' little-endian bits: this machine's own.
+		copy(b[8:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v)))
+	} else {
+		for i, f := range v {
+			binary.LittleEndian.PutUint32(b[8+4*i:], math.Float32bits(f))
+		}
 	}
 	binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC(uid), castagnoli, b[8:]))
 	return b

@@ -356,3 +356,25 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestEncodeVectorLayout holds EncodeVector's bytes to its layout written out field by
+// field (tag, checksum of key and values, each value's little-endian float32 bits), for
+// vectors of 0 to 40 values: the machine's own byte order must not leak into the file.
+func TestEncodeVectorLayout(t *testing.T) {
+	for n := range 41 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(i)*0.37 - 5
+		}
+		want := binary.LittleEndian.AppendUint32(nil, vecMagicKey)
+		vals := []byte{}
+		for _, f := range v {
+			vals = binary.LittleEndian.AppendUint32(vals, math.Float32bits(f))
+		}
+		want = binary.BigEndian.AppendUint32(want, crc32.Update(keyCRC("k"), castagnoli, vals))
+		want = append(want, vals...)
+		if got := EncodeVector("k", v); !bytes.Equal(got, want) {
+			t.Fatalf("%d values: % x, want % x", n, got, want)
+		}
+	}
+}

@@ -101,6 +101,17 @@ type DB struct {
 // a time. Not on Windows, where bbolt extends the file to the size it maps.
 const writeMmapSize = 1 << 30
 
+// PageSize is the bbolt page size of a store created now (a store keeps the size it was
+// created with). 16 KiB rather than bbolt's default (the OS page, 4 KiB) because stored
+// vectors are big values: a 384-dim float32 vector (1,552 bytes stored) fits twice in a 4 KiB
+// page, which leaves a quarter of the page empty, ten times in a 16 KiB one; a 768-dim one
+// (3,088 bytes) fills a 4 KiB page alone and fits five times in 16 KiB (store.db with vectors
+// at 1M x 384: 2,551 → 2,107 bytes a passage). bbolt writes a transaction's pages one
+// system call each, so a bulk write makes a quarter of the calls (1M passages with vectors:
+// the store's commits took 6.9 s instead of 11.9 s). A small write rewrites bigger pages
+// (about 16 KiB a level of the tree it touches), which its fsync outweighs.
+const PageSize = 16 << 10
+
 // Open opens (creating when it is absent and o is writable) the store of record at path. A
 // lock held by another process is ErrLocked; a file bbolt cannot open is ErrCorrupt naming it.
 // Call CheckFile before it: bbolt maps a damaged file unchecked.
@@ -109,7 +120,7 @@ func Open(path string, o Options) (*DB, error) {
 	if timeout <= 0 {
 		timeout = 200 * time.Millisecond
 	}
-	bo := &bolt.Options{Timeout: timeout, NoSync: o.NoSync, ReadOnly: o.ReadOnly}
+	bo := &bolt.Options{Timeout: timeout, NoSync: o.NoSync, ReadOnly: o.ReadOnly, PageSize: PageSize}
 	if !o.ReadOnly && strconv.IntSize == 64 && runtime.GOOS != "windows" { // bbolt grows the file to its mapping there
 		bo.InitialMmapSize = writeMmapSize
 	}

@@ -36,22 +36,7 @@ func CheckFile(path string) error {
 	if size == 0 {
 		return fmt.Errorf("%w: %s is empty", ErrCorrupt, path)
 	}
-	best, ok := boltMeta{}, false
-	// The first meta page is at offset 0 and names the page size; the second is one page
-	// later (bbolt looks for it at each power of two when the first is damaged).
-	if m, err := readBoltMeta(f, 0); err == nil {
-		best, ok = m, true
-		if m2, err := readBoltMeta(f, int64(m.pageSize)); err == nil && m2.txid > best.txid {
-			best = m2
-		}
-	} else {
-		for ps := int64(1024); ps <= 1<<24 && ps < size; ps <<= 1 {
-			if m, err := readBoltMeta(f, ps); err == nil && int64(m.pageSize) == ps {
-				best, ok = m, true
-				break
-			}
-		}
-	}
+	best, ok := currentMeta(f, size)
 	if !ok {
 		return fmt.Errorf("%w: %s has no valid bbolt meta page (damaged or not a store database)", ErrCorrupt, path)
 	}
@@ -62,6 +47,25 @@ func CheckFile(path string) error {
 		return fmt.Errorf("%w: %s: meta page points past the end of the data", ErrCorrupt, path)
 	}
 	return nil
+}
+
+// currentMeta returns the newer valid meta page of the bbolt file f (size bytes long), false
+// when it has none. The first meta page is at offset 0 and names the page size; the second
+// is one page later, looked for at each power of two when the first is damaged (as bbolt
+// does: stores are made with PageSize pages, older ones with 4 KiB).
+func currentMeta(f io.ReaderAt, size int64) (boltMeta, bool) {
+	if m, err := readBoltMeta(f, 0); err == nil {
+		if m2, err := readBoltMeta(f, int64(m.pageSize)); err == nil && m2.txid > m.txid {
+			return m2, true
+		}
+		return m, true
+	}
+	for ps := int64(1024); ps <= 1<<24 && ps < size; ps <<= 1 {
+		if m, err := readBoltMeta(f, ps); err == nil && int64(m.pageSize) == ps {
+			return m, true
+		}
+	}
+	return boltMeta{}, false
 }
 
 // boltMeta is what CheckFile reads of a bbolt meta page.
@@ -214,15 +218,11 @@ func checkFreelist(path string) error {
 		return err
 	}
 	defer f.Close()
-	m0, err0 := readBoltMeta(f, 0)
-	pageSize := int64(m0.pageSize)
-	if err0 != nil {
-		pageSize = int64(os.Getpagesize())
+	fi, err := f.Stat()
+	if err != nil {
+		return err
 	}
-	m, ok := m0, err0 == nil
-	if m1, err := readBoltMeta(f, pageSize); err == nil && (!ok || m1.txid > m.txid) {
-		m, ok = m1, true
-	}
+	m, ok := currentMeta(f, fi.Size())
 	if !ok {
 		return errors.New("no valid meta page")
 	}

@@ -18,6 +18,30 @@ const MaxHalf = 65504
 // subnormal (2^-24) round to a signed zero, as IEEE rounding does.
 func HalfBits(f float32) (h uint16, ok bool) {
 	b := math.Float32bits(f)
+	if r, ok := roundNormal(b); ok {
+		// float32 exponent e is float16's e-112; the mantissa's top 10 bits are float16's.
+		return uint16(b>>16)&0x8000 | uint16((r&0x7fffffff)>>13-112<<10), true
+	}
+	return halfBitsSlow(b)
+}
+
+// roundNormal rounds float32 bits b to float16's precision in float32 bits (10 mantissa
+// bits, ties to even, a carry raising the exponent) when b is a float16 normal (float32
+// biased exponents 113..142: float16's -14..15) and the rounded value still is one. Other
+// values (subnormals, zero, too large, Inf, NaN): ok false. Branch-free apart from the
+// range check, which real vectors rarely fail: the rounding in halfBitsSlow branches on
+// each value's low bits, a coin toss for the CPU.
+func roundNormal(b uint32) (r uint32, ok bool) {
+	if e := b >> 23 & 0xff; e < 113 || e > 142 {
+		return 0, false
+	}
+	r = (b + 0xfff + (b>>13)&1) &^ 0x1fff
+	return r, r>>23&0xff <= 142
+}
+
+// halfBitsSlow is HalfBits for every value, case by case: the definition roundNormal's
+// shortcut is tested against.
+func halfBitsSlow(b uint32) (h uint16, ok bool) {
 	sign := uint16(b>>16) & 0x8000
 	if b&0x7fffffff > 0x7f800000 { // NaN
 		return 0, false
@@ -70,6 +94,10 @@ func HalfFloat(h uint16) float32 {
 func RoundHalf(v []float32) ([]float32, error) {
 	out := make([]float32, len(v))
 	for i, f := range v {
+		if r, ok := roundNormal(math.Float32bits(f)); ok {
+			out[i] = math.Float32frombits(r) // a float16 normal, rounded in float32 bits
+			continue
+		}
 		h, ok := HalfBits(f)
 		if !ok {
 			return nil, fmt.Errorf("%w: value %d is %v", ErrHalfRange, i, f)

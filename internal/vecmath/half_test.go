@@ -116,3 +116,46 @@ func TestRoundHalf(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundHalfMatchesHalfBits holds HalfBits and RoundHalf (which round float16 normals
+// in float32 bits, roundNormal) to the case-by-case definition (halfBitsSlow, then
+// HalfFloat), value by value: every float32 exponent near float16's
+// range with mantissas at the rounding edges (ties, one either side, all ones) and random
+// bit patterns, both signs.
+func TestRoundHalfMatchesHalfBits(t *testing.T) {
+	var in []float32
+	for e := uint32(100); e <= 145; e++ {
+		for _, m := range []uint32{0, 1, 0xfff, 0x1000, 0x1001, 0x2000, 0x3000, 0x7fefff, 0x7ff000, 0x7fffff, 0x400000} {
+			for _, s := range []uint32{0, 1 << 31} {
+				in = append(in, math.Float32frombits(s|e<<23|m))
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		b := rng.Uint32()
+		if e := b >> 23 & 0xff; e == 0xff {
+			continue // NaN and Inf: errors, tested above
+		}
+		in = append(in, math.Float32frombits(b))
+	}
+	for _, f := range in {
+		h, ok := halfBitsSlow(math.Float32bits(f))
+		if hf, okf := HalfBits(f); hf != h || okf != ok {
+			t.Fatalf("%v (%#08x): HalfBits %#04x %v, want %#04x %v", f, math.Float32bits(f), hf, okf, h, ok)
+		}
+		got, err := RoundHalf([]float32{f})
+		if !ok {
+			if !errors.Is(err, ErrHalfRange) {
+				t.Fatalf("%v (%#08x): err %v, want ErrHalfRange", f, math.Float32bits(f), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v (%#08x): %v", f, math.Float32bits(f), err)
+		}
+		if want := HalfFloat(h); math.Float32bits(got[0]) != math.Float32bits(want) {
+			t.Fatalf("%v (%#08x): %v (%#08x), want %v (%#08x)", f, math.Float32bits(f), got[0], math.Float32bits(got[0]), want, math.Float32bits(want))
+		}
+	}
+}
