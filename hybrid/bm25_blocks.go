@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zap "github.com/blevesearch/zapx/v16"
 )
@@ -377,6 +378,13 @@ type blockSource struct {
 	pl   segment.PostingsList
 	it   segment.PostingsIterator
 	next int // the iterator stands at the start of block next; -1: no iterator yet
+
+	// Blocks are read straight from the segment's bytes when the list allows it
+	// (bm25_zapread.go): direct is then set, z describes the list and docs iterates its
+	// documents (it stays unused).
+	direct bool
+	z      zapList
+	docs   roaring.IntPeekable
 }
 
 // decode reads block i of tb (term in the segment of dict) and checks it against the
@@ -392,8 +400,21 @@ func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termB
 		if pl.Count() != tb.total || (tb.cs != 0 && chunkSizeOf(pl) != tb.cs) {
 			return nil, errBlockMeta
 		}
-		s.it = pl.Iterator(true, true, false, s.it)
+		if s.direct = tb.cs != 0 && zapListOf(pl, &s.z); s.direct {
+			s.docs = s.z.bm.Iterator()
+		} else {
+			s.it = pl.Iterator(true, true, false, s.it)
+		}
 		s.next = 0
+	}
+	if s.direct {
+		blk, err := decodeDirect(&s.z, s.docs, tb, i)
+		if err != nil {
+			s.next = -1 // start again from the list at the next decode
+			return nil, err
+		}
+		s.next = i + 1
+		return blk, nil
 	}
 	lo, hi := tb.span(i)
 	if i > s.next {

@@ -6,6 +6,7 @@
 //
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
 //	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
+//	    [-cpuprofile FILE]
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -36,14 +38,30 @@ func main() {
 		mode     = flag.String("mode", "bm25", "bm25, dense or hybrid")
 		readOnly = flag.Bool("read-only", true, "open read-only")
 		cacheMB  = flag.Int("cache-mb", 0, "BM25 postings cache in MiB (0: the default)")
+		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the timed searches (after open) to this file")
 	)
 	flag.Parse()
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "querybench:", err)
+			os.Exit(1)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	if *storeDir == "" || (*queries == "" && *batch == "") {
 		fmt.Fprintln(os.Stderr, "usage: querybench -store S -queries Q.jsonl [-batch B.jsonl] [-k 10] [-rounds 3] [-limit 300] [-mode bm25]")
 		os.Exit(2)
 	}
 	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

@@ -1,0 +1,218 @@
+package hybrid
+
+import (
+	"encoding/binary"
+	"math"
+	"reflect"
+	"unsafe"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	zap "github.com/blevesearch/zapx/v16"
+)
+
+// This file reads one block of a posting list straight from a zap v16 segment's bytes,
+// without zap's postings iterator. A block is one zap chunk (termBlocks.cs documents of
+// the segment): its documents are the list's roaring bitmap between the chunk's bounds, and
+// its frequencies and lengths are the chunk's run of the list's freq/norm stream, for each
+// of those documents in order a uvarint freq<<1|hasLocations and, when freq > 0, a uvarint
+// of the norm's float32 bits (the field length, the way this package indexes it). zap's
+// iterator costs about 40 ns a posting (an interface call, a chunk check and two reader
+// calls each); at 21M passages a query reads millions of postings and that was 80 % of its
+// time. zap does not export where the stream lies, so the offsets of the few fields read
+// are found by reflection once and checked by type; when any is missing (another zap) or a
+// list is not the plain kind (one-hit lists encoded in the dictionary, lists with an
+// exception bitmap, no freq/norm stream), zap's iterator is used as before. Every offset
+// read from the segment is bounds-checked: damage is errBlockMeta, never a fault, and the
+// caller recomputes the term's metadata (TestZapBlocksDirect holds both readers equal).
+
+// zapFields are the byte offsets of the unexported fields read here (ok false: not found).
+var zapFields = func() (f struct {
+	ok                                                  bool
+	sb, freqOffset, postings, except, normBits1Hit, mem uintptr
+}) {
+	pl := reflect.TypeOf(zap.PostingsList{})
+	bm := reflect.TypeOf((*roaring.Bitmap)(nil))
+	field := func(t reflect.Type, name string, want reflect.Type) (uintptr, bool) {
+		sf, ok := t.FieldByName(name)
+		return sf.Offset, ok && len(sf.Index) == 1 && sf.Type == want
+	}
+	var oks [6]bool
+	f.sb, oks[0] = field(pl, "sb", reflect.TypeOf((*zap.SegmentBase)(nil)))
+	f.freqOffset, oks[1] = field(pl, "freqOffset", reflect.TypeOf(uint64(0)))
+	f.postings, oks[2] = field(pl, "postings", bm)
+	f.except, oks[3] = field(pl, "except", bm)
+	f.normBits1Hit, oks[4] = field(pl, "normBits1Hit", reflect.TypeOf(uint64(0)))
+	f.mem, oks[5] = field(reflect.TypeOf(zap.SegmentBase{}), "mem", reflect.TypeOf([]byte(nil)))
+	f.ok = oks == [6]bool{true, true, true, true, true, true}
+	return f
+}()
+
+// zapList is what a direct block read needs of one posting list.
+type zapList struct {
+	mem  []byte          // the segment's bytes
+	data uint64          // where the first chunk's freq/norm bytes start in mem
+	ends []uint64        // each chunk's end, from data
+	bm   *roaring.Bitmap // the list's documents
+}
+
+// zapListOf returns pl's freq/norm chunk table and bitmap, ok false when pl is not a plain
+// zap v16 list (see above) or its chunk table does not lie inside the segment.
+func zapListOf(pl segment.PostingsList, into *zapList) bool {
+	zp, ok := pl.(*zap.PostingsList)
+	if !ok || zp == nil || !zapFields.ok {
+		return false
+	}
+	base := unsafe.Pointer(zp)
+	sb := *(**zap.SegmentBase)(unsafe.Add(base, zapFields.sb))
+	off := *(*uint64)(unsafe.Add(base, zapFields.freqOffset))
+	bm := *(**roaring.Bitmap)(unsafe.Add(base, zapFields.postings))
+	if sb == nil || bm == nil || off == 0 || // 0: no freq/norm stream (zap's termNotEncoded)
+		*(**roaring.Bitmap)(unsafe.Add(base, zapFields.except)) != nil ||
+		*(*uint64)(unsafe.Add(base, zapFields.normBits1Hit)) != 0 {
+		return false
+	}
+	mem := *(*[]byte)(unsafe.Add(unsafe.Pointer(sb), zapFields.mem))
+	if off >= uint64(len(mem)) {
+		return false
+	}
+	p := mem[off:]
+	n, k := binary.Uvarint(p)
+	if k <= 0 || n > uint64(len(p)) { // each end takes a byte at least
+		return false
+	}
+	p = p[k:]
+	ends := into.ends[:0]
+	last := uint64(0)
+	for range n {
+		e, k := binary.Uvarint(p)
+		if k <= 0 || e < last {
+			return false
+		}
+		ends = append(ends, e)
+		last, p = e, p[k:]
+	}
+	data := uint64(len(mem) - len(p))
+	if last > uint64(len(mem))-data {
+		return false
+	}
+	*into = zapList{mem: mem, data: data, ends: ends, bm: bm}
+	return true
+}
+
+// chunk returns the freq/norm bytes of chunk c (ok false: no such chunk).
+func (z *zapList) chunk(c uint64) ([]byte, bool) {
+	if c >= uint64(len(z.ends)) {
+		return nil, false
+	}
+	start := uint64(0)
+	if c > 0 {
+		start = z.ends[c-1]
+	}
+	return z.mem[z.data+start : z.data+z.ends[c]], true
+}
+
+// decodeDirect reads block i of tb from z, with it (an iterator over z.bm, standing at or
+// before the block's first document) moved past the block. It checks what decode checks:
+// the block's count, its documents inside its span, every posting covered by its frontier,
+// and, besides, that the chunk's bytes hold exactly its postings.
+func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (*postBlock, error) {
+	lo, hi := tb.span(i)
+	if tb.cs == 0 || lo > math.MaxUint32 {
+		return nil, errBlockMeta
+	}
+	buf, ok := z.chunk(lo / tb.cs)
+	if !ok {
+		return nil, errBlockMeta
+	}
+	it.AdvanceIfNeeded(uint32(lo))
+	n := int(tb.count[i])
+	blk := &postBlock{docs: make([]uint32, n), packed: make([]uint32, n)}
+	front := tb.blockFront(i)
+	if !frontOrdered(front) {
+		return nil, errBlockMeta
+	}
+	p := 0
+	for j := range n {
+		if !it.HasNext() {
+			return nil, errBlockMeta
+		}
+		doc := it.Next()
+		if uint64(doc) >= hi {
+			return nil, errBlockMeta
+		}
+		x, k := uvarintAt(buf, p)
+		if k <= 0 {
+			return nil, errBlockMeta
+		}
+		p += k
+		f, dl := x>>1, uint64(0)
+		if f != 0 {
+			y, k := uvarintAt(buf, p)
+			if k <= 0 {
+				return nil, errBlockMeta
+			}
+			p += k
+			dl = uint64(uint32(y)) // zap keeps the norm as float32 bits: the low 32 bits
+		}
+		if doc == math.MaxUint32 || f > math.MaxUint32 || dl >= math.MaxUint32 {
+			return nil, errBlockMeta
+		}
+		if !dominatedOrdered(front, uint32(f), uint32(dl)) {
+			return nil, errBlockMeta
+		}
+		blk.docs[j] = doc
+		if blk.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
+			blk.wide = make([]fl, n)
+			for q, v := range blk.packed[:j] {
+				blk.wide[q] = fl{f: v >> 16, dl: v & 0xffff}
+			}
+			blk.packed = nil
+		}
+		if blk.wide != nil {
+			blk.wide[j] = fl{f: uint32(f), dl: uint32(dl)}
+		} else {
+			blk.packed[j] = uint32(f)<<16 | uint32(dl)
+		}
+	}
+	if p != len(buf) {
+		return nil, errBlockMeta // the chunk holds postings the metadata does not count
+	}
+	blk.finish()
+	return blk, nil
+}
+
+// uvarintAt decodes the uvarint at b[p:] (k <= 0: none there, as binary.Uvarint), a
+// one-byte value, the common case, without a call.
+func uvarintAt(b []byte, p int) (uint64, int) {
+	if p < len(b) && b[p] < 0x80 {
+		return uint64(b[p]), 1
+	}
+	if p >= len(b) {
+		return 0, 0
+	}
+	return binary.Uvarint(b[p:])
+}
+
+// frontOrdered reports whether front is in the order frontAcc.flush writes: frequencies
+// and lengths both strictly falling. Metadata read from a sidecar is checked so before
+// dominatedOrdered relies on it.
+func frontOrdered(front []fl) bool {
+	for j := 1; j < len(front); j++ {
+		if front[j].f >= front[j-1].f || front[j].dl >= front[j-1].dl {
+			return false
+		}
+	}
+	return true
+}
+
+// dominatedOrdered is dominated for an ordered front (frontOrdered): the pairs with a
+// frequency >= f are a prefix of it, whose last pair has the smallest length, so that
+// pair alone decides. A posting of frequency 1, most of them, costs one comparison.
+func dominatedOrdered(front []fl, f, dl uint32) bool {
+	j := len(front) - 1
+	for j >= 0 && front[j].f < f {
+		j--
+	}
+	return j >= 0 && front[j].dl <= dl
+}
