@@ -55,7 +55,7 @@ type Options struct {
 	// already spreads its queries over every core.
 	QueryWorkers int
 	// PostingsCacheBytes bounds the cache of decoded posting blocks that BM25's dynamic
-	// pruning reads (default 256 MiB per collection; negative: no cache). See
+	// pruning reads (default 512 MiB per collection; negative: no cache). See
 	// hybrid.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
 	// Analyzer is the BM25 analyzer (one of hybrid.Analyzers: "en", "cjk", "de", "fr", ...)

@@ -81,12 +81,11 @@ const (
 	DefaultB             = 0.4
 	DefaultMaxQueryTerms = 1024
 	DefaultMaxQueryBytes = 64 << 10
-	// DefaultPostingsCacheBytes is the default budget of the decoded-blocks cache. Since
-	// blocks are read straight from the segment (bm25_zapread.go) a block decodes in about
-	// 12 ns a posting and the cache matters less: at 21M passages 256 MiB answers in 61.6 ms
-	// at p50 against 59.0 ms for 512 MiB, with 0.7 GB of anonymous memory instead of 1.3
-	// (BENCHMARKS.md §0q).
-	DefaultPostingsCacheBytes = 256 << 20
+	// DefaultPostingsCacheBytes is the default budget of the decoded-blocks cache. At 256 MiB a
+	// 2,560-query batch at 1M passages ran 2.5x slower than at 512 (BENCHMARKS.md §0g), and
+	// 1.5x slower with blocks read straight from the segment (bm25_zapread.go; §0q), which
+	// at 21M passages would have saved 0.6 GB of anonymous memory for 4 % of p50.
+	DefaultPostingsCacheBytes = 512 << 20
 )
 
 // BM25Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
@@ -103,7 +102,7 @@ type BM25Options struct {
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
 	// PostingsCacheBytes is the budget of the cache of decoded posting blocks that dynamic
-	// pruning reads (0 = 256 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
+	// pruning reads (0 = 512 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
 	// a posting) that recent queries scored, evicted in CLOCK order. It never holds more
 	// than the blocks queries scored, so a small index keeps it small. Negative keeps none
 	// (every query decodes the blocks it needs). The block metadata of queried terms
