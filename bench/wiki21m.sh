@@ -17,11 +17,11 @@
 # at 21M 17.6 GB for the corpus, 16.5 GB for the store (40baa70: store.db 10.8 GB, 512 B a
 # passage with its records compressed, plus the BM25 index) and about 8 GB for each of
 # Lucene's two indexes (the shared tool's, then bench/lucene's batch index).
-# Expected time on the project's 2-core machine at 21M (40baa70, BENCHMARKS.md §0p): corpus
-# 1.5 min, ours-index 16 min (21,813 docs/s, peak RSS 2.9 GB), ours-query 4.5 min, ours-eval
-# 1.5 min, lucene-index ~16 min (21,387 docs/s at issue 22's filing) and as much again for
-# the batch index, lucene-query ~5 min. Memory: 24 GB is enough for every step (Lucene runs
-# with -Xmx12g).
+# Expected time on the project's 2-core machine at 21M (BENCHMARKS.md §0p, §0q): corpus
+# 1.5 min, ours-index 16 min (21,813 docs/s, peak RSS 2.9 GB), ours-query 2.5 min, ours-eval
+# 0.5 min (81ab36b), lucene-index 20 min with its queries (24,358 docs/s, peak RSS 10.4 GB)
+# and 19 min for the batch index and batch. Memory: 24 GB is enough for every step (Lucene
+# runs with -Xmx12g).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-21000000}
