@@ -356,25 +356,37 @@ func TestCompressedRecordDamage(t *testing.T) {
 	db.Close()
 }
 
+// dictDB returns a store value (no file) holding dictionary 1, trained on the plain payloads
+// of recs, and that dictionary: what the codec tests encode and decode against.
+func dictDB(tb testing.TB, recs []*Record) (*DB, *recDict) {
+	tb.Helper()
+	samples := make([][]byte, 0, len(recs))
+	for _, r := range recs {
+		samples = append(samples, plainPayload(r))
+	}
+	raw, err := trainDict(samples)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d, err := newRecDict(1, raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db := &DB{}
+	db.dicts.add(d)
+	return db, d
+}
+
 // FuzzDecodeZRecord: any value in the compressed layout, its checksum made valid (so the
 // decoder sees it), decodes or fails with ErrCorrupt; never a panic, never a huge
 // allocation, and what decodes is valid UTF-8.
 func FuzzDecodeZRecord(f *testing.F) {
 	withCompressMin(f, 1)
-	samples := make([][]byte, 0, 300)
-	for i := range 300 {
-		samples = append(samples, plainPayload(zRecord(i)))
+	recs := make([]*Record, 300)
+	for i := range recs {
+		recs[i] = zRecord(i)
 	}
-	raw, err := trainDict(samples)
-	if err != nil {
-		f.Fatal(err)
-	}
-	d, err := newRecDict(1, raw)
-	if err != nil {
-		f.Fatal(err)
-	}
-	db := &DB{}
-	db.dicts.add(d)
+	db, d := dictDB(f, recs)
 	for i := range 20 {
 		v, err := encodeRecordZ("k", zRecord(i), d)
 		if err != nil {
@@ -450,20 +462,7 @@ func BenchmarkRecordCodec(b *testing.B) {
 	if len(recs) < 2*trainSamples {
 		b.Skip("too few records")
 	}
-	var samples [][]byte
-	for _, r := range recs[:trainSamples] {
-		samples = append(samples, plainPayload(r))
-	}
-	raw, err := trainDict(samples)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := newRecDict(1, raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	db := &DB{}
-	db.dicts.add(d)
+	db, d := dictDB(b, recs[:trainSamples])
 	test := recs[trainSamples:]
 	ids := make([]string, len(test))
 	for i := range ids {
@@ -479,6 +478,7 @@ func BenchmarkRecordCodec(b *testing.B) {
 		vals := make([][]byte, len(test))
 		size := 0
 		for i := range test {
+			var err error
 			if vals[i], err = enc(i); err != nil {
 				b.Fatal(err)
 			}
