@@ -209,7 +209,7 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	} else {
 		x.budget = 4 << 30
 	}
-	if x.dir != "" && !littleEndian() {
+	if x.dir != "" && !vecmath.LittleEndian {
 		return nil, fmt.Errorf("%w: disk: its files are little-endian; this machine is not", ErrBadConfig)
 	}
 	if x.dir != "" {
@@ -1202,11 +1202,4 @@ func float32Bytes(v []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*4)
-}
-
-// littleEndian reports whether this machine stores numbers little-endian (the byte order of
-// the disk index's files, which it maps as they are).
-func littleEndian() bool {
-	one := uint16(1)
-	return *(*byte)(unsafe.Pointer(&one)) == 1
 }

@@ -90,15 +90,11 @@ func recordJSON(id string, v []byte) ([]byte, error) {
 	return v[5:], nil
 }
 
-// littleEndian reports whether this machine keeps a number's low byte first, as stored
-// vectors do.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
 // EncodeVector is the stored form of v, the vector of index id uid (its key in the store).
 func EncodeVector(uid string, v []float32) []byte {
 	b := make([]byte, 8+4*len(v))
 	binary.LittleEndian.PutUint32(b, vecMagicKey)
-	if littleEndian && len(v) > 0 {
+	if vecmath.LittleEndian && len(v) > 0 {
 		// The stored form is the values' little-endian bits: this machine's own.
 		copy(b[8:], unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v)))
 	} else {

@@ -94,11 +94,12 @@ func HalfFloat(h uint16) float32 {
 func RoundHalf(v []float32) ([]float32, error) {
 	out := make([]float32, len(v))
 	for i, f := range v {
-		if r, ok := roundNormal(math.Float32bits(f)); ok {
+		b := math.Float32bits(f)
+		if r, ok := roundNormal(b); ok {
 			out[i] = math.Float32frombits(r) // a float16 normal, rounded in float32 bits
 			continue
 		}
-		h, ok := HalfBits(f)
+		h, ok := halfBitsSlow(b)
 		if !ok {
 			return nil, fmt.Errorf("%w: value %d is %v", ErrHalfRange, i, f)
 		}

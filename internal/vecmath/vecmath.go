@@ -7,6 +7,7 @@
 package vecmath
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -140,3 +141,8 @@ func Sigmoid(x float64) float64 {
 	e := math.Exp(x)
 	return e / (1 + e)
 }
+
+// LittleEndian reports whether this machine keeps a number's low byte first: the byte order
+// of stored vectors and of the disk index's files, which are then read and written as
+// they are in memory.
+var LittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
