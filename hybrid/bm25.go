@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -284,6 +285,8 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 	}
 	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly)}
 	b.stats.onChange = b.postings.dropSegments
+	// An index dropped without Close gives its cached blocks back to the arena.
+	runtime.AddCleanup(b, (*postingsCache).release, b.postings)
 	if created {
 		if err := idx.SetInternal(formatKey, []byte(formatVersion)); err != nil {
 			idx.Close()
@@ -423,6 +426,7 @@ func (b *BM25Index) Count() (n uint64, err error) {
 // Close persists and closes the index.
 func (b *BM25Index) Close() (err error) {
 	defer recoverCorrupt(&err, "close")
+	defer b.postings.release()
 	return b.idx.Close()
 }
 

@@ -127,6 +127,7 @@ type postBlock struct {
 	wide   []fl
 	ref    atomic.Bool // CLOCK reference bit
 	bytes  int
+	slot   []uint32 // the arena slot holding docs and packed (nil: they are on the heap)
 }
 
 // at returns the frequency and length of posting i.
@@ -426,7 +427,13 @@ func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termB
 		s.next = i
 	}
 	n := int(tb.count[i])
-	blk := &postBlock{docs: make([]uint32, 0, n), packed: make([]uint32, 0, n)}
+	blk := newBlock(n, false)
+	ok := false
+	defer func() {
+		if !ok {
+			dropBlock(blk)
+		}
+	}()
 	front := tb.blockFront(i)
 	zi, _ := s.it.(*zap.PostingsIterator)
 	for range n {
@@ -454,5 +461,6 @@ func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termB
 	}
 	s.next = i + 1
 	blk.finish()
+	ok = true
 	return blk, nil
 }

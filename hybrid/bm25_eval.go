@@ -746,7 +746,12 @@ type segScorer struct {
 func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, off uint64, terms []termCount, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
 	sc.cache, sc.dict = cache, c.dict
 	sc.hits, sc.misses = 0, 0
+	pin := cache.pin() // the blocks this pass takes from the cache stay valid until unpin
 	defer func() {
+		for i := range sc.curs {
+			sc.curs[i].cur = nil
+		}
+		cache.unpin(pin)
 		sc.dict = nil
 		cache.hits.Add(sc.hits)
 		cache.misses.Add(sc.misses)

@@ -3,6 +3,7 @@ package hybrid
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,14 @@ import (
 // Blocks are evicted in CLOCK order (a reference bit set on each use, cleared by the sweep).
 // Segments are immutable, so an entry stays valid for the segment's life; documents deleted
 // later are skipped through the snapshot's deletion bitmap.
+//
+// Cached blocks live in the block arena, off the Go heap (bm25_arena.go), so their memory
+// is reused by hand rather than collected: a block dropped from the cache may still be
+// read by a query that took it earlier. Each query's pass over a segment pins the cache's
+// epoch when it starts (pin, unpin); a dropped block is retired at the current epoch, which
+// then moves on, and its slot goes back to the arena once every pass pinned at or before
+// that epoch has ended. A pass pinned later cannot see the block: it left its slot, under
+// the cache's lock, before the retirement.
 
 // postingsKey names one term of one segment of one index.
 type postingsKey struct {
@@ -45,6 +54,10 @@ type postingsCache struct {
 	files     map[uint64]*segFile // per segment id: its sidecar (loaded)
 	ring      []blockRef          // the cached blocks, in CLOCK order
 	hand      int
+	epoch     uint64         // advances at each retirement
+	pins      map[uint64]int // epoch -> passes pinned at it and still running
+	retired   []retiredSlot  // dropped blocks' arena slots, epochs ascending
+	closed    bool           // released: nothing is cached any more
 
 	hits, misses atomic.Uint64
 	decoded      atomic.Uint64 // postings read from zap (block decodes and metadata passes)
@@ -52,7 +65,129 @@ type postingsCache struct {
 
 func newPostingsCache(budget int, readOnly bool) *postingsCache {
 	return &postingsCache{budget: budget, readOnly: readOnly, metaCap: max(budget/2, 16<<20),
-		meta: map[postingsKey]*termBlocks{}, files: map[uint64]*segFile{}}
+		meta: map[postingsKey]*termBlocks{}, files: map[uint64]*segFile{}, pins: map[uint64]int{}}
+}
+
+// retiredSlot is the arena slot of a block dropped at epoch.
+type retiredSlot struct {
+	slot  []uint32
+	epoch uint64
+}
+
+// pin marks the start of a pass that may read cached blocks; unpin(the epoch returned)
+// marks its end.
+func (c *postingsCache) pin() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.epoch
+	c.pins[e]++
+	return e
+}
+
+// unpin ends a pass pinned at epoch e and frees the slots no pass can still read.
+func (c *postingsCache) unpin(e uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pins[e]--; c.pins[e] <= 0 {
+		delete(c.pins, e)
+	}
+	c.reclaim()
+}
+
+// retire drops block b, now out of its slot, from the budget and parks it (c.mu held).
+func (c *postingsCache) retire(b *postBlock) {
+	c.used -= b.bytes
+	c.park(b)
+}
+
+// park hands b's arena slot back once the passes that may hold b have ended (c.mu held).
+func (c *postingsCache) park(b *postBlock) {
+	if b.slot == nil {
+		return // on the heap: the collector knows who still holds it
+	}
+	c.retired = append(c.retired, retiredSlot{slot: b.slot, epoch: c.epoch})
+	c.epoch++
+	c.reclaim()
+}
+
+// reclaim returns to the arena the retired slots of epochs before every running pass's
+// (c.mu held).
+func (c *postingsCache) reclaim() {
+	oldest := uint64(math.MaxUint64)
+	for e := range c.pins {
+		oldest = min(oldest, e)
+	}
+	n := 0
+	for n < len(c.retired) && c.retired[n].epoch < oldest {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	free := make([][]uint32, n)
+	for i := range n {
+		free[i] = c.retired[i].slot
+	}
+	blockArena.release(free...)
+	m := copy(c.retired, c.retired[n:])
+	clear(c.retired[m:])
+	c.retired = c.retired[:m]
+}
+
+// newBlock returns an empty block with room for n postings, in an arena slot when n fits
+// one (a slot's owner hands it back: putBlock, park, or dropBlock for one never shown to
+// anyone). Its docs and packed have length n when full, else length 0.
+func newBlock(n int, full bool) *postBlock {
+	l := 0
+	if full {
+		l = n
+	}
+	if s := blockArena.alloc(2 * n); s != nil && n > 0 {
+		return &postBlock{docs: s[:l:n], packed: s[n : n+l : 2*n], slot: s}
+	}
+	return &postBlock{docs: make([]uint32, l, n), packed: make([]uint32, l, n)}
+}
+
+// dropBlock hands back the arena slot of a block nobody else has seen (a decode that
+// failed, or lost the race to cache).
+func dropBlock(p *postBlock) {
+	if p != nil && p.slot != nil {
+		blockArena.release(p.slot)
+		p.slot = nil
+	}
+}
+
+// offHeap returns p in an arena slot: p itself when it is in one already, else its copy
+// (p then stays as it is: the caller may be reading it), or p when it does not go there
+// (wide frequencies or lengths, or too large).
+func offHeap(p *postBlock) *postBlock {
+	n := len(p.docs)
+	if p.slot != nil || p.wide != nil || len(p.packed) != n || n == 0 {
+		return p
+	}
+	q := newBlock(n, true)
+	if q.slot == nil {
+		return p
+	}
+	copy(q.docs, p.docs)
+	copy(q.packed, p.packed)
+	q.finish()
+	return q
+}
+
+// release drops every cached block (the index is closing, or was collected unclosed) and
+// caches nothing after.
+func (c *postingsCache) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, r := range c.ring {
+		if b := r.tb.slots[r.i].Swap(nil); b != nil {
+			c.retire(b)
+		}
+	}
+	c.ring = nil
+	c.reclaim()
 }
 
 // terms returns the block metadata of term in ss (nil: not known yet), reading the
@@ -116,7 +251,7 @@ func (c *postingsCache) shedMeta(keep postingsKey) {
 			c.metaBytes -= tb.bytes
 			for i := range tb.slots {
 				if b := tb.slots[i].Swap(nil); b != nil {
-					c.used -= b.bytes
+					c.retire(b)
 				}
 			}
 			if !oneBlock {
@@ -166,11 +301,14 @@ func (c *postingsCache) putBlock(tb *termBlocks, i int, p *postBlock) *postBlock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := tb.slots[i].Load(); old != nil {
+		dropBlock(p) // another pass cached the block first; p was never shown to anyone
 		return old
 	}
-	if p.bytes > c.budget {
+	if p.bytes > c.budget || c.closed {
+		c.park(p) // the caller scores p, then its slot goes back
 		return p
 	}
+	p = offHeap(p)
 	tb.slots[i].Store(p)
 	c.used += p.bytes
 	for c.used > c.budget && len(c.ring) > 0 {
@@ -186,7 +324,7 @@ func (c *postingsCache) putBlock(tb *termBlocks, i int, p *postBlock) *postBlock
 		}
 		if b != nil {
 			r.tb.slots[r.i].Store(nil)
-			c.used -= b.bytes
+			c.retire(b)
 		}
 		last := len(c.ring) - 1
 		c.ring[c.hand] = c.ring[last]
@@ -202,7 +340,7 @@ func (c *postingsCache) forgetBlocks(tb *termBlocks) {
 	for _, r := range c.ring {
 		if r.tb == tb {
 			if b := tb.slots[r.i].Swap(nil); b != nil {
-				c.used -= b.bytes
+				c.retire(b)
 			}
 			continue
 		}
@@ -223,7 +361,9 @@ func (c *postingsCache) dropSegments(live map[uint64]bool) {
 			delete(c.meta, k)
 			c.metaBytes -= tb.bytes
 			for i := range tb.slots {
-				tb.slots[i].Store(nil)
+				if b := tb.slots[i].Swap(nil); b != nil {
+					c.retire(b)
+				}
 			}
 			gone = true
 		}

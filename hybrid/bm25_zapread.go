@@ -116,7 +116,7 @@ func (z *zapList) chunk(c uint64) ([]byte, bool) {
 // before the block's first document) moved past the block. It checks what decode checks:
 // the block's count, its documents inside its span, every posting covered by its frontier,
 // and, besides, that the chunk's bytes hold exactly its postings.
-func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (*postBlock, error) {
+func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ *postBlock, err error) {
 	lo, hi := tb.span(i)
 	if tb.cs == 0 || lo > math.MaxUint32 {
 		return nil, errBlockMeta
@@ -127,7 +127,12 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (*p
 	}
 	it.AdvanceIfNeeded(uint32(lo))
 	n := int(tb.count[i])
-	blk := &postBlock{docs: make([]uint32, n), packed: make([]uint32, n)}
+	blk := newBlock(n, true)
+	defer func() {
+		if err != nil {
+			dropBlock(blk)
+		}
+	}()
 	front := tb.blockFront(i)
 	if !frontOrdered(front) {
 		return nil, errBlockMeta

@@ -20,7 +20,8 @@ func (anyTerm) Accept(int, byte) int     { return 0 }
 // for every term of every segment of an on-disk index whose lists have many blocks (chunks
 // of 16 documents), every block read straight from the segment's bytes has the documents,
 // frequencies and lengths zap's iterator gives, read in order, skipping blocks, and going
-// back. A chunk table cut short, or a block whose count is off, is errBlockMeta.
+// back. A chunk table cut short, or a block whose count is off, is errBlockMeta, and the
+// failed decode gives its arena slot back.
 func TestZapBlocksDirect(t *testing.T) {
 	if !zapFields.ok {
 		t.Fatal("zap's PostingsList fields were not found: the direct reader is off")
@@ -86,8 +87,10 @@ func TestZapBlocksDirect(t *testing.T) {
 					}
 				}
 				blocks++
+				dropBlock(got)
 			}
 			direct++
+			_, inUse := blockArena.stats()
 			// Damage: a count one too high, then a chunk table missing its last chunk.
 			last := len(tb.count) - 1
 			for tb.count[last] == 0 {
@@ -106,6 +109,9 @@ func TestZapBlocksDirect(t *testing.T) {
 			z.ends = z.ends[:last]
 			if _, err := decodeDirect(&z, z.bm.Iterator(), tb, last); !errors.Is(err, errBlockMeta) {
 				t.Fatalf("%q: a chunk table cut short: %v", term, err)
+			}
+			if _, after := blockArena.stats(); after != inUse {
+				t.Fatalf("%q: failed decodes kept %d bytes of arena slots", term, after-inUse)
 			}
 		}
 	}
