@@ -68,7 +68,7 @@ func TestCacheEpochs(t *testing.T) {
 	if got := c.block(tb, 0); got != a {
 		t.Fatal("the cached block is not the one putBlock returned")
 	}
-	a.ref.Store(false) // no second chance: the next eviction takes it
+	a.ref.Store(false)        // no second chance: the next eviction takes it
 	for i := 1; i < nb; i++ { // evicts block 0
 		c.putBlock(tb, i, testBlock(1000*i, 100))
 	}
