@@ -128,13 +128,14 @@ func (m *Memory) SearchBatch(ctx context.Context, queries []string, opts ...Sear
 // bm25Options are the keyword index options of this store.
 func (m *Memory) bm25Options() hybrid.BM25Options {
 	return hybrid.BM25Options{
-		K1:                 m.opts.BM25K1,
-		B:                  m.opts.BM25B,
-		MaxQueryTerms:      m.opts.MaxQueryTerms,
-		MaxQueryBytes:      m.opts.MaxQueryBytes,
-		SegmentWorkers:     m.opts.QueryWorkers,
-		PostingsCacheBytes: m.opts.PostingsCacheBytes,
-		ReadOnly:           m.opts.ReadOnly,
+		K1:                  m.opts.BM25K1,
+		B:                   m.opts.BM25B,
+		MaxQueryTerms:       m.opts.MaxQueryTerms,
+		MaxQueryBytes:       m.opts.MaxQueryBytes,
+		SegmentWorkers:      m.opts.QueryWorkers,
+		PostingsCacheBytes:  m.opts.PostingsCacheBytes,
+		MappedResidentBytes: m.opts.MappedResidentBytes,
+		ReadOnly:            m.opts.ReadOnly,
 	}
 }
 

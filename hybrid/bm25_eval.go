@@ -92,6 +92,7 @@ func (b *BM25Index) withSnapshot(fn func(*scorch.IndexSnapshot) error) error {
 	if !ok {
 		return errNotScorch
 	}
+	defer b.trim.after(snap) // while the reader holds the segments mapped
 	return fn(snap)
 }
 

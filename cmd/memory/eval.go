@@ -28,6 +28,7 @@ type evalConfig struct {
 	mode      string
 	runOut    string
 	analyzer  string // BM25 analyzer of the store built (--analyzer)
+	mappedMB  int64  // --mapped-mb
 	k         int
 	window    int
 	rrfK      float64
@@ -129,6 +130,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
 	fs.StringVar(&cfg.storeDir, "store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
 	fs.StringVar(&cfg.keepDir, "keep", "", "build the store in this new directory and keep it (default: a temporary store)")
 	fs.StringVar(&cfg.analyzer, "analyzer", "", "BM25 analyzer of the store built (default en; "+analyzerList()+")")
+	fs.Int64Var(&cfg.mappedMB, "mapped-mb", 1024, "keep at most about this many MiB of index files mapped into memory (Linux; 0: no bound): an evaluation sweeps the whole index, and the pages it has read stay in the page cache either way")
 	fs.BoolVar(&cfg.chunk, "chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
 	cfg.qa.register(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -152,6 +154,9 @@ func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
 // store, with the BM25 parameters and chunking of cfg.
 func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
 	openOpts := []memory.Option{memory.WithBM25(cfg.k1, cfg.b), memory.WithNoSync()}
+	if cfg.mappedMB > 0 {
+		openOpts = append(openOpts, memory.WithOptions(memory.Options{MappedResidentBytes: cfg.mappedMB << 20}))
+	}
 	if !cfg.chunk {
 		openOpts = append(openOpts, memory.WithChunking(memory.ChunkOptions{Disabled: true}))
 	}
