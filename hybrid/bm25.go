@@ -184,7 +184,7 @@ type BM25Index struct {
 	idx  bleve.Index
 	opts BM25Options
 	trim residentTrim // MappedResidentBytes
-	mu   sync.Mutex // guards seq
+	mu   sync.Mutex   // guards seq
 	seq  uint64
 
 	bleveScoring atomic.Bool // query through Bleve's own search instead of the default path
