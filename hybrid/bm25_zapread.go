@@ -28,8 +28,8 @@ import (
 
 // zapFields are the byte offsets of the unexported fields read here (ok false: not found).
 var zapFields = func() (f struct {
-	ok                                                  bool
-	sb, freqOffset, postings, except, normBits1Hit, mem uintptr
+	ok                                                                  bool
+	sb, postingsOffset, freqOffset, postings, except, normBits1Hit, mem uintptr
 }) {
 	pl := reflect.TypeOf(zap.PostingsList{})
 	bm := reflect.TypeOf((*roaring.Bitmap)(nil))
@@ -37,23 +37,26 @@ var zapFields = func() (f struct {
 		sf, ok := t.FieldByName(name)
 		return sf.Offset, ok && len(sf.Index) == 1 && sf.Type == want
 	}
-	var oks [6]bool
+	var oks [7]bool
 	f.sb, oks[0] = field(pl, "sb", reflect.TypeOf((*zap.SegmentBase)(nil)))
+	f.postingsOffset, oks[6] = field(pl, "postingsOffset", reflect.TypeOf(uint64(0)))
 	f.freqOffset, oks[1] = field(pl, "freqOffset", reflect.TypeOf(uint64(0)))
 	f.postings, oks[2] = field(pl, "postings", bm)
 	f.except, oks[3] = field(pl, "except", bm)
 	f.normBits1Hit, oks[4] = field(pl, "normBits1Hit", reflect.TypeOf(uint64(0)))
 	f.mem, oks[5] = field(reflect.TypeOf(zap.SegmentBase{}), "mem", reflect.TypeOf([]byte(nil)))
-	f.ok = oks == [6]bool{true, true, true, true, true, true}
+	f.ok = oks == [7]bool{true, true, true, true, true, true, true}
 	return f
 }()
 
 // zapList is what a direct block read needs of one posting list.
 type zapList struct {
-	mem  []byte          // the segment's bytes
-	data uint64          // where the first chunk's freq/norm bytes start in mem
-	ends []uint64        // each chunk's end, from data
-	bm   *roaring.Bitmap // the list's documents
+	mem    []byte          // the segment's bytes
+	data   uint64          // where the first chunk's freq/norm bytes start in mem
+	ends   []uint64        // each chunk's end, from data
+	bm     *roaring.Bitmap // the list's documents
+	docs   roaringView     // bm's serialized bytes, read directly (when direct)
+	direct bool            // docs parsed: blocks take their documents from it
 }
 
 // zapListOf returns pl's freq/norm chunk table and bitmap, ok false when pl is not a plain
@@ -96,7 +99,8 @@ func zapListOf(pl segment.PostingsList, into *zapList) bool {
 	if last > uint64(len(mem))-data {
 		return false
 	}
-	*into = zapList{mem: mem, data: data, ends: ends, bm: bm}
+	*into = zapList{mem: mem, data: data, ends: ends, bm: bm, docs: into.docs}
+	into.direct = into.docs.parse(bitmapBytes(mem, *(*uint64)(unsafe.Add(base, zapFields.postingsOffset))))
 	return true
 }
 
@@ -112,6 +116,28 @@ func (z *zapList) chunk(c uint64) ([]byte, bool) {
 	return z.mem[z.data+start : z.data+z.ends[c]], true
 }
 
+// bitmapBytes returns the serialized roaring bitmap of the list at postingsOffset in mem
+// (three uvarints, freq/norm and location offsets and the bitmap's length, then the
+// bitmap), nil when they do not lie inside mem.
+func bitmapBytes(mem []byte, off uint64) []byte {
+	if off >= uint64(len(mem)) {
+		return nil
+	}
+	p := mem[off:]
+	var n uint64
+	for range 3 {
+		x, k := binary.Uvarint(p)
+		if k <= 0 {
+			return nil
+		}
+		n, p = x, p[k:]
+	}
+	if n > uint64(len(p)) {
+		return nil
+	}
+	return p[:n]
+}
+
 // decodeDirect reads block i of tb from z, with it (an iterator over z.bm, standing at or
 // before the block's first document) moved past the block. It checks what decode checks:
 // the block's count, its documents inside its span, every posting covered by its frontier,
@@ -125,7 +151,6 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 	if !ok {
 		return nil, errBlockMeta
 	}
-	it.AdvanceIfNeeded(uint32(lo))
 	n := int(tb.count[i])
 	blk := newBlock(n, true)
 	defer func() {
@@ -133,18 +158,34 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 			dropBlock(blk)
 		}
 	}()
+	var docs []uint32 // the block's documents, when read from the bitmap's bytes
+	if z.direct {
+		d, ok := z.docs.appendRange(blk.docs[:0], lo, hi)
+		if !ok || len(d) != n {
+			return nil, errBlockMeta
+		}
+		docs = d[:n:n]
+	} else {
+		it.AdvanceIfNeeded(uint32(lo))
+	}
 	front := tb.blockFront(i)
 	if !frontOrdered(front) {
 		return nil, errBlockMeta
 	}
+	minDL := smallFront(front)
+	bad := uint32(0) // set by a posting of a small frequency the frontier does not cover
 	p := 0
 	for j := range n {
-		if !it.HasNext() {
-			return nil, errBlockMeta
-		}
-		doc := it.Next()
-		if uint64(doc) >= hi {
-			return nil, errBlockMeta
+		var doc uint32
+		if docs != nil {
+			doc = docs[j]
+		} else {
+			if !it.HasNext() {
+				return nil, errBlockMeta
+			}
+			if doc = it.Next(); uint64(doc) >= hi {
+				return nil, errBlockMeta
+			}
 		}
 		x, k := uvarintAt(buf, p)
 		if k <= 0 {
@@ -163,7 +204,9 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 		if doc == math.MaxUint32 || f > math.MaxUint32 || dl >= math.MaxUint32 {
 			return nil, errBlockMeta
 		}
-		if !dominatedOrdered(front, uint32(f), uint32(dl)) {
+		if f < smallFreqs {
+			bad |= b2u(uint32(dl) < minDL[f])
+		} else if !dominatedOrdered(front, uint32(f), uint32(dl)) {
 			return nil, errBlockMeta
 		}
 		blk.docs[j] = doc
@@ -180,8 +223,8 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 			blk.packed[j] = uint32(f)<<16 | uint32(dl)
 		}
 	}
-	if p != len(buf) {
-		return nil, errBlockMeta // the chunk holds postings the metadata does not count
+	if p != len(buf) || bad != 0 {
+		return nil, errBlockMeta // the chunk holds postings the metadata does not count or cover
 	}
 	blk.finish()
 	return blk, nil
@@ -209,6 +252,36 @@ func frontOrdered(front []fl) bool {
 		}
 	}
 	return true
+}
+
+// smallFreqs bounds the frequencies smallFront tabulates: nearly every posting's.
+const smallFreqs = 16
+
+// smallFront tabulates an ordered front (frontOrdered) for the frequencies under
+// smallFreqs: a posting (f, dl) with f < smallFreqs is dominated exactly when dl >=
+// minDL[f], the length of the front's last pair of frequency >= f (MaxUint32 when none
+// has: no length dominates then, lengths being below it). dominatedOrdered's walk along
+// the front branches on each posting's frequency; a table lookup does not.
+func smallFront(front []fl) (minDL [smallFreqs]uint32) {
+	j := len(front) - 1
+	for f := range uint32(smallFreqs) {
+		for j >= 0 && front[j].f < f {
+			j--
+		}
+		minDL[f] = math.MaxUint32
+		if j >= 0 {
+			minDL[f] = front[j].dl
+		}
+	}
+	return minDL
+}
+
+// b2u is 1 for true, 0 for false (a flag set without a branch).
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // dominatedOrdered is dominated for an ordered front (frontOrdered): the pairs with a

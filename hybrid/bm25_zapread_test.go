@@ -72,8 +72,8 @@ func TestZapBlocksDirect(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%q block %d: %v", term, i, err)
 				}
-				if !src.direct {
-					t.Fatalf("%q: not read directly", term)
+				if !src.direct || !src.z.direct {
+					t.Fatalf("%q: not read directly (list %v, bitmap %v)", term, src.direct, src.z.direct)
 				}
 				w := want[i]
 				if len(got.docs) != len(w.docs) {
@@ -121,7 +121,7 @@ func TestZapBlocksDirect(t *testing.T) {
 	t.Logf("%d lists, %d blocks read directly", direct, blocks)
 }
 
-// TestDominatedOrdered holds dominatedOrdered to dominated on every ordered frontier of up
+// TestDominatedOrdered holds dominatedOrdered, and smallFront's table, to dominated on every ordered frontier of up
 // to four pairs over small values and every posting over those values, and frontOrdered to
 // its definition.
 func TestDominatedOrdered(t *testing.T) {
@@ -135,9 +135,14 @@ func TestDominatedOrdered(t *testing.T) {
 	checked := 0
 	walk = func(front []fl) {
 		if frontOrdered(front) {
+			small := smallFront(front)
 			for _, p := range pairs {
-				if got, want := dominatedOrdered(front, p.f, p.dl), dominated(front, p.f, p.dl); got != want {
+				want := dominated(front, p.f, p.dl)
+				if got := dominatedOrdered(front, p.f, p.dl); got != want {
 					t.Fatalf("front %v, posting %v: %v, want %v", front, p, got, want)
+				}
+				if got := p.dl >= small[p.f]; got != want {
+					t.Fatalf("front %v, posting %v: table says %v, want %v", front, p, got, want)
 				}
 				checked++
 			}
