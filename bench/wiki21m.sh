@@ -58,7 +58,7 @@ for step in $STEPS; do
     header ours-query
     sync; echo "(warm page cache: the rounds after the first)" | tee -a "$res"
     GOMAXPROCS=2 timed "$DIR/bin/querybench" -store "$store" -queries "$corpus/queries.jsonl" -limit 300 -rounds 3 -k 10 \
-      -batch "$corpus/batch-queries.jsonl" 2>&1 | tee -a "$res"
+      -batch "$corpus/batch-queries.jsonl" -batch-rounds 3 2>&1 | tee -a "$res"
     ;;
   ours-eval)
     header ours-eval
