@@ -135,7 +135,15 @@ func (m *Memory) bm25Options() hybrid.BM25Options {
 		SegmentWorkers:      m.opts.QueryWorkers,
 		PostingsCacheBytes:  m.opts.PostingsCacheBytes,
 		MappedResidentBytes: m.opts.MappedResidentBytes,
+		AlsoTrim:            m.dropStoreResident,
 		ReadOnly:            m.opts.ReadOnly,
+	}
+}
+
+// dropStoreResident drops the store file's resident mapped pages (MappedResidentBytes).
+func (m *Memory) dropStoreResident() {
+	if m.db != nil {
+		m.db.DropResident()
 	}
 }
 

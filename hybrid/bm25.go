@@ -133,6 +133,10 @@ type BM25Options struct {
 	// process reports while it sweeps a large index (an evaluation over 21M passages maps
 	// about 3.7 GB of it). 0 = no bound. Ignored on other systems.
 	MappedResidentBytes int64
+	// AlsoTrim, when set, runs each time the index trims its mappings for
+	// MappedResidentBytes: the owner drops the resident pages of its own mappings (the
+	// store of record's) at the same moment, since the bound is the process's.
+	AlsoTrim func()
 }
 
 func (o BM25Options) withDefaults() (BM25Options, error) {
@@ -293,7 +297,7 @@ func OpenBM25With(path string, o BM25Options) (_ *BM25Index, err error) {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
 	b := &BM25Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
-		trim: residentTrim{limit: o.MappedResidentBytes}}
+		trim: residentTrim{limit: o.MappedResidentBytes, also: o.AlsoTrim}}
 	b.stats.onChange = b.postings.dropSegments
 	// An index dropped without Close gives its cached blocks back to the arena.
 	runtime.AddCleanup(b, (*postingsCache).release, b.postings)

@@ -17,6 +17,7 @@ const residentCheckEvery = 20 * time.Millisecond
 // residentTrim keeps the index's mapped segment pages under BM25Options.MappedResidentBytes.
 type residentTrim struct {
 	limit  int64
+	also   func()       // BM25Options.AlsoTrim
 	last   atomic.Int64 // when the resident pages were last read (UnixNano)
 	mu     sync.Mutex   // one trim at a time
 	trims  atomic.Uint64
@@ -46,6 +47,11 @@ func (t *residentTrim) after(snap *scorch.IndexSnapshot) {
 		if mem := segmentMapping(ss); len(mem) > 0 {
 			dropResident(mem)
 		}
+	}
+	if t.also != nil {
+		// On its own goroutine: the owner's trim may open a read transaction of its own,
+		// which must not nest in one the searching goroutine might hold.
+		go t.also()
 	}
 	t.trims.Add(1)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -80,6 +81,8 @@ func TestMappedResident(t *testing.T) {
 		qs, want = append(qs, q), append(want, fmt.Sprint(hits))
 	}
 	b.trim.limit = 1 // every check finds the process over it
+	var also atomic.Int32
+	b.trim.also = func() { also.Add(1) }
 	for i, q := range qs {
 		time.Sleep(residentCheckEvery + 5*time.Millisecond)
 		hits, err := b.Search(ctx, q, 10, nil)
@@ -92,5 +95,14 @@ func TestMappedResident(t *testing.T) {
 	}
 	if n := b.trim.trims.Load(); n < uint64(len(qs))/2 {
 		t.Fatalf("%d trims over %d spaced searches", n, len(qs))
+	}
+	for range 100 { // the owner's trim runs on its own goroutine
+		if also.Load() > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if also.Load() == 0 {
+		t.Fatal("the owner's trim (AlsoTrim) never ran")
 	}
 }

@@ -130,7 +130,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
 	fs.StringVar(&cfg.storeDir, "store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
 	fs.StringVar(&cfg.keepDir, "keep", "", "build the store in this new directory and keep it (default: a temporary store)")
 	fs.StringVar(&cfg.analyzer, "analyzer", "", "BM25 analyzer of the store built (default en; "+analyzerList()+")")
-	fs.Int64Var(&cfg.mappedMB, "mapped-mb", 1024, "keep at most about this many MiB of index files mapped into memory (Linux; 0: no bound): an evaluation sweeps the whole index, and the pages it has read stay in the page cache either way")
+	fs.Int64Var(&cfg.mappedMB, "mapped-mb", 512, "keep at most about this many MiB of index files mapped into memory (Linux; 0: no bound): an evaluation sweeps the whole index, and the pages it has read stay in the page cache either way")
 	fs.BoolVar(&cfg.chunk, "chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
 	cfg.qa.register(fs)
 	if err := parseFlags(fs, args); err != nil {

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package store
+
+// DropResident does nothing on this system (see the Linux version).
+func (db *DB) DropResident() {}
