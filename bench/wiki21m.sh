@@ -18,9 +18,9 @@
 # passage with its records compressed, plus the BM25 index) and about 8 GB for each of
 # Lucene's two indexes (the shared tool's, then bench/lucene's batch index).
 # Expected time on the project's 2-core machine at 21M (BENCHMARKS.md §0p, §0q): corpus
-# 1.5 min, ours-index 16 min (21,813 docs/s, peak RSS 2.9 GB), ours-query 2.5 min, ours-eval
-# 0.5 min (81ab36b), lucene-index 20 min with its queries (24,358 docs/s, peak RSS 10.4 GB)
-# and 19 min for the batch index and batch. Memory: 24 GB is enough for every step (Lucene
+# 1.5 min, ours-index 12 min (29,028 docs/s, peak RSS 2.9 GB), ours-query 3 min, ours-eval
+# 0.5 min (b5e7ceb, session 20), lucene-index 22 min with its queries (21,918 docs/s, peak
+# RSS 10.5 GB) and 21 min for the batch index and batch. Memory: 24 GB is enough for every step (Lucene
 # runs with -Xmx12g).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
