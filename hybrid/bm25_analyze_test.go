@@ -104,25 +104,14 @@ func TestBodyFieldMatchesAnalyzer(t *testing.T) {
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < len(texts); i += 3 {
-				if err := check(texts[i]); err != nil {
-					errs <- err
-					return
-				}
+	inParallel(t, 4, func(g int) error {
+		for i := g; i < len(texts); i += 3 {
+			if err := check(texts[i]); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 }
 
 // TestNewBodyAnalysisNeedsEnglishLayout: an analyzer not laid out as cachedEnglish builds

@@ -119,6 +119,27 @@ func arenaHolds(w *uint32) bool {
 	return false
 }
 
+// inParallel runs fn(0..n-1) on n goroutines and fails t with the first error any returns.
+func inParallel(t *testing.T, n int, fn func(g int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(g); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
 // TestCacheConcurrentEviction: queries from several goroutines over a cache far too small
 // for them (every pass evicts blocks others are scoring) answer exactly as exhaustive
 // evaluation, and closing the index gives every slot back to the arena.
@@ -143,32 +164,21 @@ func TestCacheConcurrentEviction(t *testing.T) {
 		want[i] = fmt.Sprint(hits)
 	}
 	b.SetExhaustive(false)
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range 5 {
-				for j := range qs {
-					i := (j*7 + g*13 + r) % len(qs)
-					hits, err := b.Search(ctx, qs[i], 10, nil)
-					if err == nil && fmt.Sprint(hits) != want[i] {
-						err = fmt.Errorf("query %q: got %v, want %s", qs[i], hits, want[i])
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
+	inParallel(t, 4, func(g int) error {
+		for r := range 5 {
+			for j := range qs {
+				i := (j*7 + g*13 + r) % len(qs)
+				hits, err := b.Search(ctx, qs[i], 10, nil)
+				if err != nil {
+					return err
+				}
+				if fmt.Sprint(hits) != want[i] {
+					return fmt.Errorf("query %q: got %v, want %s", qs[i], hits, want[i])
 				}
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 	if _, _, hits, misses := b.CacheStats(); misses == 0 || hits == 0 {
 		t.Fatalf("the cache was not exercised: %d hits, %d misses", hits, misses)
 	}
