@@ -402,7 +402,7 @@ func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termB
 			return nil, errBlockMeta
 		}
 		if s.direct = tb.cs != 0 && zapListOf(pl, &s.z); s.direct {
-			if s.docs = nil; !s.z.direct { // documents through roaring's iterator
+			if s.docs = nil; !s.z.docsOK { // documents through roaring's iterator
 				s.docs = s.z.bm.Iterator()
 			}
 		} else {

@@ -57,6 +57,7 @@ type postingsCache struct {
 	epoch     uint64         // advances at each retirement
 	pins      map[uint64]int // epoch -> passes pinned at it and still running
 	retired   []retiredSlot  // dropped blocks' arena slots, epochs ascending
+	freeing   [][]uint32     // reclaim's scratch
 	closed    bool           // released: nothing is cached any more
 
 	hits, misses atomic.Uint64
@@ -124,11 +125,12 @@ func (c *postingsCache) reclaim() {
 	if n == 0 {
 		return
 	}
-	free := make([][]uint32, n)
-	for i := range n {
-		free[i] = c.retired[i].slot
+	c.freeing = c.freeing[:0]
+	for _, r := range c.retired[:n] {
+		c.freeing = append(c.freeing, r.slot)
 	}
-	blockArena.release(free...)
+	blockArena.release(c.freeing...)
+	clear(c.freeing)
 	m := copy(c.retired, c.retired[n:])
 	clear(c.retired[m:])
 	c.retired = c.retired[:m]

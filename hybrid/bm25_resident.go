@@ -16,12 +16,11 @@ const residentCheckEvery = 20 * time.Millisecond
 
 // residentTrim keeps the index's mapped segment pages under BM25Options.MappedResidentBytes.
 type residentTrim struct {
-	limit  int64
-	also   func()       // BM25Options.AlsoTrim
-	last   atomic.Int64 // when the resident pages were last read (UnixNano)
-	mu     sync.Mutex   // one trim at a time
-	trims  atomic.Uint64
-	probes atomic.Uint64
+	limit int64
+	also  func()        // BM25Options.AlsoTrim
+	last  atomic.Int64  // when the resident pages were last read (UnixNano)
+	mu    sync.Mutex    // one trim at a time
+	trims atomic.Uint64 // trims done (tests)
 }
 
 // after runs once a search of snap is done, while snap's segments are still held: when the
@@ -35,7 +34,6 @@ func (t *residentTrim) after(snap *scorch.IndexSnapshot) {
 	if last := t.last.Load(); now-last < int64(residentCheckEvery) || !t.last.CompareAndSwap(last, now) {
 		return
 	}
-	t.probes.Add(1)
 	if n, ok := fileResidentBytes(); !ok || n <= t.limit {
 		return
 	}

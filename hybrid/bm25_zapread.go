@@ -55,8 +55,8 @@ type zapList struct {
 	data   uint64          // where the first chunk's freq/norm bytes start in mem
 	ends   []uint64        // each chunk's end, from data
 	bm     *roaring.Bitmap // the list's documents
-	docs   roaringView     // bm's serialized bytes, read directly (when direct)
-	direct bool            // docs parsed: blocks take their documents from it
+	docs   roaringView     // bm's serialized bytes, read directly (when docsOK)
+	docsOK bool            // docs parsed: blocks take their documents from it
 }
 
 // zapListOf returns pl's freq/norm chunk table and bitmap, ok false when pl is not a plain
@@ -100,7 +100,7 @@ func zapListOf(pl segment.PostingsList, into *zapList) bool {
 		return false
 	}
 	*into = zapList{mem: mem, data: data, ends: ends, bm: bm, docs: into.docs}
-	into.direct = into.docs.parse(bitmapBytes(mem, *(*uint64)(unsafe.Add(base, zapFields.postingsOffset))))
+	into.docsOK = into.docs.parse(bitmapBytes(mem, *(*uint64)(unsafe.Add(base, zapFields.postingsOffset))))
 	return true
 }
 
@@ -158,15 +158,23 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 			dropBlock(blk)
 		}
 	}()
-	var docs []uint32 // the block's documents, when read from the bitmap's bytes
-	if z.direct {
-		d, ok := z.docs.appendRange(blk.docs[:0], lo, hi)
-		if !ok || len(d) != n {
+	// The block's documents: from the bitmap's bytes, else through roaring's iterator.
+	if z.docsOK {
+		if d, ok := z.docs.appendRange(blk.docs[:0], lo, hi); !ok || len(d) != n {
 			return nil, errBlockMeta
 		}
-		docs = d[:n:n]
 	} else {
 		it.AdvanceIfNeeded(uint32(lo))
+		for j := range n {
+			if !it.HasNext() {
+				return nil, errBlockMeta
+			}
+			doc := it.Next()
+			if uint64(doc) >= hi {
+				return nil, errBlockMeta
+			}
+			blk.docs[j] = doc
+		}
 	}
 	front := tb.blockFront(i)
 	if !frontOrdered(front) {
@@ -175,18 +183,7 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 	minDL := smallFront(front)
 	bad := uint32(0) // set by a posting of a small frequency the frontier does not cover
 	p := 0
-	for j := range n {
-		var doc uint32
-		if docs != nil {
-			doc = docs[j]
-		} else {
-			if !it.HasNext() {
-				return nil, errBlockMeta
-			}
-			if doc = it.Next(); uint64(doc) >= hi {
-				return nil, errBlockMeta
-			}
-		}
+	for j, doc := range blk.docs {
 		x, k := uvarintAt(buf, p)
 		if k <= 0 {
 			return nil, errBlockMeta
@@ -209,7 +206,6 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 		} else if !dominatedOrdered(front, uint32(f), uint32(dl)) {
 			return nil, errBlockMeta
 		}
-		blk.docs[j] = doc
 		if blk.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
 			blk.wide = make([]fl, n)
 			for q, v := range blk.packed[:j] {

@@ -72,8 +72,8 @@ func TestZapBlocksDirect(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%q block %d: %v", term, i, err)
 				}
-				if !src.direct || !src.z.direct {
-					t.Fatalf("%q: not read directly (list %v, bitmap %v)", term, src.direct, src.z.direct)
+				if !src.direct || !src.z.docsOK {
+					t.Fatalf("%q: not read directly (list %v, bitmap %v)", term, src.direct, src.z.docsOK)
 				}
 				w := want[i]
 				if len(got.docs) != len(w.docs) {
