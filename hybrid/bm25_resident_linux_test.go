@@ -13,6 +13,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/agentmem/memory/internal/smaps"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
@@ -35,6 +36,15 @@ func zapMapped(t *testing.T, p uintptr) bool {
 		}
 	}
 	return false
+}
+
+// zapRSS returns the resident kB of this process's .zap file mappings.
+func zapRSS(t *testing.T) int {
+	kb, err := smaps.ResidentKB(func(p string) bool { return strings.HasSuffix(p, ".zap") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb
 }
 
 // TestMappedResident: the mappings segmentMapping hands to madvise are the segment files'
@@ -104,5 +114,17 @@ func TestMappedResident(t *testing.T) {
 	}
 	if also.Load() == 0 {
 		t.Fatal("the owner's trim (AlsoTrim) never ran")
+	}
+	// A trim leaves none of the segments' pages mapped.
+	if _, err := b.Search(ctx, qs[0], 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	r = snapshotReader(t, b)
+	defer r.Close()
+	before := zapRSS(t)
+	b.trim.last.Store(0)
+	b.trim.after(r.(*scorch.IndexSnapshot))
+	if after := zapRSS(t); before == 0 || after != 0 {
+		t.Fatalf("resident kB of the .zap mappings: %d after a search, %d after a trim (want > 0, then 0)", before, after)
 	}
 }

@@ -3,14 +3,28 @@ package store
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"github.com/agentmem/memory/internal/smaps"
 )
 
-// TestDropResident: dropping the store mapping's resident pages, between reads and while a
-// read transaction is open, changes nothing read; a nil store is a no-op.
+// mappedRSS returns the resident kB of this process's mappings of path.
+func mappedRSS(t *testing.T, path string) int {
+	kb, err := smaps.ResidentKB(func(p string) bool { return p == path })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb
+}
+
+// TestDropResident: dropping the store mapping's resident pages empties the mapping's RSS
+// (Linux), and, between reads and while a read transaction is open, changes nothing read;
+// a nil store is a no-op.
 func TestDropResident(t *testing.T) {
 	(*DB)(nil).DropResident()
-	db, err := Open(filepath.Join(t.TempDir(), "store.db"), Options{})
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := Open(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,6 +42,21 @@ func TestDropResident(t *testing.T) {
 		v, err := tx.Vector("c", fmt.Sprintf("d%05d", i))
 		if err != nil || len(v) != 3 || v[0] != float32(i) {
 			t.Fatalf("vector %d: %v, %v", i, v, err)
+		}
+	}
+	if runtime.GOOS == "linux" {
+		if err := db.View(func(tx *Tx) error {
+			for i := range 2000 {
+				read(tx, i)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := mappedRSS(t, path)
+		db.DropResident()
+		if after := mappedRSS(t, path); before == 0 || after != 0 {
+			t.Fatalf("resident kB of the store's mapping: %d after reading every record, %d after DropResident (want > 0, then 0)", before, after)
 		}
 	}
 	for round := range 3 {
