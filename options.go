@@ -58,11 +58,11 @@ type Options struct {
 	// pruning reads (default 512 MiB per collection; negative: no cache). See
 	// hybrid.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
-	// MappedResidentBytes, when positive, bounds the BM25 index pages kept mapped into the
-	// process (Linux): past it, after a search, the index's segment mappings drop their
-	// resident pages, which stay in the OS page cache. It bounds the RSS of a process that
-	// sweeps a large index, such as `memory eval` at 21M passages. 0: no bound. See
-	// hybrid.BM25Options.MappedResidentBytes.
+	// MappedResidentBytes, when positive, bounds the file pages kept mapped into the process
+	// (Linux): past it, after a search, the BM25 index's segment mappings and the store
+	// file's mapping drop their resident pages, which stay in the OS page cache. It bounds
+	// the RSS of a process that sweeps a large store, such as `memory eval` at 21M passages.
+	// 0: no bound. See hybrid.BM25Options.MappedResidentBytes.
 	MappedResidentBytes int64
 	// Analyzer is the BM25 analyzer (one of hybrid.Analyzers: "en", "cjk", "de", "fr", ...)
 	// of the collections this handle creates without naming one ([WithCollectionAnalyzer]).
