@@ -10,6 +10,10 @@
 #   4. a probe of the ONNX Runtime in the machine's Python (its execution providers).
 # Logs and results go to $OUT (default /tmp/gpu-check). DEADLINE_S (default 570) bounds the
 # whole run; a build that does not finish in time exits 3 (run it again: ninja resumes).
+# Knobs: TESTS_RE (test names to run, default Faiss; empty skips them), TESTS_S (default
+# 150), BENCH_PLAN (default "1000000:both 10000000:gpu"): runs of BenchmarkFaissGPU in order,
+# each SIZE:MODE[:BATCHES512] with MODE both (CPU then GPU), after (GPU then CPU) or gpu,
+# CLI (default 1; 0 skips step 3).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-/tmp/gpu-check}
@@ -56,23 +60,31 @@ say "linked /tmp/vectorstore.test and /tmp/memory"
 
 # 1. Tests.
 cd "$ROOT/vectorstore"
-MEMORY_REQUIRE_GPU=1 timeout 150 /tmp/vectorstore.test -test.run 'Faiss' -test.v -test.count 1 >"$OUT/tests.log" 2>&1
-rc=$?
-say "tests (-run Faiss, MEMORY_REQUIRE_GPU=1): exit $rc; $(grep -c '^--- PASS' "$OUT/tests.log") passed, $(grep -c '^--- FAIL' "$OUT/tests.log") failed, $(grep -c '^--- SKIP' "$OUT/tests.log") skipped"
-grep -E '^(--- FAIL|--- SKIP|FAIL|panic)|recall@10:' "$OUT/tests.log" | head -20 | tee -a "$OUT/summary.txt" >&2
+TESTS_RE=${TESTS_RE-Faiss}
+if [ -n "$TESTS_RE" ]; then
+  MEMORY_REQUIRE_GPU=1 timeout "${TESTS_S:-150}" /tmp/vectorstore.test -test.run "$TESTS_RE" -test.v -test.count 1 >"$OUT/tests.log" 2>&1
+  rc=$?
+  say "tests (-run $TESTS_RE, MEMORY_REQUIRE_GPU=1): exit $rc; $(grep -c '^--- PASS' "$OUT/tests.log") passed, $(grep -c '^--- FAIL' "$OUT/tests.log") failed, $(grep -c '^--- SKIP' "$OUT/tests.log") skipped"
+  grep -E '^(--- FAIL|--- SKIP|FAIL|panic)|recall@10:' "$OUT/tests.log" | head -20 | tee -a "$OUT/summary.txt" >&2
+fi
 
 # 2. Benchmarks.
-bench() { # sizes kinds seconds
-  MEMORY_FAISS_GPU_N=$1 MEMORY_FAISS_GPU_KINDS=$2 MEMORY_FAISS_GPU_OUT="$OUT/bench.jsonl" MEMORY_FAISS_GPU_SINGLE_S=${4:-3} \
+bench() { # size kinds seconds cpu-mode batches512
+  MEMORY_FAISS_GPU_N=$1 MEMORY_FAISS_GPU_KINDS=$2 MEMORY_FAISS_GPU_OUT="$OUT/bench.jsonl" MEMORY_FAISS_GPU_SINGLE_S=${SINGLE_S:-2} \
+    MEMORY_FAISS_GPU_CPU=$4 MEMORY_FAISS_GPU_BATCHES512=${5:-5} \
     timeout "$3" /tmp/vectorstore.test -test.run '^$' -test.bench FaissGPU -test.benchtime 1x -test.timeout 0 >>"$OUT/bench.log" 2>&1
-  say "bench n=$1 kinds=$2: exit $?"
+  say "bench n=$1 kinds=$2 cpu=$4: exit $?"
 }
-bench 1000000 'Flat;IVF1024,Flat' "$(( $(left) - 60 ))"
-# 10M: the GPU alone (the CPU's Flat batches over 10M vectors take minutes).
-if [ "$(left)" -gt 200 ]; then MEMORY_FAISS_GPU_CPU=off bench 10000000 'Flat;IVF1024,Flat' "$(( $(left) - 50 ))" 2; fi
+# 10M on the GPU alone by default (the CPU's Flat batches over 10M vectors take minutes).
+for step in ${BENCH_PLAN:-1000000:both 10000000:gpu}; do
+  IFS=: read -r n mode b512 <<<"$step"
+  case $mode in both) cpu=on ;; after) cpu=after ;; *) cpu=off ;; esac
+  if [ "$(left)" -gt 120 ]; then bench "$n" 'Flat;IVF1024,Flat' "$(( $(left) - 20 ))" "$cpu" "$b512"; fi
+done
 cat "$OUT/bench.jsonl" >&2 2>/dev/null
 
 # 3. The CLI on the GPU (a small BEIR folder of generated passages).
+if [ "${CLI:-1}" = 0 ] || [ "$(left)" -lt 40 ]; then say "done (CLI skipped), $(left) s left"; exit 0; fi
 d=/tmp/beir && rm -rf "$d" /tmp/clistore && mkdir -p "$d/qrels"
 python3 - "$d" <<'PY'
 import json, random, sys
