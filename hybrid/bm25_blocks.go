@@ -388,27 +388,47 @@ type blockSource struct {
 	docs   roaring.IntPeekable
 }
 
+// open reads term's posting list in the segment of dict, checks it against tb, and sets
+// the source at the start of its first block.
+func (s *blockSource) open(dict segment.TermDictionary, term []byte, tb *termBlocks) error {
+	pl, err := dict.PostingsList(term, nil, s.pl)
+	if err != nil {
+		return err
+	}
+	s.pl = pl
+	if pl.Count() != tb.total || (tb.cs != 0 && chunkSizeOf(pl) != tb.cs) {
+		return errBlockMeta
+	}
+	if s.direct = tb.cs != 0 && zapListOf(pl, &s.z); s.direct {
+		if s.docs = nil; !s.z.docsOK { // documents through roaring's iterator
+			s.docs = s.z.bm.Iterator()
+		}
+	} else {
+		s.it = pl.Iterator(true, true, false, s.it)
+	}
+	s.next = 0
+	return nil
+}
+
+// canLookup reports whether single postings of term can be read straight from the
+// segment (lookupDirect), opening its list first when it is not open.
+func (s *blockSource) canLookup(dict segment.TermDictionary, term []byte, tb *termBlocks) (bool, error) {
+	if s.next < 0 {
+		if err := s.open(dict, term, tb); err != nil {
+			return false, err
+		}
+	}
+	return s.direct && s.z.docsOK, nil
+}
+
 // decode reads block i of tb (term in the segment of dict) and checks it against the
 // metadata: its count, its documents within the block's span, every posting covered by
 // the block's frontier. A disagreement is errBlockMeta.
 func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termBlocks, i int) (*postBlock, error) {
 	if s.next < 0 || i < s.next {
-		pl, err := dict.PostingsList(term, nil, s.pl)
-		if err != nil {
+		if err := s.open(dict, term, tb); err != nil {
 			return nil, err
 		}
-		s.pl = pl
-		if pl.Count() != tb.total || (tb.cs != 0 && chunkSizeOf(pl) != tb.cs) {
-			return nil, errBlockMeta
-		}
-		if s.direct = tb.cs != 0 && zapListOf(pl, &s.z); s.direct {
-			if s.docs = nil; !s.z.docsOK { // documents through roaring's iterator
-				s.docs = s.z.bm.Iterator()
-			}
-		} else {
-			s.it = pl.Iterator(true, true, false, s.it)
-		}
-		s.next = 0
 	}
 	if s.direct {
 		blk, err := decodeDirect(&s.z, s.docs, tb, i)

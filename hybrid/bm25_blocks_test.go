@@ -58,26 +58,35 @@ func multiBlockTerms(b *BM25Index) (terms, blocks int) {
 
 // TestBlockMaxMatchesExhaustive is the property test of TestMaxScoreMatchesExhaustive over
 // segments whose posting lists have many blocks (zap chunks of 4 and 16 documents): block
-// skipping, windows, the decoding of single blocks through zap's chunk offsets, block
+// skipping, windows, the decoding of single blocks through zap's chunk offsets, single
+// postings looked up without decoding their block (lookupDirect), block
 // metadata kept in sidecars and read back by a reopened index, all give exactly what
 // exhaustive evaluation gives. It also checks that blocks were skipped (fewer postings
 // decoded than the lists hold).
 func TestBlockMaxMatchesExhaustive(t *testing.T) {
 	for _, mode := range []uint32{4, 16} {
-		t.Run(fmt.Sprintf("chunk=%d", mode), func(t *testing.T) {
-			withChunkMode(t, mode)
-			seeds := 4
-			if testing.Short() {
-				seeds = 2
-			}
-			maxScoreMatches(t, seeds, func(t *testing.T, b *BM25Index) {
-				terms, blocks := multiBlockTerms(b)
-				if terms == 0 {
-					t.Fatalf("no posting list of several blocks (chunk mode %d)", mode)
+		// The default cache holds every block of these small indexes after a query or two;
+		// a 1-byte one holds none, so blocks probed for a few documents are read alone.
+		for _, cache := range []int{0, 1} {
+			t.Run(fmt.Sprintf("chunk=%d/cache=%d", mode, cache), func(t *testing.T) {
+				withChunkMode(t, mode)
+				seeds := 4
+				if testing.Short() {
+					seeds = 2
 				}
-				t.Logf("%d multi-block lists, %d blocks", terms, blocks)
+				maxScoreMatches(t, seeds, BM25Options{PostingsCacheBytes: cache}, func(t *testing.T, b *BM25Index) {
+					terms, blocks := multiBlockTerms(b)
+					if terms == 0 {
+						t.Fatalf("no posting list of several blocks (chunk mode %d)", mode)
+					}
+					lookups := b.postings.lookups.Load()
+					if cache == 1 && lookups == 0 {
+						t.Fatal("no posting was looked up alone (lookupDirect): the exactness above did not cover it")
+					}
+					t.Logf("%d multi-block lists, %d blocks, %d postings looked up alone", terms, blocks, lookups)
+				})
 			})
-		})
+		}
 	}
 }
 

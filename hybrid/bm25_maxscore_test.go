@@ -33,12 +33,13 @@ func TestMaxScoreMatchesExhaustive(t *testing.T) {
 	if testing.Short() {
 		seeds = 2
 	}
-	maxScoreMatches(t, seeds, nil)
+	maxScoreMatches(t, seeds, BM25Options{}, nil)
 }
 
 // maxScoreMatches runs the property test of TestMaxScoreMatchesExhaustive over seeds
-// random indexes; check, when not nil, is called on each index after its queries.
-func maxScoreMatches(t *testing.T, seeds int, check func(t *testing.T, b *BM25Index)) {
+// random indexes, opened with opts; check, when not nil, is called on each index after its
+// queries.
+func maxScoreMatches(t *testing.T, seeds int, opts BM25Options, check func(t *testing.T, b *BM25Index)) {
 	ctx := context.Background()
 	for seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -47,7 +48,7 @@ func maxScoreMatches(t *testing.T, seeds int, check func(t *testing.T, b *BM25In
 			if seed%2 == 1 {
 				path = t.TempDir() + "/bm25"
 			}
-			b, err := OpenBM25(path)
+			b, err := OpenBM25With(path, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

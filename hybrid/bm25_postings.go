@@ -62,6 +62,7 @@ type postingsCache struct {
 
 	hits, misses atomic.Uint64
 	decoded      atomic.Uint64 // postings read from zap (block decodes and metadata passes)
+	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (lookupDirect)
 }
 
 func newPostingsCache(budget int, readOnly bool) *postingsCache {

@@ -241,3 +241,139 @@ func appendRuns(out []uint32, c []byte, base, from, to uint32) ([]uint32, bool) 
 	}
 	return out, true
 }
+
+// rank returns how many values of [lo, d) the bitmap holds and whether it holds d (ok
+// false when its bytes are damaged): a document's position in its block, found without
+// listing the block's documents.
+func (v *roaringView) rank(lo uint64, d uint32) (n int, has, ok bool) {
+	if lo > uint64(d) {
+		return 0, false, true
+	}
+	a, z := 0, v.n
+	for a < z {
+		m := int(uint(a+z) >> 1)
+		if uint64(v.key(m)) < lo>>16 {
+			a = m + 1
+		} else {
+			z = m
+		}
+	}
+	prev := int64(-1)
+	for i := a; i < v.n; i++ {
+		key := v.key(i)
+		if int64(key) <= prev {
+			return 0, false, false // keys must rise
+		}
+		prev = int64(key)
+		base := uint64(key) << 16
+		if base > uint64(d) {
+			break
+		}
+		from := uint32(0)
+		if lo > base {
+			from = uint32(lo - base)
+		}
+		last := key == d>>16
+		to := uint32(1 << 16)
+		if last {
+			to = d & 0xffff
+		}
+		p := int(v.offsets[i])
+		if p < 0 || p > len(v.b) {
+			return 0, false, false
+		}
+		size, sok := v.containerSize(i, p)
+		if !sok {
+			return 0, false, false
+		}
+		c := v.b[p : p+size]
+		var k int
+		var h bool
+		switch {
+		case v.isRun(i):
+			k, h, sok = rankRuns(c[2:], from, to, last)
+		case v.card(i) > roaringArrayMax:
+			k, h = rankBits(c, from, to, last)
+		default:
+			k, h, sok = rankArray(c, from, to, last)
+		}
+		if !sok {
+			return 0, false, false
+		}
+		n += k
+		if last {
+			return n, h, true
+		}
+	}
+	return n, false, true
+}
+
+// rankArray counts an array container's values in [from, to) and, when want, whether it
+// holds to; the values around the two bounds must rise.
+func rankArray(c []byte, from, to uint32, want bool) (int, bool, bool) {
+	n := len(c) / 2
+	at := func(j int) uint32 { return uint32(binary.LittleEndian.Uint16(c[2*j:])) }
+	lower := func(x uint32) int {
+		a, z := 0, n
+		for a < z {
+			m := int(uint(a+z) >> 1)
+			if at(m) < x {
+				a = m + 1
+			} else {
+				z = m
+			}
+		}
+		return a
+	}
+	a, b := lower(from), n
+	if want || to < 1<<16 {
+		b = lower(to)
+	}
+	if b < a || (a > 0 && at(a-1) >= from) || (b < n && at(b) < to) {
+		return 0, false, false
+	}
+	return b - a, want && b < n && at(b) == to, true
+}
+
+// rankBits counts a bitmap container's set bits in [from, to) and, when want, whether bit
+// to is set.
+func rankBits(c []byte, from, to uint32, want bool) (int, bool) {
+	n := 0
+	for w := from / 64; w < (to+63)/64; w++ {
+		x := binary.LittleEndian.Uint64(c[8*w:])
+		if w == from/64 {
+			x &= ^uint64(0) << (from % 64)
+		}
+		if end := (w + 1) * 64; end > to {
+			x &= ^uint64(0) >> (end - to)
+		}
+		n += bits.OnesCount64(x)
+	}
+	has := want && to < 1<<16 && binary.LittleEndian.Uint64(c[8*(to/64):])&(1<<(to%64)) != 0
+	return n, has
+}
+
+// rankRuns counts a run container's values in [from, to) and, when want, whether it holds
+// to; runs must rise without overlapping.
+func rankRuns(c []byte, from, to uint32, want bool) (int, bool, bool) {
+	n, has := 0, false
+	next := uint32(0)
+	for r := 0; r+4 <= len(c); r += 4 {
+		start := uint32(binary.LittleEndian.Uint16(c[r:]))
+		end := start + uint32(binary.LittleEndian.Uint16(c[r+2:])) + 1 // exclusive
+		if start < next || end > 1<<16 {
+			return 0, false, false
+		}
+		next = end + 1
+		if start > to {
+			break
+		}
+		if want && start <= to && to < end {
+			has = true
+		}
+		if lo, hi := max(start, from), min(end, to); lo < hi {
+			n += int(hi - lo)
+		}
+	}
+	return n, has, true
+}

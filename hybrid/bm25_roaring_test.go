@@ -76,6 +76,22 @@ func TestRoaringView(t *testing.T) {
 			if !ok || !slices.Equal(got, want) {
 				t.Fatalf("bitmap %d [%d, %d): ok %v, %d values, want %d", iter, lo, hi, ok, len(got), len(want))
 			}
+			// rank: from lo to a value held, to one not held, and to the range's end
+			ds := []uint64{hi, lo + uint64(rng.IntN(1<<16))}
+			if len(want) > 0 {
+				ds = append(ds, uint64(want[rng.IntN(len(want))]), uint64(want[len(want)-1]))
+			}
+			for _, d := range ds {
+				if d > 0xffffffff {
+					continue
+				}
+				n, has, ok := v.rank(lo, uint32(d))
+				wantN, _ := slices.BinarySearch(all, uint32(d))
+				lowN, _ := slices.BinarySearch(all, uint32(min(lo, d)))
+				if !ok || n != wantN-lowN || has != bm.Contains(uint32(d)) {
+					t.Fatalf("bitmap %d rank [%d, %d): ok %v, %d (holds it: %v), want %d (%v)", iter, lo, d, ok, n, has, wantN-lowN, bm.Contains(uint32(d)))
+				}
+			}
 		}
 	}
 }
@@ -104,6 +120,9 @@ func TestRoaringViewDamage(t *testing.T) {
 			}
 			lo := uint64(rng.IntN(20 << 16))
 			hi := lo + uint64(rng.IntN(4<<16))
+			if n, _, ok := v.rank(lo, uint32(min(hi, 0xffffffff))); ok && (n < 0 || uint64(n) > hi-lo) {
+				t.Fatalf("damaged bitmap ranked %d values in [%d, %d)", n, lo, hi)
+			}
 			got, ok := v.appendRange(nil, lo, hi)
 			if !ok {
 				continue
@@ -117,7 +136,7 @@ func TestRoaringViewDamage(t *testing.T) {
 	}
 }
 
-// FuzzRoaringView: no bytes make parse or appendRange fault.
+// FuzzRoaringView: no bytes make parse, appendRange or rank fault.
 func FuzzRoaringView(f *testing.F) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := range 4 {
@@ -128,6 +147,7 @@ func FuzzRoaringView(f *testing.F) {
 		var v roaringView
 		if v.parse(b) {
 			v.appendRange(nil, uint64(lo), uint64(lo)+uint64(span))
+			v.rank(uint64(lo), uint32(min(uint64(lo)+uint64(span), 0xffffffff)))
 		}
 	})
 }

@@ -3,6 +3,7 @@ package hybrid
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"reflect"
 	"unsafe"
 
@@ -289,4 +290,97 @@ func dominatedOrdered(front []fl, f, dl uint32) bool {
 		j--
 	}
 	return j >= 0 && front[j].dl <= dl
+}
+
+// lookupDirect reads the posting of document d in block i of tb straight from z, without
+// decoding the block: d's position comes from the bitmap's rank, and its bytes from
+// counting uvarint ends in the chunk (a posting of frequency > 0 is two uvarints). A
+// query probes most blocks of its low-weight terms for a few documents only; decoding a
+// thousand postings to read one was most of a query's time at 21M passages.
+//
+// checked says that the chunk's uvarint ends were counted already for this block (the
+// caller's note); otherwise they are: the chunk must end a uvarint and hold exactly two
+// per posting, else errBlockMeta and the caller decodes the block, which reads any chunk.
+// The posting found must be covered by the block's frontier, as in decodeDirect.
+func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, checked bool) (f, dl uint32, present bool, err error) {
+	lo, hi := tb.span(i)
+	if tb.cs == 0 || lo > math.MaxUint32 || !z.docsOK {
+		return 0, 0, false, errBlockMeta
+	}
+	if uint64(d) < lo || uint64(d) >= hi {
+		return 0, 0, false, nil
+	}
+	buf, ok := z.chunk(lo / tb.cs)
+	if !ok {
+		return 0, 0, false, errBlockMeta
+	}
+	n := int(tb.count[i])
+	if !checked && (len(buf) == 0 || buf[len(buf)-1] >= 0x80 || varintEnds(buf) != 2*n) {
+		return 0, 0, false, errBlockMeta
+	}
+	pos, has, ok := z.docs.rank(lo, d)
+	if !ok || (has && pos >= n) || pos > n {
+		return 0, 0, false, errBlockMeta
+	}
+	if !has {
+		return 0, 0, false, nil
+	}
+	p := 0
+	if pos > 0 {
+		if p = skipVarints(buf, 2*pos); p < 0 {
+			return 0, 0, false, errBlockMeta
+		}
+	}
+	x, k := uvarintAt(buf, p)
+	if k <= 0 || x>>1 == 0 || x>>1 > math.MaxUint32 {
+		return 0, 0, false, errBlockMeta
+	}
+	y, k2 := uvarintAt(buf, p+k)
+	if k2 <= 0 || uint32(y) == math.MaxUint32 {
+		return 0, 0, false, errBlockMeta
+	}
+	f, dl = uint32(x>>1), uint32(y) // the norm's float32 bits: the low 32 bits
+	if !dominated(tb.blockFront(i), f, dl) {
+		return 0, 0, false, errBlockMeta
+	}
+	return f, dl, true, nil
+}
+
+const varintHighBits = 0x8080808080808080
+
+// varintEnds counts the bytes of b below 0x80: the uvarints that end in b.
+func varintEnds(b []byte) int {
+	n, p := 0, 0
+	for ; p+8 <= len(b); p += 8 {
+		n += bits.OnesCount64(^binary.LittleEndian.Uint64(b[p:]) & varintHighBits)
+	}
+	for ; p < len(b); p++ {
+		n += int(^b[p] >> 7)
+	}
+	return n
+}
+
+// skipVarints returns the offset just past the n-th uvarint end of b (n > 0), or -1 when
+// b ends fewer.
+func skipVarints(b []byte, n int) int {
+	p := 0
+	for ; p+8 <= len(b); p += 8 {
+		t := ^binary.LittleEndian.Uint64(b[p:]) & varintHighBits
+		c := bits.OnesCount64(t)
+		if c >= n {
+			for ; n > 1; n-- {
+				t &= t - 1
+			}
+			return p + bits.TrailingZeros64(t)/8 + 1
+		}
+		n -= c
+	}
+	for ; p < len(b); p++ {
+		if b[p] < 0x80 {
+			if n--; n == 0 {
+				return p + 1
+			}
+		}
+	}
+	return -1
 }

@@ -1,7 +1,10 @@
 package hybrid
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -31,7 +34,7 @@ func TestZapBlocksDirect(t *testing.T) {
 	r := snapshotReader(t, b)
 	defer r.Close()
 	snap := r.(*scorch.IndexSnapshot)
-	var direct, blocks int
+	var direct, blocks, lookups int
 	for _, ss := range snap.Segments() {
 		dict, err := ss.Segment().Dictionary(bodyField)
 		if err != nil {
@@ -86,6 +89,25 @@ func TestZapBlocksDirect(t *testing.T) {
 						t.Fatalf("%q block %d posting %d: (%d, %d, %d), want (%d, %d, %d)", term, i, j, got.docs[j], gf, gdl, w.docs[j], wf, wdl)
 					}
 				}
+				// Every document of the block's span, looked up alone, as decoded.
+				lo, hi := tb.span(i)
+				for d, j := lo, 0; d < min(hi, lo+600); d++ {
+					f, dl, present, err := lookupDirect(&src.z, tb, i, uint32(d), j%2 == 1)
+					if err != nil {
+						t.Fatalf("%q block %d doc %d: lookup: %v", term, i, d, err)
+					}
+					held := j < len(w.docs) && w.docs[j] == uint32(d)
+					if present != held {
+						t.Fatalf("%q block %d doc %d: looked up present %v, decoded %v", term, i, d, present, held)
+					}
+					if held {
+						if wf, wdl := w.at(j); f != wf || dl != wdl {
+							t.Fatalf("%q block %d doc %d: looked up (%d, %d), decoded (%d, %d)", term, i, d, f, dl, wf, wdl)
+						}
+						j++
+						lookups++
+					}
+				}
 				blocks++
 				dropBlock(got)
 			}
@@ -106,6 +128,22 @@ func TestZapBlocksDirect(t *testing.T) {
 			if err != nil || !zapListOf(pl, &z) {
 				t.Fatalf("%q: %v", term, err)
 			}
+			// A chunk whose uvarint ends are not two a posting (two merged into one) or
+			// that does not end one fails the lookup's count: the caller decodes instead.
+			for _, mut := range []func(c []byte){
+				func(c []byte) { c[0] |= 0x80 },
+				func(c []byte) { c[len(c)-1] |= 0x80 },
+			} {
+				c, _ := z.chunk(uint64(last))
+				start := z.data + z.ends[last] - uint64(len(c))
+				z2 := z
+				z2.mem = slices.Clone(z.mem)
+				mut(z2.mem[start : start+uint64(len(c))])
+				lo, _ := tb.span(last)
+				if _, _, _, err := lookupDirect(&z2, tb, last, uint32(lo), false); !errors.Is(err, errBlockMeta) {
+					t.Fatalf("%q: a damaged chunk looked up: %v", term, err)
+				}
+			}
 			z.ends = z.ends[:last]
 			if _, err := decodeDirect(&z, z.bm.Iterator(), tb, last); !errors.Is(err, errBlockMeta) {
 				t.Fatalf("%q: a chunk table cut short: %v", term, err)
@@ -115,10 +153,40 @@ func TestZapBlocksDirect(t *testing.T) {
 			}
 		}
 	}
-	if direct < 10 || blocks < 100 {
-		t.Fatalf("%d lists, %d blocks read directly: too few to tell", direct, blocks)
+	if direct < 10 || blocks < 100 || lookups < 1000 {
+		t.Fatalf("%d lists, %d blocks read directly, %d postings looked up: too few to tell", direct, blocks, lookups)
 	}
-	t.Logf("%d lists, %d blocks read directly", direct, blocks)
+	t.Logf("%d lists, %d blocks read directly, %d postings looked up alone", direct, blocks, lookups)
+}
+
+// TestVarintEnds holds varintEnds and skipVarints to a byte-at-a-time count, across the
+// eight-byte words they read and the bytes after the last word.
+func TestVarintEnds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 300 {
+		var b []byte
+		for range rng.IntN(40) {
+			b = binary.AppendUvarint(b, rng.Uint64N(1<<uint(1+rng.IntN(35))))
+		}
+		var ends []int // offsets just past each uvarint end
+		for p, c := range b {
+			if c < 0x80 {
+				ends = append(ends, p+1)
+			}
+		}
+		if got := varintEnds(b); got != len(ends) {
+			t.Fatalf("%x: %d ends, want %d", b, got, len(ends))
+		}
+		for n := 1; n <= len(ends)+1; n++ {
+			want := -1
+			if n <= len(ends) {
+				want = ends[n-1]
+			}
+			if got := skipVarints(b, n); got != want {
+				t.Fatalf("%x: past end %d at %d, want %d", b, n, got, want)
+			}
+		}
+	}
 }
 
 // TestDominatedOrdered holds dominatedOrdered, and smallFront's table, to dominated on every ordered frontier of up
