@@ -183,8 +183,28 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 	}
 	minDL := smallFront(front)
 	bad := uint32(0) // set by a posting of a small frequency the frontier does not cover
-	p := 0
-	for j, doc := range blk.docs {
+	if n > 0 && blk.docs[n-1] == math.MaxUint32 { // (the documents rise)
+		return nil, errBlockMeta
+	}
+	// Nearly every posting is a one-byte frequency (f < 64, no locations bit beyond it) and
+	// a length of one or two bytes: read four bytes at once and take both without a call
+	// or a branch on the length. The first posting of another shape ends this loop; the
+	// one after it reads the rest, whatever their shape.
+	p, j := 0, 0
+	for ; j < n && p+4 <= len(buf); j++ {
+		w := binary.LittleEndian.Uint32(buf[p:])
+		b0, b1, b2 := w&0xff, w>>8&0xff, w>>16&0xff
+		two := b1 >> 7 // the length takes two bytes
+		if b0 >= 0x80 || b0 < 2 || b2&(two<<7) != 0 {
+			break
+		}
+		f, dl := b0>>1, b1&0x7f|(b2&0x7f)<<7*two
+		bad |= b2u(dl < minDL[f])
+		blk.packed[j] = f<<16 | dl
+		p += 2 + int(two)
+	}
+	for ; j < n; j++ {
+		doc := blk.docs[j]
 		x, k := uvarintAt(buf, p)
 		if k <= 0 {
 			return nil, errBlockMeta
@@ -251,8 +271,9 @@ func frontOrdered(front []fl) bool {
 	return true
 }
 
-// smallFreqs bounds the frequencies smallFront tabulates: nearly every posting's.
-const smallFreqs = 16
+// smallFreqs bounds the frequencies smallFront tabulates: every frequency a one-byte
+// uvarint holds (zap's freq<<1|hasLocations), nearly every posting's.
+const smallFreqs = 64
 
 // smallFront tabulates an ordered front (frontOrdered) for the frequencies under
 // smallFreqs: a posting (f, dl) with f < smallFreqs is dominated exactly when dl >=

@@ -3,10 +3,12 @@ package hybrid
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
@@ -229,6 +231,78 @@ func TestDominatedOrdered(t *testing.T) {
 	for _, bad := range [][]fl{{{2, 5}, {2, 4}}, {{3, 2}, {2, 2}}, {{1, 1}, {2, 0}}} {
 		if frontOrdered(bad) {
 			t.Fatalf("%v ordered", bad)
+		}
+	}
+}
+
+// TestDecodeShapes reads chunks of every posting shape by decodeDirect and lookupDirect
+// against the values written: one- and two-byte frequencies, with and without the
+// locations bit, lengths of one, two and more bytes, shapes mixed in one chunk (the
+// four-byte fast path hands over to the general loop at the first other shape) and
+// postings at the chunk's end.
+func TestDecodeShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	lengths := [][2]uint32{{0, 128}, {128, 1 << 14}, {1 << 14, 1 << 21}, {1 << 21, math.MaxUint32 - 1}}
+	for iter := range 400 {
+		n := 1 + rng.IntN(300)
+		shortOnly := iter%3 == 0 // only the fast path's shapes
+		var docs []uint32
+		for d := uint32(rng.IntN(5)); len(docs) < n; d += 1 + uint32(rng.IntN(9)) {
+			docs = append(docs, d)
+		}
+		type post struct{ f, dl uint32 }
+		want := make([]post, n)
+		var chunk []byte
+		for j := range want {
+			f := 1 + uint32(rng.IntN(63))
+			if !shortOnly && rng.IntN(10) == 0 {
+				f = 64 + uint32(rng.IntN(1000))
+			}
+			r := lengths[rng.IntN(2)]
+			if !shortOnly && rng.IntN(10) == 0 {
+				r = lengths[2+rng.IntN(2)]
+			}
+			dl := r[0] + uint32(rng.Uint64N(uint64(r[1]-r[0])))
+			want[j] = post{f, dl}
+			chunk = binary.AppendUvarint(chunk, uint64(f)<<1|uint64(rng.IntN(2)))
+			chunk = binary.AppendUvarint(chunk, uint64(dl))
+		}
+		bm, err := roaring.BitmapOf(docs...).ToBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		z := zapList{mem: chunk, ends: []uint64{uint64(len(chunk))}}
+		if z.docsOK = z.docs.parse(bm); !z.docsOK {
+			t.Fatal("bitmap not parsed")
+		}
+		tb := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: math.MaxUint32, dl: 0}}}
+		blk, err := decodeDirect(&z, nil, tb, 0)
+		if err != nil {
+			t.Fatalf("chunk %d: %v", iter, err)
+		}
+		for j, w := range want {
+			if f, dl := blk.at(j); blk.docs[j] != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.docs[j], f, dl, docs[j], w.f, w.dl)
+			}
+			f, dl, present, err := lookupDirect(&z, tb, 0, docs[j], j > 0)
+			if err != nil || !present || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d doc %d looked up: (%d, %d) present %v, %v; want (%d, %d)", iter, docs[j], f, dl, present, err, w.f, w.dl)
+			}
+			if _, _, present, err := lookupDirect(&z, tb, 0, docs[j]+1, true); err != nil || present != (j+1 < n && docs[j+1] == docs[j]+1) {
+				t.Fatalf("chunk %d doc %d looked up: present %v, %v", iter, docs[j]+1, present, err)
+			}
+		}
+		dropBlock(blk)
+		// A frontier that does not cover the largest frequency fails both readers.
+		maxF := uint32(0)
+		for _, w := range want {
+			maxF = max(maxF, w.f)
+		}
+		tb.front = []fl{{f: maxF - 1, dl: 0}}
+		if maxF > 1 {
+			if _, err := decodeDirect(&z, nil, tb, 0); !errors.Is(err, errBlockMeta) {
+				t.Fatalf("chunk %d: a frontier below frequency %d decoded: %v", iter, maxF, err)
+			}
 		}
 	}
 }
