@@ -65,8 +65,9 @@ func multiBlockTerms(b *BM25Index) (terms, blocks int) {
 // decoded than the lists hold).
 func TestBlockMaxMatchesExhaustive(t *testing.T) {
 	for _, mode := range []uint32{4, 16} {
-		// The default cache holds every block of these small indexes after a query or two;
-		// a 1-byte one holds none, so blocks probed for a few documents are read alone.
+		// The default cache holds every block of these small indexes, so blocks are decoded
+		// and kept; a 1-byte one holds none, so blocks probed for a few documents are read
+		// alone.
 		for _, cache := range []int{0, 1} {
 			t.Run(fmt.Sprintf("chunk=%d/cache=%d", mode, cache), func(t *testing.T) {
 				withChunkMode(t, mode)
@@ -82,6 +83,10 @@ func TestBlockMaxMatchesExhaustive(t *testing.T) {
 					lookups := b.postings.lookups.Load()
 					if cache == 1 && lookups == 0 {
 						t.Fatal("no posting was looked up alone (lookupDirect): the exactness above did not cover it")
+					}
+					// While every decoded block fits, blocks are decoded and kept instead.
+					if cache == 0 && (lookups != 0 || b.postings.full.Load()) {
+						t.Fatalf("%d postings looked up alone (cache full: %v) while the cache had room", lookups, b.postings.full.Load())
 					}
 					t.Logf("%d multi-block lists, %d blocks, %d postings looked up alone", terms, blocks, lookups)
 				})
@@ -345,5 +350,63 @@ func TestBlockMaxShedsMetadata(t *testing.T) {
 	b.postings.mu.Unlock()
 	if n > 2 {
 		t.Fatalf("%d metadata entries kept under a cap of 1 byte", n)
+	}
+}
+
+// TestLookupsOnlyWhenFull: while the cache has never had to evict, a query decodes (and
+// keeps) the blocks it probes, even from a cold cache; once it has, blocks probed for a
+// few documents have their postings read alone. Answers are the same either way.
+func TestLookupsOnlyWhenFull(t *testing.T) {
+	withChunkMode(t, 4)
+	b := openMemBM25(t)
+	rng := rand.New(rand.NewPCG(12, 12))
+	var docs []BM25Doc
+	for i := range 1500 {
+		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var queries []string
+	var want [][]Hit
+	b.SetExhaustive(true)
+	for range 40 {
+		q := randomQuery(rng, 8)
+		hits, err := b.Search(ctx, q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries, want = append(queries, q), append(want, hits)
+	}
+	b.SetExhaustive(false)
+	cold := func() { // every decoded block dropped; full left as it is
+		b.postings.mu.Lock()
+		defer b.postings.mu.Unlock()
+		for _, r := range b.postings.ring {
+			r.tb.slots[r.i].Store(nil)
+		}
+		b.postings.ring, b.postings.used = nil, 0
+	}
+	run := func(label string) uint64 {
+		before := b.postings.lookups.Load()
+		for i, q := range queries {
+			cold()
+			got, err := b.Search(ctx, q, 10, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, label+" "+q, got, want[i])
+		}
+		return b.postings.lookups.Load() - before
+	}
+	if n := run("room"); n != 0 || b.postings.full.Load() {
+		t.Fatalf("%d postings looked up alone while the cache had room (full %v)", n, b.postings.full.Load())
+	}
+	b.postings.mu.Lock()
+	b.postings.budget = 1 // the next block put evicts: the cache is full from then on
+	b.postings.mu.Unlock()
+	if n := run("full"); n == 0 || !b.postings.full.Load() {
+		t.Fatalf("%d postings looked up alone once the cache was full (full %v)", n, b.postings.full.Load())
 	}
 }

@@ -679,12 +679,13 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 
 // lookup gives the term's BM25 contribution for document d, read alone from the current
 // block, which is neither decoded nor cached. used is false when the caller must load the
-// block instead: it is cached, was looked up directProbes times already, or cannot be read
-// so (its list is not plain zap, or its chunk fails lookupDirect's checks: decode then
-// reads it, or reports the damage).
+// block instead: the cache has never been full (postingsCache.full), the block is cached,
+// was looked up directProbes times already, or cannot be read so (its list is not plain
+// zap, or its chunk fails lookupDirect's checks: decode then reads it, or reports the
+// damage).
 func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64, present, used bool, err error) {
 	if c.probes >= directProbes || c.blk >= len(c.tb.count) || c.tb.count[c.blk] == 0 ||
-		sc.cache.block(c.tb, c.blk) != nil {
+		!sc.cache.full.Load() || sc.cache.block(c.tb, c.blk) != nil {
 		return 0, false, false, nil
 	}
 	c.probes++

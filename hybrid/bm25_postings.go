@@ -63,6 +63,11 @@ type postingsCache struct {
 	hits, misses atomic.Uint64
 	decoded      atomic.Uint64 // postings read from zap (block decodes and metadata passes)
 	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (lookupDirect)
+	// full is set once the cache has had to evict (or to refuse) a block: from then on a
+	// block probed for a few documents has its postings read alone rather than decoded
+	// (blockCursor.lookup). While everything queries decode fits, decoding it once and
+	// keeping it costs less than reading its postings alone query after query.
+	full atomic.Bool
 }
 
 func newPostingsCache(budget int, readOnly bool) *postingsCache {
@@ -308,12 +313,16 @@ func (c *postingsCache) putBlock(tb *termBlocks, i int, p *postBlock) *postBlock
 		return old
 	}
 	if p.bytes > c.budget || c.closed {
+		c.full.Store(true)
 		c.park(p) // the caller scores p, then its slot goes back
 		return p
 	}
 	p = offHeap(p)
 	tb.slots[i].Store(p)
 	c.used += p.bytes
+	if c.used > c.budget && !c.full.Load() {
+		c.full.Store(true)
+	}
 	for c.used > c.budget && len(c.ring) > 0 {
 		if c.hand >= len(c.ring) {
 			c.hand = 0
