@@ -182,7 +182,7 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 		return nil, errBlockMeta
 	}
 	minDL := smallFront(front)
-	bad := uint32(0) // set by a posting of a small frequency the frontier does not cover
+	bad := uint32(0)                              // set by a posting of a small frequency the frontier does not cover
 	if n > 0 && blk.docs[n-1] == math.MaxUint32 { // (the documents rise)
 		return nil, errBlockMeta
 	}
