@@ -105,14 +105,8 @@ func (v *roaringView) containerSize(i, p int) (int, bool) {
 	return size, p+size <= len(v.b)
 }
 
-// appendRange appends to out the values in [lo, hi), rising; ok false when the bitmap's
-// bytes are damaged.
-func (v *roaringView) appendRange(out []uint32, lo, hi uint64) ([]uint32, bool) {
-	if lo >= hi || lo > 0xffffffff {
-		return out, true
-	}
-	hi = min(hi, 1<<32)
-	// the first container whose key is >= lo's
+// firstContainer is the index of the first container whose key is >= lo's (v.n: none).
+func (v *roaringView) firstContainer(lo uint64) int {
 	a, z := 0, v.n
 	for a < z {
 		m := int(uint(a+z) >> 1)
@@ -122,6 +116,30 @@ func (v *roaringView) appendRange(out []uint32, lo, hi uint64) ([]uint32, bool) 
 			z = m
 		}
 	}
+	return a
+}
+
+// container returns container i's bytes (ok false: they do not lie inside the bitmap).
+func (v *roaringView) container(i int) ([]byte, bool) {
+	p := int(v.offsets[i])
+	if p < 0 || p > len(v.b) {
+		return nil, false
+	}
+	size, ok := v.containerSize(i, p)
+	if !ok {
+		return nil, false
+	}
+	return v.b[p : p+size], true
+}
+
+// appendRange appends to out the values in [lo, hi), rising; ok false when the bitmap's
+// bytes are damaged.
+func (v *roaringView) appendRange(out []uint32, lo, hi uint64) ([]uint32, bool) {
+	if lo >= hi || lo > 0xffffffff {
+		return out, true
+	}
+	hi = min(hi, 1<<32)
+	a := v.firstContainer(lo)
 	last := uint64(0)
 	if len(out) > 0 {
 		last = uint64(out[len(out)-1]) + 1
@@ -141,15 +159,10 @@ func (v *roaringView) appendRange(out []uint32, lo, hi uint64) ([]uint32, bool) 
 			from = uint32(lo - base)
 		}
 		to := uint32(min(hi-base, 1<<16))
-		p := int(v.offsets[i])
-		if p < 0 || p > len(v.b) {
-			return out, false
-		}
-		size, ok := v.containerSize(i, p)
+		c, ok := v.container(i)
 		if !ok {
 			return out, false
 		}
-		c := v.b[p : p+size]
 		n0 := len(out)
 		switch {
 		case v.isRun(i):
@@ -200,16 +213,22 @@ func appendArray(out []uint32, c []byte, base, from, to uint32) ([]uint32, bool)
 	return out, true
 }
 
+// bitsWord is word w of a bitmap container with the bits outside [from, to) cleared.
+func bitsWord(c []byte, w, from, to uint32) uint64 {
+	x := binary.LittleEndian.Uint64(c[8*w:])
+	if w == from/64 {
+		x &= ^uint64(0) << (from % 64)
+	}
+	if end := (w + 1) * 64; end > to {
+		x &= ^uint64(0) >> (end - to)
+	}
+	return x
+}
+
 // appendBits appends a bitmap container's set bits in [from, to).
 func appendBits(out []uint32, c []byte, base, from, to uint32) []uint32 {
 	for w := from / 64; w < (to+63)/64; w++ {
-		x := binary.LittleEndian.Uint64(c[8*w:])
-		if w == from/64 {
-			x &= ^uint64(0) << (from % 64)
-		}
-		if end := (w + 1) * 64; end > to {
-			x &= ^uint64(0) >> (end - to)
-		}
+		x := bitsWord(c, w, from, to)
 		for x != 0 {
 			out = append(out, base|(w*64+uint32(bits.TrailingZeros64(x))))
 			x &= x - 1
@@ -249,15 +268,7 @@ func (v *roaringView) rank(lo uint64, d uint32) (n int, has, ok bool) {
 	if lo > uint64(d) {
 		return 0, false, true
 	}
-	a, z := 0, v.n
-	for a < z {
-		m := int(uint(a+z) >> 1)
-		if uint64(v.key(m)) < lo>>16 {
-			a = m + 1
-		} else {
-			z = m
-		}
-	}
+	a := v.firstContainer(lo)
 	prev := int64(-1)
 	for i := a; i < v.n; i++ {
 		key := v.key(i)
@@ -278,15 +289,10 @@ func (v *roaringView) rank(lo uint64, d uint32) (n int, has, ok bool) {
 		if last {
 			to = d & 0xffff
 		}
-		p := int(v.offsets[i])
-		if p < 0 || p > len(v.b) {
-			return 0, false, false
-		}
-		size, sok := v.containerSize(i, p)
+		c, sok := v.container(i)
 		if !sok {
 			return 0, false, false
 		}
-		c := v.b[p : p+size]
 		var k int
 		var h bool
 		switch {
@@ -340,13 +346,7 @@ func rankArray(c []byte, from, to uint32, want bool) (int, bool, bool) {
 func rankBits(c []byte, from, to uint32, want bool) (int, bool) {
 	n := 0
 	for w := from / 64; w < (to+63)/64; w++ {
-		x := binary.LittleEndian.Uint64(c[8*w:])
-		if w == from/64 {
-			x &= ^uint64(0) << (from % 64)
-		}
-		if end := (w + 1) * 64; end > to {
-			x &= ^uint64(0) >> (end - to)
-		}
+		x := bitsWord(c, w, from, to)
 		n += bits.OnesCount64(x)
 	}
 	has := want && to < 1<<16 && binary.LittleEndian.Uint64(c[8*(to/64):])&(1<<(to%64)) != 0
