@@ -54,8 +54,9 @@ type Options struct {
 	// goroutines (default 1): lower latency for one query on an idle machine. SearchBatch
 	// already spreads its queries over every core.
 	QueryWorkers int
-	// PostingsCacheBytes bounds the cache of decoded posting blocks that BM25's dynamic
-	// pruning reads (default 512 MiB per collection; negative: no cache). See
+	// PostingsCacheBytes bounds the cache of decoded posting blocks, and of the block
+	// metadata, that BM25's dynamic pruning reads (default 512 MiB per collection; negative:
+	// no cache of blocks). See
 	// hybrid.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
 	// MappedResidentBytes, when positive, bounds the file pages kept mapped into the process

@@ -106,8 +106,9 @@ type BM25Options struct {
 	// pruning reads (0 = 512 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
 	// a posting) that recent queries scored, evicted in CLOCK order. It never holds more
 	// than the blocks queries scored, so a small index keeps it small. Negative keeps none
-	// (every query decodes the blocks it needs). The block metadata of queried terms
-	// (a few bytes a block) is kept besides, and persisted beside each segment file.
+	// (every query decodes the blocks it needs). The block metadata of queried terms (a few
+	// bytes a block, persisted beside each segment file) counts within the same budget, up
+	// to half of it, so the cache's memory in all stays within it.
 	PostingsCacheBytes int
 	// ReadOnly opens an existing index for searching only (path "" is an in-memory index
 	// as without it): Bleve's scorch runs with its read_only setting (a shared lock on

@@ -93,7 +93,8 @@ func (t *termBlocks) blockOf(d uint64) int {
 }
 
 func (t *termBlocks) sizeBytes() int {
-	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 96
+	// count, fstart, front, slots, and one statistics' ratios (ratiosFor)
+	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 8*len(t.count) + 96
 }
 
 // check validates metadata read from outside (a sidecar): counts add up, every non-empty

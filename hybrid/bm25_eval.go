@@ -605,20 +605,20 @@ func (b *BM25Index) maxScore(ctx context.Context, e *evalState, st *snapStats, s
 // blockCursor walks one term's blocks in one segment, decoding a block only when a
 // document in it must be scored.
 type blockCursor struct {
-	tb      *termBlocks
-	src     *blockSource
-	term    string
-	w       float64
-	ti      int     // index in the query's term order
-	blk     int     // current block (len(tb.count): past the last)
-	end     uint64  // first document after the current block
-	bub     float64 // w · the current block's best ratio: its score bound
-	cur     *postBlock
-	pos     int
-	doc     uint32    // cur.docs[pos]; noDoc when the block is exhausted or not loaded
-	ratios  []float64 // each block's best BM25 ratio under the query's statistics
-	probes  int       // documents of the current block looked up without decoding it
-	chunkOK bool      // the current block's chunk passed lookupDirect's count
+	tb     *termBlocks
+	src    *blockSource
+	term   string
+	w      float64
+	ti     int     // index in the query's term order
+	blk    int     // current block (len(tb.count): past the last)
+	end    uint64  // first document after the current block
+	bub    float64 // w · the current block's best ratio: its score bound
+	cur    *postBlock
+	pos    int
+	doc    uint32      // cur.docs[pos]; noDoc when the block is exhausted or not loaded
+	ratios []float64   // each block's best BM25 ratio under the query's statistics
+	probes int         // documents of the current block looked up without decoding it
+	lk     lookupState // how far lookups in the current block have counted
 }
 
 // directProbes is how many documents of a block not decoded yet are looked up alone
@@ -633,7 +633,7 @@ const noDoc = math.MaxUint32
 func (c *blockCursor) moveTo(st *snapStats, d, segDocs uint64) {
 	c.blk = c.tb.blockOf(d)
 	c.cur, c.doc = nil, noDoc
-	c.probes, c.chunkOK = 0, false
+	c.probes, c.lk = 0, lookupState{}
 	if c.blk >= len(c.tb.count) {
 		c.end, c.bub = noMore, 0
 		return
@@ -694,12 +694,11 @@ func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64,
 		c.probes = directProbes
 		return 0, false, false, err
 	}
-	fi, dl, present, err := lookupDirect(&c.src.z, c.tb, c.blk, d, c.chunkOK)
+	fi, dl, present, err := lookupDirect(&c.src.z, c.tb, c.blk, d, &c.lk)
 	if err != nil {
 		c.probes = directProbes
 		return 0, false, false, nil
 	}
-	c.chunkOK = true
 	sc.lookups++
 	if !present {
 		return 0, false, true, nil

@@ -320,10 +320,12 @@ func (c *postingsCache) putBlock(tb *termBlocks, i int, p *postBlock) *postBlock
 	p = offHeap(p)
 	tb.slots[i].Store(p)
 	c.used += p.bytes
-	if c.used > c.budget && !c.full.Load() {
+	// The budget holds the blocks and the terms' metadata together (the metadata is
+	// shed past half of it, see shedMeta), so a process holding both stays within it.
+	if c.used+c.metaBytes > c.budget && !c.full.Load() {
 		c.full.Store(true)
 	}
-	for c.used > c.budget && len(c.ring) > 0 {
+	for c.used+c.metaBytes > c.budget && len(c.ring) > 0 {
 		if c.hand >= len(c.ring) {
 			c.hand = 0
 		}

@@ -319,11 +319,13 @@ func dominatedOrdered(front []fl, f, dl uint32) bool {
 // query probes most blocks of its low-weight terms for a few documents only; decoding a
 // thousand postings to read one was most of a query's time at 21M passages.
 //
-// checked says that the chunk's uvarint ends were counted already for this block (the
-// caller's note); otherwise they are: the chunk must end a uvarint and hold exactly two
+// st is the caller's state for this block (zero for a block not looked up yet): a query
+// looks up a block's documents in rising order, so each lookup counts on from where the
+// last one stopped (a lower document starts again from the block's first). The first
+// lookup counts the chunk's uvarint ends: the chunk must end a uvarint and hold exactly two
 // per posting, else errBlockMeta and the caller decodes the block, which reads any chunk.
 // The posting found must be covered by the block's frontier, as in decodeDirect.
-func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, checked bool) (f, dl uint32, present bool, err error) {
+func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, st *lookupState) (f, dl uint32, present bool, err error) {
 	lo, hi := tb.span(i)
 	if tb.cs == 0 || lo > math.MaxUint32 || !z.docsOK {
 		return 0, 0, false, errBlockMeta
@@ -336,28 +338,38 @@ func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, checked bool) (f,
 		return 0, 0, false, errBlockMeta
 	}
 	n := int(tb.count[i])
-	if !checked && (len(buf) == 0 || buf[len(buf)-1] >= 0x80 || varintEnds(buf) != 2*n) {
-		return 0, 0, false, errBlockMeta
+	if !st.checked {
+		if len(buf) == 0 || buf[len(buf)-1] >= 0x80 || varintEnds(buf) != 2*n {
+			return 0, 0, false, errBlockMeta
+		}
+		st.checked = true
 	}
-	pos, has, ok := z.docs.rank(lo, d)
+	if uint64(d) < st.d || st.d < lo || st.pos > n || st.off > len(buf) {
+		st.d, st.pos, st.off = lo, 0, 0
+	}
+	k, has, ok := z.docs.rank(st.d, d)
+	pos := st.pos + k
 	if !ok || (has && pos >= n) || pos > n {
 		return 0, 0, false, errBlockMeta
 	}
+	p := st.off
+	if k > 0 {
+		q := skipVarints(buf[p:], 2*k)
+		if q < 0 {
+			return 0, 0, false, errBlockMeta
+		}
+		p += q
+	}
+	st.d, st.pos, st.off = uint64(d), pos, p // the documents below d: pos postings, ending at p
 	if !has {
 		return 0, 0, false, nil
 	}
-	p := 0
-	if pos > 0 {
-		if p = skipVarints(buf, 2*pos); p < 0 {
-			return 0, 0, false, errBlockMeta
-		}
-	}
-	x, k := uvarintAt(buf, p)
-	if k <= 0 || x>>1 == 0 || x>>1 > math.MaxUint32 {
+	x, kx := uvarintAt(buf, p)
+	if kx <= 0 || x>>1 == 0 || x>>1 > math.MaxUint32 {
 		return 0, 0, false, errBlockMeta
 	}
-	y, k2 := uvarintAt(buf, p+k)
-	if k2 <= 0 || uint32(y) == math.MaxUint32 {
+	y, ky := uvarintAt(buf, p+kx)
+	if ky <= 0 || uint32(y) == math.MaxUint32 {
 		return 0, 0, false, errBlockMeta
 	}
 	f, dl = uint32(x>>1), uint32(y) // the norm's float32 bits: the low 32 bits
@@ -365,6 +377,14 @@ func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, checked bool) (f,
 		return 0, 0, false, errBlockMeta
 	}
 	return f, dl, true, nil
+}
+
+// lookupState is how far lookupDirect has counted in one block: the chunk's uvarint ends
+// (checked), and the documents below d, pos of them, whose postings end at byte off.
+type lookupState struct {
+	checked  bool
+	d        uint64
+	pos, off int
 }
 
 const varintHighBits = 0x8080808080808080

@@ -92,9 +92,17 @@ func TestZapBlocksDirect(t *testing.T) {
 					}
 				}
 				// Every document of the block's span, looked up alone, as decoded.
+				// One state for the block (each lookup counting on from the last), and a
+				// fresh one for every other document.
 				lo, hi := tb.span(i)
+				var st lookupState
 				for d, j := lo, 0; d < min(hi, lo+600); d++ {
-					f, dl, present, err := lookupDirect(&src.z, tb, i, uint32(d), j%2 == 1)
+					fresh := lookupState{}
+					sp := &st
+					if d%2 == 1 {
+						sp = &fresh
+					}
+					f, dl, present, err := lookupDirect(&src.z, tb, i, uint32(d), sp)
 					if err != nil {
 						t.Fatalf("%q block %d doc %d: lookup: %v", term, i, d, err)
 					}
@@ -142,7 +150,7 @@ func TestZapBlocksDirect(t *testing.T) {
 				z2.mem = slices.Clone(z.mem)
 				mut(z2.mem[start : start+uint64(len(c))])
 				lo, _ := tb.span(last)
-				if _, _, _, err := lookupDirect(&z2, tb, last, uint32(lo), false); !errors.Is(err, errBlockMeta) {
+				if _, _, _, err := lookupDirect(&z2, tb, last, uint32(lo), &lookupState{}); !errors.Is(err, errBlockMeta) {
 					t.Fatalf("%q: a damaged chunk looked up: %v", term, err)
 				}
 			}
@@ -280,15 +288,20 @@ func TestDecodeShapes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("chunk %d: %v", iter, err)
 		}
+		var st lookupState
 		for j, w := range want {
 			if f, dl := blk.at(j); blk.docs[j] != docs[j] || f != w.f || dl != w.dl {
 				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.docs[j], f, dl, docs[j], w.f, w.dl)
 			}
-			f, dl, present, err := lookupDirect(&z, tb, 0, docs[j], j > 0)
-			if err != nil || !present || f != w.f || dl != w.dl {
-				t.Fatalf("chunk %d doc %d looked up: (%d, %d) present %v, %v; want (%d, %d)", iter, docs[j], f, dl, present, err, w.f, w.dl)
+			// in rising order, counting on; and each again from a state past it (a lower
+			// document starts again from the block's first)
+			for _, sp := range []*lookupState{&st, {checked: true, d: uint64(docs[n-1]) + 1, pos: n, off: len(chunk)}} {
+				f, dl, present, err := lookupDirect(&z, tb, 0, docs[j], sp)
+				if err != nil || !present || f != w.f || dl != w.dl {
+					t.Fatalf("chunk %d doc %d looked up: (%d, %d) present %v, %v; want (%d, %d)", iter, docs[j], f, dl, present, err, w.f, w.dl)
+				}
 			}
-			if _, _, present, err := lookupDirect(&z, tb, 0, docs[j]+1, true); err != nil || present != (j+1 < n && docs[j+1] == docs[j]+1) {
+			if _, _, present, err := lookupDirect(&z, tb, 0, docs[j]+1, &st); err != nil || present != (j+1 < n && docs[j+1] == docs[j]+1) {
 				t.Fatalf("chunk %d doc %d looked up: present %v, %v", iter, docs[j]+1, present, err)
 			}
 		}

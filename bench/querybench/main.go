@@ -39,8 +39,10 @@ func main() {
 		readOnly = flag.Bool("read-only", true, "open read-only")
 		cacheMB  = flag.Int("cache-mb", 0, "BM25 postings cache in MiB (0: the default)")
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the timed searches (after open) to this file")
+		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
 	)
 	flag.Parse()
+	heapProfile = *memProf
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -118,8 +120,22 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 			fmt.Printf("batch round %d: %d queries, k=%d, %d workers: %v, %.0f queries/s; %s\n", r, len(qs), k, runtime.GOMAXPROCS(0), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), rss())
 		}
 	}
+	if heapProfile != "" { // while the store is open: what it holds after the searches
+		runtime.GC()
+		f, err := os.Create(heapProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// heapProfile is -memprofile's file ("": none).
+var heapProfile string
 
 func parseMode(s string) (memory.Mode, error) {
 	switch s {
