@@ -55,7 +55,7 @@ type Options struct {
 	// already spreads its queries over every core.
 	QueryWorkers int
 	// PostingsCacheBytes bounds the cache of decoded posting blocks, and of the block
-	// metadata, that BM25's dynamic pruning reads (default 512 MiB per collection; negative:
+	// metadata, that BM25's dynamic pruning reads (default 448 MiB per collection; negative:
 	// no cache of blocks). See
 	// hybrid.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int

@@ -82,11 +82,13 @@ const (
 	DefaultB             = 0.4
 	DefaultMaxQueryTerms = 1024
 	DefaultMaxQueryBytes = 64 << 10
-	// DefaultPostingsCacheBytes is the default budget of the decoded-blocks cache. At 256 MiB a
-	// 2,560-query batch at 1M passages ran 2.5x slower than at 512 (BENCHMARKS.md §0g), and
-	// 1.5x slower with blocks read straight from the segment (bm25_zapread.go; §0q), which
-	// at 21M passages would have saved 0.6 GB of anonymous memory for 4 % of p50.
-	DefaultPostingsCacheBytes = 512 << 20
+	// DefaultPostingsCacheBytes is the default budget of the decoded-blocks cache (blocks and
+	// block metadata together). At 256 MiB a 2,560-query batch at 1M passages ran 2.5x
+	// slower than at 512 (BENCHMARKS.md §0g), 1.5x with blocks read straight from the
+	// segment (§0q), and 13–15 % with postings read alone (§0t). 448 MiB holds what the 1M
+	// batch decodes, and keeps a 2,560-query batch at 21M under 10^9 bytes of anonymous
+	// memory (896–914 MiB; 948–999 MiB at 512) at the same throughput (§0t).
+	DefaultPostingsCacheBytes = 448 << 20
 )
 
 // BM25Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
@@ -103,7 +105,7 @@ type BM25Options struct {
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
 	// PostingsCacheBytes is the budget of the cache of decoded posting blocks that dynamic
-	// pruning reads (0 = 512 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
+	// pruning reads (0 = 448 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
 	// a posting) that recent queries scored, evicted in CLOCK order. It never holds more
 	// than the blocks queries scored, so a small index keeps it small. Negative keeps none
 	// (every query decodes the blocks it needs). The block metadata of queried terms (a few

@@ -6,7 +6,7 @@ import (
 )
 
 // This file holds the memory of the decoded-blocks cache (bm25_postings.go), kept outside
-// the Go heap. The cached blocks are the bulk of a serving process's memory (512 MiB by
+// the Go heap. The cached blocks are the bulk of a serving process's memory (448 MiB by
 // default), and on the heap the collector's headroom (GOGC) about doubles them: at 21M
 // passages a full 512 MiB cache left 1.28 GB of anonymous memory (RssAnon), with a live
 // heap of 625 MB. Off the heap they count once. A block holds no Go pointers (document
