@@ -17,10 +17,10 @@
 # at 21M 17.6 GB for the corpus, 16.5 GB for the store (40baa70: store.db 10.8 GB, 512 B a
 # passage with its records compressed, plus the BM25 index) and about 8 GB for each of
 # Lucene's two indexes (the shared tool's, then bench/lucene's batch index).
-# Expected time on the project's 2-core machine at 21M (BENCHMARKS.md §0p, §0q): corpus
-# 1.5 min, ours-index 12 min (29,028 docs/s, peak RSS 2.9 GB), ours-query 3 min, ours-eval
-# 0.5 min (b5e7ceb, session 20), lucene-index 22 min with its queries (21,918 docs/s, peak
-# RSS 10.5 GB) and 21 min for the batch index and batch. Memory: 24 GB is enough for every step (Lucene
+# Expected time on the project's 2-core machine at 21M (BENCHMARKS.md §0p, §0q, §0t): corpus
+# 1.5 min, ours-index 12 min (29,028 docs/s, peak RSS 2.9 GB), ours-query 2 min, ours-eval
+# 0.5 min (091de54, session 21), lucene-index 21 min with its queries (23,439 docs/s, peak
+# RSS 10.1 GB), then 5 min for its batch (21 min when the batch index is built first). Memory: 24 GB is enough for every step (Lucene
 # runs with -Xmx12g).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
