@@ -182,7 +182,8 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 		return nil, errBlockMeta
 	}
 	minDL := smallFront(front)
-	bad := uint32(0)                              // set by a posting of a small frequency the frontier does not cover
+	// bad is set by a posting of a small frequency the frontier does not cover.
+	bad := uint32(0)
 	if n > 0 && blk.docs[n-1] == math.MaxUint32 { // (the documents rise)
 		return nil, errBlockMeta
 	}
@@ -204,24 +205,11 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 		p += 2 + int(two)
 	}
 	for ; j < n; j++ {
-		doc := blk.docs[j]
-		x, k := uvarintAt(buf, p)
+		f, dl, k := postingAt(buf, p)
 		if k <= 0 {
 			return nil, errBlockMeta
 		}
 		p += k
-		f, dl := x>>1, uint64(0)
-		if f != 0 {
-			y, k := uvarintAt(buf, p)
-			if k <= 0 {
-				return nil, errBlockMeta
-			}
-			p += k
-			dl = uint64(uint32(y)) // zap keeps the norm as float32 bits: the low 32 bits
-		}
-		if doc == math.MaxUint32 || f > math.MaxUint32 || dl >= math.MaxUint32 {
-			return nil, errBlockMeta
-		}
 		if f < smallFreqs {
 			bad |= b2u(uint32(dl) < minDL[f])
 		} else if !dominatedOrdered(front, uint32(f), uint32(dl)) {
@@ -364,19 +352,30 @@ func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, st *lookupState) 
 	if !has {
 		return 0, 0, false, nil
 	}
-	x, kx := uvarintAt(buf, p)
-	if kx <= 0 || x>>1 == 0 || x>>1 > math.MaxUint32 {
-		return 0, 0, false, errBlockMeta
-	}
-	y, ky := uvarintAt(buf, p+kx)
-	if ky <= 0 || uint32(y) == math.MaxUint32 {
-		return 0, 0, false, errBlockMeta
-	}
-	f, dl = uint32(x>>1), uint32(y) // the norm's float32 bits: the low 32 bits
-	if !dominated(tb.blockFront(i), f, dl) {
+	f, dl, kp := postingAt(buf, p)
+	if kp <= 0 || f == 0 || !dominated(tb.blockFront(i), f, dl) {
 		return 0, 0, false, errBlockMeta
 	}
 	return f, dl, true, nil
+}
+
+// postingAt reads the posting at buf[p:]: a uvarint freq<<1|hasLocations and, when freq >
+// 0, a uvarint of the norm's float32 bits (zap keeps them so; the low 32 bits are the
+// length). k is the bytes read, <= 0 when they are not a posting this package reads (past
+// the end, a frequency over 2^32 - 1 or a length of 2^32 - 1).
+func postingAt(buf []byte, p int) (f, dl uint32, k int) {
+	x, kx := uvarintAt(buf, p)
+	if kx <= 0 || x>>1 > math.MaxUint32 {
+		return 0, 0, 0
+	}
+	if x>>1 == 0 {
+		return 0, 0, kx
+	}
+	y, ky := uvarintAt(buf, p+kx)
+	if ky <= 0 || uint32(y) == math.MaxUint32 {
+		return 0, 0, 0
+	}
+	return uint32(x >> 1), uint32(y), kx + ky
 }
 
 // lookupState is how far lookupDirect has counted in one block: the chunk's uvarint ends
