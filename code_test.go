@@ -129,13 +129,12 @@ func TestCodeDocumentsUniqueIDs(t *testing.T) {
 	}
 }
 
-// TestCodeSearchBenchmark compares AST chunks with fixed 40-line chunks for code search
-// over the Go standard library (see BENCHMARKS.md §8 for the protocol). Set
-// MEMORY_LONG=1 to run it (minutes); MEMORY_CODESEARCH_N sets the number of queries.
-func TestCodeSearchBenchmark(t *testing.T) {
-	if os.Getenv("MEMORY_LONG") != "1" {
-		t.Skip("set MEMORY_LONG=1 to run the code-search benchmark (minutes)")
-	}
+// BenchmarkCodeSearch compares AST chunks with fixed line chunks for code search over the
+// Go standard library (BENCHMARKS.md, "Code search: AST (cAST) chunks vs fixed line
+// chunks", for the protocol): one sub-benchmark per variant, reporting its chunks and, per
+// rule, R@5 and MRR@10 (run it with -benchtime 1x: minutes). MEMORY_CODESEARCH_N sets the
+// number of queries, MEMORY_CODESEARCH_ONLY=substring keeps the matching variants.
+func BenchmarkCodeSearch(b *testing.B) {
 	n := 2000
 	if v := os.Getenv("MEMORY_CODESEARCH_N"); v != "" {
 		fmt.Sscan(v, &n)
@@ -143,11 +142,11 @@ func TestCodeSearchBenchmark(t *testing.T) {
 	ctx := context.Background()
 	out, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
-		t.Skipf("go env GOROOT: %v", err)
+		b.Skipf("go env GOROOT: %v", err)
 	}
 	root := filepath.Join(strings.TrimSpace(string(out)), "src")
-	files, queries := codeSearchCorpus(t, root, n)
-	t.Logf("corpus: %d files; %d queries", len(files), len(queries))
+	files, queries := codeSearchCorpus(b, root, n)
+	b.Logf("corpus: %d files; %d queries", len(files), len(queries))
 
 	type variant struct {
 		name string
@@ -157,7 +156,7 @@ func TestCodeSearchBenchmark(t *testing.T) {
 		return func(p string, src []byte) []Document {
 			chunks, err := chunker.Code(p, src, opts)
 			if err != nil {
-				t.Fatal(err)
+				b.Fatal(err)
 			}
 			docs := CodeDocuments(p, chunks)
 			if !header {
@@ -188,72 +187,83 @@ func TestCodeSearchBenchmark(t *testing.T) {
 		variants = keep
 	}
 	for _, v := range variants {
-		m, err := Open("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := time.Now()
-		type span struct{ lo, hi int }
-		spans := map[string]span{}
-		ndocs := 0
-		var batch []Document
-		for _, f := range files {
-			for _, d := range v.docs(f.path, f.src) {
-				spans[d.ID] = span{int(d.Metadata["start_line"].(float64)), int(d.Metadata["end_line"].(float64))}
-				batch = append(batch, d)
-				ndocs++
+		b.Run(v.name, func(b *testing.B) {
+			for range b.N {
+				codeSearchVariant(b, ctx, v.docs, files, queries)
 			}
-			if len(batch) >= 1024 {
-				if err := m.Add(ctx, batch...); err != nil {
-					t.Fatal(err)
-				}
-				batch = batch[:0]
-			}
-		}
-		if err := m.Add(ctx, batch...); err != nil {
-			t.Fatal(err)
-		}
-		indexTime := time.Since(start)
-		// Three rules for "the chunk holding the function": it overlaps the function's
-		// lines (lenient: a function cut in two by fixed chunks has two chances), it holds
-		// the declaration line ("func ..."), it holds the whole function.
-		rules := []struct {
-			name string
-			ok   func(s span, q csQuery) bool
-		}{
-			{"overlap", func(s span, q csQuery) bool { return s.lo <= q.hi && s.hi >= q.lo }},
-			{"decl-line", func(s span, q csQuery) bool { return s.lo <= q.lo && s.hi >= q.lo }},
-			{"whole", func(s span, q csQuery) bool { return s.lo <= q.lo && s.hi >= q.hi }},
-		}
-		hit5 := make([]float64, len(rules))
-		mrr := make([]float64, len(rules))
-		start = time.Now()
-		for _, q := range queries {
-			res, err := m.Search(ctx, q.query, WithMode(BM25), TopK(10))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for ri, rule := range rules {
-				for rank, r := range res {
-					if r.Metadata["path"] == q.path && rule.ok(spans[r.ID], q) {
-						if rank < 5 {
-							hit5[ri]++
-						}
-						mrr[ri] += 1 / float64(rank+1)
-						break
-					}
-				}
-			}
-		}
-		nq := float64(len(queries))
-		var b strings.Builder
-		for ri, rule := range rules {
-			fmt.Fprintf(&b, " | %s: R@5 %.4f MRR@10 %.4f", rule.name, hit5[ri]/nq, mrr[ri]/nq)
-		}
-		t.Logf("%-32s chunks %6d%s (index %.0fs, queries %.0fs)", v.name, ndocs, b.String(),
-			indexTime.Seconds(), time.Since(start).Seconds())
-		m.Close()
+		})
 	}
+}
+
+// codeSearchVariant indexes files chunked by docs in a fresh in-memory store, runs the
+// queries and reports the chunk count and, per rule, R@5 and MRR@10.
+func codeSearchVariant(b *testing.B, ctx context.Context, docs func(path string, src []byte) []Document, files []csFile, queries []csQuery) {
+	m, err := Open("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	type span struct{ lo, hi int }
+	spans := map[string]span{}
+	ndocs := 0
+	var batch []Document
+	for _, f := range files {
+		for _, d := range docs(f.path, f.src) {
+			spans[d.ID] = span{int(d.Metadata["start_line"].(float64)), int(d.Metadata["end_line"].(float64))}
+			batch = append(batch, d)
+			ndocs++
+		}
+		if len(batch) >= 1024 {
+			if err := m.Add(ctx, batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := m.Add(ctx, batch...); err != nil {
+		b.Fatal(err)
+	}
+	indexTime := time.Since(start)
+	// Three rules for "the chunk holding the function": it overlaps the function's
+	// lines (lenient: a function cut in two by fixed chunks has two chances), it holds
+	// the declaration line ("func ..."), it holds the whole function.
+	rules := []struct {
+		name string
+		ok   func(s span, q csQuery) bool
+	}{
+		{"overlap", func(s span, q csQuery) bool { return s.lo <= q.hi && s.hi >= q.lo }},
+		{"decl-line", func(s span, q csQuery) bool { return s.lo <= q.lo && s.hi >= q.lo }},
+		{"whole", func(s span, q csQuery) bool { return s.lo <= q.lo && s.hi >= q.hi }},
+	}
+	hit5 := make([]float64, len(rules))
+	mrr := make([]float64, len(rules))
+	start = time.Now()
+	for _, q := range queries {
+		res, err := m.Search(ctx, q.query, WithMode(BM25), TopK(10))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for ri, rule := range rules {
+			for rank, r := range res {
+				if r.Metadata["path"] == q.path && rule.ok(spans[r.ID], q) {
+					if rank < 5 {
+						hit5[ri]++
+					}
+					mrr[ri] += 1 / float64(rank+1)
+					break
+				}
+			}
+		}
+	}
+	nq := float64(len(queries))
+	b.ReportMetric(float64(ndocs), "chunks")
+	for ri, rule := range rules {
+		b.ReportMetric(hit5[ri]/nq, rule.name+"-R@5")
+		b.ReportMetric(mrr[ri]/nq, rule.name+"-MRR@10")
+	}
+	b.ReportMetric(indexTime.Seconds(), "index-s")
+	b.ReportMetric(time.Since(start).Seconds(), "query-s")
+	m.Close()
 }
 
 type csFile struct {
@@ -269,7 +279,7 @@ type csQuery struct {
 // codeSearchCorpus reads the Go files of the standard library (no tests, testdata, vendor or
 // cmd), picks n documented functions deterministically, and blanks the doc comments of the
 // picked functions (newlines kept, so line numbers do not move) in the returned sources.
-func codeSearchCorpus(t *testing.T, root string, n int) ([]csFile, []csQuery) {
+func codeSearchCorpus(t testing.TB, root string, n int) ([]csFile, []csQuery) {
 	var paths []string
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // formatVersion is the on-disk format this build writes and reads.
@@ -80,7 +82,7 @@ func writeManifest(dir string, m *manifest) error {
 
 // tempPrefix starts the names of the temp files writeFileAtomic writes before renaming
 // them to name; manifestTempPrefix is the manifest's.
-func tempPrefix(name string) string { return "." + name + ".tmp" }
+func tempPrefix(name string) string { return atomicfile.TempPrefix(name) }
 
 var (
 	manifestTempPrefix = tempPrefix(manifestName)
@@ -117,37 +119,13 @@ func removeFiles(paths []string) error {
 	return nil
 }
 
+// writeFileAtomic replaces path whole with data (internal/atomicfile).
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix(filepath.Base(path))+"*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return atomicfile.WriteFile(path, data, atomicfile.Options{})
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// syncDir syncs the folder dir (internal/atomicfile).
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // onlyManifest reports whether a store directory's entries (others, from manifestTemps)
 // are its manifest and at most an empty database: a store whose creation, by an older

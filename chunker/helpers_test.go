@@ -56,33 +56,3 @@ func losslessErr(src []byte, chunks []Chunk) error {
 	}
 	return nil
 }
-
-// TestDump prints the chunks of $CHUNK_DUMP (a debugging aid, skipped otherwise).
-func TestDump(t *testing.T) {
-	p := os.Getenv("CHUNK_DUMP")
-	if p == "" {
-		t.Skip("set CHUNK_DUMP=FILE to print its chunks")
-	}
-	src, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := Code(p, src, CodeOptions{Budget: budgetFromEnv()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range chunks {
-		fmt.Printf("== %s %q q=%q parent=%q part=%d lines %d-%d size %d doc=%q ctx=%q\n", c.Kind, c.Name, c.QualifiedName, c.Parent, c.Part, c.StartLine, c.EndLine, c.Size, firstLine(c.Doc), c.Context)
-		if os.Getenv("CHUNK_CONTENT") != "" {
-			fmt.Print(c.Content)
-			fmt.Println("<<END")
-		}
-	}
-	checkLossless(t, p, src, chunks)
-}
-
-func budgetFromEnv() int {
-	var b int
-	fmt.Sscan(os.Getenv("CHUNK_BUDGET"), &b)
-	return b
-}

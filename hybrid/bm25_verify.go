@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -197,11 +198,7 @@ func RecordSegments(path string) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(path, verifiedName+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(path, verifiedName))
+	return atomicfile.WriteFile(filepath.Join(path, verifiedName), b, atomicfile.Options{})
 }
 
 // checkSegment compares a zap file's trailing CRC-32 with that of its other bytes.

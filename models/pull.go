@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // Options configures Pull. The zero value downloads from Hugging Face into CacheDir() with
@@ -247,7 +249,7 @@ func (p *puller) ensure(ctx context.Context, url, dst string, f File, pin string
 		os.Remove(part)
 		return "", 0, fmt.Errorf("%w: %s has sha256 %s, the server names %s (removed)", ErrChecksum, url, sum, served)
 	}
-	if err := os.Rename(part, dst); err != nil {
+	if err := atomicfile.Publish(part, dst, atomicfile.Options{}); err != nil {
 		return "", 0, fmt.Errorf("models: %w", err)
 	}
 	return sum, size, nil
@@ -463,11 +465,7 @@ func writeJSONAtomic(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("models: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, append(data, '\n'), atomicfile.Options{}); err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
 	return nil

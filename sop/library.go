@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -403,8 +404,8 @@ func (l *Library) SaveDir(dir string) error {
 			return fmt.Errorf("sop: save %q: %w", s.Name, err)
 		}
 		name := FileName(s.Name)
-		if err := writeAtomic(filepath.Join(dir, name), append(data, '\n')); err != nil {
-			return err
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), append(data, '\n'), atomicfile.Options{}); err != nil {
+			return fmt.Errorf("sop: save %s: %w", name, err)
 		}
 		written[name] = true
 	}
@@ -429,41 +430,8 @@ func (l *Library) SaveDir(dir string) error {
 			}
 		}
 	}
-	syncDir(dir)
+	if err := atomicfile.SyncDir(dir); err != nil {
+		errs = append(errs, fmt.Errorf("sop: save: %w", err))
+	}
 	return errors.Join(errs...)
-}
-
-// writeAtomic writes data to a temporary file in the target's directory, syncs it and
-// renames it over path.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("sop: save %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("sop: save %s: %w", path, werr)
-	}
-	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 	"unsafe"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // Files of a DiskIndex in its directory. disk.json is the commit point: it names the
@@ -849,7 +851,7 @@ func (x *DiskIndex) removeStale() {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasPrefix(n, "ivf-") || strings.HasSuffix(n, ".tmp")) {
+		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasPrefix(n, "ivf-") || strings.HasSuffix(n, ".tmp") || atomicfile.IsTemp(n)) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(x.dir, n)); err != nil {

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	faiss "github.com/DataIntelligenceCrew/go-faiss"
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // Files of a FAISS index in IndexConfig.Dir. faiss.json is the commit point: it names the
@@ -173,7 +174,7 @@ func removeStaleFaissFiles(dir string, keep ...string) {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if !strings.HasPrefix(n, "faiss-") {
+		if !strings.HasPrefix(n, "faiss-") && !(atomicfile.IsTemp(n) && strings.HasPrefix(n, ".faiss")) {
 			continue
 		}
 		stale := true
@@ -191,19 +192,7 @@ func removeStaleFaissFiles(dir string, keep ...string) {
 }
 
 func syncAndRename(tmp, dst string) error {
-	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("vectorstore: faiss: %w", err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Publish(tmp, dst, atomicfile.Options{}); err != nil {
 		return fmt.Errorf("vectorstore: faiss persist %s: %w", dst, err)
 	}
 	return nil

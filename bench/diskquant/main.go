@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -251,7 +252,7 @@ func saveExact(path string, exact [][]vectorstore.Hit) {
 			b = binary.LittleEndian.AppendUint32(b, uint32(o))
 		}
 	}
-	check(os.WriteFile(path, b, 0o644))
+	check(atomicfile.WriteFile(path, b, atomicfile.Options{}))
 }
 
 // loadExact reads what saveExact wrote (nil if there is none).

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 func main() {
@@ -122,12 +123,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	}
 	if heapProfile != "" { // while the store is open: what it holds after the searches
 		runtime.GC()
-		f, err := os.Create(heapProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.WriteHeapProfile(f); err != nil {
+		if err := atomicfile.Write(heapProfile, atomicfile.Options{}, pprof.WriteHeapProfile); err != nil {
 			return err
 		}
 	}

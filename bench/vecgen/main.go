@@ -14,8 +14,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -48,13 +50,17 @@ func run(in, out string, dim int, format vecfile.Format, embJSONL bool) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	o, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	defer o.Close()
+	return atomicfile.Write(out, atomicfile.Options{}, func(o io.Writer) error {
+		return writeVectors(o, lines, format, dim, embJSONL)
+	})
+}
+
+// writeVectors writes the hashing embedder's vector of each JSONL line to o: a matrix of
+// format, or the lines again with an "embedding" field (embJSONL).
+func writeVectors(o io.Writer, lines [][]byte, format vecfile.Format, dim int, embJSONL bool) error {
 	bw := bufio.NewWriterSize(o, 1<<20)
 	var w *vecfile.Writer
+	var err error
 	if !embJSONL {
 		if w, err = vecfile.NewWriter(bw, format, int64(len(lines)), dim); err != nil {
 			return err
@@ -94,8 +100,5 @@ func run(in, out string, dim int, format vecfile.Format, embJSONL bool) error {
 			return err
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return o.Close()
+	return bw.Flush()
 }

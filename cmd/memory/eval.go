@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"time"
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 func init() {
@@ -289,15 +289,10 @@ func (sr evalSearch) printTimings(w io.Writer, k int) {
 		sum.Dense/n, share(sum.Dense), sum.Fuse/n, share(sum.Fuse), sum.Rerank/n, share(sum.Rerank))
 }
 
-// writeRunFile writes run as a TREC run file tagged tag.
+// writeRunFile writes run as a TREC run file tagged tag, replacing path whole
+// (internal/atomicfile): an interrupted eval never leaves half a run file to be scored.
 func writeRunFile(path string, run beir.Run, tag string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := beir.WriteTREC(f, run, tag); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.Write(path, atomicfile.Options{}, func(w io.Writer) error {
+		return beir.WriteTREC(w, run, tag)
+	})
 }

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -34,6 +35,7 @@ import (
 	"unicode"
 
 	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // Options configure Generate. Zero values select the defaults.
@@ -287,28 +289,13 @@ func writeJSONL(path string, fn func(*json.Encoder) error) error {
 	})
 }
 
-// writeFile writes path atomically (temporary file, then rename).
-func writeFile(path string, fn func(*bufio.Writer) error) (err error) {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+// writeFile replaces path whole (internal/atomicfile) with what fn writes.
+func writeFile(path string, fn func(*bufio.Writer) error) error {
+	return atomicfile.Write(path, atomicfile.Options{}, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		if err := fn(bw); err != nil {
+			return err
 		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	if err = fn(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+		return bw.Flush()
+	})
 }

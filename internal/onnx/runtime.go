@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // LibraryEnv is the environment variable naming the ONNX Runtime shared library.
@@ -204,37 +206,20 @@ func fetchTarball(ctx context.Context, client *http.Client, url string) (*http.R
 // to dst, checks its sha256 and renames it to dst, executable and synced. On any failure
 // the temporary file is removed and dst is left as it was.
 func (p pullPlan) install(body io.Reader, dst string) error {
-	tmp, err := os.CreateTemp(p.dir, SystemLibrary+".*.part")
-	if err != nil {
-		return fmt.Errorf("onnx: %w", err)
-	}
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	err := atomicfile.Write(dst, atomicfile.Options{Perm: 0o755}, func(w io.Writer) error {
+		sum, err := extractMember(body, p.member, w)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrRuntimeDownload, p.url, err)
 		}
-	}()
-	sum, err := extractMember(body, p.member, tmp)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrRuntimeDownload, p.url, err)
-	}
-	if sum != p.want {
-		return fmt.Errorf("%w: %s in %s has sha256 %s, want %s", ErrRuntimeChecksum, p.member, p.url, sum, p.want)
-	}
-	if err := tmp.Chmod(0o755); err != nil {
+		if sum != p.want {
+			return fmt.Errorf("%w: %s in %s has sha256 %s, want %s", ErrRuntimeChecksum, p.member, p.url, sum, p.want)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrRuntimeDownload) && !errors.Is(err, ErrRuntimeChecksum) {
 		return fmt.Errorf("onnx: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("onnx: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("onnx: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return fmt.Errorf("onnx: %w", err)
-	}
-	tmp = nil
-	return nil
+	return err
 }
 
 // extractMember copies the regular file member of the gzipped tar r into w and returns its

@@ -48,7 +48,9 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 		if err != nil || b == nil {
 			return err
 		}
-		c.Trimmed = u64(b.Bucket(bkInfo).Get(keyTrim))
+		if c.Trimmed, err = u64Stored(b.Bucket(bkInfo).Get(keyTrim), fmt.Sprintf("the trim point of collection %q", name)); err != nil {
+			return err
+		}
 		c.LastSeq = c.Trimmed
 		c.Docs, c.Units, st = counts(b)
 		if st == countsDamaged {
@@ -57,8 +59,12 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 		}
 		cur := b.Bucket(bkChanges).Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+			seq, err := u64Stored(k, fmt.Sprintf("a change-log key of collection %q", name))
+			if err != nil {
+				return err
+			}
 			c.Changes++
-			c.LastSeq = max(c.LastSeq, u64(k))
+			c.LastSeq = max(c.LastSeq, seq)
 		}
 		return nil
 	})

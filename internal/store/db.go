@@ -305,8 +305,25 @@ func nextSeq(tx *bolt.Tx) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	s := u64(meta.Get(keySeq)) + 1
+	s, err := u64Stored(meta.Get(keySeq), "the store's sequence number")
+	if err != nil {
+		return 0, err
+	}
+	s++
 	return s, meta.Put(keySeq, u64b(s))
+}
+
+// u64Stored reads a stored 8-byte number; absent is 0, any other length ErrCorrupt (a
+// damaged sequence number or trim point read as 0 would send the derived indexes' catch-up
+// to the wrong place: silently wrong answers). what names the number in the error.
+func u64Stored(b []byte, what string) (uint64, error) {
+	switch len(b) {
+	case 0:
+		return 0, nil
+	case 8:
+		return binary.BigEndian.Uint64(b), nil
+	}
+	return 0, fmt.Errorf("%w: %s is %d bytes, not 8", ErrCorrupt, what, len(b))
 }
 
 func u64(b []byte) uint64 {
