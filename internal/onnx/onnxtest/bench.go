@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/internal/onnx/onnxgraph"
 )
 
@@ -77,7 +78,7 @@ func writeFile(tb testing.TB, path string, data []byte) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, data, atomicfile.Options{}); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // BenchThreads is ONNX Runtime's intra-op thread count for benchmarks
@@ -41,7 +43,7 @@ func WriteExpect(tb testing.TB, file string, v any) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(BenchDir(tb), file), data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(BenchDir(tb), file), data, atomicfile.Options{}); err != nil {
 		tb.Fatal(err)
 	}
 }
