@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentmem/memory/internal/httpretry"
 )
 
 // Errors of the generators.
@@ -112,8 +112,10 @@ type OpenAI struct {
 	// Retries is how many times a 429, a 5xx or a network error is retried (default 3;
 	// negative: none).
 	Retries int
-	// Backoff is the first retry delay, doubled each time with jitter (default 500 ms);
-	// a Retry-After header in seconds takes precedence.
+	// Backoff is the first retry delay (default 500 ms), doubled each retry up to 30 s; each
+	// wait is a random time between half and all of it (internal/httpretry, the policy of
+	// every HTTP client here). A Retry-After header (seconds or an HTTP date, at most 10
+	// minutes) takes precedence.
 	Backoff time.Duration
 	// Extra fields are merged into every request body (e.g. "top_p", "seed").
 	Extra map[string]any
@@ -244,20 +246,19 @@ func (o *OpenAI) post(ctx context.Context, url string, payload []byte) ([]byte, 
 		if ctx.Err() != nil || attempt >= retries || !retryable(err) {
 			return nil, lastErr
 		}
-		delay := backoff << attempt
-		delay += time.Duration(rand.Int64N(int64(delay)/2 + 1))
-		if retryAfter > 0 {
-			delay = retryAfter
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errors.Join(lastErr, ctx.Err())
-		case <-t.C:
+		delay := httpretry.Backoff{Base: backoff, Max: maxBackoff, MaxRetryAfter: maxRetryAfter}.Wait(attempt+1, retryAfter)
+		if err := httpretry.Sleep(ctx, delay, lastErr); err != nil {
+			return nil, errors.Join(lastErr, err)
 		}
 	}
 }
+
+// The longest wait between two tries of a generation request, and the longest
+// Retry-After honoured.
+const (
+	maxBackoff    = 30 * time.Second
+	maxRetryAfter = 10 * time.Minute
+)
 
 // statusError carries an HTTP status for the retry decision.
 type statusError struct {
@@ -303,10 +304,7 @@ func (o *OpenAI) attempt(ctx context.Context, client *http.Client, url string, p
 		return nil, 0, fmt.Errorf("%w: response over %d bytes", ErrBadResponse, maxResponseBytes)
 	}
 	if resp.StatusCode/100 != 2 {
-		var ra time.Duration
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 && s <= 600 {
-			ra = time.Duration(s) * time.Second
-		}
+		ra := httpretry.RetryAfter(resp.Header.Get("Retry-After"))
 		snippet := string(data)
 		if len(snippet) > 300 {
 			snippet = snippet[:300]

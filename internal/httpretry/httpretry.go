@@ -1,7 +1,7 @@
 // Package httpretry holds what the clients of OpenAI-compatible HTTP APIs in this module
-// (the hosted embedder in vectorstore, the LLM reranker in rerank) share: the wait before a
-// retry (exponential backoff with jitter, or the server's Retry-After), the wait itself,
-// and the message of an OpenAI-style error body.
+// (the hosted embedder in vectorstore, the LLM reranker in rerank, the Search-R1 generator
+// in searchr1) share: the wait before a retry (exponential backoff with jitter, or the
+// server's Retry-After), the wait itself, and the message of an OpenAI-style error body.
 package httpretry
 
 import (
