@@ -59,28 +59,20 @@ func Write(path string, o Options, fill func(w io.Writer) error) error {
 	if err != nil {
 		return fmt.Errorf("atomicfile: %w", err)
 	}
-	tmp := f.Name()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err := fill(bw); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	err = bw.Flush()
+	err = fill(bw)
 	if err == nil {
-		err = f.Chmod(o.perm())
-	}
-	if err == nil && !o.NoSync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+		err = bw.Flush()
+		if err != nil {
+			err = fmt.Errorf("atomicfile: %s: %w", path, err)
+		}
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("atomicfile: %s: %w", path, err)
+		f.Close()
+		os.Remove(f.Name())
+		return err
 	}
-	return rename(tmp, path, o)
+	return commit(f, path, o.perm(), o)
 }
 
 // Publish renames tmp, a closed file that another writer filled (a download, a library
@@ -95,8 +87,16 @@ func Publish(tmp, path string, o Options) error {
 	if err != nil {
 		return fmt.Errorf("atomicfile: %w", err)
 	}
-	if o.Perm != 0 {
-		err = f.Chmod(o.Perm)
+	return commit(f, path, o.Perm, o)
+}
+
+// commit sets the mode of f, a temporary file beside path, to perm (0: left as it is),
+// syncs and closes it, renames it over path and syncs the folder; on failure f is removed
+// and path left as it was.
+func commit(f *os.File, path string, perm os.FileMode, o Options) error {
+	var err error
+	if perm != 0 {
+		err = f.Chmod(perm)
 	}
 	if err == nil && !o.NoSync {
 		err = f.Sync()
@@ -105,10 +105,10 @@ func Publish(tmp, path string, o Options) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp)
+		os.Remove(f.Name())
 		return fmt.Errorf("atomicfile: %s: %w", path, err)
 	}
-	return rename(tmp, path, o)
+	return rename(f.Name(), path, o)
 }
 
 func rename(tmp, path string, o Options) error {
