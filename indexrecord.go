@@ -149,6 +149,10 @@ func (m *Memory) resolveIndex() error {
 		}
 	}
 	if !slices.Contains(vectorstore.Backends(), want.Backend) {
+		if want.Backend == vectorstore.FaissBackend {
+			// A store recorded with FAISS, opened by a build without it: say how to get it.
+			return fmt.Errorf("%w: %w %q (this build has %v): %w", ErrInvalidOption, vectorstore.ErrUnknownBackend, want.Backend, vectorstore.Backends(), vectorstore.ErrFaissNotBuilt)
+		}
 		return fmt.Errorf("%w: %w %q (this build has %v)", ErrInvalidOption, vectorstore.ErrUnknownBackend, want.Backend, vectorstore.Backends())
 	}
 	m.opts.Index = want.config(cfg)

@@ -4,7 +4,6 @@ package vectorstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -21,28 +20,8 @@ import (
 	"github.com/agentmem/memory/internal/vecmath"
 )
 
-// FaissBackend is the backend name of the FAISS index (build tag "faiss").
-const FaissBackend = "faiss"
-
-// Errors of the FAISS backend. Each wraps (or is wrapped next to) ErrBadConfig where it is a
-// configuration error, so errors.Is(err, ErrBadConfig) holds for them too.
-var (
-	// ErrFaissFactory reports an unsupported IndexConfig.Factory string.
-	ErrFaissFactory = errors.New("vectorstore: unsupported FAISS factory string")
-	// ErrFaissUntrained reports that an IVF index cannot be trained yet (too few vectors).
-	ErrFaissUntrained = errors.New("vectorstore: not enough vectors to train the FAISS IVF index")
-	// ErrFaissClosed reports a call on a closed FAISS index.
-	ErrFaissClosed = errors.New("vectorstore: FAISS index is closed")
-)
-
-// Parameter names read from IndexConfig.Params by the FAISS backend.
-const (
-	FaissParamNprobe         = "nprobe"         // IVF: lists probed per query (default max(16, nlist/32))
-	FaissParamEfSearch       = "efSearch"       // HNSW: search beam width (default 128)
-	FaissParamEfConstruction = "efConstruction" // HNSW: build beam width (default 40, faiss's own)
-	FaissParamTrainSize      = "trainSize"      // IVF: vectors buffered before training (default 39*nlist)
-	FaissParamCompactPercent = "compactPercent" // HNSW: tombstone share (%) that triggers a rebuild (default 20)
-)
+// faissBuilt: this build has the FAISS backend.
+const faissBuilt = true
 
 // Default tuning of the FAISS backend; see BENCHMARKS.md §6 for the recall they reach.
 const (

@@ -243,6 +243,9 @@ func NewIndex(cfg IndexConfig) (Index, error) {
 	f := registry[cfg.Backend]
 	registryMu.RUnlock()
 	if f == nil {
+		if cfg.Backend == FaissBackend && !faissBuilt {
+			return nil, fmt.Errorf("%w %q (have %v): %w", ErrUnknownBackend, cfg.Backend, Backends(), ErrFaissNotBuilt)
+		}
 		return nil, fmt.Errorf("%w %q (have %v)", ErrUnknownBackend, cfg.Backend, Backends())
 	}
 	return f(cfg)
