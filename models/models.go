@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/agentmem/memory/internal/environ"
 )
 
 // Errors returned by this package.
@@ -44,11 +46,11 @@ var (
 const (
 	// EnvModels names a folder holding ready model folders (<dir>/<name>/...); Resolve and
 	// Pull use a complete folder there before the cache.
-	EnvModels = "MEMORY_MODELS"
+	EnvModels = environ.Models
 	// EnvCache names memory's cache root; models go to $MEMORY_CACHE/models.
-	EnvCache = "MEMORY_CACHE"
+	EnvCache = environ.Cache
 	// EnvEndpoint overrides the Hugging Face base URL (as huggingface_hub does).
-	EnvEndpoint = "HF_ENDPOINT"
+	EnvEndpoint = environ.HFEndpoint
 )
 
 // DefaultBaseURL is the Hugging Face hub.
@@ -220,14 +222,11 @@ func Names() []string {
 // CacheDir is where Pull stores models: $MEMORY_CACHE/models, else
 // os.UserCacheDir()/memory/models.
 func CacheDir() (string, error) {
-	if d := os.Getenv(EnvCache); d != "" {
-		return filepath.Join(d, "models"), nil
-	}
-	d, err := os.UserCacheDir()
+	d, err := environ.CacheDir("models")
 	if err != nil {
-		return "", fmt.Errorf("models: no cache folder (set %s): %w", EnvCache, err)
+		return "", fmt.Errorf("models: %w", err)
 	}
-	return filepath.Join(d, "memory", "models"), nil
+	return d, nil
 }
 
 // Resolve returns the folder of a ready model without network access: $MEMORY_MODELS/<name>
@@ -245,7 +244,7 @@ func resolve(name, cacheDir string) (string, error) {
 	m, err := Lookup(name)
 	if err != nil {
 		// Not in the manifest: only a folder of $MEMORY_MODELS can provide it.
-		if root := os.Getenv(EnvModels); root != "" {
+		if root := environ.Get(EnvModels); root != "" {
 			dir := filepath.Join(root, name)
 			if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
 				return dir, nil
@@ -260,7 +259,7 @@ func resolve(name, cacheDir string) (string, error) {
 func ResolveModel(m Model) (string, error) { return resolveModel(m, "") }
 
 func resolveModel(m Model, cacheDir string) (string, error) {
-	if root := os.Getenv(EnvModels); root != "" {
+	if root := environ.Get(EnvModels); root != "" {
 		if dir := filepath.Join(root, m.Name); complete(dir, m) == nil {
 			return dir, nil
 		}

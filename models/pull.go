@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/environ"
 )
 
 // Options configures Pull. The zero value downloads from Hugging Face into CacheDir() with
@@ -81,7 +82,7 @@ func PullModel(ctx context.Context, m Model, opts Options) (string, error) {
 		}
 	}
 	var err error
-	if root := os.Getenv(EnvModels); root != "" {
+	if root := environ.Get(EnvModels); root != "" {
 		if dir := filepath.Join(root, m.Name); complete(dir, m) == nil {
 			return dir, nil
 		}
@@ -149,7 +150,7 @@ func newPuller(opts Options) *puller {
 		p.client = &http.Client{}
 	}
 	if p.base == "" {
-		p.base = os.Getenv(EnvEndpoint)
+		p.base = environ.Get(EnvEndpoint)
 	}
 	if p.base == "" {
 		p.base = DefaultBaseURL

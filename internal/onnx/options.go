@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentmem/memory/internal/environ"
 )
 
 // Errors returned by this package. They are wrapped with the offending file, name or value.
@@ -65,7 +67,7 @@ func ResolveLibrary(explicit string) string {
 	if explicit != "" {
 		return explicit
 	}
-	if p := os.Getenv(LibraryEnv); p != "" {
+	if p := environ.Get(LibraryEnv); p != "" {
 		return p
 	}
 	var starts []string

@@ -16,10 +16,11 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/environ"
 )
 
 // LibraryEnv is the environment variable naming the ONNX Runtime shared library.
-const LibraryEnv = "MEMORY_ORT_LIB"
+const LibraryEnv = environ.ORTLib
 
 // SystemLibrary is the library name handed to the dynamic loader when no file is found.
 const SystemLibrary = "libonnxruntime.so.1"
@@ -36,7 +37,7 @@ const (
 	// PullCommand is the CLI command that installs the pinned build into the user cache.
 	PullCommand = "memory runtime pull"
 	// CacheEnv overrides the cache root (the same variable the models cache honours).
-	CacheEnv = "MEMORY_CACHE"
+	CacheEnv = environ.Cache
 )
 
 // runtimeMember is the library's path inside the npm tarball, per platform.
@@ -60,14 +61,11 @@ var (
 // RuntimeDir is the folder `memory runtime pull` installs the library into:
 // $MEMORY_CACHE/onnxruntime/<version>, else <user cache>/memory/onnxruntime/<version>.
 func RuntimeDir() (string, error) {
-	if d := os.Getenv(CacheEnv); d != "" {
-		return filepath.Join(d, "onnxruntime", RuntimeVersion), nil
-	}
-	d, err := os.UserCacheDir()
+	d, err := environ.CacheDir("onnxruntime", RuntimeVersion)
 	if err != nil {
-		return "", fmt.Errorf("onnx: no user cache folder (set %s): %w", CacheEnv, err)
+		return "", fmt.Errorf("onnx: %w", err)
 	}
-	return filepath.Join(d, "memory", "onnxruntime", RuntimeVersion), nil
+	return d, nil
 }
 
 // CachedLibrary is the library in RuntimeDir when it is there, else "".

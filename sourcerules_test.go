@@ -9,6 +9,8 @@ import (
 	"testing"
 )
 
+// The source rules below hold the module to one mechanism each (issue #25).
+
 // TestOneAtomicWritePath holds the module to one way of replacing a file: every file it
 // replaces whole goes through internal/atomicfile (a synced temporary file renamed over the
 // target, the folder synced). The files below write in another way on purpose, each for
@@ -26,15 +28,39 @@ func TestOneAtomicWritePath(t *testing.T) {
 		"bench/rollout/main.go":             "trajectories are streamed as the run goes",
 		"bench/querybench/main.go":          "a CPU profile is streamed by runtime/pprof while the run goes",
 	}
-	direct := regexp.MustCompile(`os\.(WriteFile|Create|CreateTemp|Rename)\(|os\.O_CREATE|ioutil\.WriteFile`)
+	checkSourceRule(t, regexp.MustCompile(`os\.(WriteFile|Create|CreateTemp|Rename)\(|os\.O_CREATE|ioutil\.WriteFile`), nil, allowed,
+		"writes a file directly: use internal/atomicfile (or add the file, with its reason, to this test)")
+}
+
+// TestOneEnvironmentLookup holds the library to one place that reads the process
+// environment (internal/environ, which names every variable it honours). The CLI, the
+// benchmark and example programs and the test helpers read their own.
+func TestOneEnvironmentLookup(t *testing.T) {
+	checkSourceRule(t, regexp.MustCompile(`os\.(Getenv|LookupEnv|Environ)\(`),
+		[]string{"cmd/", "bench/", "examples/", "scripts/", "internal/onnx/onnxtest/"},
+		map[string]string{"internal/environ/environ.go": "the lookup itself"},
+		"reads the environment: use internal/environ (name the variable there)")
+}
+
+// checkSourceRule fails t for each line of the module's non-test Go files (outside the
+// folders skip, adapters and testdata) that matches rule, unless its file is in allowed
+// (file: reason); an allowed file that no longer matches fails too, so the list stays true.
+func checkSourceRule(t *testing.T, rule *regexp.Regexp, skip []string, allowed map[string]string, what string) {
+	t.Helper()
 	seen := map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		slash := filepath.ToSlash(path)
 		if d.IsDir() {
 			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "adapters") {
 				return filepath.SkipDir
+			}
+			for _, p := range skip {
+				if slash+"/" == p {
+					return filepath.SkipDir
+				}
 			}
 			return nil
 		}
@@ -47,14 +73,13 @@ func TestOneAtomicWritePath(t *testing.T) {
 		}
 		for i, line := range strings.Split(string(src), "\n") {
 			code, _, _ := strings.Cut(line, "//")
-			if !direct.MatchString(code) {
+			if !rule.MatchString(code) {
 				continue
 			}
-			path = filepath.ToSlash(path)
-			if _, ok := allowed[path]; !ok {
-				t.Errorf("%s:%d writes a file directly: use internal/atomicfile (or add the file, with its reason, to this test): %s", path, i+1, strings.TrimSpace(line))
+			if _, ok := allowed[slash]; !ok {
+				t.Errorf("%s:%d %s: %s", slash, i+1, what, strings.TrimSpace(line))
 			}
-			seen[path] = true
+			seen[slash] = true
 		}
 		return nil
 	})
@@ -63,7 +88,7 @@ func TestOneAtomicWritePath(t *testing.T) {
 	}
 	for path := range allowed {
 		if !seen[path] {
-			t.Errorf("%s is allowed to write directly but no longer does: drop it from the list", path)
+			t.Errorf("%s is in the list of exceptions but no longer matches: drop it from the list", path)
 		}
 	}
 }
