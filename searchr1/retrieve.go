@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"runtime"
 	"sort"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/parallel"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/rerank"
 )
 
@@ -399,7 +399,7 @@ func (h *retrieveHandler) rerankResults(ctx context.Context, w http.ResponseWrit
 	for rank, i := range order {
 		r := res[i]
 		l := float64(logits[i])
-		r.Score = rerankSigmoid(l)
+		r.Score = vecmath.Sigmoid(l)
 		r.Explain.Rerank = &memory.RerankScore{Logit: l, Prob: r.Score, Rank: rank + 1}
 		out[rank] = r
 	}
@@ -416,14 +416,6 @@ func rerankText(title, text string) string {
 		return title
 	}
 	return title + "\n" + text
-}
-
-func rerankSigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
 }
 
 // stream searches queries chunk by chunk (the next chunk is searched while the previous

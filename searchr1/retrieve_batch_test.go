@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/rerank"
 )
 
@@ -390,7 +391,7 @@ func TestRetrieveRerankFollowsLogits(t *testing.T) {
 		if got[k].Document.ID != hits[i].ID {
 			t.Fatalf("rank %d: %s, want %s (logits %v)", k, got[k].Document.ID, hits[i].ID, logits)
 		}
-		if want := rerankSigmoid(float64(logits[i])); math.Abs(got[k].Score-want) > 1e-6 {
+		if want := vecmath.Sigmoid(float64(logits[i])); math.Abs(got[k].Score-want) > 1e-6 {
 			t.Fatalf("rank %d score %v, want sigmoid(logit) %v", k, got[k].Score, want)
 		}
 	}

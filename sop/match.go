@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -251,19 +252,10 @@ func (l *Library) Embed(ctx context.Context) error {
 	return nil
 }
 
+// unit is v scaled to unit length (vecmath.NormalizeInto), in a new slice.
 func unit(v []float32) []float32 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
-	}
 	out := make([]float32, len(v))
-	if s == 0 {
-		return out
-	}
-	inv := 1 / math.Sqrt(s)
-	for i, x := range v {
-		out[i] = float32(float64(x) * inv)
-	}
+	vecmath.NormalizeInto(out, v)
 	return out
 }
 
