@@ -38,7 +38,7 @@ import (
 //     and the non-essential ones are advanced to it only while the document can still
 //     reach the top k. The result is exact: the same top k with the same scores as
 //     exhaustive evaluation, ties at the cut broken by external id.
-//   - exhaustive term at a time (SetExhaustive): every posting of every term, into a score
+//   - exhaustive term at a time (SetExhaustive, a test knob): every posting of every term, into a score
 //     array. The reference for tests and benchmarks.
 
 // termCount is one distinct analysed query term and how often the query holds it.
