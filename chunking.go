@@ -236,7 +236,7 @@ func chunkResult(col, parent, uid string, r *store.Record, ci int, score float64
 	}
 	return Result{
 		ID: parent, Collection: col, Title: r.Title, Text: text, Metadata: cloneMeta(r.Metadata),
-		Source: recordSource(r), ParentID: parent, ChunkIndex: max(ci, 0), Chunks: max(1, len(r.Chunks)),
+		Source: recordSource(r), ChunkIndex: max(ci, 0), Chunks: max(1, len(r.Chunks)),
 		Start: start, End: end, Headings: h,
 		Score: score, Explain: ex, unit: uid,
 	}

@@ -182,7 +182,7 @@ func TestChunkOnAdd(t *testing.T) {
 		t.Fatalf("search: %v %v", ids(res), err)
 	}
 	r := res[0]
-	if r.ID != "md" || r.ParentID != "md" || r.Source != "docs/guide.md" || r.Chunks < 2 ||
+	if r.ID != "md" || r.Source != "docs/guide.md" || r.Chunks < 2 ||
 		md[r.Start:r.End] != r.Text || !strings.Contains(r.Text, "zephyrword") ||
 		len(r.Headings) == 0 || r.Headings[len(r.Headings)-1] != "Configure" {
 		t.Fatalf("result %+v", r)
@@ -880,7 +880,7 @@ func TestUnchunkedDocumentsStayReadable(t *testing.T) {
 	if err != nil || len(res) != 1 {
 		t.Fatalf("search: %v %v", ids(res), err)
 	}
-	if r := res[0]; r.Text != text || r.Start != 0 || r.End != len(text) || r.Chunks != 1 || r.ChunkIndex != 0 || r.ParentID != "legacy" {
+	if r := res[0]; r.Text != text || r.Start != 0 || r.End != len(text) || r.Chunks != 1 || r.ChunkIndex != 0 || r.ID != "legacy" {
 		t.Fatalf("whole-document result: chunk %d/%d [%d,%d)", r.ChunkIndex, r.Chunks, r.Start, r.End)
 	}
 	if d, _ := m.Get(bg, "legacy"); len(d.Embedding) != 32 {

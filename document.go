@@ -41,9 +41,6 @@ type Result struct {
 	Metadata   map[string]any `json:"metadata,omitempty"`
 	// Source is the document's Source (its metadata "source" string).
 	Source string `json:"source,omitempty"`
-	// ParentID is the id of the document the chunk belongs to (the same as ID: results
-	// name their document; ChunkIndex tells its chunks apart).
-	ParentID string `json:"parent_id"`
 	// ChunkIndex is the chunk's position in its document (0 for a one-chunk document), and
 	// Chunks the document's number of chunks.
 	ChunkIndex int `json:"chunk_index"`

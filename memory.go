@@ -19,11 +19,11 @@
 // document stays the unit of Get, Delete, Upsert and filters, and replacing or deleting it
 // replaces or deletes all its chunks in the same transaction. A search ranks chunks and
 // returns the best chunk of each document (WithAllChunks: every chunk), with the chunk's
-// text, byte offsets, heading path and index (Result.ParentID, ChunkIndex, Start, End,
-// Headings) and a Snippet around the query terms. Document.Source (stored as the metadata
-// value "source") names where a document came from: ReplaceSource(ctx, p, docs...)
-// replaces its documents in one transaction, DeleteWhere(ctx, Where{"source": p}) removes
-// them and Sources lists them.
+// text, byte offsets, heading path and index (Result.ChunkIndex, Start, End, Headings;
+// Result.ID names the document) and a Snippet around the query terms. Document.Source
+// (stored as the metadata value "source") names where a document came from:
+// ReplaceSource(ctx, p, docs...) replaces its documents in one transaction,
+// DeleteWhere(ctx, Where{"source": p}) removes them and Sources lists them.
 //
 // # Durability
 //

@@ -158,7 +158,7 @@ func (l *Library) LoadDir(dir string) error {
 
 // Add adds procedures. Each must be valid and have a name not yet in the library (nor twice
 // among sops); otherwise nothing is added and the joined *ValidationError values say why.
-func (l *Library) Add(sops ...SOP) error {
+func (l *Library) Add(sops ...Procedure) error {
 	var errs []error
 	seen := map[string]bool{}
 	for _, s := range sops {

@@ -429,24 +429,3 @@ func TestMaxFileSize(t *testing.T) {
 		})
 	}
 }
-
-// TestDeprecatedNames pins the former names kept for callers outside the module: the SOP
-// alias is the Procedure type and ErrInvalidSOP is the very error value ErrInvalid.
-func TestDeprecatedNames(t *testing.T) {
-	var old SOP = validSOP("old")
-	lib := NewLibrary(Options{})
-	if err := lib.Add(old); err != nil {
-		t.Fatal(err)
-	}
-	got, err := lib.Get("old")
-	if err != nil || got.Name != "old" {
-		t.Fatalf("Get(old) = %+v, %v", got, err)
-	}
-	if ErrInvalidSOP != ErrInvalid {
-		t.Fatal("ErrInvalidSOP is not ErrInvalid")
-	}
-	err = lib.Add(Procedure{Name: "no_steps"})
-	if !errors.Is(err, ErrInvalidSOP) || !errors.Is(err, ErrInvalid) {
-		t.Errorf("invalid procedure: %v does not match both names", err)
-	}
-}

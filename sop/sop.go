@@ -35,10 +35,6 @@ import (
 var (
 	// ErrInvalid is matched by every validation or parse problem of a procedure.
 	ErrInvalid = errors.New("sop: invalid procedure")
-	// ErrInvalidSOP is the former name of ErrInvalid; it is the same error value.
-	//
-	// Deprecated: use ErrInvalid.
-	ErrInvalidSOP = ErrInvalid
 	// ErrDuplicateName is matched by the error of a procedure whose name is already taken.
 	ErrDuplicateName = errors.New("sop: duplicate procedure name")
 	// ErrNotFound is returned for a name the library does not hold.
@@ -174,11 +170,6 @@ type Procedure struct {
 	// Steps are the procedure itself, in order (at least one).
 	Steps []Step `json:"steps" yaml:"steps"`
 }
-
-// SOP is the former name of Procedure.
-//
-// Deprecated: use Procedure.
-type SOP = Procedure
 
 // Clone returns a deep copy of s.
 func (s Procedure) Clone() Procedure {
