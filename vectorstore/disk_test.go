@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/agentmem/memory/internal/vecmath"
+	"github.com/agentmem/memory/internal/vectest"
 )
 
 // smallDiskWrites makes the disk index write its rows every few rows, so that tests cross
@@ -91,7 +92,7 @@ func TestDiskMatchesFlat(t *testing.T) {
 			}
 			x := openDisk(t, cfg)
 			defer func() { x.Close() }()
-			shared := randVecs(rng, 1, tc.dim)[0] // a vector several ids hold: ties
+			shared := vectest.RandVecs(rng, 1, tc.dim)[0] // a vector several ids hold: ties
 			var seq uint64
 			for round := range 30 {
 				n := rng.IntN(12)
@@ -99,7 +100,7 @@ func TestDiskMatchesFlat(t *testing.T) {
 				vecs := make([][]float32, n)
 				for i := range ids {
 					ids[i] = fmt.Sprintf("d%03d", rng.IntN(80))
-					vecs[i] = randVecs(rng, 1, tc.dim)[0]
+					vecs[i] = vectest.RandVecs(rng, 1, tc.dim)[0]
 					if rng.IntN(5) == 0 {
 						vecs[i] = shared
 					}
@@ -144,7 +145,7 @@ func TestDiskMatchesFlat(t *testing.T) {
 // compareWithFlat checks searches of x against flat.
 func compareWithFlat(t *testing.T, ctx context.Context, rng *rand.Rand, flat *FlatIndex, x *DiskIndex, dim int, shared []float32) {
 	t.Helper()
-	qs := append(randVecs(rng, 4, dim), shared)
+	qs := append(vectest.RandVecs(rng, 4, dim), shared)
 	odd := func(id string) bool { return id[len(id)-1]%2 == 1 }
 	var allow []string
 	for i := range 80 {
@@ -202,8 +203,8 @@ func TestDiskTamper(t *testing.T) {
 		}
 		x := openDisk(t, cfg)
 		rng := rand.New(rand.NewPCG(1, 2))
-		vecs := randVecs(rng, 30, 24)
-		if err := x.Add(ctx, testIDs(30), vecs); err != nil {
+		vecs := vectest.RandVecs(rng, 30, 24)
+		if err := x.Add(ctx, vectest.IDs(30), vecs); err != nil {
 			t.Fatal(err)
 		}
 		if err := x.Commit(1); err != nil {
@@ -283,8 +284,8 @@ func TestDiskReopenCopies(t *testing.T) {
 	dir := t.TempDir()
 	cfg := IndexConfig{Dim: 12, Dir: dir, Params: map[string]int{"segrows": 16}}
 	x := openDisk(t, cfg)
-	vecs := randVecs(rand.New(rand.NewPCG(3, 4)), 50, 12)
-	if err := x.Add(ctx, testIDs(50), vecs); err != nil {
+	vecs := vectest.RandVecs(rand.New(rand.NewPCG(3, 4)), 50, 12)
+	if err := x.Add(ctx, vectest.IDs(50), vecs); err != nil {
 		t.Fatal(err)
 	}
 	if err := x.Commit(5); err != nil {
@@ -322,7 +323,7 @@ func TestDiskReadOnly(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	x := openDisk(t, IndexConfig{Dim: 8, Dir: dir})
-	if err := x.Add(ctx, testIDs(3), randVecs(rand.New(rand.NewPCG(1, 1)), 3, 8)); err != nil {
+	if err := x.Add(ctx, vectest.IDs(3), vectest.RandVecs(rand.New(rand.NewPCG(1, 1)), 3, 8)); err != nil {
 		t.Fatal(err)
 	}
 	x.Commit(3)
@@ -331,7 +332,7 @@ func TestDiskReadOnly(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, diskMetaFile))
 	y := openDisk(t, IndexConfig{Dim: 8, Dir: dir, ReadOnly: true})
-	if err := y.Add(ctx, []string{"new"}, randVecs(rand.New(rand.NewPCG(1, 2)), 1, 8)); err != nil {
+	if err := y.Add(ctx, []string{"new"}, vectest.RandVecs(rand.New(rand.NewPCG(1, 2)), 1, 8)); err != nil {
 		t.Fatal(err)
 	}
 	if err := y.Delete(ctx, "doc-00000"); err != nil {
@@ -378,7 +379,7 @@ func TestDiskQuantizedRecall(t *testing.T) {
 	const n, d, nq, k = 20000, 96, 50, 10
 	all := diskClustered(rng, n+nq, d, 200, 0.5)
 	vecs, qs := all[:n], all[n:]
-	ids := testIDs(n)
+	ids := vectest.IDs(n)
 	for _, tc := range []struct {
 		quant int
 		mode  DiskMode
@@ -467,7 +468,7 @@ func TestDiskDotInt8(t *testing.T) {
 func TestDiskBinaryScore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 9))
 	for _, d := range []int{1, 7, 8, 63, 64, 65, 96, 384} {
-		q, v := randVecs(rng, 1, d)[0], randVecs(rng, 1, d)[0]
+		q, v := vectest.RandVecs(rng, 1, d)[0], vectest.RandVecs(rng, 1, d)[0]
 		code := make([]uint64, (d+63)/64)
 		binaryCode(v, code)
 		var want float64
@@ -496,7 +497,7 @@ func TestDiskBinaryRecallTightClusters(t *testing.T) {
 	all := diskClustered(rng, n+nq, d, 20, 0.5)
 	x := openDisk(t, IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": DiskQuantBinary}})
 	defer x.Close()
-	if err := x.Add(ctx, testIDs(n), all[:n]); err != nil {
+	if err := x.Add(ctx, vectest.IDs(n), all[:n]); err != nil {
 		t.Fatal(err)
 	}
 	if err := x.Commit(1); err != nil {
@@ -567,7 +568,7 @@ func TestDiskPackedLists(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, uint64(quant)))
 			all := diskClustered(rng, n+nq, d, 60, 0.5)
 			vecs, qs := all[:n], all[n:]
-			ids := testIDs(n)
+			ids := vectest.IDs(n)
 			cfg := IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": quant, "segrows": 700, "nlist": 16}}
 			x := openDisk(t, cfg)
 			defer func() { x.Close() }()

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/agentmem/memory/internal/vectest"
 )
 
 // setBatchBlockBytes shrinks (or grows) the batch search's vector block for a test.
@@ -147,12 +149,12 @@ func TestFlatSearchBatchLargeK(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := idx.Add(ctx, testIDs(n), randVecs(rng, n, dim)); err != nil {
+	if err := idx.Add(ctx, vectest.IDs(n), vectest.RandVecs(rng, n, dim)); err != nil {
 		t.Fatal(err)
 	}
 	k := n
 	nq := flatBatchMaxItems/k + 7 // more than one pass
-	qs := randVecs(rng, nq, dim)
+	qs := vectest.RandVecs(rng, nq, dim)
 	got, err := idx.SearchBatch(ctx, qs, k, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +178,11 @@ func TestFlatSearchBatchInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Empty index.
-	res, err := idx.SearchBatch(ctx, randVecs(rng, 2, 4), 3, nil)
+	res, err := idx.SearchBatch(ctx, vectest.RandVecs(rng, 2, 4), 3, nil)
 	if err != nil || len(res) != 2 || len(res[0]) != 0 || len(res[1]) != 0 {
 		t.Fatalf("empty index: %v, %v", res, err)
 	}
-	if err := idx.Add(ctx, testIDs(50), randVecs(rng, 50, 4)); err != nil {
+	if err := idx.Add(ctx, vectest.IDs(50), vectest.RandVecs(rng, 50, 4)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = idx.SearchBatch(ctx, [][]float32{{1, 2, 3, 4}, {1, 2, 3}}, 3, nil)
@@ -191,7 +193,7 @@ func TestFlatSearchBatchInput(t *testing.T) {
 	if !errors.Is(err, ErrNonFinite) {
 		t.Fatalf("NaN query: %v", err)
 	}
-	res, err = idx.SearchBatch(ctx, randVecs(rng, 3, 4), 0, nil)
+	res, err = idx.SearchBatch(ctx, vectest.RandVecs(rng, 3, 4), 0, nil)
 	if err != nil || len(res) != 3 || len(res[2]) != 0 {
 		t.Fatalf("k=0: %v, %v", res, err)
 	}
@@ -201,7 +203,7 @@ func TestFlatSearchBatchInput(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := idx.SearchBatch(cctx, randVecs(rng, 3, 4), 3, nil); !errors.Is(err, context.Canceled) {
+	if _, err := idx.SearchBatch(cctx, vectest.RandVecs(rng, 3, 4), 3, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	// Cancelled from inside the scan (the filter cancels on its first call): the workers stop
@@ -210,7 +212,7 @@ func TestFlatSearchBatchInput(t *testing.T) {
 	cctx, cancel = context.WithCancel(ctx)
 	defer cancel()
 	f := func(string) bool { cancel(); return true }
-	if _, err := idx.SearchBatch(cctx, randVecs(rng, 3, 4), 3, f); !errors.Is(err, context.Canceled) {
+	if _, err := idx.SearchBatch(cctx, vectest.RandVecs(rng, 3, 4), 3, f); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled mid-scan: %v", err)
 	}
 }
@@ -231,8 +233,8 @@ func TestSearchBatchAnyIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	ctx := context.Background()
 	const dim = 16
-	ids, vecs := testIDs(200), randVecs(rng, 200, dim)
-	qs := randVecs(rng, 25, dim)
+	ids, vecs := vectest.IDs(200), vectest.RandVecs(rng, 200, dim)
+	qs := vectest.RandVecs(rng, 25, dim)
 	for _, backend := range Backends() { // flat, chromem, and faiss under its build tag
 		idx, err := NewIndex(IndexConfig{Backend: backend, Dim: dim})
 		if err != nil {

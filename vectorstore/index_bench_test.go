@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/vectest"
 )
 
 // Exact dense search benchmarks: the flat scan, chromem-go (and FAISS Flat in
@@ -38,7 +40,7 @@ func benchData(n int) ([]string, [][]float32, [][]float32) {
 	benchDataOnce.Do(func() {
 		const total = 100_000
 		rng := rand.New(rand.NewPCG(42, 42))
-		benchIDs = testIDs(total)
+		benchIDs = vectest.IDs(total)
 		slab := make([]float32, total*benchDim) // one allocation, sliced per vector
 		for i := range slab {
 			slab[i] = float32(rng.NormFloat64())
@@ -47,7 +49,7 @@ func benchData(n int) ([]string, [][]float32, [][]float32) {
 		for i := range benchVecs {
 			benchVecs[i] = slab[i*benchDim : (i+1)*benchDim : (i+1)*benchDim]
 		}
-		benchQueries = randVecs(rng, 64, benchDim)
+		benchQueries = vectest.RandVecs(rng, 64, benchDim)
 	})
 	return benchIDs[:n], benchVecs[:n], benchQueries
 }
