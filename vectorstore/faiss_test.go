@@ -160,48 +160,8 @@ func TestFaissRegistered(t *testing.T) {
 	}
 }
 
-func TestFaissFlatMatchesBruteForce(t *testing.T) {
-	ctx := context.Background()
-	for _, m := range []Metric{Cosine, InnerProduct} {
-		for _, dim := range []int{1, 24, 384} {
-			t.Run(fmt.Sprintf("%s/dim%d", m, dim), func(t *testing.T) {
-				n := 1500
-				if dim == 384 {
-					n = 500
-				}
-				rng := rand.New(rand.NewPCG(uint64(dim), 1))
-				ids, vecs := faissIDs(n), faissRandom(rng, n, dim)
-				idx := newFaissTest(t, IndexConfig{Dim: dim, Metric: m})
-				for lo := 0; lo < n; lo += 400 {
-					hi := min(lo+400, n)
-					if err := idx.Add(ctx, ids[lo:hi], vecs[lo:hi]); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if idx.Len() != n || idx.Kind() != "Flat" {
-					t.Fatalf("Len %d Kind %s", idx.Len(), idx.Kind())
-				}
-				for qi, q := range faissRandom(rng, 5, dim) {
-					ref := faissBrute(ids, vecs, q, m, nil)
-					for _, k := range []int{1, 10, 100} {
-						got, err := idx.Search(ctx, q, k, nil)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if dim == 1 && m == Cosine { // scores are ±1: ties, ordered by id
-							for i := range got {
-								if got[i].ID != ref[i].ID {
-									t.Fatalf("q%d k%d hit %d = %q, want %q", qi, k, i, got[i].ID, ref[i].ID)
-								}
-							}
-						}
-						faissSameTop(t, got, ref, k)
-					}
-				}
-			})
-		}
-	}
-}
+// The Flat index against a brute force (both metrics, dimensions 1 to 384, filters):
+// TestFaissConformance (vectorstore/indextest).
 
 func TestFaissTiesAndZeroVectors(t *testing.T) {
 	ctx := context.Background()
