@@ -44,13 +44,6 @@ const (
 // maxBackupMeta caps the size of the archive's small entries (header, manifest, checksums).
 const maxBackupMeta = 1 << 20
 
-// ErrBadBackup: a backup archive is damaged, truncated, of an unknown format, or not a
-// backup at all. Restore leaves nothing in place when it sees one.
-var ErrBadBackup = errors.New("memory: not a valid backup archive")
-
-// ErrRestoreTarget: Restore was given a directory that exists and is not empty.
-var ErrRestoreTarget = errors.New("memory: restore target is not empty")
-
 // backupHeader is the archive's first entry.
 type backupHeader struct {
 	Format  int       `json:"backup_format"`

@@ -92,3 +92,24 @@ var (
 	// than Options.MaxQueryTerms, or a batch has more than MaxBatchQueries queries.
 	ErrQueryTooLarge = errors.New("memory: query too large")
 )
+
+// Errors about backups, exports and read-only opens.
+var (
+	// ErrBadBackup: a backup archive is damaged, truncated, of an unknown format, or not a
+	// backup at all. Restore leaves nothing in place when it sees one.
+	ErrBadBackup = errors.New("memory: not a valid backup archive")
+	// ErrRestoreTarget: Restore was given a directory that exists and is not empty.
+	ErrRestoreTarget = errors.New("memory: restore target is not empty")
+	// ErrBadExport: an import's input is not a memory export (no header line before the
+	// documents, an unreadable line), or is truncated (a collection without its end line, or
+	// whose end line counts other documents than were read). What was read before the damage
+	// is stored.
+	ErrBadExport = errors.New("memory: not a valid export")
+	// ErrReadOnly: a write (Add, Upsert, Delete, DeleteWhere, Replace, BeginReplace,
+	// CreateCollection, DeleteCollection, SaveSOPs) on a store opened with ReadOnly.
+	ErrReadOnly = errors.New("memory: store is opened read-only")
+	// ErrWriterGone: a store opened read-only while another process had it open for writing
+	// reads through that writer (see ReadOnly), and the writer closed the store or exited. Open
+	// the store again: it then opens directly, or through the next writer.
+	ErrWriterGone = errors.New("memory: the writer this read-only store reads through has gone")
+)

@@ -36,12 +36,6 @@ import (
 // exportFormat is the export format this build writes and reads.
 const exportFormat = 1
 
-// ErrBadExport: an import's input is not a memory export (no header line before the
-// documents, an unreadable line), or is truncated (a collection without its end line, or
-// whose end line counts other documents than were read). What was read before the damage
-// is stored.
-var ErrBadExport = errors.New("memory: not a valid export")
-
 // ExportHeader is the first line of each collection of an export (under "memory_export").
 type ExportHeader struct {
 	Format     int    `json:"format"`

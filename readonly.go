@@ -11,10 +11,6 @@ import (
 	"github.com/agentmem/memory/internal/store"
 )
 
-// ErrReadOnly: a write (Add, Upsert, Delete, DeleteWhere, Replace, BeginReplace,
-// CreateCollection, DeleteCollection, SaveSOPs) on a store opened with ReadOnly.
-var ErrReadOnly = errors.New("memory: store is opened read-only")
-
 // ReadOnly opens an existing store for reading only. Several processes may open one store
 // read-only at once (bbolt's shared lock: `memory serve` replicas and CLI searches sharing a
 // store). While another process has it open for writing, a read-only open reads through

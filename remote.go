@@ -51,11 +51,6 @@ const (
 	maxSockPath = 103
 )
 
-// ErrWriterGone: a store opened read-only while another process had it open for writing
-// reads through that writer (see ReadOnly), and the writer closed the store or exited. Open
-// the store again: it then opens directly, or through the next writer.
-var ErrWriterGone = errors.New("memory: the writer this read-only store reads through has gone")
-
 // wireReq is one request.
 type wireReq struct {
 	V       int         `json:"v"`
