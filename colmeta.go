@@ -10,15 +10,11 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"github.com/agentmem/memory/internal/store"
 )
 
 // Collections carry metadata of their own (as Chroma's do): a map of string keys to string,
 // number or bool values, stored with the collection in the store of record and moved with
 // it by RenameCollection. A store made before collection metadata was kept reads as empty.
-
-// ErrCollectionExists: RenameCollection was asked for a name another collection has.
-var ErrCollectionExists = store.ErrCollectionExists
 
 // Caps on a collection's metadata: more is ErrInvalidMetadata.
 const (

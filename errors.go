@@ -113,3 +113,32 @@ var (
 	// the store again: it then opens directly, or through the next writer.
 	ErrWriterGone = errors.New("memory: the writer this read-only store reads through has gone")
 )
+
+// Errors about collections.
+var (
+	// ErrCollectionExists: RenameCollection was asked for a name another collection has.
+	ErrCollectionExists = store.ErrCollectionExists
+	// ErrTooManyCollections: creating a collection would pass Options.MaxCollections.
+	ErrTooManyCollections = store.ErrTooManyCollections
+)
+
+// Errors about writes and replacements.
+var (
+	// ErrReplacementDone: a Replacement was used after its Commit succeeded.
+	ErrReplacementDone = errors.New("memory: replacement already committed")
+	// ErrIndexUpdate: a write (Add, Upsert, Replace) is stored durably in the store of
+	// record, but updating a derived index after it failed (a full disk, say); the index is
+	// caught up or rebuilt from the store of record when the collection is next opened.
+	// The write need not be repeated.
+	ErrIndexUpdate = errors.New("memory: documents stored, but an index update failed (it is caught up or rebuilt on reopen)")
+)
+
+// Errors about features a store lacks.
+var (
+	// ErrWriterUnsupported: a read-only store reads through a writer (see ReadOnly) of an
+	// older version, which does not serve the operation asked for (Backup or Export). Run it
+	// in the writer's process, or once the writer has closed the store.
+	ErrWriterUnsupported = errors.New("memory: the writer this read-only store reads through does not serve this operation (an older version)")
+	// ErrNoReranker: a search asked to rerank and the store has no reranker.
+	ErrNoReranker = errors.New("memory: no reranker configured")
+)

@@ -6,16 +6,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentmem/memory/internal/store"
 )
 
 // Collections open lazily and idle ones close: a store holds the counters of every
 // collection it has touched (a few words each), but the indexes (open files, mapped
 // segments, caches) of at most Options.MaxOpenCollections. A search or write on a closed
 // one opens its indexes again, catching them up from the change log.
-
-// ErrTooManyCollections: creating a collection would pass Options.MaxCollections.
-var ErrTooManyCollections = store.ErrTooManyCollections
 
 // Defaults of the collection limits.
 const (

@@ -47,11 +47,6 @@ const (
 // streamCaps are the streaming operations this writer serves, named in its hello answer.
 var streamCaps = []string{"backup", "export"}
 
-// ErrWriterUnsupported: a read-only store reads through a writer (see ReadOnly) of an
-// older version, which does not serve the operation asked for (Backup or Export). Run it
-// in the writer's process, or once the writer has closed the store.
-var ErrWriterUnsupported = errors.New("memory: the writer this read-only store reads through does not serve this operation (an older version)")
-
 // ---- the writer's side ----
 
 // streamOp reports whether op is answered by a stream of frames.

@@ -7,16 +7,6 @@ import (
 	"sync"
 )
 
-var (
-	// ErrReplacementDone: a Replacement was used after its Commit succeeded.
-	ErrReplacementDone = errors.New("memory: replacement already committed")
-	// ErrIndexUpdate: a write (Add, Upsert, Replace) is stored durably in the store of
-	// record, but updating a derived index after it failed (a full disk, say); the index is
-	// caught up or rebuilt from the store of record when the collection is next opened.
-	// The write need not be repeated.
-	ErrIndexUpdate = errors.New("memory: documents stored, but an index update failed (it is caught up or rebuilt on reopen)")
-)
-
 // Replace replaces the documents that where matches with docs, atomically: in one
 // transaction it removes every stored document that where matches and that is not among
 // docs (by id), and upserts docs (all their chunks). Readers, and a crash or an error at

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -16,9 +15,6 @@ import (
 	"github.com/agentmem/memory/rerank"
 	"github.com/agentmem/memory/vectorstore"
 )
-
-// ErrNoReranker: a search asked to rerank and the store has no reranker.
-var ErrNoReranker = errors.New("memory: no reranker configured")
 
 // SearchStats receives the timings of one search (see WithStats).
 type SearchStats struct {
