@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
-
 )
 
 // Collections carry metadata of their own (as Chroma's do): a map of string keys to string,

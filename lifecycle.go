@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"time"
-
 )
 
 // Collections open lazily and idle ones close: a store holds the counters of every
