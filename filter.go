@@ -58,6 +58,13 @@ func ParseWhereDocument(data []byte) (WhereDocument, error) {
 // docPred is a compiled filter over a stored document.
 type docPred func(d *store.Record) bool
 
+// compiledWhere is a Where compiled once for a search: the predicate over a stored record
+// and the same filter over the BM25 index's metadata terms (compileWhereMeta).
+type compiledWhere struct {
+	pred docPred
+	meta *hybrid.MetaFilter
+}
+
 func filterErr(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidFilter}, a...)...)
 }

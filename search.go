@@ -244,7 +244,7 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 // of record serves the filter and the results' records: a result always matches the filter.
 // The transaction begins under the lock (a writer commits before it takes the lock).
 func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
-	where, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
+	where compiledWhere, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
 	unlock, err := m.rlockOpen(s) // ErrCollectionNotFound when deleted since it was looked up
 	if err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 	}
 	defer tx.Rollback()
 	t := time.Now()
-	sc, err := m.filterScope(ctx, tx, s, col, mode, where, whereDoc, so.Where, st)
+	sc, err := m.filterScope(ctx, tx, s, col, mode, where, whereDoc, st)
 	if err != nil {
 		return nil, err
 	}
@@ -285,21 +285,18 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 // with a WhereDocument the filters see documents (read from the store of record in tx).
 // Either way the indexes hold chunks, which carry their document's metadata.
 func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col string, mode Mode,
-	where, whereDoc docPred, w Where, st *SearchStats) (*searchScope, error) {
+	where compiledWhere, whereDoc docPred, st *SearchStats) (*searchScope, error) {
 	sc := &searchScope{units: s.Units, bestBM25: map[string]string{}, bestDense: map[string]string{}}
 	st.Allowed = -1
 	switch {
-	case where != nil && whereDoc == nil && !filterScan.Load():
-		_, mf, err := compileWhereMeta(w)
-		if err != nil {
-			return nil, err
-		}
+	case where.pred != nil && whereDoc == nil && !filterScan.Load():
+		mf := where.meta
 		n, docs, err := s.bm25.FilterCount(ctx, mf)
 		if err != nil {
 			return nil, bm25Error(err)
 		}
 		sc.meta, sc.indexed, sc.units, st.Allowed = mf, true, n, docs
-		sc.where = where
+		sc.where = where.pred
 		if mode != BM25 && mf != nil {
 			ids, err := s.bm25.FilterIDs(ctx, mf)
 			if err != nil {
@@ -313,13 +310,13 @@ func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col
 				}
 			}
 		}
-	case where != nil || whereDoc != nil:
+	case where.pred != nil || whereDoc != nil:
 		sc.allow = make([]string, 0)
 		sc.allowSet = map[string]bool{}
 		docs := 0
 		metaOnly := whereDoc == nil // a Where reads metadata only
 		if err := tx.EachRecord(col, metaOnly, func(id string, r *store.Record) error {
-			if (where == nil || where(r)) && (whereDoc == nil || whereDoc(r)) {
+			if (where.pred == nil || where.pred(r)) && (whereDoc == nil || whereDoc(r)) {
 				for _, u := range r.UnitIDs(id) {
 					sc.allow = append(sc.allow, u)
 					sc.allowSet[u] = true
@@ -534,8 +531,9 @@ type candidate struct {
 // searchOne searches one collection: its retrievers and fusion, then rerank, collapse,
 // MinScore and the top k.
 func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
-	where, err := compileWhere(so.Where)
-	if err != nil {
+	var where compiledWhere
+	var err error
+	if where.pred, where.meta, err = compileWhereMeta(so.Where); err != nil {
 		return nil, err
 	}
 	whereDoc, err := compileWhereDocument(so.WhereDocument)
