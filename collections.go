@@ -1,0 +1,249 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/agentmem/memory/hybrid"
+)
+
+// removeOrphanIndexes deletes the derived index directories of collections that no longer
+// exist (left by a DeleteCollection interrupted after its transaction).
+func (m *Memory) removeOrphanIndexes() error {
+	if m.tempDir {
+		return nil
+	}
+	names, err := m.collectionNames()
+	if err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(names))
+	for _, n := range names {
+		live[n] = true
+	}
+	for _, k := range m.kinds() {
+		kind := k.name
+		entries, err := os.ReadDir(filepath.Join(m.dir, kind))
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			name, err := url.PathUnescape(e.Name())
+			if err != nil || live[name] {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(m.dir, kind, e.Name())); err != nil {
+				m.log.Warn("memory: cannot remove the index of a deleted collection", "path", e.Name(), "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Collection returns a handle on the named collection, created on its first write (reads of
+// a named collection that does not exist fail with ErrCollectionNotFound; see also
+// GetCollection and CreateCollection). "" is the default collection. A name must be valid UTF-8 of 1 to 200 bytes without control characters;
+// operations on an invalid one fail with ErrInvalidCollection. Creating a collection also
+// needs its name to take at most MaxCollectionDirName bytes once escaped for a directory
+// name (url.PathEscape), which its indexes are stored under.
+func (m *Memory) Collection(name string) *Collection {
+	if name == "" {
+		name = DefaultCollection
+	}
+	return &Collection{m: m, name: name}
+}
+
+// GetCollection returns the named collection ("" is the default collection) when it exists,
+// else ErrCollectionNotFound. The default collection always exists (empty until written).
+func (m *Memory) GetCollection(name string) (*Collection, error) {
+	c := m.Collection(name)
+	if _, err := c.existing(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CreateCollection returns the named collection, creating it (durably, empty) when it does
+// not exist yet, with the metadata of WithCollectionMetadata in the same transaction (an
+// existing collection keeps its own; see SetCollectionMetadata) and the BM25 analyzer of
+// WithCollectionAnalyzer (default: the store's, Options.Analyzer). An existing collection
+// recorded with another analyzer than the one named is ErrAnalyzerMismatch; an unknown one
+// ErrUnknownAnalyzer.
+func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Collection, error) {
+	if err := m.writable(); err != nil {
+		return nil, err
+	}
+	var cfg collectionConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var meta []byte
+	if cfg.meta != nil {
+		var err error
+		if meta, err = encodeCollectionMeta(cfg.meta); err != nil {
+			return nil, err
+		}
+	}
+	ana := ""
+	if cfg.analyzer != "" {
+		var err error
+		if ana, err = hybrid.CheckAnalyzer(cfg.analyzer); err != nil {
+			return nil, err
+		}
+	}
+	c := m.Collection(name)
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if meta != nil {
+		if err := m.createWithMeta(c.name, ana, meta); err != nil {
+			return nil, err
+		}
+	}
+	s, err := c.stateWith(true, ana)
+	if err != nil {
+		return nil, err
+	}
+	if ana != "" && s.analyzer != ana {
+		return nil, fmt.Errorf("%w: collection %q has analyzer %q, asked for %q", ErrAnalyzerMismatch, c.name, s.analyzer, ana)
+	}
+	return c, nil
+}
+
+// lockCollection begins a change to collection name in the set of collections (a delete,
+// a rename): it checks that ctx is live, the store open and not read through its writer
+// (what names the change in that error), takes the writer and collection locks, which
+// unlock releases, and reports whether the collection exists. The caller has checked
+// m.writable() and the name.
+func (m *Memory) lockCollection(ctx context.Context, name, what string) (unlock func(), exists bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	if m.closed.Load() {
+		return nil, false, ErrClosed
+	}
+	if m.remote != nil {
+		return nil, false, m.errNotRemote(what)
+	}
+	m.wmu.Lock()
+	m.cmu.Lock()
+	unlock = func() {
+		m.cmu.Unlock()
+		m.wmu.Unlock()
+	}
+	if exists, err = m.collectionExists(name); err != nil {
+		unlock()
+		return nil, false, err
+	}
+	return unlock, exists, nil
+}
+
+// DeleteCollection removes a collection with all its documents and indexes, in one
+// transaction. A named collection that does not exist is ErrCollectionNotFound; deleting the
+// default collection empties it. Searches running on it finish first; later ones of the
+// name fail with ErrCollectionNotFound until it is written again.
+func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
+	if err := m.writable(); err != nil {
+		return err
+	}
+	c := m.Collection(name)
+	if err := validCollectionName(c.name); err != nil {
+		return err
+	}
+	unlock, exists, err := m.lockCollection(ctx, c.name, "deleting a collection")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !exists {
+		if c.name == DefaultCollection {
+			return nil
+		}
+		return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+	}
+	if err := m.db.DeleteCollection(c.name); err != nil {
+		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
+	}
+	var errs []error
+	if c.name != DefaultCollection { // (emptied, the default collection keeps its analyzer)
+		errs = append(errs, m.recordAnalyzer(c.name, m.man.storeAnalyzer()))
+	}
+	if s := m.cols[c.name]; s != nil {
+		delete(m.cols, c.name)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		errs = append(errs, m.closeIndexes(s))
+		s.deleted = true
+		s.Docs, s.Units = 0, 0
+	}
+	if colDirFits(c.name) { // else it has no index directory
+		errs = append(errs, m.removeDerived(c.name))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
+	}
+	return nil
+}
+
+// Collections lists the collections that exist (created by CreateCollection or a write, and
+// not deleted), sorted.
+func (m *Memory) Collections() []string {
+	if m.closed.Load() {
+		return nil
+	}
+	if m.remote != nil {
+		resp, err := m.remote.call(context.Background(), &wireReq{Op: "collections"})
+		if err != nil {
+			m.log.Error("memory: listing collections", "err", err)
+			return []string{}
+		}
+		return append([]string{}, resp.Names...)
+	}
+	out, err := m.collectionNames()
+	if err != nil {
+		m.log.Error("memory: listing collections", "err", err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+func validCollectionName(name string) error {
+	if len(name) == 0 || len(name) > 200 || !utf8.ValidString(name) || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", ErrInvalidCollection, name)
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%w: %q has a control character", ErrInvalidCollection, name)
+		}
+	}
+	return nil
+}
+
+// creatableCollectionName checks, beyond validCollectionName, that a new collection's
+// indexes can be stored under its name.
+func creatableCollectionName(name string) error {
+	if err := validCollectionName(name); err != nil {
+		return err
+	}
+	if n := len(url.PathEscape(name)); n > MaxCollectionDirName {
+		return fmt.Errorf("%w: %q takes %d bytes as a directory name (escaped), more than the %d allowed (file systems allow %d per name)",
+			ErrInvalidCollection, name, n, MaxCollectionDirName, nameMax)
+	}
+	return nil
+}
+
+// colDirFits reports whether collection name's index directories can exist: false for a
+// name too long once escaped (accepted by versions before the check on creation), whose
+// collection can be read, listed and deleted, but not indexed.
+func colDirFits(name string) bool { return len(url.PathEscape(name)) <= nameMax }
+
+// colPath is the directory of a collection's derived index of the given kind.
+func (m *Memory) colPath(kind, name string) string {
+	return filepath.Join(m.dir, kind, url.PathEscape(name))
+}

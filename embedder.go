@@ -1,0 +1,313 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/internal/vecmath"
+	"github.com/agentmem/memory/vectorstore"
+)
+
+// EmbedderResolver loads the embedder with the given id and dimension (as recorded in a
+// store's manifest). It returns an error when it does not know or cannot load it.
+type EmbedderResolver func(ctx context.Context, id string, dim int) (vectorstore.Embedder, error)
+
+// WithEmbedderResolver lets Open, when no embedder is configured, load the one the store
+// was embedded with (its id and dimension are recorded in the manifest). The root package
+// has no resolver of its own (it would pull in every model loader); the CLI supplies one
+// that looks in its models directory and cache. When the resolver fails, the store opens
+// anyway: BM25 searches work, while hybrid and dense searches and writes fail with
+// ErrEmbedderNeeded, which names the model and wraps the resolver's error. A resolver that
+// returns an embedder of another id or dimension makes Open fail with ErrEmbedderMismatch.
+func WithEmbedderResolver(r EmbedderResolver) Option {
+	return func(o *Options) { o.EmbedderResolver = r }
+}
+
+// checkPrecision compares the configured vector precision with the one the manifest
+// records and sets store.db's. A store that has recorded no embedder yet (it holds no
+// vector) takes the configured one, recorded when writable; otherwise another one is
+// ErrVectorPrecision.
+func (m *Memory) checkPrecision() error {
+	want := m.opts.VectorPrecision
+	if want != "" && want != Float32 && want != Float16 {
+		return fmt.Errorf("%w: %q (want %q or %q)", ErrVectorPrecision, want, Float32, Float16)
+	}
+	rec := cmpOr(m.man.VectorPrecision, Float32)
+	if want != "" && want != rec {
+		if m.man.Embedder != nil {
+			return fmt.Errorf("%w: the store keeps its vectors in %s, configured %s", ErrVectorPrecision, rec, want)
+		}
+		man := *m.man
+		man.VectorPrecision = want
+		if want == Float32 {
+			man.VectorPrecision = ""
+		}
+		if !m.opts.ReadOnly {
+			if err := writeManifest(m.dir, &man); err != nil {
+				return err
+			}
+		}
+		m.man, rec = &man, want
+	}
+	m.db.SetHalfVectors(rec == Float16)
+	return nil
+}
+
+// halfVectors reports whether the store keeps its vectors in float16.
+func (m *Memory) halfVectors() bool { return m.man.VectorPrecision == Float16 }
+
+// roundVectors rounds vecs (one per index id) to the store's precision: with float16,
+// each to new float16-rounded values (the caller's slices are not changed), so that the
+// vector indexes hold what store.db holds.
+func (m *Memory) roundVectors(vecs [][]float32) error {
+	if !m.halfVectors() {
+		return nil
+	}
+	for i, v := range vecs {
+		if v == nil {
+			continue
+		}
+		r, err := vecmath.RoundHalf(v)
+		if err != nil {
+			return fmt.Errorf("%w: this store keeps float16 vectors: %w", ErrBadVector, err)
+		}
+		vecs[i] = r
+	}
+	return nil
+}
+
+// checkEmbedders resolves the recorded embedder (WithEmbedderResolver) and checks the
+// configured one against the manifest.
+func (m *Memory) checkEmbedders() error {
+	if err := m.resolveEmbedder(); err != nil {
+		return err
+	}
+	if m.opts.ReadOnly {
+		return m.checkEmbedderReadOnly()
+	}
+	return m.checkEmbedder()
+}
+
+// resolveEmbedder loads the recorded embedder through the resolver when none is configured.
+func (m *Memory) resolveEmbedder() error {
+	rec, r := m.man.Embedder, m.opts.EmbedderResolver
+	if m.opts.Embedder != nil || rec == nil {
+		return nil
+	}
+	if r == nil {
+		m.vectorsOnlyFallback(rec)
+		return nil
+	}
+	e, err := r(context.Background(), rec.ID, rec.Dim)
+	if err == nil && e == nil {
+		err = errors.New("the resolver returned no embedder")
+	}
+	if err != nil {
+		m.resolveErr = err
+		m.log.Warn("memory: the store's embedder could not be resolved; only BM25 searches work",
+			"embedder", rec.ID, "dim", rec.Dim, "err", err)
+		m.vectorsOnlyFallback(rec)
+		return nil
+	}
+	if !embedderMatches(rec, e) {
+		return fmt.Errorf("%w: the resolver gave %q (dim %d) for %q (dim %d)", ErrEmbedderMismatch, e.ID(), e.Dim(), rec.ID, rec.Dim)
+	}
+	m.opts.Embedder = e
+	return nil
+}
+
+// vectorsOnlyFallback lets a writable store whose vectors were imported (rec.Precomputed)
+// take more imported vectors while the model that made them is not loaded: its embedder is
+// their identity only (vectorstore.VectorsOnly), so documents that bring their vector can
+// be written, while searches that embed a query fail with ErrEmbedderNeeded. A read-only
+// store keeps no embedder (its dense index is not opened: nothing could query it).
+func (m *Memory) vectorsOnlyFallback(rec *embInfo) {
+	if rec.Precomputed && !m.opts.ReadOnly {
+		m.opts.Embedder = vectorstore.NewVectorsOnly(rec.ID, rec.Dim)
+	}
+}
+
+// vectorsOnly reports whether e is only the identity of vectors computed elsewhere.
+func vectorsOnly(e vectorstore.Embedder) bool {
+	_, ok := e.(*vectorstore.VectorsOnly)
+	return ok
+}
+
+// queryModel reports whether the store has a model to embed queries with.
+func (m *Memory) queryModel() bool { return m.opts.Embedder != nil && !vectorsOnly(m.opts.Embedder) }
+
+// embedderMatches reports whether embedder e made (or can query) the vectors rec records:
+// the same id and dimension or, where one side names vectors computed elsewhere
+// (rec.Precomputed, a VectorsOnly e), the same dimension and model name (the id without
+// the "@sha256:..." digest a loaded model adds: "e5-base-v2" names "e5-base-v2@sha256:...").
+func embedderMatches(rec *embInfo, e vectorstore.Embedder) bool {
+	if rec.Dim != e.Dim() {
+		return false
+	}
+	if rec.ID == e.ID() {
+		return true
+	}
+	return (rec.Precomputed || vectorsOnly(e)) && modelName(rec.ID) == modelName(e.ID())
+}
+
+// modelName is an embedder id without its "model2vec:" kind and "@..." digest.
+func modelName(id string) string {
+	id = strings.TrimPrefix(id, "model2vec:")
+	if name, _, ok := strings.Cut(id, "@"); ok {
+		return name
+	}
+	return id
+}
+
+// embedderNeeded is the error of an operation that needs the store's unresolved embedder.
+func (m *Memory) embedderNeeded(op string) error {
+	rec := m.man.Embedder
+	why := ""
+	if m.resolveErr != nil {
+		why = fmt.Sprintf(" (resolving it failed: %v)", m.resolveErr)
+	} else if vectorsOnly(m.opts.Embedder) {
+		why = fmt.Sprintf(" (%v)", vectorstore.ErrNoModel)
+	}
+	return fmt.Errorf("%w: %w: %s needs embedder %q (dim %d), which made this store's vectors; open with WithEmbedder or a WithEmbedderResolver that loads it%s",
+		ErrEmbedderNeeded, ErrNoEmbedder, op, rec.ID, rec.Dim, why)
+}
+
+// StoredEmbedder returns the id and dimension of the embedder recorded in the store's
+// manifest (ok false when the store has none).
+func (m *Memory) StoredEmbedder() (id string, dim int, ok bool) {
+	if e := m.man.Embedder; e != nil {
+		return e.ID, e.Dim, true
+	}
+	return "", 0, false
+}
+
+// checkEmbedder compares the configured embedder with the one recorded in the manifest.
+func (m *Memory) checkEmbedder() error {
+	e := m.opts.Embedder
+	if e == nil {
+		return nil
+	}
+	if e.Dim() <= 0 {
+		return fmt.Errorf("%w: embedder %q reports dimension %d", ErrInvalidOption, e.ID(), e.Dim())
+	}
+	rec := m.man.Embedder
+	if rec != nil && embedderMatches(rec, e) {
+		return nil
+	}
+	n, err := m.countDocs()
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		if !m.opts.ReEmbed {
+			if rec == nil {
+				return fmt.Errorf("%w: store has %d documents without vectors; open with WithReEmbed to embed them with %q",
+					ErrEmbedderMismatch, n, e.ID())
+			}
+			return fmt.Errorf("%w: store was embedded with %q (dim %d), configured %q (dim %d); open with WithReEmbed to re-embed",
+				ErrEmbedderMismatch, rec.ID, rec.Dim, e.ID(), e.Dim())
+		}
+		if err := m.reEmbed(context.Background(), n); err != nil {
+			return err
+		}
+	}
+	m.man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim(), Precomputed: vectorsOnly(e)}
+	// The vector indexes of the old embedder are useless now.
+	if err := os.RemoveAll(filepath.Join(m.dir, vecDir)); err != nil {
+		return err
+	}
+	return writeManifest(m.dir, m.man)
+}
+
+func (m *Memory) countDocs() (int, error) { return m.db.CountDocs() }
+
+// reEmbed replaces every stored vector with one from the configured embedder.
+func (m *Memory) reEmbed(ctx context.Context, total int) error {
+	m.log.Info("memory: re-embedding store", "documents", total, "embedder", m.opts.Embedder.ID())
+	done := 0
+	names, err := m.db.CollectionNames()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		var ids []string // index ids: one per chunk
+		var texts []string
+		var owner []int // the document (counted from 0 in this collection) of each id
+		ndocs := 0
+		if err := m.forEachRecord(name, func(id string, r *store.Record) {
+			for u, uid := range r.UnitIDs(id) {
+				ids = append(ids, uid)
+				texts = append(texts, unitEmbedText(r, r.UnitIndex(u)))
+				owner = append(owner, ndocs)
+			}
+			ndocs++
+		}); err != nil {
+			return err
+		}
+		for i := 0; i < len(ids); i += 256 {
+			j := min(i+256, len(ids))
+			vecs, err := m.embed(ctx, texts[i:j])
+			if err != nil {
+				return err
+			}
+			if err := m.roundVectors(vecs); err != nil {
+				return err
+			}
+			if err := m.db.PutVectors(name, ids[i:j], vecs); err != nil {
+				return err
+			}
+			// Documents whose every chunk is embedded.
+			docsDone := owner[j-1] + 1
+			if j < len(ids) && owner[j] == owner[j-1] {
+				docsDone--
+			}
+			if m.opts.ReEmbedProgress != nil {
+				m.opts.ReEmbedProgress(done+docsDone, total)
+			}
+		}
+		done += ndocs
+	}
+	return nil
+}
+
+// embedText is what the embedder sees of a document.
+func embedText(title, text string) string {
+	if title == "" {
+		return text
+	}
+	if text == "" {
+		return title
+	}
+	return title + "\n" + text
+}
+
+// embed runs the embedder in batches and checks its output.
+func (m *Memory) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e := m.opts.Embedder
+	out := make([][]float32, 0, len(texts))
+	for i := 0; i < len(texts); i += m.opts.EmbedBatch {
+		j := min(i+m.opts.EmbedBatch, len(texts))
+		vecs, err := e.Embed(ctx, texts[i:j])
+		if err != nil {
+			return nil, fmt.Errorf("memory: embed with %q: %w", e.ID(), err)
+		}
+		if len(vecs) != j-i {
+			return nil, fmt.Errorf("%w: embedder %q returned %d vectors for %d texts", ErrBadVector, e.ID(), len(vecs), j-i)
+		}
+		for _, v := range vecs {
+			if err := checkVec(v, e.Dim()); err != nil {
+				return nil, fmt.Errorf("embedder %q: %w", e.ID(), err)
+			}
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+// Embedder is the configured embedder (nil when none).
+func (m *Memory) Embedder() vectorstore.Embedder { return m.opts.Embedder }
