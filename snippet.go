@@ -2,14 +2,11 @@ package memory
 
 import (
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/hybrid"
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 )
 
 // SnippetBytes is the largest Result.Snippet, in bytes.
@@ -19,18 +16,12 @@ const SnippetBytes = 200
 // stored whole before chunking can be megabytes long).
 const snippetScan = 64 << 10
 
-var (
-	enOnce     sync.Once
-	enAnalyzer analysis.Analyzer
-)
-
-// english is the analyzer of the BM25 index (Unicode tokenizer, possessives, lower case,
-// English stop words, Porter stemming), so snippets match what BM25 matched.
+// english is the BM25 index's default analyzer (hybrid.Analyzer: Unicode words,
+// possessives, lower case, English stop words, Porter stemming), so snippets match what
+// BM25 matched: one analyzer, shared with the index.
 func english() analysis.Analyzer {
-	enOnce.Do(func() {
-		enAnalyzer = bleve.NewIndexMapping().AnalyzerNamed(en.AnalyzerName)
-	})
-	return enAnalyzer
+	a, _ := hybrid.Analyzer(hybrid.DefaultAnalyzer)
+	return a
 }
 
 // addSnippets fills each result's Snippet, matching words as the English analyzer does.
@@ -42,10 +33,7 @@ func addSnippetsWith(query string, res []Result, analyzer string) {
 	if len(res) == 0 {
 		return
 	}
-	a := english()
-	if analyzer != hybrid.DefaultAnalyzer {
-		a, _ = hybrid.Analyzer(analyzer) // nil (no snippet terms) when unknown
-	}
+	a, _ := hybrid.Analyzer(analyzer) // nil (no snippet terms) when unknown
 	terms := map[string]bool{}
 	if a != nil {
 		for _, t := range a.Analyze([]byte(query)) {
