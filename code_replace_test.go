@@ -44,7 +44,7 @@ func TestAddCodeReplacesChangedFiles(t *testing.T) {
 			if _, err := m.AddCode(bg, root, opts); err != nil {
 				t.Fatal(err)
 			}
-			first := m.Collection("").IDs()
+			first := idsOf(t, m.Collection(""))
 			// a.go: a comment shifts every line, Gamma and Epsilon go; b.go is unchanged.
 			write("a/a.go", "// Package p is edited.\n"+funcs("Alpha", "Beta", "Delta"))
 			if _, err := m.AddCode(bg, root, opts); err != nil {
@@ -59,12 +59,12 @@ func TestAddCodeReplacesChangedFiles(t *testing.T) {
 			})
 			must(t, err)
 			slices.Sort(want)
-			got := m.Collection("").IDs()
+			got := idsOf(t, m.Collection(""))
 			if !slices.Equal(got, want) {
 				t.Fatalf("after re-indexing a changed file:\n got %q\nwant %q\n(first run: %q)", got, want, first)
 			}
-			if m.Count() != len(want) {
-				t.Fatalf("count %d, want %d", m.Count(), len(want))
+			if countOf(t, m) != len(want) {
+				t.Fatalf("count %d, want %d", countOf(t, m), len(want))
 			}
 			if res := searchT(t, m, "Gamma", WithMode(BM25)); len(res) != 0 {
 				t.Fatalf("a removed function is still found: %v", res)

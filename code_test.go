@@ -65,8 +65,8 @@ type Point struct{ Lat, Lon float64 }
 	if sum.Files != 2 || sum.Skipped[chunker.SkipIgnored] != 1 {
 		t.Fatalf("summary %+v", sum)
 	}
-	if m.Count() != sum.Chunks || sum.Chunks != 2 {
-		t.Fatalf("stored %d documents, summary says %d chunks", m.Count(), sum.Chunks)
+	if countOf(t, m) != sum.Chunks || sum.Chunks != 2 {
+		t.Fatalf("stored %d documents, summary says %d chunks", countOf(t, m), sum.Chunks)
 	}
 	if len(progress) == 0 || progress[len(progress)-1].Chunks != sum.Chunks {
 		t.Fatalf("progress %+v", progress)
@@ -97,12 +97,12 @@ type Point struct{ Lat, Lon float64 }
 		t.Fatalf("search results %+v", res)
 	}
 	// Indexing again replaces: same ids, same count.
-	n := m.Count()
+	n := countOf(t, m)
 	if _, err := m.Collection("").AddCode(ctx, root); err != nil {
 		t.Fatal(err)
 	}
-	if m.Count() != n {
-		t.Fatalf("re-indexing changed the count from %d to %d", n, m.Count())
+	if countOf(t, m) != n {
+		t.Fatalf("re-indexing changed the count from %d to %d", n, countOf(t, m))
 	}
 	if _, err := m.AddCode(ctx, filepath.Join(root, "missing")); err == nil {
 		t.Fatal("missing root: no error")

@@ -799,22 +799,11 @@ func cloneMeta(md map[string]any) map[string]any {
 	return out
 }
 
-// Count is the number of documents in the collection: [Collection.Len] without its error.
-// A collection that cannot be read (a damaged store: ErrCorrupt) counts 0 and the error is
-// logged; use Len where that must not pass for an empty collection.
-func (c *Collection) Count() int {
-	n, err := c.Len(context.Background())
-	if err != nil && !errors.Is(err, ErrCollectionNotFound) {
-		c.m.log.Error("memory: counting a collection's documents", "collection", c.name, "err", err)
-	}
-	return n
-}
-
-// Len is the number of documents in the collection, or the error that keeps it from being
-// read: ErrCorrupt when the store of record is damaged there, ErrClosed, ErrInvalidCollection,
+// Count is the number of documents in the collection, or the error that keeps it from
+// being read: ErrCorrupt when the store of record is damaged there, ErrClosed, ErrInvalidCollection,
 // ErrCollectionNotFound for a named collection that does not exist (the default collection
 // counts 0 before its first write).
-func (c *Collection) Len(ctx context.Context) (int, error) {
+func (c *Collection) Count(ctx context.Context) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -834,24 +823,22 @@ func (c *Collection) Len(ctx context.Context) (int, error) {
 	return s.Docs, nil
 }
 
-// IDs lists the collection's document ids, sorted.
-func (c *Collection) IDs() []string {
+// IDs lists the collection's document ids, sorted, or the error that keeps them from
+// being read (as Count's; an empty default collection lists none).
+func (c *Collection) IDs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if c.m.remote != nil {
-		resp, err := c.remoteCall(context.Background(), "ids", "")
+		resp, err := c.remoteCall(ctx, "ids", "")
 		if err != nil {
-			c.m.log.Error("memory: listing ids", "collection", c.name, "err", err)
-			return nil
+			return nil, err
 		}
-		return resp.Names
+		return resp.Names, nil
 	}
 	s, err := c.state(false)
 	if err != nil || s == nil {
-		return nil
+		return nil, err
 	}
-	ids, err := c.m.db.IDs(c.name)
-	if err != nil {
-		c.m.log.Error("memory: listing ids", "collection", c.name, "err", err)
-		return nil
-	}
-	return ids
+	return c.m.db.IDs(c.name)
 }

@@ -190,27 +190,30 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 }
 
 // Collections lists the collections that exist (created by CreateCollection or a write, and
-// not deleted), sorted.
-func (m *Memory) Collections() []string {
+// not deleted), sorted, or the error that keeps them from being read (ErrClosed,
+// ErrCorrupt).
+func (m *Memory) Collections(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if m.closed.Load() {
-		return nil
+		return nil, ErrClosed
 	}
 	if m.remote != nil {
-		resp, err := m.remote.call(context.Background(), &wireReq{Op: "collections"})
+		resp, err := m.remote.call(ctx, &wireReq{Op: "collections"})
 		if err != nil {
-			m.log.Error("memory: listing collections", "err", err)
-			return []string{}
+			return nil, err
 		}
-		return append([]string{}, resp.Names...)
+		return append([]string{}, resp.Names...), nil
 	}
 	out, err := m.collectionNames()
 	if err != nil {
-		m.log.Error("memory: listing collections", "err", err)
+		return nil, err
 	}
 	if out == nil {
 		out = []string{}
 	}
-	return out
+	return out, nil
 }
 
 func validCollectionName(name string) error {

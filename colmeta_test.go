@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -76,7 +77,7 @@ func TestCollectionMetadata(t *testing.T) {
 			if _, err := m.CreateCollection("new-"+tc.name, WithCollectionMetadata(tc.md)); !errors.Is(err, tc.want) {
 				t.Fatalf("create: %v, want %v", err, tc.want)
 			}
-			if slicesContain(m.Collections(), "new-"+tc.name) {
+			if slicesContain(collectionsOf(t, m), "new-"+tc.name) {
 				t.Fatal("a create with bad metadata made the collection")
 			}
 		})
@@ -163,13 +164,13 @@ func testRenameCollection(t *testing.T, backend string) {
 	if _, err := m.Collection("old").Get(bg, "go"); !errors.Is(err, ErrCollectionNotFound) && !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get from the old name: %v", err)
 	}
-	if got := m.Collections(); !reflect.DeepEqual(got, []string{"new", "other"}) {
+	if got := collectionsOf(t, m); !reflect.DeepEqual(got, []string{"new", "other"}) {
 		t.Fatalf("collections = %v", got)
 	}
 	if md, err := m.CollectionMetadata(bg, "new"); err != nil || md["gold"] != true {
 		t.Fatalf("metadata after rename: %v, %v", md, err)
 	}
-	if n, err := m.Collection("new").Len(bg); err != nil || n != len(corpus) {
+	if n, err := m.Collection("new").Count(bg); err != nil || n != len(corpus) {
 		t.Fatalf("len = %d, %v", n, err)
 	}
 	for _, k := range []string{bm25Dir, vecDir} {
@@ -225,7 +226,7 @@ func TestRenameCollectionErrors(t *testing.T) {
 			if err := m.RenameCollection(bg, tc.from, tc.to); !errors.Is(err, tc.want) {
 				t.Fatalf("RenameCollection(%q, %q) = %v, want %v", tc.from, tc.to, err, tc.want)
 			}
-			if got := m.Collections(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+			if got := collectionsOf(t, m); !reflect.DeepEqual(got, []string{"a", "b"}) {
 				t.Fatalf("collections changed: %v", got)
 			}
 		})
@@ -233,7 +234,7 @@ func TestRenameCollectionErrors(t *testing.T) {
 	if err := m.RenameCollection(bg, "a", "z", WithCollectionMetadata(map[string]any{"": 1})); !errors.Is(err, ErrInvalidMetadata) {
 		t.Fatalf("rename with bad metadata: %v", err)
 	}
-	if got := m.Collections(); !reflect.DeepEqual(got, []string{"a", "b"}) {
+	if got := collectionsOf(t, m); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Fatalf("a rename with bad metadata changed the collections: %v", got)
 	}
 	must(t, m.RenameCollection(bg, "a", "a")) // its own name: nothing
@@ -271,7 +272,7 @@ func renameCrashChild(dir string) {
 	}
 	out := bufio.NewWriter(os.Stdout)
 	from, to := "a", "b"
-	if slicesContain(m.Collections(), "b") {
+	if names, _ := m.Collections(context.Background()); slicesContain(names, "b") {
 		from, to = "b", "a"
 	}
 	for {
@@ -319,7 +320,7 @@ func TestRenameCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: the store does not open after kill -9: %v", run, err)
 		}
-		cols := m.Collections()
+		cols := collectionsOf(t, m)
 		if len(cols) != 1 {
 			m.Close()
 			t.Fatalf("run %d: collections %v, want one of a, b", run, cols)
@@ -341,7 +342,7 @@ func TestRenameCrash(t *testing.T) {
 				}
 			}
 		}
-		if got, err := c.Len(bg); err != nil || got != n {
+		if got, err := c.Count(bg); err != nil || got != n {
 			m.Close()
 			t.Fatalf("run %d: %q holds %d documents (%v), want %d", run, name, got, err, n)
 		}

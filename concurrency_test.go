@@ -90,10 +90,10 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 200 base + 2 writers x 60 adds - 2 x 20 deletes.
-	if got, want := m.Count(), 200+120-40; got != want {
+	if got, want := countOf(t, m), 200+120-40; got != want {
 		t.Fatalf("Count = %d, want %d", got, want)
 	}
-	if got := m.Collection("side").Count(); got != 60 {
+	if got := countOf(t, m.Collection("side")); got != 60 {
 		t.Fatalf("side Count = %d, want 60", got)
 	}
 	res, err := m.Search(ctx, "writtenmarker", WithMode(BM25), TopK(200))

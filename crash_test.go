@@ -55,7 +55,7 @@ func crashChild(dir string) {
 		fmt.Println("open error:", err)
 		os.Exit(3)
 	}
-	next := m.Count()
+	next, _ := m.Count(context.Background())
 	out := bufio.NewWriter(os.Stdout)
 	for {
 		size := 1 + rng.Intn(40)
@@ -132,7 +132,7 @@ func TestCrashDurability(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: store does not open after kill -9: %v", run, err)
 		}
-		count := m.Count()
+		count := countOf(t, m)
 		if count < acked {
 			m.Close()
 			t.Fatalf("run %d: %d documents acknowledged, %d present", run, acked, count)

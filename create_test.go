@@ -94,7 +94,7 @@ func TestCreateLeftovers(t *testing.T) {
 			must(t, m.Add(bg, corpus...))
 			must(t, m.Close())
 			m = openT(t, dir)
-			if n := m.Count(); n != len(corpus) {
+			if n := countOf(t, m); n != len(corpus) {
 				t.Fatalf("count %d, want %d", n, len(corpus))
 			}
 			must(t, m.Close())
@@ -196,7 +196,7 @@ func TestCreateOnFullDisk(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d KB free during creation: reopen: %v", leave>>10, err)
 		}
-		if n := m.Count(); n != len(corpus) {
+		if n := countOf(t, m); n != len(corpus) {
 			t.Fatalf("%d KB free during creation: count %d, want %d", leave>>10, n, len(corpus))
 		}
 		must(t, m.Close())
@@ -245,7 +245,7 @@ func TestCreateLeftoversRace(t *testing.T) {
 			t.Fatalf("round %d: no opener created the store", round)
 		}
 		m := openT(t, dir)
-		if c := m.Count(); c != oks {
+		if c := countOf(t, m); c != oks {
 			t.Fatalf("round %d: %d documents, %d acknowledged", round, c, oks)
 		}
 		must(t, m.Close())
@@ -292,7 +292,7 @@ func TestMakeDBInterleavings(t *testing.T) {
 			must(t, m.Add(bg, corpus...))
 			must(t, m.Close())
 			m = openT(t, dir)
-			if n := m.Count(); n != len(corpus) {
+			if n := countOf(t, m); n != len(corpus) {
 				t.Fatalf("count %d", n)
 			}
 			must(t, m.Close())

@@ -203,7 +203,11 @@ func ExampleCollection_DeleteWhere() {
 			fmt.Println("deleted", s, n)
 		}
 	}
-	fmt.Println(docs.IDs())
+	ids, err := docs.IDs(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ids)
 	_, err = m.GetCollection("typo")
 	fmt.Println(errors.Is(err, memory.ErrCollectionNotFound))
 	// Output:
@@ -238,7 +242,11 @@ func Example_reopen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(m.Count(), res[0].ID, res[0].Text)
+	n, err := m.Count(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(n, res[0].ID, res[0].Text)
 	// Output:
 	// 1 n1 the deploy key lives in the vault
 }

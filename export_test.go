@@ -74,15 +74,15 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if ist.Collections != 3 || ist.Read != 123 || ist.Stored != 123 || ist.Unchanged != 0 {
 		t.Fatalf("import stats %+v", ist)
 	}
-	if got, want := dst.Collections(), src.Collections(); !reflect.DeepEqual(got, want) {
+	if got, want := collectionsOf(t, dst), collectionsOf(t, src); !reflect.DeepEqual(got, want) {
 		t.Fatalf("collections %v, want %v", got, want)
 	}
-	for _, col := range src.Collections() {
+	for _, col := range collectionsOf(t, src) {
 		sc, dc := src.Collection(col), dst.Collection(col)
-		if !reflect.DeepEqual(sc.IDs(), dc.IDs()) {
+		if !reflect.DeepEqual(idsOf(t, sc), idsOf(t, dc)) {
 			t.Fatalf("collection %s: ids differ", col)
 		}
-		for _, id := range sc.IDs() {
+		for _, id := range idsOf(t, sc) {
 			a, err := sc.Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -157,8 +157,8 @@ func TestImportResume(t *testing.T) {
 	if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("import of a cut export: %v, want ErrBadExport (truncated)", err)
 	}
-	if st.Stored != 59 || dst.Count() != 59 {
-		t.Fatalf("cut import stored %d (%d in the store), want the 59 documents read", st.Stored, dst.Count())
+	if st.Stored != 59 || countOf(t, dst) != 59 {
+		t.Fatalf("cut import stored %d (%d in the store), want the 59 documents read", st.Stored, countOf(t, dst))
 	}
 	// A document changed since (it is written again) and one deleted (written again).
 	if err := dst.Upsert(ctx, Document{ID: "d003", Text: "changed"}); err != nil {
@@ -214,14 +214,14 @@ func TestImportRefuses(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("import: %v, want %v", err, tc.want)
 			}
-			if tc.want == ErrEmbedderMismatch && m.Count() != 0 {
-				t.Fatalf("a refused import stored %d documents", m.Count())
+			if tc.want == ErrEmbedderMismatch && countOf(t, m) != 0 {
+				t.Fatalf("a refused import stored %d documents", countOf(t, m))
 			}
 		})
 	}
 	m := openT(t, "", WithEmbedder(vectorstore.NewHashEmbedder(48)))
 	st, err := m.Import(ctx, bytes.NewReader(buf.Bytes()), ImportOptions{Collections: []string{"notes"}})
-	if err != nil || st.Stored != 2 || st.Ignored != 121 || m.Count() != 0 || m.Collection("notes").Count() != 2 {
+	if err != nil || st.Stored != 2 || st.Ignored != 121 || countOf(t, m) != 0 || countOf(t, m.Collection("notes")) != 2 {
 		t.Fatalf("import of notes only: %+v %v", st, err)
 	}
 }

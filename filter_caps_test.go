@@ -80,7 +80,7 @@ func TestFilterCaps(t *testing.T) {
 			}
 		})
 	}
-	if n := m.Collection("").Count(); n != len(corpus) {
+	if n := countOf(t, m.Collection("")); n != len(corpus) {
 		t.Fatalf("count after refused DeleteWheres = %d, want %d", n, len(corpus))
 	}
 	// The parser: a $in of 1M items decoded from JSON.

@@ -286,7 +286,7 @@ func TestDeleteWhereIndexedMatchesScan(t *testing.T) {
 		if (err != nil) != (errs != nil) || n != ns {
 			t.Fatalf("where %v: deleted %d (%v), scan %d (%v)", w, n, err, ns, errs)
 		}
-		if a, b := indexed.Collection("").IDs(), scanned.Collection("").IDs(); !slices.Equal(a, b) {
+		if a, b := idsOf(t, indexed.Collection("")), idsOf(t, scanned.Collection("")); !slices.Equal(a, b) {
 			t.Fatalf("where %v: left %d ids, scan %d", w, len(a), len(b))
 		}
 		deleted += n

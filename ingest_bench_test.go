@@ -86,7 +86,7 @@ func ingestRun(b *testing.B, batches [][]Document, opts []Option) {
 				b.Fatal(err)
 			}
 		}
-		count := m.Count()
+		count := countOf(b, m)
 		if err := m.Close(); err != nil {
 			b.Fatal(err)
 		}

@@ -286,7 +286,7 @@ func TestDamagedCounters(t *testing.T) {
 
 			var lg countLog
 			ro := openT(t, dir, emb, ReadOnly(), WithLogger(lg.logger()))
-			if n := ro.Count(); n != 300 {
+			if n := countOf(t, ro); n != 300 {
 				t.Errorf("read-only Count = %d, want 300", n)
 			}
 			if res, err := ro.Search(bg, "word10", WithMode(BM25), TopK(1)); err != nil || len(res) != 1 {
@@ -316,7 +316,7 @@ func TestDamagedCounters(t *testing.T) {
 			if err := m.Delete(bg, "d0000"); err != nil {
 				t.Fatal(err)
 			}
-			if n := m.Count(); n != 299 {
+			if n := countOf(t, m); n != 299 {
 				t.Errorf("Count after a delete = %d, want 299", n)
 			}
 			if strings.Contains(lg.String(), "cannot be trusted") {
@@ -392,7 +392,7 @@ func TestUncheckedCountersRecountedBeforeIndexRebuilt(t *testing.T) {
 	}
 	ro.Close()
 	m := openT(t, dir, emb)
-	if n := m.Count(); n != 300 {
+	if n := countOf(t, m); n != 300 {
 		t.Errorf("Count = %d", n)
 	}
 	m.Close()

@@ -188,7 +188,7 @@ func TestCreateRace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: the raced store does not open: %v", round, err)
 		}
-		if n := m.Count(); n != oks {
+		if n := countOf(t, m); n != oks {
 			t.Errorf("round %d: %d documents, %d processes acknowledged one", round, n, oks)
 		}
 		m.Close()

@@ -407,12 +407,9 @@ func (m *Memory) Get(ctx context.Context, id string) (Document, error) {
 	return m.Collection("").Get(ctx, id)
 }
 
-// Count is the number of documents in the default collection.
-func (m *Memory) Count() int { return m.Collection("").Count() }
-
-// Len is the number of documents in the default collection, or why it cannot be read; see
-// [Collection.Len].
-func (m *Memory) Len(ctx context.Context) (int, error) { return m.Collection("").Len(ctx) }
+// Count is the number of documents in the default collection, or why it cannot be read;
+// see [Collection.Count].
+func (m *Memory) Count(ctx context.Context) (int, error) { return m.Collection("").Count(ctx) }
 
 // Search searches the default collection (or those named by InCollections).
 func (m *Memory) Search(ctx context.Context, query string, opts ...SearchOption) ([]Result, error) {

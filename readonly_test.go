@@ -302,10 +302,10 @@ func TestReadOnlySemantics(t *testing.T) {
 	if d, err := r.Get(bg, "go"); err != nil || d.Text != corpus[0].Text {
 		t.Fatalf("Get: %+v, %v", d, err)
 	}
-	if r.Count() != len(corpus) || r.Collection("notes").Count() != 1 {
-		t.Fatalf("counts %d, %d", r.Count(), r.Collection("notes").Count())
+	if countOf(t, r) != len(corpus) || countOf(t, r.Collection("notes")) != 1 {
+		t.Fatalf("counts %d, %d", countOf(t, r), countOf(t, r.Collection("notes")))
 	}
-	if got := strings.Join(r.Collections(), ","); got != "default,notes" {
+	if got := strings.Join(collectionsOf(t, r), ","); got != "default,notes" {
 		t.Fatalf("collections %q", got)
 	}
 
@@ -329,7 +329,7 @@ func TestReadOnlySemantics(t *testing.T) {
 			t.Errorf("%s on a read-only store: %v, want ErrReadOnly", w.name, err)
 		}
 	}
-	if r.Count() != len(corpus) || r.Collection("notes").Count() != 1 {
+	if countOf(t, r) != len(corpus) || countOf(t, r.Collection("notes")) != 1 {
 		t.Fatal("a refused write changed the counts")
 	}
 	if err := r.Close(); err != nil {

@@ -78,7 +78,7 @@ func TestRebindOldLayouts(t *testing.T) {
 	}
 	m := openT(t, dir, emb)
 	before := map[string]Document{}
-	for _, id := range m.Collection("").IDs() {
+	for _, id := range idsOf(t, m.Collection("")) {
 		d, err := m.Get(bg, id)
 		if err != nil {
 			t.Fatalf("Get(%q) of an old-layout record: %v", id, err)

@@ -67,10 +67,10 @@ func TestCountsPersisted(t *testing.T) {
 		t.Fatalf("DeleteWhere = %d, %v", n, err)
 	}
 	docs, units, bm25, _ := colIndexCounts(t, m.Collection(""))
-	if docs != 1 || m.Count() != 1 || units != bm25 || units < 2 {
-		t.Fatalf("after deletes: docs %d Count %d units %d bm25 %d", docs, m.Count(), units, bm25)
+	if docs != 1 || countOf(t, m) != 1 || units != bm25 || units < 2 {
+		t.Fatalf("after deletes: docs %d Count %d units %d bm25 %d", docs, countOf(t, m), units, bm25)
 	}
-	if ids := m.Collection("").IDs(); !reflect.DeepEqual(ids, []string{"c"}) {
+	if ids := idsOf(t, m.Collection("")); !reflect.DeepEqual(ids, []string{"c"}) {
 		t.Fatalf("IDs = %v", ids)
 	}
 	m.Close()
@@ -120,8 +120,8 @@ func TestCountsOfOldStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ro.Count() != 2 || ro.Collection("side").Count() != 1 {
-		t.Fatalf("read-only: Count %d, side %d", ro.Count(), ro.Collection("side").Count())
+	if countOf(t, ro) != 2 || countOf(t, ro.Collection("side")) != 1 {
+		t.Fatalf("read-only: Count %d, side %d", countOf(t, ro), countOf(t, ro.Collection("side")))
 	}
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -130,8 +130,8 @@ func TestCountsOfOldStore(t *testing.T) {
 		t.Fatal("a read-only open persisted counts")
 	}
 	m2 := openT(t, dir)
-	if m2.Count() != 2 || m2.Collection("side").Count() != 1 {
-		t.Fatalf("Count %d, side %d", m2.Count(), m2.Collection("side").Count())
+	if countOf(t, m2) != 2 || countOf(t, m2.Collection("side")) != 1 {
+		t.Fatalf("Count %d, side %d", countOf(t, m2), countOf(t, m2.Collection("side")))
 	}
 	if d, u, _, _ := colIndexCounts(t, m2.Collection("")); d != 2 || u != units {
 		t.Fatalf("docs %d units %d, want 2, %d", d, u, units)

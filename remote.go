@@ -381,15 +381,15 @@ func (s *readServer) answer(req *wireReq) *wireResp {
 	case "vectors":
 		out.Vectors, err = c.Vectors(ctx, req.ID)
 	case "len":
-		out.N, err = c.Len(ctx)
+		out.N, err = c.Count(ctx)
 	case "ids":
 		if _, err = c.existing(); err == nil {
-			out.Names = c.IDs()
+			out.Names, err = c.IDs(ctx)
 		}
 	case "sources":
 		out.Names, err = c.Sources(ctx)
 	case "collections":
-		out.Names = m.Collections()
+		out.Names, err = m.Collections(ctx)
 	case "exists":
 		_, err = c.existing()
 	case "colmeta":

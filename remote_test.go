@@ -105,17 +105,17 @@ func TestRemoteReadsMatchWriter(t *testing.T) {
 	if v, err := r.Collection("other").Vectors(bg, "o2"); err != nil || !reflect.DeepEqual(v, wv) || len(v) < 2 {
 		t.Errorf("vectors: %d, %v; want %d", len(v), err, len(wv))
 	}
-	if n, err := r.Len(bg); err != nil || n != w.Count() || r.Count() != n {
-		t.Errorf("len: %d, %v; want %d", n, err, w.Count())
+	if n, err := r.Count(bg); err != nil || n != countOf(t, w) || countOf(t, r) != n {
+		t.Errorf("len: %d, %v; want %d", n, err, countOf(t, w))
 	}
-	if got, want := r.Collection("other").IDs(), w.Collection("other").IDs(); !reflect.DeepEqual(got, want) {
+	if got, want := idsOf(t, r.Collection("other")), idsOf(t, w.Collection("other")); !reflect.DeepEqual(got, want) {
 		t.Errorf("ids: %v, want %v", got, want)
 	}
 	if got, err := r.Collection("other").Sources(bg); err != nil || !reflect.DeepEqual(got, []string{"a.md", "b.md"}) {
 		t.Errorf("sources: %v, %v", got, err)
 	}
-	if got := r.Collections(); !reflect.DeepEqual(got, w.Collections()) {
-		t.Errorf("collections: %v, want %v", got, w.Collections())
+	if got := collectionsOf(t, r); !reflect.DeepEqual(got, collectionsOf(t, w)) {
+		t.Errorf("collections: %v, want %v", got, collectionsOf(t, w))
 	}
 	if _, err := r.GetCollection("other"); err != nil {
 		t.Errorf("GetCollection(other): %v", err)
@@ -236,7 +236,7 @@ func TestRemoteWriterGone(t *testing.T) {
 	for name, err := range map[string]error{
 		"search": func() error { _, err := r.Search(bg, "language"); return err }(),
 		"get":    func() error { _, err := r.Get(bg, "go"); return err }(),
-		"len":    func() error { _, err := r.Len(bg); return err }(),
+		"len":    func() error { _, err := r.Count(bg); return err }(),
 	} {
 		if !errors.Is(err, ErrWriterGone) {
 			t.Errorf("%s after the writer closed: %v, want ErrWriterGone", name, err)
@@ -306,7 +306,7 @@ func TestRemoteBadFrames(t *testing.T) {
 		}
 		c.Close()
 	}
-	if n, err := r.Len(bg); err != nil || n != len(roDocs()) {
+	if n, err := r.Count(bg); err != nil || n != len(roDocs()) {
 		t.Fatalf("reader after the bad frames: %d, %v", n, err)
 	}
 	if err := w.Add(bg, Document{ID: "after", Text: "still writable"}); err != nil {
@@ -354,7 +354,7 @@ func TestLockTimeoutWaitsForReaders(t *testing.T) {
 		t.Fatalf("writer after the reader closed: %v", res.err)
 	}
 	defer res.m.Close()
-	if n := res.m.Count(); n != len(corpus) {
+	if n := countOf(t, res.m); n != len(corpus) {
 		t.Fatalf("count %d", n)
 	}
 	// A writer that waits in vain fails after its timeout.
@@ -417,7 +417,7 @@ func TestRemoteLongPath(t *testing.T) {
 	if err != nil || li == nil || len(li.Socket) > maxSockPath || strings.HasPrefix(li.Socket, dir) {
 		t.Fatalf("socket %+v, %v", li, err)
 	}
-	if n, err := r.Len(bg); err != nil || n == 0 {
+	if n, err := r.Count(bg); err != nil || n == 0 {
 		t.Fatalf("len through a long path's writer: %d, %v", n, err)
 	}
 }

@@ -51,8 +51,8 @@ func TestRemoteBackupExport(t *testing.T) {
 	}
 	rs := openT(t, rdir, WithEmbedder(vectorstore.NewHashEmbedder(16)))
 	for _, col := range []string{DefaultCollection, "other"} {
-		n1, err1 := w.Collection(col).Len(bg)
-		n2, err2 := rs.Collection(col).Len(bg)
+		n1, err1 := w.Collection(col).Count(bg)
+		n2, err2 := rs.Collection(col).Count(bg)
 		if err1 != nil || err2 != nil || n1 != n2 {
 			t.Errorf("collection %s: writer %d (%v), restored %d (%v)", col, n1, err1, n2, err2)
 		}
@@ -304,7 +304,7 @@ func TestRemoteBackupDuringAdds(t *testing.T) {
 			t.Errorf("%s, acknowledged before the backup began, is not restored: %v", id, err)
 		}
 	}
-	n, _ := rs.Len(bg)
+	n, _ := rs.Count(bg)
 	t.Logf("%d adds acknowledged before the backup, %d documents in it (%d restored in the default collection), 1000 in all", len(before), info.Documents, n)
 }
 

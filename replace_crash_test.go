@@ -59,7 +59,7 @@ func replaceCrashChild(dir string) {
 // storedVersion is the version the store holds whole (-1: none, with what is wrong).
 func storedVersion(t *testing.T, m *Memory, candidates ...int) (int, string) {
 	t.Helper()
-	ids := m.Collection("").IDs()
+	ids := idsOf(t, m.Collection(""))
 	var why []string
 	for _, v := range candidates {
 		want := replaceVersion(v)

@@ -21,7 +21,7 @@ func srcDoc(src, id string, v int) Document {
 func contents(t *testing.T, m *Memory) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, id := range m.Collection("").IDs() {
+	for _, id := range idsOf(t, m.Collection("")) {
 		d, err := m.Get(bg, id)
 		must(t, err)
 		out[id] = d.Text
@@ -85,8 +85,8 @@ func TestReplace(t *testing.T) {
 						t.Errorf("%s not replaced: %q", id, got[id])
 					}
 				}
-				if m.Count() != len(tc.want) {
-					t.Errorf("count %d, want %d", m.Count(), len(tc.want))
+				if countOf(t, m) != len(tc.want) {
+					t.Errorf("count %d, want %d", countOf(t, m), len(tc.want))
 				}
 				// The BM25 index followed: no removed document is found, every kept one is.
 				for id := range before {
@@ -173,8 +173,8 @@ func TestReplaceAtomicUnderFault(t *testing.T) {
 		if got := contents(t, m); !maps.Equal(got, before) {
 			t.Fatalf("a failed replacement changed the store:\n got %v\nwant %v", got, before)
 		}
-		if m.Count() != len(before) {
-			t.Fatalf("count %d, want %d", m.Count(), len(before))
+		if countOf(t, m) != len(before) {
+			t.Fatalf("count %d, want %d", countOf(t, m), len(before))
 		}
 		for _, id := range []string{"a2", "a3"} {
 			if res := searchT(t, m, id, WithMode(BM25)); len(res) != 1 {
@@ -297,7 +297,7 @@ func TestReplacement(t *testing.T) {
 	}
 	must(t, m.Close())
 	m = openT(t, dir)
-	if n := m.Count(); n != 31+(len(next[:16])-countOld(next[:16])) {
+	if n := countOf(t, m); n != 31+(len(next[:16])-countOld(next[:16])) {
 		t.Fatalf("after abandoning: %d documents", n)
 	}
 

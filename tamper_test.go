@@ -203,7 +203,7 @@ func probeStore(dir string, extra []string, readOnly bool) (p tamperProbe) {
 	}
 	for _, c := range tamperCols {
 		col := m.Collection(c.name)
-		if n, err := col.Len(bg); err != nil {
+		if n, err := col.Count(bg); err != nil {
 			p.Counts[c.name] = -1
 			if p.CountErrs == nil {
 				p.CountErrs = map[string]string{}

@@ -275,11 +275,14 @@ func (s *server) checkIDs(ids []string, limit int, capName string) error {
 	return nil
 }
 
-func (s *server) chromaList(_ context.Context, _ *mcp.CallToolRequest, in ListCollectionsInput) (*mcp.CallToolResult, ListCollectionsOutput, error) {
+func (s *server) chromaList(ctx context.Context, _ *mcp.CallToolRequest, in ListCollectionsInput) (*mcp.CallToolResult, ListCollectionsOutput, error) {
 	if in.Limit < 0 || in.Offset < 0 {
 		return nil, ListCollectionsOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
 	}
-	names := s.m.Collections()
+	names, err := s.m.Collections(ctx)
+	if err != nil {
+		return nil, ListCollectionsOutput{}, err
+	}
 	names = names[min(in.Offset, len(names)):]
 	if in.Limit > 0 && in.Limit < len(names) {
 		names = names[:in.Limit]
@@ -353,7 +356,7 @@ func (s *server) chromaCount(ctx context.Context, _ *mcp.CallToolRequest, in Col
 	if err != nil {
 		return nil, CountOutput{}, err
 	}
-	n, err := c.Len(ctx)
+	n, err := c.Count(ctx)
 	return nil, CountOutput{Count: n}, err
 }
 
@@ -377,7 +380,7 @@ func (s *server) chromaInfo(ctx context.Context, _ *mcp.CallToolRequest, in Coll
 	if err != nil {
 		return nil, CollectionInfoOutput{}, err
 	}
-	n, err := c.Len(ctx)
+	n, err := c.Count(ctx)
 	if err != nil {
 		return nil, CollectionInfoOutput{}, err
 	}
@@ -463,7 +466,7 @@ func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in GetDo
 	}
 	if in.IDs == nil && in.Offset > 0 {
 		// An offset past the end answers at once, without a scan of the collection.
-		if n, err := c.Len(ctx); err != nil {
+		if n, err := c.Count(ctx); err != nil {
 			return nil, ChromaGetOutput{}, err
 		} else if in.Offset >= n {
 			in.IDs = []string{}

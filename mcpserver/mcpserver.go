@@ -461,12 +461,19 @@ func (s *server) delete(ctx context.Context, _ *mcp.CallToolRequest, in DeleteIn
 		return nil, DeleteOutput{}, fmt.Errorf("%w: %d ids, at most %d per call (MaxDeleteIDs)", ErrTooLarge, len(in.IDs), s.o.MaxDeleteIDs)
 	}
 	c := s.collection(in.Collection)
-	before := c.Count()
+	before, err := c.Count(ctx)
+	if err != nil && !errors.Is(err, memory.ErrCollectionNotFound) {
+		return nil, DeleteOutput{}, err
+	}
 	if err := c.Delete(ctx, in.IDs...); err != nil {
 		return nil, DeleteOutput{}, err
 	}
 	// Concurrent writers can skew the count; it is informative only.
-	return nil, DeleteOutput{Deleted: max(0, before-c.Count())}, nil
+	after, err := c.Count(ctx)
+	if err != nil && !errors.Is(err, memory.ErrCollectionNotFound) {
+		return nil, DeleteOutput{}, err
+	}
+	return nil, DeleteOutput{Deleted: max(0, before-after)}, nil
 }
 
 func (s *server) get(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, GetOutput, error) {

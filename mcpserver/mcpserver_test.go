@@ -133,8 +133,8 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 	if res.IsError || added.Stored != 2 {
 		t.Fatalf("add: %v %+v", errorText(res), added)
 	}
-	if m.Count() != 2 {
-		t.Fatalf("store holds %d docs", m.Count())
+	if countOf(t, m) != 2 {
+		t.Fatalf("store holds %d docs", countOf(t, m))
 	}
 
 	var found SearchOutput
@@ -155,8 +155,8 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 
 	var del DeleteOutput
 	res = call(t, cs, ToolDelete, map[string]any{"ids": []string{"py", "unknown"}}, &del)
-	if res.IsError || del.Deleted != 1 || m.Count() != 1 {
-		t.Fatalf("delete: %v %+v count %d", errorText(res), del, m.Count())
+	if res.IsError || del.Deleted != 1 || countOf(t, m) != 1 {
+		t.Fatalf("delete: %v %+v count %d", errorText(res), del, countOf(t, m))
 	}
 	res = call(t, cs, ToolGet, map[string]any{"id": "py"}, nil)
 	if !res.IsError || !strings.Contains(errorText(res), "not found") {

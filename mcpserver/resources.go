@@ -118,7 +118,11 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
 	var last resourceCursor // the last document listed
-	for _, col := range s.m.Collections() {
+	cols, err := s.m.Collections(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, col := range cols {
 		if col < cur.Collection {
 			continue
 		}

@@ -62,7 +62,7 @@ func TestToolArgumentCaps(t *testing.T) {
 			}
 		})
 	}
-	if n := m.Collection("").Count(); n != 2 {
+	if n := countOf(t, m.Collection("")); n != 2 {
 		t.Fatalf("%d documents stored, want the 2 of the accepted call", n)
 	}
 	if !errors.Is(ErrTooLarge, ErrInvalidInput) {

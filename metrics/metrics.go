@@ -291,8 +291,13 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx := context.Background()
-	for _, name := range c.m.Collections() {
-		n, err := c.m.Collection(name).Len(ctx)
+	names, err := c.m.Collections(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.docs, err)
+		return
+	}
+	for _, name := range names {
+		n, err := c.m.Collection(name).Count(ctx)
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(c.docs, err)
 			continue

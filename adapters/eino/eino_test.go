@@ -350,7 +350,7 @@ func TestIndexer(t *testing.T) {
 			if _, err := ix.Store(ctx, tc.first); err != nil {
 				t.Fatal(err)
 			}
-			before, _ := m.Len(ctx)
+			before, _ := m.Count(ctx)
 			// The indexer runs as a node of a chain, as eino applications use it.
 			chain, err := compose.NewChain[[]*schema.Document, []string]().AppendIndexer(ix).Compile(ctx)
 			if err != nil {
@@ -361,7 +361,7 @@ func TestIndexer(t *testing.T) {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err %v, want %v", err, tc.err)
 				}
-				if after, _ := m.Len(ctx); after != before {
+				if after, _ := m.Count(ctx); after != before {
 					t.Errorf("a failed store changed the store: %d documents, then %d", before, after)
 				}
 				return

@@ -293,13 +293,13 @@ func TestIndex(t *testing.T) {
 			if _, err := memorygk.Index(ctx, m, "", tc.first); err != nil {
 				t.Fatal(err)
 			}
-			before, _ := m.Len(ctx)
+			before, _ := m.Count(ctx)
 			ids, err := memorygk.Index(ctx, m, "", tc.docs)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err %v, want %v", err, tc.err)
 				}
-				if after, _ := m.Len(ctx); after != before {
+				if after, _ := m.Count(ctx); after != before {
 					t.Errorf("a failed index changed the store: %d documents, then %d", before, after)
 				}
 				return

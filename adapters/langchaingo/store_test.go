@@ -286,7 +286,7 @@ func TestAddDocuments(t *testing.T) {
 			addOpts: []vectorstores.Option{vectorstores.WithDeduplicater(func(_ context.Context, d schema.Document) bool { return d.PageContent == "skip" })},
 			wantIDs: 1,
 			check: func(t *testing.T, m *memory.Memory, _ []string) {
-				if n, _ := m.Len(ctx); n != 1 {
+				if n, _ := m.Count(ctx); n != 1 {
 					t.Errorf("%d documents stored, want 1", n)
 				}
 			},
@@ -348,13 +348,13 @@ func TestAddDocuments(t *testing.T) {
 			if _, err := s.AddDocuments(ctx, tc.first); err != nil {
 				t.Fatal(err)
 			}
-			before, _ := m.Len(ctx)
+			before, _ := m.Count(ctx)
 			got, err := s.AddDocuments(ctx, tc.second, tc.addOpts...)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err %v, want %v", err, tc.err)
 				}
-				if after, _ := m.Len(ctx); after != before {
+				if after, _ := m.Count(ctx); after != before {
 					t.Errorf("a failed add changed the store: %d documents, then %d", before, after)
 				}
 				return

@@ -70,7 +70,11 @@ func run(dir, qfile string, n, g, searches, topk int, mode string, conc int, use
 		return err
 	}
 	defer mem.Close()
-	fmt.Printf("open %v, %d docs\n", time.Since(t).Round(time.Millisecond), mem.Count())
+	docs, err := mem.Count(context.Background())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("open %v, %d docs\n", time.Since(t).Round(time.Millisecond), docs)
 
 	questions := make([]searchr1.Question, n)
 	for i := range questions {

@@ -96,7 +96,7 @@ func TestBackupExportBesideWriter(t *testing.T) {
 			t.Errorf("document %s, acknowledged before the backup began, is not in the restored store: %v", id, err)
 		}
 	}
-	if n, err := rm.Collection(memory.DefaultCollection).Len(context.Background()); err != nil || n != 400 {
+	if n, err := rm.Collection(memory.DefaultCollection).Count(context.Background()); err != nil || n != 400 {
 		t.Errorf("restored default collection: %d documents (%v), want 400", n, err)
 	}
 	rm.Close()

@@ -116,11 +116,15 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := m.SetCollectionAnalyzer(ctx, c.Name(), *analyzer); err != nil {
 			return err
 		}
+		n, err := c.Count(ctx)
+		if err != nil {
+			return err
+		}
 		if now := c.Analyzer(); now == old {
 			fmt.Fprintf(stdout, "collection %q already has analyzer %s (BM25 index unchanged)\n", escapeControls(c.Name(), false), now)
 		} else {
 			fmt.Fprintf(stdout, "set the analyzer of collection %q from %s to %s and rebuilt its BM25 index (%d documents, %s)\n",
-				escapeControls(c.Name(), false), old, now, c.Count(), time.Since(start).Round(time.Millisecond))
+				escapeControls(c.Name(), false), old, now, n, time.Since(start).Round(time.Millisecond))
 		}
 		return nil
 	case *rename != "":
@@ -128,7 +132,10 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		n := c.Count()
+		n, err := c.Count(ctx)
+		if err != nil {
+			return err
+		}
 		if err := m.RenameCollection(ctx, c.Name(), *to); err != nil {
 			return err
 		}
@@ -139,7 +146,10 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		n := c.Count()
+		n, err := c.Count(ctx)
+		if err != nil {
+			return err
+		}
 		if err := m.DeleteCollection(ctx, *del); err != nil {
 			return err
 		}
@@ -152,12 +162,15 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		Analyzer string         `json:"analyzer"`
 		Metadata map[string]any `json:"metadata"`
 	}
-	names := m.Collections()
+	names, err := m.Collections(ctx)
+	if err != nil {
+		return err
+	}
 	infos := make([]info, len(names))
 	for i, n := range names { // a collection that cannot be read fails the command, never counts 0
 		c := m.Collection(n)
 		infos[i] = info{Name: n, Analyzer: c.Analyzer()}
-		if infos[i].Count, err = c.Len(ctx); err != nil {
+		if infos[i].Count, err = c.Count(ctx); err != nil {
 			return err
 		}
 		if infos[i].Metadata, err = c.Metadata(ctx); err != nil {

@@ -31,7 +31,7 @@ func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
-	n, err := c.Len(ctx)
+	n, err := c.Count(ctx)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		qrels[q.ID] = allQrels[q.ID]
 	}
 	met, _ := beir.Evaluate(qrels, sr.run)
-	fmt.Fprintf(stdout, "dataset      %s (%d docs, %d queries)\n", cfg.data, m.Count(), len(queries))
+	docs, err := m.Count(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dataset      %s (%d docs, %d queries)\n", cfg.data, docs, len(queries))
 	fmt.Fprintf(stdout, "mode         %s (used: %s)\n", cfg.mode, sr.stats.Mode)
 	for _, nt := range sr.notes {
 		fmt.Fprintf(stdout, "note         %s\n", nt)
@@ -202,8 +206,8 @@ func countCorpus(ctx context.Context, dir string) (int, error) {
 // counts the documents: a malformed line fails before anything is written, leaving no
 // half-filled store behind, and the progress knows its total.
 func indexCorpus(ctx context.Context, m *memory.Memory, dir string, total int, stderr io.Writer) (evalIndexing, error) {
-	if m.Count() > 0 {
-		return evalIndexing{}, nil
+	if n, err := m.Count(ctx); err != nil || n > 0 {
+		return evalIndexing{}, err
 	}
 	if total < 0 {
 		var err error

@@ -80,11 +80,18 @@ func runEvalQA(ctx context.Context, cfg evalConfig, stdout, stderr io.Writer) er
 		return err
 	}
 	defer m.Close()
-	if m.Count() == 0 {
+	docs, err := m.Count(ctx)
+	if err != nil {
+		return err
+	}
+	if docs == 0 {
 		if cfg.data == "" {
 			return errors.New("eval --qa: the store is empty; give --data DIR to fill it")
 		}
 		if _, err := indexCorpus(ctx, m, cfg.data, total, stderr); err != nil {
+			return err
+		}
+		if docs, err = m.Count(ctx); err != nil {
 			return err
 		}
 	}
@@ -126,7 +133,7 @@ func runEvalQA(ctx context.Context, cfg evalConfig, stdout, stderr io.Writer) er
 	if c.chat {
 		api = "chat/completions"
 	}
-	fmt.Fprintf(stdout, "qa           %s (%d questions x %d rollouts; store %d docs, mode %s)\n", c.file, len(questions), max(1, c.rollouts), m.Count(), cfg.mode)
+	fmt.Fprintf(stdout, "qa           %s (%d questions x %d rollouts; store %d docs, mode %s)\n", c.file, len(questions), max(1, c.rollouts), docs, cfg.mode)
 	fmt.Fprintf(stdout, "generator    %s (%s, model %q, tags %s, topk %d, max turns %d)\n", c.generator, api, c.model, c.tags, c.topK, c.maxTurns)
 	if c.trajectories != "" {
 		fmt.Fprintf(stdout, "trajectories %s\n", c.trajectories)

@@ -133,7 +133,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *sync {
 		fmt.Fprintf(stdout, "; removed %d documents of %d vanished sources", removed, ix.vanished)
 	}
-	fmt.Fprintf(stdout, "; collection now holds %d\n", c.Count())
+	n, err := c.Count(ctx)
+	if err != nil {
+		fmt.Fprintln(stdout)
+		return err
+	}
+	fmt.Fprintf(stdout, "; collection now holds %d\n", n)
 	return ix.outcome(scan.total, *sync, *strict)
 }
 

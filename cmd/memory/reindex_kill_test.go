@@ -135,14 +135,14 @@ func storeContents(t testing.TB, dir string) (map[string]string, int) {
 	}
 	defer m.Close()
 	out := map[string]string{}
-	for _, id := range m.Collection("").IDs() {
+	for _, id := range idsOf(t, m.Collection("")) {
 		d, err := m.Get(context.Background(), id)
 		if err != nil {
 			t.Fatalf("get %s: %v", id, err)
 		}
 		out[id] = d.Text
 	}
-	return out, m.Count()
+	return out, countOf(t, m)
 }
 
 // genSource is the source group of a generated id: "b" for the big file, "cNN" for small
@@ -476,7 +476,7 @@ func TestReindexRejectedAndSharedSources(t *testing.T) {
 				t.Fatalf("summary: %s\n%s", out, errs)
 			}
 			m := openTest(t, store)
-			ids := m.Collection("").IDs()
+			ids := idsOf(t, m.Collection(""))
 			var want []string
 			for i := range 30 {
 				if i != 5 {

@@ -70,7 +70,7 @@ func (o *serveOps) ready(ctx context.Context) error {
 	case !warmed:
 		return fmt.Errorf("%w: opening and catching up the indexes of collection %q", errNotReady, o.collection)
 	}
-	if _, err := o.m.Collection(o.collection).Len(ctx); err != nil {
+	if _, err := o.m.Collection(o.collection).Count(ctx); err != nil {
 		return fmt.Errorf("store: %w", err)
 	}
 	return nil

@@ -218,7 +218,8 @@ func openCollection(m *memory.Memory, name string) (*memory.Collection, error) {
 	c, err := m.GetCollection(name)
 	if err != nil {
 		if errors.Is(err, memory.ErrCollectionNotFound) {
-			return nil, fmt.Errorf("%w: %q in %s (collections: %s)", memory.ErrCollectionNotFound, name, m.Dir(), listNames(m.Collections()))
+			names, _ := m.Collections(context.Background()) // only to name them in the error
+			return nil, fmt.Errorf("%w: %q in %s (collections: %s)", memory.ErrCollectionNotFound, name, m.Dir(), listNames(names))
 		}
 		return nil, err
 	}

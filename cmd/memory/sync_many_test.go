@@ -30,7 +30,7 @@ func TestSyncManyVanishedSources(t *testing.T) {
 	}
 	m := openTest(t, store)
 	defer m.Close()
-	if c := m.Count(); c != 1 {
+	if c := countOf(t, m); c != 1 {
 		t.Fatalf("after sync: %d documents, want 1", c)
 	}
 }

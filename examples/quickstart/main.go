@@ -58,7 +58,12 @@ func run(ctx context.Context, dir string) (err error) {
 		m.Close()
 		return err
 	}
-	fmt.Printf("indexed %d documents into %s\n", m.Count(), dir)
+	n, err := m.Count(ctx)
+	if err != nil {
+		m.Close()
+		return err
+	}
+	fmt.Printf("indexed %d documents into %s\n", n, dir)
 	// The store is a directory: close it and open it again, as the next run of an agent would.
 	if err := m.Close(); err != nil {
 		return err
@@ -71,7 +76,10 @@ func run(ctx context.Context, dir string) (err error) {
 			err = cerr
 		}
 	}()
-	fmt.Printf("reopened: %d documents, embedder %s\n", m.Count(), emb.ID())
+	if n, err = m.Count(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("reopened: %d documents, embedder %s\n", n, emb.ID())
 
 	for _, q := range []struct {
 		label, query string
