@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -195,11 +196,11 @@ func TestChromaTools(t *testing.T) {
 	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb"}, nil); !res.IsError {
 		t.Fatal("delete without ids or filter accepted")
 	}
-	if n := countOf(t, m.Collection("kb")); n != 1 {
+	if n := memtest.Count(t, m.Collection("kb")); n != 1 {
 		t.Fatalf("kb holds %d documents, want 1", n)
 	}
-	if res := call(t, cs, ToolChromaDeleteCollection, map[string]any{"collection_name": "notes"}, nil); res.IsError || slices.Contains(collectionsOf(t, m), "notes") {
-		t.Fatalf("delete collection: %s %v", errorText(res), collectionsOf(t, m))
+	if res := call(t, cs, ToolChromaDeleteCollection, map[string]any{"collection_name": "notes"}, nil); res.IsError || slices.Contains(memtest.Collections(t, m), "notes") {
+		t.Fatalf("delete collection: %s %v", errorText(res), memtest.Collections(t, m))
 	}
 	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "not found") {
 		t.Fatalf("count of a deleted collection: %s", errorText(res))
@@ -240,7 +241,7 @@ func TestSearchWhereDocument(t *testing.T) {
 func snapshot(t *testing.T, m *memory.Memory) string {
 	t.Helper()
 	var b strings.Builder
-	for _, c := range collectionsOf(t, m) {
+	for _, c := range memtest.Collections(t, m) {
 		docs, err := m.Collection(c).Find(context.Background(), memory.FindOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // TestAddToLongCollectionName: memory_add to a collection whose name is too long for its
@@ -17,7 +19,7 @@ func TestAddToLongCollectionName(t *testing.T) {
 	if !res.IsError || !strings.Contains(errorText(res), "invalid collection name") {
 		t.Fatalf("isError %v %q, want an invalid collection name", res.IsError, errorText(res))
 	}
-	if slices.Contains(collectionsOf(t, m), long) {
+	if slices.Contains(memtest.Collections(t, m), long) {
 		t.Fatal("the refused collection was created")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/sop"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -133,8 +134,8 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 	if res.IsError || added.Stored != 2 {
 		t.Fatalf("add: %v %+v", errorText(res), added)
 	}
-	if countOf(t, m) != 2 {
-		t.Fatalf("store holds %d docs", countOf(t, m))
+	if memtest.Count(t, m) != 2 {
+		t.Fatalf("store holds %d docs", memtest.Count(t, m))
 	}
 
 	var found SearchOutput
@@ -155,8 +156,8 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 
 	var del DeleteOutput
 	res = call(t, cs, ToolDelete, map[string]any{"ids": []string{"py", "unknown"}}, &del)
-	if res.IsError || del.Deleted != 1 || countOf(t, m) != 1 {
-		t.Fatalf("delete: %v %+v count %d", errorText(res), del, countOf(t, m))
+	if res.IsError || del.Deleted != 1 || memtest.Count(t, m) != 1 {
+		t.Fatalf("delete: %v %+v count %d", errorText(res), del, memtest.Count(t, m))
 	}
 	res = call(t, cs, ToolGet, map[string]any{"id": "py"}, nil)
 	if !res.IsError || !strings.Contains(errorText(res), "not found") {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -62,7 +63,7 @@ func TestToolArgumentCaps(t *testing.T) {
 			}
 		})
 	}
-	if n := countOf(t, m.Collection("")); n != 2 {
+	if n := memtest.Count(t, m.Collection("")); n != 2 {
 		t.Fatalf("%d documents stored, want the 2 of the accepted call", n)
 	}
 	if !errors.Is(ErrTooLarge, ErrInvalidInput) {

@@ -30,18 +30,24 @@ func TestConformance(t *testing.T) {
 			if c.generic {
 				vectorstore.UseGenericKernel(t)
 			}
-			indextest.Run(t, func(t *testing.T, cfg vectorstore.IndexConfig) vectorstore.Index {
-				cfg.Backend, cfg.Params = c.backend, c.params
-				if c.dir {
-					cfg.Dir = t.TempDir()
-				}
-				idx, err := vectorstore.NewIndex(cfg)
-				if err != nil {
-					t.Fatalf("NewIndex(%+v): %v", cfg, err)
-				}
-				t.Cleanup(func() { idx.Close() })
-				return idx
-			}, c.opts)
+			indextest.Run(t, newIndexFunc(c.backend, "", c.params, c.dir), c.opts)
 		})
+	}
+}
+
+// newIndexFunc is the indextest.New of backend (with factory and params), kept in a
+// temporary folder when dir, closed when its test ends.
+func newIndexFunc(backend, factory string, params map[string]int, dir bool) indextest.New {
+	return func(t *testing.T, cfg vectorstore.IndexConfig) vectorstore.Index {
+		cfg.Backend, cfg.Factory, cfg.Params = backend, factory, params
+		if dir {
+			cfg.Dir = t.TempDir()
+		}
+		idx, err := vectorstore.NewIndex(cfg)
+		if err != nil {
+			t.Fatalf("NewIndex(%+v): %v", cfg, err)
+		}
+		t.Cleanup(func() { idx.Close() })
+		return idx
 	}
 }

@@ -24,6 +24,7 @@ import (
 	faiss "github.com/DataIntelligenceCrew/go-faiss"
 
 	"github.com/agentmem/memory/internal/faisslink"
+	"github.com/agentmem/memory/internal/vectest"
 )
 
 // BenchmarkFaissANN measures, for each data set and index kind, build time, recall@10 against
@@ -59,7 +60,7 @@ func BenchmarkFaissANN(b *testing.B) {
 			if data == "clustered" {
 				all = faissClustered(rng, n+nq, dim, 1000, 0.5)
 			} else {
-				all = faissRandom(rng, n+nq, dim)
+				all = vectest.RandVecs(rng, n+nq, dim)
 			}
 			vecs, queries := all[:n], all[n:]
 			ids := make([]string, n)

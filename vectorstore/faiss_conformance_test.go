@@ -18,18 +18,7 @@ func TestFaissConformance(t *testing.T) {
 			name = "dir"
 		}
 		t.Run(name, func(t *testing.T) {
-			indextest.Run(t, func(t *testing.T, cfg vectorstore.IndexConfig) vectorstore.Index {
-				cfg.Backend, cfg.Factory = vectorstore.FaissBackend, "Flat"
-				if dir {
-					cfg.Dir = t.TempDir()
-				}
-				idx, err := vectorstore.NewIndex(cfg)
-				if err != nil {
-					t.Fatalf("NewIndex(%+v): %v", cfg, err)
-				}
-				t.Cleanup(func() { idx.Close() })
-				return idx
-			}, indextest.Options{})
+			indextest.Run(t, newIndexFunc(vectorstore.FaissBackend, "Flat", nil, dir), indextest.Options{})
 		})
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/vectest"
 )
 
 // BenchmarkFaissGPU measures, in one run, the same FaissIndex on the CPU and (with -tags
@@ -154,7 +156,7 @@ func BenchmarkFaissGPU(b *testing.B) {
 // faissClusteredParallel is faissClustered spread over GOMAXPROCS goroutines (each with its
 // own deterministic stream), for the 1M-10M vector sets of BenchmarkFaissGPU.
 func faissClusteredParallel(n, d, c int, sigma float64) [][]float32 {
-	centres := faissRandom(rand.New(rand.NewPCG(42, 0)), c, d)
+	centres := vectest.RandVecs(rand.New(rand.NewPCG(42, 0)), c, d)
 	vs := make([][]float32, n)
 	slab := make([]float32, n*d)
 	w := runtime.GOMAXPROCS(0)

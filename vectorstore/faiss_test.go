@@ -15,29 +15,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-)
 
-// faissRandom returns n random-normal vectors of dim d. The vectors share one allocation
-// (a 1M-vector benchmark would otherwise hand Go's GC a million objects to trace).
-func faissRandom(rng *rand.Rand, n, d int) [][]float32 {
-	vs := make([][]float32, n)
-	slab := make([]float32, n*d)
-	for i := range vs {
-		v := slab[i*d : (i+1)*d : (i+1)*d]
-		for j := range v {
-			v[j] = float32(rng.NormFloat64())
-		}
-		vs[i] = v
-	}
-	return vs
-}
+	"github.com/agentmem/memory/internal/vectest"
+)
 
 // faissClustered returns n vectors drawn from a mixture of c Gaussians (centres N(0,1),
 // spread sigma), the shape of real embedding sets.
 func faissClustered(rng *rand.Rand, n, d, c int, sigma float64) [][]float32 {
-	centres := faissRandom(rng, c, d)
+	centres := vectest.RandVecs(rng, c, d)
 	vs := make([][]float32, n)
-	slab := make([]float32, n*d) // one allocation, as in faissRandom
+	slab := make([]float32, n*d) // one allocation, as in vectest.RandVecs
 	for i := range vs {
 		ctr := centres[rng.IntN(c)]
 		v := slab[i*d : (i+1)*d : (i+1)*d]
@@ -271,7 +258,7 @@ func TestFaissHNSWRecall(t *testing.T) {
 				all := faissClustered(rng, n+30, dim, 40, 0.3)
 				vecs, queries = all[:n], all[n:]
 			} else {
-				vecs, queries = faissRandom(rng, n, dim), faissRandom(rng, 30, dim)
+				vecs, queries = vectest.RandVecs(rng, n, dim), vectest.RandVecs(rng, 30, dim)
 			}
 			ids := faissIDs(n)
 			idx := newFaissTest(t, IndexConfig{Dim: dim, Factory: "HNSW32"})
@@ -301,7 +288,7 @@ func TestFaissDeleteAndReAdd(t *testing.T) {
 	for _, cfg := range faissKinds(dim) {
 		t.Run(cfg.Factory, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(9, 9))
-			ids, vecs := faissIDs(n), faissRandom(rng, n, dim)
+			ids, vecs := faissIDs(n), vectest.RandVecs(rng, n, dim)
 			if cfg.Factory == "HNSW16" {
 				cfg.Params = map[string]int{"efSearch": 64, "compactPercent": 50}
 			}
@@ -335,7 +322,7 @@ func TestFaissDeleteAndReAdd(t *testing.T) {
 					lids, lvecs = append(lids, id), append(lvecs, v)
 				}
 				for range 5 {
-					q := faissRandom(rng, 1, dim)[0]
+					q := vectest.RandVecs(rng, 1, dim)[0]
 					got, err := idx.Search(ctx, q, len(live)+10, nil)
 					if err != nil {
 						t.Fatal(err)
@@ -355,7 +342,7 @@ func TestFaissDeleteAndReAdd(t *testing.T) {
 			}
 			check()
 			// Re-add a deleted id and replace a live one.
-			nv := faissRandom(rng, 2, dim)
+			nv := vectest.RandVecs(rng, 2, dim)
 			if err := idx.Add(ctx, []string{gone[0], ids[1]}, nv); err != nil {
 				t.Fatal(err)
 			}
@@ -470,8 +457,8 @@ func TestFaissPersistence(t *testing.T) {
 	const n, dim = 800, 16
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(6, 6))
-	ids, vecs := faissIDs(n), faissRandom(rng, n, dim)
-	queries := faissRandom(rng, 5, dim)
+	ids, vecs := faissIDs(n), vectest.RandVecs(rng, n, dim)
+	queries := vectest.RandVecs(rng, 5, dim)
 	cases := append(faissKinds(dim), IndexConfig{Dim: dim, Factory: "IVF16,Flat"}) // stays untrained: buffer persisted
 	for _, cfg := range cases {
 		name := cfg.Factory
@@ -744,8 +731,8 @@ func TestFaissHNSWEfConstruction(t *testing.T) {
 func TestFaissConcurrentUse(t *testing.T) {
 	const dim = 16
 	rng := rand.New(rand.NewPCG(2, 3))
-	ids, vecs := faissIDs(400), faissRandom(rng, 400, dim)
-	queries := faissRandom(rng, 8, dim)
+	ids, vecs := faissIDs(400), vectest.RandVecs(rng, 400, dim)
+	queries := vectest.RandVecs(rng, 8, dim)
 	ctx := context.Background()
 	for _, cfg := range faissKinds(dim) {
 		t.Run(cfg.Factory, func(t *testing.T) {
@@ -787,7 +774,7 @@ func TestFaissReadOnlyWritesNothing(t *testing.T) {
 	const n, dim = 300, 16
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(9, 9))
-	ids, vecs := faissIDs(n), faissRandom(rng, n, dim)
+	ids, vecs := faissIDs(n), vectest.RandVecs(rng, n, dim)
 	cfg := IndexConfig{Dim: dim, Factory: "HNSW16", Dir: t.TempDir()}
 	w := newFaissTest(t, cfg)
 	if err := w.Add(ctx, ids, vecs); err != nil {

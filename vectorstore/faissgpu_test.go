@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/internal/faisslink"
+	"github.com/agentmem/memory/internal/vectest"
 )
 
 // These tests run with -tags faiss,faissgpu. Where a GPU is present they FAIL (never skip)
@@ -137,7 +138,7 @@ func TestFaissGPUIncrementalWrites(t *testing.T) {
 	ctx := context.Background()
 	const dim = 32
 	rng := rand.New(rand.NewPCG(3, 4))
-	vecs := faissRandom(rng, 2000, dim)
+	vecs := vectest.RandVecs(rng, 2000, dim)
 	ids := faissIDs(2000)
 	for _, factory := range []string{"Flat", "IVF16,Flat"} {
 		t.Run(factory, func(t *testing.T) {
@@ -201,7 +202,7 @@ func TestFaissGPUPersistReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(5, 6))
-	vecs := faissRandom(rng, 500, 16)
+	vecs := vectest.RandVecs(rng, 500, 16)
 	x := gpuIndex(t, IndexConfig{Dim: 16, Dir: dir})
 	if err := x.Add(ctx, faissIDs(500), vecs); err != nil {
 		t.Fatal(err)

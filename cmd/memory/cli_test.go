@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // cli runs the CLI with args and returns its exit status, stdout and stderr.
@@ -86,7 +87,7 @@ func TestIndexSkipsBadLinesWithTrueLineNumbers(t *testing.T) {
 	if !strings.Contains(errs, "c.jsonl:151: empty line") || strings.Count(errs, "skip ") != 1 {
 		t.Fatalf("bad line not named exactly once: %s", errs)
 	}
-	if n := countOf(t, openTest(t, store)); n != 299 {
+	if n := memtest.Count(t, openTest(t, store)); n != 299 {
 		t.Fatalf("stored %d", n)
 	}
 }
@@ -127,7 +128,7 @@ func TestIndexEachKindOfBadLine(t *testing.T) {
 		}
 	}
 	m := openTest(t, store)
-	if n := countOf(t, m); n != 100-nBad {
+	if n := memtest.Count(t, m); n != 100-nBad {
 		t.Fatalf("stored %d", n)
 	}
 	if _, err := m.Get(context.Background(), "8080"); err != nil {
@@ -185,7 +186,7 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 	store := filepath.Join(dir, "s")
 	mustCLI(t, 0, "index", "--store", store, docs)
 	m := openTest(t, store)
-	if n := countOf(t, m); n != 4 {
+	if n := memtest.Count(t, m); n != 4 {
 		t.Fatalf("count %d", n)
 	}
 	d, err := m.Get(context.Background(), filepath.ToSlash(filepath.Join(docs, "a.md")))
@@ -213,7 +214,7 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 		t.Fatalf("summary: %s", out)
 	}
 	m = openTest(t, store)
-	ids := idsOf(t, m.Collection(""))
+	ids := memtest.IDs(t, m.Collection(""))
 	slices.Sort(ids)
 	wantIDs := []string{"c1", "c3", filepath.ToSlash(filepath.Join(docs, "a.md")), filepath.ToSlash(filepath.Join(docs, "b.txt"))}
 	slices.Sort(wantIDs)
@@ -239,8 +240,8 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 		t.Fatalf("sync: %s\n%s", out, errs)
 	}
 	m = openTest(t, store)
-	if n := countOf(t, m); n != 3 {
-		t.Fatalf("after sync: %d %v", n, idsOf(t, m.Collection("")))
+	if n := memtest.Count(t, m); n != 3 {
+		t.Fatalf("after sync: %d %v", n, memtest.IDs(t, m.Collection("")))
 	}
 	// The ids of a.md differ (relative now), but its source is the same: one document.
 	if _, err := m.Get(context.Background(), filepath.ToSlash(filepath.Join(docs, "a.md"))); err == nil {
@@ -260,7 +261,7 @@ func TestIndexReindexReplacesSourceAndSync(t *testing.T) {
 	if !strings.Contains(out, "removed 2 documents of 1 vanished sources") {
 		t.Fatalf("sync of a gone root: %s", out)
 	}
-	if n := countOf(t, openTest(t, store)); n != 1 {
+	if n := memtest.Count(t, openTest(t, store)); n != 1 {
 		t.Fatalf("after syncing the gone root: %d", n)
 	}
 }
@@ -326,7 +327,7 @@ func TestReadCommandsNeverCreate(t *testing.T) {
 		}
 	}
 	m := openTest(t, store)
-	if got := collectionsOf(t, m); !slices.Equal(got, []string{"notes"}) {
+	if got := memtest.Collections(t, m); !slices.Equal(got, []string{"notes"}) {
 		t.Fatalf("collections %v", got)
 	}
 	// A folder that is not a store is not touched either.

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // The re-index kill test (issue 21): the test binary re-executed as a child runs the real
@@ -135,14 +136,14 @@ func storeContents(t testing.TB, dir string) (map[string]string, int) {
 	}
 	defer m.Close()
 	out := map[string]string{}
-	for _, id := range idsOf(t, m.Collection("")) {
+	for _, id := range memtest.IDs(t, m.Collection("")) {
 		d, err := m.Get(context.Background(), id)
 		if err != nil {
 			t.Fatalf("get %s: %v", id, err)
 		}
 		out[id] = d.Text
 	}
-	return out, countOf(t, m)
+	return out, memtest.Count(t, m)
 }
 
 // genSource is the source group of a generated id: "b" for the big file, "cNN" for small
@@ -476,7 +477,7 @@ func TestReindexRejectedAndSharedSources(t *testing.T) {
 				t.Fatalf("summary: %s\n%s", out, errs)
 			}
 			m := openTest(t, store)
-			ids := idsOf(t, m.Collection(""))
+			ids := memtest.IDs(t, m.Collection(""))
 			var want []string
 			for i := range 30 {
 				if i != 5 {

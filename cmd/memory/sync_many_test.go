@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // TestSyncManyVanishedSources: --sync removes more vanished sources than one filter may name
@@ -30,7 +32,7 @@ func TestSyncManyVanishedSources(t *testing.T) {
 	}
 	m := openTest(t, store)
 	defer m.Close()
-	if c := countOf(t, m); c != 1 {
+	if c := memtest.Count(t, m); c != 1 {
 		t.Fatalf("after sync: %d documents, want 1", c)
 	}
 }
