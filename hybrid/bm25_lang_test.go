@@ -22,7 +22,7 @@ func langTexts(seed int64, n int) []string {
 	pieces := []string{
 		"Häuser", "groß", "Straße", "Zügen", "fuhren", "L'avion", "l’été", "chevaux", "étaient", "français", "niños", "corazón",
 		"perché", "città", "ação", "coração", "журналы", "Москва", "книги", "ÅÄÖ", "søster", "kävelimme", "Ünlü", "İstanbul",
-		"ıi", "árvíztűrő", "ţară", "științe", "ΑΒΓ", "ελληνικά", "مكتبة", "الكتب", "کتاب‌ها", "हिन्दी", "किताबें",
+		"ıi", "árvíztűrő", "ţară", "științe", "ΑΒΓ", "ελληνικά", "مكتبة", "الكتب", "کتاب\u200cها", "हिन्दी", "किताबें",
 		"コンピュータ", "サイエンス", "勉強します", "東京大学", "北京", "计算机科学", "한국어", "ﾃｽﾄ", "ＡＢＣ１２３",
 		"😀", "👍🏽", "🇩🇪", "a\u0301", "\u200d", "\u200c", "x\xffy", "\xe6\x97", "3.14", "12,000", "U.S.A.", "don't",
 		"e.g.", "a_b", "COVID-19", "the", "and", "der", "les", "och", "--", "!!", "«»", "¿Qué?", "\t", "\n", "running", "The",
