@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -196,7 +197,7 @@ func Restore(ctx context.Context, r io.Reader, dir string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return err
 	}
 	// Checked again: another process may have written into dir meanwhile. An empty
@@ -212,7 +213,7 @@ func Restore(ctx context.Context, r io.Reader, dir string) error {
 		return fmt.Errorf("memory: restore: %w", err)
 	}
 	done = true
-	return syncDir(parent)
+	return atomicfile.SyncDir(parent)
 }
 
 // restoreTarget checks that dir does not exist or is an empty directory.
@@ -347,7 +348,7 @@ func readBackup(ctx context.Context, r io.Reader, tmp string) error {
 	}
 
 	// The entries are what was backed up; check that they are a store this build opens.
-	if err := writeFileAtomic(filepath.Join(tmp, manifestName), mb); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(tmp, manifestName), mb, atomicfile.Options{}); err != nil {
 		return err
 	}
 	if _, err := readManifest(tmp); err != nil {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"unicode/utf8"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // Collections carry metadata of their own (as Chroma's do): a map of string keys to string,
@@ -324,7 +326,7 @@ func (m *Memory) moveDerived(from, to string) error {
 			errs = append(errs, err, os.RemoveAll(src), os.RemoveAll(dst))
 			continue
 		}
-		errs = append(errs, syncDir(filepath.Dir(dst)))
+		errs = append(errs, atomicfile.SyncDir(filepath.Dir(dst)))
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -21,7 +22,7 @@ import (
 // and made again.
 
 // dbTempPrefix starts the names of the files a new store.db is initialised in.
-var dbTempPrefix = tempPrefix(dbName)
+var dbTempPrefix = atomicfile.TempPrefix(dbName)
 
 // makeDB makes a new, empty store.db at dbPath atomically: bbolt initialises a temporary
 // file beside it, which is then linked to dbPath (a link never replaces a file: when
@@ -56,7 +57,7 @@ func (m *Memory) makeDB(dbPath string) error {
 		if m.opts.NoSync {
 			return nil
 		}
-		return syncDir(m.dir)
+		return atomicfile.SyncDir(m.dir)
 	case errors.Is(err, fs.ErrExist):
 		return nil // another process made it first
 	case fileExists(dbPath):

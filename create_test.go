@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -62,9 +63,9 @@ func TestCreateLeftovers(t *testing.T) {
 		name  string
 		setup func(dir string)
 	}{
-		{"partial temp store.db", write(tempPrefix(dbName)+"123456", fresh[:pageSize])},
-		{"empty temp store.db", write(tempPrefix(dbName)+"9", nil)},
-		{"temp store.db beside a whole one", both(write(tempPrefix(dbName)+"1", fresh[:2*pageSize]), write(dbName, fresh))},
+		{"partial temp store.db", write(atomicfile.TempPrefix(dbName)+"123456", fresh[:pageSize])},
+		{"empty temp store.db", write(atomicfile.TempPrefix(dbName)+"9", nil)},
+		{"temp store.db beside a whole one", both(write(atomicfile.TempPrefix(dbName)+"1", fresh[:2*pageSize]), write(dbName, fresh))},
 		{"store.db cut after its first page", write(dbName, fresh[:pageSize])},
 		{"store.db cut after its meta pages", write(dbName, fresh[:2*pageSize])},
 		{"store.db cut in its last page", write(dbName, fresh[:4*pageSize-100])},
@@ -101,7 +102,7 @@ func TestCreateLeftovers(t *testing.T) {
 			entries, err := os.ReadDir(dir)
 			must(t, err)
 			for _, e := range entries {
-				if strings.HasPrefix(e.Name(), tempPrefix(dbName)) || strings.HasPrefix(e.Name(), manifestTempPrefix) {
+				if strings.HasPrefix(e.Name(), atomicfile.TempPrefix(dbName)) || strings.HasPrefix(e.Name(), manifestTempPrefix) {
 					t.Fatalf("leftover %s not removed", e.Name())
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 // A writer records who it is in lockInfoName, a small JSON file in the store directory
@@ -138,7 +140,7 @@ func writeLockInfo(dir string, li lockInfo) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, lockInfoName), append(data, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, lockInfoName), append(data, '\n'), atomicfile.Options{})
 }
 
 // removeLockInfo removes dir's lock file when it is this process's.

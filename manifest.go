@@ -77,16 +77,13 @@ func writeManifest(dir string, m *manifest) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, manifestName), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, manifestName), append(b, '\n'), atomicfile.Options{})
 }
 
-// tempPrefix starts the names of the temp files writeFileAtomic writes before renaming
-// them to name; manifestTempPrefix is the manifest's.
-func tempPrefix(name string) string { return atomicfile.TempPrefix(name) }
-
+// The temporary files atomicfile writes the manifest and the lock info through.
 var (
-	manifestTempPrefix = tempPrefix(manifestName)
-	lockInfoTempPrefix = tempPrefix(lockInfoName)
+	manifestTempPrefix = atomicfile.TempPrefix(manifestName)
+	lockInfoTempPrefix = atomicfile.TempPrefix(lockInfoName)
 )
 
 // manifestTemps splits dir's entries into temp files (full paths: writeManifest's, and
@@ -118,14 +115,6 @@ func removeFiles(paths []string) error {
 	}
 	return nil
 }
-
-// writeFileAtomic replaces path whole with data (internal/atomicfile).
-func writeFileAtomic(path string, data []byte) error {
-	return atomicfile.WriteFile(path, data, atomicfile.Options{})
-}
-
-// syncDir syncs the folder dir (internal/atomicfile).
-func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // onlyManifest reports whether a store directory's entries (others, from manifestTemps)
 // are its manifest and at most an empty database: a store whose creation, by an older
