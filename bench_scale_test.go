@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 // The scale benchmark runs against a corpus written by bench/corpusgen (BEIR layout, e.g.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 // scifact locates ../shared/data/beir/scifact beside the repository.

@@ -9,7 +9,7 @@ import (
 	"log"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/vecfile"
+	"github.com/agentmem/memory/internal/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 

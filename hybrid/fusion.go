@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentmem/memory/rank"
+	"github.com/agentmem/memory/internal/rank"
 )
 
 // DefaultRRFK is the RRF rank constant used when FusionOptions.K is not positive

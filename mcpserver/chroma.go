@@ -15,18 +15,18 @@ import (
 // (chroma-core/chroma-mcp), so that an agent written for it runs against this store.
 // Chroma's "documents" are a document's text here; titles are not shown to them.
 const (
-	ToolChromaListCollections  = "chroma_list_collections"
-	ToolChromaCreateCollection = "chroma_create_collection"
-	ToolChromaPeekCollection   = "chroma_peek_collection"
-	ToolChromaCollectionInfo   = "chroma_get_collection_info"
-	ToolChromaCollectionCount  = "chroma_get_collection_count"
-	ToolChromaModifyCollection = "chroma_modify_collection"
-	ToolChromaDeleteCollection = "chroma_delete_collection"
-	ToolChromaAddDocuments     = "chroma_add_documents"
-	ToolChromaQueryDocuments   = "chroma_query_documents"
-	ToolChromaGetDocuments     = "chroma_get_documents"
-	ToolChromaUpdateDocuments  = "chroma_update_documents"
-	ToolChromaDeleteDocuments  = "chroma_delete_documents"
+	toolChromaListCollections  = "chroma_list_collections"
+	toolChromaCreateCollection = "chroma_create_collection"
+	toolChromaPeekCollection   = "chroma_peek_collection"
+	toolChromaCollectionInfo   = "chroma_get_collection_info"
+	toolChromaCollectionCount  = "chroma_get_collection_count"
+	toolChromaModifyCollection = "chroma_modify_collection"
+	toolChromaDeleteCollection = "chroma_delete_collection"
+	toolChromaAddDocuments     = "chroma_add_documents"
+	toolChromaQueryDocuments   = "chroma_query_documents"
+	toolChromaGetDocuments     = "chroma_get_documents"
+	toolChromaUpdateDocuments  = "chroma_update_documents"
+	toolChromaDeleteDocuments  = "chroma_delete_documents"
 )
 
 // ErrUnsupported: a Chroma tool argument this store has no equivalent of. (No tool returns
@@ -35,24 +35,24 @@ var ErrUnsupported = errors.New("mcpserver: not supported by this store")
 
 // The values of "include".
 const (
-	IncludeDocuments  = "documents"
-	IncludeMetadatas  = "metadatas"
-	IncludeDistances  = "distances"
-	IncludeEmbeddings = "embeddings"
+	includeDocuments  = "documents"
+	includeMetadatas  = "metadatas"
+	includeDistances  = "distances"
+	includeEmbeddings = "embeddings"
 )
 
-// ListCollectionsInput is chroma_list_collections' input.
-type ListCollectionsInput struct {
+// listCollectionsInput is chroma_list_collections' input.
+type listCollectionsInput struct {
 	Limit  int `json:"limit,omitempty" jsonschema:"most collections to list (default: all)"`
 	Offset int `json:"offset,omitempty" jsonschema:"collections to skip"`
 }
 
-// ListCollectionsOutput is chroma_list_collections' output.
-type ListCollectionsOutput struct {
+// listCollectionsOutput is chroma_list_collections' output.
+type listCollectionsOutput struct {
 	Collections []string `json:"collections"`
 }
 
-// CreateCollectionInput is chroma_create_collection's input. The HNSW and embedding
+// createCollectionInput is chroma_create_collection's input. The HNSW and embedding
 // settings of Chroma are accepted and ignored (this store has one embedder, chosen when it
 // was created); the collection metadata is stored with it (string keys; string, number or
 // boolean values; see memory.MaxCollectionMetadataKeys and MaxCollectionMetadataBytes).
@@ -61,7 +61,7 @@ type ListCollectionsOutput struct {
 // (memory.WithCollectionAnalyzer; hybrid.Analyzers lists them), a flat argument beside
 // Chroma's flat HNSW ones, as chroma-mcp's tool takes its settings (it has no
 // configuration object); an unknown one is a tool error naming those there are.
-type CreateCollectionInput struct {
+type createCollectionInput struct {
 	CollectionName        string         `json:"collection_name" jsonschema:"name of the collection to create"`
 	Analyzer              string         `json:"analyzer,omitempty" jsonschema:"BM25 analyzer of the collection: en (default), cjk for Chinese/Japanese/Korean, or a language code such as de, fr, es, it, ru"`
 	EmbeddingFunctionName string         `json:"embedding_function_name,omitempty" jsonschema:"ignored: the store's embedder is used"`
@@ -76,62 +76,62 @@ type CreateCollectionInput struct {
 	ResizeFactor          float64        `json:"resize_factor,omitempty" jsonschema:"ignored"`
 }
 
-// CollectionNameInput names a collection (chroma_get_collection_info,
+// collectionNameInput names a collection (chroma_get_collection_info,
 // chroma_get_collection_count, chroma_delete_collection).
-type CollectionNameInput struct {
+type collectionNameInput struct {
 	CollectionName string `json:"collection_name" jsonschema:"name of the collection"`
 }
 
-// CollectionOutput names the collection a tool acted on.
-type CollectionOutput struct {
+// collectionOutput names the collection a tool acted on.
+type collectionOutput struct {
 	Collection string `json:"collection"`
 	Message    string `json:"message"`
 }
 
-// PeekInput is chroma_peek_collection's input.
-type PeekInput struct {
+// peekInput is chroma_peek_collection's input.
+type peekInput struct {
 	CollectionName string `json:"collection_name" jsonschema:"name of the collection"`
 	Limit          int    `json:"limit,omitempty" jsonschema:"number of documents to show (default 5)"`
 }
 
-// CountOutput is chroma_get_collection_count's output.
-type CountOutput struct {
+// countOutput is chroma_get_collection_count's output.
+type countOutput struct {
 	Count int `json:"count"`
 }
 
-// CollectionInfoOutput is chroma_get_collection_info's output.
-type CollectionInfoOutput struct {
+// collectionInfoOutput is chroma_get_collection_info's output.
+type collectionInfoOutput struct {
 	Name            string          `json:"name"`
 	Count           int             `json:"count"`
 	Analyzer        string          `json:"analyzer"` // its BM25 analyzer (en unless created with another)
 	Metadata        map[string]any  `json:"metadata"`
-	SampleDocuments ChromaGetOutput `json:"sample_documents"`
+	SampleDocuments chromaGetOutput `json:"sample_documents"`
 }
 
-// ModifyCollectionInput is chroma_modify_collection's input: a new name, new metadata
+// modifyCollectionInput is chroma_modify_collection's input: a new name, new metadata
 // (replacing the old), or both, changed in one transaction.
-type ModifyCollectionInput struct {
+type modifyCollectionInput struct {
 	CollectionName string         `json:"collection_name" jsonschema:"name of the collection"`
 	NewName        string         `json:"new_name,omitempty" jsonschema:"new name of the collection (must not exist)"`
 	NewMetadata    map[string]any `json:"new_metadata,omitempty" jsonschema:"metadata replacing the collection's ({} clears it)"`
 }
 
-// AddDocumentsInput is chroma_add_documents' input.
-type AddDocumentsInput struct {
+// addDocumentsInput is chroma_add_documents' input.
+type addDocumentsInput struct {
 	CollectionName string           `json:"collection_name" jsonschema:"collection to add to (created when missing)"`
 	Documents      []string         `json:"documents" jsonschema:"the texts to store"`
 	IDs            []string         `json:"ids" jsonschema:"one unique id per document"`
 	Metadatas      []map[string]any `json:"metadatas,omitempty" jsonschema:"one metadata object per document (string, number or boolean values)"`
 }
 
-// AddDocumentsOutput is chroma_add_documents' output.
-type AddDocumentsOutput struct {
+// addDocumentsOutput is chroma_add_documents' output.
+type addDocumentsOutput struct {
 	Collection string `json:"collection"`
 	Added      int    `json:"added"`
 }
 
-// QueryDocumentsInput is chroma_query_documents' input.
-type QueryDocumentsInput struct {
+// queryDocumentsInput is chroma_query_documents' input.
+type queryDocumentsInput struct {
 	CollectionName string               `json:"collection_name" jsonschema:"collection to query"`
 	QueryTexts     []string             `json:"query_texts" jsonschema:"one or more queries; each gets its own list of results"`
 	NResults       int                  `json:"n_results,omitempty" jsonschema:"results per query (default 5)"`
@@ -140,11 +140,11 @@ type QueryDocumentsInput struct {
 	Include        []string             `json:"include,omitempty" jsonschema:"any of documents, metadatas, distances, embeddings (default documents, metadatas, distances)"`
 }
 
-// QueryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i],
+// queryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i],
 // one entry per document (its best-matching chunk's text for a document stored in several
 // chunks: chroma_get_documents has the whole text). A field left out of include is null. Distances are 1 - score (lower is closer; for a dense
 // search, the cosine distance); Scores are the store's own.
-type QueryDocumentsOutput struct {
+type queryDocumentsOutput struct {
 	IDs        [][]string         `json:"ids"`
 	Documents  [][]string         `json:"documents"`
 	Metadatas  [][]map[string]any `json:"metadatas"`
@@ -154,8 +154,8 @@ type QueryDocumentsOutput struct {
 	Include    []string           `json:"include"`
 }
 
-// GetDocumentsInput is chroma_get_documents' input.
-type GetDocumentsInput struct {
+// getDocumentsInput is chroma_get_documents' input.
+type getDocumentsInput struct {
 	CollectionName string               `json:"collection_name" jsonschema:"collection to read"`
 	IDs            []string             `json:"ids,omitempty" jsonschema:"only these documents"`
 	Where          memory.Where         `json:"where,omitempty" jsonschema:"metadata filter"`
@@ -165,9 +165,9 @@ type GetDocumentsInput struct {
 	Offset         int                  `json:"offset,omitempty" jsonschema:"matching documents to skip"`
 }
 
-// ChromaGetOutput is chroma_get_documents' (and chroma_peek_collection's) output, in id
+// chromaGetOutput is chroma_get_documents' (and chroma_peek_collection's) output, in id
 // order (or in the order of ids); a field left out of include is null.
-type ChromaGetOutput struct {
+type chromaGetOutput struct {
 	IDs        []string         `json:"ids"`
 	Documents  []string         `json:"documents"`
 	Metadatas  []map[string]any `json:"metadatas"`
@@ -175,9 +175,9 @@ type ChromaGetOutput struct {
 	Include    []string         `json:"include"`
 }
 
-// UpdateDocumentsInput is chroma_update_documents' input: each given field replaces the
+// updateDocumentsInput is chroma_update_documents' input: each given field replaces the
 // stored one (metadata keys are merged: given keys overwrite, others stay).
-type UpdateDocumentsInput struct {
+type updateDocumentsInput struct {
 	CollectionName string           `json:"collection_name" jsonschema:"collection of the documents"`
 	IDs            []string         `json:"ids" jsonschema:"documents to update; all must exist"`
 	Documents      []string         `json:"documents,omitempty" jsonschema:"new texts, one per id"`
@@ -185,22 +185,22 @@ type UpdateDocumentsInput struct {
 	Embeddings     [][]float32      `json:"embeddings,omitempty" jsonschema:"new vectors, one per id (of the store's dimension)"`
 }
 
-// UpdateDocumentsOutput is chroma_update_documents' output.
-type UpdateDocumentsOutput struct {
+// updateDocumentsOutput is chroma_update_documents' output.
+type updateDocumentsOutput struct {
 	Updated int `json:"updated"`
 }
 
-// DeleteDocumentsInput is chroma_delete_documents' input: the documents among ids (all,
+// deleteDocumentsInput is chroma_delete_documents' input: the documents among ids (all,
 // without ids) that match where and where_document. At least one of them is needed.
-type DeleteDocumentsInput struct {
+type deleteDocumentsInput struct {
 	CollectionName string               `json:"collection_name" jsonschema:"collection to delete from"`
 	IDs            []string             `json:"ids,omitempty" jsonschema:"documents to delete; unknown ids are ignored"`
 	Where          memory.Where         `json:"where,omitempty" jsonschema:"delete the documents matching this metadata filter"`
 	WhereDocument  memory.WhereDocument `json:"where_document,omitempty" jsonschema:"delete the documents matching this text filter"`
 }
 
-// DeleteDocumentsOutput is chroma_delete_documents' output.
-type DeleteDocumentsOutput struct {
+// deleteDocumentsOutput is chroma_delete_documents' output.
+type deleteDocumentsOutput struct {
 	Deleted int      `json:"deleted"`
 	IDs     []string `json:"ids"`
 }
@@ -210,39 +210,39 @@ func (s *server) addChromaTools(srv *mcp.Server) {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	destructive := true
 	del := &mcp.ToolAnnotations{DestructiveHint: &destructive}
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaListCollections, Annotations: ro,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaListCollections, Annotations: ro,
 		Description: "List the names of the collections of the long-term memory."}, s.chromaList)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaPeekCollection, Annotations: ro,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaPeekCollection, Annotations: ro,
 		Description: "Show the first documents of a collection."}, s.chromaPeek)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCollectionInfo, Annotations: ro,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaCollectionInfo, Annotations: ro,
 		Description: "Name, metadata, document count and three sample documents of a collection."}, s.chromaInfo)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCollectionCount, Annotations: ro,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaCollectionCount, Annotations: ro,
 		Description: "Number of documents in a collection."}, s.chromaCount)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaQueryDocuments, Annotations: ro,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaQueryDocuments, Annotations: ro,
 		Description: "Search a collection with one or more queries (hybrid BM25 + dense), with optional metadata (where) and text (where_document) filters; one result list per query."}, s.chromaQuery)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaGetDocuments, Annotations: ro,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaGetDocuments, Annotations: ro,
 		Description: "Read documents by id and/or by metadata and text filters, with limit and offset."}, s.chromaGet)
 	if s.o.ReadOnly {
 		return
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaCreateCollection,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaCreateCollection,
 		Description: "Create an empty collection, with optional metadata."}, s.chromaCreate)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaModifyCollection,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaModifyCollection,
 		Description: "Rename a collection (new_name) and/or replace its metadata (new_metadata), in one step."}, s.chromaModify)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaDeleteCollection, Annotations: del,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaDeleteCollection, Annotations: del,
 		Description: "Delete a collection with all its documents."}, s.chromaDeleteCollection)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaAddDocuments,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaAddDocuments,
 		Description: "Add documents (texts with ids and optional metadata) to a collection, created when missing. An id already stored is an error."}, s.chromaAdd)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaUpdateDocuments,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaUpdateDocuments,
 		Description: "Update stored documents: new texts, metadata (merged) or embeddings."}, s.chromaUpdate)
-	mcp.AddTool(srv, &mcp.Tool{Name: ToolChromaDeleteDocuments, Annotations: del,
+	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaDeleteDocuments, Annotations: del,
 		Description: "Delete documents by id and/or by metadata (where) and text (where_document) filters."}, s.chromaDeleteDocs)
 }
 
 // existingCollection is the named collection when it exists (ErrCollectionNotFound).
 func (s *server) existingCollection(name string) (*memory.Collection, error) {
 	if name == "" {
-		return nil, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
 	}
 	return s.m.GetCollection(name)
 }
@@ -256,7 +256,7 @@ func includes(include []string, def []string, allowed ...string) (map[string]boo
 	set := map[string]bool{}
 	for _, v := range include {
 		if !slices.Contains(allowed, v) {
-			return nil, nil, fmt.Errorf("%w: include %q (want any of %s)", ErrInvalidInput, v, strings.Join(allowed, ", "))
+			return nil, nil, fmt.Errorf("%w: include %q (want any of %s)", errInvalidInput, v, strings.Join(allowed, ", "))
 		}
 		set[v] = true
 	}
@@ -269,35 +269,35 @@ func (s *server) checkIDs(ids []string, limit int, capName string) error {
 	}
 	for i, id := range ids {
 		if id == "" {
-			return fmt.Errorf("%w: ids[%d] is empty", ErrInvalidInput, i)
+			return fmt.Errorf("%w: ids[%d] is empty", errInvalidInput, i)
 		}
 	}
 	return nil
 }
 
-func (s *server) chromaList(ctx context.Context, _ *mcp.CallToolRequest, in ListCollectionsInput) (*mcp.CallToolResult, ListCollectionsOutput, error) {
+func (s *server) chromaList(ctx context.Context, _ *mcp.CallToolRequest, in listCollectionsInput) (*mcp.CallToolResult, listCollectionsOutput, error) {
 	if in.Limit < 0 || in.Offset < 0 {
-		return nil, ListCollectionsOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
+		return nil, listCollectionsOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", errInvalidInput, in.Limit, in.Offset)
 	}
 	names, err := s.m.Collections(ctx)
 	if err != nil {
-		return nil, ListCollectionsOutput{}, err
+		return nil, listCollectionsOutput{}, err
 	}
 	names = names[min(in.Offset, len(names)):]
 	if in.Limit > 0 && in.Limit < len(names) {
 		names = names[:in.Limit]
 	}
-	return nil, ListCollectionsOutput{Collections: names}, nil
+	return nil, listCollectionsOutput{Collections: names}, nil
 }
 
-func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in CreateCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
+func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in createCollectionInput) (*mcp.CallToolResult, collectionOutput, error) {
 	if in.CollectionName == "" {
-		return nil, CollectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+		return nil, collectionOutput{}, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
 	}
 	if _, err := s.m.GetCollection(in.CollectionName); err == nil {
-		return nil, CollectionOutput{}, fmt.Errorf("%w: collection %q already exists", ErrInvalidInput, in.CollectionName)
+		return nil, collectionOutput{}, fmt.Errorf("%w: collection %q already exists", errInvalidInput, in.CollectionName)
 	} else if !errors.Is(err, memory.ErrCollectionNotFound) {
-		return nil, CollectionOutput{}, err
+		return nil, collectionOutput{}, err
 	}
 	var opts []memory.CollectionOption
 	if in.Metadata != nil {
@@ -308,18 +308,18 @@ func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in Crea
 	}
 	c, err := s.m.CreateCollection(in.CollectionName, opts...)
 	if err != nil {
-		return nil, CollectionOutput{}, err
+		return nil, collectionOutput{}, err
 	}
-	return nil, CollectionOutput{Collection: c.Name(), Message: "created collection " + c.Name() + " (BM25 analyzer " + c.Analyzer() + ")"}, nil
+	return nil, collectionOutput{Collection: c.Name(), Message: "created collection " + c.Name() + " (BM25 analyzer " + c.Analyzer() + ")"}, nil
 }
 
-func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in ModifyCollectionInput) (*mcp.CallToolResult, CollectionOutput, error) {
+func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in modifyCollectionInput) (*mcp.CallToolResult, collectionOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, CollectionOutput{}, err
+		return nil, collectionOutput{}, err
 	}
 	if in.NewName == "" && in.NewMetadata == nil {
-		return nil, CollectionOutput{}, fmt.Errorf("%w: give new_name, new_metadata or both", ErrInvalidInput)
+		return nil, collectionOutput{}, fmt.Errorf("%w: give new_name, new_metadata or both", errInvalidInput)
 	}
 	var opts []memory.CollectionOption
 	if in.NewMetadata != nil {
@@ -328,88 +328,88 @@ func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in Mo
 	name, did := c.Name(), []string{}
 	if in.NewName != "" {
 		if err := s.m.RenameCollection(ctx, name, in.NewName, opts...); err != nil {
-			return nil, CollectionOutput{}, err
+			return nil, collectionOutput{}, err
 		}
 		name = s.m.Collection(in.NewName).Name()
 		did = append(did, "renamed it to "+name)
 	} else if err := s.m.SetCollectionMetadata(ctx, name, in.NewMetadata); err != nil {
-		return nil, CollectionOutput{}, err
+		return nil, collectionOutput{}, err
 	}
 	if in.NewMetadata != nil {
 		did = append(did, "replaced its metadata")
 	}
-	return nil, CollectionOutput{Collection: name, Message: "modified collection " + c.Name() + ": " + strings.Join(did, " and ")}, nil
+	return nil, collectionOutput{Collection: name, Message: "modified collection " + c.Name() + ": " + strings.Join(did, " and ")}, nil
 }
 
-func (s *server) chromaDeleteCollection(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CollectionOutput, error) {
+func (s *server) chromaDeleteCollection(ctx context.Context, _ *mcp.CallToolRequest, in collectionNameInput) (*mcp.CallToolResult, collectionOutput, error) {
 	if in.CollectionName == "" {
-		return nil, CollectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+		return nil, collectionOutput{}, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
 	}
 	if err := s.m.DeleteCollection(ctx, in.CollectionName); err != nil {
-		return nil, CollectionOutput{}, err
+		return nil, collectionOutput{}, err
 	}
-	return nil, CollectionOutput{Collection: in.CollectionName, Message: "deleted collection " + in.CollectionName}, nil
+	return nil, collectionOutput{Collection: in.CollectionName, Message: "deleted collection " + in.CollectionName}, nil
 }
 
-func (s *server) chromaCount(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CountOutput, error) {
+func (s *server) chromaCount(ctx context.Context, _ *mcp.CallToolRequest, in collectionNameInput) (*mcp.CallToolResult, countOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, CountOutput{}, err
+		return nil, countOutput{}, err
 	}
 	n, err := c.Count(ctx)
-	return nil, CountOutput{Count: n}, err
+	return nil, countOutput{Count: n}, err
 }
 
-func (s *server) chromaPeek(ctx context.Context, _ *mcp.CallToolRequest, in PeekInput) (*mcp.CallToolResult, ChromaGetOutput, error) {
+func (s *server) chromaPeek(ctx context.Context, _ *mcp.CallToolRequest, in peekInput) (*mcp.CallToolResult, chromaGetOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, ChromaGetOutput{}, err
+		return nil, chromaGetOutput{}, err
 	}
 	limit := in.Limit
 	if limit == 0 {
 		limit = 5
 	}
 	if limit < 1 || limit > s.o.MaxGetLimit {
-		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d not in [1, %d] (MaxGetLimit)", ErrInvalidInput, in.Limit, s.o.MaxGetLimit)
+		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d not in [1, %d] (MaxGetLimit)", errInvalidInput, in.Limit, s.o.MaxGetLimit)
 	}
 	return s.getOutput(ctx, c, memory.FindOptions{Limit: limit}, nil)
 }
 
-func (s *server) chromaInfo(ctx context.Context, _ *mcp.CallToolRequest, in CollectionNameInput) (*mcp.CallToolResult, CollectionInfoOutput, error) {
+func (s *server) chromaInfo(ctx context.Context, _ *mcp.CallToolRequest, in collectionNameInput) (*mcp.CallToolResult, collectionInfoOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, CollectionInfoOutput{}, err
+		return nil, collectionInfoOutput{}, err
 	}
 	n, err := c.Count(ctx)
 	if err != nil {
-		return nil, CollectionInfoOutput{}, err
+		return nil, collectionInfoOutput{}, err
 	}
 	md, err := c.Metadata(ctx)
 	if err != nil {
-		return nil, CollectionInfoOutput{}, err
+		return nil, collectionInfoOutput{}, err
 	}
 	_, sample, err := s.getOutput(ctx, c, memory.FindOptions{Limit: 3}, nil)
-	return nil, CollectionInfoOutput{Name: c.Name(), Count: n, Analyzer: c.Analyzer(), Metadata: md, SampleDocuments: sample}, err
+	return nil, collectionInfoOutput{Name: c.Name(), Count: n, Analyzer: c.Analyzer(), Metadata: md, SampleDocuments: sample}, err
 }
 
 // getOutput finds the documents o selects and shapes them as Chroma's get does.
-func (s *server) getOutput(ctx context.Context, c *memory.Collection, o memory.FindOptions, include []string) (*mcp.CallToolResult, ChromaGetOutput, error) {
-	set, include, err := includes(include, []string{IncludeDocuments, IncludeMetadatas}, IncludeDocuments, IncludeMetadatas, IncludeEmbeddings)
+func (s *server) getOutput(ctx context.Context, c *memory.Collection, o memory.FindOptions, include []string) (*mcp.CallToolResult, chromaGetOutput, error) {
+	set, include, err := includes(include, []string{includeDocuments, includeMetadatas}, includeDocuments, includeMetadatas, includeEmbeddings)
 	if err != nil {
-		return nil, ChromaGetOutput{}, err
+		return nil, chromaGetOutput{}, err
 	}
 	docs, err := c.Find(ctx, o)
 	if err != nil {
-		return nil, ChromaGetOutput{}, err
+		return nil, chromaGetOutput{}, err
 	}
-	out := ChromaGetOutput{IDs: make([]string, len(docs)), Include: include}
-	if set[IncludeDocuments] {
+	out := chromaGetOutput{IDs: make([]string, len(docs)), Include: include}
+	if set[includeDocuments] {
 		out.Documents = make([]string, len(docs))
 	}
-	if set[IncludeMetadatas] {
+	if set[includeMetadatas] {
 		out.Metadatas = make([]map[string]any, len(docs))
 	}
-	if set[IncludeEmbeddings] {
+	if set[includeEmbeddings] {
 		out.Embeddings = make([][]float32, len(docs))
 	}
 	for i, d := range docs {
@@ -422,7 +422,7 @@ func (s *server) getOutput(ctx context.Context, c *memory.Collection, o memory.F
 		}
 		if out.Embeddings != nil {
 			if out.Embeddings[i], err = s.embedding(ctx, c, d.ID); err != nil {
-				return nil, ChromaGetOutput{}, err
+				return nil, chromaGetOutput{}, err
 			}
 		}
 	}
@@ -450,24 +450,24 @@ func (s *server) embedding(ctx context.Context, c *memory.Collection, id string)
 	return d.Embedding, nil
 }
 
-func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in GetDocumentsInput) (*mcp.CallToolResult, ChromaGetOutput, error) {
+func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in getDocumentsInput) (*mcp.CallToolResult, chromaGetOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, ChromaGetOutput{}, err
+		return nil, chromaGetOutput{}, err
 	}
 	if err := s.checkIDs(in.IDs, s.o.MaxGetIDs, "MaxGetIDs"); err != nil {
-		return nil, ChromaGetOutput{}, err
+		return nil, chromaGetOutput{}, err
 	}
 	if in.Limit < 0 || in.Offset < 0 {
-		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
+		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", errInvalidInput, in.Limit, in.Offset)
 	}
 	if in.Limit > s.o.MaxGetLimit {
-		return nil, ChromaGetOutput{}, fmt.Errorf("%w: limit %d, at most %d (MaxGetLimit)", ErrTooLarge, in.Limit, s.o.MaxGetLimit)
+		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d, at most %d (MaxGetLimit)", ErrTooLarge, in.Limit, s.o.MaxGetLimit)
 	}
 	if in.IDs == nil && in.Offset > 0 {
 		// An offset past the end answers at once, without a scan of the collection.
 		if n, err := c.Count(ctx); err != nil {
-			return nil, ChromaGetOutput{}, err
+			return nil, chromaGetOutput{}, err
 		} else if in.Offset >= n {
 			in.IDs = []string{}
 		}
@@ -478,25 +478,25 @@ func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in GetDo
 	}
 	res, out, err := s.getOutput(ctx, c, o, in.Include)
 	if err == nil && in.Limit == 0 && len(out.IDs) > s.o.MaxGetLimit {
-		return nil, ChromaGetOutput{}, fmt.Errorf("%w: more than %d documents match (MaxGetLimit): pass limit and offset to read them in pages", ErrTooLarge, s.o.MaxGetLimit)
+		return nil, chromaGetOutput{}, fmt.Errorf("%w: more than %d documents match (MaxGetLimit): pass limit and offset to read them in pages", ErrTooLarge, s.o.MaxGetLimit)
 	}
 	return res, out, err
 }
 
-func (s *server) chromaAdd(ctx context.Context, _ *mcp.CallToolRequest, in AddDocumentsInput) (*mcp.CallToolResult, AddDocumentsOutput, error) {
+func (s *server) chromaAdd(ctx context.Context, _ *mcp.CallToolRequest, in addDocumentsInput) (*mcp.CallToolResult, addDocumentsOutput, error) {
 	if in.CollectionName == "" {
-		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
 	}
 	n := len(in.Documents)
 	switch {
 	case n == 0:
-		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: no documents", ErrInvalidInput)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: no documents", errInvalidInput)
 	case n > s.o.MaxAddDocs:
-		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
 	case len(in.IDs) != n:
-		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: %d ids for %d documents (one id per document)", ErrInvalidInput, len(in.IDs), n)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d ids for %d documents (one id per document)", errInvalidInput, len(in.IDs), n)
 	case in.Metadatas != nil && len(in.Metadatas) != n:
-		return nil, AddDocumentsOutput{}, fmt.Errorf("%w: %d metadatas for %d documents", ErrInvalidInput, len(in.Metadatas), n)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d metadatas for %d documents", errInvalidInput, len(in.Metadatas), n)
 	}
 	docs := make([]memory.Document, n)
 	for i := range docs {
@@ -507,22 +507,22 @@ func (s *server) chromaAdd(ctx context.Context, _ *mcp.CallToolRequest, in AddDo
 	}
 	c := s.m.Collection(in.CollectionName)
 	if err := c.Add(ctx, docs...); err != nil {
-		return nil, AddDocumentsOutput{}, err
+		return nil, addDocumentsOutput{}, err
 	}
-	return nil, AddDocumentsOutput{Collection: c.Name(), Added: n}, nil
+	return nil, addDocumentsOutput{Collection: c.Name(), Added: n}, nil
 }
 
-func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in UpdateDocumentsInput) (*mcp.CallToolResult, UpdateDocumentsOutput, error) {
+func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in updateDocumentsInput) (*mcp.CallToolResult, updateDocumentsOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, UpdateDocumentsOutput{}, err
+		return nil, updateDocumentsOutput{}, err
 	}
 	n := len(in.IDs)
 	if n == 0 {
-		return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: no ids", ErrInvalidInput)
+		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: no ids", errInvalidInput)
 	}
 	if n > s.o.MaxAddDocs {
-		return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
+		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
 	}
 	for _, f := range []struct {
 		name string
@@ -530,17 +530,17 @@ func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in Up
 		set  bool
 	}{{"documents", len(in.Documents), in.Documents != nil}, {"metadatas", len(in.Metadatas), in.Metadatas != nil}, {"embeddings", len(in.Embeddings), in.Embeddings != nil}} {
 		if f.set && f.n != n {
-			return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: %d %s for %d ids", ErrInvalidInput, f.n, f.name, n)
+			return nil, updateDocumentsOutput{}, fmt.Errorf("%w: %d %s for %d ids", errInvalidInput, f.n, f.name, n)
 		}
 	}
 	if in.Documents == nil && in.Metadatas == nil && in.Embeddings == nil {
-		return nil, UpdateDocumentsOutput{}, fmt.Errorf("%w: nothing to update (give documents, metadatas or embeddings)", ErrInvalidInput)
+		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: nothing to update (give documents, metadatas or embeddings)", errInvalidInput)
 	}
 	docs := make([]memory.Document, n)
 	for i, id := range in.IDs {
 		d, err := c.Get(ctx, id)
 		if err != nil {
-			return nil, UpdateDocumentsOutput{}, err
+			return nil, updateDocumentsOutput{}, err
 		}
 		if in.Documents != nil {
 			d.Text = in.Documents[i]
@@ -564,21 +564,21 @@ func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in Up
 		docs[i] = d
 	}
 	if err := c.Upsert(ctx, docs...); err != nil {
-		return nil, UpdateDocumentsOutput{}, err
+		return nil, updateDocumentsOutput{}, err
 	}
-	return nil, UpdateDocumentsOutput{Updated: n}, nil
+	return nil, updateDocumentsOutput{Updated: n}, nil
 }
 
-func (s *server) chromaDeleteDocs(ctx context.Context, _ *mcp.CallToolRequest, in DeleteDocumentsInput) (*mcp.CallToolResult, DeleteDocumentsOutput, error) {
+func (s *server) chromaDeleteDocs(ctx context.Context, _ *mcp.CallToolRequest, in deleteDocumentsInput) (*mcp.CallToolResult, deleteDocumentsOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, DeleteDocumentsOutput{}, err
+		return nil, deleteDocumentsOutput{}, err
 	}
 	if err := s.checkIDs(in.IDs, s.o.MaxDeleteIDs, "MaxDeleteIDs"); err != nil {
-		return nil, DeleteDocumentsOutput{}, err
+		return nil, deleteDocumentsOutput{}, err
 	}
 	if len(in.IDs) == 0 && len(in.Where) == 0 && len(in.WhereDocument) == 0 {
-		return nil, DeleteDocumentsOutput{}, fmt.Errorf("%w: give ids, where or where_document (chroma_delete_collection empties a collection)", ErrInvalidInput)
+		return nil, deleteDocumentsOutput{}, fmt.Errorf("%w: give ids, where or where_document (chroma_delete_collection empties a collection)", errInvalidInput)
 	}
 	var ids []string
 	if len(in.IDs) > 0 {
@@ -587,38 +587,38 @@ func (s *server) chromaDeleteDocs(ctx context.Context, _ *mcp.CallToolRequest, i
 	// One more than the cap tells that too many match; then nothing is deleted.
 	docs, err := c.Find(ctx, memory.FindOptions{IDs: ids, Where: in.Where, WhereDocument: in.WhereDocument, Limit: s.o.MaxDeleteIDs + 1})
 	if err != nil {
-		return nil, DeleteDocumentsOutput{}, err
+		return nil, deleteDocumentsOutput{}, err
 	}
 	if len(docs) > s.o.MaxDeleteIDs {
-		return nil, DeleteDocumentsOutput{}, fmt.Errorf("%w: more than %d documents match, at most %d per call (MaxDeleteIDs); nothing was deleted", ErrTooLarge, s.o.MaxDeleteIDs, s.o.MaxDeleteIDs)
+		return nil, deleteDocumentsOutput{}, fmt.Errorf("%w: more than %d documents match, at most %d per call (MaxDeleteIDs); nothing was deleted", ErrTooLarge, s.o.MaxDeleteIDs, s.o.MaxDeleteIDs)
 	}
-	out := DeleteDocumentsOutput{IDs: make([]string, len(docs))}
+	out := deleteDocumentsOutput{IDs: make([]string, len(docs))}
 	for i, d := range docs {
 		out.IDs[i] = d.ID
 	}
 	if len(out.IDs) > 0 {
 		if err := c.Delete(ctx, out.IDs...); err != nil {
-			return nil, DeleteDocumentsOutput{}, err
+			return nil, deleteDocumentsOutput{}, err
 		}
 	}
 	out.Deleted = len(out.IDs)
 	return nil, out, nil
 }
 
-func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in QueryDocumentsInput) (*mcp.CallToolResult, QueryDocumentsOutput, error) {
+func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in queryDocumentsInput) (*mcp.CallToolResult, queryDocumentsOutput, error) {
 	c, err := s.existingCollection(in.CollectionName)
 	if err != nil {
-		return nil, QueryDocumentsOutput{}, err
+		return nil, queryDocumentsOutput{}, err
 	}
 	if len(in.QueryTexts) == 0 {
-		return nil, QueryDocumentsOutput{}, fmt.Errorf("%w: query_texts is empty", ErrInvalidInput)
+		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: query_texts is empty", errInvalidInput)
 	}
 	if len(in.QueryTexts) > s.o.MaxQueries {
-		return nil, QueryDocumentsOutput{}, fmt.Errorf("%w: %d query_texts, at most %d per call (MaxQueries)", ErrTooLarge, len(in.QueryTexts), s.o.MaxQueries)
+		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: %d query_texts, at most %d per call (MaxQueries)", ErrTooLarge, len(in.QueryTexts), s.o.MaxQueries)
 	}
 	for _, q := range in.QueryTexts {
 		if err := s.checkQuery(q); err != nil {
-			return nil, QueryDocumentsOutput{}, err
+			return nil, queryDocumentsOutput{}, err
 		}
 	}
 	k := in.NResults
@@ -626,12 +626,12 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in Que
 		k = s.o.DefaultTopK
 	}
 	if k < 1 || k > s.o.MaxTopK {
-		return nil, QueryDocumentsOutput{}, fmt.Errorf("%w: n_results %d not in [1, %d]", ErrInvalidInput, in.NResults, s.o.MaxTopK)
+		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: n_results %d not in [1, %d]", errInvalidInput, in.NResults, s.o.MaxTopK)
 	}
-	set, include, err := includes(in.Include, []string{IncludeDocuments, IncludeMetadatas, IncludeDistances},
-		IncludeDocuments, IncludeMetadatas, IncludeDistances, IncludeEmbeddings)
+	set, include, err := includes(in.Include, []string{includeDocuments, includeMetadatas, includeDistances},
+		includeDocuments, includeMetadatas, includeDistances, includeEmbeddings)
 	if err != nil {
-		return nil, QueryDocumentsOutput{}, err
+		return nil, queryDocumentsOutput{}, err
 	}
 	opts := []memory.SearchOption{memory.TopK(k)}
 	if len(in.Where) > 0 {
@@ -642,20 +642,20 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in Que
 	}
 	lists, err := c.SearchBatch(ctx, in.QueryTexts, opts...)
 	if err != nil {
-		return nil, QueryDocumentsOutput{}, err
+		return nil, queryDocumentsOutput{}, err
 	}
 	nq := len(lists)
-	out := QueryDocumentsOutput{IDs: make([][]string, nq), Scores: make([][]float64, nq), Include: include}
-	if set[IncludeDocuments] {
+	out := queryDocumentsOutput{IDs: make([][]string, nq), Scores: make([][]float64, nq), Include: include}
+	if set[includeDocuments] {
 		out.Documents = make([][]string, nq)
 	}
-	if set[IncludeMetadatas] {
+	if set[includeMetadatas] {
 		out.Metadatas = make([][]map[string]any, nq)
 	}
-	if set[IncludeDistances] {
+	if set[includeDistances] {
 		out.Distances = make([][]float64, nq)
 	}
-	if set[IncludeEmbeddings] {
+	if set[includeEmbeddings] {
 		out.Embeddings = make([][][]float32, nq)
 	}
 	for i, res := range lists {
@@ -686,7 +686,7 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in Que
 			}
 			if out.Embeddings != nil {
 				if out.Embeddings[i][j], err = s.embedding(ctx, c, r.ID); err != nil {
-					return nil, QueryDocumentsOutput{}, err
+					return nil, queryDocumentsOutput{}, err
 				}
 			}
 		}

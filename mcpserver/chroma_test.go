@@ -21,8 +21,8 @@ import (
 // chromaFixture adds the script's documents to collection "kb" through chroma_add_documents.
 func chromaFixture(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
-	var out AddDocumentsOutput
-	res := call(t, cs, ToolChromaAddDocuments, map[string]any{
+	var out addDocumentsOutput
+	res := call(t, cs, toolChromaAddDocuments, map[string]any{
 		"collection_name": "kb",
 		"documents": []string{
 			"Deploy the service with kubectl apply after the image is built.",
@@ -45,31 +45,31 @@ func TestChromaTools(t *testing.T) {
 	cs := connect(t, New(m, Options{}))
 	chromaFixture(t, cs)
 
-	var cols ListCollectionsOutput
-	if res := call(t, cs, ToolChromaListCollections, nil, &cols); res.IsError || !slices.Contains(cols.Collections, "kb") {
+	var cols listCollectionsOutput
+	if res := call(t, cs, toolChromaListCollections, nil, &cols); res.IsError || !slices.Contains(cols.Collections, "kb") {
 		t.Fatalf("list: %s %+v", errorText(res), cols)
 	}
-	var created CollectionOutput
-	if res := call(t, cs, ToolChromaCreateCollection, map[string]any{"collection_name": "notes", "space": "cosine"}, &created); res.IsError || created.Collection != "notes" {
+	var created collectionOutput
+	if res := call(t, cs, toolChromaCreateCollection, map[string]any{"collection_name": "notes", "space": "cosine"}, &created); res.IsError || created.Collection != "notes" {
 		t.Fatalf("create: %s %+v", errorText(res), created)
 	}
-	if res := call(t, cs, ToolChromaCreateCollection, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "already exists") {
+	if res := call(t, cs, toolChromaCreateCollection, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "already exists") {
 		t.Fatalf("create twice: %s", errorText(res))
 	}
-	if res := call(t, cs, ToolChromaListCollections, map[string]any{"limit": 1, "offset": 1}, &cols); res.IsError || !reflect.DeepEqual(cols.Collections, []string{"notes"}) {
+	if res := call(t, cs, toolChromaListCollections, map[string]any{"limit": 1, "offset": 1}, &cols); res.IsError || !reflect.DeepEqual(cols.Collections, []string{"notes"}) {
 		t.Fatalf("list page: %s %+v", errorText(res), cols)
 	}
-	var count CountOutput
-	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
+	var count countOutput
+	if res := call(t, cs, toolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
 		t.Fatalf("count: %s %+v", errorText(res), count)
 	}
-	var peek ChromaGetOutput
-	if res := call(t, cs, ToolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 2}, &peek); res.IsError ||
+	var peek chromaGetOutput
+	if res := call(t, cs, toolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 2}, &peek); res.IsError ||
 		!reflect.DeepEqual(peek.IDs, []string{"banana", "deploy"}) || len(peek.Documents) != 2 || peek.Metadatas[0]["topic"] != "food" {
 		t.Fatalf("peek: %s %+v", errorText(res), peek)
 	}
-	var info CollectionInfoOutput
-	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "kb"}, &info); res.IsError || info.Count != 4 || len(info.SampleDocuments.IDs) != 3 {
+	var info collectionInfoOutput
+	if res := call(t, cs, toolChromaCollectionInfo, map[string]any{"collection_name": "kb"}, &info); res.IsError || info.Count != 4 || len(info.SampleDocuments.IDs) != 3 {
 		t.Fatalf("info: %s %+v", errorText(res), info)
 	}
 	if info.Metadata == nil || len(info.Metadata) != 0 {
@@ -78,25 +78,25 @@ func TestChromaTools(t *testing.T) {
 
 	// Collection metadata and modify: a rename answers under the new name as before, the old
 	// name is a tool error; then back.
-	if res := call(t, cs, ToolChromaCreateCollection, map[string]any{"collection_name": "meta", "metadata": map[string]any{"purpose": "scratch", "v": 1, "gold": true}}, nil); res.IsError {
+	if res := call(t, cs, toolChromaCreateCollection, map[string]any{"collection_name": "meta", "metadata": map[string]any{"purpose": "scratch", "v": 1, "gold": true}}, nil); res.IsError {
 		t.Fatalf("create with metadata: %s", errorText(res))
 	}
-	var minfo CollectionInfoOutput
-	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "meta"}, &minfo); res.IsError ||
+	var minfo collectionInfoOutput
+	if res := call(t, cs, toolChromaCollectionInfo, map[string]any{"collection_name": "meta"}, &minfo); res.IsError ||
 		!reflect.DeepEqual(minfo.Metadata, map[string]any{"purpose": "scratch", "v": 1.0, "gold": true}) {
 		t.Fatalf("info with metadata: %s %+v", errorText(res), minfo)
 	}
 	queryIDs := func(col string) ([][]string, *mcp.CallToolResult) {
-		var q QueryDocumentsOutput
-		res := call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": col, "query_texts": []string{"deploy", "typed language"}, "n_results": 3}, &q)
+		var q queryDocumentsOutput
+		res := call(t, cs, toolChromaQueryDocuments, map[string]any{"collection_name": col, "query_texts": []string{"deploy", "typed language"}, "n_results": 3}, &q)
 		return q.IDs, res
 	}
 	beforeIDs, qres := queryIDs("kb")
 	if qres.IsError {
 		t.Fatalf("query before rename: %s", errorText(qres))
 	}
-	var mod CollectionOutput
-	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb2", "new_metadata": map[string]any{"owner": "ops"}}, &mod); res.IsError || mod.Collection != "kb2" {
+	var mod collectionOutput
+	if res := call(t, cs, toolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb2", "new_metadata": map[string]any{"owner": "ops"}}, &mod); res.IsError || mod.Collection != "kb2" {
 		t.Fatalf("modify: %s %+v", errorText(res), mod)
 	}
 	if got, res := queryIDs("kb2"); res.IsError || !reflect.DeepEqual(got, beforeIDs) {
@@ -105,7 +105,7 @@ func TestChromaTools(t *testing.T) {
 	if _, res := queryIDs("kb"); !res.IsError || !strings.Contains(errorText(res), "not found") {
 		t.Fatalf("query of the old name: error=%v %s", res.IsError, errorText(res))
 	}
-	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "kb2"}, &info); res.IsError || info.Count != 4 || info.Metadata["owner"] != "ops" {
+	if res := call(t, cs, toolChromaCollectionInfo, map[string]any{"collection_name": "kb2"}, &info); res.IsError || info.Count != 4 || info.Metadata["owner"] != "ops" {
 		t.Fatalf("info after modify: %s %+v", errorText(res), info)
 	}
 	for _, bad := range []struct {
@@ -118,27 +118,27 @@ func TestChromaTools(t *testing.T) {
 		{map[string]any{"collection_name": "kb2", "new_name": "bad\nname"}, "invalid collection name"},
 		{map[string]any{"collection_name": "kb2", "new_name": "x", "new_metadata": map[string]any{"k": []any{1}}}, "invalid metadata"},
 	} {
-		if res := call(t, cs, ToolChromaModifyCollection, bad.args, nil); !res.IsError || !strings.Contains(errorText(res), bad.want) {
+		if res := call(t, cs, toolChromaModifyCollection, bad.args, nil); !res.IsError || !strings.Contains(errorText(res), bad.want) {
 			t.Fatalf("modify %v: error=%v %s, want %q", bad.args, res.IsError, errorText(res), bad.want)
 		}
 	}
-	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "meta", "new_metadata": map[string]any{}}, nil); res.IsError {
+	if res := call(t, cs, toolChromaModifyCollection, map[string]any{"collection_name": "meta", "new_metadata": map[string]any{}}, nil); res.IsError {
 		t.Fatalf("modify metadata only: %s", errorText(res))
 	}
-	var cleared CollectionInfoOutput
-	if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": "meta"}, &cleared); res.IsError || cleared.Metadata == nil || len(cleared.Metadata) != 0 {
+	var cleared collectionInfoOutput
+	if res := call(t, cs, toolChromaCollectionInfo, map[string]any{"collection_name": "meta"}, &cleared); res.IsError || cleared.Metadata == nil || len(cleared.Metadata) != 0 {
 		t.Fatalf("metadata cleared: %s %+v", errorText(res), cleared)
 	}
-	if res := call(t, cs, ToolChromaModifyCollection, map[string]any{"collection_name": "kb2", "new_name": "kb"}, nil); res.IsError {
+	if res := call(t, cs, toolChromaModifyCollection, map[string]any{"collection_name": "kb2", "new_name": "kb"}, nil); res.IsError {
 		t.Fatalf("modify back: %s", errorText(res))
 	}
-	if res := call(t, cs, ToolChromaDeleteCollection, map[string]any{"collection_name": "meta"}, nil); res.IsError {
+	if res := call(t, cs, toolChromaDeleteCollection, map[string]any{"collection_name": "meta"}, nil); res.IsError {
 		t.Fatalf("delete meta: %s", errorText(res))
 	}
 
 	// Query: two queries, where, where_document, include.
-	var q QueryDocumentsOutput
-	res := call(t, cs, ToolChromaQueryDocuments, map[string]any{
+	var q queryDocumentsOutput
+	res := call(t, cs, toolChromaQueryDocuments, map[string]any{
 		"collection_name": "kb", "query_texts": []string{"deploy", "typed language"}, "n_results": 3,
 		"where": map[string]any{"year": map[string]any{"$gte": 2020}}, "where_document": map[string]any{"$not_contains": "kubectl"},
 		"include": []string{"documents", "distances", "embeddings"},
@@ -152,27 +152,27 @@ func TestChromaTools(t *testing.T) {
 	if q.Metadatas != nil || len(q.Documents[0]) != 1 || !strings.HasPrefix(q.Documents[0][0], "Go is") || q.Distances[0][0] != 1-q.Scores[0][0] || len(q.Embeddings[0]) != 1 {
 		t.Fatalf("query includes: %+v", q)
 	}
-	res = call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"deploy"},
+	res = call(t, cs, toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"deploy"},
 		"where_document": map[string]any{"$or": []any{map[string]any{"$contains": "kubectl"}, map[string]any{"$contains": "Bananas"}}}}, &q)
 	if res.IsError || !reflect.DeepEqual(q.IDs, [][]string{{"deploy"}}) || q.Metadatas[0][0]["topic"] != "ops" || q.Embeddings != nil {
 		t.Fatalf("query $or: %s %+v", errorText(res), q)
 	}
 
 	// Get by ids (in their order), by filter, with limit and offset.
-	var got ChromaGetOutput
-	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"python", "nope", "deploy"}}, &got); res.IsError ||
+	var got chromaGetOutput
+	if res := call(t, cs, toolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"python", "nope", "deploy"}}, &got); res.IsError ||
 		!reflect.DeepEqual(got.IDs, []string{"python", "deploy"}) || got.Embeddings != nil || got.Metadatas[1]["year"] != 2024.0 {
 		t.Fatalf("get ids: %s %+v", errorText(res), got)
 	}
-	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"topic": "lang"},
+	if res := call(t, cs, toolChromaGetDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"topic": "lang"},
 		"where_document": map[string]any{"$contains": "typed"}, "limit": 1, "offset": 1, "include": []string{"metadatas"}}, &got); res.IsError ||
 		!reflect.DeepEqual(got.IDs, []string{"python"}) || got.Documents != nil {
 		t.Fatalf("get filter: %s %+v", errorText(res), got)
 	}
 
 	// Update: text and merged metadata; the text is searchable afterwards.
-	var up UpdateDocumentsOutput
-	if res := call(t, cs, ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": []string{"banana"},
+	var up updateDocumentsOutput
+	if res := call(t, cs, toolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": []string{"banana"},
 		"documents": []string{"Plantains are starchy cooking bananas."}, "metadatas": []map[string]any{{"year": 2025}}}, &up); res.IsError || up.Updated != 1 {
 		t.Fatalf("update: %s %+v", errorText(res), up)
 	}
@@ -180,29 +180,29 @@ func TestChromaTools(t *testing.T) {
 	if err != nil || d.Text != "Plantains are starchy cooking bananas." || d.Metadata["topic"] != "food" || d.Metadata["year"] != 2025.0 {
 		t.Fatalf("after update: %+v %v", d, err)
 	}
-	if res := call(t, cs, ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": []string{"nope"}, "documents": []string{"x"}}, nil); !res.IsError {
+	if res := call(t, cs, toolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": []string{"nope"}, "documents": []string{"x"}}, nil); !res.IsError {
 		t.Fatal("update of a missing id accepted")
 	}
 
 	// Delete by where, then by ids.
-	var del DeleteDocumentsOutput
-	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"topic": "lang"}}, &del); res.IsError ||
+	var del deleteDocumentsOutput
+	if res := call(t, cs, toolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"topic": "lang"}}, &del); res.IsError ||
 		del.Deleted != 2 || !reflect.DeepEqual(del.IDs, []string{"go", "python"}) {
 		t.Fatalf("delete where: %s %+v", errorText(res), del)
 	}
-	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": []string{"deploy", "nope"}}, &del); res.IsError || del.Deleted != 1 {
+	if res := call(t, cs, toolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": []string{"deploy", "nope"}}, &del); res.IsError || del.Deleted != 1 {
 		t.Fatalf("delete ids: %s %+v", errorText(res), del)
 	}
-	if res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb"}, nil); !res.IsError {
+	if res := call(t, cs, toolChromaDeleteDocuments, map[string]any{"collection_name": "kb"}, nil); !res.IsError {
 		t.Fatal("delete without ids or filter accepted")
 	}
 	if n := memtest.Count(t, m.Collection("kb")); n != 1 {
 		t.Fatalf("kb holds %d documents, want 1", n)
 	}
-	if res := call(t, cs, ToolChromaDeleteCollection, map[string]any{"collection_name": "notes"}, nil); res.IsError || slices.Contains(memtest.Collections(t, m), "notes") {
+	if res := call(t, cs, toolChromaDeleteCollection, map[string]any{"collection_name": "notes"}, nil); res.IsError || slices.Contains(memtest.Collections(t, m), "notes") {
 		t.Fatalf("delete collection: %s %v", errorText(res), memtest.Collections(t, m))
 	}
-	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "not found") {
+	if res := call(t, cs, toolChromaCollectionCount, map[string]any{"collection_name": "notes"}, nil); !res.IsError || !strings.Contains(errorText(res), "not found") {
 		t.Fatalf("count of a deleted collection: %s", errorText(res))
 	}
 }
@@ -230,8 +230,8 @@ func TestChromaToolsReadOnly(t *testing.T) {
 func TestSearchWhereDocument(t *testing.T) {
 	cs := connect(t, New(newStore(t), Options{}))
 	chromaFixture(t, cs)
-	var out SearchOutput
-	res := call(t, cs, ToolSearch, map[string]any{"query": "deploy", "collection": "kb", "where_document": map[string]any{"$contains": "kubectl"}}, &out)
+	var out searchOutput
+	res := call(t, cs, toolSearch, map[string]any{"query": "deploy", "collection": "kb", "where_document": map[string]any{"$contains": "kubectl"}}, &out)
 	if res.IsError || len(out.Results) != 1 || out.Results[0].ID != "deploy" {
 		t.Fatalf("search: %s %+v", errorText(res), out)
 	}
@@ -296,28 +296,28 @@ func TestChromaHostileArguments(t *testing.T) {
 		args       map[string]any
 		capName    string
 	}{
-		{"where at the filter cap + 1", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "where": deep(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
-		{"where nested past the argument cap", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "where": deep(45)}, "MaxArgDepth"},
-		{"where_document nested deep", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "where_document": deepDoc(45)}, "MaxArgDepth"},
-		{"delete where nested deep", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": deep(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
-		{"delete where_document nested deep", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where_document": deepDoc(45)}, "MaxArgDepth"},
-		{"too many query_texts", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": many(DefaultMaxQueries+1, func(int) any { return "q" })}, "MaxQueries"},
-		{"huge query_text", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{strings.Repeat("w", DefaultMaxQueryBytes+1)}}, "MaxQueryBytes"},
-		{"too many get ids", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxGetIDs+1, id)}, "MaxGetIDs"},
-		{"ids over the argument bytes", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(200_000, id)}, "MaxArgBytes"},
-		{"huge n_results", ToolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "n_results": 1 << 40}, "n_results"},
-		{"huge peek limit", ToolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 1 << 40}, "MaxGetLimit"},
-		{"get limit over the cap", ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "limit": DefaultMaxGetLimit + 1}, "MaxGetLimit"},
-		{"too many delete ids", ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxDeleteIDs+1, id)}, "MaxDeleteIDs"},
-		{"too many added documents", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": many(DefaultMaxAddDocs+1, func(int) any { return "t" }), "ids": many(DefaultMaxAddDocs+1, id)}, "MaxAddDocs"},
-		{"huge added document", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{strings.Repeat("w ", DefaultMaxAddBytes/2+1)}, "ids": []string{"huge"}}, "MaxAddBytes"},
-		{"too many updated documents", ToolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": many(DefaultMaxAddDocs+1, id), "documents": many(DefaultMaxAddDocs+1, func(int) any { return "t" })}, "MaxAddDocs"},
-		{"huge collection name", ToolChromaCreateCollection, map[string]any{"collection_name": strings.Repeat("c", DefaultMaxArgBytes+1)}, "MaxArgBytes"},
-		{"too many collection metadata keys", ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb9", "new_metadata": manyKeys(memory.MaxCollectionMetadataKeys + 1)}, "keys (max"},
-		{"huge collection metadata", ToolChromaCreateCollection, map[string]any{"collection_name": "c9", "metadata": map[string]any{"k": strings.Repeat("v", memory.MaxCollectionMetadataBytes)}}, "metadata of more than"},
-		{"huge new name", ToolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": strings.Repeat("n", 300)}, "invalid collection name"},
-		{"huge metadata value", ToolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{"t"}, "ids": []string{"m"}, "metadatas": []any{map[string]any{"k": strings.Repeat("v", DefaultMaxAddBytes)}}}, "MaxAddBytes"},
-		{"huge memory_search query", ToolSearch, map[string]any{"query": strings.Repeat("w", DefaultMaxQueryBytes+1)}, "MaxQueryBytes"},
+		{"where at the filter cap + 1", toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "where": deep(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
+		{"where nested past the argument cap", toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "where": deep(45)}, "MaxArgDepth"},
+		{"where_document nested deep", toolChromaGetDocuments, map[string]any{"collection_name": "kb", "where_document": deepDoc(45)}, "MaxArgDepth"},
+		{"delete where nested deep", toolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": deep(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
+		{"delete where_document nested deep", toolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where_document": deepDoc(45)}, "MaxArgDepth"},
+		{"too many query_texts", toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": many(defaultMaxQueries+1, func(int) any { return "q" })}, "MaxQueries"},
+		{"huge query_text", toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{strings.Repeat("w", defaultMaxQueryBytes+1)}}, "MaxQueryBytes"},
+		{"too many get ids", toolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(defaultMaxGetIDs+1, id)}, "MaxGetIDs"},
+		{"ids over the argument bytes", toolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": many(200_000, id)}, "MaxArgBytes"},
+		{"huge n_results", toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"x"}, "n_results": 1 << 40}, "n_results"},
+		{"huge peek limit", toolChromaPeekCollection, map[string]any{"collection_name": "kb", "limit": 1 << 40}, "MaxGetLimit"},
+		{"get limit over the cap", toolChromaGetDocuments, map[string]any{"collection_name": "kb", "limit": defaultMaxGetLimit + 1}, "MaxGetLimit"},
+		{"too many delete ids", toolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "ids": many(defaultMaxDeleteIDs+1, id)}, "MaxDeleteIDs"},
+		{"too many added documents", toolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": many(defaultMaxAddDocs+1, func(int) any { return "t" }), "ids": many(defaultMaxAddDocs+1, id)}, "MaxAddDocs"},
+		{"huge added document", toolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{strings.Repeat("w ", defaultMaxAddBytes/2+1)}, "ids": []string{"huge"}}, "MaxAddBytes"},
+		{"too many updated documents", toolChromaUpdateDocuments, map[string]any{"collection_name": "kb", "ids": many(defaultMaxAddDocs+1, id), "documents": many(defaultMaxAddDocs+1, func(int) any { return "t" })}, "MaxAddDocs"},
+		{"huge collection name", toolChromaCreateCollection, map[string]any{"collection_name": strings.Repeat("c", defaultMaxArgBytes+1)}, "MaxArgBytes"},
+		{"too many collection metadata keys", toolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": "kb9", "new_metadata": manyKeys(memory.MaxCollectionMetadataKeys + 1)}, "keys (max"},
+		{"huge collection metadata", toolChromaCreateCollection, map[string]any{"collection_name": "c9", "metadata": map[string]any{"k": strings.Repeat("v", memory.MaxCollectionMetadataBytes)}}, "metadata of more than"},
+		{"huge new name", toolChromaModifyCollection, map[string]any{"collection_name": "kb", "new_name": strings.Repeat("n", 300)}, "invalid collection name"},
+		{"huge metadata value", toolChromaAddDocuments, map[string]any{"collection_name": "kb", "documents": []string{"t"}, "ids": []string{"m"}, "metadatas": []any{map[string]any{"k": strings.Repeat("v", defaultMaxAddBytes)}}}, "MaxAddBytes"},
+		{"huge memory_search query", toolSearch, map[string]any{"query": strings.Repeat("w", defaultMaxQueryBytes+1)}, "MaxQueryBytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -357,7 +357,7 @@ func TestChromaDeleteOverCap(t *testing.T) {
 	cs := connect(t, New(m, Options{MaxDeleteIDs: 2}))
 	chromaFixture(t, cs)
 	before := snapshot(t, m)
-	res := call(t, cs, ToolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"year": map[string]any{"$gte": 2000}}}, nil)
+	res := call(t, cs, toolChromaDeleteDocuments, map[string]any{"collection_name": "kb", "where": map[string]any{"year": map[string]any{"$gte": 2000}}}, nil)
 	if !res.IsError || !strings.Contains(errorText(res), "MaxDeleteIDs") {
 		t.Fatalf("want a MaxDeleteIDs error, got %s", errorText(res))
 	}
@@ -378,12 +378,12 @@ func TestDocumentResources(t *testing.T) {
 			if err := m.Collection(c).Add(ctx, memory.Document{ID: id, Title: "T" + id, Text: "body of " + id, Metadata: map[string]any{"n": i}}); err != nil {
 				t.Fatal(err)
 			}
-			want[DocumentURI(c, id)] = "T" + id + "\n\nbody of " + id
+			want[documentURI(c, id)] = "T" + id + "\n\nbody of " + id
 		}
 	}
 	cs := connect(t, New(m, Options{ResourcePageSize: 3}))
 	tmpls, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(tmpls.ResourceTemplates) != 1 || tmpls.ResourceTemplates[0].URITemplate != DocumentURITemplate {
+	if err != nil || len(tmpls.ResourceTemplates) != 1 || tmpls.ResourceTemplates[0].URITemplate != documentURITemplate {
 		t.Fatalf("templates: %v %v", tmpls, err)
 	}
 	got := map[string]bool{}
@@ -423,7 +423,7 @@ func TestDocumentResources(t *testing.T) {
 			t.Fatalf("read %s: %+v", uri, rr.Contents[0])
 		}
 	}
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: DocumentURI("a", "missing")}); err == nil {
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: documentURI("a", "missing")}); err == nil {
 		t.Fatal("a missing document was read")
 	}
 	if _, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: "!!"}); err == nil {
@@ -473,7 +473,7 @@ func TestSOPPrompts(t *testing.T) {
 // goes on.
 func TestHTTPDeepArguments(t *testing.T) {
 	m := newStore(t)
-	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), "", nil))
+	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), HTTPOptions{}))
 	defer hs.Close()
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v1"}, nil)
@@ -484,7 +484,7 @@ func TestHTTPDeepArguments(t *testing.T) {
 	defer cs.Close()
 	chromaFixture(t, cs)
 	before := snapshot(t, m)
-	// Past the argument cap: a tool error; past the body's (DefaultMaxFrameDepth, as on
+	// Past the argument cap: a tool error; past the body's (128, as on
 	// stdio): a JSON-RPC error naming it, before the SDK decodes the body.
 	for _, c := range []struct {
 		depth int
@@ -492,7 +492,7 @@ func TestHTTPDeepArguments(t *testing.T) {
 	}{{45, "MaxArgDepth"}, {500, "nested deeper than 128 (MaxDepth)"}, {4000, "nested deeper than 128 (MaxDepth)"}} {
 		raw := []byte(`{"collection_name":"kb","query_texts":["x"],"where":` + strings.Repeat(`{"$or":[`, c.depth) + `{"k":"v"}` + strings.Repeat(`]}`, c.depth) + `}`)
 		start := time.Now()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolChromaQueryDocuments, Arguments: json.RawMessage(raw)})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolChromaQueryDocuments, Arguments: json.RawMessage(raw)})
 		took := time.Since(start)
 		msg := fmt.Sprint(err)
 		if err == nil {
@@ -508,8 +508,8 @@ func TestHTTPDeepArguments(t *testing.T) {
 			t.Errorf("depth %d: answered in %v", c.depth, took)
 		}
 	}
-	var count CountOutput
-	if res := call(t, cs, ToolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
+	var count countOutput
+	if res := call(t, cs, toolChromaCollectionCount, map[string]any{"collection_name": "kb"}, &count); res.IsError || count.Count != 4 {
 		t.Fatalf("after: %s %+v", errorText(res), count)
 	}
 	if snapshot(t, m) != before {
@@ -528,8 +528,8 @@ func TestChromaQueryWithEmbedder(t *testing.T) {
 	defer m.Close()
 	cs := connect(t, New(m, Options{}))
 	chromaFixture(t, cs)
-	var q QueryDocumentsOutput
-	res := call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": "kb",
+	var q queryDocumentsOutput
+	res := call(t, cs, toolChromaQueryDocuments, map[string]any{"collection_name": "kb",
 		"query_texts": []string{"kubectl apply deploy", "bananas potassium", "dynamically typed scripting"}, "n_results": 1,
 		"include": []string{"embeddings", "distances"}}, &q)
 	if res.IsError {
@@ -543,8 +543,8 @@ func TestChromaQueryWithEmbedder(t *testing.T) {
 			t.Fatalf("query %d: %+v", i, q)
 		}
 	}
-	var got ChromaGetOutput
-	if res := call(t, cs, ToolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"go"}, "include": []string{"embeddings"}}, &got); res.IsError || len(got.Embeddings[0]) != 64 {
+	var got chromaGetOutput
+	if res := call(t, cs, toolChromaGetDocuments, map[string]any{"collection_name": "kb", "ids": []string{"go"}, "include": []string{"embeddings"}}, &got); res.IsError || len(got.Embeddings[0]) != 64 {
 		t.Fatalf("get embeddings: %s %+v", errorText(res), got)
 	}
 }

@@ -15,7 +15,7 @@ func TestAddToLongCollectionName(t *testing.T) {
 	m := newStore(t)
 	cs := connect(t, New(m, Options{}))
 	long := strings.Repeat("é", 80) // 160 bytes, 480 escaped
-	res := call(t, cs, ToolAdd, map[string]any{"collection": long, "documents": []any{map[string]any{"id": "a", "text": "x"}}}, nil)
+	res := call(t, cs, toolAdd, map[string]any{"collection": long, "documents": []any{map[string]any{"id": "a", "text": "x"}}}, nil)
 	if !res.IsError || !strings.Contains(errorText(res), "invalid collection name") {
 		t.Fatalf("isError %v %q, want an invalid collection name", res.IsError, errorText(res))
 	}

@@ -43,8 +43,12 @@ func Example() {
 	}
 	defer cs.Close()
 
-	var added mcpserver.AddOutput
-	if err := callTool(ctx, cs, mcpserver.ToolAdd, map[string]any{"documents": []map[string]any{
+	// A client decodes the tools' JSON results into its own types.
+	var added struct {
+		Stored     int    `json:"stored"`
+		Collection string `json:"collection"`
+	}
+	if err := callTool(ctx, cs, "memory_add", map[string]any{"documents": []map[string]any{
 		{"id": "otters", "title": "Otters", "text": "Sea otters hold hands while they sleep."},
 		{"id": "bbolt", "title": "bbolt", "text": "bbolt is an embedded key/value store for Go."},
 	}}, &added); err != nil {
@@ -53,8 +57,13 @@ func Example() {
 	}
 	fmt.Printf("stored %d in %q\n", added.Stored, added.Collection)
 
-	var found mcpserver.SearchOutput
-	if err := callTool(ctx, cs, mcpserver.ToolSearch, map[string]any{"query": "sleeping otters", "top_k": 1, "mode": "bm25"}, &found); err != nil {
+	var found struct {
+		Results []struct {
+			ID   string `json:"id"`
+			Text string `json:"text"`
+		} `json:"results"`
+	}
+	if err := callTool(ctx, cs, "memory_search", map[string]any{"query": "sleeping otters", "top_k": 1, "mode": "bm25"}, &found); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -45,39 +45,39 @@ import (
 
 // Errors of the tools; they reach the client as tool errors (isError) naming the bad value.
 var (
-	// ErrInvalidInput: a tool argument is missing or out of range.
-	ErrInvalidInput = errors.New("mcpserver: invalid input")
+	// errInvalidInput: a tool argument is missing or out of range.
+	errInvalidInput = errors.New("mcpserver: invalid input")
 	// ErrNoSOPs: sop_match was called on a server started without a procedure library.
 	ErrNoSOPs = errors.New("mcpserver: no SOP library loaded")
 	// ErrTooLarge: a tool call is over one of the caps of Options (MaxArgBytes,
 	// MaxAddBytes, MaxAddDocs, MaxDeleteIDs, MaxQueryBytes); the error names the cap and
 	// the value. It also matches ErrInvalidInput.
-	ErrTooLarge = fmt.Errorf("%w: too large", ErrInvalidInput)
+	ErrTooLarge = fmt.Errorf("%w: too large", errInvalidInput)
 )
 
 // Default caps of Options.
 const (
-	// DefaultMaxArgBytes caps the JSON arguments of every tool but memory_add.
-	DefaultMaxArgBytes = 1 << 20
-	// DefaultMaxAddBytes caps the JSON arguments of memory_add.
-	DefaultMaxAddBytes = 4 << 20
-	// DefaultMaxAddDocs caps the documents of one memory_add.
-	DefaultMaxAddDocs = 256
-	// DefaultMaxDeleteIDs caps the ids of one memory_delete.
-	DefaultMaxDeleteIDs = 1024
-	// DefaultMaxQueryBytes caps the query of memory_search and sop_match.
-	DefaultMaxQueryBytes = 16 << 10
-	// DefaultMaxQueries caps the query_texts of one chroma_query_documents.
-	DefaultMaxQueries = 32
-	// DefaultMaxGetIDs caps the ids of one chroma_get_documents.
-	DefaultMaxGetIDs = 1024
-	// DefaultMaxGetLimit caps the documents one chroma_get_documents or
+	// defaultMaxArgBytes caps the JSON arguments of every tool but memory_add.
+	defaultMaxArgBytes = 1 << 20
+	// defaultMaxAddBytes caps the JSON arguments of memory_add.
+	defaultMaxAddBytes = 4 << 20
+	// defaultMaxAddDocs caps the documents of one memory_add.
+	defaultMaxAddDocs = 256
+	// defaultMaxDeleteIDs caps the ids of one memory_delete.
+	defaultMaxDeleteIDs = 1024
+	// defaultMaxQueryBytes caps the query of memory_search and sop_match.
+	defaultMaxQueryBytes = 16 << 10
+	// defaultMaxQueries caps the query_texts of one chroma_query_documents.
+	defaultMaxQueries = 32
+	// defaultMaxGetIDs caps the ids of one chroma_get_documents.
+	defaultMaxGetIDs = 1024
+	// defaultMaxGetLimit caps the documents one chroma_get_documents or
 	// chroma_peek_collection returns.
-	DefaultMaxGetLimit = 1000
-	// DefaultMaxArgDepth caps the nesting of a call's JSON arguments: room for a filter at
+	defaultMaxGetLimit = 1000
+	// defaultMaxArgDepth caps the nesting of a call's JSON arguments: room for a filter at
 	// memory.MaxFilterDepth ($and/$or lists nest two JSON levels each), refused by the
 	// filter's own cap.
-	DefaultMaxArgDepth = 2*memory.MaxFilterDepth + 8
+	defaultMaxArgDepth = 2*memory.MaxFilterDepth + 8
 )
 
 // Options configure [New]. The zero value is usable.
@@ -93,35 +93,35 @@ type Options struct {
 	ReadOnly bool
 	// DefaultTopK is memory_search's default (5); MaxTopK its bound (50).
 	DefaultTopK, MaxTopK int
-	// MaxAddDocs bounds the documents of one memory_add call (0: DefaultMaxAddDocs).
+	// MaxAddDocs bounds the documents of one memory_add call (0: 256).
 	MaxAddDocs int
 	// MaxArgBytes caps the JSON arguments of a call of any tool but memory_add, checked
-	// before they are decoded (0: DefaultMaxArgBytes).
+	// before they are decoded (0: 1 MiB).
 	MaxArgBytes int
 	// MaxAddBytes caps the JSON arguments of a memory_add call, checked before they are
-	// decoded (0: DefaultMaxAddBytes). Keep it below the transport's frame cap
+	// decoded (0: 4 MiB). Keep it below the transport's frame cap
 	// (DefaultMaxFrameBytes) so that a call over it gets a tool error naming it.
 	MaxAddBytes int
-	// MaxDeleteIDs caps the ids of one memory_delete call (0: DefaultMaxDeleteIDs).
+	// MaxDeleteIDs caps the ids of one memory_delete call (0: 1,024).
 	MaxDeleteIDs int
 	// MaxQueryBytes caps the query of memory_search and sop_match, and each query text
-	// of chroma_query_documents (0: DefaultMaxQueryBytes).
+	// of chroma_query_documents (0: 16 KiB).
 	MaxQueryBytes int
 	// MaxQueries caps the query_texts of one chroma_query_documents (0:
-	// DefaultMaxQueries).
+	// 32).
 	MaxQueries int
-	// MaxGetIDs caps the ids of one chroma_get_documents (0: DefaultMaxGetIDs); the ids
+	// MaxGetIDs caps the ids of one chroma_get_documents (0: 1,024); the ids
 	// and the matches of chroma_delete_documents are capped by MaxDeleteIDs, the
 	// documents of chroma_add_documents and chroma_update_documents by MaxAddDocs.
 	MaxGetIDs int
 	// MaxGetLimit caps the documents of one chroma_get_documents or chroma_peek_collection
-	// (0: DefaultMaxGetLimit); a get without limit that matches more is refused.
+	// (0: 1,000); a get without limit that matches more is refused.
 	MaxGetLimit int
 	// MaxArgDepth caps the nesting of a call's JSON arguments, checked before they are
-	// decoded (0: DefaultMaxArgDepth).
+	// decoded (0: twice memory's filter depth cap plus 8).
 	MaxArgDepth int
 	// ResourcePageSize is the number of documents of one resources/list page (0:
-	// DefaultResourcePageSize).
+	// 100).
 	ResourcePageSize int
 	// Logger receives server logs (default slog.Default()).
 	Logger *slog.Logger
@@ -130,17 +130,23 @@ type Options struct {
 	SearchStats func(memory.SearchStats)
 }
 
-// Tool names.
+// ToolNames lists the memory tools New registers (memory_search, memory_add, memory_delete,
+// memory_get, sop_match), for example as the labels of per-tool metrics.
+func ToolNames() []string {
+	return []string{toolSearch, toolAdd, toolDelete, toolGet, toolSOP}
+}
+
+// The memory tools' names.
 const (
-	ToolSearch = "memory_search"
-	ToolAdd    = "memory_add"
-	ToolDelete = "memory_delete"
-	ToolGet    = "memory_get"
-	ToolSOP    = "sop_match"
+	toolSearch = "memory_search"
+	toolAdd    = "memory_add"
+	toolDelete = "memory_delete"
+	toolGet    = "memory_get"
+	toolSOP    = "sop_match"
 )
 
-// SearchInput is memory_search's input.
-type SearchInput struct {
+// searchInput is memory_search's input.
+type searchInput struct {
 	Query      string       `json:"query" jsonschema:"what to search for, in natural language or keywords"`
 	TopK       int          `json:"top_k,omitempty" jsonschema:"number of results to return (default 5)"`
 	Collection string       `json:"collection,omitempty" jsonschema:"collection to search (default: the server's collection)"`
@@ -157,8 +163,8 @@ type SearchInput struct {
 	DedupeSource bool `json:"dedupe_source,omitempty" jsonschema:"keep only the best result of each source (file or URL a document came from)"`
 }
 
-// SearchResult is one result of memory_search: the JSON form of a memory.Result.
-type SearchResult struct {
+// searchResult is one result of memory_search: the JSON form of a memory.Result.
+type searchResult struct {
 	ID         string         `json:"id"`
 	Collection string         `json:"collection"`
 	Title      string         `json:"title,omitempty"`
@@ -169,51 +175,51 @@ type SearchResult struct {
 	Cascade int `json:"cascade,omitempty"`
 }
 
-// SearchOutput is memory_search's output.
-type SearchOutput struct {
-	Results []SearchResult `json:"results"`
+// searchOutput is memory_search's output.
+type searchOutput struct {
+	Results []searchResult `json:"results"`
 }
 
-// DocumentInput is one document of memory_add.
-type DocumentInput struct {
+// documentInput is one document of memory_add.
+type documentInput struct {
 	ID       string         `json:"id" jsonschema:"unique id within the collection"`
 	Title    string         `json:"title,omitempty" jsonschema:"optional title"`
 	Text     string         `json:"text,omitempty" jsonschema:"the body; a document needs a title or a text"`
 	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"string, number or boolean values to filter on"`
 }
 
-// AddInput is memory_add's input.
-type AddInput struct {
-	Documents  []DocumentInput `json:"documents" jsonschema:"documents to store"`
+// addInput is memory_add's input.
+type addInput struct {
+	Documents  []documentInput `json:"documents" jsonschema:"documents to store"`
 	Collection string          `json:"collection,omitempty" jsonschema:"collection to add to (default: the server's collection)"`
 	Upsert     bool            `json:"upsert,omitempty" jsonschema:"replace documents whose id exists instead of failing"`
 }
 
-// AddOutput is memory_add's output.
-type AddOutput struct {
+// addOutput is memory_add's output.
+type addOutput struct {
 	Stored     int    `json:"stored"`
 	Collection string `json:"collection"`
 }
 
-// DeleteInput is memory_delete's input.
-type DeleteInput struct {
+// deleteInput is memory_delete's input.
+type deleteInput struct {
 	IDs        []string `json:"ids" jsonschema:"ids of the documents to delete; unknown ids are ignored"`
 	Collection string   `json:"collection,omitempty" jsonschema:"collection to delete from (default: the server's collection)"`
 }
 
-// DeleteOutput is memory_delete's output.
-type DeleteOutput struct {
+// deleteOutput is memory_delete's output.
+type deleteOutput struct {
 	Deleted int `json:"deleted"`
 }
 
-// GetInput is memory_get's input.
-type GetInput struct {
+// getInput is memory_get's input.
+type getInput struct {
 	ID         string `json:"id" jsonschema:"id of the document"`
 	Collection string `json:"collection,omitempty" jsonschema:"collection to read (default: the server's collection)"`
 }
 
-// GetOutput is memory_get's output.
-type GetOutput struct {
+// getOutput is memory_get's output.
+type getOutput struct {
 	ID         string         `json:"id"`
 	Collection string         `json:"collection"`
 	Title      string         `json:"title,omitempty"`
@@ -221,15 +227,15 @@ type GetOutput struct {
 	Metadata   map[string]any `json:"metadata,omitempty"`
 }
 
-// SOPInput is sop_match's input.
-type SOPInput struct {
+// sopInput is sop_match's input.
+type sopInput struct {
 	Query    string `json:"query" jsonschema:"the task to find procedures for"`
 	N        int    `json:"n,omitempty" jsonschema:"maximum number of procedures (default 3)"`
 	Category string `json:"category,omitempty" jsonschema:"only procedures of this category"`
 }
 
-// SOPMatch is one matched procedure.
-type SOPMatch struct {
+// sopMatch is one matched procedure.
+type sopMatch struct {
 	Name            string     `json:"name"`
 	Description     string     `json:"description,omitempty"`
 	Category        string     `json:"category,omitempty"`
@@ -241,9 +247,9 @@ type SOPMatch struct {
 	Rendered string `json:"rendered"`
 }
 
-// SOPOutput is sop_match's output.
-type SOPOutput struct {
-	Matches []SOPMatch `json:"matches"`
+// sopOutput is sop_match's output.
+type sopOutput struct {
+	Matches []sopMatch `json:"matches"`
 }
 
 type server struct {
@@ -269,10 +275,10 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 	for _, c := range []struct {
 		v   *int
 		def int
-	}{{&o.MaxAddDocs, DefaultMaxAddDocs}, {&o.MaxArgBytes, DefaultMaxArgBytes}, {&o.MaxAddBytes, DefaultMaxAddBytes},
-		{&o.MaxDeleteIDs, DefaultMaxDeleteIDs}, {&o.MaxQueryBytes, DefaultMaxQueryBytes}, {&o.MaxQueries, DefaultMaxQueries},
-		{&o.MaxGetIDs, DefaultMaxGetIDs}, {&o.MaxGetLimit, DefaultMaxGetLimit}, {&o.MaxArgDepth, DefaultMaxArgDepth},
-		{&o.ResourcePageSize, DefaultResourcePageSize}} {
+	}{{&o.MaxAddDocs, defaultMaxAddDocs}, {&o.MaxArgBytes, defaultMaxArgBytes}, {&o.MaxAddBytes, defaultMaxAddBytes},
+		{&o.MaxDeleteIDs, defaultMaxDeleteIDs}, {&o.MaxQueryBytes, defaultMaxQueryBytes}, {&o.MaxQueries, defaultMaxQueries},
+		{&o.MaxGetIDs, defaultMaxGetIDs}, {&o.MaxGetLimit, defaultMaxGetLimit}, {&o.MaxArgDepth, defaultMaxArgDepth},
+		{&o.ResourcePageSize, defaultResourcePageSize}} {
 		if *c.v <= 0 {
 			*c.v = c.def
 		}
@@ -285,29 +291,29 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 	srv.AddReceivingMiddleware(s.capArguments, s.listDocuments)
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolSearch,
+		Name:        toolSearch,
 		Description: "Search the long-term memory (hybrid BM25 + dense retrieval). Returns the best matching documents with their scores.",
 		Annotations: readOnly,
 	}, s.search)
 	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolGet,
+		Name:        toolGet,
 		Description: "Fetch one document of the long-term memory by id.",
 		Annotations: readOnly,
 	}, s.get)
 	if !o.ReadOnly {
 		mcp.AddTool(srv, &mcp.Tool{
-			Name:        ToolAdd,
+			Name:        toolAdd,
 			Description: "Store documents in the long-term memory. Set upsert to replace documents whose id exists.",
 		}, s.add)
 		destructive := true
 		mcp.AddTool(srv, &mcp.Tool{
-			Name:        ToolDelete,
+			Name:        toolDelete,
 			Description: "Delete documents from the long-term memory by id.",
 			Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive},
 		}, s.delete)
 	}
 	mcp.AddTool(srv, &mcp.Tool{
-		Name:        ToolSOP,
+		Name:        toolSOP,
 		Description: "Find the standard operating procedures (step-by-step instructions) that apply to a task.",
 		Annotations: readOnly,
 	}, s.sopMatch)
@@ -338,7 +344,7 @@ func (s *server) capArguments(next mcp.MethodHandler) mcp.MethodHandler {
 		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
 			limit, name := s.o.MaxArgBytes, "MaxArgBytes"
 			switch r.Params.Name {
-			case ToolAdd, ToolChromaAddDocuments, ToolChromaUpdateDocuments:
+			case toolAdd, toolChromaAddDocuments, toolChromaUpdateDocuments:
 				limit, name = s.o.MaxAddBytes, "MaxAddBytes"
 			}
 			var err error
@@ -363,7 +369,7 @@ func (s *server) checkQuery(q string) error {
 		return fmt.Errorf("%w: query is %d bytes, over %d (MaxQueryBytes)", ErrTooLarge, len(q), s.o.MaxQueryBytes)
 	}
 	if strings.TrimSpace(q) == "" {
-		return fmt.Errorf("%w: query is empty", ErrInvalidInput)
+		return fmt.Errorf("%w: query is empty", errInvalidInput)
 	}
 	return nil
 }
@@ -376,16 +382,16 @@ func (s *server) collection(name string) *memory.Collection {
 	return s.m.Collection(name)
 }
 
-func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
+func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchInput) (*mcp.CallToolResult, searchOutput, error) {
 	if err := s.checkQuery(in.Query); err != nil {
-		return nil, SearchOutput{}, err
+		return nil, searchOutput{}, err
 	}
 	k := in.TopK
 	if k == 0 {
 		k = s.o.DefaultTopK
 	}
 	if k < 1 || k > s.o.MaxTopK {
-		return nil, SearchOutput{}, fmt.Errorf("%w: top_k %d not in [1, %d]", ErrInvalidInput, in.TopK, s.o.MaxTopK)
+		return nil, searchOutput{}, fmt.Errorf("%w: top_k %d not in [1, %d]", errInvalidInput, in.TopK, s.o.MaxTopK)
 	}
 	opts := []memory.SearchOption{memory.TopK(k)}
 	switch memory.Mode(in.Mode) {
@@ -393,7 +399,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	case memory.Hybrid, memory.BM25, memory.Dense:
 		opts = append(opts, memory.WithMode(memory.Mode(in.Mode)))
 	default:
-		return nil, SearchOutput{}, fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", ErrInvalidInput, in.Mode)
+		return nil, searchOutput{}, fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", errInvalidInput, in.Mode)
 	}
 	if len(in.Where) > 0 {
 		opts = append(opts, memory.WithWhere(in.Where))
@@ -409,32 +415,32 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in SearchIn
 	}
 	if in.Cascade != nil {
 		if in.Collection != "" {
-			return nil, SearchOutput{}, fmt.Errorf("%w: cascade and collection in one search", ErrInvalidInput)
+			return nil, searchOutput{}, fmt.Errorf("%w: cascade and collection in one search", errInvalidInput)
 		}
 		opts = append(opts, memory.WithCascade(in.CascadeThreshold, in.Cascade...))
 	} else if in.CascadeThreshold != 0 {
-		return nil, SearchOutput{}, fmt.Errorf("%w: cascade_threshold without cascade", ErrInvalidInput)
+		return nil, searchOutput{}, fmt.Errorf("%w: cascade_threshold without cascade", errInvalidInput)
 	}
 	if s.o.SearchStats != nil {
 		opts = append(opts, memory.WithStatsFunc(s.o.SearchStats))
 	}
 	res, err := s.collection(in.Collection).Search(ctx, in.Query, opts...)
 	if err != nil {
-		return nil, SearchOutput{}, err
+		return nil, searchOutput{}, err
 	}
-	out := SearchOutput{Results: make([]SearchResult, len(res))}
+	out := searchOutput{Results: make([]searchResult, len(res))}
 	for i, r := range res {
-		out.Results[i] = SearchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata, Cascade: r.Explain.Cascade}
+		out.Results[i] = searchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata, Cascade: r.Explain.Cascade}
 	}
 	return nil, out, nil
 }
 
-func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in AddInput) (*mcp.CallToolResult, AddOutput, error) {
+func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in addInput) (*mcp.CallToolResult, addOutput, error) {
 	if len(in.Documents) == 0 {
-		return nil, AddOutput{}, fmt.Errorf("%w: no documents", ErrInvalidInput)
+		return nil, addOutput{}, fmt.Errorf("%w: no documents", errInvalidInput)
 	}
 	if len(in.Documents) > s.o.MaxAddDocs {
-		return nil, AddOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, len(in.Documents), s.o.MaxAddDocs)
+		return nil, addOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, len(in.Documents), s.o.MaxAddDocs)
 	}
 	docs := make([]memory.Document, len(in.Documents))
 	for i, d := range in.Documents {
@@ -448,63 +454,63 @@ func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in AddInput) (
 		err = c.Add(ctx, docs...)
 	}
 	if err != nil {
-		return nil, AddOutput{}, err
+		return nil, addOutput{}, err
 	}
-	return nil, AddOutput{Stored: len(docs), Collection: c.Name()}, nil
+	return nil, addOutput{Stored: len(docs), Collection: c.Name()}, nil
 }
 
-func (s *server) delete(ctx context.Context, _ *mcp.CallToolRequest, in DeleteInput) (*mcp.CallToolResult, DeleteOutput, error) {
+func (s *server) delete(ctx context.Context, _ *mcp.CallToolRequest, in deleteInput) (*mcp.CallToolResult, deleteOutput, error) {
 	if len(in.IDs) == 0 {
-		return nil, DeleteOutput{}, fmt.Errorf("%w: no ids", ErrInvalidInput)
+		return nil, deleteOutput{}, fmt.Errorf("%w: no ids", errInvalidInput)
 	}
 	if len(in.IDs) > s.o.MaxDeleteIDs {
-		return nil, DeleteOutput{}, fmt.Errorf("%w: %d ids, at most %d per call (MaxDeleteIDs)", ErrTooLarge, len(in.IDs), s.o.MaxDeleteIDs)
+		return nil, deleteOutput{}, fmt.Errorf("%w: %d ids, at most %d per call (MaxDeleteIDs)", ErrTooLarge, len(in.IDs), s.o.MaxDeleteIDs)
 	}
 	c := s.collection(in.Collection)
 	before, err := c.Count(ctx)
 	if err != nil && !errors.Is(err, memory.ErrCollectionNotFound) {
-		return nil, DeleteOutput{}, err
+		return nil, deleteOutput{}, err
 	}
 	if err := c.Delete(ctx, in.IDs...); err != nil {
-		return nil, DeleteOutput{}, err
+		return nil, deleteOutput{}, err
 	}
 	// Concurrent writers can skew the count; it is informative only.
 	after, err := c.Count(ctx)
 	if err != nil && !errors.Is(err, memory.ErrCollectionNotFound) {
-		return nil, DeleteOutput{}, err
+		return nil, deleteOutput{}, err
 	}
-	return nil, DeleteOutput{Deleted: max(0, before-after)}, nil
+	return nil, deleteOutput{Deleted: max(0, before-after)}, nil
 }
 
-func (s *server) get(ctx context.Context, _ *mcp.CallToolRequest, in GetInput) (*mcp.CallToolResult, GetOutput, error) {
+func (s *server) get(ctx context.Context, _ *mcp.CallToolRequest, in getInput) (*mcp.CallToolResult, getOutput, error) {
 	if in.ID == "" {
-		return nil, GetOutput{}, fmt.Errorf("%w: id is empty", ErrInvalidInput)
+		return nil, getOutput{}, fmt.Errorf("%w: id is empty", errInvalidInput)
 	}
 	c := s.collection(in.Collection)
 	d, err := c.Get(ctx, in.ID)
 	if err != nil {
-		return nil, GetOutput{}, err
+		return nil, getOutput{}, err
 	}
-	return nil, GetOutput{ID: d.ID, Collection: c.Name(), Title: d.Title, Text: d.Text, Metadata: d.Metadata}, nil
+	return nil, getOutput{ID: d.ID, Collection: c.Name(), Title: d.Title, Text: d.Text, Metadata: d.Metadata}, nil
 }
 
-func (s *server) sopMatch(ctx context.Context, _ *mcp.CallToolRequest, in SOPInput) (*mcp.CallToolResult, SOPOutput, error) {
+func (s *server) sopMatch(ctx context.Context, _ *mcp.CallToolRequest, in sopInput) (*mcp.CallToolResult, sopOutput, error) {
 	if s.o.SOPs == nil {
-		return nil, SOPOutput{}, ErrNoSOPs
+		return nil, sopOutput{}, ErrNoSOPs
 	}
 	if err := s.checkQuery(in.Query); err != nil {
-		return nil, SOPOutput{}, err
+		return nil, sopOutput{}, err
 	}
 	n := in.N
 	if n == 0 {
 		n = 3
 	}
 	if n < 1 || n > 50 {
-		return nil, SOPOutput{}, fmt.Errorf("%w: n %d not in [1, 50]", ErrInvalidInput, in.N)
+		return nil, sopOutput{}, fmt.Errorf("%w: n %d not in [1, 50]", errInvalidInput, in.N)
 	}
-	out := SOPOutput{Matches: []SOPMatch{}}
+	out := sopOutput{Matches: []sopMatch{}}
 	for _, m := range s.o.SOPs.Match(in.Query, n, sop.MatchOptions{Category: in.Category}) {
-		out.Matches = append(out.Matches, SOPMatch{
+		out.Matches = append(out.Matches, sopMatch{
 			Name: m.SOP.Name, Description: m.SOP.Description, Category: m.SOP.Category,
 			Priority: m.SOP.Priority, Score: m.Score, MatchedTriggers: append([]string{}, m.MatchedTriggers...),
 			Steps: m.SOP.Steps, Rendered: sop.Render(m.SOP, sop.RenderContext{Query: in.Query}),
@@ -524,14 +530,7 @@ func ServeStdio(ctx context.Context, srv *mcp.Server) error {
 	return err
 }
 
-// NewHTTPHandler serves srv over MCP streamable HTTP. A non-empty token is required as
-// "Authorization: Bearer <token>" on every request (401 otherwise). Request bodies over
-// DefaultMaxFrameBytes get 413.
-func NewHTTPHandler(srv *mcp.Server, token string, logger *slog.Logger) http.Handler {
-	return NewHTTPHandlerOptions(srv, HTTPOptions{Token: token, Logger: logger})
-}
-
-// HTTPOptions configure [NewHTTPHandlerOptions]. The zero value is usable.
+// HTTPOptions configure [NewHTTPHandler]. The zero value is usable.
 type HTTPOptions struct {
 	// Token, when not empty, is required as "Authorization: Bearer <token>".
 	Token string
@@ -543,23 +542,23 @@ type HTTPOptions struct {
 	// MaxInFlightBytes is the budget of the POST requests being served at once: each
 	// counts its body's length (MaxBodyBytes when unknown) and 64 KiB, and waits, its
 	// body unread, while the budget is spent; a request alone always goes through
-	// (0: DefaultMaxInFlightBytes).
+	// (0: 4 MiB).
 	MaxInFlightBytes int64
 	// MaxDepth caps the nesting of a POST body's JSON, as the stdio transport caps a
-	// frame's: a deeper body gets a JSON-RPC error naming the cap (0: DefaultMaxFrameDepth).
+	// frame's: a deeper body gets a JSON-RPC error naming the cap (0: 128).
 	MaxDepth int
 }
 
-// NewHTTPHandlerOptions is NewHTTPHandler with all its options.
-func NewHTTPHandlerOptions(srv *mcp.Server, o HTTPOptions) http.Handler {
+// NewHTTPHandler is NewHTTPHandler with all its options.
+func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxFrameBytes
 	}
 	if o.MaxInFlightBytes <= 0 {
-		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+		o.MaxInFlightBytes = defaultMaxInFlightBytes
 	}
 	if o.MaxDepth <= 0 {
-		o.MaxDepth = DefaultMaxFrameDepth
+		o.MaxDepth = defaultMaxFrameDepth
 	}
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes})

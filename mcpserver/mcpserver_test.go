@@ -114,7 +114,7 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 		if tool.Description == "" {
 			t.Errorf("%s: no description", tool.Name)
 		}
-		if tool.Name == ToolSearch && !strings.Contains(string(schema), `"required":["query"]`) {
+		if tool.Name == toolSearch && !strings.Contains(string(schema), `"required":["query"]`) {
 			t.Errorf("memory_search schema does not require query: %s", schema)
 		}
 	}
@@ -126,8 +126,8 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 		t.Fatalf("tools = %s", got)
 	}
 
-	var added AddOutput
-	res := call(t, cs, ToolAdd, map[string]any{"documents": []any{
+	var added addOutput
+	res := call(t, cs, toolAdd, map[string]any{"documents": []any{
 		map[string]any{"id": "go", "title": "Go", "text": "Go is a statically typed language from Google.", "metadata": map[string]any{"lang": "go"}},
 		map[string]any{"id": "py", "title": "Python", "text": "Python is a dynamically typed language.", "metadata": map[string]any{"lang": "py"}},
 	}}, &added)
@@ -138,34 +138,34 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 		t.Fatalf("store holds %d docs", memtest.Count(t, m))
 	}
 
-	var found SearchOutput
-	res = call(t, cs, ToolSearch, map[string]any{"query": "statically typed language", "top_k": 1}, &found)
+	var found searchOutput
+	res = call(t, cs, toolSearch, map[string]any{"query": "statically typed language", "top_k": 1}, &found)
 	if res.IsError || len(found.Results) != 1 || found.Results[0].ID != "go" || found.Results[0].Score <= 0 {
 		t.Fatalf("search: %v %+v", errorText(res), found)
 	}
-	res = call(t, cs, ToolSearch, map[string]any{"query": "typed language", "where": map[string]any{"lang": "py"}, "mode": "bm25"}, &found)
+	res = call(t, cs, toolSearch, map[string]any{"query": "typed language", "where": map[string]any{"lang": "py"}, "mode": "bm25"}, &found)
 	if res.IsError || len(found.Results) != 1 || found.Results[0].ID != "py" {
 		t.Fatalf("filtered search: %v %+v", errorText(res), found)
 	}
 
-	var got GetOutput
-	res = call(t, cs, ToolGet, map[string]any{"id": "py"}, &got)
+	var got getOutput
+	res = call(t, cs, toolGet, map[string]any{"id": "py"}, &got)
 	if res.IsError || got.Title != "Python" || got.Metadata["lang"] != "py" {
 		t.Fatalf("get: %v %+v", errorText(res), got)
 	}
 
-	var del DeleteOutput
-	res = call(t, cs, ToolDelete, map[string]any{"ids": []string{"py", "unknown"}}, &del)
+	var del deleteOutput
+	res = call(t, cs, toolDelete, map[string]any{"ids": []string{"py", "unknown"}}, &del)
 	if res.IsError || del.Deleted != 1 || memtest.Count(t, m) != 1 {
 		t.Fatalf("delete: %v %+v count %d", errorText(res), del, memtest.Count(t, m))
 	}
-	res = call(t, cs, ToolGet, map[string]any{"id": "py"}, nil)
+	res = call(t, cs, toolGet, map[string]any{"id": "py"}, nil)
 	if !res.IsError || !strings.Contains(errorText(res), "not found") {
 		t.Fatalf("get deleted: isError %v %q", res.IsError, errorText(res))
 	}
 
-	var sops SOPOutput
-	res = call(t, cs, ToolSOP, map[string]any{"query": "my script is not working, help me debug it"}, &sops)
+	var sops sopOutput
+	res = call(t, cs, toolSOP, map[string]any{"query": "my script is not working, help me debug it"}, &sops)
 	if res.IsError || len(sops.Matches) != 1 || sops.Matches[0].Name != "debug_python_code" {
 		t.Fatalf("sop_match: %v %+v", errorText(res), sops)
 	}
@@ -173,7 +173,7 @@ func TestToolsOverInMemoryTransport(t *testing.T) {
 	if len(mt.MatchedTriggers) != 2 || len(mt.Steps) != 2 || !strings.Contains(mt.Rendered, "Reproduce the problem.") || mt.Score <= 0 {
 		t.Fatalf("sop match = %+v", mt)
 	}
-	res = call(t, cs, ToolSOP, map[string]any{"query": "nothing relevant here"}, &sops)
+	res = call(t, cs, toolSOP, map[string]any{"query": "nothing relevant here"}, &sops)
 	if res.IsError || len(sops.Matches) != 0 {
 		t.Fatalf("sop_match none: %+v", sops)
 	}
@@ -187,16 +187,16 @@ func TestToolErrors(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{ToolSearch, map[string]any{"query": " "}, "query is empty"},
-		{ToolSearch, map[string]any{"query": "x", "top_k": 1000}, "top_k"},
-		{ToolSearch, map[string]any{"query": "x", "mode": "magic"}, "mode"},
-		{ToolSearch, map[string]any{"query": "x", "where": map[string]any{"n": map[string]any{"$bogus": 1}}}, "filter"},
-		{ToolAdd, map[string]any{"documents": []any{}}, "no documents"},
-		{ToolAdd, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "x"}, map[string]any{"id": "b", "text": "y"}}}, "at most 1"},
-		{ToolAdd, map[string]any{"documents": []any{map[string]any{"id": "", "text": "x"}}}, "empty document id"},
-		{ToolDelete, map[string]any{"ids": []string{}}, "no ids"},
-		{ToolGet, map[string]any{"id": "nope"}, "not found"},
-		{ToolSOP, map[string]any{"query": "debug"}, "no SOP library"},
+		{toolSearch, map[string]any{"query": " "}, "query is empty"},
+		{toolSearch, map[string]any{"query": "x", "top_k": 1000}, "top_k"},
+		{toolSearch, map[string]any{"query": "x", "mode": "magic"}, "mode"},
+		{toolSearch, map[string]any{"query": "x", "where": map[string]any{"n": map[string]any{"$bogus": 1}}}, "filter"},
+		{toolAdd, map[string]any{"documents": []any{}}, "no documents"},
+		{toolAdd, map[string]any{"documents": []any{map[string]any{"id": "a", "text": "x"}, map[string]any{"id": "b", "text": "y"}}}, "at most 1"},
+		{toolAdd, map[string]any{"documents": []any{map[string]any{"id": "", "text": "x"}}}, "empty document id"},
+		{toolDelete, map[string]any{"ids": []string{}}, "no ids"},
+		{toolGet, map[string]any{"id": "nope"}, "not found"},
+		{toolSOP, map[string]any{"query": "debug"}, "no SOP library"},
 	}
 	for _, c := range cases {
 		res := call(t, cs, c.tool, c.args, nil)
@@ -205,7 +205,7 @@ func TestToolErrors(t *testing.T) {
 		}
 	}
 	// Schema validation rejects a missing required field before the handler runs.
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolSearch, Arguments: map[string]any{}})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolSearch, Arguments: map[string]any{}})
 	if err == nil && !res.IsError {
 		t.Fatal("missing query accepted")
 	}
@@ -218,7 +218,7 @@ func TestReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tool := range tools.Tools {
-		if tool.Name == ToolAdd || tool.Name == ToolDelete {
+		if tool.Name == toolAdd || tool.Name == toolDelete {
 			t.Fatalf("read-only server lists %s", tool.Name)
 		}
 	}
@@ -229,7 +229,7 @@ func TestHTTPBearer(t *testing.T) {
 	if err := m.Add(context.Background(), memory.Document{ID: "a", Text: "alpha beta"}); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), "s3cret", nil))
+	hs := httptest.NewServer(NewHTTPHandler(New(m, Options{}), HTTPOptions{Token: "s3cret"}))
 	defer hs.Close()
 
 	for _, auth := range []string{"", "Bearer wrong", "Basic s3cret"} {
@@ -259,8 +259,8 @@ func TestHTTPBearer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	var found SearchOutput
-	res := call(t, cs, ToolSearch, map[string]any{"query": "alpha"}, &found)
+	var found searchOutput
+	res := call(t, cs, toolSearch, map[string]any{"query": "alpha"}, &found)
 	if res.IsError || len(found.Results) != 1 || found.Results[0].ID != "a" {
 		t.Fatalf("search over HTTP: %v %+v", errorText(res), found)
 	}

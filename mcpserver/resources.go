@@ -13,15 +13,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DocumentURITemplate is the URI template of the documents served as resources:
+// documentURITemplate is the URI template of the documents served as resources:
 // memory://{collection}/{id}, both parts path-escaped (url.PathEscape).
-const DocumentURITemplate = "memory://{collection}/{id}"
+const documentURITemplate = "memory://{collection}/{id}"
 
-// DefaultResourcePageSize is the default of Options.ResourcePageSize.
-const DefaultResourcePageSize = 100
+// defaultResourcePageSize is the default of Options.ResourcePageSize.
+const defaultResourcePageSize = 100
 
-// DocumentURI is the resource URI of document id of collection col.
-func DocumentURI(col, id string) string {
+// documentURI is the resource URI of document id of collection col.
+func documentURI(col, id string) string {
 	return "memory://" + url.PathEscape(col) + "/" + url.PathEscape(id)
 }
 
@@ -29,17 +29,17 @@ func DocumentURI(col, id string) string {
 func parseDocumentURI(uri string) (col, id string, err error) {
 	rest, ok := strings.CutPrefix(uri, "memory://")
 	if !ok {
-		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", ErrInvalidInput, uri)
+		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", errInvalidInput, uri)
 	}
 	c, i, ok := strings.Cut(rest, "/")
 	if !ok || c == "" || i == "" {
-		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", ErrInvalidInput, uri)
+		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", errInvalidInput, uri)
 	}
 	if col, err = url.PathUnescape(c); err == nil {
 		id, err = url.PathUnescape(i)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("%w: resource URI %q: %v", ErrInvalidInput, uri, err)
+		return "", "", fmt.Errorf("%w: resource URI %q: %v", errInvalidInput, uri, err)
 	}
 	return col, id, nil
 }
@@ -47,7 +47,7 @@ func parseDocumentURI(uri string) (col, id string, err error) {
 // addResources registers the document template and the SOP prompts.
 func (s *server) addResources(srv *mcp.Server) {
 	srv.AddResourceTemplate(&mcp.ResourceTemplate{
-		URITemplate: DocumentURITemplate,
+		URITemplate: documentURITemplate,
 		Name:        "document",
 		Title:       "A document of the long-term memory",
 		Description: "One stored document, by collection and id (both path-escaped); resources/list lists them, collection by collection, in id order.",
@@ -113,7 +113,7 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 			err = json.Unmarshal(raw, &cur)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: resources/list cursor %q", ErrInvalidInput, cursor)
+			return nil, fmt.Errorf("%w: resources/list cursor %q", errInvalidInput, cursor)
 		}
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}
@@ -149,7 +149,7 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 				return res, nil
 			}
 			res.Resources = append(res.Resources, &mcp.Resource{
-				URI: DocumentURI(col, d.ID), Name: d.ID, Title: d.Title, MIMEType: "text/plain",
+				URI: documentURI(col, d.ID), Name: d.ID, Title: d.Title, MIMEType: "text/plain",
 				Description: "document " + d.ID + " of collection " + col, Size: int64(len(d.Text)),
 			})
 			last = resourceCursor{Collection: col, After: d.ID}

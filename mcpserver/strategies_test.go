@@ -29,8 +29,8 @@ func TestChromaCollectionAnalyzer(t *testing.T) {
 		{"configuration object", map[string]any{"collection_name": "x4", "configuration": map[string]any{"analyzer": "de"}}, "configuration", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var out CollectionOutput
-			res := call(t, cs, ToolChromaCreateCollection, c.args, &out)
+			var out collectionOutput
+			res := call(t, cs, toolChromaCreateCollection, c.args, &out)
 			name := c.args["collection_name"].(string)
 			if c.errWant != "" {
 				if !res.IsError || !strings.Contains(errorText(res), c.errWant) {
@@ -44,8 +44,8 @@ func TestChromaCollectionAnalyzer(t *testing.T) {
 			if res.IsError || !strings.Contains(out.Message, "analyzer "+c.analyzer) {
 				t.Fatalf("create: %s %+v", errorText(res), out)
 			}
-			var info CollectionInfoOutput
-			if res := call(t, cs, ToolChromaCollectionInfo, map[string]any{"collection_name": name}, &info); res.IsError || info.Analyzer != c.analyzer {
+			var info collectionInfoOutput
+			if res := call(t, cs, toolChromaCollectionInfo, map[string]any{"collection_name": name}, &info); res.IsError || info.Analyzer != c.analyzer {
 				t.Fatalf("info: %s %+v, want analyzer %s", errorText(res), info, c.analyzer)
 			}
 			if got := m.Collection(name).Analyzer(); got != c.analyzer {
@@ -54,11 +54,11 @@ func TestChromaCollectionAnalyzer(t *testing.T) {
 		})
 	}
 	// The German collection's BM25 stems German: "Haus" finds "Häuser".
-	if res := call(t, cs, ToolChromaAddDocuments, map[string]any{"collection_name": "de", "documents": []string{"Die Häuser sind groß.", "Der Hund schläft."}, "ids": []string{"de1", "de2"}}, nil); res.IsError {
+	if res := call(t, cs, toolChromaAddDocuments, map[string]any{"collection_name": "de", "documents": []string{"Die Häuser sind groß.", "Der Hund schläft."}, "ids": []string{"de1", "de2"}}, nil); res.IsError {
 		t.Fatalf("add: %s", errorText(res))
 	}
-	var q QueryDocumentsOutput
-	if res := call(t, cs, ToolChromaQueryDocuments, map[string]any{"collection_name": "de", "query_texts": []string{"Haus"}}, &q); res.IsError || !reflect.DeepEqual(q.IDs, [][]string{{"de1"}}) {
+	var q queryDocumentsOutput
+	if res := call(t, cs, toolChromaQueryDocuments, map[string]any{"collection_name": "de", "query_texts": []string{"Haus"}}, &q); res.IsError || !reflect.DeepEqual(q.IDs, [][]string{{"de1"}}) {
 		t.Fatalf("query: %s %+v", errorText(res), q.IDs)
 	}
 }
@@ -70,7 +70,7 @@ func TestMemorySearchStrategies(t *testing.T) {
 	cs := connect(t, New(m, Options{}))
 	add := func(col string, docs []map[string]any) {
 		t.Helper()
-		if res := call(t, cs, ToolAdd, map[string]any{"collection": col, "documents": docs}, nil); res.IsError {
+		if res := call(t, cs, toolAdd, map[string]any{"collection": col, "documents": docs}, nil); res.IsError {
 			t.Fatalf("add: %s", errorText(res))
 		}
 	}
@@ -104,8 +104,8 @@ func TestMemorySearchStrategies(t *testing.T) {
 			for k, v := range c.args {
 				args[k] = v
 			}
-			var out SearchOutput
-			res := call(t, cs, ToolSearch, args, &out)
+			var out searchOutput
+			res := call(t, cs, toolSearch, args, &out)
 			if c.errWant != "" {
 				if !res.IsError || !strings.Contains(errorText(res), c.errWant) {
 					t.Fatalf("error=%v %q, want %q", res.IsError, errorText(res), c.errWant)

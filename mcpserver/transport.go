@@ -21,19 +21,19 @@ import (
 const (
 	// DefaultMaxFrameBytes is the default cap on one inbound JSON-RPC frame (a line of
 	// stdio, an HTTP request body): above the largest arguments a tool accepts
-	// (DefaultMaxAddBytes), so that a too-big tool call that fits in a frame gets a tool
+	// (4 MiB), so that a too-big tool call that fits in a frame gets a tool
 	// error naming its cap, and small enough that a frame's decoding stays cheap.
 	DefaultMaxFrameBytes = 8 << 20
-	// DefaultMaxInFlightBytes is the default budget of the calls a connection has read
+	// defaultMaxInFlightBytes is the default budget of the calls a connection has read
 	// and not yet answered: their frames' bytes, plus callOverhead each. A call over the
 	// budget waits (and the reading of further frames with it) until earlier calls are
 	// answered, so that a client pipelining calls cannot make the server hold them all
 	// decoded at once (a call of 1 MB can cost 40 MB while it runs); a call alone is
 	// always admitted.
-	DefaultMaxInFlightBytes = 4 << 20
-	// DefaultMaxFrameDepth is the default cap on the nesting of JSON objects and arrays in
+	defaultMaxInFlightBytes = 4 << 20
+	// defaultMaxFrameDepth is the default cap on the nesting of JSON objects and arrays in
 	// one frame (no tool's arguments need more than a few dozen levels).
-	DefaultMaxFrameDepth = 128
+	defaultMaxFrameDepth = 128
 )
 
 // StdioTransport is an [mcp.Transport] over newline-delimited JSON that survives bad
@@ -51,9 +51,9 @@ type StdioTransport struct {
 	Writer io.Writer
 	// MaxFrameBytes caps one frame, its newline excluded (0: DefaultMaxFrameBytes).
 	MaxFrameBytes int
-	// MaxDepth caps the nesting of one frame (0: DefaultMaxFrameDepth).
+	// MaxDepth caps the nesting of one frame (0: 128).
 	MaxDepth int
-	// MaxInFlightBytes is the budget of unanswered calls (0: DefaultMaxInFlightBytes).
+	// MaxInFlightBytes is the budget of unanswered calls (0: 4 MiB).
 	MaxInFlightBytes int
 	// Logger receives a warning for each rejected frame (nil: slog.Default()).
 	Logger *slog.Logger
@@ -70,7 +70,7 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	}
 	budget := int64(t.MaxInFlightBytes)
 	if budget <= 0 {
-		budget = DefaultMaxInFlightBytes
+		budget = defaultMaxInFlightBytes
 	}
 	c := &stdioConn{
 		fr:       newFrameReader(t.Reader, t.MaxFrameBytes, t.MaxDepth),
@@ -312,7 +312,7 @@ func newFrameReader(r io.Reader, maxBytes, maxDepth int) *frameReader {
 		maxBytes = DefaultMaxFrameBytes
 	}
 	if maxDepth <= 0 {
-		maxDepth = DefaultMaxFrameDepth
+		maxDepth = defaultMaxFrameDepth
 	}
 	return &frameReader{br: bufio.NewReaderSize(r, 64<<10), max: maxBytes, maxDepth: maxDepth}
 }

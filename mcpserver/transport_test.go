@@ -38,16 +38,16 @@ func TestToolArgumentCaps(t *testing.T) {
 		args       map[string]any
 		capName    string // "" = accepted
 	}{
-		{"add at the caps", ToolAdd, map[string]any{"documents": []any{doc("a", 1000), doc("b", 1000)}}, ""},
-		{"add over MaxAddBytes", ToolAdd, map[string]any{"documents": []any{doc("c", 3100)}}, "MaxAddBytes"},
-		{"add over MaxAddDocs", ToolAdd, map[string]any{"documents": []any{doc("c", 1), doc("d", 1), doc("e", 1)}}, "MaxAddDocs"},
-		{"search at MaxQueryBytes", ToolSearch, map[string]any{"query": strings.Repeat("w", 100)}, ""},
-		{"search over MaxQueryBytes", ToolSearch, map[string]any{"query": strings.Repeat("w", 101)}, "MaxQueryBytes"},
-		{"search over MaxArgBytes", ToolSearch, map[string]any{"query": "w", "where": map[string]any{"k": strings.Repeat("v", 2000)}}, "MaxArgBytes"},
-		{"search over a filter cap", ToolSearch, map[string]any{"query": "w", "where": nestedWhere(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
-		{"sop over MaxQueryBytes", ToolSOP, map[string]any{"query": strings.Repeat("w", 101)}, "MaxQueryBytes"},
-		{"get over MaxArgBytes", ToolGet, map[string]any{"id": strings.Repeat("i", 2001)}, "MaxArgBytes"},
-		{"delete over MaxDeleteIDs", ToolDelete, map[string]any{"ids": []string{"a", "b", "c"}}, "MaxDeleteIDs"},
+		{"add at the caps", toolAdd, map[string]any{"documents": []any{doc("a", 1000), doc("b", 1000)}}, ""},
+		{"add over MaxAddBytes", toolAdd, map[string]any{"documents": []any{doc("c", 3100)}}, "MaxAddBytes"},
+		{"add over MaxAddDocs", toolAdd, map[string]any{"documents": []any{doc("c", 1), doc("d", 1), doc("e", 1)}}, "MaxAddDocs"},
+		{"search at MaxQueryBytes", toolSearch, map[string]any{"query": strings.Repeat("w", 100)}, ""},
+		{"search over MaxQueryBytes", toolSearch, map[string]any{"query": strings.Repeat("w", 101)}, "MaxQueryBytes"},
+		{"search over MaxArgBytes", toolSearch, map[string]any{"query": "w", "where": map[string]any{"k": strings.Repeat("v", 2000)}}, "MaxArgBytes"},
+		{"search over a filter cap", toolSearch, map[string]any{"query": "w", "where": nestedWhere(memory.MaxFilterDepth + 1)}, "MaxFilterDepth"},
+		{"sop over MaxQueryBytes", toolSOP, map[string]any{"query": strings.Repeat("w", 101)}, "MaxQueryBytes"},
+		{"get over MaxArgBytes", toolGet, map[string]any{"id": strings.Repeat("i", 2001)}, "MaxArgBytes"},
+		{"delete over MaxDeleteIDs", toolDelete, map[string]any{"ids": []string{"a", "b", "c"}}, "MaxDeleteIDs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestToolArgumentCaps(t *testing.T) {
 	if n := memtest.Count(t, m.Collection("")); n != 2 {
 		t.Fatalf("%d documents stored, want the 2 of the accepted call", n)
 	}
-	if !errors.Is(ErrTooLarge, ErrInvalidInput) {
+	if !errors.Is(ErrTooLarge, errInvalidInput) {
 		t.Fatal("ErrTooLarge does not match ErrInvalidInput")
 	}
 }
@@ -82,7 +82,7 @@ func nestedWhere(depth int) map[string]any {
 // TestHTTPBodyCap: a streamable HTTP request body over MaxBodyBytes gets 413; one under
 // it is served.
 func TestHTTPBodyCap(t *testing.T) {
-	hs := httptest.NewServer(NewHTTPHandlerOptions(New(newStore(t), Options{}), HTTPOptions{MaxBodyBytes: 4096}))
+	hs := httptest.NewServer(NewHTTPHandler(New(newStore(t), Options{}), HTTPOptions{MaxBodyBytes: 4096}))
 	defer hs.Close()
 	post := func(body string) int {
 		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
@@ -128,7 +128,7 @@ func blockingServer() (srv *mcp.Server, release chan struct{}, started *atomic.I
 // the first is being served, and is served once it is done.
 func TestHTTPBackpressure(t *testing.T) {
 	srv, release, started := blockingServer()
-	hs := httptest.NewServer(NewHTTPHandlerOptions(srv, HTTPOptions{MaxInFlightBytes: 1}))
+	hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{MaxInFlightBytes: 1}))
 	defer hs.Close()
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }

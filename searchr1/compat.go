@@ -107,11 +107,11 @@ func PassageString(contents string) string {
 	return "(Title: " + first + ") " + rest
 }
 
-// ConvertTitleFormat is the original retrieve-and-rerank server's convert_title_format:
+// convertTitleFormat is the original retrieve-and-rerank server's convert_title_format:
 // a string matching the pattern \(Title:\s*([^)]+)\)\s*(.+) (dot matching newlines) from
 // its start becomes "\"" + group 1 + "\"\n" + group 2; any other string is returned as it
 // is. Whitespace is Python's (str.isspace).
-func ConvertTitleFormat(s string) string {
+func convertTitleFormat(s string) string {
 	const head = "(Title:"
 	if !strings.HasPrefix(s, head) {
 		return s
@@ -281,7 +281,7 @@ func (h *retrieveHandler) retrievedDocCompat(r memory.Result) any {
 		first, rest := splitFirstLine(contents)
 		return bm25Doc{Title: strings.Trim(first, `"`), Text: rest, Contents: contents}
 	}
-	return RetrievedDoc{ID: r.ID, Contents: contents}
+	return retrievedDoc{ID: r.ID, Contents: contents}
 }
 
 // rawScore is a result's score as the original reports it: the cross-encoder's logit
@@ -371,7 +371,7 @@ func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Re
 		return
 	}
 	if need := int64(len(req.queries)) * int64(req.keep) * int64(h.o.MaxPassageBytes); need > h.o.MaxResponseBytes {
-		setKind(w, KindOverBudget)
+		setKind(w, kindOverBudget)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"%v: %d queries x topk_rerank %d x %d passage bytes = %d bytes, over the response budget of %d bytes; send fewer queries or a smaller topk_rerank",
 			ErrOverBudget, len(req.queries), req.keep, h.o.MaxPassageBytes, need, h.o.MaxResponseBytes))
@@ -410,7 +410,7 @@ func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Re
 			res = res[:req.keep]
 		}
 		return appendCompatList(buf, res, req.returnScores, func(r memory.Result) any {
-			return ConvertTitleFormat(PassageString(capBytes(Contents(r), h.o.MaxPassageBytes)))
+			return convertTitleFormat(PassageString(capBytes(Contents(r), h.o.MaxPassageBytes)))
 		}, rawScore)
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -57,7 +56,7 @@ func TestConvertTitleFormat(t *testing.T) {
 		{"(Title: x", "(Title: x"},
 	}
 	for _, c := range cases {
-		if got := ConvertTitleFormat(c.in); got != c.want {
+		if got := convertTitleFormat(c.in); got != c.want {
 			t.Errorf("ConvertTitleFormat(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
@@ -393,9 +392,11 @@ func TestCompatRerankScoresTheOriginalString(t *testing.T) {
 	}
 }
 
-func ExampleConvertTitleFormat() {
-	fmt.Printf("%q\n", ConvertTitleFormat(PassageString("\"Paris\"\nParis is the capital of France.")))
-	// Output: "\"\"Paris\"\"\nParis is the capital of France."
+func TestConvertTitleFormatOfPassage(t *testing.T) {
+	got := convertTitleFormat(PassageString("\"Paris\"\nParis is the capital of France."))
+	if want := "\"\"Paris\"\"\nParis is the capital of France."; got != want {
+		t.Fatalf("convertTitleFormat = %q, want %q", got, want)
+	}
 }
 
 // pySpace is Python's \s (str.isspace) as a character class.
@@ -419,7 +420,7 @@ func FuzzConvertTitleFormat(f *testing.F) {
 		if m := titleFormatRE.FindStringSubmatch(s); m != nil {
 			want = `"` + m[1] + `"` + "\n" + m[2]
 		}
-		if got := ConvertTitleFormat(s); got != want {
+		if got := convertTitleFormat(s); got != want {
 			t.Fatalf("ConvertTitleFormat(%q) = %q, want %q", s, got, want)
 		}
 	})

@@ -14,7 +14,7 @@
 //     loop parses or start a chat turn; [FormatPassagesCapped] cuts a context block to a
 //     cap without leaving an element open;
 //   - rewards as plain functions ([ExactMatch], [SubstringMatch], [TokenF1],
-//     [ExtractSolution], [EMReward], [FormatReward], [Reward] with a search bonus, search_reward
+//     [ExtractSolution], [emReward], [formatReward], [Reward] with a search bonus, search_reward
 //     [MetricSearchReward]: Search-R1's format-aware reward over an episode) with
 //     Search-R1's answer normalisation, never counting the loop's own messages;
 //   - generators: [OpenAI] (an OpenAI-compatible completions/chat client for vLLM,

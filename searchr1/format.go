@@ -32,7 +32,7 @@ func Contents(r memory.Result) string {
 }
 
 // FormatPassages renders results in the given format. Every piece of retrieved text is
-// passed through [Sanitize] with protected (plus [ProtectedTags]) first.
+// passed through [Sanitize] with protected (plus [defaultProtectedTags]) first.
 func FormatPassages(results []memory.Result, format PassageFormat, protected ...string) string {
 	var b strings.Builder
 	for _, p := range formatParts(results, format, protected) {
@@ -133,7 +133,7 @@ func FormatPassagesCapped(results []memory.Result, format PassageFormat, c Conte
 type passageParts struct{ head, body, tail string }
 
 func formatParts(results []memory.Result, format PassageFormat, protected []string) []passageParts {
-	tags := append(ProtectedTags(), protected...)
+	tags := append(defaultProtectedTags(), protected...)
 	parts := make([]passageParts, len(results))
 	for i, r := range results {
 		contents := Sanitize(Contents(r), tags...)

@@ -120,7 +120,7 @@ func TestLoopDocXMLCapNeverUnclosed(t *testing.T) {
 			t.Fatalf("cap %d: unclosed <doc>: %q", capChars, obs)
 		}
 		body := strings.TrimSuffix(strings.TrimPrefix(obs, "\n\n<context>"), "</context>\n\n")
-		body = strings.TrimSuffix(body, DefaultTruncationMarker)
+		body = strings.TrimSuffix(body, defaultTruncationMarker)
 		if capChars > 0 && len([]rune(body)) > capChars {
 			t.Fatalf("cap %d: body %d chars", capChars, len([]rune(body)))
 		}

@@ -9,15 +9,16 @@ import (
 	"github.com/agentmem/memory"
 )
 
-// DefaultHyDEPrompt asks for a short hypothetical answer passage; "{query}" is replaced.
-const DefaultHyDEPrompt = "Write a short passage (two or three sentences) that answers the question.\nQuestion: {query}\nPassage:"
+// defaultHyDEPrompt asks for a short hypothetical answer passage; "{query}" is replaced.
+const defaultHyDEPrompt = "Write a short passage (two or three sentences) that answers the question.\nQuestion: {query}\nPassage:"
 
 // HyDE is a [Searcher] that first asks Generator for a short hypothetical answer to the
 // query (Hypothetical Document Embeddings) and searches it together with the query.
 type HyDE struct {
 	Generator Generator
 	Searcher  Searcher
-	// Prompt is the generation prompt; "{query}" is replaced (default [DefaultHyDEPrompt]).
+	// Prompt is the generation prompt; "{query}" is replaced. The default asks for "a
+	// short passage (two or three sentences) that answers the question".
 	Prompt string
 	// MaxChars caps the hypothetical passage in code points (default 1000).
 	MaxChars int
@@ -39,7 +40,7 @@ func (h *HyDE) Search(ctx context.Context, query string, opts ...memory.SearchOp
 	}
 	prompt := h.Prompt
 	if prompt == "" {
-		prompt = DefaultHyDEPrompt
+		prompt = defaultHyDEPrompt
 	}
 	hypo, err := h.Generator.Generate(ctx, strings.ReplaceAll(prompt, "{query}", query), nil)
 	if err != nil {

@@ -187,7 +187,7 @@ func hammerRetrieve(client *http.Client, url string, queries []string, clients i
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
-				var r RetrieveResponse
+				var r retrieveResponse
 				derr := json.NewDecoder(resp.Body).Decode(&r)
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()

@@ -58,15 +58,15 @@ var (
 // Defaults of [Loop].
 const (
 	DefaultTopK        = 3
-	DefaultMaxSearches = 3
-	DefaultMaxTurns    = 4
+	defaultMaxSearches = 3
+	defaultMaxTurns    = 4
 )
 
-// DefaultTruncationMarker ends an injected context block that was cut to its cap.
-const DefaultTruncationMarker = " …[truncated]"
+// defaultTruncationMarker ends an injected context block that was cut to its cap.
+const defaultTruncationMarker = " …[truncated]"
 
-// DefaultNoResults is injected when a search returns nothing.
-const DefaultNoResults = "No results found."
+// defaultNoResults is injected when a search returns nothing.
+const defaultNoResults = "No results found."
 
 // Loop runs Search-R1 episodes. The zero value is ready to use: default tags
 // (search/context/answer), top 3 passages per search, at most 3 searches and 4 turns,
@@ -90,7 +90,7 @@ type Loop struct {
 	Tokenizer Truncator
 	// MaxContextChars caps each injected block in code points (0: no cap).
 	MaxContextChars int
-	// TruncationMarker ends a truncated block (default [DefaultTruncationMarker]).
+	// TruncationMarker ends a truncated block (default " …[truncated]").
 	TruncationMarker string
 	// InvalidActionMessage is the observation after a turn with no valid action (default
 	// Search-R1's text, with the configured tags).
@@ -99,7 +99,7 @@ type Loop struct {
 	// for the final answer).
 	BudgetMessage string
 	// NoResultsMessage fills the context block of a search that found nothing (default
-	// [DefaultNoResults]).
+	// "No results found.").
 	NoResultsMessage string
 	// PromptTemplate builds the first prompt from a question: "{question}" is replaced
 	// (default: Search-R1's nq_search prompt, with the configured tags).
@@ -108,7 +108,7 @@ type Loop struct {
 	// always set from the TopK field.
 	SearchOptions []memory.SearchOption
 	// NoRepair disables closing an unclosed final tag when the generator omitted the stop
-	// string (see [CutResponse]).
+	// string (the cut keeps the text up to the first closing tag).
 	NoRepair bool
 	// Logger receives per-turn debug logs (default slog.Default()).
 	Logger *slog.Logger
@@ -135,7 +135,7 @@ type Episode struct {
 	Answered bool
 	Stop     StopReason
 	// Transcript is the prompt followed by every model turn and observation, as the model
-	// saw it. [ExtractSolution] and [FormatReward] apply to it.
+	// saw it. [ExtractSolution] and [Reward] apply to it.
 	Transcript string
 	Trace      Trace
 }
@@ -147,9 +147,6 @@ type Trace struct {
 	Searches int           // searches run
 	Elapsed  time.Duration // whole episode
 }
-
-// TurnAction is what the loop did with a turn: an [ActionKind] or [ActionRefused].
-type TurnAction = ActionKind
 
 // ActionRefused: the turn asked for a search beyond MaxSearches.
 const ActionRefused ActionKind = "refused"
@@ -163,9 +160,9 @@ type Turn struct {
 	// repaired when Repaired).
 	Raw, Text string
 	Repaired  bool
-	Action    TurnAction
-	Query     string // search query (search or refused turns)
-	Answer    string // answer (answer turns)
+	Action    ActionKind // what the loop did with the turn; ActionRefused for a search past MaxSearches
+	Query     string     // search query (search or refused turns)
+	Answer    string     // answer (answer turns)
 	Passages  []PassageRef
 	// Observation is the text injected after the turn ("" after an answer).
 	Observation  string
@@ -253,8 +250,8 @@ func (l Loop) RunPrompt(ctx context.Context, gen Generator, s Searcher, prompt s
 		return nil, err
 	}
 	r := l.newRun(gen, s, prompt)
-	maxSearches := defaultInt(l.MaxSearches, DefaultMaxSearches)
-	maxTurns := defaultInt(l.MaxTurns, DefaultMaxTurns)
+	maxSearches := defaultInt(l.MaxSearches, defaultMaxSearches)
+	maxTurns := defaultInt(l.MaxTurns, defaultMaxTurns)
 	for turn := 0; turn < maxTurns; turn++ {
 		if err := ctx.Err(); err != nil {
 			return r.finish(), err
@@ -298,8 +295,8 @@ func (r *run) stops() []string { return []string{closeTag(r.tags.Search), closeT
 // transcript and, unless a search is pending (nextSearch, the turn not yet in the trace),
 // records the turn and its observation.
 func (r *run) turn(index int, raw string, dt time.Duration, maxSearches int) (Turn, next) {
-	text, repaired := CutResponse(raw, r.stops(), !r.l.NoRepair)
-	act := ParseAction(text, r.tags)
+	text, repaired := cutResponse(raw, r.stops(), !r.l.NoRepair)
+	act := parseAction(text, r.tags)
 	if act.Kind == ActionSearch && act.Content == "" {
 		act.Kind = ActionInvalid
 	}
@@ -432,7 +429,7 @@ func (l Loop) contextBody(results []memory.Result, protected []string) (string, 
 	if len(results) == 0 {
 		body := l.NoResultsMessage
 		if body == "" {
-			body = DefaultNoResults
+			body = defaultNoResults
 		}
 		return l.capContext(body)
 	}
@@ -465,7 +462,7 @@ func (r *run) finalStops() []string { return []string{closeTag(r.tags.Answer)} }
 
 // finalTurn records the final generation raw as turn index: only an answer is read from it.
 func (r *run) finalTurn(index int, raw string, dt time.Duration) {
-	text, repaired := CutResponse(raw, r.finalStops(), !r.l.NoRepair)
+	text, repaired := cutResponse(raw, r.finalStops(), !r.l.NoRepair)
 	r.assistant.WriteString(text)
 	tr := Turn{Index: index, Final: true, Raw: raw, Text: text, Repaired: repaired, Action: ActionInvalid, GenerateTime: dt}
 	if a, ok := firstAnswer(text, r.tags.Answer); ok {
@@ -486,7 +483,7 @@ func firstAnswer(text, tag string) (string, bool) {
 
 func (l Loop) truncationMarker() string {
 	if l.TruncationMarker == "" {
-		return DefaultTruncationMarker
+		return defaultTruncationMarker
 	}
 	return l.TruncationMarker
 }

@@ -187,7 +187,7 @@ func TestLoopNoAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ep.Answered || ep.Stop != StopMaxTurns || len(ep.Trace.Turns) != DefaultMaxTurns+1 {
+	if ep.Answered || ep.Stop != StopMaxTurns || len(ep.Trace.Turns) != defaultMaxTurns+1 {
 		t.Fatalf("episode: %+v", ep)
 	}
 }
@@ -263,7 +263,7 @@ func TestLoopSearchReturnsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	obs := ep.Trace.Turns[0].Observation
-	if obs != "\n\n<context>"+DefaultNoResults+"</context>\n\n" || len(ep.Trace.Turns[0].Passages) != 0 {
+	if obs != "\n\n<context>"+defaultNoResults+"</context>\n\n" || len(ep.Trace.Turns[0].Passages) != 0 {
 		t.Fatalf("observation = %q", obs)
 	}
 	if ep.Answer != "unknown" {
@@ -397,7 +397,7 @@ func TestLoopContextCap(t *testing.T) {
 			tr := ep.Trace.Turns[0]
 			marker := c.loop.TruncationMarker
 			if marker == "" {
-				marker = DefaultTruncationMarker
+				marker = defaultTruncationMarker
 			}
 			if !tr.Truncated || !strings.HasSuffix(tr.Observation, marker+"</context>\n\n") {
 				t.Fatalf("observation = %q", tr.Observation)

@@ -20,7 +20,9 @@ type Observer interface {
 	// Request is called once per request when it has been answered: endpoint is
 	// "/retrieve", "/rerank", "/health", "/ready", "/openapi.json" or "other"; status is
 	// the HTTP status sent (200 for a response aborted midway); kind is "" for a success,
-	// else the kind of failure (see [ErrorKind]); d is the time from the request's
+	// else the kind of failure: malformed, not_found, method,
+	// body_too_large, over_budget, invalid, too_many_queries, query_too_long, no_reranker,
+	// search_failed, busy, not_ready, aborted, client_gone or other; d is the time from the request's
 	// arrival to its end.
 	Request(endpoint string, status int, kind string, d time.Duration)
 	// Batch is called for each /retrieve or /rerank request accepted for searching, with
@@ -40,56 +42,56 @@ type Observer interface {
 
 // Kinds of failure reported to [Observer.Request].
 const (
-	KindMalformed      = "malformed"        // 400: the body is not JSON
-	KindNotFound       = "not_found"        // 404: no such endpoint
-	KindMethod         = "method"           // 405: wrong HTTP method
-	KindBodyTooLarge   = "body_too_large"   // 413: body over MaxBodyBytes / MaxRerankBodyBytes
-	KindOverBudget     = "over_budget"      // 413: over MaxResponseBytes (ErrOverBudget)
-	KindInvalid        = "invalid"          // 422: a field missing or out of range
-	KindTooManyQueries = "too_many_queries" // 422: ErrTooManyQueries
-	KindQueryTooLong   = "query_too_long"   // 422: ErrQueryTooLong
-	KindNoReranker     = "no_reranker"      // 422 or 501: ErrNoReranker
-	KindSearchFailed   = "search_failed"    // 500: the search failed before the answer began
-	KindBusy           = "busy"             // 503: no slot within QueueTimeout
-	KindNotReady       = "not_ready"        // 503 from /ready
-	KindAborted        = "aborted"          // the search failed midway: the connection was cut
-	KindClientGone     = "client_gone"      // the client left, or writing to it failed
-	KindOther          = "other"            // any other error status
+	kindMalformed      = "malformed"        // 400: the body is not JSON
+	kindNotFound       = "not_found"        // 404: no such endpoint
+	kindMethod         = "method"           // 405: wrong HTTP method
+	kindBodyTooLarge   = "body_too_large"   // 413: body over MaxBodyBytes / MaxRerankBodyBytes
+	kindOverBudget     = "over_budget"      // 413: over MaxResponseBytes (ErrOverBudget)
+	kindInvalid        = "invalid"          // 422: a field missing or out of range
+	kindTooManyQueries = "too_many_queries" // 422: ErrTooManyQueries
+	kindQueryTooLong   = "query_too_long"   // 422: ErrQueryTooLong
+	kindNoReranker     = "no_reranker"      // 422 or 501: ErrNoReranker
+	kindSearchFailed   = "search_failed"    // 500: the search failed before the answer began
+	kindBusy           = "busy"             // 503: no slot within QueueTimeout
+	kindNotReady       = "not_ready"        // 503 from /ready
+	kindAborted        = "aborted"          // the search failed midway: the connection was cut
+	kindClientGone     = "client_gone"      // the client left, or writing to it failed
+	kindOther          = "other"            // any other error status
 )
 
-// ErrorKind is the kind of failure of an answer of status status caused by err (nil when
+// errorKind is the kind of failure of an answer of status status caused by err (nil when
 // only the status is known): one of the Kind constants.
-func ErrorKind(status int, err error) string {
+func errorKind(status int, err error) string {
 	switch {
 	case errors.Is(err, ErrTooManyQueries):
-		return KindTooManyQueries
+		return kindTooManyQueries
 	case errors.Is(err, ErrQueryTooLong):
-		return KindQueryTooLong
+		return kindQueryTooLong
 	case errors.Is(err, ErrOverBudget):
-		return KindOverBudget
+		return kindOverBudget
 	case errors.Is(err, ErrNoReranker):
-		return KindNoReranker
+		return kindNoReranker
 	}
 	switch status {
 	case http.StatusBadRequest:
-		return KindMalformed
+		return kindMalformed
 	case http.StatusNotFound:
-		return KindNotFound
+		return kindNotFound
 	case http.StatusMethodNotAllowed:
-		return KindMethod
+		return kindMethod
 	case http.StatusRequestEntityTooLarge:
-		return KindBodyTooLarge
+		return kindBodyTooLarge
 	case http.StatusUnprocessableEntity:
-		return KindInvalid
+		return kindInvalid
 	case http.StatusInternalServerError:
-		return KindSearchFailed
+		return kindSearchFailed
 	case http.StatusNotImplemented:
-		return KindNoReranker
+		return kindNoReranker
 	case http.StatusServiceUnavailable:
-		return KindBusy
+		return kindBusy
 	}
 	if status >= 400 {
-		return KindOther
+		return kindOther
 	}
 	return ""
 }
@@ -158,11 +160,11 @@ func (h *retrieveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status, kind := ow.status, ow.kind
 		switch {
 		case p == http.ErrAbortHandler && kind == "":
-			kind = KindAborted
+			kind = kindAborted
 		case status == 0 && r.Context().Err() != nil && kind == "":
-			kind = KindClientGone
+			kind = kindClientGone
 		case kind == "":
-			kind = ErrorKind(status, nil)
+			kind = errorKind(status, nil)
 		}
 		if status == 0 {
 			status = http.StatusOK
@@ -195,7 +197,7 @@ func (h *retrieveHandler) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.o.Ready != nil {
 		if err := h.o.Ready(r.Context()); err != nil {
-			setKind(w, KindNotReady)
+			setKind(w, kindNotReady)
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "detail": err.Error()})
 			return

@@ -12,11 +12,11 @@ var (
 	openAPISearchR1 []byte
 )
 
-// OpenAPI returns the OpenAPI 3.1 description (JSON) of the endpoints of
+// openAPI returns the openAPI 3.1 description (JSON) of the endpoints of
 // [NewRetrieveHandler] in dialect c: /retrieve, /rerank, /health and /ready, their request
 // and response shapes, errors and examples. The handler serves it at GET /openapi.json.
 // The caller may not modify the slice.
-func OpenAPI(c Compat) []byte {
+func openAPI(c Compat) []byte {
 	if c == CompatSearchR1 {
 		return openAPISearchR1
 	}
@@ -31,5 +31,5 @@ func (h *retrieveHandler) openAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(OpenAPI(h.o.Compat))
+	_, _ = w.Write(openAPI(h.o.Compat))
 }

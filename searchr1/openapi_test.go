@@ -128,7 +128,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	recorded := map[string]any{}
 	for _, c := range []Compat{CompatNative, CompatSearchR1} {
 		t.Run("compat="+string(c), func(t *testing.T) {
-			spec := OpenAPI(c)
+			spec := openAPI(c)
 			doc, err := libopenapi.NewDocument(spec)
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +272,7 @@ func TestOpenAPIExamples(t *testing.T) {
 func TestOpenAPIDocument(t *testing.T) {
 	for _, c := range []Compat{CompatNative, CompatSearchR1} {
 		t.Run("compat="+string(c), func(t *testing.T) {
-			doc, err := libopenapi.NewDocument(OpenAPI(c))
+			doc, err := libopenapi.NewDocument(openAPI(c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestOpenAPIDocument(t *testing.T) {
 			}
 			got, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Equal(got, OpenAPI(c)) {
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Equal(got, openAPI(c)) {
 				t.Fatalf("GET /openapi.json: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(got))
 			}
 			// Every endpoint the handler serves is described.
@@ -317,7 +317,7 @@ func TestOpenAPIDocument(t *testing.T) {
 // TestOpenAPIDocumentRejectsInvalid: the validator used above does reject a document
 // that is not OpenAPI 3.1 (so TestOpenAPIDocument can fail).
 func TestOpenAPIDocumentRejectsInvalid(t *testing.T) {
-	bad := bytes.Replace(OpenAPI(CompatNative), []byte(`"responses": {`), []byte(`"responses": 7, "x": {`), 1)
+	bad := bytes.Replace(openAPI(CompatNative), []byte(`"responses": {`), []byte(`"responses": 7, "x": {`), 1)
 	doc, err := libopenapi.NewDocument(bad)
 	if err != nil {
 		return // refused already

@@ -53,8 +53,8 @@ const (
 	ActionInvalid ActionKind = "invalid"
 )
 
-// Action is the parsed action of one model turn.
-type Action struct {
+// action is the parsed action of one model turn.
+type action struct {
 	Kind    ActionKind
 	Content string // the query or the answer, trimmed; empty for ActionInvalid
 }
@@ -73,30 +73,30 @@ func actionRE(t Tags) *regexp.Regexp {
 	return re
 }
 
-// ParseAction returns the first <search>…</search> or <answer>…</answer> in text (Search-R1's
+// parseAction returns the first <search>…</search> or <answer>…</answer> in text (Search-R1's
 // postprocess_predictions: first match of <(search|answer)>(.*?)</\1>, DOTALL, content
 // stripped). Tags with empty fields use [DefaultTags].
-func ParseAction(text string, tags Tags) Action {
+func parseAction(text string, tags Tags) action {
 	tags = tags.withDefaults()
 	m := actionRE(tags).FindStringSubmatchIndex(text)
 	if m == nil {
-		return Action{Kind: ActionInvalid}
+		return action{Kind: ActionInvalid}
 	}
 	if m[2] >= 0 {
-		return Action{Kind: ActionSearch, Content: strings.TrimSpace(text[m[2]:m[3]])}
+		return action{Kind: ActionSearch, Content: strings.TrimSpace(text[m[2]:m[3]])}
 	}
-	return Action{Kind: ActionAnswer, Content: strings.TrimSpace(text[m[4]:m[5]])}
+	return action{Kind: ActionAnswer, Content: strings.TrimSpace(text[m[4]:m[5]])}
 }
 
-// CutResponse trims a generation at the first closing tag among stops (keeping the tag),
+// cutResponse trims a generation at the first closing tag among stops (keeping the tag),
 // so text a generator produced past its stop sequence is dropped. When no closing tag is
 // present but an opening tag of one of them is left unclosed, the generator most likely
 // stopped on the stop sequence and omitted it (as OpenAI-compatible servers do): the
 // closing tag is appended unless repair is false. The second result reports a repair.
 //
 // Search-R1's _postprocess_responses prefers </search> even when </answer> comes first;
-// CutResponse cuts at whichever comes first, which is what a stop-sequence decoder does.
-func CutResponse(text string, closers []string, repair bool) (string, bool) {
+// cutResponse cuts at whichever comes first, which is what a stop-sequence decoder does.
+func cutResponse(text string, closers []string, repair bool) (string, bool) {
 	cut := -1
 	var tag string
 	for _, c := range closers {

@@ -12,7 +12,7 @@ import (
 	"github.com/agentmem/memory/internal/parallel"
 )
 
-// RerankRequest is the body of POST /rerank, in the layout of Search-R1's reranker server
+// rerankRequest is the body of POST /rerank, in the layout of Search-R1's reranker server
 // (search_r1/search/reranker_server.py), for trainers that retrieve elsewhere:
 //
 //	{"queries": ["q1", "q2"], "documents": [[doc, ...], [doc, ...]], "rerank_topk": 3, "return_scores": true}
@@ -23,18 +23,18 @@ import (
 // the server's default topk. The answer has /retrieve's layout, best passage first, with
 // sigmoid(logit) as the score. In the [CompatSearchR1] dialect the answer is the original
 // rerank server's instead (see there).
-type RerankRequest struct {
+type rerankRequest struct {
 	Queries      []string         `json:"queries"`
-	Documents    [][]RetrievedDoc `json:"documents"`
+	Documents    [][]retrievedDoc `json:"documents"`
 	RerankTopK   *int             `json:"rerank_topk"`
 	ReturnScores bool             `json:"return_scores"`
 }
 
 // parseDoc reads one /rerank document.
-func parseDoc(raw json.RawMessage) (RetrievedDoc, error) {
+func parseDoc(raw json.RawMessage) (retrievedDoc, error) {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		return RetrievedDoc{Contents: s}, nil
+		return retrievedDoc{Contents: s}, nil
 	}
 	var obj struct {
 		ID       *json.RawMessage `json:"id"`
@@ -45,16 +45,16 @@ func parseDoc(raw json.RawMessage) (RetrievedDoc, error) {
 		} `json:"document"`
 	}
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return RetrievedDoc{}, errors.New(`must be an object with "contents" or a string`)
+		return retrievedDoc{}, errors.New(`must be an object with "contents" or a string`)
 	}
 	id, contents := obj.ID, obj.Contents
 	if obj.Document != nil {
 		id, contents = obj.Document.ID, obj.Document.Contents
 	}
 	if contents == nil {
-		return RetrievedDoc{}, errors.New(`has no "contents" string`)
+		return retrievedDoc{}, errors.New(`has no "contents" string`)
 	}
-	d := RetrievedDoc{Contents: *contents}
+	d := retrievedDoc{Contents: *contents}
 	if id != nil {
 		var sid string
 		if err := json.Unmarshal(*id, &sid); err == nil {
@@ -80,8 +80,8 @@ func splitContents(c string) (title, text string) {
 }
 
 // decodeRerank reads and validates a /rerank body.
-func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (RerankRequest, int, error) {
-	var req RerankRequest
+func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (rerankRequest, int, error) {
+	var req rerankRequest
 	raw, status, err := readObject(w, r, h.o.MaxRerankBodyBytes)
 	if err != nil {
 		return req, status, err
@@ -107,9 +107,9 @@ func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (
 	if pairs > h.o.MaxRerankPairs {
 		return req, http.StatusUnprocessableEntity, fmt.Errorf(`%w: %d (query, passage) pairs, at most %d allowed (the server's max rerank pairs)`, ErrTooManyQueries, pairs, h.o.MaxRerankPairs)
 	}
-	req.Documents = make([][]RetrievedDoc, len(docs))
+	req.Documents = make([][]retrievedDoc, len(docs))
 	for i, l := range docs {
-		req.Documents[i] = make([]RetrievedDoc, len(l))
+		req.Documents[i] = make([]retrievedDoc, len(l))
 		for j, rd := range l {
 			doc, err := parseDoc(rd)
 			if err != nil {

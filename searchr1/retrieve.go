@@ -189,31 +189,31 @@ func NewRetrieveServer(s Searcher, opts RetrieveOptions) *http.Server {
 	}
 }
 
-// RetrieveRequest is the body of POST /retrieve, as the original Search-R1 client sends it:
+// retrieveRequest is the body of POST /retrieve, as the original Search-R1 client sends it:
 // requests.post(url, json={"queries": [...], "topk": 3, "return_scores": True}).
-type RetrieveRequest struct {
+type retrieveRequest struct {
 	Queries      []string `json:"queries"`
 	TopK         *int     `json:"topk"`
 	ReturnScores bool     `json:"return_scores"`
 }
 
-// RetrievedDoc is one corpus record in the original server's layout.
-type RetrievedDoc struct {
+// retrievedDoc is one corpus record in the original server's layout.
+type retrievedDoc struct {
 	ID string `json:"id"`
 	// Contents is "\"Title\"\ntext" (see [Contents]).
 	Contents string `json:"contents"`
 }
 
-// ScoredDoc is one hit when return_scores is true.
-type ScoredDoc struct {
-	Document RetrievedDoc `json:"document"`
+// scoredDoc is one hit when return_scores is true.
+type scoredDoc struct {
+	Document retrievedDoc `json:"document"`
 	Score    float64      `json:"score"`
 }
 
-// RetrieveResponse is the answer with scores: {"result": [[{"document": …, "score": …}]]}.
-// Without scores the inner items are [RetrievedDoc] values.
-type RetrieveResponse struct {
-	Result [][]ScoredDoc `json:"result"`
+// retrieveResponse is the answer with scores: {"result": [[{"document": …, "score": …}]]}.
+// Without scores the inner items are [retrievedDoc] values.
+type retrieveResponse struct {
+	Result [][]scoredDoc `json:"result"`
 }
 
 type retrieveHandler struct {
@@ -231,11 +231,11 @@ type retrieveHandler struct {
 //	                -> {"result": [[{"document": {"id": ..., "contents": ...}, "score": ...}, ...], ...]}
 //	                   ({"result": [[{"id": ..., "contents": ...}, ...]]} when return_scores is false)
 //	POST /rerank    {"queries": [...], "documents": [[doc, ...], ...], "rerank_topk": 3, "return_scores": true}
-//	                -> the same layout as /retrieve (only with a Reranker; see [RerankRequest])
+//	                -> the same layout as /retrieve (only with a Reranker; see [rerankRequest])
 //	GET  /health    -> {"status": "ok"}
 //	GET  /ready     -> {"status": "ready"}, or 503 while RetrieveOptions.Ready reports an error
 //	GET  /openapi.json -> the OpenAPI 3.1 description of these endpoints in the server's
-//	                   dialect (see [OpenAPI])
+//	                   dialect (see [openAPI])
 //
 // The queries of a request are searched in parallel (Workers) or as batches (a
 // [BatchSearcher]); the answer keeps their order and is streamed query by query. With a
@@ -289,7 +289,7 @@ func (h *retrieveHandler) acquire(w http.ResponseWriter, r *http.Request) bool {
 	case <-wait.Done():
 		h.obs.Queue(ep, time.Since(start))
 		if r.Context().Err() != nil {
-			setKind(w, KindClientGone)
+			setKind(w, kindClientGone)
 			return false
 		}
 		w.Header().Set("Retry-After", "1")
@@ -328,7 +328,7 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		topK = *req.TopK
 	}
 	if need := int64(len(req.Queries)) * int64(topK) * int64(h.o.MaxPassageBytes); need > h.o.MaxResponseBytes {
-		setKind(w, KindOverBudget)
+		setKind(w, kindOverBudget)
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"%v: %d queries x topk %d x %d passage bytes = %d bytes, over the response budget of %d bytes; send fewer queries or a smaller topk",
 			ErrOverBudget, len(req.Queries), topK, h.o.MaxPassageBytes, need, h.o.MaxResponseBytes))
@@ -474,7 +474,7 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 			if r.Context().Err() == nil {
 				h.log.Error("searchr1: retrieve: search failed mid-response", "err", p.err)
 			}
-			setKind(w, KindAborted)
+			setKind(w, kindAborted)
 			panic(http.ErrAbortHandler)
 		}
 		t := time.Now()
@@ -491,7 +491,7 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 			i++
 			buf = appendList(buf[:0], res)
 			if _, err := bw.Write(buf); err != nil {
-				setKind(w, KindClientGone)
+				setKind(w, kindClientGone)
 				return // client gone or write timeout: the deferred cancel stops the search
 			}
 		}
@@ -505,7 +505,7 @@ func (h *retrieveHandler) stream(w http.ResponseWriter, r *http.Request, queries
 	}
 	_, _ = bw.WriteString(`]}`)
 	if err := bw.Flush(); err != nil {
-		setKind(w, KindClientGone)
+		setKind(w, kindClientGone)
 	}
 	writing += time.Since(t)
 }
@@ -517,15 +517,15 @@ func (h *retrieveHandler) appendList(buf []byte, res []memory.Result, scores boo
 		err  error
 	)
 	if scores {
-		l := make([]ScoredDoc, len(res))
+		l := make([]scoredDoc, len(res))
 		for j, r := range res {
-			l[j] = ScoredDoc{Document: RetrievedDoc{ID: r.ID, Contents: capBytes(Contents(r), h.o.MaxPassageBytes)}, Score: r.Score}
+			l[j] = scoredDoc{Document: retrievedDoc{ID: r.ID, Contents: capBytes(Contents(r), h.o.MaxPassageBytes)}, Score: r.Score}
 		}
 		data, err = json.Marshal(l)
 	} else {
-		l := make([]RetrievedDoc, len(res))
+		l := make([]retrievedDoc, len(res))
 		for j, r := range res {
-			l[j] = RetrievedDoc{ID: r.ID, Contents: capBytes(Contents(r), h.o.MaxPassageBytes)}
+			l[j] = retrievedDoc{ID: r.ID, Contents: capBytes(Contents(r), h.o.MaxPassageBytes)}
 		}
 		data, err = json.Marshal(l)
 	}
@@ -542,7 +542,7 @@ func (h *retrieveHandler) searchFailed(w http.ResponseWriter, r *http.Request, e
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 	case r.Context().Err() != nil:
 		// client gone: nobody reads an answer
-		setKind(w, KindClientGone)
+		setKind(w, kindClientGone)
 	default:
 		h.log.Error("searchr1: retrieve", "err", err)
 		writeError(w, http.StatusInternalServerError, "search failed")
@@ -579,8 +579,8 @@ func (h *retrieveHandler) bodyQueries(raw map[string]json.RawMessage) ([]string,
 }
 
 // decode reads and validates the request body, returning the HTTP status of a failure.
-func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (RetrieveRequest, int, error) {
-	var req RetrieveRequest
+func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (retrieveRequest, int, error) {
+	var req retrieveRequest
 	raw, status, err := readObject(w, r, h.o.MaxBodyBytes)
 	if err != nil {
 		return req, status, err
@@ -680,6 +680,6 @@ func writeError(w http.ResponseWriter, status int, detail string) {
 
 // fail answers err with status, its kind of failure recorded for the Observer.
 func fail(w http.ResponseWriter, status int, err error) {
-	setKind(w, ErrorKind(status, err))
+	setKind(w, errorKind(status, err))
 	writeError(w, status, err.Error())
 }

@@ -99,7 +99,7 @@ func TestRetrieveSearchR1Batch(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("2,560 queries: %d %s", resp.StatusCode, data)
 	}
-	var r RetrieveResponse
+	var r retrieveResponse
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestRetrievePassageCap(t *testing.T) {
 	srv := httptest.NewServer(NewRetrieveHandler(s, RetrieveOptions{MaxPassageBytes: 51}))
 	defer srv.Close()
 	_, data := postPython(t, srv.URL, `{"queries": ["q"], "topk": 1, "return_scores": true}`)
-	var r RetrieveResponse
+	var r retrieveResponse
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestRetrieveStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r RetrieveResponse
+	var r retrieveResponse
 	if err := json.Unmarshal(append(head, rest...), &r); err != nil || len(r.Result) != n {
 		t.Fatalf("%d lists (%v)", len(r.Result), err)
 	}
@@ -297,7 +297,7 @@ func TestRetrieveMidStreamFailureAborts(t *testing.T) {
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err == nil {
-		var r RetrieveResponse
+		var r retrieveResponse
 		if json.Unmarshal(data, &r) == nil {
 			t.Fatalf("a failed search gave a complete answer of %d lists", len(r.Result))
 		}
@@ -365,7 +365,7 @@ func TestRetrieveRerankFollowsLogits(t *testing.T) {
 	srv := httptest.NewServer(NewRetrieveHandler(s, RetrieveOptions{Reranker: ce, RerankDepth: 10}))
 	defer srv.Close()
 	_, data := postPython(t, srv.URL, `{"queries": ["`+query+`"], "topk": 4, "return_scores": true}`)
-	var resp RetrieveResponse
+	var resp retrieveResponse
 	if err := json.Unmarshal(data, &resp); err != nil {
 		t.Fatalf("%v: %s", err, data)
 	}
@@ -402,7 +402,7 @@ func TestRetrieveRerankFollowsLogits(t *testing.T) {
 	// /rerank with the same passages as /retrieve returns them (wrapped or bare).
 	docs := make([]string, 10)
 	for i, h := range hits[:10] {
-		d, _ := json.Marshal(RetrievedDoc{ID: h.ID, Contents: Contents(h)})
+		d, _ := json.Marshal(retrievedDoc{ID: h.ID, Contents: Contents(h)})
 		if i%2 == 0 {
 			d = []byte(`{"document": ` + string(d) + `, "score": 1.5}`)
 		}
@@ -425,7 +425,7 @@ func TestRetrieveRerankFollowsLogits(t *testing.T) {
 	if hr.StatusCode != 200 {
 		t.Fatalf("/rerank: %d %s", hr.StatusCode, data)
 	}
-	var rr RetrieveResponse
+	var rr retrieveResponse
 	if err := json.Unmarshal(data, &rr); err != nil || len(rr.Result) != 2 || len(rr.Result[0]) != 3 || len(rr.Result[1]) != 0 {
 		t.Fatalf("/rerank: %s (%v)", data, err)
 	}

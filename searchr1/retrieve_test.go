@@ -134,13 +134,13 @@ func TestRetrieveVariants(t *testing.T) {
 		`{"queries": ["director of Inception"]}`,
 	} {
 		_, data := postPython(t, srv.URL, body)
-		var r RetrieveResponse
+		var r retrieveResponse
 		if err := json.Unmarshal(data, &r); err != nil || len(r.Result) != 1 || len(r.Result[0]) != 1 {
 			t.Fatalf("default topk for %s: %s", body, data)
 		}
 	}
 	_, data = postPython(t, srv.URL, `{"queries": ["", "director of Inception"], "topk": 2, "return_scores": true}`)
-	var r RetrieveResponse
+	var r retrieveResponse
 	if err := json.Unmarshal(data, &r); err != nil || len(r.Result) != 2 || len(r.Result[0]) != 0 || len(r.Result[1]) != 2 {
 		t.Fatalf("blank query: %s", data)
 	}
@@ -278,7 +278,7 @@ func TestRetrieveRealStore(t *testing.T) {
 	srv := httptest.NewServer(NewRetrieveHandler(m, RetrieveOptions{}))
 	defer srv.Close()
 	_, data := postPython(t, srv.URL, `{"queries": ["What is the capital of France?"], "topk": 3, "return_scores": true}`)
-	var r RetrieveResponse
+	var r retrieveResponse
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}

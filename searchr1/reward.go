@@ -102,10 +102,10 @@ func tagRE(tag string) *regexp.Regexp {
 	return regexp.MustCompile(`(?s)<` + q + `>(.*?)</` + q + `>`)
 }
 
-// EMReward is Search-R1's compute_score_em: the extracted solution (see [ExtractSolution])
+// emReward is Search-R1's compute_score_em: the extracted solution (see [ExtractSolution])
 // scores score when it exactly matches a gold answer, formatScore when it does not, and 0
 // when there is none.
-func EMReward(text string, golds []string, opts ExtractOptions, formatScore, score float64) float64 {
+func emReward(text string, golds []string, opts ExtractOptions, formatScore, score float64) float64 {
 	a, ok := ExtractSolution(text, opts)
 	if !ok {
 		return 0
@@ -116,7 +116,7 @@ func EMReward(text string, golds []string, opts ExtractOptions, formatScore, sco
 	return formatScore
 }
 
-// FormatScores are the scores of [FormatReward] (Search-R1 v0.3's qa_em_format).
+// FormatScores are the scores of [formatReward] (Search-R1 v0.3's qa_em_format).
 type FormatScores struct {
 	// Score is given for a correct answer in a well-formed response (default 1).
 	Score float64
@@ -135,7 +135,7 @@ func OriginalFormatScores() FormatScores {
 	return FormatScores{Score: 1, Structure: 0.2, Final: 0.1, Retrieval: 0}
 }
 
-// FormatOptions configure [ValidSequence] and [FormatReward].
+// FormatOptions configure [validSequence] and [formatReward].
 type FormatOptions struct {
 	// Think, Search, Information and Answer name the tags (defaults think, search,
 	// information, answer).
@@ -167,12 +167,12 @@ func (o FormatOptions) withDefaults() FormatOptions {
 	return o
 }
 
-// ValidSequence checks the structure of a response: one or more rounds of
+// validSequence checks the structure of a response: one or more rounds of
 // <think>…</think> followed by <search>…</search> and <information>…</information>, then
 // <think>…</think> <answer>…</answer> and nothing after. Only whitespace may appear
 // between blocks, tags may not nest, and each block must be closed. It returns false with
 // a reason otherwise.
-func ValidSequence(text string, opts FormatOptions) (bool, string) {
+func validSequence(text string, opts FormatOptions) (bool, string) {
 	o := opts.withDefaults()
 	if o.Start != "" {
 		i := strings.LastIndex(text, o.Start)
@@ -235,15 +235,15 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-// FormatReward is Search-R1 v0.3's format-aware outcome reward (qa_em_format): it combines
-// the exact match of the extracted answer with [ValidSequence] and whether a gold answer
+// formatReward is Search-R1 v0.3's format-aware outcome reward (qa_em_format): it combines
+// the exact match of the extracted answer with [validSequence] and whether a gold answer
 // was retrieved (appears in an information block).
-func FormatReward(text string, golds []string, opts FormatOptions, s FormatScores) float64 {
+func formatReward(text string, golds []string, opts FormatOptions, s FormatScores) float64 {
 	o := opts.withDefaults()
 	if s.Score == 0 {
 		s.Score = 1
 	}
-	valid, _ := ValidSequence(text, o)
+	valid, _ := validSequence(text, o)
 	retrieved := false
 	if valid {
 		for _, m := range tagRE(o.Information).FindAllStringSubmatch(text, -1) {

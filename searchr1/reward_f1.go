@@ -126,7 +126,7 @@ func Reward(response string, golds []string, o RewardOptions) float64 {
 		// retrieved blocks included (a malformed turn is part of what it scores).
 		fo := Loop{Tags: tags}.formatOptions()
 		fo.Extract = o.Extract
-		return FormatReward(response, golds, fo, o.SearchReward.orOriginal())
+		return formatReward(response, golds, fo, o.SearchReward.orOriginal())
 	}
 	ignore := o.Ignore
 	if ignore == nil {

@@ -5,7 +5,7 @@ import "strings"
 // MetricSearchReward selects Search-R1's format-aware outcome reward (v0.3, qa_em_format)
 // in [Reward] and [Loop.Reward]: the exact match of the answer combined with whether the
 // model's turns follow the protocol (think, then search and read, then think and answer;
-// see [ValidSequence]) and whether a gold answer was retrieved, weighted by
+// see [validSequence]) and whether a gold answer was retrieved, weighted by
 // [FormatScores] (the zero value means [OriginalFormatScores]: 1 for a correct answer in
 // a well-formed episode, 0.8 for one in a malformed episode, 0.2 for a well-formed
 // episode with a wrong answer, 0.1 for a malformed one with an answer, 0 without).
@@ -59,5 +59,5 @@ func (l Loop) SearchReward(ep *Episode, golds []string, s FormatScores) float64 
 	if ep == nil || !ep.Answered {
 		return 0
 	}
-	return FormatReward(l.ResponseText(ep), golds, l.formatOptions(), s.orOriginal())
+	return formatReward(l.ResponseText(ep), golds, l.formatOptions(), s.orOriginal())
 }

@@ -72,13 +72,13 @@ func TestExtractSolution(t *testing.T) {
 			t.Errorf("ExtractSolution(%q) = %q, %v; want %q, %v", c.text, got, ok, c.want, c.wantOK)
 		}
 	}
-	if r := EMReward(prompt+"<answer>the Paris</answer>", []string{"Paris"}, OriginalExtract(), 0, 1); r != 1 {
+	if r := emReward(prompt+"<answer>the Paris</answer>", []string{"Paris"}, OriginalExtract(), 0, 1); r != 1 {
 		t.Errorf("EMReward correct = %v", r)
 	}
-	if r := EMReward(prompt+"<answer>Lyon</answer>", []string{"Paris"}, OriginalExtract(), 0.1, 1); r != 0.1 {
+	if r := emReward(prompt+"<answer>Lyon</answer>", []string{"Paris"}, OriginalExtract(), 0.1, 1); r != 0.1 {
 		t.Errorf("EMReward wrong = %v", r)
 	}
-	if r := EMReward(prompt, []string{"Paris"}, OriginalExtract(), 0.1, 1); r != 0 {
+	if r := emReward(prompt, []string{"Paris"}, OriginalExtract(), 0.1, 1); r != 0 {
 		t.Errorf("EMReward none = %v", r)
 	}
 }

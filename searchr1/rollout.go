@@ -26,10 +26,10 @@ var (
 
 // Defaults of [Runner].
 const (
-	DefaultRollouts      = 1
-	DefaultConcurrency   = 64
-	DefaultWave          = 2560 // 512 prompts x 5 rollouts, one GRPO step of Search-R1
-	DefaultMaxQueryChars = 1024
+	defaultRollouts      = 1
+	defaultConcurrency   = 64
+	defaultWave          = 2560 // 512 prompts x 5 rollouts, one GRPO step of Search-R1
+	defaultMaxQueryChars = 1024
 )
 
 // Question is one question of a rollout or evaluation run, in the shape of Search-R1's and
@@ -232,8 +232,8 @@ func (rn *Runner) Run(ctx context.Context, questions []Question) (RunStats, erro
 		return st, err
 	}
 	start := time.Now()
-	rollouts := defaultInt(rn.Rollouts, DefaultRollouts)
-	wave := defaultInt(rn.Wave, DefaultWave)
+	rollouts := defaultInt(rn.Rollouts, defaultRollouts)
+	wave := defaultInt(rn.Wave, defaultWave)
 	w := newTrajectoryWriter(rn.Out)
 	total := len(questions) * rollouts
 	var firstFail error
@@ -266,8 +266,8 @@ func (rn *Runner) runWave(ctx context.Context, questions []Question, rollouts, l
 	}
 	l := rn.Loop
 	l.Logger = log
-	maxSearches := defaultInt(l.MaxSearches, DefaultMaxSearches)
-	maxTurns := defaultInt(l.MaxTurns, DefaultMaxTurns)
+	maxSearches := defaultInt(l.MaxSearches, defaultMaxSearches)
+	maxTurns := defaultInt(l.MaxTurns, defaultMaxTurns)
 	live := make([]*episode, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		q := &questions[i/rollouts]
@@ -304,7 +304,7 @@ func (rn *Runner) runWave(ctx context.Context, questions []Question, rollouts, l
 		st.Rounds++
 		// Generate the next turn of every live episode.
 		t0 := time.Now()
-		_ = parallel.For(ctx, len(live), defaultInt(rn.Concurrency, DefaultConcurrency), func(ctx context.Context, i int) error {
+		_ = parallel.For(ctx, len(live), defaultInt(rn.Concurrency, defaultConcurrency), func(ctx context.Context, i int) error {
 			ep := live[i]
 			stops := ep.r.stops()
 			if ep.final {
@@ -414,7 +414,7 @@ func (ep *episode) batch(n int) {
 
 func (rn *Runner) maxQueryChars() int {
 	if rn.MaxQueryChars == 0 {
-		return DefaultMaxQueryChars
+		return defaultMaxQueryChars
 	}
 	return rn.MaxQueryChars
 }

@@ -12,9 +12,9 @@ import (
 // the XML passage format. A Loop adds its own configured names to these.
 var protectedTags = [...]string{"search", "context", "answer", "information", "think", "doc"}
 
-// ProtectedTags returns the tag names that [Sanitize] protects by default: search,
+// defaultProtectedTags returns the tag names that [Sanitize] protects by default: search,
 // context, answer, information, think and doc. The result is a fresh copy.
-func ProtectedTags() []string { return append([]string(nil), protectedTags[:]...) }
+func defaultProtectedTags() []string { return append([]string(nil), protectedTags[:]...) }
 
 // angleTokens are chat-template special tokens written <name> / </name>: they need their
 // closing bracket to count (so "a <s b" stays).
@@ -37,7 +37,7 @@ var doubleAngleTokens = [][]rune{[]rune("sys")}
 const maxPipeToken = 64
 
 // Sanitize returns text with every tag-like sequence naming one of tags (or of
-// [ProtectedTags] when tags is empty) neutralised: "<answer>", "</ANSWER>", "< /answer >",
+// [defaultProtectedTags] when tags is empty) neutralised: "<answer>", "</ANSWER>", "< /answer >",
 // "<\/answer>", "＜answer＞", "‹answer›", "&lt;answer&gt;", "&amp;lt;/answer&gt;",
 // "%3Canswer%3E", "\u003canswer\u003e" and similar variants all become "[answer]" or
 // "[/answer]". Letters are compared case-insensitively after folding fullwidth forms and

@@ -76,24 +76,24 @@ func FuzzSanitize(f *testing.F) {
 func TestParseAction(t *testing.T) {
 	cases := []struct {
 		in   string
-		want Action
+		want action
 	}{
-		{"<search> q </search>", Action{ActionSearch, "q"}},
-		{"<think>x</think>\n<answer>\n A \n</answer>", Action{ActionAnswer, "A"}},
-		{"<answer>a</answer><search>s</search>", Action{ActionAnswer, "a"}},
-		{"<search>s</search><answer>a</answer>", Action{ActionSearch, "s"}},
-		{"<search>multi\nline</search>", Action{ActionSearch, "multi\nline"}},
-		{"<search>s</answer>", Action{Kind: ActionInvalid}},
-		{"<search>unclosed", Action{Kind: ActionInvalid}},
-		{"<search>a</answer><answer>b</answer>", Action{ActionAnswer, "b"}},
-		{"", Action{Kind: ActionInvalid}},
+		{"<search> q </search>", action{ActionSearch, "q"}},
+		{"<think>x</think>\n<answer>\n A \n</answer>", action{ActionAnswer, "A"}},
+		{"<answer>a</answer><search>s</search>", action{ActionAnswer, "a"}},
+		{"<search>s</search><answer>a</answer>", action{ActionSearch, "s"}},
+		{"<search>multi\nline</search>", action{ActionSearch, "multi\nline"}},
+		{"<search>s</answer>", action{Kind: ActionInvalid}},
+		{"<search>unclosed", action{Kind: ActionInvalid}},
+		{"<search>a</answer><answer>b</answer>", action{ActionAnswer, "b"}},
+		{"", action{Kind: ActionInvalid}},
 	}
 	for _, c := range cases {
-		if got := ParseAction(c.in, Tags{}); got != c.want {
+		if got := parseAction(c.in, Tags{}); got != c.want {
 			t.Errorf("ParseAction(%q) = %+v, want %+v", c.in, got, c.want)
 		}
 	}
-	if got := ParseAction("<query>x</query>", Tags{Search: "query"}); got != (Action{ActionSearch, "x"}) {
+	if got := parseAction("<query>x</query>", Tags{Search: "query"}); got != (action{ActionSearch, "x"}) {
 		t.Errorf("custom tag: %+v", got)
 	}
 }
@@ -113,7 +113,7 @@ func TestCutResponse(t *testing.T) {
 		{"no tags", "no tags", true, false},
 	}
 	for _, c := range cases {
-		got, rep := CutResponse(c.in, stops, c.repair)
+		got, rep := cutResponse(c.in, stops, c.repair)
 		if got != c.want || rep != c.repaired {
 			t.Errorf("CutResponse(%q) = %q, %v; want %q, %v", c.in, got, rep, c.want, c.repaired)
 		}
@@ -161,7 +161,7 @@ func TestTruncators(t *testing.T) {
 	if got, cut := (Chars{}).Truncate("héllo", 2); got != "hé" || !cut {
 		t.Errorf("Chars: %q %v", got, cut)
 	}
-	if strings.ContainsAny(DefaultTruncationMarker, "<>") {
+	if strings.ContainsAny(defaultTruncationMarker, "<>") {
 		t.Error("marker must not look like a tag")
 	}
 }

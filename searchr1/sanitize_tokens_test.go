@@ -69,14 +69,14 @@ func TestSanitizeEscapedSlash(t *testing.T) {
 }
 
 func TestProtectedTagsIsACopy(t *testing.T) {
-	p := ProtectedTags()
+	p := defaultProtectedTags()
 	for i := range p {
 		p[i] = ""
 	}
 	if got := Sanitize("<answer>"); got != "[answer]" {
 		t.Fatalf("emptying the returned slice changed Sanitize: %q", got)
 	}
-	if got := ProtectedTags(); len(got) != 6 || got[0] != "search" {
+	if got := defaultProtectedTags(); len(got) != 6 || got[0] != "search" {
 		t.Fatalf("ProtectedTags() = %q", got)
 	}
 }

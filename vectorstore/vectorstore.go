@@ -18,7 +18,7 @@ import (
 	"sync"
 
 	"github.com/agentmem/memory/internal/parallel"
-	"github.com/agentmem/memory/rank"
+	"github.com/agentmem/memory/internal/rank"
 )
 
 // Embedder turns texts into vectors. Implementations must be safe for concurrent use.

@@ -12,7 +12,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 	"github.com/agentmem/memory/internal/corpusgen"
 )
 

@@ -18,7 +18,7 @@ import (
 	"os"
 
 	"github.com/agentmem/memory/internal/atomicfile"
-	"github.com/agentmem/memory/vecfile"
+	"github.com/agentmem/memory/internal/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/beir"
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 func init() {

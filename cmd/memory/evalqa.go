@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/agentmem/memory/qa"
+	"github.com/agentmem/memory/internal/qa"
 	"github.com/agentmem/memory/searchr1"
 )
 

@@ -18,9 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 	"github.com/agentmem/memory/internal/parallel"
-	"github.com/agentmem/memory/vecfile"
+	"github.com/agentmem/memory/internal/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 	"github.com/schollz/progressbar/v3"
 )

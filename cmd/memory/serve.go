@@ -277,7 +277,7 @@ func mcpHTTPServer(cfg serveConfig, s *mcp.Server, logger *slog.Logger, ops *ser
 		idle = 60 * time.Second
 	}
 	// No ReadTimeout/WriteTimeout here: MCP's streamable HTTP keeps event streams open.
-	h, err := ops.mcpHandler(s, cfg.token, mcpserver.NewHTTPHandlerOptions(s, mcpserver.HTTPOptions{Token: cfg.token, Logger: logger, MaxBodyBytes: int64(cfg.maxFrame)}))
+	h, err := ops.mcpHandler(s, cfg.token, mcpserver.NewHTTPHandler(s, mcpserver.HTTPOptions{Token: cfg.token, Logger: logger, MaxBodyBytes: int64(cfg.maxFrame)}))
 	if err != nil {
 		return nil, err
 	}

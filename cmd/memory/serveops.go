@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/metrics"
 	"github.com/agentmem/memory/mcpserver"
-	"github.com/agentmem/memory/metrics"
 	"github.com/agentmem/memory/searchr1"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,7 +128,7 @@ func (o *serveOps) mcpOptions(opts mcpserver.Options) mcpserver.Options {
 // carry none); they tell nothing of the store's contents.
 func (o *serveOps) mcpHandler(s *mcp.Server, token string, h http.Handler) (http.Handler, error) {
 	reg, mm := o.mcpReg, o.mcpMetrics
-	s.AddReceivingMiddleware(mm.Middleware([]string{mcpserver.ToolSearch, mcpserver.ToolAdd, mcpserver.ToolDelete, mcpserver.ToolGet, mcpserver.ToolSOP}))
+	s.AddReceivingMiddleware(mm.Middleware(mcpserver.ToolNames()))
 	mux := o.mux(reg, token, mm.InstrumentHTTP(h))
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		opsJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})

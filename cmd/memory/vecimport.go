@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/vecfile"
+	"github.com/agentmem/memory/internal/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 

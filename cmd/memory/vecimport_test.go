@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/memory/vecfile"
+	"github.com/agentmem/memory/internal/vecfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 

@@ -34,8 +34,8 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/agentmem/memory/beir"
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 // Options configure Generate. Zero values select the defaults.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 func testSource() *beir.Dataset {

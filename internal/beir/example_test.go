@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/memory/beir"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 // Load a BEIR folder, score a run against its judgments and write it as a TREC run file.

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/qa"
+	"github.com/agentmem/memory/internal/qa"
 	"github.com/agentmem/memory/searchr1"
 )
 
