@@ -5,19 +5,23 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 )
 
 // A collection's BM25 analyzer (how its bodies and queries become terms: English by
-// default, or another of Bleve's analyzers, hybrid.Analyzers) is a setting chosen when the
+// default, or another of Bleve's analyzers, [Analyzers]) is a setting chosen when the
 // collection is created and recorded in the manifest: manifest.Analyzer is the store's
 // default (WithAnalyzer when the store was created; English for older stores) and
 // manifest.Analyzers the collections created with another. The BM25 index records its
 // analyzer too, so an index built with another than the manifest's (SetCollectionAnalyzer,
 // a crash between the two) is rebuilt from the store of record when opened.
 
+// Analyzers lists the BM25 analyzer names this build knows ("en", the default, "cjk",
+// Bleve's European and other language analyzers, "standard", "simple", "keyword"), sorted.
+func Analyzers() []string { return bm25.Analyzers() }
+
 // WithCollectionAnalyzer sets the BM25 analyzer of a new collection (one of
-// hybrid.Analyzers: "en", "cjk", "de", "fr", ...; "" the store's default). An unknown name
+// [Analyzers]: "en", "cjk", "de", "fr", ...; "" the store's default). An unknown name
 // is ErrUnknownAnalyzer; a collection that exists with another analyzer is
 // ErrAnalyzerMismatch.
 func WithCollectionAnalyzer(name string) CollectionOption {
@@ -27,7 +31,7 @@ func WithCollectionAnalyzer(name string) CollectionOption {
 // storeAnalyzer is the store's default analyzer as the manifest records it.
 func (man *manifest) storeAnalyzer() string {
 	if man.Analyzer == "" {
-		return hybrid.DefaultAnalyzer
+		return bm25.DefaultAnalyzer
 	}
 	return man.Analyzer
 }
@@ -40,7 +44,7 @@ func (m *Memory) checkAnalyzer() error {
 		m.opts.Analyzer = m.man.storeAnalyzer()
 		return nil
 	}
-	name, err := hybrid.CheckAnalyzer(m.opts.Analyzer)
+	name, err := bm25.CheckAnalyzer(m.opts.Analyzer)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -57,7 +61,7 @@ func (m *Memory) checkAnalyzer() error {
 		defer m.anaMu.Unlock()
 		man := *m.man
 		man.Analyzer = name
-		if name == hybrid.DefaultAnalyzer {
+		if name == bm25.DefaultAnalyzer {
 			man.Analyzer = ""
 		}
 		if err := writeManifest(m.dir, &man); err != nil {
@@ -122,7 +126,7 @@ func (m *Memory) SetCollectionAnalyzer(ctx context.Context, name, analyzer strin
 	if err := m.writable(); err != nil {
 		return err
 	}
-	ana, err := hybrid.CheckAnalyzer(analyzer)
+	ana, err := bm25.CheckAnalyzer(analyzer)
 	if err != nil {
 		return err
 	}

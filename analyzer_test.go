@@ -109,7 +109,7 @@ func TestCollectionAnalyzers(t *testing.T) {
 		}
 		// One query over collections of three analyzers: each analyses it its own way.
 		res, err := m.Search(ctx, "Haus cheval サイエンス", WithMode(BM25),
-			WithSearchOptions(SearchOptions{Collections: map[string]float64{"default": 1, "fr": 1, "ja": 1, "english": 1}}))
+			InCollections(map[string]float64{"default": 1, "fr": 1, "ja": 1, "english": 1}))
 		if err != nil {
 			t.Fatal(err)
 		}

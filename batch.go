@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/vectorstore"
 )
 
-// MaxBatchQueries caps the queries of one SearchBatch call.
-const MaxBatchQueries = 1 << 16
+// maxBatchQueries caps the queries of one SearchBatch call.
+const maxBatchQueries = 1 << 16
 
 // SearchBatch runs Search for every query over GOMAXPROCS workers (one query per worker at
 // a time) and returns the results in input order: out[i] answers queries[i]. The options
@@ -21,8 +21,8 @@ const MaxBatchQueries = 1 << 16
 // the first failing query and returns its error, naming the query's index; cancelling ctx
 // stops every worker.
 func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...SearchOption) ([][]Result, error) {
-	if len(queries) > MaxBatchQueries {
-		return nil, fmt.Errorf("%w: %d queries in one batch, the cap is %d", ErrQueryTooLarge, len(queries), MaxBatchQueries)
+	if len(queries) > maxBatchQueries {
+		return nil, fmt.Errorf("%w: %d queries in one batch, the cap is %d", ErrQueryTooLarge, len(queries), maxBatchQueries)
 	}
 	var so SearchOptions
 	for _, fn := range opts {
@@ -126,8 +126,8 @@ func (m *Memory) SearchBatch(ctx context.Context, queries []string, opts ...Sear
 }
 
 // bm25Options are the keyword index options of this store.
-func (m *Memory) bm25Options() hybrid.BM25Options {
-	return hybrid.BM25Options{
+func (m *Memory) bm25Options() bm25.Options {
+	return bm25.Options{
 		K1:                  m.opts.BM25K1,
 		B:                   m.opts.BM25B,
 		MaxQueryTerms:       m.opts.MaxQueryTerms,
@@ -149,10 +149,10 @@ func (m *Memory) dropStoreResident() {
 
 // bm25Error maps the keyword index's query errors to the store's sentinels.
 func bm25Error(err error) error {
-	if errors.Is(err, hybrid.ErrQueryTooLong) || errors.Is(err, hybrid.ErrQueryTooManyTerms) {
+	if errors.Is(err, bm25.ErrQueryTooLong) || errors.Is(err, bm25.ErrQueryTooManyTerms) {
 		return fmt.Errorf("%w: %w", ErrQueryTooLarge, err)
 	}
-	if errors.Is(err, hybrid.ErrCorrupt) {
+	if errors.Is(err, bm25.ErrCorrupt) {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return err

@@ -79,7 +79,7 @@ func TestSearchBatch(t *testing.T) {
 	if _, err := m.SearchBatch(ctx, bad, WithMode(BM25)); !errors.Is(err, ErrQueryTooLarge) || !strings.Contains(err.Error(), "query 7") {
 		t.Fatalf("oversized query: %v", err)
 	}
-	if _, err := m.SearchBatch(ctx, make([]string, MaxBatchQueries+1)); !errors.Is(err, ErrQueryTooLarge) {
+	if _, err := m.SearchBatch(ctx, make([]string, maxBatchQueries+1)); !errors.Is(err, ErrQueryTooLarge) {
 		t.Fatalf("oversized batch: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// MaxCascadeCollections caps the collections of one cascade (WithCascade).
-const MaxCascadeCollections = 64
+// maxCascadeCollections caps the collections of one cascade (WithCascade).
+const maxCascadeCollections = 64
 
 // WithCascade searches collections in order, each with the search's other options, and
 // stops after the first whose best result scores at least threshold: a gold collection
@@ -25,7 +25,7 @@ const MaxCascadeCollections = 64
 // cosine, or BM25's score. A hybrid search's score is RRF's, which says only a rank (at
 // most 2/61 with the default k). A collection that does not exist fails the search
 // (ErrCollectionNotFound, naming it); an empty list, a repeated name, more than
-// MaxCascadeCollections, a NaN threshold, or InCollections with a cascade is
+// 64 collections, a NaN threshold, or InCollections with a cascade is
 // ErrInvalidOption.
 func WithCascade(threshold float64, collections ...string) SearchOption {
 	cols := slices.Clone(collections)
@@ -65,8 +65,8 @@ func (so *SearchOptions) checkCascade() error {
 	switch {
 	case len(so.Cascade) == 0:
 		return fmt.Errorf("%w: a cascade without collections", ErrInvalidOption)
-	case len(so.Cascade) > MaxCascadeCollections:
-		return fmt.Errorf("%w: a cascade of %d collections (at most %d)", ErrInvalidOption, len(so.Cascade), MaxCascadeCollections)
+	case len(so.Cascade) > maxCascadeCollections:
+		return fmt.Errorf("%w: a cascade of %d collections (at most %d)", ErrInvalidOption, len(so.Cascade), maxCascadeCollections)
 	case math.IsNaN(so.CascadeThreshold):
 		return fmt.Errorf("%w: cascade threshold NaN", ErrInvalidOption)
 	case len(so.Collections) > 0:

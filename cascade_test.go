@@ -97,7 +97,7 @@ func TestCascade(t *testing.T) {
 			"repeated":         WithCascade(0.5, "gold", "gold"),
 			"NaN":              WithCascade(math.NaN(), "gold"),
 			"bad name":         WithCascade(0.5, ""),
-			"too many":         WithCascade(0.5, manyNames(MaxCascadeCollections+1)...),
+			"too many":         WithCascade(0.5, manyNames(maxCascadeCollections+1)...),
 			"with collections": func(s *SearchOptions) { WithCascade(0.5, "gold")(s); InCollections(map[string]float64{"docs": 1})(s) },
 		} {
 			_, err := m.Search(bg, "deploy", bm, opt)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
 )
@@ -42,13 +42,13 @@ func checkStore(t *testing.T) (string, Option) {
 // sequence number: dels are removed and puts (ghost ids) added.
 func damageBM25(t *testing.T, m *Memory, dir, col string, puts []string, dels []string) {
 	t.Helper()
-	ix, err := hybrid.OpenBM25With(m.colPath(bm25Dir, col), hybrid.BM25Options{})
+	ix, err := bm25.OpenWith(m.colPath(bm25Dir, col), bm25.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var docs []hybrid.BM25Doc
+	var docs []bm25.Doc
 	for _, id := range puts {
-		docs = append(docs, hybrid.BM25Doc{ID: id, Text: "ghost text " + id})
+		docs = append(docs, bm25.Doc{ID: id, Text: "ghost text " + id})
 	}
 	if err := ix.Apply(docs, dels, ix.Seq()); err != nil {
 		t.Fatal(err)

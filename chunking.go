@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -148,7 +149,7 @@ func recordSource(r *store.Record) string {
 }
 
 // bm25Doc is the keyword index's view of chunk i (-1: all) of record r, index id uid.
-func bm25Doc(uid string, r *store.Record, i int) hybrid.BM25Doc {
+func bm25Doc(uid string, r *store.Record, i int) bm25.Doc {
 	text, _, _, h := r.UnitText(i)
 	if len(h) > 0 && i >= 0 {
 		// The heading path is searchable with its chunk.
@@ -156,7 +157,7 @@ func bm25Doc(uid string, r *store.Record, i int) hybrid.BM25Doc {
 	}
 	// Every unit carries its document's metadata (Where filters run in the index); the
 	// whole document or its first chunk stands for the document when filters count.
-	return hybrid.BM25Doc{ID: uid, Title: r.Title, Text: text, Meta: r.Metadata, Chunk: max(i, 0)}
+	return bm25.Doc{ID: uid, Title: r.Title, Text: text, Meta: r.Metadata, Chunk: max(i, 0)}
 }
 
 // collapseList keeps the best-ranked chunk of each document in a ranked list of index ids

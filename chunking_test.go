@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/chunker"
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -313,7 +313,7 @@ func TestLongDocumentTailPhrase(t *testing.T) {
 	if r.ID != "big" || r.Start > at || r.End < at || !strings.Contains(r.Text, "albatross migration ledger") || r.Start < 400<<10 {
 		t.Fatalf("top result %s chunk %d [%d,%d), phrase at %d", r.ID, r.ChunkIndex, r.Start, r.End, at)
 	}
-	if !strings.Contains(r.Snippet, "albatross migration ledger") || len(r.Snippet) > SnippetBytes {
+	if !strings.Contains(r.Snippet, "albatross migration ledger") || len(r.Snippet) > snippetBytes {
 		t.Fatalf("snippet %q", r.Snippet)
 	}
 	for _, r := range res {
@@ -652,7 +652,7 @@ func TestSnippet(t *testing.T) {
 			r := []Result{{Text: tc.text}}
 			addSnippets(tc.query, r)
 			s := r[0].Snippet
-			if len(s) > SnippetBytes || !utf8.ValidString(s) || s == "" {
+			if len(s) > snippetBytes || !utf8.ValidString(s) || s == "" {
 				t.Fatalf("snippet %q (%d bytes)", s, len(s))
 			}
 			for _, w := range tc.want {
@@ -681,7 +681,7 @@ func FuzzSnippet(f *testing.F) {
 		}
 		r := []Result{{Text: text}}
 		addSnippets(query, r)
-		if len(r[0].Snippet) > SnippetBytes || !utf8.ValidString(r[0].Snippet) {
+		if len(r[0].Snippet) > snippetBytes || !utf8.ValidString(r[0].Snippet) {
 			t.Fatalf("snippet %q", r[0].Snippet)
 		}
 	})
@@ -826,7 +826,7 @@ func TestChangeLogReplayReplacesChunks(t *testing.T) {
 
 	// The restored BM25 index reflects the first session: opening replays the log (it is
 	// not rebuilt).
-	idx, err := hybrid.OpenBM25(filepath.Join(dir, bm25Dir, DefaultCollection))
+	idx, err := bm25.Open(filepath.Join(dir, bm25Dir, DefaultCollection))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -907,7 +907,7 @@ func BenchmarkSnippet(b *testing.B) {
 	terms := map[string]bool{"lighthous": true, "keeper": true, "lantern": true}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		if snippet(text, newTermMatcher(terms), SnippetBytes) == "" {
+		if snippet(text, newTermMatcher(terms), snippetBytes) == "" {
 			b.Fatal("empty")
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/agentmem/memory/chunker"
 )
 
-// DefaultCodeBatch is how many chunks AddCode upserts per call by default.
-const DefaultCodeBatch = 256
+// defaultCodeBatch is how many chunks AddCode upserts per call by default.
+const defaultCodeBatch = 256
 
 // maxReplaceSources caps the files whose chunks AddCode replaces in one transaction (the
 // items of its filter's $in).
@@ -19,7 +19,7 @@ const maxReplaceSources = 1000
 type CodeOptions struct {
 	// Walk selects and chunks the files (budget, language override, .gitignore...).
 	Walk chunker.WalkOptions
-	// BatchSize is how many chunks go to one Upsert (default DefaultCodeBatch).
+	// BatchSize is how many chunks go to one Upsert (default 256).
 	BatchSize int
 	// IDPrefix is prepended to every document id and path (for example a repository name),
 	// so that several trees can share a collection.
@@ -65,7 +65,7 @@ func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptio
 	}
 	batch := o.BatchSize
 	if batch <= 0 {
-		batch = DefaultCodeBatch
+		batch = defaultCodeBatch
 	}
 	var (
 		docs   []Document

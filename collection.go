@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
@@ -32,7 +32,7 @@ type colState struct {
 	// store of record. What is kept is O(1) per collection.
 	mu sync.RWMutex // the indexes and counters: searches read-lock, writes lock
 	store.Collection
-	bm25     *hybrid.BM25Index // the BM25 index (also in Indexes), for searches
+	bm25     *bm25.Index   // the BM25 index (also in Indexes), for searches
 	vec      vectorstore.Index // the vector index (also in Indexes); nil without an embedder
 	analyzer string            // the BM25 analyzer the manifest records (analyzer.go)
 	deleted  bool              // removed by DeleteCollection
@@ -354,7 +354,7 @@ func (w *docWrite) prepareBM25(s *colState) (done func(durable bool)) {
 	if ix == nil || w.nUnits < prepareMinUnits {
 		return func(bool) {}
 	}
-	docs := make([]hybrid.BM25Doc, 0, w.nUnits)
+	docs := make([]bm25.Doc, 0, w.nUnits)
 	for i, rec := range w.recs {
 		for n, u := range w.units[i] {
 			docs = append(docs, bm25Doc(u, rec, rec.UnitIndex(n)))

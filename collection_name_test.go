@@ -15,8 +15,8 @@ import (
 // failed with "file name too long"). A name at the limit works.
 func TestLongCollectionName(t *testing.T) {
 	long := strings.Repeat("é", 80) // 160 bytes, 480 escaped
-	atLimit := strings.Repeat("é", MaxCollectionDirName/6) + strings.Repeat("a", MaxCollectionDirName%6)
-	if n := len(url.PathEscape(atLimit)); n != MaxCollectionDirName || len(atLimit) > 200 {
+	atLimit := strings.Repeat("é", maxCollectionDirName/6) + strings.Repeat("a", maxCollectionDirName%6)
+	if n := len(url.PathEscape(atLimit)); n != maxCollectionDirName || len(atLimit) > 200 {
 		t.Fatalf("atLimit: %d bytes escaped, %d raw", n, len(atLimit))
 	}
 	cases := []struct {
@@ -82,7 +82,7 @@ func TestLongCollectionNameOfOlderVersion(t *testing.T) {
 	dir := t.TempDir()
 	m := openT(t, dir)
 	must(t, m.Add(bg, Document{ID: "a", Text: "default collection"}))
-	must(t, m.db.CreateCollection(long, DefaultMaxCollections, nil)) // what an older version did
+	must(t, m.db.CreateCollection(long, defaultMaxCollections, nil)) // what an older version did
 	must(t, m.Close())
 
 	ro, err := Open(dir, ReadOnly())

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 )
 
 // removeOrphanIndexes deletes the derived index directories of collections that no longer
@@ -49,7 +49,7 @@ func (m *Memory) removeOrphanIndexes() error {
 // a named collection that does not exist fail with ErrCollectionNotFound; see also
 // GetCollection and CreateCollection). "" is the default collection. A name must be valid UTF-8 of 1 to 200 bytes without control characters;
 // operations on an invalid one fail with ErrInvalidCollection. Creating a collection also
-// needs its name to take at most MaxCollectionDirName bytes once escaped for a directory
+// needs its name to take at most 239 bytes once escaped for a directory
 // name (url.PathEscape), which its indexes are stored under.
 func (m *Memory) Collection(name string) *Collection {
 	if name == "" {
@@ -92,7 +92,7 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 	ana := ""
 	if cfg.analyzer != "" {
 		var err error
-		if ana, err = hybrid.CheckAnalyzer(cfg.analyzer); err != nil {
+		if ana, err = bm25.CheckAnalyzer(cfg.analyzer); err != nil {
 			return nil, err
 		}
 	}
@@ -234,9 +234,9 @@ func creatableCollectionName(name string) error {
 	if err := validCollectionName(name); err != nil {
 		return err
 	}
-	if n := len(url.PathEscape(name)); n > MaxCollectionDirName {
+	if n := len(url.PathEscape(name)); n > maxCollectionDirName {
 		return fmt.Errorf("%w: %q takes %d bytes as a directory name (escaped), more than the %d allowed (file systems allow %d per name)",
-			ErrInvalidCollection, name, n, MaxCollectionDirName, nameMax)
+			ErrInvalidCollection, name, n, maxCollectionDirName, nameMax)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
@@ -89,7 +89,7 @@ func (m *Memory) derivedDir(k derivedKind, col string) string {
 
 // bm25Derived is the BM25 index as a derived index.
 type bm25Derived struct {
-	ix     *hybrid.BM25Index
+	ix     *bm25.Index
 	dir    string // "" in memory
 	record bool   // record its segment files as checked on Close (not in a read-only store)
 }
@@ -113,19 +113,19 @@ func openBM25Derived(m *Memory, s *colState, dir string) (store.Index, error) {
 		// checked before (a damaged one is rebuilt, not trusted). Files no snapshot names,
 		// left by a kill during a segment write, are not read; Bleve removes them when a
 		// writer opens the index.
-		n, err := hybrid.VerifySegments(dir)
+		n, err := bm25.VerifySegments(dir)
 		if err != nil {
 			return nil, err
 		}
 		if n > 0 && record {
-			if err := hybrid.RecordSegments(dir); err != nil {
+			if err := bm25.RecordSegments(dir); err != nil {
 				return nil, err
 			}
 		}
 	}
 	o := m.bm25Options()
 	o.Analyzer = s.analyzer // the manifest's: an index built with another is rebuilt
-	ix, err := hybrid.OpenBM25With(dir, o)
+	ix, err := bm25.OpenWith(dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,7 @@ func openBM25Derived(m *Memory, s *colState, dir string) (store.Index, error) {
 func (d *bm25Derived) Seq() uint64 { return d.ix.Seq() }
 
 func (d *bm25Derived) Apply(_ context.Context, puts []store.Unit, dels []string, seq uint64) error {
-	docs := make([]hybrid.BM25Doc, len(puts))
+	docs := make([]bm25.Doc, len(puts))
 	for i, p := range puts {
 		docs[i] = bm25Doc(p.ID, p.Record, p.Chunk)
 	}
@@ -156,7 +156,7 @@ func (d *bm25Derived) Close() error {
 	if err := d.ix.Close(); err != nil || !d.record {
 		return err
 	}
-	return hybrid.RecordSegments(d.dir)
+	return bm25.RecordSegments(d.dir)
 }
 
 // vectorDerived is the vector index as a derived index: vectors come from the write, or
@@ -329,10 +329,10 @@ func (m *Memory) repairBM25(col string, cause error) error {
 }
 
 // bm25Damaged reports whether a search error says the BM25 index's files are damaged: a
-// panic inside Bleve (hybrid.ErrCorrupt) or a failure reading its postings or ids (any
-// other hybrid.ErrBM25; query errors are hybrid.ErrQueryTooLong/TooManyTerms).
+// panic inside Bleve (bm25.ErrCorrupt) or a failure reading its postings or ids (any
+// other bm25.ErrBM25; query errors are bm25.ErrQueryTooLong/TooManyTerms).
 func bm25Damaged(err error) bool {
-	return errors.Is(err, hybrid.ErrCorrupt) || errors.Is(err, hybrid.ErrBM25)
+	return errors.Is(err, bm25.ErrCorrupt) || errors.Is(err, bm25.ErrBM25)
 }
 
 // fileExists reports whether path names an existing file.

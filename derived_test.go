@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -152,7 +152,7 @@ func TestGuardTurnsPanicsIntoErrCorrupt(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "bm25 open") {
 		t.Fatalf("guard: %v", err)
 	}
-	if err := store.Guard("x", func() error { return hybrid.ErrBM25 }); !errors.Is(err, hybrid.ErrBM25) {
+	if err := store.Guard("x", func() error { return bm25.ErrBM25 }); !errors.Is(err, bm25.ErrBM25) {
 		t.Fatalf("guard changed an error: %v", err)
 	}
 }

@@ -52,7 +52,7 @@ type Result struct {
 	// qualified name); nil when none.
 	Headings []string `json:"headings,omitempty"`
 	// Snippet, filled when the search asks for it (WithSnippets), is a short excerpt of Text
-	// (at most SnippetBytes bytes, cut on word and UTF-8 boundaries, whitespace runs shown
+	// (at most 200 bytes, cut on word and UTF-8 boundaries, whitespace runs shown
 	// as one space) around the densest cluster of the query terms it holds, as the English
 	// analyzer of BM25 sees them (stemmed, stop words ignored); the start of Text when it
 	// holds none.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -33,9 +33,9 @@ var (
 	// one the store's vectors are kept in, or is not a known precision.
 	ErrVectorPrecision = errors.New("memory: vector precision does not match the store")
 	// ErrUnknownAnalyzer: an analyzer name (WithAnalyzer, WithCollectionAnalyzer) that this
-	// build does not have; the error names it and the known ones (hybrid.Analyzers). It is
-	// hybrid.ErrUnknownAnalyzer.
-	ErrUnknownAnalyzer = hybrid.ErrUnknownAnalyzer
+	// build does not have; the error names it and the known ones ([Analyzers]). It is
+	// the BM25 engine's own error.
+	ErrUnknownAnalyzer = bm25.ErrUnknownAnalyzer
 	// ErrAnalyzerMismatch: the BM25 analyzer asked for differs from the one the manifest
 	// records (for the store, WithAnalyzer; for a collection, CreateCollection with
 	// WithCollectionAnalyzer). The error names both; SetCollectionAnalyzer changes a
@@ -81,7 +81,7 @@ var (
 	// wrong operand type).
 	ErrInvalidFilter = errors.New("memory: invalid filter")
 	// ErrFilterTooLarge: a Where or WhereDocument filter is over one of the caps
-	// MaxFilterDepth, MaxFilterClauses, MaxFilterInItems or MaxFilterBytes; the error
+	// MaxFilterDepth, MaxFilterInItems, 1,024 conditions or 4 MiB; the error
 	// names the cap and the value. It also matches ErrInvalidFilter.
 	ErrFilterTooLarge = fmt.Errorf("%w: too large", ErrInvalidFilter)
 	// ErrInvalidOption: a search or open option is out of range.
@@ -89,7 +89,7 @@ var (
 	// ErrInvalidCollection: a collection name is not allowed.
 	ErrInvalidCollection = errors.New("memory: invalid collection name")
 	// ErrQueryTooLarge: a query is over Options.MaxQueryBytes, or has more distinct terms
-	// than Options.MaxQueryTerms, or a batch has more than MaxBatchQueries queries.
+	// than Options.MaxQueryTerms, or a batch has more than 65,536 queries.
 	ErrQueryTooLarge = errors.New("memory: query too large")
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -62,7 +62,7 @@ type docPred func(d *store.Record) bool
 // and the same filter over the BM25 index's metadata terms (compileWhereMeta).
 type compiledWhere struct {
 	pred docPred
-	meta *hybrid.MetaFilter
+	meta *bm25.MetaFilter
 }
 
 func filterErr(format string, a ...any) error {
@@ -79,7 +79,7 @@ func compileWhere(w map[string]any) (docPred, error) {
 // terms. A nil filter with a non-nil predicate matches every document. A filter over
 // one of the caps (MaxFilterDepth...) is ErrFilterTooLarge, found before anything is
 // built.
-func compileWhereMeta(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
+func compileWhereMeta(w map[string]any) (docPred, *bm25.MetaFilter, error) {
 	if err := checkFilterSize(w, false); err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +87,7 @@ func compileWhereMeta(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 }
 
 // compileWhereNode is compileWhereMeta below its size check.
-func compileWhereNode(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
+func compileWhereNode(w map[string]any) (docPred, *bm25.MetaFilter, error) {
 	if len(w) == 0 {
 		return nil, nil, nil
 	}
@@ -97,7 +97,7 @@ func compileWhereNode(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 	}
 	sort.Strings(keys)
 	var preds []docPred
-	var metas []*hybrid.MetaFilter
+	var metas []*bm25.MetaFilter
 	for _, k := range keys {
 		v := w[k]
 		switch {
@@ -107,7 +107,7 @@ func compileWhereNode(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 				return nil, nil, err
 			}
 			var ps []docPred
-			var ms []*hybrid.MetaFilter
+			var ms []*bm25.MetaFilter
 			for _, s := range subs {
 				p, m, err := compileWhereNode(s)
 				if err != nil {
@@ -137,18 +137,18 @@ func compileWhereNode(w map[string]any) (docPred, *hybrid.MetaFilter, error) {
 }
 
 // matchNone is the metadata filter no document matches ($in with no operands).
-var matchNone, _ = hybrid.MetaCompare("$none", hybrid.MetaIn)
+var matchNone, _ = bm25.MetaCompare("$none", bm25.MetaIn)
 
 // combineMeta is combine for metadata filters, with combine's meaning of an empty list:
 // AND of nothing matches every document (nil), OR of nothing none.
-func combineMeta(and bool, ms []*hybrid.MetaFilter) *hybrid.MetaFilter {
+func combineMeta(and bool, ms []*bm25.MetaFilter) *bm25.MetaFilter {
 	switch {
 	case and:
-		return hybrid.MetaAnd(ms...)
+		return bm25.MetaAnd(ms...)
 	case len(ms) == 0:
 		return matchNone
 	}
-	return hybrid.MetaOr(ms...)
+	return bm25.MetaOr(ms...)
 }
 
 func subFilters(op string, v any) ([]map[string]any, error) {
@@ -217,7 +217,7 @@ func combine(and bool, ps []docPred) docPred {
 	}
 }
 
-func compileField(key string, v any) (docPred, *hybrid.MetaFilter, error) {
+func compileField(key string, v any) (docPred, *bm25.MetaFilter, error) {
 	ops, isOps := asMap(v)
 	if !isOps {
 		return compileOp(key, "$eq", v)
@@ -231,7 +231,7 @@ func compileField(key string, v any) (docPred, *hybrid.MetaFilter, error) {
 	}
 	sort.Strings(names)
 	var ps []docPred
-	var ms []*hybrid.MetaFilter
+	var ms []*bm25.MetaFilter
 	for _, op := range names {
 		p, m, err := compileOp(key, op, ops[op])
 		if err != nil {
@@ -268,18 +268,18 @@ func scalar(v any) (any, bool) {
 }
 
 // metaOps are the index's operations of the Where operators.
-var metaOps = map[string]hybrid.MetaOp{
-	"$eq": hybrid.MetaEq, "$ne": hybrid.MetaNe, "$gt": hybrid.MetaGt, "$gte": hybrid.MetaGte,
-	"$lt": hybrid.MetaLt, "$lte": hybrid.MetaLte, "$in": hybrid.MetaIn, "$nin": hybrid.MetaNin,
+var metaOps = map[string]bm25.MetaOp{
+	"$eq": bm25.MetaEq, "$ne": bm25.MetaNe, "$gt": bm25.MetaGt, "$gte": bm25.MetaGte,
+	"$lt": bm25.MetaLt, "$lte": bm25.MetaLte, "$in": bm25.MetaIn, "$nin": bm25.MetaNin,
 }
 
 // compileOp compiles one condition on key into the record predicate and the index filter.
-func compileOp(key, op string, operand any) (docPred, *hybrid.MetaFilter, error) {
+func compileOp(key, op string, operand any) (docPred, *bm25.MetaFilter, error) {
 	p, operands, err := compileOpPred(key, op, operand)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := hybrid.MetaCompare(key, metaOps[op], operands...)
+	m, err := bm25.MetaCompare(key, metaOps[op], operands...)
 	if err != nil {
 		return nil, nil, filterErr("%q %s: %v", key, op, err)
 	}
@@ -443,14 +443,14 @@ func compileWhereDocNode(w map[string]any) (docPred, error) {
 const (
 	// MaxFilterDepth caps the nesting of $and/$or lists (a flat filter has depth 0).
 	MaxFilterDepth = 32
-	// MaxFilterClauses caps the conditions of a filter: each operator on a metadata key
+	// maxFilterClauses caps the conditions of a filter: each operator on a metadata key
 	// ({"k": v} counts as one $eq), each $contains/$not_contains, and each $and/$or.
-	MaxFilterClauses = 1024
+	maxFilterClauses = 1024
 	// MaxFilterInItems caps the operands of one $in or $nin list.
 	MaxFilterInItems = 100_000
-	// MaxFilterBytes caps the total size of a filter: the bytes of its keys and string
+	// maxFilterBytes caps the total size of a filter: the bytes of its keys and string
 	// operands, with 8 bytes for each other operand.
-	MaxFilterBytes = 4 << 20
+	maxFilterBytes = 4 << 20
 )
 
 // filterSize is the walk of checkFilterSize.
@@ -473,16 +473,16 @@ func (fs *filterSize) tooLarge(format string, a ...any) error {
 
 func (fs *filterSize) addBytes(n int) error {
 	fs.bytes += n
-	if fs.bytes > MaxFilterBytes {
-		return fs.tooLarge("over %d bytes of keys and operands (MaxFilterBytes)", MaxFilterBytes)
+	if fs.bytes > maxFilterBytes {
+		return fs.tooLarge("over %d bytes of keys and operands (the filter byte cap)", maxFilterBytes)
 	}
 	return nil
 }
 
 func (fs *filterSize) clause() error {
 	fs.clauses++
-	if fs.clauses > MaxFilterClauses {
-		return fs.tooLarge("more than %d conditions (MaxFilterClauses)", MaxFilterClauses)
+	if fs.clauses > maxFilterClauses {
+		return fs.tooLarge("more than %d conditions (the filter condition cap)", maxFilterClauses)
 	}
 	return nil
 }
@@ -500,8 +500,8 @@ func (fs *filterSize) node(w map[string]any, depth int) error {
 			if depth+1 > MaxFilterDepth {
 				return fs.tooLarge("$and/$or nested more than %d deep (MaxFilterDepth)", MaxFilterDepth)
 			}
-			if n := listLen(v); n > MaxFilterClauses {
-				return fs.tooLarge("%s of %d filters, more than %d conditions (MaxFilterClauses)", k, n, MaxFilterClauses)
+			if n := listLen(v); n > maxFilterClauses {
+				return fs.tooLarge("%s of %d filters, more than %d conditions (the filter condition cap)", k, n, maxFilterClauses)
 			}
 			subs, err := subFilters(k, v)
 			if err != nil {

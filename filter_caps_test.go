@@ -38,7 +38,7 @@ func TestFilterCaps(t *testing.T) {
 		}
 		return Where{"$or": list}
 	}
-	big := strings.Repeat("x", MaxFilterBytes/2)
+	big := strings.Repeat("x", maxFilterBytes/2)
 	cases := []struct {
 		name    string
 		w       Where
@@ -48,15 +48,15 @@ func TestFilterCaps(t *testing.T) {
 	}{
 		{"depth at cap", nestAnd(MaxFilterDepth), nil, false, ""},
 		{"depth over cap", nestAnd(MaxFilterDepth + 1), nil, true, "MaxFilterDepth"},
-		{"clauses at cap", manyClauses(MaxFilterClauses - 1), nil, false, ""},
-		{"clauses over cap", manyClauses(MaxFilterClauses), nil, true, "MaxFilterClauses"},
+		{"clauses at cap", manyClauses(maxFilterClauses - 1), nil, false, ""},
+		{"clauses over cap", manyClauses(maxFilterClauses), nil, true, "condition cap"},
 		{"$in at cap", Where{"lang": map[string]any{"$in": inList(MaxFilterInItems)}}, nil, false, ""},
 		{"$in over cap", Where{"lang": map[string]any{"$in": inList(MaxFilterInItems + 1)}}, nil, true, "MaxFilterInItems"},
 		{"$in 1M", Where{"lang": map[string]any{"$in": inList(1_000_000)}}, nil, true, "MaxFilterInItems"},
 		{"$nin typed slice over cap", Where{"year": map[string]any{"$nin": make([]int, MaxFilterInItems+1)}}, nil, true, "MaxFilterInItems"},
-		{"bytes over cap", Where{"$or": []any{map[string]any{"a": big}, map[string]any{"b": big}}}, nil, true, "MaxFilterBytes"},
+		{"bytes over cap", Where{"$or": []any{map[string]any{"a": big}, map[string]any{"b": big}}}, nil, true, "byte cap"},
 		{"where_document depth over cap", nil, WhereDocument{"$and": []any{map[string]any(docNest(MaxFilterDepth))}}, true, "MaxFilterDepth"},
-		{"where_document bytes over cap", nil, WhereDocument{"$or": []any{map[string]any{"$contains": big}, map[string]any{"$contains": big + "y"}}}, true, "MaxFilterBytes"},
+		{"where_document bytes over cap", nil, WhereDocument{"$or": []any{map[string]any{"$contains": big}, map[string]any{"$contains": big + "y"}}}, true, "byte cap"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,14 +8,14 @@ import (
 	"github.com/agentmem/memory/internal/store"
 )
 
-// MaxFindIDs caps FindOptions.IDs.
-const MaxFindIDs = 100_000
+// maxFindIDs caps FindOptions.IDs.
+const maxFindIDs = 100_000
 
 // FindOptions select the documents of [Collection.Find]. The zero value selects every
 // document.
 type FindOptions struct {
 	// IDs, when not nil, selects these documents only (unknown ids are skipped), returned
-	// in this order, each once; at most MaxFindIDs.
+	// in this order, each once; at most 100,000.
 	IDs []string
 	// Where filters on metadata; WhereDocument on the title and text ($contains...).
 	Where         Where
@@ -39,8 +39,8 @@ func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error
 	if o.Offset < 0 || o.Limit < 0 {
 		return nil, fmt.Errorf("%w: Find offset %d, limit %d: want >= 0", ErrInvalidOption, o.Offset, o.Limit)
 	}
-	if len(o.IDs) > MaxFindIDs {
-		return nil, fmt.Errorf("%w: Find with %d ids, the cap is %d (MaxFindIDs)", ErrInvalidOption, len(o.IDs), MaxFindIDs)
+	if len(o.IDs) > maxFindIDs {
+		return nil, fmt.Errorf("%w: Find with %d ids, the cap is %d (the id cap)", ErrInvalidOption, len(o.IDs), maxFindIDs)
 	}
 	where, err := compileWhere(o.Where)
 	if err != nil {

@@ -66,7 +66,7 @@ func TestCollectionFind(t *testing.T) {
 	if err != nil || docs[0].Text != "number 3 is odd" || docs[0].Title != "doc" || docs[0].Metadata["n"] != 3.0 {
 		t.Fatalf("document: %+v %v", docs, err)
 	}
-	for _, bad := range []FindOptions{{Limit: -1}, {Offset: -1}, {Where: Where{"$bad": 1}}, {WhereDocument: WhereDocument{"$contains": 3}}, {IDs: make([]string, MaxFindIDs+1)}} {
+	for _, bad := range []FindOptions{{Limit: -1}, {Offset: -1}, {Where: Where{"$bad": 1}}, {WhereDocument: WhereDocument{"$contains": 3}}, {IDs: make([]string, maxFindIDs+1)}} {
 		if _, err := c.Find(ctx, bad); !errors.Is(err, ErrInvalidOption) && !errors.Is(err, ErrInvalidFilter) {
 			t.Errorf("%+v: err %v", bad.Where, err)
 		}

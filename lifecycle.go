@@ -14,10 +14,10 @@ import (
 
 // Defaults of the collection limits.
 const (
-	// DefaultMaxCollections is the default cap on the number of collections in a store.
-	DefaultMaxCollections = 10_000
-	// DefaultMaxOpenCollections is how many collections keep their indexes open by default.
-	DefaultMaxOpenCollections = 64
+	// defaultMaxCollections is the default cap on the number of collections in a store.
+	defaultMaxCollections = 10_000
+	// defaultMaxOpenCollections is how many collections keep their indexes open by default.
+	defaultMaxOpenCollections = 64
 )
 
 // collectionExists reports whether collection name is in the store of record.
@@ -193,14 +193,14 @@ func (m *Memory) maxCollections() int {
 	if m.opts.MaxCollections > 0 {
 		return m.opts.MaxCollections
 	}
-	return DefaultMaxCollections
+	return defaultMaxCollections
 }
 
 func (m *Memory) maxOpen() int {
 	if m.opts.MaxOpenCollections > 0 {
 		return m.opts.MaxOpenCollections
 	}
-	return DefaultMaxOpenCollections
+	return defaultMaxOpenCollections
 }
 
 // loadedState is the state of collection name when it has been used since open.

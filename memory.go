@@ -381,10 +381,10 @@ func (m *Memory) Dir() string { return m.dir }
 const (
 	nameMax       = 255
 	colDirReserve = 16
-	// MaxCollectionDirName is the most bytes a new collection's name may take once escaped
+	// maxCollectionDirName is the most bytes a new collection's name may take once escaped
 	// for its index directories (url.PathEscape: a byte other than an ASCII letter, digit
 	// or one of -._~ and a few others takes 3).
-	MaxCollectionDirName = nameMax - colDirReserve
+	maxCollectionDirName = nameMax - colDirReserve
 )
 
 // Add stores new documents in the default collection. See [Collection.Add].

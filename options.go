@@ -2,7 +2,6 @@ package memory
 
 import (
 	"log/slog"
-	"reflect"
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
@@ -44,7 +43,7 @@ type Options struct {
 	ReEmbedProgress func(done, total int)
 	// BM25K1 and BM25B are the BM25 constants of this store. Both 0 (the zero value) selects
 	// k1 0.9 and b 0.4, the Anserini/Pyserini defaults its BEIR scores were validated with
-	// (hybrid.DefaultK1, hybrid.DefaultB). Each store keeps its own.
+	// (bm25.DefaultK1, bm25.DefaultB). Each store keeps its own.
 	BM25K1, BM25B float64
 	// MaxQueryTerms caps the distinct analysed terms of a keyword query (default 1,024) and
 	// MaxQueryBytes its text (default 64 KiB); over either, Search fails with
@@ -57,15 +56,15 @@ type Options struct {
 	// PostingsCacheBytes bounds the cache of decoded posting blocks, and of the block
 	// metadata, that BM25's dynamic pruning reads (default 448 MiB per collection; negative:
 	// no cache of blocks). See
-	// hybrid.BM25Options.PostingsCacheBytes.
+	// bm25.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
 	// MappedResidentBytes, when positive, bounds the file pages kept mapped into the process
 	// (Linux): past it, after a search, the BM25 index's segment mappings and the store
 	// file's mapping drop their resident pages, which stay in the OS page cache. It bounds
 	// the RSS of a process that sweeps a large store, such as `memory eval` at 21M passages.
-	// 0: no bound. See hybrid.BM25Options.MappedResidentBytes.
+	// 0: no bound. See bm25.BM25Options.MappedResidentBytes.
 	MappedResidentBytes int64
-	// Analyzer is the BM25 analyzer (one of hybrid.Analyzers: "en", "cjk", "de", "fr", ...)
+	// Analyzer is the BM25 analyzer (one of bm25.Analyzers: "en", "cjk", "de", "fr", ...)
 	// of the collections this handle creates without naming one ([WithCollectionAnalyzer]).
 	// A new store records it as its default; "" takes the recorded default (English for a
 	// store of an older version). Opening an existing store with another default fails with
@@ -156,21 +155,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l 
 
 // WithNoSync trades durability of the most recent writes for write speed.
 func WithNoSync() Option { return func(o *Options) { o.NoSync = true } }
-
-// WithOptions sets each field of opts that is not its zero value and leaves the others as
-// the options before it set them, so it composes with the other options in any order (on
-// a field both set, the later option wins).
-func WithOptions(opts Options) Option { return func(o *Options) { setNonZero(o, opts) } }
-
-// setNonZero copies the exported fields of src that are not their zero value into dst.
-func setNonZero[T any](dst *T, src T) {
-	d, s := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
-	for i := 0; i < s.NumField(); i++ {
-		if d.Type().Field(i).IsExported() && !s.Field(i).IsZero() {
-			d.Field(i).Set(s.Field(i))
-		}
-	}
-}
 
 // Mode selects the retrievers of a search.
 type Mode string
@@ -298,14 +282,7 @@ func InCollections(weights map[string]float64) SearchOption {
 	return func(s *SearchOptions) { s.Collections = weights }
 }
 
-// WithSearchOptions sets each field of opts that is not its zero value and leaves the
-// others (WithStats too) as the options before it set them, so it composes with the other
-// options in any order (on a field both set, the later option wins).
-func WithSearchOptions(opts SearchOptions) SearchOption {
-	return func(s *SearchOptions) { setNonZero(s, opts) }
-}
-
-// WithSnippets fills each result's Snippet: at most SnippetBytes bytes of its text around
+// WithSnippets fills each result's Snippet: at most 200 bytes of its text around
 // the query's terms. Off by default: it analyses every result's text, which costs more
 // than the BM25 search itself at k=100.
 func WithSnippets() SearchOption { return func(s *SearchOptions) { s.Snippets = true } }

@@ -13,21 +13,21 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/vectorstore"
 )
 
-// TestOptionsCompose: WithSearchOptions and WithOptions set only what they name, so every
-// option keeps its effect whatever its place in the list (WithSearchOptions used to wipe
-// WithStats and everything before it).
+// TestOptionsCompose: each option sets only what it names, so every option keeps its
+// effect whatever its place in the list, and on a field two options set the later wins.
 func TestOptionsCompose(t *testing.T) {
 	m := openT(t, "")
 	must(t, m.Add(bg, corpus...))
 	for _, order := range []string{"stats first", "stats last"} {
 		t.Run(order, func(t *testing.T) {
 			var st SearchStats
-			opts := []SearchOption{WithStats(&st), TopK(2), WithSearchOptions(SearchOptions{Mode: BM25})}
+			opts := []SearchOption{WithStats(&st), TopK(2), WithMode(BM25)}
 			if order == "stats last" {
-				opts = []SearchOption{WithSearchOptions(SearchOptions{Mode: BM25}), TopK(2), WithStats(&st)}
+				opts = []SearchOption{WithMode(BM25), TopK(2), WithStats(&st)}
 			}
 			res := searchT(t, m, "compiled language memory", opts...)
 			if len(res) != 2 || res[0].Explain.Mode != BM25 {
@@ -39,17 +39,19 @@ func TestOptionsCompose(t *testing.T) {
 		})
 	}
 	// A later option wins on a field both set.
-	if res := searchT(t, m, "compiled language memory", WithSearchOptions(SearchOptions{Mode: BM25, TopK: 4}), TopK(1)); len(res) != 1 {
-		t.Fatalf("TopK after WithSearchOptions: %d results", len(res))
+	if res := searchT(t, m, "compiled language memory", WithMode(BM25), TopK(4), TopK(1)); len(res) != 1 {
+		t.Fatalf("TopK(4) then TopK(1): %d results", len(res))
 	}
-	if res := searchT(t, m, "compiled language memory", WithMode(BM25), TopK(1), WithSearchOptions(SearchOptions{TopK: 3})); len(res) != 3 {
-		t.Fatalf("WithSearchOptions after TopK: %d results", len(res))
+	setTopK := func(s *SearchOptions) { s.TopK = 3 } // any field, through a plain closure
+	if res := searchT(t, m, "compiled language memory", WithMode(BM25), TopK(1), setTopK); len(res) != 3 {
+		t.Fatalf("a closure after TopK: %d results", len(res))
 	}
 
 	logger := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	terms := func(o *Options) { o.MaxQueryTerms = 7 }
 	for _, opts := range [][]Option{
-		{WithLogger(logger), WithOptions(Options{NoSync: true, MaxQueryTerms: 7})},
-		{WithOptions(Options{NoSync: true, MaxQueryTerms: 7}), WithLogger(logger)},
+		{WithLogger(logger), WithNoSync(), terms},
+		{terms, WithNoSync(), WithLogger(logger)},
 	} {
 		var o Options
 		for _, fn := range opts {
@@ -110,8 +112,8 @@ func TestWithRerankDefault(t *testing.T) {
 // TestBM25Defaults: a store opened without WithBM25 scores as k1 0.9, b 0.4 (the
 // Anserini/Pyserini defaults Options.BM25K1 documents), not as 1.2, 0.75.
 func TestBM25Defaults(t *testing.T) {
-	if hybrid.DefaultK1 != 0.9 || hybrid.DefaultB != 0.4 {
-		t.Fatalf("hybrid defaults k1 %v b %v, documented 0.9 and 0.4", hybrid.DefaultK1, hybrid.DefaultB)
+	if bm25.DefaultK1 != 0.9 || bm25.DefaultB != 0.4 {
+		t.Fatalf("hybrid defaults k1 %v b %v, documented 0.9 and 0.4", bm25.DefaultK1, bm25.DefaultB)
 	}
 	docs := []Document{
 		{ID: "short", Text: "garbage collector"},
@@ -160,7 +162,7 @@ func TestWeights(t *testing.T) {
 		note       string
 	}{
 		{"default", nil, Hybrid, 1, 1, ""},
-		{"zero SearchOptions keeps the defaults", []SearchOption{WithSearchOptions(SearchOptions{})}, Hybrid, 1, 1, ""},
+		{"an option that sets nothing keeps the defaults", []SearchOption{func(*SearchOptions) {}}, Hybrid, 1, 1, ""},
 		{"weighted", []SearchOption{WithWeights(2, 0.5)}, Hybrid, 2, 0.5, ""},
 		{"dense 0 runs bm25", []SearchOption{WithWeights(1, 0)}, BM25, 0, 0, "dense weight 0"},
 		{"bm25 0 runs dense", []SearchOption{WithWeights(0, 3)}, Dense, 0, 0, "bm25 weight 0"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/rerank"
@@ -347,7 +348,7 @@ type searchScope struct {
 	// indexed: the Where runs in the BM25 index, as meta (allow is nil; allowSet is the
 	// filter's units when dense recall runs).
 	indexed bool
-	meta    *hybrid.MetaFilter
+	meta    *bm25.MetaFilter
 	// where is checked again on each result's record when the filter ran in the index:
 	// a write commits its records before it updates the index, so for a moment the index
 	// may hold a document's previous metadata.

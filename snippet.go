@@ -5,27 +5,27 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// SnippetBytes is the largest Result.Snippet, in bytes.
-const SnippetBytes = 200
+// snippetBytes is the largest Result.Snippet, in bytes.
+const snippetBytes = 200
 
 // snippetScan caps how much of a result's text is analysed for its snippet (a document
 // stored whole before chunking can be megabytes long).
 const snippetScan = 64 << 10
 
-// english is the BM25 index's default analyzer (hybrid.Analyzer: Unicode words,
+// english is the BM25 index's default analyzer (bm25.Analyzer: Unicode words,
 // possessives, lower case, English stop words, Porter stemming), so snippets match what
 // BM25 matched: one analyzer, shared with the index.
 func english() analysis.Analyzer {
-	a, _ := hybrid.Analyzer(hybrid.DefaultAnalyzer)
+	a, _ := bm25.Analyzer(bm25.DefaultAnalyzer)
 	return a
 }
 
 // addSnippets fills each result's Snippet, matching words as the English analyzer does.
-func addSnippets(query string, res []Result) { addSnippetsWith(query, res, hybrid.DefaultAnalyzer) }
+func addSnippets(query string, res []Result) { addSnippetsWith(query, res, bm25.DefaultAnalyzer) }
 
 // addSnippetsWith fills each result's Snippet, matching words as the BM25 analyzer named
 // analyzer does (the collection's, so snippets show what BM25 matched).
@@ -33,7 +33,7 @@ func addSnippetsWith(query string, res []Result, analyzer string) {
 	if len(res) == 0 {
 		return
 	}
-	a, _ := hybrid.Analyzer(analyzer) // nil (no snippet terms) when unknown
+	a, _ := bm25.Analyzer(analyzer) // nil (no snippet terms) when unknown
 	terms := map[string]bool{}
 	if a != nil {
 		for _, t := range a.Analyze([]byte(query)) {
@@ -41,9 +41,9 @@ func addSnippetsWith(query string, res []Result, analyzer string) {
 		}
 	}
 	// Shared by the results: its cache of analysed words too.
-	tm := newTermMatcherFor(terms, a, analyzer == hybrid.DefaultAnalyzer)
+	tm := newTermMatcherFor(terms, a, analyzer == bm25.DefaultAnalyzer)
 	for i := range res {
-		res[i].Snippet = snippet(res[i].Text, tm, SnippetBytes)
+		res[i].Snippet = snippet(res[i].Text, tm, snippetBytes)
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/sop"
 )
 
@@ -46,7 +46,7 @@ func (m *Memory) SOPs() *sop.Library {
 // own light stemmer both score precision@1 0.870 and no-match accuracy 0.794): nil (the
 // package's own stemmer) only for an analyzer that cannot be built.
 func analyzerTerms(name string) func(string) []string {
-	a, err := hybrid.Analyzer(name)
+	a, err := bm25.Analyzer(name)
 	if err != nil {
 		return nil
 	}

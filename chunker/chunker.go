@@ -126,9 +126,9 @@ func (o CodeOptions) budget() int {
 	return o.Budget
 }
 
-// CheckText returns ErrBinary or ErrInvalidUTF8 (wrapped with path) when src cannot be
+// checkText returns ErrBinary or ErrInvalidUTF8 (wrapped with path) when src cannot be
 // chunked as text, nil otherwise.
-func CheckText(path string, src []byte) error {
+func checkText(path string, src []byte) error {
 	head := src
 	if len(head) > 8000 {
 		head = head[:8000]
@@ -154,7 +154,7 @@ func Code(path string, src []byte, opts CodeOptions) ([]Chunk, error) {
 			return nil, fmt.Errorf("%q: %w", opts.Language, ErrUnknownLanguage)
 		}
 	}
-	if err := CheckText(path, src); err != nil {
+	if err := checkText(path, src); err != nil {
 		return nil, err
 	}
 	if len(src) == 0 {

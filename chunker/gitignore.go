@@ -5,10 +5,10 @@ import (
 	"strings"
 )
 
-// Ignore matches paths against .gitignore rules. Rules from several files stack: a file's
+// ignore matches paths against .gitignore rules. Rules from several files stack: a file's
 // rules apply below its directory, later rules override earlier ones, and "!" re-includes.
 // The zero value ignores nothing.
-type Ignore struct {
+type ignore struct {
 	rules []ignoreRule
 }
 
@@ -22,7 +22,7 @@ type ignoreRule struct {
 
 // Add parses the content of a .gitignore found in directory dir (slash-separated, relative
 // to the walk root, "" for the root).
-func (ig *Ignore) Add(dir, content string) {
+func (ig *ignore) Add(dir, content string) {
 	dir = strings.Trim(dir, "/")
 	for _, line := range strings.Split(content, "\n") {
 		line = strings.TrimSuffix(line, "\r")
@@ -66,7 +66,7 @@ func (ig *Ignore) Add(dir, content string) {
 
 // Match reports whether rel (slash-separated, relative to the walk root) is ignored, by its
 // own rules or because a directory above it is; isDir says whether it is a directory.
-func (ig *Ignore) Match(rel string, isDir bool) bool {
+func (ig *ignore) Match(rel string, isDir bool) bool {
 	rel = strings.Trim(rel, "/")
 	for i := 0; i < len(rel); i++ {
 		if rel[i] == '/' && ig.match(rel[:i], true) {
@@ -76,7 +76,7 @@ func (ig *Ignore) Match(rel string, isDir bool) bool {
 	return ig.match(rel, isDir)
 }
 
-func (ig *Ignore) match(rel string, isDir bool) bool {
+func (ig *ignore) match(rel string, isDir bool) bool {
 	ignored := false
 	for _, r := range ig.rules {
 		if r.dirOnly && !isDir {

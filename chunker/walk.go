@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// DefaultMaxFileSize is the default size above which Walk skips a file.
-const DefaultMaxFileSize = 1 << 20
+// defaultMaxFileSize is the default size above which Walk skips a file.
+const defaultMaxFileSize = 1 << 20
 
 // Skip reasons counted in WalkSummary.Skipped.
 const (
@@ -32,7 +32,7 @@ var defaultSkipDirs = []string{".git", ".hg", ".svn", "vendor", "node_modules"}
 type WalkOptions struct {
 	// Code configures the chunking of each file.
 	Code CodeOptions
-	// MaxFileSize skips larger files (default DefaultMaxFileSize; negative: no limit).
+	// MaxFileSize skips larger files (default 1 MiB; negative: no limit).
 	MaxFileSize int64
 	// SkipDirs are directory names never entered, in addition to .git, .hg, .svn, vendor
 	// and node_modules.
@@ -76,19 +76,19 @@ func Walk(ctx context.Context, root string, opts WalkOptions, fn func(path strin
 	}
 	maxSize := opts.MaxFileSize
 	if maxSize == 0 {
-		maxSize = DefaultMaxFileSize
+		maxSize = defaultMaxFileSize
 	}
 	skip := map[string]bool{}
 	for _, d := range append(append([]string{}, defaultSkipDirs...), opts.SkipDirs...) {
 		skip[d] = true
 	}
-	ig := &Ignore{}
+	ig := &ignore{}
 	opts.MaxFileSize = maxSize
 	err = walkDir(ctx, root, "", ig, skip, opts, &sum, fn)
 	return sum, err
 }
 
-func walkDir(ctx context.Context, root, rel string, ig *Ignore, skip map[string]bool, opts WalkOptions, sum *WalkSummary, fn func(string, []Chunk) error) error {
+func walkDir(ctx context.Context, root, rel string, ig *ignore, skip map[string]bool, opts WalkOptions, sum *WalkSummary, fn func(string, []Chunk) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

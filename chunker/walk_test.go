@@ -10,7 +10,7 @@ import (
 )
 
 func TestIgnore(t *testing.T) {
-	ig := &Ignore{}
+	ig := &ignore{}
 	ig.Add("", "# comment\n*.log\n!keep.log\nbuild/\n/root-only.txt\ndocs/**/*.tmp\n**/cache\nfoo/**\n\\#hash\nspace\\ \n")
 	ig.Add("sub", "*.gen.go\n/local\n")
 	tests := []struct {
@@ -50,7 +50,7 @@ func TestIgnore(t *testing.T) {
 			t.Errorf("Match(%q, dir=%v) = %v, want %v", tt.path, tt.isDir, got, tt.want)
 		}
 	}
-	var zero Ignore
+	var zero ignore
 	if zero.Match("a.log", false) {
 		t.Error("zero Ignore matched")
 	}

@@ -58,7 +58,7 @@ type listCollectionsOutput struct {
 // boolean values; see memory.MaxCollectionMetadataKeys and MaxCollectionMetadataBytes).
 //
 // Analyzer is this server's addition: the collection's BM25 analyzer
-// (memory.WithCollectionAnalyzer; hybrid.Analyzers lists them), a flat argument beside
+// (memory.WithCollectionAnalyzer; memory.Analyzers lists them), a flat argument beside
 // Chroma's flat HNSW ones, as chroma-mcp's tool takes its settings (it has no
 // configuration object); an unknown one is a tool error naming those there are.
 type createCollectionInput struct {

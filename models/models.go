@@ -9,6 +9,11 @@
 // failures with exponential backoff; a file whose digest does not match its pin is removed
 // and reported as [ErrChecksum]. [Resolve] finds a ready folder without touching the network:
 // first $MEMORY_MODELS/<name>, then the cache.
+//
+// Environment: MEMORY_MODELS names a folder holding ready model folders (<dir>/<name>/...),
+// which Resolve and Pull use before the cache; MEMORY_CACHE names memory's cache root
+// (models go to $MEMORY_CACHE/models); HF_ENDPOINT overrides the Hugging Face base URL, as
+// huggingface_hub does.
 package models
 
 import (
@@ -40,24 +45,29 @@ var (
 	// ErrDownload reports a transfer that failed after all retries, or a non-retryable
 	// HTTP status.
 	ErrDownload = errors.New("models: download failed")
+
+	// The kinds of failure of loading a model for inference, one definition for every
+	// package that loads one (vectorstore's embedders, rerank's cross-encoder): their
+	// errors wrap these, so errors.Is(err, models.ErrBadModel) holds whichever failed.
+
+	// ErrModelNotFound reports a model file (model.onnx, tokenizer.json,
+	// model.safetensors, ...) missing from disk.
+	ErrModelNotFound = errors.New("models: model file not found")
+	// ErrBadModel reports a model that cannot be used: a damaged or unparsable file, an
+	// unexpected graph interface, a tokenizer that does not fit.
+	ErrBadModel = errors.New("models: unusable model")
+	// ErrNeedsCgo reports an ONNX model loaded by a build without cgo (CGO_ENABLED=0).
+	ErrNeedsCgo = errors.New("models: ONNX Runtime needs a cgo build (CGO_ENABLED=1)")
+	// ErrCUDAUnavailable reports a CUDA session asked for where ONNX Runtime has no
+	// usable CUDA execution provider.
+	ErrCUDAUnavailable = errors.New("models: CUDA execution provider unavailable")
 )
 
-// Environment variables read by this package.
-const (
-	// EnvModels names a folder holding ready model folders (<dir>/<name>/...); Resolve and
-	// Pull use a complete folder there before the cache.
-	EnvModels = environ.Models
-	// EnvCache names memory's cache root; models go to $MEMORY_CACHE/models.
-	EnvCache = environ.Cache
-	// EnvEndpoint overrides the Hugging Face base URL (as huggingface_hub does).
-	EnvEndpoint = environ.HFEndpoint
-)
+// defaultBaseURL is the Hugging Face hub.
+const defaultBaseURL = "https://huggingface.co"
 
-// DefaultBaseURL is the Hugging Face hub.
-const DefaultBaseURL = "https://huggingface.co"
-
-// DefaultURLTemplate builds a file URL from {base}, {repo}, {revision} and {path}.
-const DefaultURLTemplate = "{base}/{repo}/resolve/{revision}/{path}"
+// defaultURLTemplate builds a file URL from {base}, {repo}, {revision} and {path}.
+const defaultURLTemplate = "{base}/{repo}/resolve/{revision}/{path}"
 
 // File is one file of a model.
 type File struct {
@@ -207,11 +217,11 @@ func Lookup(name string) (Model, error) {
 			return m, nil
 		}
 	}
-	return Model{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownModel, name, strings.Join(Names(), ", "))
+	return Model{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownModel, name, strings.Join(names(), ", "))
 }
 
-// Names lists the manifest's model names, sorted.
-func Names() []string {
+// names lists the manifest's model names, sorted.
+func names() []string {
 	var out []string
 	for _, m := range List() {
 		out = append(out, m.Name)
@@ -244,7 +254,7 @@ func resolve(name, cacheDir string) (string, error) {
 	m, err := Lookup(name)
 	if err != nil {
 		// Not in the manifest: only a folder of $MEMORY_MODELS can provide it.
-		if root := environ.Get(EnvModels); root != "" {
+		if root := environ.Get(environ.Models); root != "" {
 			dir := filepath.Join(root, name)
 			if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
 				return dir, nil
@@ -259,7 +269,7 @@ func resolve(name, cacheDir string) (string, error) {
 func ResolveModel(m Model) (string, error) { return resolveModel(m, "") }
 
 func resolveModel(m Model, cacheDir string) (string, error) {
-	if root := environ.Get(EnvModels); root != "" {
+	if root := environ.Get(environ.Models); root != "" {
 		if dir := filepath.Join(root, m.Name); complete(dir, m) == nil {
 			return dir, nil
 		}

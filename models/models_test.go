@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/environ"
 )
 
 func TestManifest(t *testing.T) {
-	names := Names()
+	names := names()
 	want := []string{"all-MiniLM-L6-v2", "e5-base-v2", "ms-marco-MiniLM-L-12-v2", "ms-marco-MiniLM-L-6-v2", "potion-base-2M"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names = %v", names)
@@ -53,7 +55,7 @@ func TestManifest(t *testing.T) {
 // TestManifestMatchesSharedFixtures checks the pins against the files present in the
 // shared model folder (tokenizers and configs; the weights are not available here).
 func TestManifestMatchesSharedFixtures(t *testing.T) {
-	root := os.Getenv(EnvModels)
+	root := os.Getenv(environ.Models)
 	if root == "" {
 		root = filepath.Join("..", "..", "shared", "models")
 	}
@@ -83,9 +85,9 @@ func TestManifestMatchesSharedFixtures(t *testing.T) {
 
 func TestResolve(t *testing.T) {
 	cache := t.TempDir()
-	t.Setenv(EnvCache, cache)
+	t.Setenv(environ.Cache, cache)
 	shared := t.TempDir()
-	t.Setenv(EnvModels, shared)
+	t.Setenv(environ.Models, shared)
 
 	// Unknown names resolve only to a folder of $MEMORY_MODELS.
 	if _, err := Resolve("tiny-bert-encoder"); !errors.Is(err, ErrUnknownModel) {

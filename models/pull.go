@@ -25,10 +25,10 @@ import (
 // Options configures Pull. The zero value downloads from Hugging Face into CacheDir() with
 // 5 retries starting at a 1 s backoff.
 type Options struct {
-	// BaseURL is the server root; "" = $HF_ENDPOINT, else DefaultBaseURL.
+	// BaseURL is the server root; "" = $HF_ENDPOINT, else https://huggingface.co.
 	BaseURL string
 	// URLTemplate builds file URLs from {base}, {repo}, {revision} and {path};
-	// "" = DefaultURLTemplate (the Hugging Face layout).
+	// "" = the Hugging Face layout, {base}/{repo}/resolve/{revision}/{path}.
 	URLTemplate string
 	// CacheDir is where models are stored; "" = CacheDir().
 	CacheDir string
@@ -82,7 +82,7 @@ func PullModel(ctx context.Context, m Model, opts Options) (string, error) {
 		}
 	}
 	var err error
-	if root := environ.Get(EnvModels); root != "" {
+	if root := environ.Get(environ.Models); root != "" {
 		if dir := filepath.Join(root, m.Name); complete(dir, m) == nil {
 			return dir, nil
 		}
@@ -150,14 +150,14 @@ func newPuller(opts Options) *puller {
 		p.client = &http.Client{}
 	}
 	if p.base == "" {
-		p.base = environ.Get(EnvEndpoint)
+		p.base = environ.Get(environ.HFEndpoint)
 	}
 	if p.base == "" {
-		p.base = DefaultBaseURL
+		p.base = defaultBaseURL
 	}
 	p.base = strings.TrimRight(p.base, "/")
 	if p.tmpl == "" {
-		p.tmpl = DefaultURLTemplate
+		p.tmpl = defaultURLTemplate
 	}
 	switch {
 	case p.retries == 0:

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/environ"
 )
 
 // fakeHub serves files in the Hugging Face layout and counts requests. Handlers can be
@@ -124,7 +126,7 @@ func testOpts(t *testing.T, srv *httptest.Server) Options {
 }
 
 func TestPullModel(t *testing.T) {
-	t.Setenv(EnvModels, "")
+	t.Setenv(environ.Models, "")
 	h, srv := newHub(t)
 	m, weights, tok := testModel(h, 1<<20+123)
 	opts := testOpts(t, srv)
@@ -395,7 +397,7 @@ func TestPullInvalidManifest(t *testing.T) {
 // TestPullBuiltinURLs checks the URLs the built-in manifest asks for, against a hub that
 // has nothing.
 func TestPullBuiltinURLs(t *testing.T) {
-	t.Setenv(EnvModels, "")
+	t.Setenv(environ.Models, "")
 	h, srv := newHub(t)
 	_, err := Pull(context.Background(), "all-MiniLM-L6-v2", testOpts(t, srv))
 	if !errors.Is(err, ErrNotFound) {
@@ -409,7 +411,7 @@ func TestPullBuiltinURLs(t *testing.T) {
 	if got := p.url(m, m.Files[len(m.Files)-1]); got != "https://mirror.example/hf/sentence-transformers/all-MiniLM-L6-v2/resolve/main/1_Pooling/config.json" {
 		t.Fatalf("url %s", got)
 	}
-	t.Setenv(EnvEndpoint, "http://endpoint.example")
+	t.Setenv(environ.HFEndpoint, "http://endpoint.example")
 	p = newPuller(Options{URLTemplate: "{base}/{repo}@{revision}/{path}"})
 	ce, _ := Lookup("ms-marco-MiniLM-L-6-v2")
 	if got := p.url(ce, ce.Files[0]); got != "http://endpoint.example/cross-encoder/ms-marco-MiniLM-L6-v2@233902d25c440f23af6f7d6e94d2946bac0bee0a/onnx/model.onnx" {

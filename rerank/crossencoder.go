@@ -10,23 +10,24 @@ import (
 	"github.com/agentmem/memory/internal/wordpiece"
 )
 
-// Errors of the cross-encoder. Each also matches the shared kind of the module's ONNX layer,
-// and model-file problems the runtime wrapper's own sentinel errors.
+// The cross-encoder's model errors carry this package's name in their text; each matches
+// one kind of package models under errors.Is (models.ErrModelNotFound, models.ErrBadModel,
+// models.ErrCUDAUnavailable, models.ErrNeedsCgo), the one public definition.
 var (
-	// ErrModelNotFound reports a model folder without a model or tokenizer file.
-	ErrModelNotFound = onnx.Kind("rerank: model file not found", onnx.ErrModelNotFound)
-	// ErrBadModel reports a model or configuration file that cannot be used: corrupt, or an
+	// errModelNotFound reports a model folder without a model or tokenizer file.
+	errModelNotFound = onnx.Kind("rerank: model file not found", onnx.ErrModelNotFound)
+	// errBadModel reports a model or configuration file that cannot be used: corrupt, or an
 	// ONNX graph without input_ids/attention_mask inputs or a logits output.
-	ErrBadModel = onnx.Kind("rerank: unusable model", onnx.ErrBadModel)
-	// ErrCUDAUnavailable reports a CUDA device asked for where none can be used.
-	ErrCUDAUnavailable = onnx.Kind("rerank: CUDA unavailable", onnx.ErrCUDAUnavailable)
-	// ErrNeedsCgo reports a CrossEncoder asked of a binary built with CGO_ENABLED=0 (ONNX
+	errBadModel = onnx.Kind("rerank: unusable model", onnx.ErrBadModel)
+	// errCUDAUnavailable reports a CUDA device asked for where none can be used.
+	errCUDAUnavailable = onnx.Kind("rerank: CUDA unavailable", onnx.ErrCUDAUnavailable)
+	// errNeedsCgo reports a CrossEncoder asked of a binary built with CGO_ENABLED=0 (ONNX
 	// Runtime is reached through cgo).
-	ErrNeedsCgo = onnx.Kind("rerank: the cross-encoder needs a cgo build", onnx.ErrNeedsCgo)
+	errNeedsCgo = onnx.Kind("rerank: the cross-encoder needs a cgo build", onnx.ErrNeedsCgo)
 )
 
-var ceErrors = onnx.Errors{Prefix: "rerank", NotFound: ErrModelNotFound, BadModel: ErrBadModel,
-	CUDAUnavailable: ErrCUDAUnavailable, NeedsCgo: ErrNeedsCgo}
+var ceErrors = onnx.Errors{Prefix: "rerank", NotFound: errModelNotFound, BadModel: errBadModel,
+	CUDAUnavailable: errCUDAUnavailable, NeedsCgo: errNeedsCgo}
 
 // CrossEncoderOptions configures a [CrossEncoder]: LibraryPath, ModelFile, Threads,
 // Device, FallbackCPU, GraphOptimization, BatchSize (pairs per inference call), MaxLength
@@ -53,7 +54,7 @@ type Ranked struct {
 }
 
 // NewCrossEncoder loads the model in dir: model.onnx or onnx/model.onnx, and tokenizer.json
-// or vocab.txt. Without cgo it fails with ErrNeedsCgo.
+// or vocab.txt. Without cgo it fails with models.ErrNeedsCgo.
 func NewCrossEncoder(ctx context.Context, dir string, opts CrossEncoderOptions) (*CrossEncoder, error) {
 	enc, err := onnx.OpenEncoder(ctx, dir, opts, "logits", ceErrors)
 	if err != nil {
@@ -61,7 +62,7 @@ func NewCrossEncoder(ctx context.Context, dir string, opts CrossEncoderOptions) 
 	}
 	if dims := enc.Session.OutputDims(); !(len(dims) == 1 || (len(dims) == 2 && dims[1] <= 1)) {
 		enc.Close()
-		return nil, fmt.Errorf("%w: %s: output logits has shape %v, want [batch, 1]", ErrBadModel, enc.ModelPath, dims)
+		return nil, fmt.Errorf("%w: %s: output logits has shape %v, want [batch, 1]", errBadModel, enc.ModelPath, dims)
 	}
 	return &CrossEncoder{enc: enc}, nil
 }
@@ -118,7 +119,7 @@ func (c *CrossEncoder) scoreEncodings(ctx context.Context, encs []wordpiece.Enco
 	out := make([]float32, len(encs))
 	err := c.enc.RunBatches(ctx, encs, func(rows []int, b wordpiece.Batch, res onnx.Result) error {
 		if len(res.Data) != b.Rows {
-			return fmt.Errorf("%w: %d logits (shape %v) for %d pairs", ErrBadModel, len(res.Data), res.Shape, b.Rows)
+			return fmt.Errorf("%w: %d logits (shape %v) for %d pairs", errBadModel, len(res.Data), res.Shape, b.Rows)
 		}
 		for r, i := range rows {
 			out[i] = res.Data[r]

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmem/memory/internal/onnx/onnxgraph"
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
 	"github.com/agentmem/memory/internal/wordpiece"
+	"github.com/agentmem/memory/models"
 )
 
 const goldenTol = 1e-4
@@ -301,13 +302,13 @@ func TestCrossEncoderBadModels(t *testing.T) {
 		dir  string
 		want []error
 	}{
-		{"missing folder", filepath.Join(t.TempDir(), "nope"), []error{ErrModelNotFound}},
-		{"no model", folder(nil), []error{ErrModelNotFound}},
-		{"no tokenizer", noTok, []error{ErrModelNotFound}},
-		{"truncated", folder(model[:1000]), []error{ErrBadModel, onnx.ErrModelCorrupt}},
-		{"encoder, not a classifier", folder(onnxgraph.BERT(enc).Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
-		{"renamed output", folder(onnxgraph.BERT(renamed).Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
-		{"not a bert", folder(onnxgraph.AddModel().Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"missing folder", filepath.Join(t.TempDir(), "nope"), []error{models.ErrModelNotFound}},
+		{"no model", folder(nil), []error{models.ErrModelNotFound}},
+		{"no tokenizer", noTok, []error{models.ErrModelNotFound}},
+		{"truncated", folder(model[:1000]), []error{models.ErrBadModel, onnx.ErrModelCorrupt}},
+		{"encoder, not a classifier", folder(onnxgraph.BERT(enc).Marshal()), []error{models.ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"renamed output", folder(onnxgraph.BERT(renamed).Marshal()), []error{models.ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"not a bert", folder(onnxgraph.AddModel().Marshal()), []error{models.ErrBadModel, onnx.ErrUnexpectedModel}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -333,7 +334,7 @@ func TestCrossEncoderCUDA(t *testing.T) {
 	ctx := context.Background()
 	ce := onnxtest.CUDA(t, func(fallback bool) (*CrossEncoder, error) {
 		return NewCrossEncoder(ctx, dir, CrossEncoderOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: fallback})
-	}, ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
+	}, models.ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
 	cpu := newTinyCE(t, CrossEncoderOptions{})
 	c := g.Cases[0]
 	passages := make([]string, len(g.Cases))

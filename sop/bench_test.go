@@ -93,7 +93,7 @@ func BenchmarkBaseline10k(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()
-		BaselineMatch(sops, qs[i%len(qs)].Q, 5)
+		baselineMatch(sops, qs[i%len(qs)].Q, 5)
 		lat = append(lat, time.Since(start))
 	}
 	b.StopTimer()

@@ -85,7 +85,7 @@ func TestLabelledQueries(t *testing.T) {
 	}
 	sops := lib.List("")
 	base := evaluate(qs, func(q string) (string, bool) {
-		ms := BaselineMatch(sops, q, 1)
+		ms := baselineMatch(sops, q, 1)
 		if len(ms) == 0 {
 			return "", false
 		}
@@ -138,7 +138,7 @@ func BenchmarkLabelledQueries(b *testing.B) {
 		top  func(q string) (string, bool)
 	}{
 		{"baseline", func(q string) (string, bool) {
-			if ms := BaselineMatch(sops, q, 1); len(ms) > 0 {
+			if ms := baselineMatch(sops, q, 1); len(ms) > 0 {
 				return ms[0].SOP.Name, true
 			}
 			return "", false

@@ -16,12 +16,12 @@ import (
 	"github.com/agentmem/memory/vectorstore"
 )
 
-// DefaultMaxFileSize is the largest procedure file LoadDir reads unless
+// defaultMaxFileSize is the largest procedure file LoadDir reads unless
 // [Options.MaxFileSize] says otherwise.
-const DefaultMaxFileSize = 8 << 20
+const defaultMaxFileSize = 8 << 20
 
 // Options configures a [Library] (see [NewLibrary] and [LoadDir]). The zero value is the
-// default: lenient loading, no semantic fallback, files up to DefaultMaxFileSize.
+// default: lenient loading, no semantic fallback, files up to 8 MiB.
 type Options struct {
 	// Strict makes loading reject procedures with unknown fields. False (the default)
 	// ignores them.
@@ -32,7 +32,7 @@ type Options struct {
 	// no semantic fallback: asking for one fails with ErrNoEmbedder.
 	Embedder vectorstore.Embedder
 	// MaxFileSize is the largest file, in bytes, that LoadDir reads; larger files are
-	// reported as invalid. Zero or less (the default) means DefaultMaxFileSize.
+	// reported as invalid. Zero or less (the default) means 8 MiB.
 	MaxFileSize int64
 	// Terms, when set, replaces the built-in English stemmer of trigger and query words: it
 	// maps a word (lower case, accents removed) to its terms, as a store's BM25 analyzer
@@ -91,7 +91,7 @@ func NewLibrary(opts Options) *Library {
 
 func (l *Library) maxFileSize() int64 {
 	if l.opts.MaxFileSize <= 0 {
-		return DefaultMaxFileSize
+		return defaultMaxFileSize
 	}
 	return l.opts.MaxFileSize
 }
@@ -117,7 +117,7 @@ func (l *Library) LoadDir(dir string) error {
 	var errs []error
 	for _, de := range ents {
 		name := de.Name()
-		if _, ok := FormatOf(name); !ok || strings.HasPrefix(name, ".") || de.IsDir() {
+		if _, ok := formatOf(name); !ok || strings.HasPrefix(name, ".") || de.IsDir() {
 			continue
 		}
 		path := filepath.Join(dir, name)
@@ -358,10 +358,10 @@ func (l *Library) removeLocked(e *entry) {
 	}
 }
 
-// FileName is the file SaveDir writes a procedure to: the name itself when it is made of
+// fileName is the file SaveDir writes a procedure to: the name itself when it is made of
 // lower-case ASCII letters, digits, ".", "_" and "-" (and does not start with "."), else a
 // sanitized name with a hash of the real name, so that two names never share a file.
-func FileName(name string) string {
+func fileName(name string) string {
 	clean := true
 	var b strings.Builder
 	for i, r := range name {
@@ -389,7 +389,7 @@ func FileName(name string) string {
 }
 
 // SaveDir writes every procedure to dir (created if needed) as one indented JSON file named
-// by [FileName], each written atomically (a temporary file renamed over the target). It then
+// by [fileName], each written atomically (a temporary file renamed over the target). It then
 // removes the other procedure files of dir that parse without any error, so that LoadDir of
 // dir gives back exactly this library; files that do not parse are left alone.
 func (l *Library) SaveDir(dir string) error {
@@ -403,7 +403,7 @@ func (l *Library) SaveDir(dir string) error {
 		if err != nil {
 			return fmt.Errorf("sop: save %q: %w", s.Name, err)
 		}
-		name := FileName(s.Name)
+		name := fileName(s.Name)
 		if err := atomicfile.WriteFile(filepath.Join(dir, name), append(data, '\n'), atomicfile.Options{}); err != nil {
 			return fmt.Errorf("sop: save %s: %w", name, err)
 		}
@@ -416,7 +416,7 @@ func (l *Library) SaveDir(dir string) error {
 	var errs []error
 	for _, de := range ents {
 		name := de.Name()
-		if _, ok := FormatOf(name); !ok || written[name] || strings.HasPrefix(name, ".") || !de.Type().IsRegular() {
+		if _, ok := formatOf(name); !ok || written[name] || strings.HasPrefix(name, ".") || !de.Type().IsRegular() {
 			continue
 		}
 		path := filepath.Join(dir, name)

@@ -313,7 +313,7 @@ func TestSaveDirRoundTrip(t *testing.T) {
 			t.Errorf("%s not removed: %v", name, err)
 		}
 	}
-	for _, name := range []string{"broken.json", "notes.md", "debug_python_code.json", FileName(odd.Name)} {
+	for _, name := range []string{"broken.json", "notes.md", "debug_python_code.json", fileName(odd.Name)} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s missing: %v", name, err)
 		}
@@ -339,15 +339,15 @@ func TestFileName(t *testing.T) {
 		"v1.2-fix":          "v1.2-fix.json",
 	}
 	for in, want := range tests {
-		if got := FileName(in); got != want {
+		if got := fileName(in); got != want {
 			t.Errorf("FileName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	a, b := FileName("A/b"), FileName("a_b")
+	a, b := fileName("A/b"), fileName("a_b")
 	if a == b || strings.ContainsAny(a, "/\\") || !strings.HasSuffix(a, ".json") {
 		t.Errorf("FileName: %q and %q", a, b)
 	}
-	if got := FileName(".hidden"); strings.HasPrefix(got, ".") {
+	if got := fileName(".hidden"); strings.HasPrefix(got, ".") {
 		t.Errorf("FileName(.hidden) = %q starts with a dot", got)
 	}
 }
@@ -409,7 +409,7 @@ func TestMaxFileSize(t *testing.T) {
 		{"small limit", 100, true, "larger than 100"},
 		{"zero is the default", 0, false, ""},
 		{"negative is the default", -1, false, ""},
-		{"large limit", DefaultMaxFileSize, false, ""},
+		{"large limit", defaultMaxFileSize, false, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lib, err := LoadDir(dir, Options{MaxFileSize: tt.limit, Strict: true})

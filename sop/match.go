@@ -310,10 +310,10 @@ func (l *Library) matchSemantic(ctx context.Context, query string, n int, mc *Ma
 	return out, nil
 }
 
-// BaselineScore is the naive trigger score used as a reference: 10 for each trigger found in
+// baselineScore is the naive trigger score used as a reference: 10 for each trigger found in
 // the lower-cased query as a plain substring, plus 0.5 x priority. matched lists the triggers
 // found; a procedure with none does not match, whatever its score.
-func BaselineScore(s Procedure, query string) (score float64, matched []string) {
+func baselineScore(s Procedure, query string) (score float64, matched []string) {
 	q := strings.ToLower(query)
 	for _, t := range s.Trigger {
 		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && strings.Contains(q, t) {
@@ -324,12 +324,12 @@ func BaselineScore(s Procedure, query string) (score float64, matched []string) 
 	return score + priorityWeight*float64(s.Priority), matched
 }
 
-// BaselineMatch ranks sops by BaselineScore, keeping those with at least one trigger found,
+// baselineMatch ranks sops by baselineScore, keeping those with at least one trigger found,
 // ordered like Match (score, priority, name); n <= 0 keeps all.
-func BaselineMatch(sops []Procedure, query string, n int) []Match {
+func baselineMatch(sops []Procedure, query string, n int) []Match {
 	var out []Match
 	for _, s := range sops {
-		if score, m := BaselineScore(s, query); len(m) > 0 {
+		if score, m := baselineScore(s, query); len(m) > 0 {
 			out = append(out, Match{SOP: s, Score: score, MatchedTriggers: m})
 		}
 	}

@@ -199,12 +199,12 @@ func TestBaselineScore(t *testing.T) {
 		{"hello", 4, nil},
 	}
 	for _, tt := range tests {
-		score, m := BaselineScore(s, tt.query)
+		score, m := baselineScore(s, tt.query)
 		if score != tt.score || !slices.Equal(m, tt.matched) {
 			t.Errorf("BaselineScore(%q) = %v %q, want %v %q", tt.query, score, m, tt.score, tt.matched)
 		}
 	}
-	if ms := BaselineMatch([]Procedure{s}, "hello", 0); len(ms) != 0 {
+	if ms := baselineMatch([]Procedure{s}, "hello", 0); len(ms) != 0 {
 		t.Errorf("BaselineMatch without a trigger = %v", ms)
 	}
 }

@@ -25,9 +25,9 @@ const (
 	YAML
 )
 
-// FormatOf returns the format of a file by its extension and whether it is a procedure file
+// formatOf returns the format of a file by its extension and whether it is a procedure file
 // at all (".json", ".yaml" or ".yml", any case).
-func FormatOf(file string) (Format, bool) {
+func formatOf(file string) (Format, bool) {
 	switch strings.ToLower(filepath.Ext(file)) {
 	case ".json":
 		return JSON, true
@@ -43,7 +43,7 @@ func FormatOf(file string) (Format, bool) {
 // good ones. In strict mode unknown fields are errors; otherwise they are ignored.
 // Parse does not check names for duplicates across procedures (a [Library] does).
 func Parse(file string, data []byte, strict bool) ([]Procedure, error) {
-	format, _ := FormatOf(file)
+	format, _ := formatOf(file)
 	var (
 		nodes []node
 		err   *ValidationError

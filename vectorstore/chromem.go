@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	RegisterIndex("chromem", func(cfg IndexConfig) (Index, error) { return NewChromemIndex(cfg) })
+	RegisterIndex("chromem", func(cfg IndexConfig) (Index, error) { return newChromemIndex(cfg) })
 }
 
 // errChromemNoEmbedder is what chromem-go gets instead of an embedding model: this package
@@ -23,7 +23,7 @@ var errChromemNoEmbedder = errors.New("vectorstore: chromem index embeds nothing
 
 func chromemNoEmbed(context.Context, string) ([]float32, error) { return nil, errChromemNoEmbedder }
 
-// ChromemIndex is an exact cosine Index on an in-memory github.com/philippgille/chromem-go
+// chromemIndex is an exact cosine Index on an in-memory github.com/philippgille/chromem-go
 // collection, the default backend. It holds no state of its own on disk: the memory store
 // rebuilds it from its store of record (chromem-go's own persistence writes files in place,
 // without fsync or rename, so it is not used).
@@ -32,7 +32,7 @@ func chromemNoEmbed(context.Context, string) ([]float32, error) { return nil, er
 // beside the collection and score 0, like the flat index. A search with a Filter asks
 // chromem-go for a growing number of candidates until the best k accepted ids are known,
 // which is exact.
-type ChromemIndex struct {
+type chromemIndex struct {
 	mu   sync.RWMutex
 	dim  int
 	db   *chromem.DB
@@ -40,25 +40,25 @@ type ChromemIndex struct {
 	ids  map[string]bool // every id held; true for zero vectors (not in the collection)
 }
 
-var _ Index = (*ChromemIndex)(nil)
+var _ Index = (*chromemIndex)(nil)
 
-// NewChromemIndex builds an empty chromem-go index. chromem-go ranks by cosine only, so
+// newChromemIndex builds an empty chromem-go index. chromem-go ranks by cosine only, so
 // cfg.Metric must be "" or Cosine.
-func NewChromemIndex(cfg IndexConfig) (*ChromemIndex, error) {
+func newChromemIndex(cfg IndexConfig) (*chromemIndex, error) {
 	if cfg.Dim <= 0 {
 		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
 	}
 	if cfg.Metric != "" && cfg.Metric != Cosine {
 		return nil, fmt.Errorf("%w: chromem supports the cosine metric only, not %q", ErrBadConfig, cfg.Metric)
 	}
-	x := &ChromemIndex{dim: cfg.Dim}
+	x := &chromemIndex{dim: cfg.Dim}
 	if err := x.reset(); err != nil {
 		return nil, err
 	}
 	return x, nil
 }
 
-func (x *ChromemIndex) reset() error {
+func (x *chromemIndex) reset() error {
 	db := chromem.NewDB()
 	coll, err := db.CreateCollection("vectors", nil, chromemNoEmbed)
 	if err != nil {
@@ -69,7 +69,7 @@ func (x *ChromemIndex) reset() error {
 }
 
 // Add inserts or replaces the vectors of ids. A bad batch changes nothing.
-func (x *ChromemIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
+func (x *chromemIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (x *ChromemIndex) Add(ctx context.Context, ids []string, vecs [][]float32) 
 }
 
 // has reports whether id is held (in the collection or as a zero vector).
-func (x *ChromemIndex) has(id string) bool {
+func (x *chromemIndex) has(id string) bool {
 	_, ok := x.ids[id]
 	return ok
 }
@@ -135,7 +135,7 @@ func isZeroVector(v []float32) bool {
 }
 
 // Delete removes ids; unknown ids are ignored.
-func (x *ChromemIndex) Delete(ctx context.Context, ids ...string) error {
+func (x *chromemIndex) Delete(ctx context.Context, ids ...string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -162,14 +162,14 @@ func (x *ChromemIndex) Delete(ctx context.Context, ids ...string) error {
 }
 
 // Len is the number of vectors held.
-func (x *ChromemIndex) Len() int {
+func (x *chromemIndex) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.ids)
 }
 
 // Close drops the collection; the index is empty (and still usable) afterwards.
-func (x *ChromemIndex) Close() error {
+func (x *chromemIndex) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.reset()
@@ -177,7 +177,7 @@ func (x *ChromemIndex) Close() error {
 
 // Search returns the k ids most similar to q (cosine) among those f accepts, best first.
 // Ties are ordered by id.
-func (x *ChromemIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
+func (x *chromemIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (x *ChromemIndex) Search(ctx context.Context, q []float32, k int, f Filter)
 // ids are known for sure: want of them are among the candidates and the last candidate
 // scores strictly below the want-th (so nothing outside can beat or tie it), or m is the
 // whole collection. Ties are therefore ordered by id, like the flat index.
-func (x *ChromemIndex) query(ctx context.Context, q []float32, want, count, accepted int, f Filter) ([]Hit, error) {
+func (x *chromemIndex) query(ctx context.Context, q []float32, want, count, accepted int, f Filter) ([]Hit, error) {
 	m := want
 	if f != nil && accepted < count {
 		// Expect want accepted ids in the first want*count/accepted, with some slack.

@@ -47,7 +47,7 @@ type DiskMode int
 const (
 	// DiskModeDefault lets the index choose (see [DiskQuantAuto]).
 	DiskModeDefault DiskMode = iota
-	// DiskExact scores every accepted float32 row: the results equal [FlatIndex]'s.
+	// DiskExact scores every accepted float32 row: the results equal [flatIndex]'s.
 	DiskExact
 	// DiskInt8 scans the int8 codes, then rescores the best k x oversample with float32 rows.
 	DiskInt8
@@ -83,18 +83,6 @@ type DiskSearchOptions struct {
 	NProbe int
 }
 
-// Errors of the disk index.
-var (
-	// ErrDiskCorrupt reports damaged or missing files of a persisted DiskIndex (a checksum,
-	// a size or a structure that does not hold); the store rebuilds the index.
-	ErrDiskCorrupt = errors.New("vectorstore: disk index files are damaged")
-	// ErrDiskConfig reports a persisted DiskIndex built with another dimension, metric,
-	// quantization or format version than the configuration asks for.
-	ErrDiskConfig = errors.New("vectorstore: disk index was built with another configuration")
-	// ErrDiskClosed reports a search of an index whose last write to its files failed.
-	ErrDiskClosed = errors.New("vectorstore: disk index is unusable after a failed write")
-)
-
 // diskSegRowsDefault is how many rows a segment file holds (its last segment may hold
 // fewer). A variable so tests can use small segments.
 var diskSegRowsDefault = 1 << 16
@@ -117,7 +105,7 @@ const (
 // CRC-32C in disk.json, the commit point; a segment whose size and modification time are
 // those recorded at its write is not read again to check it.
 //
-// Exact search returns what [FlatIndex] returns for the same vectors (same scores bit for
+// Exact search returns what [flatIndex] returns for the same vectors (same scores bit for
 // bit, ties by id). Quantized search scans the codes, keeps the best k x oversample
 // candidates, and rescores them with their float32 rows. Which scan a search uses is
 // [DiskIndex.SearchPlan]'s sentence.
@@ -179,8 +167,8 @@ var (
 // cfg.Dir is ""). Params: "quant" (DiskQuant*), "oversample", "threads" (as the flat
 // index), "segrows" (rows per segment file), "exactmb" (the float32 size in MiB up to which
 // DiskQuantAuto searches exactly; default a quarter of physical memory). Files that fail
-// their checks give an error matching ErrDiskCorrupt, files of another configuration
-// ErrDiskConfig.
+// their checks give an error matching errDiskCorrupt, files of another configuration
+// errDiskConfig.
 func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if err := checkDimMetric(&cfg, "disk"); err != nil {
 		return nil, err
@@ -410,7 +398,7 @@ func (x *DiskIndex) Commit(seq uint64) error {
 
 // CommitBackground is Commit, with the rows written (when there are enough) on a goroutine
 // that holds the index's lock until they are: it returns at once, and every other call
-// waits for the write. A failed write leaves the index unusable (ErrDiskClosed, as a
+// waits for the write. A failed write leaves the index unusable (errDiskClosed, as a
 // failed Commit does), the files at the previous commit; the next call and Close report
 // it.
 func (x *DiskIndex) CommitBackground(seq uint64) error {
@@ -430,7 +418,7 @@ func (x *DiskIndex) CommitBackground(seq uint64) error {
 		defer x.mu.Unlock()
 		defer func() {
 			if p := recover(); p != nil {
-				x.failed = fmt.Errorf("%w: writing the rows panicked: %v", ErrDiskClosed, p)
+				x.failed = fmt.Errorf("%w: writing the rows panicked: %v", errDiskClosed, p)
 				x.bgErr = x.failed
 			}
 		}()
@@ -1044,7 +1032,7 @@ func dotInt8QGeneric(qi []int16, c []int8) int32 {
 }
 
 // SearchBatch answers many queries: exact searches in one pass over the rows (a block of
-// rows stays in cache while every query is scored against it, as FlatIndex.SearchBatch),
+// rows stays in cache while every query is scored against it, as flatIndex.SearchBatch),
 // each result equal to Search's; quantized searches one query per goroutine.
 func (x *DiskIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
 	return x.SearchBatchWith(ctx, qs, k, f, DiskSearchOptions{})

@@ -148,9 +148,9 @@ func (t *diskIDs) find(id string) []int32 {
 	return out
 }
 
-// corrupt wraps a problem of the files as ErrDiskCorrupt.
+// corrupt wraps a problem of the files as errDiskCorrupt.
 func (x *DiskIndex) corrupt(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrDiskCorrupt, x.dir, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s: %s", errDiskCorrupt, x.dir, fmt.Sprintf(format, args...))
 }
 
 // load maps the state in x.dir (none: an empty index).
@@ -170,7 +170,7 @@ func (x *DiskIndex) load() error {
 		return x.corrupt("%s fails its checksum", diskMetaFile)
 	}
 	if m.Version != diskMetaVersion || m.Dim != x.dim || m.Metric != x.metric || m.Quant != x.quant || m.NList != x.nlist {
-		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d nlist %d, want v%d dim %d %s quant %d nlist %d", ErrDiskConfig, x.dir,
+		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d nlist %d, want v%d dim %d %s quant %d nlist %d", errDiskConfig, x.dir,
 			m.Version, m.Dim, m.Metric, m.Quant, m.NList, diskMetaVersion, x.dim, x.metric, x.quant, x.nlist)
 	}
 	if m.IVF != nil {
@@ -379,11 +379,11 @@ func (x *DiskIndex) loadTomb(fm diskFileMeta, n, dead int) error {
 
 // persistLocked writes the rows in memory to the segments (or, with more than a quarter
 // of the rows dead, every live row to new segments), the id table and tombstones, then
-// disk.json. A failure leaves the index unusable (ErrDiskClosed) and the files at the
+// disk.json. A failure leaves the index unusable (errDiskClosed) and the files at the
 // previous commit.
 func (x *DiskIndex) persistLocked() error {
 	if err := x.persistFiles(); err != nil {
-		x.failed = fmt.Errorf("%w: %w", ErrDiskClosed, err)
+		x.failed = fmt.Errorf("%w: %w", errDiskClosed, err)
 		return err
 	}
 	return nil

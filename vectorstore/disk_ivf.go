@@ -81,7 +81,7 @@ func (x *DiskIndex) trainCentroids(count int, row func(i int) []float32) []float
 func (x *DiskIndex) assignTo(cent []float32, rows [][]float32, out []int32) {
 	d := x.dim
 	k := len(cent) / d
-	fl := &FlatIndex{dim: d, metric: InnerProduct, threads: x.threads, data: cent, ids: make([]string, k)}
+	fl := &flatIndex{dim: d, metric: InnerProduct, threads: x.threads, data: cent, ids: make([]string, k)}
 	for c := range k {
 		fl.ids[c] = fmt.Sprintf("%08d", c) // ties: the lower list
 	}

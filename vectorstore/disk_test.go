@@ -86,7 +86,7 @@ func TestDiskMatchesFlat(t *testing.T) {
 			if tc.quant < 0 { // inverted lists over binary codes
 				cfg.Params["quant"], cfg.Params["nlist"] = DiskQuantBinary, 3
 			}
-			flat, err := NewFlatIndex(IndexConfig{Dim: tc.dim, Metric: tc.metric})
+			flat, err := newFlatIndex(IndexConfig{Dim: tc.dim, Metric: tc.metric})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestDiskMatchesFlat(t *testing.T) {
 }
 
 // compareWithFlat checks searches of x against flat.
-func compareWithFlat(t *testing.T, ctx context.Context, rng *rand.Rand, flat *FlatIndex, x *DiskIndex, dim int, shared []float32) {
+func compareWithFlat(t *testing.T, ctx context.Context, rng *rand.Rand, flat *flatIndex, x *DiskIndex, dim int, shared []float32) {
 	t.Helper()
 	qs := append(vectest.RandVecs(rng, 4, dim), shared)
 	odd := func(id string) bool { return id[len(id)-1]%2 == 1 }
@@ -188,7 +188,7 @@ func compareWithFlat(t *testing.T, ctx context.Context, rng *rand.Rand, flat *Fl
 }
 
 // TestDiskTamper damages each file of a persisted disk index (deleted, truncated to
-// nothing or to half, bytes flipped) and opens it: the open fails with ErrDiskCorrupt (the
+// nothing or to half, bytes flipped) and opens it: the open fails with errDiskCorrupt (the
 // store then rebuilds the index from its store of record), never panics, and never opens
 // on wrong data. A deleted disk.json opens empty at Seq 0, which the store also rebuilds.
 func TestDiskTamper(t *testing.T) {
@@ -263,8 +263,8 @@ func TestDiskTamper(t *testing.T) {
 						}
 						t.Fatalf("opened a damaged index (seq %d, %d vectors)", y.Seq(), y.Len())
 					}
-					if !errors.Is(err, ErrDiskCorrupt) {
-						t.Fatalf("error %v does not match ErrDiskCorrupt", err)
+					if !errors.Is(err, errDiskCorrupt) {
+						t.Fatalf("error %v does not match errDiskCorrupt", err)
 					}
 				})
 			}
@@ -277,7 +277,7 @@ func TestDiskTamper(t *testing.T) {
 
 // TestDiskReopenCopies checks that an index copied elsewhere (new modification times: every
 // segment is checked by its CRC) opens with the same answers, and that a config that
-// differs from the recorded one is ErrDiskConfig.
+// differs from the recorded one is errDiskConfig.
 func TestDiskReopenCopies(t *testing.T) {
 	smallDiskWrites(t, 10)
 	ctx := context.Background()
@@ -312,8 +312,8 @@ func TestDiskReopenCopies(t *testing.T) {
 		{Dim: 12, Dir: cp, Metric: InnerProduct},
 		{Dim: 12, Dir: cp, Params: map[string]int{"quant": DiskQuantInt8}},
 	} {
-		if _, err := NewDiskIndex(bad); !errors.Is(err, ErrDiskConfig) {
-			t.Errorf("%+v: err %v, want ErrDiskConfig", bad, err)
+		if _, err := NewDiskIndex(bad); !errors.Is(err, errDiskConfig) {
+			t.Errorf("%+v: err %v, want errDiskConfig", bad, err)
 		}
 	}
 }
@@ -745,11 +745,11 @@ func TestDiskCommitBackground(t *testing.T) {
 	if err := x.CommitBackground(batches + 1); err != nil {
 		t.Fatalf("CommitBackground: %v (the write's error comes later)", err)
 	}
-	if err := x.Add(ctx, ids[:1], vecs[:1]); !errors.Is(err, ErrDiskClosed) {
-		t.Fatalf("Add after a failed background write: %v, want ErrDiskClosed", err)
+	if err := x.Add(ctx, ids[:1], vecs[:1]); !errors.Is(err, errDiskClosed) {
+		t.Fatalf("Add after a failed background write: %v, want errDiskClosed", err)
 	}
-	if err := x.Close(); !errors.Is(err, ErrDiskClosed) {
-		t.Fatalf("Close after a failed background write: %v, want ErrDiskClosed", err)
+	if err := x.Close(); !errors.Is(err, errDiskClosed) {
+		t.Fatalf("Close after a failed background write: %v, want errDiskClosed", err)
 	}
 }
 

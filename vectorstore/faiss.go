@@ -36,7 +36,7 @@ func faissDefaultNprobe(nlist int) int {
 }
 
 func init() {
-	RegisterIndex(FaissBackend, func(cfg IndexConfig) (Index, error) { return NewFaissIndex(cfg) })
+	RegisterIndex(FaissBackend, func(cfg IndexConfig) (Index, error) { return newFaissIndex(cfg) })
 }
 
 type faissKind int
@@ -95,7 +95,7 @@ func (s faissSpec) description() string {
 func parseFaissFactory(s string) (faissSpec, error) {
 	f := strings.TrimSpace(s)
 	bad := func() (faissSpec, error) {
-		return faissSpec{}, fmt.Errorf("%w: %w %q (want Flat, IVF<n>,Flat or HNSW<m>)", ErrBadConfig, ErrFaissFactory, s)
+		return faissSpec{}, fmt.Errorf("%w: %w %q (want Flat, IVF<n>,Flat or HNSW<m>)", ErrBadConfig, errFaissFactory, s)
 	}
 	num := func(digits string, lo, hi int) (int, bool) {
 		n, err := strconv.Atoi(digits)
@@ -120,7 +120,7 @@ func parseFaissFactory(s string) (faissSpec, error) {
 	return bad()
 }
 
-// FaissIndex is the FAISS dense index (backend "faiss"). It maps string ids to int64 labels
+// faissIndex is the FAISS dense index (backend "faiss"). It maps string ids to int64 labels
 // (stable, persisted, never reused), normalises vectors for Cosine and ranks by inner product.
 //
 // Factory "Flat" is exact; "IVF<n>,Flat" buffers vectors (searched exactly) until
@@ -131,7 +131,7 @@ func parseFaissFactory(s string) (faissSpec, error) {
 // of the accepted vectors when the filter is selective, so it returns the full k whenever k
 // vectors are accepted; for Flat the result is the exact filtered top-k (see Search).
 // With Dir set it implements Durable.
-type FaissIndex struct {
+type faissIndex struct {
 	cfg    IndexConfig
 	spec   faissSpec
 	cosine bool
@@ -140,7 +140,7 @@ type FaissIndex struct {
 
 	mu     sync.RWMutex
 	idx    *faiss.IndexImpl // nil for an IVF index that is not trained yet
-	cp     unsafe.Pointer   // idx's FaissIndex*
+	cp     unsafe.Pointer   // idx's faissIndex*
 	labels map[int64]string // live labels
 	ids    map[string]int64
 	next   int64 // next label to hand out
@@ -159,14 +159,14 @@ type FaissIndex struct {
 }
 
 var (
-	_ Index   = (*FaissIndex)(nil)
-	_ Durable = (*FaissIndex)(nil)
+	_ Index   = (*faissIndex)(nil)
+	_ Durable = (*faissIndex)(nil)
 )
 
-// NewFaissIndex builds a FAISS index from cfg (cfg.Backend is ignored). With cfg.Dir set it
+// newFaissIndex builds a FAISS index from cfg (cfg.Backend is ignored). With cfg.Dir set it
 // loads the state persisted there, if any and if it matches cfg (dimension, metric, factory);
 // otherwise it starts empty with Seq 0, so the store rebuilds it.
-func NewFaissIndex(cfg IndexConfig) (*FaissIndex, error) {
+func newFaissIndex(cfg IndexConfig) (*faissIndex, error) {
 	if cfg.Dim <= 0 {
 		return nil, fmt.Errorf("%w: dim %d", ErrBadConfig, cfg.Dim)
 	}
@@ -180,7 +180,7 @@ func NewFaissIndex(cfg IndexConfig) (*FaissIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &FaissIndex{
+	x := &faissIndex{
 		cfg:            cfg,
 		spec:           spec,
 		cosine:         cfg.Metric == Cosine,
@@ -214,7 +214,7 @@ func NewFaissIndex(cfg IndexConfig) (*FaissIndex, error) {
 	return x, nil
 }
 
-func (x *FaissIndex) setParam(name string, v int) error {
+func (x *faissIndex) setParam(name string, v int) error {
 	bad := func() error { return fmt.Errorf("%w: FAISS param %s=%d", ErrBadConfig, name, v) }
 	if v <= 0 {
 		return bad()
@@ -247,7 +247,7 @@ func (x *FaissIndex) setParam(name string, v int) error {
 }
 
 // newFaiss creates an empty faiss index of x's kind and applies the tuning parameters.
-func (x *FaissIndex) newFaiss() (*faiss.IndexImpl, unsafe.Pointer, error) {
+func (x *faissIndex) newFaiss() (*faiss.IndexImpl, unsafe.Pointer, error) {
 	idx, err := faiss.IndexFactory(x.cfg.Dim, x.spec.description(), faiss.MetricInnerProduct)
 	if err != nil {
 		return nil, nil, fmt.Errorf("vectorstore: faiss index_factory %q: %w", x.spec.description(), err)
@@ -261,7 +261,7 @@ func (x *FaissIndex) newFaiss() (*faiss.IndexImpl, unsafe.Pointer, error) {
 }
 
 // configure applies nprobe / ef settings (and the IVF hashtable direct map) to idx.
-func (x *FaissIndex) configure(idx *faiss.IndexImpl) (unsafe.Pointer, error) {
+func (x *faissIndex) configure(idx *faiss.IndexImpl) (unsafe.Pointer, error) {
 	p, err := cptr(idx)
 	if err != nil {
 		return nil, err
@@ -288,10 +288,10 @@ func (x *FaissIndex) configure(idx *faiss.IndexImpl) (unsafe.Pointer, error) {
 }
 
 // Kind reports the index kind: "Flat", "IVF" or "HNSW".
-func (x *FaissIndex) Kind() string { return x.spec.kind.String() }
+func (x *faissIndex) Kind() string { return x.spec.kind.String() }
 
 // Device reports where searches run: "cpu", or "gpu:<n>" with the faissgpu build tag and a GPU.
-func (x *FaissIndex) Device() string {
+func (x *faissIndex) Device() string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.gpu.device()
@@ -299,7 +299,7 @@ func (x *FaissIndex) Device() string {
 
 // Trained reports whether the faiss index exists (always true but for an IVF index still
 // buffering its training vectors).
-func (x *FaissIndex) Trained() bool {
+func (x *faissIndex) Trained() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.idx != nil
@@ -308,14 +308,14 @@ func (x *FaissIndex) Trained() bool {
 // Train trains an IVF index now on the vectors buffered so far (at least nlist of them,
 // else ErrFaissUntrained) and moves them into it. It is a no-op for other kinds and for an
 // index already trained.
-func (x *FaissIndex) Train(ctx context.Context) error {
+func (x *faissIndex) Train(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return ErrFaissClosed
+		return errFaissClosed
 	}
 	if x.spec.kind != faissIVF || x.idx != nil {
 		return nil
@@ -327,7 +327,7 @@ func (x *FaissIndex) Train(ctx context.Context) error {
 }
 
 // trainLocked trains a new IVF index on the buffer and moves the buffer into it.
-func (x *FaissIndex) trainLocked() error {
+func (x *faissIndex) trainLocked() error {
 	idx, p, err := x.newFaiss()
 	if err != nil {
 		return err
@@ -363,7 +363,7 @@ func (x *FaissIndex) trainLocked() error {
 }
 
 // prepare copies v into dst, normalised for Cosine.
-func (x *FaissIndex) prepare(dst, v []float32) {
+func (x *faissIndex) prepare(dst, v []float32) {
 	if x.cosine {
 		vecmath.NormalizeInto(dst, v)
 		return
@@ -372,7 +372,7 @@ func (x *FaissIndex) prepare(dst, v []float32) {
 }
 
 // Add inserts or replaces the vectors of ids (for a repeated id, the last vector wins).
-func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
+func (x *faissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) er
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return ErrFaissClosed
+		return errFaissClosed
 	}
 	newLabels := make([]int64, len(order))
 	var old []int64
@@ -444,14 +444,14 @@ func (x *FaissIndex) Add(ctx context.Context, ids []string, vecs [][]float32) er
 }
 
 // Delete removes ids; unknown ids are ignored.
-func (x *FaissIndex) Delete(ctx context.Context, ids ...string) error {
+func (x *faissIndex) Delete(ctx context.Context, ids ...string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return ErrFaissClosed
+		return errFaissClosed
 	}
 	var old []int64
 	for _, id := range ids {
@@ -472,7 +472,7 @@ func (x *FaissIndex) Delete(ctx context.Context, ids ...string) error {
 
 // removeLocked drops labels from the maps and from faiss (Flat, IVF) or the IVF buffer; HNSW
 // labels simply stop being live (tombstones).
-func (x *FaissIndex) removeLocked(labels []int64) error {
+func (x *faissIndex) removeLocked(labels []int64) error {
 	if len(labels) == 0 {
 		return nil
 	}
@@ -520,7 +520,7 @@ func (x *FaissIndex) removeLocked(labels []int64) error {
 }
 
 // maybeCompactLocked rebuilds an HNSW graph whose tombstones exceed compactPercent.
-func (x *FaissIndex) maybeCompactLocked() error {
+func (x *faissIndex) maybeCompactLocked() error {
 	if x.spec.kind != faissHNSW || x.idx == nil {
 		return nil
 	}
@@ -533,14 +533,14 @@ func (x *FaissIndex) maybeCompactLocked() error {
 }
 
 // Compact rebuilds an HNSW index without its tombstones now (a no-op for other kinds).
-func (x *FaissIndex) Compact(ctx context.Context) error {
+func (x *faissIndex) Compact(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return ErrFaissClosed
+		return errFaissClosed
 	}
 	if x.spec.kind != faissHNSW || x.idx == nil || x.idx.Ntotal() == int64(len(x.labels)) {
 		return nil
@@ -549,7 +549,7 @@ func (x *FaissIndex) Compact(ctx context.Context) error {
 }
 
 // Tombstones reports how many deleted vectors an HNSW graph still holds.
-func (x *FaissIndex) Tombstones() int {
+func (x *faissIndex) Tombstones() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.idx == nil {
@@ -559,7 +559,7 @@ func (x *FaissIndex) Tombstones() int {
 }
 
 // rebuildLocked builds a fresh index from the live vectors (same labels).
-func (x *FaissIndex) rebuildLocked() error {
+func (x *faissIndex) rebuildLocked() error {
 	live := make([]int64, 0, len(x.labels))
 	for l := range x.labels {
 		live = append(live, l)
@@ -591,7 +591,7 @@ func (x *FaissIndex) rebuildLocked() error {
 }
 
 // Len is the number of live vectors.
-func (x *FaissIndex) Len() int {
+func (x *faissIndex) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.labels)
@@ -617,7 +617,7 @@ const (
 // accepted ones (ties aside); when the list is too short the exact scan decides. For IVF and
 // HNSW the over-fetched candidates carry the index's own approximation (recall of the
 // filtered top-k is that of an ANN top-kk search); the exact fallback is exact.
-func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
+func (x *faissIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -633,13 +633,13 @@ func (x *FaissIndex) Search(ctx context.Context, q []float32, k int, f Filter) (
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
-		return nil, ErrFaissClosed
+		return nil, errFaissClosed
 	}
 	return x.searchLocked(qv, k, f)
 }
 
 // searchLocked is Search for the prepared query qv and k > 0, with x.mu held.
-func (x *FaissIndex) searchLocked(qv []float32, k int, f Filter) ([]Hit, error) {
+func (x *faissIndex) searchLocked(qv []float32, k int, f Filter) ([]Hit, error) {
 	if x.idx == nil {
 		return x.scanBuffer(qv, k, f), nil
 	}
@@ -692,7 +692,7 @@ func (x *FaissIndex) searchLocked(qv []float32, k int, f Filter) ([]Hit, error) 
 
 // searchFaiss runs one faiss search for kk neighbours and keeps the live, accepted ones. last
 // is the score of the last neighbour faiss returned (accepted or not).
-func (x *FaissIndex) searchFaiss(q []float32, kk int, f Filter) (hits []Hit, last float32, err error) {
+func (x *faissIndex) searchFaiss(q []float32, kk int, f Filter) (hits []Hit, last float32, err error) {
 	dist, lab, onGPU, err := x.gpu.search(q, kk)
 	if !onGPU {
 		// One query: run it on the calling thread alone (no OpenMP team per call).
@@ -728,7 +728,7 @@ func faissSortHits(hits []Hit) {
 }
 
 // scanExact ranks every live vector accepted by f exactly.
-func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
+func (x *faissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
 	top := newFaissTop(k)
 	v := make([]float32, x.cfg.Dim)
 	for l, id := range x.labels {
@@ -744,7 +744,7 @@ func (x *FaissIndex) scanExact(q []float32, k int, f Filter) ([]Hit, error) {
 }
 
 // scanBuffer ranks the buffered vectors of an untrained IVF index exactly.
-func (x *FaissIndex) scanBuffer(q []float32, k int, f Filter) []Hit {
+func (x *faissIndex) scanBuffer(q []float32, k int, f Filter) []Hit {
 	top := newFaissTop(k)
 	d := x.cfg.Dim
 	for i, l := range x.bufLabels {
@@ -781,7 +781,7 @@ func faissHitBefore(a, b Hit) bool {
 }
 
 // Seq reports the store sequence number the persisted state reflects (0: nothing).
-func (x *FaissIndex) Seq() uint64 {
+func (x *faissIndex) Seq() uint64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.seq
@@ -789,11 +789,11 @@ func (x *FaissIndex) Seq() uint64 {
 
 // Commit records seq and, with a Dir, writes the index, the id map and seq there (each file
 // to a temporary name, then renamed; the metadata file is the commit point).
-func (x *FaissIndex) Commit(seq uint64) error {
+func (x *faissIndex) Commit(seq uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
-		return ErrFaissClosed
+		return errFaissClosed
 	}
 	prev := x.seq
 	x.seq = seq
@@ -809,7 +809,7 @@ func (x *FaissIndex) Commit(seq uint64) error {
 
 // Close persists the index if it changed since the last Commit (with the last committed
 // seq: the store replays later changes, which are idempotent) and frees it.
-func (x *FaissIndex) Close() error {
+func (x *faissIndex) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {

@@ -8,7 +8,7 @@ import (
 	"math"
 )
 
-var _ BatchSearcher = (*FaissIndex)(nil)
+var _ BatchSearcher = (*faissIndex)(nil)
 
 // faissBatchChunk is the most queries handed to faiss in one call (it bounds the distance
 // and label buffers at faissBatchChunk * kk entries each).
@@ -25,7 +25,7 @@ const faissBatchChunk = 4096
 // A query whose batched answer cannot be settled from the k+1 (or 2k) candidates fetched (a
 // tie at the cut-off, tombstones hiding hits) is answered by Search's own loop. With a filter
 // every query takes Search's path.
-func (x *FaissIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
+func (x *faissIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (x *FaissIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f F
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.closed {
-		return nil, ErrFaissClosed
+		return nil, errFaissClosed
 	}
 	if f != nil || x.idx == nil {
 		for i := range qs {

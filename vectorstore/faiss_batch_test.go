@@ -136,7 +136,7 @@ func BenchmarkFaissSearchBatch(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	vecs := faissClustered(rng, n, dim, 1000, 0.5)
 	qs := faissClustered(rng, nq, dim, 1000, 0.5)
-	x, err := NewFaissIndex(IndexConfig{Dim: dim})
+	x, err := newFaissIndex(IndexConfig{Dim: dim})
 	if err != nil {
 		b.Fatal(err)
 	}

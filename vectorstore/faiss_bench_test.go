@@ -28,9 +28,9 @@ import (
 )
 
 // BenchmarkFaissANN measures, for each data set and index kind, build time, recall@10 against
-// exact search, and single-query throughput through FaissIndex.Search (and through the bare
+// exact search, and single-query throughput through faissIndex.Search (and through the bare
 // go-faiss call), for a sweep of efSearch / nprobe that includes our defaults. It measures two
-// layouts of the same index: as grown by FaissIndex.Add, and as persisted and reopened from
+// layouts of the same index: as grown by faissIndex.Add, and as persisted and reopened from
 // its directory. bench/faiss/compare.py runs Debian's python3-faiss on that very file (and,
 // with MEMORY_FAISS_BENCH_PYBUILD=on, on an index it grows by adds itself), alternating
 // with the Go passes in the same run.
@@ -67,7 +67,7 @@ func BenchmarkFaissANN(b *testing.B) {
 			for i := range ids {
 				ids[i] = strconv.Itoa(i)
 			}
-			norm := &FaissIndex{cosine: true, cfg: IndexConfig{Dim: dim}}
+			norm := &faissIndex{cosine: true, cfg: IndexConfig{Dim: dim}}
 			qflat := make([]float32, nq*dim)
 			for i, q := range queries {
 				norm.prepare(qflat[i*dim:(i+1)*dim], q)
@@ -152,7 +152,7 @@ func faissBenchEnvInt(name string, def int) int {
 }
 
 // faissBenchTruth is the exact top k (labels = positions) by a batched faiss Flat IP search.
-func faissBenchTruth(b *testing.B, norm *FaissIndex, vecs [][]float32, qflat []float32, k int) [][]int64 {
+func faissBenchTruth(b *testing.B, norm *faissIndex, vecs [][]float32, qflat []float32, k int) [][]int64 {
 	d := norm.cfg.Dim
 	flat, err := faiss.NewIndexFlatIP(d)
 	if err != nil {
@@ -184,7 +184,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 	ctx := context.Background()
 	dim := len(vecs[0])
 	cfg := IndexConfig{Dim: dim, Factory: factory, Dir: filepath.Join(b.TempDir(), "faiss")}
-	x, err := NewFaissIndex(cfg)
+	x, err := newFaissIndex(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 	if err := x.Commit(1); err != nil {
 		b.Fatal(err)
 	}
-	re, err := NewFaissIndex(cfg)
+	re, err := newFaissIndex(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 	}
 	b.Logf("%s: persisted and reopened in %.1fs", factory, time.Since(t0).Seconds())
 	set := func(v int) {
-		for _, ix := range []*FaissIndex{x, re} {
+		for _, ix := range []*faissIndex{x, re} {
 			if param == FaissParamEfSearch {
 				if err := faisslink.SetHNSWEf(ix.cp, 0, v); err != nil {
 					b.Fatal(err)
@@ -241,7 +241,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 	type row struct {
 		v                        int
 		recall, reRecall         float64
-		builtQPS, builtBareQPS   float64 // FaissIndex.Search and the bare go-faiss call, index grown by adds
+		builtQPS, builtBareQPS   float64 // faissIndex.Search and the bare go-faiss call, index grown by adds
 		reQPS, reBareQPS         float64 // the same on the index reopened from its files
 		pyQPS, pyQPS1, pyRecall  float64 // Python on the file: faiss's default OpenMP threads, then 1
 		pyBuiltQPS, pyBuiltRecal float64 // Python on an index it grew by adds itself (MEMORY_FAISS_BENCH_PYBUILD)
@@ -294,7 +294,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 		r := row{v: v}
 		hits := make([][]Hit, len(queries))
 		reHits := make([][]Hit, len(queries))
-		backend := func(ix *FaissIndex, out [][]Hit, name string, qps *float64) func() {
+		backend := func(ix *faissIndex, out [][]Hit, name string, qps *float64) func() {
 			return func() { // normalisation, id mapping, over-fetch logic
 				defer faissPassCPU(b, name, v)()
 				t := time.Now()
@@ -306,7 +306,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 				*qps = max(*qps, float64(len(queries))/time.Since(t).Seconds())
 			}
 		}
-		bare := func(ix *FaissIndex, name string, qps *float64) func() {
+		bare := func(ix *faissIndex, name string, qps *float64) func() {
 			return func() { // the bare go-faiss call on the same (normalised) queries
 				defer faissPassCPU(b, name, v)()
 				t := time.Now()
@@ -352,7 +352,7 @@ func faissBenchKind(b *testing.B, factory, param string, values []int, ids []str
 		return fmt.Sprintf("%.3f", a/b)
 	}
 	var tb strings.Builder
-	fmt.Fprintf(&tb, "\n| %s | %s | recall@10 Go (built / reopened) | Go QPS FaissIndex.Search, reopened | bare go-faiss, reopened | Python QPS, same file | Python QPS, 1 OMP thread | Python recall | **Go/Python, same file** | Go/Python (1 thread) | Go QPS FaissIndex.Search, built by adds | bare go-faiss, built | Python QPS, built by adds | Go/Python, built by adds |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", factory, param)
+	fmt.Fprintf(&tb, "\n| %s | %s | recall@10 Go (built / reopened) | Go QPS faissIndex.Search, reopened | bare go-faiss, reopened | Python QPS, same file | Python QPS, 1 OMP thread | Python recall | **Go/Python, same file** | Go/Python (1 thread) | Go QPS faissIndex.Search, built by adds | bare go-faiss, built | Python QPS, built by adds | Go/Python, built by adds |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n", factory, param)
 	for _, r := range rows {
 		def := ""
 		if r.v == defaultFor(param, factory) {
@@ -439,11 +439,11 @@ func faissThreadTicks() map[int]int {
 // rusageThread is Linux's RUSAGE_THREAD (not exported by package syscall).
 const rusageThread = 1
 
-// faissBenchPython starts bench/faiss/compare.py on the index file of x (a FaissIndex with a
+// faissBenchPython starts bench/faiss/compare.py on the index file of x (a faissIndex with a
 // Dir), with the queries and the ground truth written to a temp dir; with build it also
 // writes the normalised vectors and has the script grow its own index from them by adds.
 // It returns the script's stdin and stdout.
-func faissBenchPython(b *testing.B, py string, x *FaissIndex, vecs [][]float32, qflat []float32, gt [][]int64, dim, k int, factory string, build bool) (io.WriteCloser, *bufio.Scanner) {
+func faissBenchPython(b *testing.B, py string, x *faissIndex, vecs [][]float32, qflat []float32, gt [][]int64, dim, k int, factory string, build bool) (io.WriteCloser, *bufio.Scanner) {
 	dir := b.TempDir()
 	if x.files[0] == "" {
 		b.Fatal("index has no file")

@@ -16,12 +16,12 @@ import (
 // errNoCPtr reports that go-faiss's internal layout is not the one cptrSlot was written for.
 var errNoCPtr = errors.New("vectorstore: cannot reach the C pointer inside go-faiss's index (unexpected go-faiss version)")
 
-// cptrSlot returns the address of the FaissIndex* that go-faiss (v0.2.0) keeps inside idx.
+// cptrSlot returns the address of the faissIndex* that go-faiss (v0.2.0) keeps inside idx.
 //
 // go-faiss hides that pointer (its Index interface has an unexported cPtr method), yet the C
 // API calls it lacks (reconstruct, the HNSW/IVF shims, the GPU cloner) need it. In v0.2.0 an
 // *IndexImpl embeds an Index whose dynamic value is a *faissIndex, a struct with the single
-// field `idx *C.FaissIndex`. The layout is checked with reflect, and the pointer is then checked
+// field `idx *C.faissIndex`. The layout is checked with reflect, and the pointer is then checked
 // against the index's own D() and Ntotal() through the C API, so a different go-faiss fails
 // with errNoCPtr rather than misbehaving.
 func cptrSlot(impl *faiss.IndexImpl) (*unsafe.Pointer, error) {
@@ -43,7 +43,7 @@ func cptrSlot(impl *faiss.IndexImpl) (*unsafe.Pointer, error) {
 	return slot, nil
 }
 
-// cptr returns the FaissIndex* inside impl.
+// cptr returns the faissIndex* inside impl.
 func cptr(impl *faiss.IndexImpl) (unsafe.Pointer, error) {
 	s, err := cptrSlot(impl)
 	if err != nil {
@@ -58,7 +58,7 @@ func reconstruct(p unsafe.Pointer, label int64, out []float32) error {
 }
 
 // faissHNSWEf reports the HNSW efConstruction and efSearch in force (for tests and tuning).
-func faissHNSWEf(x *FaissIndex) (efConstruction, efSearch int, err error) {
+func faissHNSWEf(x *faissIndex) (efConstruction, efSearch int, err error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.cp == nil {

@@ -13,7 +13,7 @@ import (
 
 // A FAISS index is built through the registry like any backend (build tag "faiss"); with a
 // Dir it persists itself on Commit and Close and reports the committed sequence on reopening.
-func ExampleNewFaissIndex() {
+func ExampleNewIndex_faiss() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "faiss-example")
 	if err != nil {

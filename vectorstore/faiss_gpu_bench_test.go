@@ -17,7 +17,7 @@ import (
 	"github.com/agentmem/memory/internal/vectest"
 )
 
-// BenchmarkFaissGPU measures, in one run, the same FaissIndex on the CPU and (with -tags
+// BenchmarkFaissGPU measures, in one run, the same faissIndex on the CPU and (with -tags
 // faiss,faissgpu and a GPU) on the GPU: build time (adds; IVF includes training), recall@10
 // against exact search, single-query queries/s, and queries/s for batches of 512 and 2,560
 // through SearchBatch. Vectors: 384-dim clustered (faissClustered, 1,000 centres, sigma 0.5),
@@ -76,7 +76,7 @@ func BenchmarkFaissGPU(b *testing.B) {
 			for _, gpu := range devices {
 				name := fmt.Sprintf("n=%d/%s/%s", n, factory, map[bool]string{false: "cpu", true: "gpu"}[gpu])
 				b.Run(name, func(b *testing.B) {
-					x, err := NewFaissIndex(IndexConfig{Dim: dim, Factory: factory, GPU: gpu})
+					x, err := newFaissIndex(IndexConfig{Dim: dim, Factory: factory, GPU: gpu})
 					if err != nil {
 						b.Fatal(err)
 					}

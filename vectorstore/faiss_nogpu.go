@@ -11,10 +11,10 @@ import (
 // faissBuiltWithGPU tells tests that the faissgpu code is compiled in.
 const faissBuiltWithGPU = false
 
-// faissGPU is the GPU replica of a FaissIndex; without the faissgpu build tag there is none.
+// faissGPU is the GPU replica of a faissIndex; without the faissgpu build tag there is none.
 type faissGPU struct{}
 
-func (g *faissGPU) attach(x *FaissIndex) {
+func (g *faissGPU) attach(x *faissIndex) {
 	if x.cfg.GPU {
 		slog.Warn("faiss: GPU requested but this build has no GPU support (build tag faissgpu); using the CPU")
 	}

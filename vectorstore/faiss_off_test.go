@@ -11,9 +11,9 @@ import (
 // Without the faiss tag the FAISS names still compile, and asking for the backend is a
 // typed error that says why, never a nil index.
 func TestFaissNotBuilt(t *testing.T) {
-	x, err := NewFaissIndex(IndexConfig{Dim: 4})
+	x, err := newFaissIndex(IndexConfig{Dim: 4})
 	if x != nil || !errors.Is(err, ErrFaissNotBuilt) {
-		t.Fatalf("NewFaissIndex = %v, %v; want nil, ErrFaissNotBuilt", x, err)
+		t.Fatalf("newFaissIndex = %v, %v; want nil, ErrFaissNotBuilt", x, err)
 	}
 	_, err = NewIndex(IndexConfig{Backend: FaissBackend, Dim: 4})
 	if !errors.Is(err, ErrUnknownBackend) || !errors.Is(err, ErrFaissNotBuilt) {
@@ -23,7 +23,7 @@ func TestFaissNotBuilt(t *testing.T) {
 	if !errors.Is(err, ErrUnknownBackend) || errors.Is(err, ErrFaissNotBuilt) {
 		t.Fatalf("NewIndex(nope) = %v; want ErrUnknownBackend only", err)
 	}
-	var none *FaissIndex
+	var none *faissIndex
 	if err := none.Add(context.Background(), []string{"a"}, [][]float32{{1, 0, 0, 0}}); !errors.Is(err, ErrFaissNotBuilt) {
 		t.Errorf("Add = %v", err)
 	}

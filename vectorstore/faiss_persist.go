@@ -92,7 +92,7 @@ func checkFileCRC(path string, want uint32) error {
 }
 
 // persistLocked writes generation gen+1 and then switches faiss.json to it.
-func (x *FaissIndex) persistLocked() error {
+func (x *faissIndex) persistLocked() error {
 	dir := x.cfg.Dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("vectorstore: faiss dir: %w", err)
@@ -142,7 +142,7 @@ func (x *FaissIndex) persistLocked() error {
 }
 
 // writeMetaLocked writes faiss.json (the commit point) for generation gen and its files.
-func (x *FaissIndex) writeMetaLocked(gen uint64, index, buffer string, crcs [2]uint32) error {
+func (x *faissIndex) writeMetaLocked(gen uint64, index, buffer string, crcs [2]uint32) error {
 	m := faissMeta{
 		Version: faissMetaVersion, Dim: x.cfg.Dim, Metric: x.cfg.Metric, Factory: x.spec.canonical(),
 		Seq: x.seq, Gen: gen, Next: x.next, Index: index, Buffer: buffer, IndexCRC: crcs[0], BufferCRC: crcs[1],
@@ -234,7 +234,7 @@ var errFaissStale = errors.New("persisted FAISS state does not match the configu
 // load reads the state persisted in Dir. Missing state is not an error; state that is
 // unreadable or built for another configuration is logged and ignored (the index starts empty
 // with Seq 0 and the store rebuilds it): the index is derived data.
-func (x *FaissIndex) load() error {
+func (x *faissIndex) load() error {
 	err := x.loadFiles()
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist) && x.gen == 0:
@@ -246,7 +246,7 @@ func (x *FaissIndex) load() error {
 	}
 }
 
-func (x *FaissIndex) resetState() {
+func (x *faissIndex) resetState() {
 	if x.idx != nil {
 		x.idx.Delete()
 	}
@@ -256,7 +256,7 @@ func (x *FaissIndex) resetState() {
 	x.next, x.seq, x.gen, x.files, x.crcs = 0, 0, 0, [2]string{}, [2]uint32{}
 }
 
-func (x *FaissIndex) loadFiles() error {
+func (x *faissIndex) loadFiles() error {
 	dir := x.cfg.Dir
 	raw, err := os.ReadFile(filepath.Join(dir, faissMetaFile))
 	if err != nil {

@@ -116,7 +116,7 @@ func faissRecall(got, ref []Hit, k int) float64 {
 	return float64(n) / float64(min(k, len(ref)))
 }
 
-func newFaissTest(t *testing.T, cfg IndexConfig) *FaissIndex {
+func newFaissTest(t *testing.T, cfg IndexConfig) *faissIndex {
 	t.Helper()
 	cfg.Backend = FaissBackend
 	idx, err := NewIndex(cfg)
@@ -124,7 +124,7 @@ func newFaissTest(t *testing.T, cfg IndexConfig) *FaissIndex {
 		t.Fatalf("NewIndex(%+v): %v", cfg, err)
 	}
 	t.Cleanup(func() { idx.Close() })
-	return idx.(*FaissIndex)
+	return idx.(*faissIndex)
 }
 
 // faissKinds are the index kinds with settings that make small tests meaningful: IVF trains
@@ -640,8 +640,8 @@ func TestFaissChecksums(t *testing.T) {
 func TestFaissBadConfigAndInput(t *testing.T) {
 	for _, f := range []string{"IVF", "IVF0,Flat", "IVF16", "IVF16,PQ8", "HNSW", "HNSW1", "HNSWx", "PQ8", "Flat,Flat", "ivf16,flat", "IVF-3,Flat", "HNSW032"} {
 		_, err := NewIndex(IndexConfig{Backend: FaissBackend, Dim: 8, Factory: f})
-		if !errors.Is(err, ErrFaissFactory) || !errors.Is(err, ErrBadConfig) {
-			t.Errorf("factory %q: err = %v, want ErrFaissFactory and ErrBadConfig", f, err)
+		if !errors.Is(err, errFaissFactory) || !errors.Is(err, ErrBadConfig) {
+			t.Errorf("factory %q: err = %v, want errFaissFactory and ErrBadConfig", f, err)
 		}
 	}
 	for _, cfg := range []IndexConfig{
@@ -696,7 +696,7 @@ func TestFaissBadConfigAndInput(t *testing.T) {
 			if err := idx.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := idx.Add(ctx, []string{"z"}, [][]float32{{1, 2, 3, 4}}); !errors.Is(err, ErrFaissClosed) {
+			if err := idx.Add(ctx, []string{"z"}, [][]float32{{1, 2, 3, 4}}); !errors.Is(err, errFaissClosed) {
 				t.Errorf("Add after Close: %v", err)
 			}
 		})

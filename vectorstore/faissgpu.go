@@ -43,7 +43,7 @@ type faissGPU struct {
 	dead    int // removed labels still held by the replica
 }
 
-func (g *faissGPU) attach(x *FaissIndex) {
+func (g *faissGPU) attach(x *faissIndex) {
 	if !x.cfg.GPU {
 		return
 	}
@@ -110,7 +110,7 @@ func (g *faissGPU) cloneLocked(cpu *faiss.IndexImpl) error {
 	return nil
 }
 
-// faissHandle gives the FaissIndex* p (owned from now on by the handle) a go-faiss handle:
+// faissHandle gives the faissIndex* p (owned from now on by the handle) a go-faiss handle:
 // an empty index whose C pointer is swapped for p. On error p is freed.
 func faissHandle(dim int, p unsafe.Pointer) (*faiss.IndexImpl, error) {
 	holder, err := faiss.IndexFactory(dim, "Flat", faiss.MetricInnerProduct)

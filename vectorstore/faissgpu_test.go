@@ -17,9 +17,9 @@ import (
 // GPU machine's check script sets it), so a run that silently fell back to the CPU cannot
 // pass there.
 
-// gpuIndex returns a GPU FaissIndex, or skips when this machine has no usable GPU (and
+// gpuIndex returns a GPU faissIndex, or skips when this machine has no usable GPU (and
 // MEMORY_REQUIRE_GPU is not set).
-func gpuIndex(t *testing.T, cfg IndexConfig) *FaissIndex {
+func gpuIndex(t *testing.T, cfg IndexConfig) *faissIndex {
 	t.Helper()
 	n, err := faisslink.NumGPUs()
 	if n == 0 {
@@ -37,7 +37,7 @@ func gpuIndex(t *testing.T, cfg IndexConfig) *FaissIndex {
 }
 
 // replicaTotal is what the GPU replica holds (-1: no replica, the CPU answers).
-func replicaTotal(x *FaissIndex) int64 {
+func replicaTotal(x *faissIndex) int64 {
 	x.gpu.mu.Lock()
 	defer x.gpu.mu.Unlock()
 	if x.gpu.replica == nil {
@@ -63,7 +63,7 @@ func TestFaissGPUMatchesCPU(t *testing.T) {
 			params := map[string]int{"nprobe": 8, "trainSize": 5000}
 			g := gpuIndex(t, IndexConfig{Dim: dim, Factory: factory, Params: params})
 			c := newFaissTest(t, IndexConfig{Dim: dim, Factory: factory, Params: params})
-			for _, x := range []*FaissIndex{g, c} {
+			for _, x := range []*faissIndex{g, c} {
 				if err := x.Add(ctx, ids, vecs); err != nil {
 					t.Fatal(err)
 				}

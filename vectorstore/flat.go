@@ -13,17 +13,8 @@ import (
 	"github.com/agentmem/memory/internal/vecmath"
 )
 
-// Errors about the vectors and ids given to an Index.
-var (
-	// ErrBadBatch reports an Add whose ids and vectors differ in number or that holds an
-	// empty id.
-	ErrBadBatch = errors.New("vectorstore: invalid add batch")
-	// ErrNonFinite reports a vector (stored or query) holding NaN or ±Inf.
-	ErrNonFinite = errors.New("vectorstore: vector holds NaN or Inf")
-)
-
 func init() {
-	RegisterIndex("flat", func(cfg IndexConfig) (Index, error) { return NewFlatIndex(cfg) })
+	RegisterIndex("flat", func(cfg IndexConfig) (Index, error) { return newFlatIndex(cfg) })
 }
 
 // flatBlock is how many rows the kernel scores per call on the unfiltered path.
@@ -33,7 +24,7 @@ const flatBlock = 256
 // splits the scan across goroutines.
 const flatParallelMin = 1 << 20
 
-// FlatIndex is an exact (brute-force) Index: every vector lives in one contiguous []float32
+// flatIndex is an exact (brute-force) Index: every vector lives in one contiguous []float32
 // slab and a search scores each accepted row with a SIMD dot-product kernel (AVX2+FMA on
 // amd64 when the CPU has it, portable Go otherwise), keeping the best k in a small heap.
 //
@@ -42,7 +33,7 @@ const flatParallelMin = 1 << 20
 // by id, ascending, so results are deterministic.
 //
 // Searches run concurrently with each other; Add and Delete take a write lock.
-type FlatIndex struct {
+type flatIndex struct {
 	mu      sync.RWMutex
 	dim     int
 	metric  Metric
@@ -53,7 +44,7 @@ type FlatIndex struct {
 	slot map[string]int32 // id -> slot
 }
 
-var _ Index = (*FlatIndex)(nil)
+var _ Index = (*flatIndex)(nil)
 
 // checkDimMetric checks cfg's dimension and metric for backend, filling the default metric
 // (Cosine).
@@ -71,10 +62,10 @@ func checkDimMetric(cfg *IndexConfig, backend string) error {
 	return nil
 }
 
-// NewFlatIndex builds an empty flat index. cfg.Params["threads"] sets how many goroutines a
+// newFlatIndex builds an empty flat index. cfg.Params["threads"] sets how many goroutines a
 // search may use: 1 scans on the calling goroutine; 0 (the default) uses GOMAXPROCS for slabs
 // over 4 MiB and one goroutine below that.
-func NewFlatIndex(cfg IndexConfig) (*FlatIndex, error) {
+func newFlatIndex(cfg IndexConfig) (*flatIndex, error) {
 	if err := checkDimMetric(&cfg, "flat"); err != nil {
 		return nil, err
 	}
@@ -82,7 +73,7 @@ func NewFlatIndex(cfg IndexConfig) (*FlatIndex, error) {
 	if threads < 0 {
 		return nil, fmt.Errorf("%w: flat: threads %d", ErrBadConfig, threads)
 	}
-	return &FlatIndex{dim: cfg.Dim, metric: cfg.Metric, threads: threads, slot: map[string]int32{}}, nil
+	return &flatIndex{dim: cfg.Dim, metric: cfg.Metric, threads: threads, slot: map[string]int32{}}, nil
 }
 
 // checkVector validates the length and values of v; what names it in the error, which
@@ -119,7 +110,7 @@ func checkBatch(ids []string, vecs [][]float32, dim int) error {
 
 // Add inserts or replaces the vectors of ids. A bad batch (count mismatch, empty id, wrong
 // dimension, NaN or Inf) changes nothing. A later duplicate of an id in the batch wins.
-func (x *FlatIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
+func (x *flatIndex) Add(ctx context.Context, ids []string, vecs [][]float32) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -151,7 +142,7 @@ func (x *FlatIndex) Add(ctx context.Context, ids []string, vecs [][]float32) err
 }
 
 // Delete removes ids (unknown ids are ignored). The last row moves into each freed slot.
-func (x *FlatIndex) Delete(ctx context.Context, ids ...string) error {
+func (x *flatIndex) Delete(ctx context.Context, ids ...string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -184,14 +175,14 @@ func (x *FlatIndex) Delete(ctx context.Context, ids ...string) error {
 }
 
 // Len is the number of vectors held.
-func (x *FlatIndex) Len() int {
+func (x *flatIndex) Len() int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.ids)
 }
 
 // Close releases the vectors; the index is empty (and still usable) afterwards.
-func (x *FlatIndex) Close() error {
+func (x *flatIndex) Close() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.data, x.ids, x.slot = nil, nil, map[string]int32{}
@@ -201,7 +192,7 @@ func (x *FlatIndex) Close() error {
 // Search returns the k vectors most similar to q among those f accepts, best first
 // (score descending, then id ascending). f is called once per stored id, under the index's
 // read lock, and rejected rows are not scored.
-func (x *FlatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
+func (x *flatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -260,7 +251,7 @@ func (x *FlatIndex) Search(ctx context.Context, q []float32, k int, f Filter) ([
 }
 
 // parallelism is how many goroutines a search over n rows uses.
-func (x *FlatIndex) parallelism(n int) int {
+func (x *flatIndex) parallelism(n int) int {
 	t := x.threads
 	if t == 0 {
 		if n*x.dim < flatParallelMin {
@@ -273,7 +264,7 @@ func (x *FlatIndex) parallelism(n int) int {
 }
 
 // scan offers rows [lo, hi) to h. The caller holds the read lock.
-func (x *FlatIndex) scan(ctx context.Context, q []float32, lo, hi int, f Filter, h *flatHeap) error {
+func (x *flatIndex) scan(ctx context.Context, q []float32, lo, hi int, f Filter, h *flatHeap) error {
 	d := x.dim
 	var buf [flatBlock]float32
 	for b := lo; b < hi; b += flatBlock {

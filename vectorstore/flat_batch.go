@@ -10,7 +10,7 @@ import (
 	"github.com/agentmem/memory/internal/vecmath"
 )
 
-var _ BatchSearcher = (*FlatIndex)(nil)
+var _ BatchSearcher = (*flatIndex)(nil)
 
 // flatBatchBlockBytes is the size of the block of stored vectors a batch search worker keeps
 // hot (in L2) while every query of the batch is scored against it. A variable so tests can
@@ -35,7 +35,7 @@ const flatBatchMaxItems = 1 << 22
 // A query of the wrong dimension or holding NaN/Inf fails the whole batch (the error names
 // its position) before anything is scanned; k <= 0 gives an empty result per query. The
 // scan checks ctx between blocks.
-func (x *FlatIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
+func (x *flatIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (x *FlatIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Fi
 
 // batchPass answers qs (at most flatBatchMaxItems/k of them) in one pass over the vectors,
 // writing out[i] for qs[i]. The caller holds the read lock.
-func (x *FlatIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filter, out [][]Hit) error {
+func (x *flatIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filter, out [][]Hit) error {
 	d, n, nq := x.dim, len(x.ids), len(qs)
 	// The queries, normalised for Cosine exactly as Search does, padded with zero queries to a
 	// multiple of three for the 3x4 kernel.
@@ -122,7 +122,7 @@ func (x *FlatIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filt
 
 // batchWorker scores blocks of rb rows, taken in turn from next, against every query of
 // qbuf (nq real queries, padded to a multiple of three), offering the scores to hs.
-func (x *FlatIndex) batchWorker(ctx context.Context, qbuf []float32, nq, rb, nblocks int, f Filter, next *atomic.Int64, hs []flatHeap) error {
+func (x *flatIndex) batchWorker(ctx context.Context, qbuf []float32, nq, rb, nblocks int, f Filter, next *atomic.Int64, hs []flatHeap) error {
 	d, n := x.dim, len(x.ids)
 	ldo := rb
 	scores := make([]float32, 3*ldo)

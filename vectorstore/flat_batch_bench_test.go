@@ -21,7 +21,7 @@ import (
 	"github.com/agentmem/memory/internal/vecmath"
 )
 
-// BenchmarkFlatSearchBatch times one batch of queries through FlatIndex.SearchBatch (issue
+// BenchmarkFlatSearchBatch times one batch of queries through flatIndex.SearchBatch (issue
 // 13: a 2,560-query dense batch over 1M x 384, exact) beside python3-faiss's
 // IndexFlatIP.search (BLAS sgemm plus heaps) on the very same normalised vectors and queries,
 // with the same thread count (GOMAXPROCS; faiss.omp_set_num_threads and
@@ -60,7 +60,7 @@ func BenchmarkFlatSearchBatch(b *testing.B) {
 	for i := range slab {
 		slab[i] = float32(rng.NormFloat64())
 	}
-	idx, err := NewFlatIndex(IndexConfig{Dim: dim, Metric: Cosine})
+	idx, err := newFlatIndex(IndexConfig{Dim: dim, Metric: Cosine})
 	if err != nil {
 		b.Fatal(err)
 	}

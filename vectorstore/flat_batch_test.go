@@ -103,7 +103,7 @@ func TestFlatSearchBatchMatchesSearch(t *testing.T) {
 					f = func(string) bool { return false }
 				}
 				cfg := IndexConfig{Backend: "flat", Dim: dim, Metric: metric, Params: map[string]int{"threads": threads}}
-				idx, err := NewFlatIndex(cfg)
+				idx, err := newFlatIndex(cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -144,7 +144,7 @@ func TestFlatSearchBatchLargeK(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	const dim = 8
 	n := 1000
-	idx, err := NewFlatIndex(IndexConfig{Dim: dim})
+	idx, err := newFlatIndex(IndexConfig{Dim: dim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestFlatSearchBatchLargeK(t *testing.T) {
 func TestFlatSearchBatchInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	ctx := context.Background()
-	idx, err := NewFlatIndex(IndexConfig{Dim: 4})
+	idx, err := newFlatIndex(IndexConfig{Dim: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ func BenchmarkDenseSearchSizes(b *testing.B) {
 // bandwidth the scan reaches (the goal is >= 0.5). ns/op covers both halves.
 func BenchmarkDenseScanVsBandwidth(b *testing.B) {
 	const n = 100_000
-	idx := benchIndex(b, "flat-1thread", n, IndexConfig{Backend: "flat", Params: map[string]int{"threads": 1}}).(*FlatIndex)
+	idx := benchIndex(b, "flat-1thread", n, IndexConfig{Backend: "flat", Params: map[string]int{"threads": 1}}).(*flatIndex)
 	_, _, queries := benchData(n)
 	bytes := float64(len(idx.data) * 4)
 	ctx := context.Background()

@@ -47,7 +47,7 @@ func TestIndexConfig(t *testing.T) {
 			idx.Close()
 		}
 	}
-	if _, err := NewChromemIndex(IndexConfig{Dim: -1}); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("NewChromemIndex(dim -1): err = %v", err)
+	if _, err := newChromemIndex(IndexConfig{Dim: -1}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("newChromemIndex(dim -1): err = %v", err)
 	}
 }

@@ -10,21 +10,21 @@ import (
 	"github.com/agentmem/memory/internal/wordpiece"
 )
 
-// Errors of the ONNX embedder (ErrBadModel, for an unusable model, is shared with the
-// static embedder). Each also matches the shared kind of the module's ONNX layer, and
-// model-file problems the runtime wrapper's own sentinel errors.
+// The embedders' model errors carry this package's name in their text; each matches one
+// kind of package models under errors.Is (models.ErrModelNotFound, models.ErrBadModel,
+// models.ErrCUDAUnavailable, models.ErrNeedsCgo), the one public definition.
 var (
-	// ErrModelNotFound reports a model folder without a model or tokenizer file.
-	ErrModelNotFound = onnx.Kind("vectorstore: model file not found", onnx.ErrModelNotFound)
-	// ErrCUDAUnavailable reports a CUDA device asked for where none can be used.
-	ErrCUDAUnavailable = onnx.Kind("vectorstore: CUDA unavailable", onnx.ErrCUDAUnavailable)
-	// ErrNeedsCgo reports an ONNXEmbedder asked of a binary built with CGO_ENABLED=0 (ONNX
+	// errModelNotFound reports a model folder without a model or tokenizer file.
+	errModelNotFound = onnx.Kind("vectorstore: model file not found", onnx.ErrModelNotFound)
+	// errCUDAUnavailable reports a CUDA device asked for where none can be used.
+	errCUDAUnavailable = onnx.Kind("vectorstore: CUDA unavailable", onnx.ErrCUDAUnavailable)
+	// errNeedsCgo reports an ONNXEmbedder asked of a binary built with CGO_ENABLED=0 (ONNX
 	// Runtime is reached through cgo).
-	ErrNeedsCgo = onnx.Kind("vectorstore: the ONNX embedder needs a cgo build", onnx.ErrNeedsCgo)
+	errNeedsCgo = onnx.Kind("vectorstore: the ONNX embedder needs a cgo build", onnx.ErrNeedsCgo)
 )
 
-var onnxErrors = onnx.Errors{Prefix: "vectorstore", NotFound: ErrModelNotFound, BadModel: ErrBadModel,
-	CUDAUnavailable: ErrCUDAUnavailable, NeedsCgo: ErrNeedsCgo}
+var onnxErrors = onnx.Errors{Prefix: "vectorstore", NotFound: errModelNotFound, BadModel: errBadModel,
+	CUDAUnavailable: errCUDAUnavailable, NeedsCgo: errNeedsCgo}
 
 // ONNXOptions configures an [ONNXEmbedder]. The zero value runs on the CPU with ONNX
 // Runtime's default threads, batches of 32, and the pooling, normalisation and maximum
@@ -36,7 +36,7 @@ type ONNXOptions struct {
 	// runtime pull` cache, then the system library); the ONNX file relative to the folder
 	// ("" = model.onnx, else onnx/model.onnx); the intra-op threads (0 = one per core); "cpu"
 	// (default), "cuda" or "auto"; whether "cuda" without CUDA runs on the CPU with a
-	// warning instead of failing with ErrCUDAUnavailable; "all" (default), "extended",
+	// warning instead of failing with models.ErrCUDAUnavailable; "all" (default), "extended",
 	// "basic" or "disable"; where warnings go (nil = slog.Default()).
 	LibraryPath       string
 	ModelFile         string
@@ -152,7 +152,7 @@ func (e *ONNXEmbedder) configure(ctx context.Context) error {
 	dims := e.enc.Session.OutputDims()
 	switch {
 	case len(dims) != 3:
-		return fmt.Errorf("%w: %s: output last_hidden_state has rank %d, want 3", ErrBadModel, e.enc.ModelPath, len(dims))
+		return fmt.Errorf("%w: %s: output last_hidden_state has rank %d, want 3", errBadModel, e.enc.ModelPath, len(dims))
 	case dims[2] > 0:
 		e.dim = int(dims[2])
 	case e.enc.Config.HiddenSize > 0:
@@ -262,11 +262,11 @@ func (e *ONNXEmbedder) embedEncodings(ctx context.Context, encs []wordpiece.Enco
 	out := make([][]float32, len(encs))
 	err := e.enc.RunBatches(ctx, encs, func(rows []int, b wordpiece.Batch, res onnx.Result) error {
 		if len(res.Shape) != 3 || res.Shape[0] != int64(b.Rows) || res.Shape[1] != int64(b.Cols) {
-			return fmt.Errorf("%w: output shape %v for a %d×%d batch", ErrBadModel, res.Shape, b.Rows, b.Cols)
+			return fmt.Errorf("%w: output shape %v for a %d×%d batch", errBadModel, res.Shape, b.Rows, b.Cols)
 		}
 		hidden := int(res.Shape[2])
 		if e.dim != 0 && hidden != e.dim {
-			return fmt.Errorf("%w: output width %d, want %d", ErrBadModel, hidden, e.dim)
+			return fmt.Errorf("%w: output width %d, want %d", errBadModel, hidden, e.dim)
 		}
 		for r, i := range rows {
 			rowMask := b.Mask[r*b.Cols : (r+1)*b.Cols]

@@ -1,7 +1,6 @@
 package vectorstore
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -32,9 +31,6 @@ const (
 	// 1_Pooling/config.json, modules.json, sentence_bert_config.json).
 	PresetNone = "none"
 )
-
-// ErrUnknownPreset reports a preset name that is none of the Preset constants.
-var ErrUnknownPreset = errors.New("vectorstore: unknown model preset")
 
 // ModelPreset is what a preset sets. Options of [ONNXOptions] override each field.
 type ModelPreset struct {
@@ -93,7 +89,7 @@ func LookupPreset(name string) (ModelPreset, error) {
 			return p, nil
 		}
 	}
-	return ModelPreset{}, fmt.Errorf("%w %q (want auto, e5, bge or none)", ErrUnknownPreset, name)
+	return ModelPreset{}, fmt.Errorf("%w %q (want auto, e5, bge or none)", errUnknownPreset, name)
 }
 
 // PresetForModel is the preset PresetAuto gives a model of the given name (a folder's
@@ -157,7 +153,7 @@ func ResolveONNXSettings(dir string, opts ONNXOptions) (ONNXSettings, error) {
 	s.Preset = p.Name
 	preset := p.Name != PresetNone
 	read := func(name string, v any) error {
-		return onnx.ReadJSON(filepath.Join(dir, name), v, ErrBadModel)
+		return onnx.ReadJSON(filepath.Join(dir, name), v, errBadModel)
 	}
 
 	// Prompts.
@@ -206,7 +202,7 @@ func ResolveONNXSettings(dir string, opts ONNXOptions) (ONNXSettings, error) {
 		}
 	}
 	if s.Pooling != "mean" && s.Pooling != "cls" {
-		return s, fmt.Errorf("%w: pooling %q (want mean or cls)", ErrBadModel, s.Pooling)
+		return s, fmt.Errorf("%w: pooling %q (want mean or cls)", errBadModel, s.Pooling)
 	}
 	switch {
 	case opts.Normalize != nil:
@@ -231,7 +227,7 @@ func ResolveONNXSettings(dir string, opts ONNXOptions) (ONNXSettings, error) {
 	// folder's; never over the model's position embeddings.
 	folder, err := wordpiece.DirMaxLength(dir)
 	if err != nil {
-		return s, fmt.Errorf("%w: %w", ErrBadModel, err)
+		return s, fmt.Errorf("%w: %w", errBadModel, err)
 	}
 	var cfg onnx.BERTConfig
 	if err := read("config.json", &cfg); err != nil {

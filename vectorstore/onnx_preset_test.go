@@ -110,7 +110,7 @@ func TestPresetsByName(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ResolveONNXSettings(t.TempDir(), ONNXOptions{Preset: "e6"}); !errors.Is(err, ErrUnknownPreset) {
+	if _, err := ResolveONNXSettings(t.TempDir(), ONNXOptions{Preset: "e6"}); !errors.Is(err, errUnknownPreset) {
 		t.Fatalf("preset e6: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
+	"github.com/agentmem/memory/models"
 )
 
 // tinyModelCopy copies the tiny encoder's folder (model included) to <tmp>/tiny-bert-encoder,
@@ -162,8 +163,8 @@ func TestONNXEmbedderPrompts(t *testing.T) {
 func TestONNXEmbedderPromptsBadConfig(t *testing.T) {
 	dir := tinyModelCopy(t, `{"prompts": {"query": 42}}`)
 	_, err := NewONNXEmbedder(context.Background(), dir, ONNXOptions{LibraryPath: onnxtest.Library(t), Threads: 1})
-	if !errors.Is(err, ErrBadModel) || !strings.Contains(err.Error(), "config_sentence_transformers.json") {
-		t.Fatalf("error %v, want ErrBadModel naming the file", err)
+	if !errors.Is(err, models.ErrBadModel) || !strings.Contains(err.Error(), "config_sentence_transformers.json") {
+		t.Fatalf("error %v, want models.ErrBadModel naming the file", err)
 	}
 	// Both prefixes given: the file is not read, so a broken one does not matter.
 	e := newEmbedderAt(t, dir, ONNXOptions{QueryPrefix: strPtr("q: "), PassagePrefix: strPtr("")})

@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/internal/wordpiece"
+	"github.com/agentmem/memory/models"
 )
 
 const goldenTol = 1e-4
@@ -386,16 +387,16 @@ func TestONNXEmbedderBadModels(t *testing.T) {
 		dir  string
 		want []error
 	}{
-		{"missing folder", filepath.Join(t.TempDir(), "nope"), []error{ErrModelNotFound}},
-		{"no model file", copyTokenizer(t, src), []error{ErrModelNotFound}},
-		{"no tokenizer", write(t.TempDir(), "model.onnx", model), []error{ErrModelNotFound}},
-		{"truncated model", write(copyTokenizer(t, src), "model.onnx", model[:len(model)/2]), []error{ErrBadModel, onnx.ErrModelCorrupt}},
-		{"corrupt model", write(copyTokenizer(t, src), "model.onnx", flipped), []error{ErrBadModel, onnx.ErrModelCorrupt}},
-		{"empty model", write(copyTokenizer(t, src), "model.onnx", nil), []error{ErrBadModel, onnx.ErrModelCorrupt}},
-		{"not a bert", write(copyTokenizer(t, src), "model.onnx", onnxgraph.AddModel().Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
-		{"no attention_mask", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(noMask).Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
-		{"cross-encoder as embedder", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(logits).Marshal()), []error{ErrBadModel, onnx.ErrUnexpectedModel}},
-		{"bad modules.json", write(write(t.TempDir(), "model.onnx", model), "modules.json", []byte("{")), []error{ErrBadModel}},
+		{"missing folder", filepath.Join(t.TempDir(), "nope"), []error{models.ErrModelNotFound}},
+		{"no model file", copyTokenizer(t, src), []error{models.ErrModelNotFound}},
+		{"no tokenizer", write(t.TempDir(), "model.onnx", model), []error{models.ErrModelNotFound}},
+		{"truncated model", write(copyTokenizer(t, src), "model.onnx", model[:len(model)/2]), []error{models.ErrBadModel, onnx.ErrModelCorrupt}},
+		{"corrupt model", write(copyTokenizer(t, src), "model.onnx", flipped), []error{models.ErrBadModel, onnx.ErrModelCorrupt}},
+		{"empty model", write(copyTokenizer(t, src), "model.onnx", nil), []error{models.ErrBadModel, onnx.ErrModelCorrupt}},
+		{"not a bert", write(copyTokenizer(t, src), "model.onnx", onnxgraph.AddModel().Marshal()), []error{models.ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"no attention_mask", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(noMask).Marshal()), []error{models.ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"cross-encoder as embedder", write(copyTokenizer(t, src), "model.onnx", onnxgraph.BERT(logits).Marshal()), []error{models.ErrBadModel, onnx.ErrUnexpectedModel}},
+		{"bad modules.json", write(write(t.TempDir(), "model.onnx", model), "modules.json", []byte("{")), []error{models.ErrBadModel}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -447,7 +448,7 @@ func TestONNXEmbedderCUDA(t *testing.T) {
 	}
 	e := onnxtest.CUDA(t, func(fallback bool) (*ONNXEmbedder, error) {
 		return NewONNXEmbedder(ctx, dir, ONNXOptions{LibraryPath: lib, Device: "cuda", FallbackCPU: fallback})
-	}, ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
+	}, models.ErrCUDAUnavailable, onnx.ErrCUDAUnavailable)
 	cpu := newTinyEmbedder(t, ONNXOptions{})
 	texts := make([]string, len(g.Cases))
 	for i, c := range g.Cases {

@@ -19,21 +19,6 @@ import (
 	"github.com/agentmem/memory/internal/httpretry"
 )
 
-// Errors of the hosted (OpenAI-compatible) embedder. A vector of the wrong length matches
-// [ErrDimMismatch]; a refused request is an [*EmbeddingHTTPError], which matches
-// ErrEmbeddingHTTP.
-var (
-	// ErrEmbedderConfig reports unusable embedder options (no model, a bad URL, a negative
-	// size).
-	ErrEmbedderConfig = errors.New("vectorstore: invalid embedder options")
-	// ErrEmbeddingHTTP reports a request the embedding server answered with an error status,
-	// after the retries allowed for 429 and 5xx.
-	ErrEmbeddingHTTP = errors.New("vectorstore: embedding server refused the request")
-	// ErrEmbeddingResponse reports a 2xx answer that is not a valid embeddings response:
-	// not JSON, missing or duplicated indexes, a wrong number of vectors, NaN or Inf values.
-	ErrEmbeddingResponse = errors.New("vectorstore: malformed embedding response")
-)
-
 // EmbeddingHTTPError is the error of a request the embedding server refused: its status
 // and the message of its error body ({"error":{"message":...}} as OpenAI, Ollama, vLLM and
 // llama.cpp send it, {"error":"..."} as TEI does, or the start of the raw body).
@@ -66,11 +51,11 @@ func (e *EmbeddingHTTPError) Is(target error) bool { return target == ErrEmbeddi
 
 // Caps and defaults of the hosted embedder.
 const (
-	// OpenAIMaxBatch is the most texts sent in one request (OpenAI's limit of inputs per
+	// openAIMaxBatch is the most texts sent in one request (OpenAI's limit of inputs per
 	// request); a larger BatchSize is lowered to it.
-	OpenAIMaxBatch = 2048
-	// OpenAIDefaultBaseURL is OpenAI's API root.
-	OpenAIDefaultBaseURL = "https://api.openai.com/v1"
+	openAIMaxBatch = 2048
+	// openAIDefaultBaseURL is OpenAI's API root.
+	openAIDefaultBaseURL = "https://api.openai.com/v1"
 
 	openAIDefaultBatch   = 64
 	openAIDefaultTimeout = 60 * time.Second
@@ -151,20 +136,20 @@ var (
 // to learn the dimension (so the embedder needs the server up when it is built).
 func NewOpenAIEmbedder(ctx context.Context, opts OpenAIOptions) (*OpenAIEmbedder, error) {
 	if strings.TrimSpace(opts.Model) == "" {
-		return nil, fmt.Errorf("%w: Model is required", ErrEmbedderConfig)
+		return nil, fmt.Errorf("%w: Model is required", errEmbedderConfig)
 	}
 	if opts.Dim < 0 || opts.BatchSize < 0 || opts.Timeout < 0 || opts.RetryBaseDelay < 0 {
-		return nil, fmt.Errorf("%w: negative Dim, BatchSize, Timeout or RetryBaseDelay", ErrEmbedderConfig)
+		return nil, fmt.Errorf("%w: negative Dim, BatchSize, Timeout or RetryBaseDelay", errEmbedderConfig)
 	}
 	if opts.RequestDimensions && opts.Dim == 0 {
-		return nil, fmt.Errorf("%w: RequestDimensions needs Dim", ErrEmbedderConfig)
+		return nil, fmt.Errorf("%w: RequestDimensions needs Dim", errEmbedderConfig)
 	}
 	base := strings.TrimSpace(opts.BaseURL)
 	if base == "" {
-		base = OpenAIDefaultBaseURL
+		base = openAIDefaultBaseURL
 	}
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		return nil, fmt.Errorf("%w: BaseURL %q is not an http(s) URL", ErrEmbedderConfig, base)
+		return nil, fmt.Errorf("%w: BaseURL %q is not an http(s) URL", errEmbedderConfig, base)
 	}
 	url := strings.TrimRight(base, "/")
 	if !strings.HasSuffix(url, "/embeddings") {
@@ -175,7 +160,7 @@ func NewOpenAIEmbedder(ctx context.Context, opts OpenAIOptions) (*OpenAIEmbedder
 	if e.batch == 0 {
 		e.batch = openAIDefaultBatch
 	}
-	e.batch = min(e.batch, OpenAIMaxBatch)
+	e.batch = min(e.batch, openAIMaxBatch)
 	e.retries = opts.MaxRetries
 	switch {
 	case e.retries == 0:
@@ -316,7 +301,7 @@ func (e *OpenAIEmbedder) attempt(ctx context.Context, body []byte, n, dim int) (
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, -1, fmt.Errorf("%w: %v", ErrEmbedderConfig, err)
+		return nil, -1, fmt.Errorf("%w: %v", errEmbedderConfig, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")

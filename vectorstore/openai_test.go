@@ -406,8 +406,8 @@ func TestOpenAIEmbedderOptions(t *testing.T) {
 		{Model: "m", BatchSize: -5},
 		{Model: "m", RequestDimensions: true},
 	} {
-		if _, err := NewOpenAIEmbedder(ctx, o); !errors.Is(err, ErrEmbedderConfig) {
-			t.Errorf("%+v: error %v, want ErrEmbedderConfig", o, err)
+		if _, err := NewOpenAIEmbedder(ctx, o); !errors.Is(err, errEmbedderConfig) {
+			t.Errorf("%+v: error %v, want errEmbedderConfig", o, err)
 		}
 	}
 	// Batch size capped; a URL that already names the endpoint is used as is.
@@ -416,10 +416,10 @@ func TestOpenAIEmbedderOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.batch != OpenAIMaxBatch {
-		t.Fatalf("batch %d, want the cap %d", e.batch, OpenAIMaxBatch)
+	if e.batch != openAIMaxBatch {
+		t.Fatalf("batch %d, want the cap %d", e.batch, openAIMaxBatch)
 	}
-	texts := make([]string, OpenAIMaxBatch+5)
+	texts := make([]string, openAIMaxBatch+5)
 	for i := range texts {
 		texts[i] = fmt.Sprint(i)
 	}
@@ -427,7 +427,7 @@ func TestOpenAIEmbedderOptions(t *testing.T) {
 	if err != nil || len(vecs) != len(texts) {
 		t.Fatalf("%d vectors, %v", len(vecs), err)
 	}
-	if len(s.requests) != 2 || len(s.requests[0].Input) != OpenAIMaxBatch {
+	if len(s.requests) != 2 || len(s.requests[0].Input) != openAIMaxBatch {
 		t.Fatalf("%d requests, first of %d inputs", len(s.requests), len(s.requests[0].Input))
 	}
 	if v := vecs[len(texts)-1]; v[0] != float32(texts[len(texts)-1][len(texts[len(texts)-1])-1]) {

@@ -19,45 +19,38 @@ import (
 	"github.com/agentmem/memory/internal/wordpiece"
 )
 
-// ErrBadModel reports a model folder that cannot be used. For the static (Model2Vec)
+// errBadModel reports a model folder that cannot be used. For the static (Model2Vec)
 // embedder: a missing or corrupt model.safetensors, tokenizer.json or config.json, or
 // tensors whose type or shape do not fit the tokenizer (a missing file also matches
 // fs.ErrNotExist). For the ONNX embedder: a corrupt model or configuration file, or a graph
 // without input_ids/attention_mask inputs or a last_hidden_state output. It matches the
 // ONNX layer's shared kind too.
-var ErrBadModel = onnx.Kind("vectorstore: unusable model", onnx.ErrBadModel)
+var errBadModel = onnx.Kind("vectorstore: unusable model", onnx.ErrBadModel)
 
-// DefaultStaticMaxTokens is the number of word pieces a StaticEmbedder averages per text
+// defaultStaticMaxTokens is the number of word pieces a StaticEmbedder averages per text
 // (after dropping unknown tokens), the default max_length of the Model2Vec library.
-const DefaultStaticMaxTokens = 512
+const defaultStaticMaxTokens = 512
 
 // staticMaxHeader bounds the safetensors JSON header, so a corrupt length cannot make the
 // parser allocate or scan gigabytes.
 const staticMaxHeader = 100 << 20
 
-// StaticOption configures a StaticEmbedder.
-type StaticOption func(*staticOptions)
+// StaticOptions configure [NewStaticEmbedder]. The zero value is the model's own settings.
+type StaticOptions struct {
+	// Name is the model name in ID() (default: the folder's base name).
+	Name string
+	// MaxTokens is how many word pieces per text are averaged (0: 512, the Model2Vec
+	// library's max_length; negative: no limit).
+	MaxTokens int
+	// Normalize, when set, forces L2 normalisation on or off, overriding config.json.
+	Normalize *bool
+}
 
+// staticOptions are StaticOptions resolved (maxTokens 0: no limit).
 type staticOptions struct {
 	name      string
 	maxTokens int
 	normalize *bool
-}
-
-// WithStaticName sets the model name used in ID(); the default is the folder's base name.
-func WithStaticName(name string) StaticOption {
-	return func(o *staticOptions) { o.name = name }
-}
-
-// WithStaticMaxTokens sets how many word pieces per text are averaged (n <= 0 means no
-// limit); the default is DefaultStaticMaxTokens.
-func WithStaticMaxTokens(n int) StaticOption {
-	return func(o *staticOptions) { o.maxTokens = n }
-}
-
-// WithStaticNormalize forces L2 normalisation on or off, overriding config.json.
-func WithStaticNormalize(on bool) StaticOption {
-	return func(o *staticOptions) { o.normalize = &on }
 }
 
 // StaticEmbedder is a Model2Vec static [Embedder] in pure Go: a text's vector is the mean
@@ -91,36 +84,39 @@ type staticConfig struct {
 }
 
 // NewStaticEmbedder loads a Model2Vec model folder (model.safetensors, tokenizer.json,
-// config.json). Every file is validated; problems are reported as ErrBadModel.
-func NewStaticEmbedder(dir string, opts ...StaticOption) (*StaticEmbedder, error) {
-	return newStaticEmbedder(dir, nil, opts...)
+// config.json). Every file is validated; problems are reported as models.ErrBadModel.
+func NewStaticEmbedder(dir string, opts StaticOptions) (*StaticEmbedder, error) {
+	return newStaticEmbedder(dir, nil, opts)
 }
 
 // newStaticEmbedder is NewStaticEmbedder with an optional already-loaded tokenizer (tests
 // share one instead of parsing tokenizer.json for every model they build).
-func newStaticEmbedder(dir string, tok *wordpiece.Tokenizer, opts ...StaticOption) (*StaticEmbedder, error) {
-	o := staticOptions{maxTokens: DefaultStaticMaxTokens}
-	for _, opt := range opts {
-		opt(&o)
+func newStaticEmbedder(dir string, tok *wordpiece.Tokenizer, opts StaticOptions) (*StaticEmbedder, error) {
+	o := staticOptions{name: opts.Name, maxTokens: opts.MaxTokens, normalize: opts.Normalize}
+	switch {
+	case o.maxTokens == 0:
+		o.maxTokens = defaultStaticMaxTokens
+	case o.maxTokens < 0:
+		o.maxTokens = 0 // no limit
 	}
 	var cfg staticConfig
 	cfgPath := filepath.Join(dir, "config.json")
 	if data, err := os.ReadFile(cfgPath); err == nil {
 		if err := json.Unmarshal(data, &cfg); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrBadModel, cfgPath, err)
+			return nil, fmt.Errorf("%w: %s: %v", errBadModel, cfgPath, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadModel, cfgPath, err)
+		return nil, fmt.Errorf("%w: %s: %w", errBadModel, cfgPath, err)
 	}
 	if cfg.ModelType != "" && !strings.EqualFold(cfg.ModelType, "model2vec") {
-		return nil, fmt.Errorf("%w: %s: model_type %q (want model2vec)", ErrBadModel, cfgPath, cfg.ModelType)
+		return nil, fmt.Errorf("%w: %s: model_type %q (want model2vec)", errBadModel, cfgPath, cfg.ModelType)
 	}
 
 	// The safetensors header is validated before the (slower) tokenizer load.
 	stPath := filepath.Join(dir, "model.safetensors")
 	data, err := os.ReadFile(stPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadModel, stPath, err)
+		return nil, fmt.Errorf("%w: %s: %w", errBadModel, stPath, err)
 	}
 	tensors, body, err := parseSafetensors(data)
 	if err != nil {
@@ -128,7 +124,7 @@ func newStaticEmbedder(dir string, tok *wordpiece.Tokenizer, opts ...StaticOptio
 	}
 	if tok == nil {
 		if tok, err = wordpiece.Load(filepath.Join(dir, "tokenizer.json")); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBadModel, err)
+			return nil, fmt.Errorf("%w: %w", errBadModel, err)
 		}
 	}
 	e, err := newStaticFromTensors(tensors, body, tok)
@@ -136,7 +132,7 @@ func newStaticEmbedder(dir string, tok *wordpiece.Tokenizer, opts ...StaticOptio
 		return nil, fmt.Errorf("%s: %w", stPath, err)
 	}
 	if cfg.HiddenDim != nil && *cfg.HiddenDim > 0 && *cfg.HiddenDim != e.dim {
-		return nil, fmt.Errorf("%w: %s: hidden_dim %d but embeddings have %d columns", ErrBadModel, cfgPath, *cfg.HiddenDim, e.dim)
+		return nil, fmt.Errorf("%w: %s: hidden_dim %d but embeddings have %d columns", errBadModel, cfgPath, *cfg.HiddenDim, e.dim)
 	}
 	e.normalize = true
 	if cfg.Normalize != nil {
@@ -164,10 +160,10 @@ func newStaticFromTensors(tensors map[string]staticTensor, body []byte, tok *wor
 	var err error
 	emb, ok := tensors["embeddings"]
 	if !ok {
-		return nil, fmt.Errorf("%w: no \"embeddings\" tensor (have %s)", ErrBadModel, staticTensorNames(tensors))
+		return nil, fmt.Errorf("%w: no \"embeddings\" tensor (have %s)", errBadModel, staticTensorNames(tensors))
 	}
 	if len(emb.Shape) != 2 || emb.Shape[0] <= 0 || emb.Shape[1] <= 0 {
-		return nil, fmt.Errorf("%w: embeddings shape %v, want [vocab, dim]", ErrBadModel, emb.Shape)
+		return nil, fmt.Errorf("%w: embeddings shape %v, want [vocab, dim]", errBadModel, emb.Shape)
 	}
 	e := &StaticEmbedder{tok: tok, rows: int(emb.Shape[0]), dim: int(emb.Shape[1])}
 	if e.emb, err = staticFloats(emb, body); err != nil {
@@ -177,7 +173,7 @@ func newStaticFromTensors(tensors map[string]staticTensor, body []byte, tok *wor
 
 	if m, ok := tensors["mapping"]; ok {
 		if len(m.Shape) != 1 || int(m.Shape[0]) != vocab {
-			return nil, fmt.Errorf("%w: mapping shape %v, want [%d] (tokenizer vocabulary)", ErrBadModel, m.Shape, vocab)
+			return nil, fmt.Errorf("%w: mapping shape %v, want [%d] (tokenizer vocabulary)", errBadModel, m.Shape, vocab)
 		}
 		ids, err := staticInts(m, body)
 		if err != nil {
@@ -186,16 +182,16 @@ func newStaticFromTensors(tensors map[string]staticTensor, body []byte, tok *wor
 		e.mapping = make([]int32, len(ids))
 		for i, r := range ids {
 			if r < 0 || r >= int64(e.rows) {
-				return nil, fmt.Errorf("%w: mapping[%d] = %d outside embeddings rows [0,%d)", ErrBadModel, i, r, e.rows)
+				return nil, fmt.Errorf("%w: mapping[%d] = %d outside embeddings rows [0,%d)", errBadModel, i, r, e.rows)
 			}
 			e.mapping[i] = int32(r)
 		}
 	} else if e.rows < vocab {
-		return nil, fmt.Errorf("%w: embeddings have %d rows, tokenizer vocabulary has %d", ErrBadModel, e.rows, vocab)
+		return nil, fmt.Errorf("%w: embeddings have %d rows, tokenizer vocabulary has %d", errBadModel, e.rows, vocab)
 	}
 	if w, ok := tensors["weights"]; ok {
 		if len(w.Shape) != 1 || int(w.Shape[0]) != vocab {
-			return nil, fmt.Errorf("%w: weights shape %v, want [%d] (tokenizer vocabulary)", ErrBadModel, w.Shape, vocab)
+			return nil, fmt.Errorf("%w: weights shape %v, want [%d] (tokenizer vocabulary)", errBadModel, w.Shape, vocab)
 		}
 		if e.weights, err = staticFloats(w, body); err != nil {
 			return nil, fmt.Errorf("weights: %w", err)
@@ -306,20 +302,20 @@ var staticDTypeSize = map[string]int64{
 // entries can be sliced without further bounds checks.
 func parseSafetensors(data []byte) (map[string]staticTensor, []byte, error) {
 	if len(data) < 8 {
-		return nil, nil, fmt.Errorf("%w: safetensors file of %d bytes is too short", ErrBadModel, len(data))
+		return nil, nil, fmt.Errorf("%w: safetensors file of %d bytes is too short", errBadModel, len(data))
 	}
 	n := binary.LittleEndian.Uint64(data[:8])
 	if n < 2 || n > staticMaxHeader || n > uint64(len(data)-8) {
-		return nil, nil, fmt.Errorf("%w: safetensors header length %d (file has %d bytes)", ErrBadModel, n, len(data))
+		return nil, nil, fmt.Errorf("%w: safetensors header length %d (file has %d bytes)", errBadModel, n, len(data))
 	}
 	header := data[8 : 8+n]
 	body := data[8+n:]
 	if header[0] != '{' {
-		return nil, nil, fmt.Errorf("%w: safetensors header is not a JSON object", ErrBadModel)
+		return nil, nil, fmt.Errorf("%w: safetensors header is not a JSON object", errBadModel)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(header, &raw); err != nil {
-		return nil, nil, fmt.Errorf("%w: safetensors header: %v", ErrBadModel, err)
+		return nil, nil, fmt.Errorf("%w: safetensors header: %v", errBadModel, err)
 	}
 	tensors := make(map[string]staticTensor, len(raw))
 	for name, msg := range raw {
@@ -328,31 +324,31 @@ func parseSafetensors(data []byte) (map[string]staticTensor, []byte, error) {
 		}
 		var t staticTensor
 		if err := json.Unmarshal(msg, &t); err != nil {
-			return nil, nil, fmt.Errorf("%w: tensor %q: %v", ErrBadModel, name, err)
+			return nil, nil, fmt.Errorf("%w: tensor %q: %v", errBadModel, name, err)
 		}
 		size, ok := staticDTypeSize[t.DType]
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: tensor %q has unknown dtype %q", ErrBadModel, name, t.DType)
+			return nil, nil, fmt.Errorf("%w: tensor %q has unknown dtype %q", errBadModel, name, t.DType)
 		}
 		count := int64(1)
 		for _, d := range t.Shape {
 			if d < 0 || (d > 0 && count > math.MaxInt64/d) {
-				return nil, nil, fmt.Errorf("%w: tensor %q has invalid shape %v", ErrBadModel, name, t.Shape)
+				return nil, nil, fmt.Errorf("%w: tensor %q has invalid shape %v", errBadModel, name, t.Shape)
 			}
 			count *= d
 		}
 		if count > math.MaxInt64/size {
-			return nil, nil, fmt.Errorf("%w: tensor %q has invalid shape %v", ErrBadModel, name, t.Shape)
+			return nil, nil, fmt.Errorf("%w: tensor %q has invalid shape %v", errBadModel, name, t.Shape)
 		}
 		if len(t.DataOffsets) != 2 {
-			return nil, nil, fmt.Errorf("%w: tensor %q data_offsets %v, want [begin, end]", ErrBadModel, name, t.DataOffsets)
+			return nil, nil, fmt.Errorf("%w: tensor %q data_offsets %v, want [begin, end]", errBadModel, name, t.DataOffsets)
 		}
 		begin, end := t.DataOffsets[0], t.DataOffsets[1]
 		if begin < 0 || end < begin || end > int64(len(body)) {
-			return nil, nil, fmt.Errorf("%w: tensor %q data_offsets [%d, %d] outside the %d-byte data buffer", ErrBadModel, name, begin, end, len(body))
+			return nil, nil, fmt.Errorf("%w: tensor %q data_offsets [%d, %d] outside the %d-byte data buffer", errBadModel, name, begin, end, len(body))
 		}
 		if end-begin != count*size {
-			return nil, nil, fmt.Errorf("%w: tensor %q holds %d bytes, but %s%v needs %d", ErrBadModel, name, end-begin, t.DType, t.Shape, count*size)
+			return nil, nil, fmt.Errorf("%w: tensor %q holds %d bytes, but %s%v needs %d", errBadModel, name, end-begin, t.DType, t.Shape, count*size)
 		}
 		tensors[name] = t
 	}
@@ -397,11 +393,11 @@ func staticFloats(t staticTensor, body []byte) ([]float32, error) {
 			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])))
 		}
 	default:
-		return nil, fmt.Errorf("%w: dtype %s, want F32, F16, BF16 or F64", ErrBadModel, t.DType)
+		return nil, fmt.Errorf("%w: dtype %s, want F32, F16, BF16 or F64", errBadModel, t.DType)
 	}
 	for i, v := range out {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, fmt.Errorf("%w: non-finite value %v at element %d", ErrBadModel, v, i)
+			return nil, fmt.Errorf("%w: non-finite value %v at element %d", errBadModel, v, i)
 		}
 	}
 	return out, nil
@@ -423,7 +419,7 @@ func staticInts(t staticTensor, body []byte) ([]int64, error) {
 			out[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
 		}
 	default:
-		return nil, fmt.Errorf("%w: dtype %s, want I32 or I64", ErrBadModel, t.DType)
+		return nil, fmt.Errorf("%w: dtype %s, want I32 or I64", errBadModel, t.DType)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/internal/wordpiece"
+	"github.com/agentmem/memory/models"
 )
 
 // staticFixturesDir locates the shared model fixtures: $MEMORY_MODELS, else
@@ -263,16 +264,16 @@ func TestStaticEmbedderGolden(t *testing.T) {
 		name      string
 		config    string
 		tensors   []staticTensorSpec
-		opts      []StaticOption
+		opts      StaticOptions
 		normalize bool
 		maxTokens int
 	}{
-		{"f32 normalized", `{"model_type":"model2vec","normalize":true,"hidden_dim":8}`, f32, nil, true, 512},
-		{"f32 raw mean", `{"normalize":false}`, f32, nil, false, 512},
-		{"f16", `{"normalize":true}`, f16, nil, true, 512},
-		{"bf16", `{"normalize":true}`, bf16, nil, true, 512},
-		{"no config defaults to normalize", "", f32, nil, true, 512},
-		{"option overrides config", `{"normalize":true}`, f32, []StaticOption{WithStaticNormalize(false), WithStaticMaxTokens(5)}, false, 5},
+		{"f32 normalized", `{"model_type":"model2vec","normalize":true,"hidden_dim":8}`, f32, StaticOptions{}, true, 512},
+		{"f32 raw mean", `{"normalize":false}`, f32, StaticOptions{}, false, 512},
+		{"f16", `{"normalize":true}`, f16, StaticOptions{}, true, 512},
+		{"bf16", `{"normalize":true}`, bf16, StaticOptions{}, true, 512},
+		{"no config defaults to normalize", "", f32, StaticOptions{}, true, 512},
+		{"option overrides config", `{"normalize":true}`, f32, StaticOptions{Normalize: new(false), MaxTokens: 5}, false, 5},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,9 +281,9 @@ func TestStaticEmbedderGolden(t *testing.T) {
 			var e *StaticEmbedder
 			var err error
 			if i == 0 {
-				e, err = NewStaticEmbedder(dir, tc.opts...) // the full load path once
+				e, err = NewStaticEmbedder(dir, tc.opts) // the full load path once
 			} else {
-				e, err = newStaticEmbedder(dir, staticSharedTokenizer(t), tc.opts...)
+				e, err = newStaticEmbedder(dir, staticSharedTokenizer(t), tc.opts)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -325,7 +326,7 @@ func TestStaticEmbedderGolden(t *testing.T) {
 	for _, c := range cases {
 		unk = unk || len(c.IDs) != len(c.IDsWithoutUnk)
 		empty = empty || len(c.IDsWithoutUnk) == 0
-		long = long || len(c.IDsWithoutUnk) > DefaultStaticMaxTokens
+		long = long || len(c.IDsWithoutUnk) > defaultStaticMaxTokens
 	}
 	if !unk || !empty || !long {
 		t.Fatalf("golden cases do not cover unk %v / empty %v / >512 pieces %v", unk, empty, long)
@@ -349,7 +350,7 @@ func TestStaticEmbedderMappingWeights(t *testing.T) {
 		{"mapping", "I32", []int64{staticPotionVocab}, mapBytes},
 		{"weights", "F32", []int64{staticPotionVocab}, wBytes},
 	})
-	e, err := newStaticEmbedder(dir, staticSharedTokenizer(t))
+	e, err := newStaticEmbedder(dir, staticSharedTokenizer(t), StaticOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,14 +372,14 @@ func TestStaticEmbedderID(t *testing.T) {
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])[:16]
-	e, err := NewStaticEmbedder(dir)
+	e, err := NewStaticEmbedder(dir, StaticOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "model2vec:tiny-potion@sha256:" + digest; e.ID() != want {
 		t.Fatalf("ID %q, want %q", e.ID(), want)
 	}
-	e, err = newStaticEmbedder(dir, staticSharedTokenizer(t), WithStaticName("potion-base-2M"))
+	e, err = newStaticEmbedder(dir, staticSharedTokenizer(t), StaticOptions{Name: "potion-base-2M"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,8 +439,8 @@ func TestStaticEmbedderBadModel(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "model.safetensors"), tc.file, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := newStaticEmbedder(dir, staticSharedTokenizer(t)); !errors.Is(err, ErrBadModel) {
-				t.Fatalf("NewStaticEmbedder: %v, want ErrBadModel", err)
+			if _, err := newStaticEmbedder(dir, staticSharedTokenizer(t), StaticOptions{}); !errors.Is(err, models.ErrBadModel) {
+				t.Fatalf("NewStaticEmbedder: %v, want models.ErrBadModel", err)
 			}
 		})
 	}
@@ -459,8 +460,8 @@ func TestStaticEmbedderBadModel(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := NewStaticEmbedder(dir); !errors.Is(err, ErrBadModel) {
-				t.Fatalf("NewStaticEmbedder: %v, want ErrBadModel", err)
+			if _, err := NewStaticEmbedder(dir, StaticOptions{}); !errors.Is(err, models.ErrBadModel) {
+				t.Fatalf("NewStaticEmbedder: %v, want models.ErrBadModel", err)
 			}
 		})
 	}
@@ -469,9 +470,9 @@ func TestStaticEmbedderBadModel(t *testing.T) {
 			dir := staticWriteModel(t, `{"normalize":true}`, nil)
 			os.WriteFile(filepath.Join(dir, "model.safetensors"), good, 0o644)
 			os.Remove(filepath.Join(dir, missing))
-			_, err := NewStaticEmbedder(dir)
-			if !errors.Is(err, ErrBadModel) || !errors.Is(err, fs.ErrNotExist) {
-				t.Fatalf("NewStaticEmbedder: %v, want ErrBadModel and fs.ErrNotExist", err)
+			_, err := NewStaticEmbedder(dir, StaticOptions{})
+			if !errors.Is(err, models.ErrBadModel) || !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("NewStaticEmbedder: %v, want models.ErrBadModel and fs.ErrNotExist", err)
 			}
 		})
 	}
@@ -511,8 +512,8 @@ func FuzzParseSafetensors(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tensors, body, err := parseSafetensors(data)
 		if err != nil {
-			if !errors.Is(err, ErrBadModel) {
-				t.Fatalf("error %v does not match ErrBadModel", err)
+			if !errors.Is(err, models.ErrBadModel) {
+				t.Fatalf("error %v does not match models.ErrBadModel", err)
 			}
 			return
 		}
@@ -558,7 +559,7 @@ func ExampleNewStaticEmbedder() {
 	os.WriteFile(filepath.Join(dir, "model.safetensors"),
 		staticEncodeSafetensors([]staticTensorSpec{{"embeddings", "F32", []int64{6, 2}, staticF32Bytes(emb)}}, nil), 0o644)
 
-	e, err := NewStaticEmbedder(dir)
+	e, err := NewStaticEmbedder(dir, StaticOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -586,7 +587,7 @@ func BenchmarkStaticEmbed(b *testing.B) {
 	os.WriteFile(filepath.Join(dir, "model.safetensors"), staticEncodeSafetensors([]staticTensorSpec{
 		{"embeddings", "F32", []int64{staticPotionVocab, dim}, staticF32Bytes(staticTestEmbeddings(staticPotionVocab, dim))},
 	}, nil), 0o644)
-	e, err := NewStaticEmbedder(dir)
+	e, err := NewStaticEmbedder(dir, StaticOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,13 +2,8 @@ package vectorstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
-
-// ErrNoModel: an embedder stands for vectors computed elsewhere (see [VectorsOnly]) and
-// has no model loaded to embed texts with.
-var ErrNoModel = errors.New("vectorstore: no model loaded to embed texts")
 
 // VectorsOnly is the identity of an embedder whose vectors were computed elsewhere (on a
 // GPU, by another program) and are supplied with each document, without the model itself:

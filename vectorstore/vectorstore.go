@@ -12,7 +12,6 @@ package vectorstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -189,13 +188,6 @@ const DefaultBackend = "disk"
 
 // IndexFactory builds an Index from its configuration.
 type IndexFactory func(cfg IndexConfig) (Index, error)
-
-// Errors returned by this package.
-var (
-	ErrUnknownBackend = errors.New("vectorstore: unknown index backend")
-	ErrDimMismatch    = errors.New("vectorstore: vector dimension mismatch")
-	ErrBadConfig      = errors.New("vectorstore: invalid index configuration")
-)
 
 var (
 	registryMu sync.RWMutex

@@ -79,7 +79,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		opts = append(opts, memory.ReadOnly())
 	}
 	if cacheMB != 0 {
-		opts = append(opts, memory.WithOptions(memory.Options{PostingsCacheBytes: cacheMB << 20}))
+		opts = append(opts, func(o *memory.Options) { o.PostingsCacheBytes = cacheMB << 20 })
 	}
 	t := time.Now()
 	mem, err := memory.OpenExisting(dir, opts...)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/bm25"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -23,11 +23,11 @@ func TestCheckCommand(t *testing.T) {
 	}
 
 	// Swap a stored id for a ghost in the BM25 index, keeping its sequence number.
-	ix, err := hybrid.OpenBM25With(filepath.Join(store, "bm25", "default"), hybrid.BM25Options{})
+	ix, err := bm25.OpenWith(filepath.Join(store, "bm25", "default"), bm25.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Apply([]hybrid.BM25Doc{{ID: "ghost", Text: "ghost"}}, []string{"d17"}, ix.Seq()); err != nil {
+	if err := ix.Apply([]bm25.Doc{{ID: "ghost", Text: "ghost"}}, []string{"d17"}, ix.Seq()); err != nil {
 		t.Fatal(err)
 	}
 	ix.Close()

@@ -159,7 +159,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
 func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
 	openOpts := []memory.Option{memory.WithBM25(cfg.k1, cfg.b), memory.WithNoSync()}
 	if cfg.mappedMB > 0 {
-		openOpts = append(openOpts, memory.WithOptions(memory.Options{MappedResidentBytes: cfg.mappedMB << 20}))
+		openOpts = append(openOpts, func(o *memory.Options) { o.MappedResidentBytes = cfg.mappedMB << 20 })
 	}
 	if !cfg.chunk {
 		openOpts = append(openOpts, memory.WithChunking(memory.ChunkOptions{Disabled: true}))

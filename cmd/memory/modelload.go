@@ -101,7 +101,7 @@ func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embed
 		if (spec.preset != "" && spec.preset != "auto") || spec.queryMaxTokens > 0 || spec.passageMaxTokens > 0 {
 			return nil, fmt.Errorf("embedder %q: --model-preset/--query-max-tokens/--passage-max-tokens apply to ONNX models only", spec.name)
 		}
-		return vectorstore.NewStaticEmbedder(dir)
+		return vectorstore.NewStaticEmbedder(dir, vectorstore.StaticOptions{})
 	}
 	opts := vectorstore.ONNXOptions{Device: spec.device, Preset: spec.preset,
 		QueryMaxLength: spec.queryMaxTokens, PassageMaxLength: spec.passageMaxTokens}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/environ"
 	"github.com/agentmem/memory/models"
 )
 
@@ -23,8 +24,8 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 func TestModelsCLI(t *testing.T) {
 	cache := t.TempDir()
 	shared := t.TempDir()
-	t.Setenv(models.EnvCache, cache)
-	t.Setenv(models.EnvModels, shared)
+	t.Setenv(environ.Cache, cache)
+	t.Setenv(environ.Models, shared)
 
 	// A ready potion folder in $MEMORY_MODELS (right sizes where pinned).
 	m, err := models.Lookup("potion-base-2M")

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/environ"
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -112,7 +113,7 @@ func modelsInfo(args []string, stdout, stderr io.Writer) error {
 		if !errors.Is(err, models.ErrNotPulled) && !errors.Is(err, models.ErrUnknownModel) {
 			return err
 		}
-		fmt.Fprintf(tw, "folder\tnot here (`memory models pull %s`, or a folder of that name in $%s)\n", name, models.EnvModels)
+		fmt.Fprintf(tw, "folder\tnot here (`memory models pull %s`, or a folder of that name in $%s)\n", name, environ.Models)
 		return presetInfo(tw, name, spec)
 	}
 	fmt.Fprintf(tw, "folder\t%s\n", dir)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/environ"
 	"github.com/agentmem/memory/internal/onnx/onnxtest"
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/vectorstore"
@@ -42,8 +43,8 @@ func e5Models(t *testing.T) string {
 // store built with --model-preset none keeps reopening without it.
 func TestE5PresetThroughTheStore(t *testing.T) {
 	t.Setenv("MEMORY_ORT_LIB", onnxtest.Library(t))
-	t.Setenv(models.EnvModels, e5Models(t))
-	t.Setenv(models.EnvCache, t.TempDir())
+	t.Setenv(environ.Models, e5Models(t))
+	t.Setenv(environ.Cache, t.TempDir())
 	dir := t.TempDir()
 	file := filepath.Join(dir, "wiki.jsonl")
 	writeFile(t, file, `{"id": "1", "contents": "\"Paris\"\nParis is the capital of France."}`+"\n"+

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
-	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/vectorstore"
 	"golang.org/x/term"
 )
@@ -170,7 +169,7 @@ func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra .
 }
 
 // analyzerList names the BM25 analyzers for flag help.
-func analyzerList() string { return strings.Join(hybrid.Analyzers(), ", ") }
+func analyzerList() string { return strings.Join(memory.Analyzers(), ", ") }
 
 // cliHint adds the CLI's way out to errors whose text names a library option.
 func cliHint(err error) error {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory/internal/environ"
+	"github.com/agentmem/memory/models"
 )
 
 // Errors returned by this package. They are wrapped with the offending file, name or value.
@@ -22,13 +23,13 @@ var (
 	ErrLibrary = errors.New("onnx: cannot load the ONNX Runtime library")
 	// ErrCUDAUnavailable reports that CUDA was asked for but the library or machine cannot
 	// provide it.
-	ErrCUDAUnavailable = errors.New("onnx: CUDA execution provider unavailable")
+	ErrCUDAUnavailable = Kind("onnx: CUDA execution provider unavailable", models.ErrCUDAUnavailable)
 	// ErrModelNotFound reports a missing model file.
-	ErrModelNotFound = errors.New("onnx: model file not found")
+	ErrModelNotFound = Kind("onnx: model file not found", models.ErrModelNotFound)
 	// ErrBadModel reports a model folder that cannot be used: a corrupt file, a graph
 	// without the inputs or outputs a caller needs, or a configuration file that does not
 	// parse. ErrModelCorrupt and ErrUnexpectedModel match it.
-	ErrBadModel = errors.New("onnx: unusable model")
+	ErrBadModel = Kind("onnx: unusable model", models.ErrBadModel)
 	// ErrModelCorrupt reports a model file that ONNX Runtime cannot load.
 	ErrModelCorrupt = Kind("onnx: model file cannot be loaded", ErrBadModel)
 	// ErrUnexpectedModel reports a model that lacks an input or output the caller needs,
@@ -40,7 +41,7 @@ var (
 	ErrClosed = errors.New("onnx: session closed")
 	// ErrNeedsCgo reports ONNX inference asked of a binary built with CGO_ENABLED=0: ONNX
 	// Runtime is reached through cgo, so such a build has everything but sessions.
-	ErrNeedsCgo = errors.New("onnx: ONNX Runtime needs a cgo build (CGO_ENABLED=1)")
+	ErrNeedsCgo = Kind("onnx: ONNX Runtime needs a cgo build (CGO_ENABLED=1)", models.ErrNeedsCgo)
 )
 
 // Kind returns a sentinel error with the message msg that also matches base under

@@ -1,0 +1,191 @@
+package bm25
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestArenaClasses: a slot holds what was asked and wastes at most a fifth of its words;
+// a released slot is the next one its class hands out; blocks too large for the arena, and
+// slots it never handed out, are refused.
+func TestArenaClasses(t *testing.T) {
+	a := &slabArena{free: make([][][]uint32, len(arenaSizes))}
+	for _, n := range []int{1, 63, 64, 65, 80, 81, 127, 128, 129, 1000, 1024, 1025, 4097, arenaMaxWords - 1, arenaMaxWords} {
+		s := a.alloc(n)
+		if len(s) < n || cap(s) != len(s) {
+			t.Fatalf("alloc(%d): len %d cap %d", n, len(s), cap(s))
+		}
+		if n >= arenaMinWords && (len(s)-n)*5 > len(s) {
+			t.Fatalf("alloc(%d): a slot of %d words wastes more than a fifth", n, len(s))
+		}
+		s[0], s[len(s)-1] = 7, 9 // writable to its last word
+		a.release(s)
+		if again := a.alloc(n); &again[0] != &s[0] {
+			t.Fatalf("alloc(%d) after release: a new slot, not the freed one", n)
+		} else {
+			a.release(again)
+		}
+	}
+	if s := a.alloc(arenaMaxWords + 1); s != nil {
+		t.Fatalf("alloc past the largest class: %d words", len(s))
+	}
+	if mapped, inUse := a.stats(); inUse != 0 || mapped == 0 {
+		t.Fatalf("after releasing everything: mapped %d, in use %d", mapped, inUse)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("releasing a heap slice did not panic")
+		}
+	}()
+	a.release(make([]uint32, 70))
+}
+
+// testBlock is a decoded block of n postings, document numbers from base.
+func testBlock(base, n int) *postBlock {
+	p := &postBlock{}
+	for i := range n {
+		p.add(uint32(base+i), uint32(i%7+1), uint32(100+i))
+	}
+	p.finish()
+	return p
+}
+
+// TestCacheEpochs: a block evicted while a pass that may hold it is running keeps its
+// memory until that pass ends; a pass pinned after the eviction does not hold it back.
+func TestCacheEpochs(t *testing.T) {
+	c := newPostingsCache(3*(testBlock(0, 100).bytes), false)
+	const nb = 20
+	tb := &termBlocks{count: make([]uint32, nb), slots: make([]atomic.Pointer[postBlock], nb)}
+	early := c.pin()
+	a := c.putBlock(tb, 0, testBlock(0, 100))
+	if a.slot == nil {
+		t.Fatal("the cached block is not in the arena")
+	}
+	if got := c.block(tb, 0); got != a {
+		t.Fatal("the cached block is not the one putBlock returned")
+	}
+	a.ref.Store(false)        // no second chance: the next eviction takes it
+	for i := 1; i < nb; i++ { // evicts block 0
+		c.putBlock(tb, i, testBlock(1000*i, 100))
+	}
+	if tb.slots[0].Load() != nil {
+		t.Fatal("block 0 was not evicted")
+	}
+	late := c.pin() // after the eviction
+	for i := range 50 {
+		s := blockArena.alloc(len(a.slot))
+		if &s[0] == &a.slot[0] {
+			t.Fatalf("alloc %d handed out the slot of a block a running pass holds", i)
+		}
+		defer blockArena.release(s)
+	}
+	for i, d := range a.docs {
+		if d != uint32(i) {
+			t.Fatalf("held block changed: doc %d is %d", i, d)
+		}
+	}
+	c.unpin(early)
+	if !arenaHolds(&a.slot[0]) {
+		t.Fatal("the evicted block's slot was not freed when the last pass that could hold it ended (a later pass is still pinned)")
+	}
+	c.unpin(late)
+	if len(c.pins) != 0 {
+		t.Fatalf("pins left: %v", c.pins)
+	}
+	c.release()
+	if c.used != 0 || len(c.retired) != 0 || len(c.ring) != 0 {
+		t.Fatalf("after release: used %d, retired %d, ring %d", c.used, len(c.retired), len(c.ring))
+	}
+	if p := c.putBlock(tb, 0, testBlock(0, 10)); p.slot != nil || tb.slots[0].Load() != nil {
+		t.Fatal("a released cache cached a block")
+	}
+}
+
+// arenaHolds reports whether the slot starting at w is on the block arena's free lists.
+func arenaHolds(w *uint32) bool {
+	blockArena.mu.Lock()
+	defer blockArena.mu.Unlock()
+	for _, class := range blockArena.free {
+		for _, s := range class {
+			if &s[0] == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inParallel runs fn(0..n-1) on n goroutines and fails t with the first error any returns.
+func inParallel(t *testing.T, n int, fn func(g int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(g); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestCacheConcurrentEviction: queries from several goroutines over a cache far too small
+// for them (every pass evicts blocks others are scoring) answer exactly as exhaustive
+// evaluation, and closing the index gives every slot back to the arena.
+func TestCacheConcurrentEviction(t *testing.T) {
+	_, before := blockArena.stats()
+	b, err := OpenWith("", Options{PostingsCacheBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	applyRandomBatches(t, b, newRef(), rng, 3)
+	ctx := context.Background()
+	qs := make([]string, 60)
+	want := make([]string, len(qs))
+	b.SetExhaustive(true)
+	for i := range qs {
+		qs[i] = randomQuery(rng, 5)
+		hits, err := b.Search(ctx, qs[i], 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = fmt.Sprint(hits)
+	}
+	b.SetExhaustive(false)
+	inParallel(t, 4, func(g int) error {
+		for r := range 5 {
+			for j := range qs {
+				i := (j*7 + g*13 + r) % len(qs)
+				hits, err := b.Search(ctx, qs[i], 10, nil)
+				if err != nil {
+					return err
+				}
+				if fmt.Sprint(hits) != want[i] {
+					return fmt.Errorf("query %q: got %v, want %s", qs[i], hits, want[i])
+				}
+			}
+		}
+		return nil
+	})
+	if _, _, hits, misses := b.CacheStats(); misses == 0 || hits == 0 {
+		t.Fatalf("the cache was not exercised: %d hits, %d misses", hits, misses)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, after := blockArena.stats(); after != before {
+		t.Fatalf("arena bytes in use: %d before the index, %d after its Close", before, after)
+	}
+}

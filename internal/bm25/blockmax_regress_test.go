@@ -1,0 +1,78 @@
+package bm25
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTopKDoesNotCacheWholeLists (issue 22, points 1 and 2; black box: only the public API):
+// a top-10 query over a term found in every one of 16,000 documents (a list of many zap
+// chunks; one document in 400 holds it four times) gives exactly what exhaustive
+// evaluation gives, while what it keeps cached (in a budget small beside the list) is a
+// small part of the 8 bytes a posting that decoding the whole list costs: only the blocks
+// that could hold a top-10 document are decoded and kept.
+func TestTopKDoesNotCacheWholeLists(t *testing.T) {
+	withChunkMode(t, 128)
+	b, err := OpenWith("", Options{PostingsCacheBytes: 256 << 10}) // small beside the list
+
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rng := rand.New(rand.NewPCG(11, 11))
+	const n = 16000
+	var docs []Doc
+	for i := range n {
+		w := make([]string, 5+rng.IntN(60))
+		for j := range w {
+			w[j] = vocab[rng.IntN(len(vocab))]
+		}
+		w[0] = "common"
+		if i%400 == 0 { // one document in 400 holds it four times
+			w = append(w, "common", "common", "common")
+		}
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: strings.Join(w, " ")})
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetExhaustive(true)
+	want, err := b.Search(ctx, "common", 10, nil)
+	b.SetExhaustive(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Search(ctx, "common", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "common", got, want)
+	bytes, _, _, _ := b.CacheStats()
+	if whole := 8 * n; bytes*2 > whole {
+		t.Fatalf("the cache holds %d bytes after one top-10 query; the whole list is %d", bytes, whole)
+	}
+}
+
+// TestBlockMetadataPersisted (issue 22, point 1; black box): an on-disk index keeps the
+// block metadata of queried terms beside its segment files, so a reopened index does not
+// read whole posting lists again.
+func TestBlockMetadataPersisted(t *testing.T) {
+	withChunkMode(t, 16)
+	b, dir := openRandomOnDisk(t, 1500)
+	if _, err := b.Search(context.Background(), "cell tumor protein", 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	zaps, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"))
+	cars, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap.bmx"))
+	if len(zaps) == 0 || len(cars) == 0 {
+		t.Fatalf("%d segment files, %d block metadata files beside them", len(zaps), len(cars))
+	}
+}

@@ -1,0 +1,412 @@
+package bm25
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	zap "github.com/blevesearch/zapx/v16"
+)
+
+// withChunkMode makes the zap segments written during the test use chunk mode m (a mode
+// up to 1,024 is the chunk size in documents), so that small indexes have posting lists of
+// many blocks.
+func withChunkMode(t *testing.T, m uint32) {
+	old := zap.DefaultChunkMode
+	zap.DefaultChunkMode = m
+	t.Cleanup(func() { zap.DefaultChunkMode = old })
+}
+
+// openRandomOnDisk opens an on-disk index in a new folder (returned) holding n random
+// documents (randomDoc, seed 3), written in one batch.
+func openRandomOnDisk(t *testing.T, n int) (*Index, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bm25")
+	b, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	var docs []Doc
+	for i := range n {
+		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	return b, dir
+}
+
+// multiBlockTerms counts the cached term metadata of more than one block, and the blocks.
+func multiBlockTerms(b *Index) (terms, blocks int) {
+	c := b.postings
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, tb := range c.meta {
+		if len(tb.count) > 1 {
+			terms++
+			blocks += len(tb.count)
+		}
+	}
+	return terms, blocks
+}
+
+// TestBlockMaxMatchesExhaustive is the property test of TestMaxScoreMatchesExhaustive over
+// segments whose posting lists have many blocks (zap chunks of 4 and 16 documents): block
+// skipping, windows, the decoding of single blocks through zap's chunk offsets, single
+// postings looked up without decoding their block (lookupDirect), block
+// metadata kept in sidecars and read back by a reopened index, all give exactly what
+// exhaustive evaluation gives. It also checks that blocks were skipped (fewer postings
+// decoded than the lists hold).
+func TestBlockMaxMatchesExhaustive(t *testing.T) {
+	for _, mode := range []uint32{4, 16} {
+		// The default cache holds every block of these small indexes, so blocks are decoded
+		// and kept; a 1-byte one holds none, so blocks probed for a few documents are read
+		// alone.
+		for _, cache := range []int{0, 1} {
+			t.Run(fmt.Sprintf("chunk=%d/cache=%d", mode, cache), func(t *testing.T) {
+				withChunkMode(t, mode)
+				seeds := 4
+				if testing.Short() {
+					seeds = 2
+				}
+				maxScoreMatches(t, seeds, Options{PostingsCacheBytes: cache}, func(t *testing.T, b *Index) {
+					terms, blocks := multiBlockTerms(b)
+					if terms == 0 {
+						t.Fatalf("no posting list of several blocks (chunk mode %d)", mode)
+					}
+					lookups := b.postings.lookups.Load()
+					if cache == 1 && lookups == 0 {
+						t.Fatal("no posting was looked up alone (lookupDirect): the exactness above did not cover it")
+					}
+					// While every decoded block fits, blocks are decoded and kept instead.
+					if cache == 0 && (lookups != 0 || b.postings.full.Load()) {
+						t.Fatalf("%d postings looked up alone (cache full: %v) while the cache had room", lookups, b.postings.full.Load())
+					}
+					t.Logf("%d multi-block lists, %d blocks, %d postings looked up alone", terms, blocks, lookups)
+				})
+			})
+		}
+	}
+}
+
+// TestBlockMaxSkipsBlocks: on one large segment whose frequent term spans many blocks, a
+// top-10 query decodes only part of its postings, and gives what exhaustive evaluation
+// gives.
+func TestBlockMaxSkipsBlocks(t *testing.T) {
+	withChunkMode(t, 64)
+	b := openMemBM25(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	var docs []Doc
+	for i := range 4000 {
+		// "common" in every document, once or (rarely) many times; lengths vary
+		n := 5 + rng.IntN(60)
+		w := make([]string, n)
+		for j := range w {
+			w[j] = vocab[rng.IntN(len(vocab))]
+		}
+		w[0] = "common"
+		if rng.IntN(200) == 0 {
+			w = append(w, "common", "common", "common")
+		}
+		docs = append(docs, Doc{ID: fmt.Sprintf("d%04d", i), Text: strings.Join(w, " ")})
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetExhaustive(true)
+	want, err := b.Search(ctx, "common", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetExhaustive(false)
+	before := b.postings.decoded.Load()
+	if _, err := b.Search(ctx, "common", 10, nil); err != nil { // builds the metadata: one pass
+		t.Fatal(err)
+	}
+	pass := b.postings.decoded.Load() - before
+	got, err := b.Search(ctx, "common", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "common", got, want)
+	if terms, _ := multiBlockTerms(b); terms == 0 {
+		t.Fatal("no multi-block list")
+	}
+	// a cold block cache: only the blocks that can hold a top-10 document are decoded
+	b.postings.mu.Lock()
+	for _, r := range b.postings.ring {
+		r.tb.slots[r.i].Store(nil)
+	}
+	b.postings.ring, b.postings.used = nil, 0
+	b.postings.mu.Unlock()
+	before = b.postings.decoded.Load()
+	got, err = b.Search(ctx, "common", 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "common, cold blocks", got, want)
+	dec := b.postings.decoded.Load() - before
+	t.Logf("metadata pass %d postings, cold query %d", pass, dec)
+	// How many blocks can hold a top-10 document depends on how the in-memory index cut
+	// its segments (its merges run concurrently): 35-55 % of the postings were decoded over
+	// many runs; without block-max it is all of them.
+	if pass < 4000 || dec*4 > pass*3 {
+		t.Fatalf("decoded %d postings of %d: blocks were not skipped", dec, pass)
+	}
+}
+
+// TestBlockMaxSidecar: the block metadata of an on-disk index is written beside its segment
+// files, read back by a reopened index (no pass over the postings), and a damaged or
+// foreign sidecar is never trusted: answers stay exact and the file is rebuilt or cut.
+func TestBlockMaxSidecar(t *testing.T) {
+	withChunkMode(t, 16)
+	b, dir := openRandomOnDisk(t, 1500)
+	ctx := context.Background()
+	queries := []string{"cell tumor", "protein gene expression", "insulin", "cell"}
+	wants := map[string][]Hit{}
+	for _, q := range queries {
+		b.SetExhaustive(true)
+		w, err := b.Search(ctx, q, 10, nil)
+		b.SetExhaustive(false)
+		if err != nil || len(w) == 0 {
+			t.Fatalf("%q: %v %v", q, w, err)
+		}
+		wants[q] = w
+		got, err := b.Search(ctx, q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSame(t, q, got, w)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cars, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"+sidecarExt))
+	if len(cars) == 0 {
+		t.Fatal("no sidecar written")
+	}
+	check := func(t *testing.T, stage string) *Index {
+		t.Helper()
+		b, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		for _, q := range queries {
+			got, err := b.Search(ctx, q, 10, nil)
+			if err != nil {
+				t.Fatalf("%s %q: %v", stage, q, err)
+			}
+			checkSame(t, stage+" "+q, got, wants[q])
+		}
+		terms, blocks := multiBlockTerms(b)
+		if terms == 0 {
+			t.Fatalf("%s: no multi-block metadata", stage)
+		}
+		dec := b.postings.decoded.Load()
+		t.Logf("%s: %d postings decoded, %d lists, %d blocks", stage, dec, terms, blocks)
+		return b
+	}
+	b1 := check(t, "reopened")
+	dec1 := b1.postings.decoded.Load()
+	b1.Close()
+	// A run without sidecars decodes more: the metadata passes.
+	saved := map[string][]byte{}
+	for _, c := range cars {
+		data, err := os.ReadFile(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[c] = data
+		if err := os.Remove(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b2 := check(t, "no sidecar")
+	dec2 := b2.postings.decoded.Load()
+	b2.Close()
+	if dec1 >= dec2 {
+		t.Fatalf("reopened with sidecars decoded %d postings, without %d: the sidecar was not used", dec1, dec2)
+	}
+	for _, tc := range []struct {
+		name string
+		harm func(data []byte) []byte
+	}{
+		// every frontier pair made (1, huge): bounds far too low, blocks wrongly skipped if trusted
+		{"flipped byte in a record", func(d []byte) []byte {
+			d = bytes.Clone(d)
+			d[len(d)-7] ^= 0x40
+			return d
+		}},
+		{"truncated record", func(d []byte) []byte { return bytes.Clone(d[:len(d)-3]) }},
+		{"another segment", func(d []byte) []byte {
+			d = bytes.Clone(d)
+			d[6] ^= 1 // the size in the header
+			return d
+		}},
+		{"garbage", func(d []byte) []byte { return []byte("MBMX\x01 not a sidecar at all, just bytes") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for c, data := range saved {
+				if err := os.WriteFile(c, tc.harm(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b := check(t, tc.name)
+			b.Close()
+			for c, data := range saved {
+				now, err := os.ReadFile(c)
+				if err != nil && !os.IsNotExist(err) {
+					t.Fatal(err)
+				}
+				if bytes.Equal(now, tc.harm(data)) && len(now) > sidecarHeader {
+					t.Fatalf("%s: damaged sidecar left as it was", c)
+				}
+			}
+		})
+	}
+	// A sidecar whose records were forged with a valid CRC but wrong bounds (all blocks
+	// claiming frequency 1 at a huge length) is caught when a block is decoded against it,
+	// dropped, and the query answered from the postings.
+	t.Run("forged bounds", func(t *testing.T) {
+		for c, data := range saved {
+			if err := os.WriteFile(c, forgeSidecar(t, data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := check(t, "forged")
+		b.Close()
+	})
+}
+
+// forgeSidecar rewrites every record of a sidecar with frontiers (1, 1<<20): records that
+// pass their CRC but understate every bound.
+func forgeSidecar(t *testing.T, data []byte) []byte {
+	out := bytes.Clone(data[:sidecarHeader])
+	off := sidecarHeader
+	for off < len(data) {
+		term, tb, n := parseSidecarRecord(data[off:])
+		if n == 0 {
+			t.Fatal("bad record in a sidecar written by this code")
+		}
+		for i := range tb.front {
+			tb.front[i] = fl{f: 1, dl: 1 << 20}
+		}
+		out = append(out, sidecarRecord(term, tb)...)
+		off += n
+	}
+	return out
+}
+
+// TestBlockMaxShedsMetadata: with a metadata cap far too small, block metadata is dropped
+// as soon as it is added (one-block lists first, then recorded lists, whose sidecar is read
+// again), and every answer stays exact.
+func TestBlockMaxShedsMetadata(t *testing.T) {
+	withChunkMode(t, 16)
+	dir := filepath.Join(t.TempDir(), "bm25")
+	b, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.postings.metaCap = 1
+	rng := rand.New(rand.NewPCG(9, 9))
+	for batch := range 3 {
+		var docs []Doc
+		for i := range 500 {
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("d%d-%04d", batch, i)))
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for round := range 3 {
+		for qi := range 40 {
+			q := randomQuery(rng, 6)
+			k := []int{1, 10, 100}[qi%3]
+			b.SetExhaustive(true)
+			want, err := b.Search(ctx, q, k, nil)
+			b.SetExhaustive(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.Search(ctx, q, k, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, fmt.Sprintf("round %d %q k=%d", round, q, k), got, want)
+		}
+	}
+	b.postings.mu.Lock()
+	n := len(b.postings.meta)
+	b.postings.mu.Unlock()
+	if n > 2 {
+		t.Fatalf("%d metadata entries kept under a cap of 1 byte", n)
+	}
+}
+
+// TestLookupsOnlyWhenFull: while the cache has never had to evict, a query decodes (and
+// keeps) the blocks it probes, even from a cold cache; once it has, blocks probed for a
+// few documents have their postings read alone. Answers are the same either way.
+func TestLookupsOnlyWhenFull(t *testing.T) {
+	withChunkMode(t, 4)
+	b := openMemBM25(t)
+	rng := rand.New(rand.NewPCG(12, 12))
+	var docs []Doc
+	for i := range 1500 {
+		docs = append(docs, randomDoc(rng, fmt.Sprintf("d%04d", i)))
+	}
+	if err := b.Apply(docs, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var queries []string
+	var want [][]Hit
+	b.SetExhaustive(true)
+	for range 40 {
+		q := randomQuery(rng, 8)
+		hits, err := b.Search(ctx, q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries, want = append(queries, q), append(want, hits)
+	}
+	b.SetExhaustive(false)
+	cold := func() { // every decoded block dropped; full left as it is
+		b.postings.mu.Lock()
+		defer b.postings.mu.Unlock()
+		for _, r := range b.postings.ring {
+			r.tb.slots[r.i].Store(nil)
+		}
+		b.postings.ring, b.postings.used = nil, 0
+	}
+	run := func(label string) uint64 {
+		before := b.postings.lookups.Load()
+		for i, q := range queries {
+			cold()
+			got, err := b.Search(ctx, q, 10, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSame(t, label+" "+q, got, want[i])
+		}
+		return b.postings.lookups.Load() - before
+	}
+	if n := run("room"); n != 0 || b.postings.full.Load() {
+		t.Fatalf("%d postings looked up alone while the cache had room (full %v)", n, b.postings.full.Load())
+	}
+	b.postings.mu.Lock()
+	b.postings.budget = 1 // the next block put evicts: the cache is full from then on
+	b.postings.mu.Unlock()
+	if n := run("full"); n == 0 || !b.postings.full.Load() {
+		t.Fatalf("%d postings looked up alone once the cache was full (full %v)", n, b.postings.full.Load())
+	}
+}

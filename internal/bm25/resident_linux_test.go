@@ -1,0 +1,130 @@
+package bm25
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/agentmem/memory/internal/smaps"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+)
+
+// zapMapped reports whether the bytes at p lie in a mapping of a .zap file
+// (/proc/self/maps).
+func zapMapped(t *testing.T, p uintptr) bool {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		lo, hi, _ := strings.Cut(fields[0], "-")
+		a, _ := strconv.ParseUint(lo, 16, 64)
+		b, _ := strconv.ParseUint(hi, 16, 64)
+		if uint64(p) >= a && uint64(p) < b {
+			return len(fields) >= 6 && strings.HasSuffix(fields[5], ".zap")
+		}
+	}
+	return false
+}
+
+// zapRSS returns the resident kB of this process's .zap file mappings.
+func zapRSS(t *testing.T) int {
+	kb, err := smaps.ResidentKB(func(p string) bool { return strings.HasSuffix(p, ".zap") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb
+}
+
+// TestMappedResident: the mappings segmentMapping hands to madvise are the segment files'
+// own (never the heap: MADV_DONTNEED on anonymous memory would zero it), an in-memory
+// index has none, and an index trimming after every search answers exactly as one that
+// does not.
+func TestMappedResident(t *testing.T) {
+	mem := openMemBM25(t)
+	applyRandomBatches(t, mem, newRef(), rand.New(rand.NewPCG(1, 1)), 1)
+	r := snapshotReader(t, mem)
+	for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+		if m := segmentMapping(ss); m != nil {
+			t.Fatalf("an in-memory segment has a mapping of %d bytes", len(m))
+		}
+	}
+	r.Close()
+
+	b, _ := openRandomOnDisk(t, 3000)
+	defer b.Close()
+	r = snapshotReader(t, b)
+	mapped := 0
+	for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+		if m := segmentMapping(ss); len(m) > 0 {
+			if !zapMapped(t, uintptr(unsafe.Pointer(&m[0]))) || !zapMapped(t, uintptr(unsafe.Pointer(&m[len(m)-1]))) {
+				t.Fatal("a segment's mapping is not a .zap file's")
+			}
+			mapped++
+		}
+	}
+	r.Close()
+	if mapped == 0 {
+		t.Fatal("no segment of the on-disk index is mapped")
+	}
+
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(2, 2))
+	var qs, want []string
+	for range 8 {
+		q := randomQuery(rng, 5)
+		hits, err := b.Search(ctx, q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, want = append(qs, q), append(want, fmt.Sprint(hits))
+	}
+	b.trim.limit = 1 // every check finds the process over it
+	var also atomic.Int32
+	b.trim.also = func() { also.Add(1) }
+	for i, q := range qs {
+		time.Sleep(residentCheckEvery + 5*time.Millisecond)
+		hits, err := b.Search(ctx, q, 10, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(hits); got != want[i] {
+			t.Fatalf("%q after trimming: %s, want %s", q, got, want[i])
+		}
+	}
+	if n := b.trim.trims.Load(); n < uint64(len(qs))/2 {
+		t.Fatalf("%d trims over %d spaced searches", n, len(qs))
+	}
+	for range 100 { // the owner's trim runs on its own goroutine
+		if also.Load() > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if also.Load() == 0 {
+		t.Fatal("the owner's trim (AlsoTrim) never ran")
+	}
+	// A trim leaves none of the segments' pages mapped.
+	if _, err := b.Search(ctx, qs[0], 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	r = snapshotReader(t, b)
+	defer r.Close()
+	before := zapRSS(t)
+	b.trim.last.Store(0)
+	b.trim.after(r.(*scorch.IndexSnapshot))
+	if after := zapRSS(t); before == 0 || after != 0 {
+		t.Fatalf("resident kB of the .zap mappings: %d after a search, %d after a trim (want > 0, then 0)", before, after)
+	}
+}

@@ -1,0 +1,248 @@
+package bm25
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// The block metadata of a persisted segment's terms is kept beside the segment file, in
+// <segment>.bmx, so that a reopened index does not read whole posting lists again. The file
+// names the segment it describes by its size and the CRC-32 of its bytes that zap keeps in
+// its footer; every record carries its own CRC-32. A file that names another segment is
+// removed, and a damaged record ends what is read (the file is cut there): metadata is
+// only ever trusted through both checks, and what is missing is computed from the postings
+// again (and each decoded block is checked against it, see blockSource.decode).
+//
+//	file   = magic "MBMX" | version 1 | segment size u64 | segment CRC u32 | CRC-32 of the 17 bytes before, u32 | record*
+//	record = uvarint payload length | payload | CRC-32 of payload, u32
+//	payload = uvarint term length | term | uvarint cs | uvarint total | uvarint blocks | (uvarint count | uvarint pairs | (uvarint f | uvarint dl)*)*
+//
+// Only lists of more than one block are recorded (a one-block list is decoded whole anyway).
+
+const sidecarExt = ".bmx"
+
+var sidecarMagic = []byte("MBMX\x01")
+
+const sidecarHeader = 5 + 8 + 4 + 4
+
+// persistedSegment is what a zap segment file offers to name itself.
+type persistedSegment interface {
+	Path() string
+	CRC() uint32
+}
+
+// segFile is one segment's sidecar.
+type segFile struct {
+	path string // the sidecar's path; "" when the segment is not a file or the index is read-only
+	head []byte // the header the sidecar must start with
+	mu   sync.Mutex
+	bad  bool
+}
+
+// sidecarHead returns the header naming seg, and the sidecar path; ok false when seg is
+// not a segment file.
+func sidecarHead(seg segment.Segment) (path string, head []byte, ok bool) {
+	ps, isFile := seg.(persistedSegment)
+	if !isFile || ps.Path() == "" {
+		return "", nil, false
+	}
+	fi, err := os.Stat(ps.Path())
+	if err != nil {
+		return "", nil, false
+	}
+	head = append([]byte{}, sidecarMagic...)
+	head = binary.BigEndian.AppendUint64(head, uint64(fi.Size()))
+	head = binary.BigEndian.AppendUint32(head, ps.CRC())
+	head = binary.BigEndian.AppendUint32(head, crc32.ChecksumIEEE(head))
+	return ps.Path() + sidecarExt, head, true
+}
+
+// loadSidecar reads the records of seg's sidecar, calling put for each. It returns the
+// segFile to append new records to (path "" when nothing may be written). A sidecar naming
+// another segment is removed; one with a damaged record is cut before it (unless readOnly).
+func loadSidecar(seg segment.Segment, readOnly bool, put func(term string, tb *termBlocks)) *segFile {
+	path, head, ok := sidecarHead(seg)
+	if !ok {
+		return &segFile{}
+	}
+	sf := &segFile{path: path, head: head}
+	if readOnly {
+		sf.path = ""
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			slog.Warn("hybrid: block metadata sidecar unreadable; recomputing", "path", path, "err", err)
+		}
+		return sf
+	}
+	if len(data) < sidecarHeader || !bytes.Equal(data[:sidecarHeader], head) {
+		slog.Warn("hybrid: block metadata sidecar names another segment; recomputing", "path", path)
+		if !readOnly {
+			_ = os.Remove(path)
+		}
+		return sf
+	}
+	off := sidecarHeader
+	for off < len(data) {
+		term, tb, n := parseSidecarRecord(data[off:])
+		if n == 0 {
+			slog.Warn("hybrid: block metadata sidecar damaged; cutting it", "path", path, "offset", off)
+			if !readOnly {
+				_ = os.Truncate(path, int64(off))
+			}
+			break
+		}
+		put(term, tb)
+		off += n
+	}
+	return sf
+}
+
+// parseSidecarRecord parses one record; n is 0 when it is damaged or incomplete.
+func parseSidecarRecord(b []byte) (term string, tb *termBlocks, n int) {
+	plen, k := binary.Uvarint(b)
+	if k <= 0 || plen > uint64(len(b)-k) || uint64(len(b)-k)-plen < 4 {
+		return "", nil, 0
+	}
+	p := b[k : k+int(plen)]
+	if crc32.ChecksumIEEE(p) != binary.BigEndian.Uint32(b[k+int(plen):]) {
+		return "", nil, 0
+	}
+	r := uvarintReader{b: p}
+	tl := r.next()
+	if r.bad || tl > uint64(len(r.b)) {
+		return "", nil, 0
+	}
+	term = string(r.b[:tl])
+	r.b = r.b[tl:]
+	tb = &termBlocks{cs: r.next(), total: r.next(), fstart: []uint32{0}}
+	nb := r.next()
+	if r.bad || nb == 0 || nb > uint64(len(r.b)) {
+		return "", nil, 0
+	}
+	tb.count = make([]uint32, 0, nb)
+	tb.fstart = make([]uint32, 1, nb+1)
+	for range nb {
+		c, np := r.next(), r.next()
+		if r.bad || c > math32 || np > c || np > uint64(len(r.b)) {
+			return "", nil, 0
+		}
+		tb.count = append(tb.count, uint32(c))
+		for range np {
+			f, dl := r.next(), r.next()
+			if r.bad || f > math32 || dl > math32 {
+				return "", nil, 0
+			}
+			tb.front = append(tb.front, fl{f: uint32(f), dl: uint32(dl)})
+		}
+		tb.fstart = append(tb.fstart, uint32(len(tb.front)))
+	}
+	if len(r.b) != 0 || tb.check() != nil {
+		return "", nil, 0
+	}
+	tb.slots = make([]atomic.Pointer[postBlock], len(tb.count))
+	tb.bytes = tb.sizeBytes()
+	return term, tb, k + int(plen) + 4
+}
+
+const math32 = 1<<32 - 1
+
+type uvarintReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *uvarintReader) next() uint64 {
+	v, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}
+
+// sidecarRecord encodes term's metadata as one record.
+func sidecarRecord(term string, tb *termBlocks) []byte {
+	p := binary.AppendUvarint(nil, uint64(len(term)))
+	p = append(p, term...)
+	p = binary.AppendUvarint(p, tb.cs)
+	p = binary.AppendUvarint(p, tb.total)
+	p = binary.AppendUvarint(p, uint64(len(tb.count)))
+	for i, c := range tb.count {
+		fr := tb.blockFront(i)
+		p = binary.AppendUvarint(p, uint64(c))
+		p = binary.AppendUvarint(p, uint64(len(fr)))
+		for _, x := range fr {
+			p = binary.AppendUvarint(p, uint64(x.f))
+			p = binary.AppendUvarint(p, uint64(x.dl))
+		}
+	}
+	rec := binary.AppendUvarint(nil, uint64(len(p)))
+	rec = append(rec, p...)
+	return binary.BigEndian.AppendUint32(rec, crc32.ChecksumIEEE(p))
+}
+
+// appendRecord adds term's metadata to the sidecar, creating it (and removing the sidecars
+// of segment files that are gone) when missing. Failures are logged, never fatal: the
+// metadata is derived and is computed again when missing.
+func (sf *segFile) appendRecord(term string, tb *termBlocks) {
+	if sf.path == "" {
+		return
+	}
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if sf.bad {
+		return
+	}
+	f, err := os.OpenFile(sf.path, os.O_WRONLY|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		removeOrphanSidecars(filepath.Dir(sf.path))
+		f, err = os.OpenFile(sf.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			_, err = f.Write(sf.head)
+		}
+	}
+	if err == nil {
+		_, err = f.Write(sidecarRecord(term, tb))
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		sf.bad = true // stop trying for this segment
+		slog.Warn("hybrid: cannot write block metadata sidecar", "path", sf.path, "err", err)
+	}
+}
+
+// removeOrphanSidecars removes the sidecars in dir whose segment file is gone (merged away).
+func removeOrphanSidecars(dir string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, e := range ents {
+		have[e.Name()] = true
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if seg, ok := strings.CutSuffix(name, sidecarExt); ok && strings.HasSuffix(seg, ".zap") && !have[seg] {
+			_ = os.Remove(filepath.Join(dir, name))
+		}
+	}
+}

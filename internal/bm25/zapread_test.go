@@ -1,0 +1,321 @@
+package bm25
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+)
+
+// anyTerm is an automaton that accepts every term (a whole-dictionary iterator).
+type anyTerm struct{}
+
+func (anyTerm) Start() int               { return 0 }
+func (anyTerm) IsMatch(int) bool         { return true }
+func (anyTerm) CanMatch(int) bool        { return true }
+func (anyTerm) WillAlwaysMatch(int) bool { return true }
+func (anyTerm) Accept(int, byte) int     { return 0 }
+
+// TestZapBlocksDirect holds the direct block reader (bm25_zapread.go) to zap's iterator:
+// for every term of every segment of an on-disk index whose lists have many blocks (chunks
+// of 16 documents), every block read straight from the segment's bytes has the documents,
+// frequencies and lengths zap's iterator gives, read in order, skipping blocks, and going
+// back. A chunk table cut short, or a block whose count is off, is errBlockMeta, and the
+// failed decode gives its arena slot back.
+func TestZapBlocksDirect(t *testing.T) {
+	if !zapFields.ok {
+		t.Fatal("zap's PostingsList fields were not found: the direct reader is off")
+	}
+	withChunkMode(t, 16)
+	b, _ := openRandomOnDisk(t, 3000)
+	r := snapshotReader(t, b)
+	defer r.Close()
+	snap := r.(*scorch.IndexSnapshot)
+	var direct, blocks, lookups int
+	for _, ss := range snap.Segments() {
+		dict, err := ss.Segment().Dictionary(bodyField)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := dict.AutomatonIterator(anyTerm{}, nil, nil)
+		for e, err := it.Next(); e != nil || err != nil; e, err = it.Next() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			term := []byte(e.Term)
+			var acc frontAcc
+			ref := &blockSource{next: -1}
+			tb, want, err := buildBlocks(dict, term, ref, &acc, true) // zap's iterator, every block
+			if err != nil {
+				t.Fatalf("%q: %v", term, err)
+			}
+			if tb.cs == 0 {
+				continue
+			}
+			src := &blockSource{next: -1}
+			// in order, then every other block, then backwards
+			var order []int
+			for i := range tb.count {
+				order = append(order, i)
+			}
+			for i := 0; i < len(tb.count); i += 2 {
+				order = append(order, i)
+			}
+			for i := len(tb.count) - 1; i >= 0; i-- {
+				order = append(order, i)
+			}
+			for _, i := range order {
+				if tb.count[i] == 0 {
+					continue
+				}
+				got, err := src.decode(dict, term, tb, i)
+				if err != nil {
+					t.Fatalf("%q block %d: %v", term, i, err)
+				}
+				if !src.direct || !src.z.docsOK {
+					t.Fatalf("%q: not read directly (list %v, bitmap %v)", term, src.direct, src.z.docsOK)
+				}
+				w := want[i]
+				if len(got.docs) != len(w.docs) {
+					t.Fatalf("%q block %d: %d postings, want %d", term, i, len(got.docs), len(w.docs))
+				}
+				for j := range w.docs {
+					gf, gdl := got.at(j)
+					wf, wdl := w.at(j)
+					if got.docs[j] != w.docs[j] || gf != wf || gdl != wdl {
+						t.Fatalf("%q block %d posting %d: (%d, %d, %d), want (%d, %d, %d)", term, i, j, got.docs[j], gf, gdl, w.docs[j], wf, wdl)
+					}
+				}
+				// Every document of the block's span, looked up alone, as decoded.
+				// One state for the block (each lookup counting on from the last), and a
+				// fresh one for every other document.
+				lo, hi := tb.span(i)
+				var st lookupState
+				for d, j := lo, 0; d < min(hi, lo+600); d++ {
+					fresh := lookupState{}
+					sp := &st
+					if d%2 == 1 {
+						sp = &fresh
+					}
+					f, dl, present, err := lookupDirect(&src.z, tb, i, uint32(d), sp)
+					if err != nil {
+						t.Fatalf("%q block %d doc %d: lookup: %v", term, i, d, err)
+					}
+					held := j < len(w.docs) && w.docs[j] == uint32(d)
+					if present != held {
+						t.Fatalf("%q block %d doc %d: looked up present %v, decoded %v", term, i, d, present, held)
+					}
+					if held {
+						if wf, wdl := w.at(j); f != wf || dl != wdl {
+							t.Fatalf("%q block %d doc %d: looked up (%d, %d), decoded (%d, %d)", term, i, d, f, dl, wf, wdl)
+						}
+						j++
+						lookups++
+					}
+				}
+				blocks++
+				dropBlock(got)
+			}
+			direct++
+			_, inUse := blockArena.stats()
+			// Damage: a count one too high, then a chunk table missing its last chunk.
+			last := len(tb.count) - 1
+			for tb.count[last] == 0 {
+				last--
+			}
+			tb.count[last]++
+			if _, err := (&blockSource{next: -1}).decode(dict, term, tb, last); !errors.Is(err, errBlockMeta) {
+				t.Fatalf("%q: a count one too high: %v", term, err)
+			}
+			tb.count[last]--
+			var z zapList
+			pl, err := dict.PostingsList(term, nil, nil)
+			if err != nil || !zapListOf(pl, &z) {
+				t.Fatalf("%q: %v", term, err)
+			}
+			// A chunk whose uvarint ends are not two a posting (two merged into one) or
+			// that does not end one fails the lookup's count: the caller decodes instead.
+			for _, mut := range []func(c []byte){
+				func(c []byte) { c[0] |= 0x80 },
+				func(c []byte) { c[len(c)-1] |= 0x80 },
+			} {
+				c, _ := z.chunk(uint64(last))
+				start := z.data + z.ends[last] - uint64(len(c))
+				z2 := z
+				z2.mem = slices.Clone(z.mem)
+				mut(z2.mem[start : start+uint64(len(c))])
+				lo, _ := tb.span(last)
+				if _, _, _, err := lookupDirect(&z2, tb, last, uint32(lo), &lookupState{}); !errors.Is(err, errBlockMeta) {
+					t.Fatalf("%q: a damaged chunk looked up: %v", term, err)
+				}
+			}
+			z.ends = z.ends[:last]
+			if _, err := decodeDirect(&z, z.bm.Iterator(), tb, last); !errors.Is(err, errBlockMeta) {
+				t.Fatalf("%q: a chunk table cut short: %v", term, err)
+			}
+			if _, after := blockArena.stats(); after != inUse {
+				t.Fatalf("%q: failed decodes kept %d bytes of arena slots", term, after-inUse)
+			}
+		}
+	}
+	if direct < 10 || blocks < 100 || lookups < 1000 {
+		t.Fatalf("%d lists, %d blocks read directly, %d postings looked up: too few to tell", direct, blocks, lookups)
+	}
+	t.Logf("%d lists, %d blocks read directly, %d postings looked up alone", direct, blocks, lookups)
+}
+
+// TestVarintEnds holds varintEnds and skipVarints to a byte-at-a-time count, across the
+// eight-byte words they read and the bytes after the last word.
+func TestVarintEnds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 300 {
+		var b []byte
+		for range rng.IntN(40) {
+			b = binary.AppendUvarint(b, rng.Uint64N(1<<uint(1+rng.IntN(35))))
+		}
+		var ends []int // offsets just past each uvarint end
+		for p, c := range b {
+			if c < 0x80 {
+				ends = append(ends, p+1)
+			}
+		}
+		if got := varintEnds(b); got != len(ends) {
+			t.Fatalf("%x: %d ends, want %d", b, got, len(ends))
+		}
+		for n := 1; n <= len(ends)+1; n++ {
+			want := -1
+			if n <= len(ends) {
+				want = ends[n-1]
+			}
+			if got := skipVarints(b, n); got != want {
+				t.Fatalf("%x: past end %d at %d, want %d", b, n, got, want)
+			}
+		}
+	}
+}
+
+// TestDominatedOrdered holds dominatedOrdered, and smallFront's table, to dominated on every ordered frontier of up
+// to four pairs over small values and every posting over those values, and frontOrdered to
+// its definition.
+func TestDominatedOrdered(t *testing.T) {
+	var pairs []fl
+	for f := uint32(0); f < 5; f++ {
+		for dl := uint32(0); dl < 5; dl++ {
+			pairs = append(pairs, fl{f: f, dl: dl})
+		}
+	}
+	var walk func(front []fl)
+	checked := 0
+	walk = func(front []fl) {
+		if frontOrdered(front) {
+			small := smallFront(front)
+			for _, p := range pairs {
+				want := dominated(front, p.f, p.dl)
+				if got := dominatedOrdered(front, p.f, p.dl); got != want {
+					t.Fatalf("front %v, posting %v: %v, want %v", front, p, got, want)
+				}
+				if got := p.dl >= small[p.f]; got != want {
+					t.Fatalf("front %v, posting %v: table says %v, want %v", front, p, got, want)
+				}
+				checked++
+			}
+		}
+		if len(front) == 4 {
+			return
+		}
+		for _, p := range pairs {
+			walk(append(front[:len(front):len(front)], p))
+		}
+	}
+	walk(nil)
+	if checked == 0 {
+		t.Fatal("nothing checked")
+	}
+	for _, bad := range [][]fl{{{2, 5}, {2, 4}}, {{3, 2}, {2, 2}}, {{1, 1}, {2, 0}}} {
+		if frontOrdered(bad) {
+			t.Fatalf("%v ordered", bad)
+		}
+	}
+}
+
+// TestDecodeShapes reads chunks of every posting shape by decodeDirect and lookupDirect
+// against the values written: one- and two-byte frequencies, with and without the
+// locations bit, lengths of one, two and more bytes, shapes mixed in one chunk (the
+// four-byte fast path hands over to the general loop at the first other shape) and
+// postings at the chunk's end.
+func TestDecodeShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	lengths := [][2]uint32{{0, 128}, {128, 1 << 14}, {1 << 14, 1 << 21}, {1 << 21, math.MaxUint32 - 1}}
+	for iter := range 400 {
+		n := 1 + rng.IntN(300)
+		shortOnly := iter%3 == 0 // only the fast path's shapes
+		var docs []uint32
+		for d := uint32(rng.IntN(5)); len(docs) < n; d += 1 + uint32(rng.IntN(9)) {
+			docs = append(docs, d)
+		}
+		type post struct{ f, dl uint32 }
+		want := make([]post, n)
+		var chunk []byte
+		for j := range want {
+			f := 1 + uint32(rng.IntN(63))
+			if !shortOnly && rng.IntN(10) == 0 {
+				f = 64 + uint32(rng.IntN(1000))
+			}
+			r := lengths[rng.IntN(2)]
+			if !shortOnly && rng.IntN(10) == 0 {
+				r = lengths[2+rng.IntN(2)]
+			}
+			dl := r[0] + uint32(rng.Uint64N(uint64(r[1]-r[0])))
+			want[j] = post{f, dl}
+			chunk = binary.AppendUvarint(chunk, uint64(f)<<1|uint64(rng.IntN(2)))
+			chunk = binary.AppendUvarint(chunk, uint64(dl))
+		}
+		bm, err := roaring.BitmapOf(docs...).ToBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		z := zapList{mem: chunk, ends: []uint64{uint64(len(chunk))}}
+		if z.docsOK = z.docs.parse(bm); !z.docsOK {
+			t.Fatal("bitmap not parsed")
+		}
+		tb := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: math.MaxUint32, dl: 0}}}
+		blk, err := decodeDirect(&z, nil, tb, 0)
+		if err != nil {
+			t.Fatalf("chunk %d: %v", iter, err)
+		}
+		var st lookupState
+		for j, w := range want {
+			if f, dl := blk.at(j); blk.docs[j] != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.docs[j], f, dl, docs[j], w.f, w.dl)
+			}
+			// in rising order, counting on; and each again from a state past it (a lower
+			// document starts again from the block's first)
+			for _, sp := range []*lookupState{&st, {checked: true, d: uint64(docs[n-1]) + 1, pos: n, off: len(chunk)}} {
+				f, dl, present, err := lookupDirect(&z, tb, 0, docs[j], sp)
+				if err != nil || !present || f != w.f || dl != w.dl {
+					t.Fatalf("chunk %d doc %d looked up: (%d, %d) present %v, %v; want (%d, %d)", iter, docs[j], f, dl, present, err, w.f, w.dl)
+				}
+			}
+			if _, _, present, err := lookupDirect(&z, tb, 0, docs[j]+1, &st); err != nil || present != (j+1 < n && docs[j+1] == docs[j]+1) {
+				t.Fatalf("chunk %d doc %d looked up: present %v, %v", iter, docs[j]+1, present, err)
+			}
+		}
+		dropBlock(blk)
+		// A frontier that does not cover the largest frequency fails both readers.
+		maxF := uint32(0)
+		for _, w := range want {
+			maxF = max(maxF, w.f)
+		}
+		tb.front = []fl{{f: maxF - 1, dl: 0}}
+		if maxF > 1 {
+			if _, err := decodeDirect(&z, nil, tb, 0); !errors.Is(err, errBlockMeta) {
+				t.Fatalf("chunk %d: a frontier below frequency %d decoded: %v", iter, maxF, err)
+			}
+		}
+	}
+}
