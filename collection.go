@@ -32,7 +32,7 @@ type colState struct {
 	// store of record. What is kept is O(1) per collection.
 	mu sync.RWMutex // the indexes and counters: searches read-lock, writes lock
 	store.Collection
-	bm25     *bm25.Index   // the BM25 index (also in Indexes), for searches
+	bm25     *bm25.Index       // the BM25 index (also in Indexes), for searches
 	vec      vectorstore.Index // the vector index (also in Indexes); nil without an embedder
 	analyzer string            // the BM25 analyzer the manifest records (analyzer.go)
 	deleted  bool              // removed by DeleteCollection
