@@ -18,12 +18,15 @@ import (
 type EmbedderResolver func(ctx context.Context, id string, dim int) (vectorstore.Embedder, error)
 
 // WithEmbedderResolver lets Open, when no embedder is configured, load the one the store
-// was embedded with (its id and dimension are recorded in the manifest). The root package
-// has no resolver of its own (it would pull in every model loader); the CLI supplies one
-// that looks in its models directory and cache. When the resolver fails, the store opens
-// anyway: BM25 searches work, while hybrid and dense searches and writes fail with
-// ErrEmbedderNeeded, which names the model and wraps the resolver's error. A resolver that
-// returns an embedder of another id or dimension makes Open fail with ErrEmbedderMismatch.
+// was embedded with (its id and dimension are recorded in the manifest).
+// vectorstore.ResolveEmbedder loads any kind the embedder registry knows (the hashing,
+// Model2Vec, ONNX and OpenAI-compatible embedders, and any a package registers with
+// vectorstore.RegisterEmbedder), models from $MEMORY_MODELS or the model cache; it is not
+// the default, so that opening a store never loads a model unasked. When the resolver
+// fails, the store opens anyway: BM25 searches work, while hybrid and dense searches and
+// writes fail with ErrEmbedderNeeded, which names the model and wraps the resolver's
+// error. A resolver that returns an embedder of another id or dimension makes Open fail
+// with ErrEmbedderMismatch.
 func WithEmbedderResolver(r EmbedderResolver) Option {
 	return func(o *Options) { o.EmbedderResolver = r }
 }

@@ -58,8 +58,6 @@ var (
 	errDiskCorrupt    = kind("vectorstore: disk index files are damaged", ErrCorrupt)
 	errDiskConfig     = kind("vectorstore: disk index was built with another configuration", ErrConfigMismatch)
 	errDiskClosed     = kind("vectorstore: disk index is unusable after a failed write", ErrClosed)
-	errFaissClosed    = kind("vectorstore: FAISS index is closed", ErrClosed)
-	errFaissFactory   = kind("vectorstore: unsupported FAISS factory string", ErrBadConfig)
 	errEmbedderConfig = kind("vectorstore: invalid embedder options", ErrBadConfig)
 	errUnknownPreset  = kind("vectorstore: unknown model preset", ErrBadConfig)
 )

@@ -20,6 +20,12 @@ import (
 	"github.com/agentmem/memory/internal/vecmath"
 )
 
+// The FAISS backend's own kinds (see errors.go).
+var (
+	errFaissClosed  = kind("vectorstore: FAISS index is closed", ErrClosed)
+	errFaissFactory = kind("vectorstore: unsupported FAISS factory string", ErrBadConfig)
+)
+
 // faissBuilt: this build has the FAISS backend.
 const faissBuilt = true
 

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -194,3 +196,27 @@ const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211
 )
+
+func init() {
+	RegisterEmbedder("hash:", loadHash)
+	RegisterEmbedder("hash-bigram-v1/", loadHash)
+}
+
+// loadHash loads "hash" (256 buckets), "hash:DIM" or a recorded "hash-bigram-v1/DIM".
+func loadHash(_ context.Context, name string, o LoadOptions) (Embedder, error) {
+	if err := onlyONNXDevice(name, o.ONNX); err != nil {
+		return nil, err
+	}
+	d, ok := strings.CutPrefix(name, "hash:")
+	if !ok {
+		d, ok = strings.CutPrefix(name, "hash-bigram-v1/")
+	}
+	if !ok {
+		return NewHashEmbedder(0), nil // "hash"
+	}
+	n, err := strconv.Atoi(d)
+	if err != nil || n <= 0 || n > 1<<16 {
+		return nil, fmt.Errorf("%w: embedder %q: want hash or hash:DIM with 0 < DIM <= 65536", ErrBadConfig, name)
+	}
+	return NewHashEmbedder(n), nil
+}

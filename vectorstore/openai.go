@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmem/memory/internal/environ"
 	"github.com/agentmem/memory/internal/httpretry"
 )
 
@@ -439,4 +440,31 @@ func openAIErrorMessage(r io.Reader) (msg, typ string) {
 		s = s[:512] + "..."
 	}
 	return strings.ToValidUTF8(s, "?"), ""
+}
+
+func init() { RegisterEmbedder("openai:", loadOpenAI) }
+
+// loadOpenAI loads "openai:MODEL/DIM", with "+passage=<quoted prefix>" when the identity
+// records one, from the server $OPENAI_BASE_URL (default the OpenAI API) with the key
+// $OPENAI_API_KEY.
+func loadOpenAI(ctx context.Context, name string, o LoadOptions) (Embedder, error) {
+	if err := onlyONNXDevice(name, o.ONNX); err != nil {
+		return nil, err
+	}
+	rest := strings.TrimPrefix(name, "openai:")
+	opts := OpenAIOptions{BaseURL: environ.Get(environ.OpenAIBaseURL), APIKey: environ.Get(environ.OpenAIKey)}
+	if r, quoted, ok := strings.Cut(rest, "+passage="); ok {
+		p, err := strconv.Unquote(quoted)
+		if err != nil {
+			return nil, fmt.Errorf("%w: embedder %q: passage prefix %s is not a quoted string", ErrBadConfig, name, quoted)
+		}
+		rest, opts.PassagePrefix = r, p
+	}
+	i := strings.LastIndex(rest, "/")
+	dim, err := strconv.Atoi(rest[i+1:])
+	if i <= 0 || err != nil || dim <= 0 {
+		return nil, fmt.Errorf("%w: embedder %q: want openai:MODEL/DIM", ErrBadConfig, name)
+	}
+	opts.Model, opts.Dim = rest[:i], dim
+	return NewOpenAIEmbedder(ctx, opts)
 }

@@ -445,3 +445,19 @@ func staticHalfToFloat32(h uint16) float32 {
 	}
 	return v
 }
+
+func init() { RegisterEmbedder("model2vec:", loadStatic) }
+
+// loadStatic loads a recorded "model2vec:NAME@sha256:..." (or "model2vec:NAME") by its
+// model name; the store compares the digest.
+func loadStatic(_ context.Context, name string, o LoadOptions) (Embedder, error) {
+	if err := onlyONNXDevice(name, o.ONNX); err != nil {
+		return nil, err
+	}
+	model, _, _ := strings.Cut(strings.TrimPrefix(name, "model2vec:"), "@")
+	dir, err := modelFolder(model, o.Recorded)
+	if err != nil {
+		return nil, err
+	}
+	return NewStaticEmbedder(dir, StaticOptions{Name: model})
+}

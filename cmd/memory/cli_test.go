@@ -570,27 +570,6 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestRecordedModel(t *testing.T) {
-	tests := []struct {
-		id, want string
-		ok       bool
-	}{
-		{"hash-bigram-v1/64", "hash:64", true},
-		{"hash-bigram-v1/x", "", false},
-		{"tiny-bert-encoder@sha256:de64992dd8f2ae65", "tiny-bert-encoder", true},
-		{"model2vec:potion-base-2M@sha256:0011", "potion-base-2M", true},
-		{"../evil@sha256:00", "", false},
-		{"no-at-sign", "", false},
-		{"@sha256:00", "", false},
-	}
-	for _, tc := range tests {
-		got, ok := recordedModel(tc.id)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("recordedModel(%q) = %q, %v; want %q, %v", tc.id, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestLoadEmbedderHash(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/rerank"
@@ -48,9 +46,6 @@ type embedderSpec struct {
 	queryMaxTokens, passageMaxTokens int
 }
 
-// hashPrefix names the model-free hashing embedder on the command line.
-const hashPrefix = "hash"
-
 // loadEmbedder loads an embedder by name (see embedderSpec).
 func loadEmbedder(name string) (vectorstore.Embedder, error) {
 	return loadEmbedderSpec(context.Background(), embedderSpec{name: name})
@@ -73,40 +68,26 @@ func isStaticModelDir(dir string) bool {
 	return json.Unmarshal(data, &cfg) == nil && cfg.ModelType == "model2vec"
 }
 
-// loadEmbedderSpec loads "hash[:DIM]" as the hashing embedder, a Model2Vec folder (see
-// isStaticModelDir) as a static embedder and any other folder as an ONNX bi-encoder.
-func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embedder, error) {
-	if spec.name == hashPrefix || strings.HasPrefix(spec.name, hashPrefix+":") {
-		dim := 0
-		if d, ok := strings.CutPrefix(spec.name, hashPrefix+":"); ok {
-			n, err := strconv.Atoi(d)
-			if err != nil || n <= 0 || n > 1<<16 {
-				return nil, fmt.Errorf("embedder %q: want hash or hash:DIM with 0 < DIM <= 65536", spec.name)
-			}
-			dim = n
-		}
-		return vectorstore.NewHashEmbedder(dim), nil
-	}
+// loadOptions are the flags of spec as the embedder registry takes them.
+func (spec embedderSpec) loadOptions() (vectorstore.LoadOptions, error) {
 	if spec.queryMaxTokens < 0 || spec.passageMaxTokens < 0 {
-		return nil, fmt.Errorf("embedder %q: --query-max-tokens/--passage-max-tokens must not be negative", spec.name)
-	}
-	dir, err := modelDir(spec.name)
-	if err != nil {
-		return nil, err
-	}
-	if isStaticModelDir(dir) {
-		if spec.queryPrefix != nil || spec.passagePrefix != nil {
-			return nil, fmt.Errorf("embedder %q: --query-prefix/--passage-prefix apply to ONNX models only", spec.name)
-		}
-		if (spec.preset != "" && spec.preset != "auto") || spec.queryMaxTokens > 0 || spec.passageMaxTokens > 0 {
-			return nil, fmt.Errorf("embedder %q: --model-preset/--query-max-tokens/--passage-max-tokens apply to ONNX models only", spec.name)
-		}
-		return vectorstore.NewStaticEmbedder(dir, vectorstore.StaticOptions{})
+		return vectorstore.LoadOptions{}, fmt.Errorf("embedder %q: --query-max-tokens/--passage-max-tokens must not be negative", spec.name)
 	}
 	opts := vectorstore.ONNXOptions{Device: spec.device, Preset: spec.preset,
 		QueryMaxLength: spec.queryMaxTokens, PassageMaxLength: spec.passageMaxTokens}
 	setPrefixes(&opts, spec.queryPrefix, spec.passagePrefix)
-	return vectorstore.NewONNXEmbedder(ctx, dir, opts)
+	return vectorstore.LoadOptions{ONNX: opts}, nil
+}
+
+// loadEmbedderSpec loads spec.name with the embedder registry (vectorstore.LoadEmbedder):
+// "hash[:DIM]", "openai:MODEL/DIM", a model name or folder (a Model2Vec folder as a static
+// embedder, any other as an ONNX bi-encoder), or any kind another package registered.
+func loadEmbedderSpec(ctx context.Context, spec embedderSpec) (vectorstore.Embedder, error) {
+	o, err := spec.loadOptions()
+	if err != nil {
+		return nil, err
+	}
+	return vectorstore.LoadEmbedder(ctx, spec.name, o)
 }
 
 // loadReranker loads a cross-encoder by name on device ("", "cpu", "cuda" or "auto").
@@ -118,59 +99,18 @@ func loadReranker(name, device string) (rerank.Reranker, error) {
 	return rerank.NewCrossEncoder(context.Background(), dir, rerank.CrossEncoderOptions{Device: device})
 }
 
-// recordedModel maps an embedder identity recorded in a store's manifest back to the name
-// the CLI loads it by: "hash-bigram-v1/DIM" -> "hash:DIM", "model2vec:NAME@sha256:..." and
-// "NAME@sha256:..." -> NAME.
-func recordedModel(id string) (string, bool) {
-	if d, ok := strings.CutPrefix(id, "hash-bigram-v1/"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n > 0 {
-			return hashPrefix + ":" + d, true
-		}
-		return "", false
-	}
-	id = strings.TrimPrefix(id, "model2vec:")
-	name, _, ok := strings.Cut(id, "@")
-	if !ok || name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return "", false
-	}
-	return name, true
-}
-
-// plainModelName reports whether id is a bare model name (no digest, no path), as
-// `index --embedder-id` records it for vectors imported without their model.
-func plainModelName(id string) bool {
-	return id != "" && id != "." && id != ".." && !strings.ContainsAny(id, `/\@`)
-}
-
-// resolveEmbedder loads the embedder a store recorded (its identity and dimension), with
-// the query prefix of spec (the preset's or the model folder's own when unset) and the
-// preset, passage cap and passage prefix the identity records (unless the flags say
-// otherwise; an identity without a preset is a store made without one, so none is used).
-// The store checks that the loaded embedder's identity and dimension match the record.
+// resolveEmbedder loads the embedder a store recorded (its identity and dimension) with the
+// embedder registry, the flags of spec overriding what the identity records (an ONNX
+// identity's preset, passage cap and passage prefix apply where the flags are unset). The
+// store checks that the loaded embedder's identity and dimension match the record.
 func resolveEmbedder(ctx context.Context, id string, dim int, spec embedderSpec) (vectorstore.Embedder, error) {
-	name, ok := recordedModel(id)
-	if !ok && plainModelName(id) {
-		name, ok = id, true // vectors imported under the model name the user gave (index --embedder-id)
+	spec.name = id
+	o, err := spec.loadOptions()
+	if err != nil {
+		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d), which the CLI cannot load by name: pass --embedder", id, dim)
-	}
-	spec.name = name
-	if p, ok := recordedPassagePrefix(id); ok && spec.passagePrefix == nil {
-		spec.passagePrefix = &p
-	}
-	if rec, ok := vectorstore.ParseONNXIdentity(id); ok {
-		if spec.preset == "" || spec.preset == "auto" {
-			spec.preset = rec.Preset
-			if spec.preset == "" {
-				spec.preset = vectorstore.PresetNone
-			}
-		}
-		if spec.passageMaxTokens == 0 {
-			spec.passageMaxTokens = rec.PassageMaxLength
-		}
-	}
-	e, err := loadEmbedderSpec(ctx, spec)
+	o.Recorded = true
+	e, err := vectorstore.LoadEmbedder(ctx, id, o)
 	if err != nil {
 		return nil, fmt.Errorf("the store was built with embedder %q (dimension %d): %w", id, dim, err)
 	}

@@ -121,23 +121,3 @@ func TestPrefixFlags(t *testing.T) {
 		t.Fatal("prefix accepted for a Model2Vec model")
 	}
 }
-
-func TestRecordedPassagePrefix(t *testing.T) {
-	tests := []struct {
-		id, want string
-		ok       bool
-	}{
-		{"tiny@sha256:00", "", true},
-		{`tiny@sha256:00+passage="passage: "`, "passage: ", true},
-		{`tiny@sha256:00+passage="a \"q\" b"`, `a "q" b`, true},
-		{`tiny@sha256:00+passage=broken`, "", false},
-		{"model2vec:potion@sha256:00", "", false},
-		{"hash-bigram-v1/64", "", false},
-	}
-	for _, tc := range tests {
-		got, ok := recordedPassagePrefix(tc.id)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%s: %q %v, want %q %v", tc.id, got, ok, tc.want, tc.ok)
-		}
-	}
-}

@@ -60,7 +60,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	if needDir {
 		fs.StringVar(&f.dir, "store", "", "store directory (required)")
 	}
-	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, or hash[:DIM]\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
+	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, hash[:DIM],\nopenai:MODEL/DIM ($OPENAI_BASE_URL, $OPENAI_API_KEY) or any registered kind\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
 	fs.StringVar(&f.reranker, "reranker", "", "cross-encoder model: a name or a directory (default: none)")
 	fs.StringVar(&f.backend, "index", "", "dense index backend (disk, flat, chromem, faiss when built with -tags faiss; default: the store's recorded one, else disk)")
 	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")

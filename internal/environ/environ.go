@@ -24,12 +24,17 @@ const (
 	// HFEndpoint overrides the Hugging Face base URL models are pulled from (as
 	// huggingface_hub does).
 	HFEndpoint = "HF_ENDPOINT"
+	// OpenAIKey is the API key of the OpenAI-compatible embedder when it is loaded by
+	// name (vectorstore.LoadEmbedder "openai:MODEL/DIM"); options given in code win.
+	OpenAIKey = "OPENAI_API_KEY"
+	// OpenAIBaseURL is that embedder's server root (default https://api.openai.com/v1).
+	OpenAIBaseURL = "OPENAI_BASE_URL"
 )
 
 // Get returns the value of variable name, one of the constants above ("" when unset).
 func Get(name string) string {
 	switch name {
-	case Models, Cache, ORTLib, HFEndpoint:
+	case Models, Cache, ORTLib, HFEndpoint, OpenAIKey, OpenAIBaseURL:
 		return os.Getenv(name)
 	}
 	panic("environ: " + name + " is not a variable the library reads")
