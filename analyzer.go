@@ -39,7 +39,8 @@ func (man *manifest) storeAnalyzer() string {
 // checkAnalyzer validates Options.Analyzer against the manifest: a store without documents
 // records it as its default, one with documents must record the same (or the option is
 // left empty).
-func (m *Memory) checkAnalyzer() error {
+func (op opening) checkAnalyzer() error {
+	m := op.m
 	if m.opts.Analyzer == "" {
 		m.opts.Analyzer = m.man.storeAnalyzer()
 		return nil

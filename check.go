@@ -171,6 +171,7 @@ func (c IndexCheck) writeFindings(b *strings.Builder) {
 // indexes (about 30 s for a million passages); searches go on.
 func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	var rep CheckReport
+	ck := checker{m}
 	if m.closed.Load() {
 		return rep, ErrClosed
 	}
@@ -186,7 +187,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		// bbolt's check reads the freelist, which only writers change: none may run.
 		m.wmu.Lock()
 		defer m.wmu.Unlock()
-		return m.checkBolt()
+		return ck.checkBolt()
 	})
 	if err != nil {
 		return rep, err
@@ -219,18 +220,18 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			m.wmu.Lock() // no write between the records read and the counters they are held to
 			defer m.wmu.Unlock()
 			var err error
-			cc, err = m.checkCounters(s, repair)
+			cc, err = ck.checkCounters(s, repair)
 			if err != nil {
 				return IndexCheck{}, err
 			}
-			return m.checkStore(s, &cc, repair)
+			return ck.checkStore(s, &cc, repair)
 		})
 		if err != nil {
 			return rep, err
 		}
 		sc.StoreDamage = len(sc.Problems) > 0
 		rep.Indexes = append(rep.Indexes, sc, cc)
-		checks, err := m.checkCollection(s, repair)
+		checks, err := ck.checkCollection(s, repair)
 		if errors.Is(err, ErrCorrupt) {
 			// Its indexes cannot be opened or rebuilt: rebuilding reads only the store of
 			// record, so it is damaged (a record that cannot be read, say): a finding.
@@ -247,14 +248,15 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 // checkCollection checks (and with repair rebuilds) the derived indexes of s, holding the
 // writer lock so that no write changes the store of record meanwhile: first as they are on
 // disk (when they are not open), then open, then rebuilt where they disagree.
-func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error) {
+func (ck checker) checkCollection(s *colState, repair bool) ([]IndexCheck, error) {
+	m := ck.m
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	ids, err := m.checkSampleIDs(s.Name)
+	ids, err := ck.checkSampleIDs(s.Name)
 	if err != nil {
 		return nil, err
 	}
-	checks := m.checkAllOnDisk(s, ids)
+	checks := ck.checkAllOnDisk(s, ids)
 	unlock, err := m.lockOpen(s)
 	if err != nil {
 		return nil, err
@@ -266,11 +268,11 @@ func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error)
 			continue // the kind does not apply (vectors without an embedder)
 		}
 		c := &checks[i]
-		if err := m.checkOpened(s, k, s.Indexes[i], ids, c); err != nil {
+		if err := ck.checkOpened(s, k, s.Indexes[i], ids, c); err != nil {
 			return nil, err
 		}
 		if repair && len(c.Problems) > 0 && !c.Repaired {
-			if err := m.repairChecked(s, i, k, ids, c); err != nil {
+			if err := ck.repairChecked(s, i, k, ids, c); err != nil {
 				return nil, err
 			}
 		}
@@ -282,7 +284,8 @@ func (m *Memory) checkCollection(s *colState, repair bool) ([]IndexCheck, error)
 // checkAllOnDisk checks every kind of index of s as it is on disk, before opening catches
 // it up or rebuilds it; nothing when the indexes are open already (only writers open
 // them, and the caller holds the writer lock). One entry per kind, in Memory.kinds order.
-func (m *Memory) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
+func (ck checker) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
+	m := ck.m
 	kinds := m.kinds()
 	checks := make([]IndexCheck, len(kinds))
 	for i, k := range kinds {
@@ -294,7 +297,7 @@ func (m *Memory) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 		return checks
 	}
 	for i, k := range kinds {
-		m.checkOnDisk(s, k, ids, &checks[i])
+		ck.checkOnDisk(s, k, ids, &checks[i])
 	}
 	s.bm25, s.vec = nil, nil // set by the kinds' open, closed again
 	return checks
@@ -304,10 +307,11 @@ func (m *Memory) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 // which holds what was found on disk: problems that opening got past (a rebuild, on disk
 // or in memory for a read-only store) are kept, and said to be repaired when the writable
 // open rebuilt the index.
-func (m *Memory) checkOpened(s *colState, k derivedKind, ix store.Index, ids []string, c *IndexCheck) error {
+func (ck checker) checkOpened(s *colState, k derivedKind, ix store.Index, ids []string, c *IndexCheck) error {
+	m := ck.m
 	onDisk := c.Problems
 	live := IndexCheck{}
-	if err := m.checkLive(s, k, ix, ids, &live); err != nil {
+	if err := ck.checkLive(s, k, ix, ids, &live); err != nil {
 		return err
 	}
 	c.Count, c.Seq, c.StoreUnits, c.StoreSeq = live.Count, live.Seq, live.StoreUnits, live.StoreSeq
@@ -328,12 +332,12 @@ func (m *Memory) checkOpened(s *colState, k derivedKind, ix store.Index, ids []s
 
 // repairChecked rebuilds index i of s (kind k), which c found disagreeing, and checks it
 // again: c's figures become the rebuilt index's, its Problems keep what disagreed.
-func (m *Memory) repairChecked(s *colState, i int, k derivedKind, ids []string, c *IndexCheck) error {
-	if err := m.rebuildIndex(s, i); err != nil {
+func (ck checker) repairChecked(s *colState, i int, k derivedKind, ids []string, c *IndexCheck) error {
+	if err := ck.rebuildIndex(s, i); err != nil {
 		return fmt.Errorf("rebuilding its %s index: %w", k.name, err)
 	}
 	again := IndexCheck{}
-	if err := m.checkLive(s, k, s.Indexes[i], ids, &again); err != nil {
+	if err := ck.checkLive(s, k, s.Indexes[i], ids, &again); err != nil {
 		return err
 	}
 	c.Repaired = len(again.Problems) == 0
@@ -346,7 +350,8 @@ func (m *Memory) repairChecked(s *colState, i int, k derivedKind, ids []string, 
 
 // rebuildIndex rebuilds index i of s from the store of record (the caller holds the
 // writer lock and s.mu, with the indexes open). Check's one way into the rebuild path.
-func (m *Memory) rebuildIndex(s *colState, i int) error {
+func (ck checker) rebuildIndex(s *colState, i int) error {
+	m := ck.m
 	m.log.Warn("memory: check: rebuilding a derived index from the store of record", "collection", s.Name, "index", m.kinds()[i].name)
 	return m.db.RepairIndex(&s.Collection, i)
 }
@@ -354,7 +359,8 @@ func (m *Memory) rebuildIndex(s *colState, i int) error {
 // checkOnDisk checks collection s's index of kind k as its files are, when it persists
 // itself (BM25; a FAISS index with a directory). An index that does not persist is loaded
 // from the store of record on open, so there is nothing to check before that.
-func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexCheck) {
+func (ck checker) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexCheck) {
+	m := ck.m
 	dir := m.derivedDir(k, s.Name)
 	if dir == "" {
 		return
@@ -395,7 +401,7 @@ func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexC
 		return
 	}
 	live := IndexCheck{}
-	if err := m.checkLive(s, k, ix, ids, &live); err != nil {
+	if err := ck.checkLive(s, k, ix, ids, &live); err != nil {
 		c.Problems = append(c.Problems, "cannot be checked: "+oneLine(err))
 		return
 	}
@@ -406,7 +412,8 @@ func (m *Memory) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexC
 }
 
 // checkLive compares index ix of s (open, caught up) with the store of record.
-func (m *Memory) checkLive(s *colState, k derivedKind, ix store.Index, ids []string, c *IndexCheck) error {
+func (ck checker) checkLive(s *colState, k derivedKind, ix store.Index, ids []string, c *IndexCheck) error {
+	m := ck.m
 	c.StoreSeq = s.LastSeq
 	c.StoreUnits = s.Units
 	if k.name == vecDir {
@@ -446,7 +453,8 @@ func (m *Memory) checkLive(s *colState, k derivedKind, ix store.Index, ids []str
 
 // checkSampleIDs returns the index ids of up to checkSample documents of collection col,
 // taken at even steps over its documents (deterministic for a given store).
-func (m *Memory) checkSampleIDs(col string) ([]string, error) {
+func (ck checker) checkSampleIDs(col string) ([]string, error) {
+	m := ck.m
 	return m.db.StepSample(col, checkSample)
 }
 
@@ -508,12 +516,13 @@ const (
 // load or an open of this process that found them damaged, or at odds with an index, has
 // counted its records again (Recounted). With repair, a count kept in memory only (a
 // read-only open) is persisted. checkStore then holds them to its own full read.
-func (m *Memory) checkCounters(s *colState, repair bool) (IndexCheck, error) {
+func (ck checker) checkCounters(s *colState, repair bool) (IndexCheck, error) {
+	m := ck.m
 	c := IndexCheck{Collection: s.Name, Index: countersEntry, SampleSkipped: "held to every record"}
 	if r, ok := m.db.Recounted(s.Name); ok {
 		c.Problems = append(c.Problems, r.Reason)
 		if !r.Persisted && repair {
-			if err := m.recount(s, r.Reason); err != nil {
+			if err := ck.recount(s, r.Reason); err != nil {
 				return c, err
 			}
 			r, _ = m.db.Recounted(s.Name)
@@ -532,7 +541,8 @@ func (m *Memory) checkCounters(s *colState, repair bool) (IndexCheck, error) {
 }
 
 // recount counts collection s's records again (persisted unless read-only).
-func (m *Memory) recount(s *colState, reason string) error {
+func (ck checker) recount(s *colState, reason string) error {
+	m := ck.m
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return m.db.Recount(&s.Collection, reason)
@@ -546,7 +556,8 @@ func (m *Memory) recount(s *colState, reason string) error {
 // do not, the counters are what is wrong: that goes to cc (counters), which a repair
 // counts again. Records and vectors an older version wrote in a layout whose checksum does
 // not cover their key are rewritten in the key-bound one by a repair (store.DB.Rebind).
-func (m *Memory) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexCheck, error) {
+func (ck checker) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexCheck, error) {
+	m := ck.m
 	s.mu.RLock()
 	lastSeq, ndocs, nunits := s.LastSeq, s.Docs, s.Units
 	s.mu.RUnlock()
@@ -570,7 +581,7 @@ func (m *Memory) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexChec
 			cc.Repaired = false
 			cc.Notes = append(cc.Notes, "check --repair counts them again")
 		} else {
-			if err := m.recount(s, reason); err != nil {
+			if err := ck.recount(s, reason); err != nil {
 				return c, err
 			}
 			cc.Repaired = true
@@ -606,7 +617,8 @@ func (m *Memory) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexChec
 // checkBolt runs bbolt's own consistency check of store.db (every page reachable
 // once, the freelist right); its findings, if any, are one report entry. The caller holds
 // the writer lock.
-func (m *Memory) checkBolt() (IndexCheck, error) {
+func (ck checker) checkBolt() (IndexCheck, error) {
+	m := ck.m
 	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
 	found, err := m.db.Consistency(5)
 	if errors.Is(err, ErrCorrupt) { // a page that could not be read: a finding
@@ -649,3 +661,6 @@ type vectorLookupChecker struct {
 func (c vectorLookupChecker) Missing(ids []string) ([]string, error) {
 	return vectorLookupMissing(c.m, c.col, c.vl, ids)
 }
+
+// checker runs the checks of Check, and their repairs, over the store m.
+type checker struct{ m *Memory }

@@ -54,15 +54,12 @@ type CodeProgress struct {
 // a [Replacement] (its earlier chunks stay until its last batch is stored). Files that
 // disappeared from the tree are not touched (DeleteWhere their sources).
 //
-// Chunks that are only whitespace are skipped. Only the first opts value is used. It
+// Chunks that are only whitespace are skipped. The zero CodeOptions is the default. It
 // returns the walk summary; on error, the files of earlier batches stay replaced, and every
 // other file keeps its earlier chunks (plus, for a file replaced in several batches, the
 // batches stored).
-func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptions) (chunker.WalkSummary, error) {
-	var o CodeOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+func (c *Collection) AddCode(ctx context.Context, root string, opts CodeOptions) (chunker.WalkSummary, error) {
+	o := opts
 	batch := o.BatchSize
 	if batch <= 0 {
 		batch = defaultCodeBatch
@@ -136,8 +133,8 @@ func (c *Collection) AddCode(ctx context.Context, root string, opts ...CodeOptio
 
 // AddCode chunks and stores a source tree in the default collection; see
 // [Collection.AddCode].
-func (m *Memory) AddCode(ctx context.Context, root string, opts ...CodeOptions) (chunker.WalkSummary, error) {
-	return m.Collection("").AddCode(ctx, root, opts...)
+func (m *Memory) AddCode(ctx context.Context, root string, opts CodeOptions) (chunker.WalkSummary, error) {
+	return m.Collection("").AddCode(ctx, root, opts)
 }
 
 // CodeDocuments turns the chunks of one file into documents the way AddCode does (path is

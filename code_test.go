@@ -98,13 +98,13 @@ type Point struct{ Lat, Lon float64 }
 	}
 	// Indexing again replaces: same ids, same count.
 	n := countOf(t, m)
-	if _, err := m.Collection("").AddCode(ctx, root); err != nil {
+	if _, err := m.Collection("").AddCode(ctx, root, CodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if countOf(t, m) != n {
 		t.Fatalf("re-indexing changed the count from %d to %d", n, countOf(t, m))
 	}
-	if _, err := m.AddCode(ctx, filepath.Join(root, "missing")); err == nil {
+	if _, err := m.AddCode(ctx, filepath.Join(root, "missing"), CodeOptions{}); err == nil {
 		t.Fatal("missing root: no error")
 	}
 }

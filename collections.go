@@ -14,7 +14,8 @@ import (
 
 // removeOrphanIndexes deletes the derived index directories of collections that no longer
 // exist (left by a DeleteCollection interrupted after its transaction).
-func (m *Memory) removeOrphanIndexes() error {
+func (op opening) removeOrphanIndexes() error {
+	m := op.m
 	if m.tempDir {
 		return nil
 	}

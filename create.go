@@ -28,7 +28,8 @@ var dbTempPrefix = atomicfile.TempPrefix(dbName)
 // file beside it, which is then linked to dbPath (a link never replaces a file: when
 // another process made store.db meanwhile, that one is kept, and opened like any other).
 // On a file system without hard links, store.db is left to bbolt to make in place.
-func (m *Memory) makeDB(dbPath string) error {
+func (op opening) makeDB(dbPath string) error {
+	m := op.m
 	f, err := os.CreateTemp(m.dir, dbTempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("memory: creating %s: %w", dbPath, err)
@@ -81,7 +82,8 @@ var testHookMakeDB func(tmp string) error
 // (store.NeverWritten: a creation cut short) is emptied, for bbolt to initialise again; one that
 // another process emptied, made whole or replaced meanwhile is left to the usual opening
 // (a creation under way is ErrLocked there); anything else is ErrNotAStore, untouched.
-func (m *Memory) recoverCreation(dbPath string) (creating bool, err error) {
+func (op opening) recoverCreation(dbPath string) (creating bool, err error) {
+	m := op.m
 	notOurs := fmt.Errorf("%w: %s holds a %s that is not a store database and no %s", ErrNotAStore, m.dir, dbName, manifestName)
 	f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -35,7 +35,8 @@ func WithEmbedderResolver(r EmbedderResolver) Option {
 // records and sets store.db's. A store that has recorded no embedder yet (it holds no
 // vector) takes the configured one, recorded when writable; otherwise another one is
 // ErrVectorPrecision.
-func (m *Memory) checkPrecision() error {
+func (op opening) checkPrecision() error {
+	m := op.m
 	want := m.opts.VectorPrecision
 	if want != "" && want != Float32 && want != Float16 {
 		return fmt.Errorf("%w: %q (want %q or %q)", ErrVectorPrecision, want, Float32, Float16)
@@ -86,24 +87,26 @@ func (m *Memory) roundVectors(vecs [][]float32) error {
 
 // checkEmbedders resolves the recorded embedder (WithEmbedderResolver) and checks the
 // configured one against the manifest.
-func (m *Memory) checkEmbedders() error {
-	if err := m.resolveEmbedder(); err != nil {
+func (op opening) checkEmbedders() error {
+	m := op.m
+	if err := op.resolveEmbedder(); err != nil {
 		return err
 	}
 	if m.opts.ReadOnly {
-		return m.checkEmbedderReadOnly()
+		return op.checkEmbedderReadOnly()
 	}
-	return m.checkEmbedder()
+	return op.checkEmbedder()
 }
 
 // resolveEmbedder loads the recorded embedder through the resolver when none is configured.
-func (m *Memory) resolveEmbedder() error {
+func (op opening) resolveEmbedder() error {
+	m := op.m
 	rec, r := m.man.Embedder, m.opts.EmbedderResolver
 	if m.opts.Embedder != nil || rec == nil {
 		return nil
 	}
 	if r == nil {
-		m.vectorsOnlyFallback(rec)
+		op.vectorsOnlyFallback(rec)
 		return nil
 	}
 	e, err := r(context.Background(), rec.ID, rec.Dim)
@@ -114,7 +117,7 @@ func (m *Memory) resolveEmbedder() error {
 		m.resolveErr = err
 		m.log.Warn("memory: the store's embedder could not be resolved; only BM25 searches work",
 			"embedder", rec.ID, "dim", rec.Dim, "err", err)
-		m.vectorsOnlyFallback(rec)
+		op.vectorsOnlyFallback(rec)
 		return nil
 	}
 	if !embedderMatches(rec, e) {
@@ -129,7 +132,8 @@ func (m *Memory) resolveEmbedder() error {
 // their identity only (vectorstore.VectorsOnly), so documents that bring their vector can
 // be written, while searches that embed a query fail with ErrEmbedderNeeded. A read-only
 // store keeps no embedder (its dense index is not opened: nothing could query it).
-func (m *Memory) vectorsOnlyFallback(rec *embInfo) {
+func (op opening) vectorsOnlyFallback(rec *embInfo) {
+	m := op.m
 	if rec.Precomputed && !m.opts.ReadOnly {
 		m.opts.Embedder = vectorstore.NewVectorsOnly(rec.ID, rec.Dim)
 	}
@@ -190,7 +194,8 @@ func (m *Memory) StoredEmbedder() (id string, dim int, ok bool) {
 }
 
 // checkEmbedder compares the configured embedder with the one recorded in the manifest.
-func (m *Memory) checkEmbedder() error {
+func (op opening) checkEmbedder() error {
+	m := op.m
 	e := m.opts.Embedder
 	if e == nil {
 		return nil

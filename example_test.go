@@ -307,7 +307,7 @@ func Fahrenheit(c float64) float64 {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	sum, err := m.AddCode(ctx, root)
+	sum, err := m.AddCode(ctx, root, memory.CodeOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -129,10 +129,11 @@ func (x indexInfo) config(like vectorstore.IndexConfig) vectorstore.IndexConfig 
 // manifest's record (see the comment at the top of the file), records it when the store
 // has vectors and none is recorded yet, and, on WithIndexRebuild with another configuration,
 // drops the indexes of the old one (a writable store) so they are rebuilt.
-func (m *Memory) resolveIndex() error {
+func (op opening) resolveIndex() error {
+	m := op.m
 	cfg, rec := m.opts.Index, m.man.Index
 	if rec == nil {
-		rec = m.inferIndex()
+		rec = op.inferIndex()
 	}
 	want := normalIndex(cfg)
 	if rec != nil {
@@ -159,12 +160,13 @@ func (m *Memory) resolveIndex() error {
 	if m.man.Embedder == nil || m.opts.ReadOnly || m.tempDir {
 		return nil // a store without vectors records its index when it gets an embedder
 	}
-	return m.recordIndex(want)
+	return op.recordIndex(want)
 }
 
 // recordIndex writes x into the manifest (a writable store), removing the vector indexes
 // of another configuration first when the record changes.
-func (m *Memory) recordIndex(x indexInfo) error {
+func (op opening) recordIndex(x indexInfo) error {
+	m := op.m
 	if m.man.Index != nil && m.man.Index.String() == x.String() {
 		return nil
 	}
@@ -185,7 +187,8 @@ func (m *Memory) recordIndex(x indexInfo) error {
 // inferIndex is the configuration of a store whose manifest records none (made by an
 // older version): FAISS with the factory of a collection's persisted FAISS index (its
 // faiss.json), else nil (the default).
-func (m *Memory) inferIndex() *indexInfo {
+func (op opening) inferIndex() *indexInfo {
+	m := op.m
 	dirs, err := os.ReadDir(filepath.Join(m.dir, vecDir))
 	if err != nil {
 		return nil

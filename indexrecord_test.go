@@ -125,14 +125,15 @@ func TestInferIndexFromFaissMeta(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &Memory{dir: dir}
-	x := m.inferIndex()
+	op := opening{m}
+	x := op.inferIndex()
 	if x == nil || x.Backend != "faiss" || x.Factory != "HNSW16" || x.Metric != "cosine" {
 		t.Fatalf("inferred %+v", x)
 	}
 	if err := os.WriteFile(filepath.Join(meta, "faiss.json"), []byte(`{"ids":[`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if x := m.inferIndex(); x != nil {
+	if x := op.inferIndex(); x != nil {
 		t.Fatalf("inferred %+v from a damaged faiss.json", x)
 	}
 }

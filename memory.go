@@ -141,7 +141,8 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 		m.dir, m.tempDir = d, true
 		m.opts.NoSync = true
 	}
-	if err := m.open(); err != nil {
+	op := opening{m}
+	if err := op.open(); err != nil {
 		if m.db != nil {
 			m.db.Close()
 		}
@@ -210,14 +211,15 @@ func OpenExisting(dir string, opts ...Option) (*Memory, error) {
 
 // open opens or creates the store in m.dir. A damaged store.db can make bbolt panic, or
 // fault on a page past the end of its mapping: both become ErrCorrupt (guard).
-func (m *Memory) open() error {
-	return store.Guard("opening "+m.dir, m.openStore)
+func (op opening) open() error {
+	return store.Guard("opening "+op.m.dir, op.openStore)
 }
 
-func (m *Memory) openStore() error {
+func (op opening) openStore() error {
+	m := op.m
 	dbPath := filepath.Join(m.dir, dbName)
 	if m.opts.ReadOnly {
-		if err := m.checkReadOnlyDir(); err != nil {
+		if err := op.checkReadOnlyDir(); err != nil {
 			return err
 		}
 	} else if err := os.MkdirAll(m.dir, 0o755); err != nil {
@@ -238,26 +240,26 @@ func (m *Memory) openStore() error {
 	if err != nil {
 		return err
 	}
-	creating, err := m.needsCreation(man, others, dbPath)
+	creating, err := op.needsCreation(man, others, dbPath)
 	if err != nil {
 		return err
 	}
 	if creating && !m.tempDir {
 		if _, err := os.Lstat(dbPath); errors.Is(err, fs.ErrNotExist) {
-			if err := m.makeDB(dbPath); err != nil {
+			if err := op.makeDB(dbPath); err != nil {
 				return err
 			}
 		}
 	}
-	if err := m.openDB(dbPath); err != nil {
+	if err := op.openDB(dbPath); err != nil {
 		return err
 	}
 	if m.remote != nil { // the writer answers: its indexes, its embedder
 		m.man = man
-		return m.checkRemoteEmbedder()
+		return op.checkRemoteEmbedder()
 	}
 	if creating {
-		if man, temps, err = m.create(temps); err != nil {
+		if man, temps, err = op.create(temps); err != nil {
 			return err
 		}
 	}
@@ -267,21 +269,21 @@ func (m *Memory) openStore() error {
 			return err
 		}
 	}
-	if err := m.checkPrecision(); err != nil {
+	if err := op.checkPrecision(); err != nil {
 		return err
 	}
-	if err := m.checkEmbedders(); err != nil {
+	if err := op.checkEmbedders(); err != nil {
 		return err
 	}
-	if err := m.resolveIndex(); err != nil {
+	if err := op.resolveIndex(); err != nil {
 		return err
 	}
-	if err := m.checkAnalyzer(); err != nil {
+	if err := op.checkAnalyzer(); err != nil {
 		return err
 	}
 	// Collections are loaded when first used (lifecycle.go).
 	if !m.opts.ReadOnly {
-		return m.removeOrphanIndexes()
+		return op.removeOrphanIndexes()
 	}
 	return nil
 }
@@ -295,7 +297,8 @@ func (m *Memory) openStore() error {
 // the lock next decides, reading the manifest again under it (create). A store.db that
 // bbolt's first write left partial (a full disk, in a version that made it in place) holds
 // nothing and is made again (recoverCreation).
-func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (creating bool, err error) {
+func (op opening) needsCreation(man *manifest, others []string, dbPath string) (creating bool, err error) {
+	m := op.m
 	switch {
 	case man == nil && (len(others) == 0 || len(others) == 1 && others[0] == dbName):
 		if m.opts.ReadOnly {
@@ -308,7 +311,7 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 					if lockHolder(dbPath) == "a writer" { // still being written by its creator
 						return false, lockedError(m.dir, false)
 					}
-					return m.recoverCreation(dbPath)
+					return op.recoverCreation(dbPath)
 				}
 			}
 		}
@@ -334,9 +337,10 @@ func (m *Memory) needsCreation(man *manifest, others []string, dbPath string) (c
 
 // openDB opens store.db, taking its lock (shared when read-only), waiting up to
 // Options.LockTimeout. A read-only open kept out by a writer reads through it (m.remote).
-func (m *Memory) openDB(dbPath string) error {
+func (op opening) openDB(dbPath string) error {
+	m := op.m
 	if m.opts.ReadOnly {
-		return m.openReadOnlyDB(dbPath)
+		return op.openReadOnlyDB(dbPath)
 	}
 	db, err := store.Open(dbPath, store.Options{NoSync: m.opts.NoSync, Logger: m.log, Timeout: m.opts.LockTimeout})
 	if errors.Is(err, store.ErrLocked) {
@@ -353,7 +357,8 @@ func (m *Memory) openDB(dbPath string) error {
 // finished creating it meanwhile (its manifest is read again); else the leftover temp files
 // go and the manifest is written. It returns the manifest and the temp files still to
 // remove.
-func (m *Memory) create(temps []string) (*manifest, []string, error) {
+func (op opening) create(temps []string) (*manifest, []string, error) {
+	m := op.m
 	man, err := readManifest(m.dir)
 	if err != nil || man != nil {
 		return man, temps, err
@@ -453,3 +458,8 @@ func (m *Memory) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// opening opens, creates or recovers the store m: the work of Open before the store
+// serves its first call (the manifest, the store of record, the recorded embedder, index
+// configuration and analyzer, the collections' leftover files).
+type opening struct{ m *Memory }

@@ -60,7 +60,8 @@ func lockedError(dir string, readOnly bool) error {
 // writer (m.remote), trying both until Options.LockTimeout (at least 200 ms) has passed: a
 // writer still opening the store has its lock but no socket yet, and one closing has
 // removed its socket but may still hold the lock.
-func (m *Memory) openReadOnlyDB(dbPath string) error {
+func (op opening) openReadOnlyDB(dbPath string) error {
+	m := op.m
 	deadline := time.Now().Add(max(m.opts.LockTimeout, 200*time.Millisecond))
 	for {
 		db, err := store.Open(dbPath, store.Options{ReadOnly: true, Logger: m.log, Timeout: 50 * time.Millisecond})
@@ -87,7 +88,8 @@ func (m *Memory) openReadOnlyDB(dbPath string) error {
 
 // checkRemoteEmbedder: a store that reads through its writer embeds queries with the
 // writer's embedder, so a configured one must be the store's.
-func (m *Memory) checkRemoteEmbedder() error {
+func (op opening) checkRemoteEmbedder() error {
+	m := op.m
 	e, rec := m.opts.Embedder, m.man.Embedder
 	if e == nil || e.Dim() <= 0 || rec == nil || embedderMatches(rec, e) {
 		return nil
@@ -105,7 +107,8 @@ func (m *Memory) errNotRemote(op string) error {
 }
 
 // checkReadOnlyDir: a read-only open needs an existing directory (it creates nothing).
-func (m *Memory) checkReadOnlyDir() error {
+func (op opening) checkReadOnlyDir() error {
+	m := op.m
 	fi, err := os.Stat(m.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s does not exist", ErrStoreNotFound, m.dir)
@@ -124,10 +127,11 @@ func (m *Memory) checkReadOnlyDir() error {
 // embedder's identity is then kept in memory only); re-embedding writes, so WithReEmbed
 // cannot help here. checkEmbedder writes nothing when the embedders match, when none is
 // configured, and when it refuses a store holding documents, so those cases go to it.
-func (m *Memory) checkEmbedderReadOnly() error {
+func (op opening) checkEmbedderReadOnly() error {
+	m := op.m
 	e, rec := m.opts.Embedder, m.man.Embedder
 	if e == nil || e.Dim() <= 0 || rec != nil && embedderMatches(rec, e) {
-		return m.checkEmbedder()
+		return op.checkEmbedder()
 	}
 	n, err := m.countDocs()
 	if err != nil {
@@ -137,7 +141,7 @@ func (m *Memory) checkEmbedderReadOnly() error {
 		if m.opts.ReEmbed {
 			return fmt.Errorf("%w: %w: re-embedding %d documents with %q writes to the store", ErrEmbedderMismatch, ErrReadOnly, n, e.ID())
 		}
-		return m.checkEmbedder()
+		return op.checkEmbedder()
 	}
 	man := *m.man
 	man.Embedder = &embInfo{ID: e.ID(), Dim: e.Dim(), Precomputed: vectorsOnly(e)}

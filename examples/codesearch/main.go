@@ -41,7 +41,7 @@ func main() {
 	}
 	defer m.Close()
 	start := time.Now()
-	sum, err := m.AddCode(ctx, root)
+	sum, err := m.AddCode(ctx, root, memory.CodeOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
