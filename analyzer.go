@@ -141,7 +141,7 @@ func (m *Memory) SetCollectionAnalyzer(ctx context.Context, name, analyzer strin
 	if s.analyzer == ana {
 		return nil
 	}
-	if err := m.closeIndexes(s); err != nil {
+	if err := m.reg.closeIndexes(s); err != nil {
 		return err
 	}
 	if err := m.recordAnalyzer(c.name, ana); err != nil {
@@ -149,5 +149,5 @@ func (m *Memory) SetCollectionAnalyzer(ctx context.Context, name, analyzer strin
 	}
 	s.analyzer = ana
 	// The BM25 index records the old analyzer: opening it rebuilds it with the new one.
-	return m.openIndexes(s)
+	return m.reg.openIndexes(s)
 }

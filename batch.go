@@ -88,7 +88,7 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 		}
 	}
 	k := so.retrieverWindow(so.Mode)
-	unlock, err := c.m.rlockOpen(s)
+	unlock, err := c.m.reg.rlockOpen(s)
 	if err != nil {
 		return nil, err
 	}

@@ -193,7 +193,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		return rep, err
 	}
 	rep.Indexes = append(rep.Indexes, bc)
-	names, err := m.collectionNames()
+	names, err := m.reg.collectionNames()
 	if err != nil {
 		return rep, err
 	}
@@ -257,7 +257,7 @@ func (ck checker) checkCollection(s *colState, repair bool) ([]IndexCheck, error
 		return nil, err
 	}
 	checks := ck.checkAllOnDisk(s, ids)
-	unlock, err := m.lockOpen(s)
+	unlock, err := m.reg.lockOpen(s)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func colIndexCounts(t *testing.T, c *Collection) (docs, units, bm25, vec int) {
 	if err != nil || s == nil {
 		t.Fatalf("collection %q: %v", c.name, err)
 	}
-	unlock, err := c.m.rlockOpen(s)
+	unlock, err := c.m.reg.rlockOpen(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -813,7 +813,7 @@ func TestChangeLogReplayReplacesChunks(t *testing.T) {
 	// "Crash": release the store without trimming the change log, and put the indexes back
 	// as they were before these writes.
 	m2.closed.Store(true)
-	for _, s := range m2.cols {
+	for _, s := range m2.reg.cols {
 		s.close()
 	}
 	m2.db.Close()
@@ -830,8 +830,8 @@ func TestChangeLogReplayReplacesChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seq := idx.Seq(); seq == 0 || seq >= m2.cols[DefaultCollection].LastSeq {
-		t.Fatalf("restored index at seq %d, store at %d: this would not test the replay", seq, m2.cols[DefaultCollection].LastSeq)
+	if seq := idx.Seq(); seq == 0 || seq >= m2.reg.cols[DefaultCollection].LastSeq {
+		t.Fatalf("restored index at seq %d, store at %d: this would not test the replay", seq, m2.reg.cols[DefaultCollection].LastSeq)
 	}
 	idx.Close()
 

@@ -65,34 +65,35 @@ func (c *Collection) stateWith(create bool, ana string) (*colState, error) {
 	if err := validCollectionName(c.name); err != nil {
 		return nil, err
 	}
-	if s := m.loadedState(c.name); s != nil {
+	if s := m.reg.loadedState(c.name); s != nil {
 		return s, nil
 	}
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
-	if s := m.cols[c.name]; s != nil {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	if s := m.reg.cols[c.name]; s != nil {
 		return s, nil
 	}
-	exists, err := m.collectionExists(c.name)
+	exists, err := m.reg.collectionExists(c.name)
 	if err != nil || (!exists && !create) {
 		return nil, err
 	}
 	if !exists {
-		if err := m.createCollection(c.name, ana, nil); err != nil {
+		if err := m.reg.createCollection(c.name, ana, nil); err != nil {
 			return nil, err
 		}
 	}
-	s, err := m.loadCollection(c.name)
+	s, err := m.reg.loadCollection(c.name)
 	if err != nil {
 		return nil, err
 	}
-	m.cols[c.name] = s
+	m.reg.cols[c.name] = s
 	return s, nil
 }
 
 // loadCollection reads a collection's counters and the reach of its change log. Its
 // indexes are opened when a search or write first needs them (see lockOpen).
-func (m *Memory) loadCollection(name string) (*colState, error) {
+func (rg *registry) loadCollection(name string) (*colState, error) {
+	m := rg.m
 	c, err := m.db.LoadCollection(name)
 	if err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	if err != nil || s == nil {
 		return 0, err
 	}
-	if err := m.ensureOpen(s); err != nil {
+	if err := m.reg.ensureOpen(s); err != nil {
 		return 0, err
 	}
 	prepared := w.prepareBM25(s)
@@ -284,7 +285,7 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	prepared(true)
 
 	// The write is durable; now the in-memory view and the indexes.
-	unlock, err := m.lockOpen(s)
+	unlock, err := m.reg.lockOpen(s)
 	if err != nil {
 		return removed, fmt.Errorf("%w: their collection's indexes cannot be opened: %w", ErrIndexUpdate, err)
 	}
@@ -515,14 +516,14 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := m.ensureOpen(s); err != nil {
+	if err := m.reg.ensureOpen(s); err != nil {
 		return err
 	}
 	w, err := m.db.Delete(c.name, ids)
 	if err != nil {
 		return fmt.Errorf("memory: delete: %w", err)
 	}
-	unlock, err := m.lockOpen(s)
+	unlock, err := m.reg.lockOpen(s)
 	if err != nil {
 		return fmt.Errorf("memory: documents deleted, but their collection's indexes cannot be opened: %w", err)
 	}
@@ -583,7 +584,7 @@ func (c *Collection) matching(ctx context.Context, s *colState, where Where, pre
 	m := c.m
 	var ids []string
 	if _, mf, err := compileWhereMeta(where); err == nil && mf != nil && !filterScan.Load() {
-		if err := m.ensureOpen(s); err != nil {
+		if err := m.reg.ensureOpen(s); err != nil {
 			return nil, err
 		}
 		units, err := func() ([]string, error) {

@@ -19,7 +19,7 @@ func (op opening) removeOrphanIndexes() error {
 	if m.tempDir {
 		return nil
 	}
-	names, err := m.collectionNames()
+	names, err := m.reg.collectionNames()
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,8 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 // (what names the change in that error), takes the writer and collection locks, which
 // unlock releases, and reports whether the collection exists. The caller has checked
 // m.writable() and the name.
-func (m *Memory) lockCollection(ctx context.Context, name, what string) (unlock func(), exists bool, err error) {
+func (rg *registry) lockCollection(ctx context.Context, name, what string) (unlock func(), exists bool, err error) {
+	m := rg.m
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
@@ -131,12 +132,12 @@ func (m *Memory) lockCollection(ctx context.Context, name, what string) (unlock 
 		return nil, false, m.errNotRemote(what)
 	}
 	m.wmu.Lock()
-	m.cmu.Lock()
+	rg.mu.Lock()
 	unlock = func() {
-		m.cmu.Unlock()
+		rg.mu.Unlock()
 		m.wmu.Unlock()
 	}
-	if exists, err = m.collectionExists(name); err != nil {
+	if exists, err = rg.collectionExists(name); err != nil {
 		unlock()
 		return nil, false, err
 	}
@@ -155,7 +156,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	if err := validCollectionName(c.name); err != nil {
 		return err
 	}
-	unlock, exists, err := m.lockCollection(ctx, c.name, "deleting a collection")
+	unlock, exists, err := m.reg.lockCollection(ctx, c.name, "deleting a collection")
 	if err != nil {
 		return err
 	}
@@ -173,11 +174,11 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 	if c.name != DefaultCollection { // (emptied, the default collection keeps its analyzer)
 		errs = append(errs, m.recordAnalyzer(c.name, m.man.storeAnalyzer()))
 	}
-	if s := m.cols[c.name]; s != nil {
-		delete(m.cols, c.name)
+	if s := m.reg.cols[c.name]; s != nil {
+		delete(m.reg.cols, c.name)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		errs = append(errs, m.closeIndexes(s))
+		errs = append(errs, m.reg.closeIndexes(s))
 		s.deleted = true
 		s.Docs, s.Units = 0, 0
 	}
@@ -207,7 +208,7 @@ func (m *Memory) Collections(ctx context.Context) ([]string, error) {
 		}
 		return append([]string{}, resp.Names...), nil
 	}
-	out, err := m.collectionNames()
+	out, err := m.reg.collectionNames()
 	if err != nil {
 		return nil, err
 	}

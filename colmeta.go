@@ -105,16 +105,16 @@ func (m *Memory) createWithMeta(name, ana string, meta []byte) error {
 	if m.remote != nil {
 		return m.errNotRemote("creating a collection")
 	}
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
-	if m.cols[name] != nil {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	if m.reg.cols[name] != nil {
 		return nil
 	}
-	exists, err := m.collectionExists(name)
+	exists, err := m.reg.collectionExists(name)
 	if err != nil || exists {
 		return err
 	}
-	return m.createCollection(name, ana, meta)
+	return m.reg.createCollection(name, ana, meta)
 }
 
 // CollectionMetadata returns the metadata of collection name ("" is the default
@@ -243,7 +243,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	if err := creatableCollectionName(dst.name); err != nil {
 		return err
 	}
-	unlock, exists, err := m.lockCollection(ctx, src.name, "renaming a collection")
+	unlock, exists, err := m.reg.lockCollection(ctx, src.name, "renaming a collection")
 	if err != nil {
 		return err
 	}
@@ -257,16 +257,16 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 		}
 		return m.db.SetCollectionMeta(src.name, meta)
 	}
-	if exists, err := m.collectionExists(dst.name); err != nil || exists {
+	if exists, err := m.reg.collectionExists(dst.name); err != nil || exists {
 		return cmpErr(err, fmt.Errorf("%w: %q", ErrCollectionExists, dst.name))
 	}
 	// Close the indexes of from (persisted up to its last change) before its directories
 	// move; searches holding its read lock finish first.
-	s := m.cols[src.name]
+	s := m.reg.cols[src.name]
 	if s != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if err := m.closeIndexes(s); err != nil {
+		if err := m.reg.closeIndexes(s); err != nil {
 			return fmt.Errorf("memory: rename collection %q: closing its indexes: %w", src.name, err)
 		}
 	}
@@ -291,7 +291,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 		m.log.Warn("memory: renamed collection's old analyzer entry left in the manifest", "from", src.name, "err", err)
 	}
 	if s != nil {
-		delete(m.cols, src.name)
+		delete(m.reg.cols, src.name)
 		s.deleted = true
 		s.Docs, s.Units = 0, 0
 	}

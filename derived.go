@@ -315,7 +315,7 @@ func (m *Memory) repairBM25(col string, cause error) error {
 	if err != nil || s == nil {
 		return cmp.Or(err, ErrCollectionNotFound)
 	}
-	unlock, err := m.lockOpen(s)
+	unlock, err := m.reg.lockOpen(s)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func TestToyDerivedIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := m.rlockOpen(s)
+	unlock, err := m.reg.rlockOpen(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string)
 	names := slices.Clone(collections)
 	if len(names) == 0 {
 		var err error
-		if names, err = m.collectionNames(); err != nil {
+		if names, err = m.reg.collectionNames(); err != nil {
 			return st, err
 		}
 	} else {
@@ -114,7 +114,7 @@ func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string)
 			if n == "" {
 				names[i] = DefaultCollection
 			}
-			ok, err := m.collectionExists(names[i])
+			ok, err := m.reg.collectionExists(names[i])
 			if err != nil {
 				return st, err
 			}

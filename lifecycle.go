@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,6 +13,15 @@ import (
 // collection it has touched (a few words each), but the indexes (open files, mapped
 // segments, caches) of at most Options.MaxOpenCollections. A search or write on a closed
 // one opens its indexes again, catching them up from the change log.
+
+// registry holds the collections a store has used since it opened, and opens and closes
+// their indexes within Options.MaxOpenCollections.
+type registry struct {
+	m         *Memory
+	mu        sync.RWMutex         // guards cols; a collection's own lock guards its state
+	cols      map[string]*colState // collections used since open (their indexes may be closed)
+	openCount atomic.Int64         // collections whose indexes are open
+}
 
 // Defaults of the collection limits.
 const (
@@ -21,17 +32,18 @@ const (
 )
 
 // collectionExists reports whether collection name is in the store of record.
-func (m *Memory) collectionExists(name string) (bool, error) { return m.db.CollectionExists(name) }
+func (rg *registry) collectionExists(name string) (bool, error) { return rg.m.db.CollectionExists(name) }
 
 // collectionNames lists the collections of the store of record, sorted.
-func (m *Memory) collectionNames() ([]string, error) { return m.db.CollectionNames() }
+func (rg *registry) collectionNames() ([]string, error) { return rg.m.db.CollectionNames() }
 
 // createCollection makes a collection's bucket with metadata meta (its JSON; nil: none),
 // within the cap on collections, and removes any index left by a deleted collection of that
 // name (it must not be caught up). Its BM25 analyzer, ana ("": the store's,
 // Options.Analyzer), is recorded in the manifest first, so a collection never exists with
-// another than the one asked for. The caller holds m.cmu.
-func (m *Memory) createCollection(name, ana string, meta []byte) error {
+// another than the one asked for. The caller holds rg.mu.
+func (rg *registry) createCollection(name, ana string, meta []byte) error {
+	m := rg.m
 	if err := creatableCollectionName(name); err != nil {
 		return err
 	}
@@ -41,7 +53,7 @@ func (m *Memory) createCollection(name, ana string, meta []byte) error {
 	if err := m.recordAnalyzer(name, ana); err != nil {
 		return err
 	}
-	if err := m.db.CreateCollection(name, m.maxCollections(), meta); err != nil {
+	if err := m.db.CreateCollection(name, rg.maxCollections(), meta); err != nil {
 		return err
 	}
 	return m.removeDerived(name)
@@ -49,7 +61,7 @@ func (m *Memory) createCollection(name, ana string, meta []byte) error {
 
 // lockOpen write-locks collection s with its indexes open; the caller holds the writer
 // lock. unlock releases it.
-func (m *Memory) lockOpen(s *colState) (unlock func(), err error) {
+func (rg *registry) lockOpen(s *colState) (unlock func(), err error) {
 	s.mu.Lock()
 	held := true
 	defer func() {
@@ -57,7 +69,7 @@ func (m *Memory) lockOpen(s *colState) (unlock func(), err error) {
 			s.mu.Unlock()
 		}
 	}()
-	if err := m.openIndexes(s); err != nil {
+	if err := rg.openIndexes(s); err != nil {
 		return nil, err
 	}
 	held = false // the caller releases it
@@ -68,15 +80,16 @@ func (m *Memory) lockOpen(s *colState) (unlock func(), err error) {
 // they are caught up and verified against the state before it. The caller holds the writer
 // lock, under which every opening (and so every closing of idle collections) happens: they
 // stay open until it is released.
-func (m *Memory) ensureOpen(s *colState) error {
+func (rg *registry) ensureOpen(s *colState) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return m.openIndexes(s)
+	return rg.openIndexes(s)
 }
 
 // rlockOpen read-locks collection s with its indexes open, opening them (under the write
 // lock) when they are closed. A collection deleted meanwhile is ErrCollectionNotFound.
-func (m *Memory) rlockOpen(s *colState) (unlock func(), err error) {
+func (rg *registry) rlockOpen(s *colState) (unlock func(), err error) {
+	m := rg.m
 	for {
 		unlock, err := s.rlockIfOpen()
 		if err != nil || unlock != nil {
@@ -87,7 +100,7 @@ func (m *Memory) rlockOpen(s *colState) (unlock func(), err error) {
 		if err := func() error {
 			m.wmu.Lock()
 			defer m.wmu.Unlock()
-			return m.ensureOpen(s)
+			return rg.ensureOpen(s)
 		}(); err != nil {
 			return nil, err
 		}
@@ -118,7 +131,8 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 // openIndexes opens, catches up and verifies the derived indexes of s when they are closed,
 // then closes the least recently used collections beyond Options.MaxOpenCollections. The
 // caller holds s.mu for writing.
-func (m *Memory) openIndexes(s *colState) error {
+func (rg *registry) openIndexes(s *colState) error {
+	m := rg.m
 	if s.deleted {
 		return fmt.Errorf("%w: %q", ErrCollectionNotFound, s.Name)
 	}
@@ -134,45 +148,46 @@ func (m *Memory) openIndexes(s *colState) error {
 		s.bm25, s.vec = nil, nil
 		return err
 	}
-	m.openCount.Add(1)
-	m.closeIdle(s)
+	rg.openCount.Add(1)
+	rg.closeIdle(s)
 	return nil
 }
 
 // closeIdle closes the indexes of the least recently used collections while more than
 // Options.MaxOpenCollections are open, skipping keep and any collection in use (its lock
 // held).
-func (m *Memory) closeIdle(keep *colState) {
-	if int(m.openCount.Load()) <= m.maxOpen() {
+func (rg *registry) closeIdle(keep *colState) {
+	if int(rg.openCount.Load()) <= rg.maxOpen() {
 		return
 	}
-	open := m.loadedStates(keep)
+	open := rg.loadedStates(keep)
 	slices.SortFunc(open, func(a, b *colState) int { return int(a.lastUse.Load() - b.lastUse.Load()) })
 	for _, s := range open {
-		if int(m.openCount.Load()) <= m.maxOpen() {
+		if int(rg.openCount.Load()) <= rg.maxOpen() {
 			return
 		}
-		m.closeIfIdle(s)
+		rg.closeIfIdle(s)
 	}
 }
 
 // closeIfIdle closes the indexes of s unless it is in use (its lock held).
-func (m *Memory) closeIfIdle(s *colState) {
+func (rg *registry) closeIfIdle(s *colState) {
+	m := rg.m
 	if !s.mu.TryLock() {
 		return // in use: it is not idle
 	}
 	defer s.mu.Unlock()
-	if err := m.closeIndexes(s); err != nil {
+	if err := rg.closeIndexes(s); err != nil {
 		m.log.Warn("memory: closing an idle collection", "collection", s.Name, "err", err)
 	}
 }
 
 // loadedStates lists the collections used since open, but skip.
-func (m *Memory) loadedStates(skip *colState) []*colState {
-	m.cmu.RLock()
-	defer m.cmu.RUnlock()
-	out := make([]*colState, 0, len(m.cols))
-	for _, s := range m.cols {
+func (rg *registry) loadedStates(skip *colState) []*colState {
+	rg.mu.RLock()
+	defer rg.mu.RUnlock()
+	out := make([]*colState, 0, len(rg.cols))
+	for _, s := range rg.cols {
 		if s != skip {
 			out = append(out, s)
 		}
@@ -181,22 +196,24 @@ func (m *Memory) loadedStates(skip *colState) []*colState {
 }
 
 // closeIndexes closes the open indexes of s; the caller holds s.mu for writing.
-func (m *Memory) closeIndexes(s *colState) error {
+func (rg *registry) closeIndexes(s *colState) error {
 	if s.Indexes == nil {
 		return nil
 	}
-	m.openCount.Add(-1)
+	rg.openCount.Add(-1)
 	return s.close()
 }
 
-func (m *Memory) maxCollections() int {
+func (rg *registry) maxCollections() int {
+	m := rg.m
 	if m.opts.MaxCollections > 0 {
 		return m.opts.MaxCollections
 	}
 	return defaultMaxCollections
 }
 
-func (m *Memory) maxOpen() int {
+func (rg *registry) maxOpen() int {
+	m := rg.m
 	if m.opts.MaxOpenCollections > 0 {
 		return m.opts.MaxOpenCollections
 	}
@@ -204,8 +221,8 @@ func (m *Memory) maxOpen() int {
 }
 
 // loadedState is the state of collection name when it has been used since open.
-func (m *Memory) loadedState(name string) *colState {
-	m.cmu.RLock()
-	defer m.cmu.RUnlock()
-	return m.cols[name]
+func (rg *registry) loadedState(name string) *colState {
+	rg.mu.RLock()
+	defer rg.mu.RUnlock()
+	return rg.cols[name]
 }

@@ -91,17 +91,17 @@ func TestIdleCollectionsClose(t *testing.T) {
 	if err := m.Collection("fresh").Add(ctx, Document{ID: "f", Text: "fresh"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := m.openCount.Load(); n > maxOpen {
+	if n := m.reg.openCount.Load(); n > maxOpen {
 		t.Fatalf("%d collections have their indexes open, want <= %d", n, maxOpen)
 	}
 	open := 0
-	m.cmu.RLock()
-	for _, s := range m.cols {
+	m.reg.mu.RLock()
+	for _, s := range m.reg.cols {
 		if s.Indexes != nil {
 			open++
 		}
 	}
-	m.cmu.RUnlock()
+	m.reg.mu.RUnlock()
 	if open > maxOpen {
 		t.Fatalf("%d collections hold open indexes, want <= %d", open, maxOpen)
 	}

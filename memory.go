@@ -75,13 +75,11 @@ type Memory struct {
 	man     *manifest
 	anaMu   sync.Mutex // guards manifest changes after Open (analyzer.go)
 
-	wmu       sync.Mutex // one writer at a time
-	cmu       sync.RWMutex
-	cols      map[string]*colState // collections used since open (their indexes may be closed)
-	openCount atomic.Int64         // collections whose indexes are open
-	closed    atomic.Bool
-	sopMu     sync.Mutex
-	sops      *sop.Library // loaded on first SOPs call
+	wmu    sync.Mutex // one writer at a time
+	reg    registry   // the collections used since open (lifecycle.go)
+	closed atomic.Bool
+	sopMu  sync.Mutex
+	sops   *sop.Library // loaded on first SOPs call
 
 	resolveErr error // why the recorded embedder could not be resolved (nil: not tried or none)
 	// indexChanged: WithIndexRebuild replaces the recorded dense index configuration, so
@@ -132,7 +130,8 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 		return nil, fmt.Errorf("%w: negative query cap (terms %d, bytes %d, workers %d)", ErrInvalidOption, o.MaxQueryTerms, o.MaxQueryBytes, o.QueryWorkers)
 	}
 
-	m := &Memory{dir: dir, opts: o, log: o.Logger, cols: map[string]*colState{}}
+	m := &Memory{dir: dir, opts: o, log: o.Logger}
+	m.reg.m, m.reg.cols = m, map[string]*colState{}
 	if dir == "" {
 		d, err := os.MkdirTemp("", "memory-*")
 		if err != nil {
@@ -149,7 +148,7 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 		if m.remote != nil {
 			m.remote.close()
 		}
-		for _, c := range m.cols {
+		for _, c := range m.reg.cols {
 			c.close()
 		}
 		if m.tempDir {
@@ -422,7 +421,8 @@ func (m *Memory) Search(ctx context.Context, query string, opts ...SearchOption)
 }
 
 // closeCollection closes the indexes of c when the store closes.
-func (m *Memory) closeCollection(c *colState) error {
+func (rg *registry) closeCollection(c *colState) error {
+	m := rg.m
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	open := c.Indexes != nil
@@ -446,11 +446,11 @@ func (m *Memory) Close() error {
 	serr := m.stopServing() // before the writer lock: the requests under way may take it
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	m.cmu.Lock()
-	defer m.cmu.Unlock()
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
 	errs := []error{serr}
-	for _, c := range m.cols {
-		errs = append(errs, m.closeCollection(c))
+	for _, c := range m.reg.cols {
+		errs = append(errs, m.reg.closeCollection(c))
 	}
 	errs = append(errs, m.db.Close())
 	if m.tempDir {

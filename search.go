@@ -246,7 +246,7 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 // The transaction begins under the lock (a writer commits before it takes the lock).
 func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
 	where compiledWhere, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
-	unlock, err := m.rlockOpen(s) // ErrCollectionNotFound when deleted since it was looked up
+	unlock, err := m.reg.rlockOpen(s) // ErrCollectionNotFound when deleted since it was looked up
 	if err != nil {
 		return nil, err
 	}
