@@ -88,7 +88,8 @@ func (so *SearchOptions) checkCascade() error {
 // searchCascade runs a cascade (see WithCascade): each step is a search of one collection
 // with the caller's options (opts) less the cascade, so it is checked, guarded and
 // repaired as any search is.
-func (m *Memory) searchCascade(ctx context.Context, query string, so SearchOptions, opts []SearchOption) ([]Result, error) {
+func (sr searcher) searchCascade(ctx context.Context, query string, so SearchOptions, opts []SearchOption) ([]Result, error) {
+	m := sr.m
 	start := time.Now()
 	if err := so.checkCascade(); err != nil {
 		return nil, err

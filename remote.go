@@ -640,7 +640,7 @@ func (c *Collection) remoteSearch(ctx context.Context, query string, opts []Sear
 	if err != nil {
 		return nil, err
 	}
-	ask, err := c.m.rerankHere(w)
+	ask, err := searcher{c.m}.rerankHere(w)
 	if err != nil {
 		return nil, err
 	}
@@ -658,7 +658,7 @@ func (c *Collection) remoteSearch(ctx context.Context, query string, opts []Sear
 		return resp.Results, nil
 	}
 	t := time.Now()
-	out, err := c.m.finishRerank(ctx, query, w, resp.Results)
+	out, err := searcher{c.m}.finishRerank(ctx, query, w, resp.Results)
 	if st != nil {
 		st.Rerank = time.Since(t)
 	}
@@ -671,7 +671,8 @@ func (c *Collection) remoteBatch(ctx context.Context, queries []string, opts []S
 		return nil, err
 	}
 	w.Stats = false
-	ask, err := c.m.rerankHere(w)
+	sr := searcher{c.m}
+	ask, err := sr.rerankHere(w)
 	if err != nil {
 		return nil, err
 	}
@@ -687,7 +688,7 @@ func (c *Collection) remoteBatch(ctx context.Context, queries []string, opts []S
 			resp.Batch[i] = []Result{}
 		}
 		if ask != w {
-			if resp.Batch[i], err = c.m.finishRerank(ctx, queries[i], w, resp.Batch[i]); err != nil {
+			if resp.Batch[i], err = sr.finishRerank(ctx, queries[i], w, resp.Batch[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -702,7 +703,8 @@ func (c *Collection) remoteBatch(ctx context.Context, queries []string, opts []S
 // which finishRerank applies here in Search's order. A near-duplicate collapse, which runs
 // after the rerank over the writer's stored vectors, cannot follow a rerank done here:
 // ErrInvalidOption.
-func (m *Memory) rerankHere(w *wireSearch) (*wireSearch, error) {
+func (sr searcher) rerankHere(w *wireSearch) (*wireSearch, error) {
+	m := sr.m
 	if !w.Rerank || m.opts.Reranker == nil {
 		return w, nil
 	}
@@ -725,7 +727,8 @@ func rerankSizes(w *wireSearch) (k, top int) {
 
 // finishRerank reranks the writer's unreranked candidates res of query with this reader's
 // reranker and applies w's source de-duplication, MinScore and top k, as Search does.
-func (m *Memory) finishRerank(ctx context.Context, query string, w *wireSearch, res []Result) ([]Result, error) {
+func (sr searcher) finishRerank(ctx context.Context, query string, w *wireSearch, res []Result) ([]Result, error) {
+	m := sr.m
 	k, top := rerankSizes(w)
 	n := min(top, len(res))
 	passages := make([]string, n)

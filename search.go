@@ -193,7 +193,7 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 		fn(&so)
 	}
 	if so.Cascade != nil { // each step a search of its own (through the writer for a reader)
-		return c.m.searchCascade(ctx, query, so, opts)
+		return searcher{c.m}.searchCascade(ctx, query, so, opts)
 	}
 	if c.m.remote != nil {
 		return c.remoteSearch(ctx, query, opts)
@@ -222,10 +222,10 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 		err error
 	)
 	if len(so.Collections) > 0 {
-		res, err = c.m.searchMany(ctx, query, so, st)
+		res, err = searcher{c.m}.searchMany(ctx, query, so, st)
 	} else {
 		one := func() error {
-			res, err = c.m.searchOne(ctx, c.name, query, so, st)
+			res, err = searcher{c.m}.searchOne(ctx, c.name, query, so, st)
 			return err
 		}
 		err = store.Guard("search", one)
@@ -244,8 +244,9 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 // their records. It holds the collection's read lock, and one read transaction of the store
 // of record serves the filter and the results' records: a result always matches the filter.
 // The transaction begins under the lock (a writer commits before it takes the lock).
-func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
+func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
 	where compiledWhere, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
+	m := sr.m
 	unlock, err := m.reg.rlockOpen(s) // ErrCollectionNotFound when deleted since it was looked up
 	if err != nil {
 		return nil, err
@@ -257,7 +258,7 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 	}
 	defer tx.Rollback()
 	t := time.Now()
-	sc, err := m.filterScope(ctx, tx, s, col, mode, where, whereDoc, st)
+	sc, err := sr.filterScope(ctx, tx, s, col, mode, where, whereDoc, st)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +286,7 @@ func (m *Memory) retrieve(ctx context.Context, s *colState, col, query string, q
 // alone runs in the BM25 index's metadata terms (bitmaps per segment, no record read);
 // with a WhereDocument the filters see documents (read from the store of record in tx).
 // Either way the indexes hold chunks, which carry their document's metadata.
-func (m *Memory) filterScope(ctx context.Context, tx *store.Tx, s *colState, col string, mode Mode,
+func (sr searcher) filterScope(ctx context.Context, tx *store.Tx, s *colState, col string, mode Mode,
 	where compiledWhere, whereDoc docPred, st *SearchStats) (*searchScope, error) {
 	sc := &searchScope{units: s.Units, bestBM25: map[string]string{}, bestDense: map[string]string{}}
 	st.Allowed = -1
@@ -531,7 +532,8 @@ type candidate struct {
 
 // searchOne searches one collection: its retrievers and fusion, then rerank, collapse,
 // MinScore and the top k.
-func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
+func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
+	m := sr.m
 	var where compiledWhere
 	var err error
 	if where.pred, where.meta, err = compileWhereMeta(so.Where); err != nil {
@@ -541,13 +543,13 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 	if err != nil {
 		return nil, err
 	}
-	mode, notes, err := m.searchMode(so)
+	mode, notes, err := sr.searchMode(so)
 	if err != nil {
 		return nil, err
 	}
 	st.Mode = mode
 	// Embed the query before taking any lock.
-	qv, err := m.queryVector(ctx, query, mode, so.dense, st)
+	qv, err := sr.queryVector(ctx, query, mode, so.dense, st)
 	if err != nil {
 		return nil, err
 	}
@@ -561,19 +563,19 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 		}
 		return nil, nil
 	}
-	cands, err := m.retrieve(ctx, s, col, query, qv, mode, notes, where, whereDoc, so, st)
+	cands, err := sr.retrieve(ctx, s, col, query, qv, mode, notes, where, whereDoc, so, st)
 	if err != nil {
 		return nil, err
 	}
 	if so.Rerank && len(cands) > 0 {
 		t := time.Now()
-		if err := m.rerank(ctx, query, cands, so.RerankTop); err != nil {
+		if err := sr.rerank(ctx, query, cands, so.RerankTop); err != nil {
 			return nil, err
 		}
 		st.Rerank = time.Since(t)
 	}
 	if so.CollapseThreshold > 0 {
-		if cands, err = m.collapse(cands, so.CollapseThreshold); err != nil {
+		if cands, err = sr.collapse(cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
 	}
@@ -594,7 +596,8 @@ func (m *Memory) searchOne(ctx context.Context, col, query string, so SearchOpti
 
 // searchMode is the mode a search runs in and the notes that say why when it is not the
 // one asked for: a hybrid search degrades to BM25 without an embedder.
-func (m *Memory) searchMode(so SearchOptions) (Mode, []string, error) {
+func (sr searcher) searchMode(so SearchOptions) (Mode, []string, error) {
+	m := sr.m
 	mode, notes := so.Mode, so.notes
 	if !m.queryModel() && m.man.Embedder != nil && mode != BM25 {
 		return "", nil, m.embedderNeeded(string(mode) + " search")
@@ -613,7 +616,7 @@ func (m *Memory) searchMode(so SearchOptions) (Mode, []string, error) {
 
 // queryVector is the query's embedding (nil for a BM25 search): from its batch, or made
 // now.
-func (m *Memory) queryVector(ctx context.Context, query string, mode Mode, batch *denseBatch, st *SearchStats) ([]float32, error) {
+func (sr searcher) queryVector(ctx context.Context, query string, mode Mode, batch *denseBatch, st *SearchStats) ([]float32, error) {
 	if mode == BM25 {
 		return nil, nil
 	}
@@ -622,7 +625,7 @@ func (m *Memory) queryVector(ctx context.Context, query string, mode Mode, batch
 		return batch.vec, nil // embedded with the rest of its batch
 	}
 	t := time.Now()
-	qv, err := m.embedQuery(ctx, query)
+	qv, err := sr.embedQuery(ctx, query)
 	st.Embed = time.Since(t)
 	return qv, err
 }
@@ -649,7 +652,8 @@ func topOf[T any](items []T, res func(*T) *Result, k int, minScore float64) []Re
 	return out
 }
 
-func (m *Memory) embedQuery(ctx context.Context, q string) ([]float32, error) {
+func (sr searcher) embedQuery(ctx context.Context, q string) ([]float32, error) {
+	m := sr.m
 	e := m.opts.Embedder
 	if qe, ok := e.(vectorstore.QueryEmbedder); ok {
 		v, err := qe.EmbedQuery(ctx, q)
@@ -667,7 +671,8 @@ func (m *Memory) embedQuery(ctx context.Context, q string) ([]float32, error) {
 
 // rerank scores the first top candidates with the cross-encoder and sorts them by logit;
 // the others keep their fused order after them.
-func (m *Memory) rerank(ctx context.Context, query string, cands []candidate, top int) error {
+func (sr searcher) rerank(ctx context.Context, query string, cands []candidate, top int) error {
+	m := sr.m
 	n := min(top, len(cands))
 	passages := make([]string, n)
 	for i := 0; i < n; i++ {
@@ -703,7 +708,8 @@ func rerankHead[T any](ctx context.Context, r rerank.Reranker, query string, pas
 
 // collapse drops a candidate whose stored vector has cosine >= threshold with a better one.
 // Search refuses a collapse without an embedder before it gets here.
-func (m *Memory) collapse(cands []candidate, threshold float64) ([]candidate, error) {
+func (sr searcher) collapse(cands []candidate, threshold float64) ([]candidate, error) {
+	m := sr.m
 	var kept []candidate
 	var keptVecs [][]float32
 	for _, c := range cands {
@@ -730,8 +736,8 @@ func (m *Memory) collapse(cands []candidate, threshold float64) ([]candidate, er
 // searchMany searches several collections and fuses their result lists with weighted RRF,
 // so a collection with a higher weight ranks its results higher. A collection of weight 0
 // is not searched.
-func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
-	byKey, lists, err := m.searchEach(ctx, query, so, st)
+func (sr searcher) searchMany(ctx context.Context, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
+	byKey, lists, err := sr.searchEach(ctx, query, so, st)
 	if err != nil {
 		return nil, err
 	}
@@ -749,7 +755,7 @@ func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions,
 		cands = append(cands, candidate{id: r.unit, res: r})
 	}
 	if so.CollapseThreshold > 0 {
-		if cands, err = m.collapse(cands, so.CollapseThreshold); err != nil {
+		if cands, err = sr.collapse(cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
 	}
@@ -762,14 +768,14 @@ func (m *Memory) searchMany(ctx context.Context, query string, so SearchOptions,
 // searchEach searches each collection of a multi-collection search on its own and returns
 // its results as a fusion list, weighted by the collection's weight, whose hit ids are the
 // keys of byKey ("collection\x00unit"). It adds each search's timings to st.
-func (m *Memory) searchEach(ctx context.Context, query string, so SearchOptions, st *SearchStats) (byKey map[string]Result, lists []hybrid.List, err error) {
+func (sr searcher) searchEach(ctx context.Context, query string, so SearchOptions, st *SearchStats) (byKey map[string]Result, lists []hybrid.List, err error) {
 	sub := so
 	sub.Collections = nil
 	sub.TopK = max(so.TopK, min(so.Window, 100))
 	byKey = map[string]Result{}
 	for _, n := range so.collectionNames() {
 		var one SearchStats
-		res, err := m.searchOne(ctx, n, query, sub, &one)
+		res, err := sr.searchOne(ctx, n, query, sub, &one)
 		if err != nil {
 			return nil, nil, fmt.Errorf("collection %q: %w", n, err)
 		}
@@ -792,3 +798,8 @@ func (m *Memory) searchEach(ctx context.Context, query string, so SearchOptions,
 	}
 	return byKey, lists, nil
 }
+
+// searcher runs the searches of the store m: one collection's retrievers, fusion,
+// rerank and collapse (searchOne), several collections (searchMany), a cascade
+// (cascade.go), and a reader's share of a search its writer ran (remote.go).
+type searcher struct{ m *Memory }
