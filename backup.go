@@ -93,7 +93,7 @@ func (m *Memory) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 		return BackupInfo{}, err
 	}
 	if m.remote != nil { // a read-only store beside a writer: the writer takes it
-		return m.remoteBackup(ctx, w)
+		return m.rs.remoteBackup(ctx, w)
 	}
 	// The snapshot begins under the writer lock: no write is half way through it, and the
 	// manifest read with it describes it (a write that records the embedder holds it too).

@@ -63,7 +63,7 @@ type denseBatch struct {
 // too).
 func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
 	e := c.m.opts.Embedder
-	if !c.m.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(so.Cascade) > 0 || len(queries) < 2 {
+	if !c.m.em.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(so.Cascade) > 0 || len(queries) < 2 {
 		return nil, nil
 	}
 	if err := so.normalise(); err != nil {
@@ -126,7 +126,8 @@ func (m *Memory) SearchBatch(ctx context.Context, queries []string, opts ...Sear
 }
 
 // bm25Options are the keyword index options of this store.
-func (m *Memory) bm25Options() bm25.Options {
+func (dv derivedIndexes) bm25Options() bm25.Options {
+	m := dv.m
 	return bm25.Options{
 		K1:                  m.opts.BM25K1,
 		B:                   m.opts.BM25B,
@@ -135,13 +136,14 @@ func (m *Memory) bm25Options() bm25.Options {
 		SegmentWorkers:      m.opts.QueryWorkers,
 		PostingsCacheBytes:  m.opts.PostingsCacheBytes,
 		MappedResidentBytes: m.opts.MappedResidentBytes,
-		AlsoTrim:            m.dropStoreResident,
+		AlsoTrim:            m.dx.dropStoreResident,
 		ReadOnly:            m.opts.ReadOnly,
 	}
 }
 
 // dropStoreResident drops the store file's resident mapped pages (MappedResidentBytes).
-func (m *Memory) dropStoreResident() {
+func (dv derivedIndexes) dropStoreResident() {
+	m := dv.m
 	if m.db != nil {
 		m.db.DropResident()
 	}

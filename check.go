@@ -263,7 +263,7 @@ func (ck checker) checkCollection(s *colState, repair bool) ([]IndexCheck, error
 	}
 	defer unlock()
 	var out []IndexCheck
-	for i, k := range m.kinds() {
+	for i, k := range m.dx.kinds() {
 		if s.Indexes[i] == nil {
 			continue // the kind does not apply (vectors without an embedder)
 		}
@@ -286,7 +286,7 @@ func (ck checker) checkCollection(s *colState, repair bool) ([]IndexCheck, error
 // them, and the caller holds the writer lock). One entry per kind, in Memory.kinds order.
 func (ck checker) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 	m := ck.m
-	kinds := m.kinds()
+	kinds := m.dx.kinds()
 	checks := make([]IndexCheck, len(kinds))
 	for i, k := range kinds {
 		checks[i] = IndexCheck{Collection: s.Name, Index: k.name}
@@ -352,7 +352,7 @@ func (ck checker) repairChecked(s *colState, i int, k derivedKind, ids []string,
 // writer lock and s.mu, with the indexes open). Check's one way into the rebuild path.
 func (ck checker) rebuildIndex(s *colState, i int) error {
 	m := ck.m
-	m.log.Warn("memory: check: rebuilding a derived index from the store of record", "collection", s.Name, "index", m.kinds()[i].name)
+	m.log.Warn("memory: check: rebuilding a derived index from the store of record", "collection", s.Name, "index", m.dx.kinds()[i].name)
 	return m.db.RepairIndex(&s.Collection, i)
 }
 
@@ -361,7 +361,7 @@ func (ck checker) rebuildIndex(s *colState, i int) error {
 // from the store of record on open, so there is nothing to check before that.
 func (ck checker) checkOnDisk(s *colState, k derivedKind, ids []string, c *IndexCheck) {
 	m := ck.m
-	dir := m.derivedDir(k, s.Name)
+	dir := m.dx.derivedDir(k, s.Name)
 	if dir == "" {
 		return
 	}

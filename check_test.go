@@ -42,7 +42,7 @@ func checkStore(t *testing.T) (string, Option) {
 // sequence number: dels are removed and puts (ghost ids) added.
 func damageBM25(t *testing.T, m *Memory, dir, col string, puts []string, dels []string) {
 	t.Helper()
-	ix, err := bm25.OpenWith(m.colPath(bm25Dir, col), bm25.Options{})
+	ix, err := bm25.OpenWith(m.dx.colPath(bm25Dir, col), bm25.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,8 @@ func WithAllChunks() SearchOption { return func(s *SearchOptions) { s.AllChunks 
 type maxLengther interface{ MaxLength() int }
 
 // chunkBudgets returns the prose and code budgets in effect.
-func (m *Memory) chunkBudgets() (prose, code int) {
+func (dw docWrites) chunkBudgets() (prose, code int) {
+	m := dw.m
 	c := m.opts.Chunking
 	prose, code = c.Budget, c.CodeBudget
 	if prose <= 0 {
@@ -70,11 +71,12 @@ func codeLanguage(d *Document) string {
 }
 
 // chunkDoc returns the chunks of a document, nil when it stays one chunk.
-func (m *Memory) chunkDoc(d *Document) []store.Chunk {
+func (dw docWrites) chunkDoc(d *Document) []store.Chunk {
+	m := dw.m
 	if m.opts.Chunking.Disabled || d.Embedding != nil {
 		return nil
 	}
-	prose, code := m.chunkBudgets()
+	prose, code := dw.chunkBudgets()
 	if len(d.Text) <= prose {
 		return nil // non-whitespace characters <= bytes
 	}

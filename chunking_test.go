@@ -208,7 +208,7 @@ func TestChunkBudgetFromEmbedder(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &Memory{opts: Options{Chunking: tc.opts, Embedder: tc.emb}}
-			if got, _ := m.chunkBudgets(); got != tc.want {
+			if got, _ := (docWrites{m}).chunkBudgets(); got != tc.want {
 				t.Fatalf("prose budget %d, want %d", got, tc.want)
 			}
 		})

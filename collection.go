@@ -18,6 +18,9 @@ import (
 	"github.com/agentmem/memory/vectorstore"
 )
 
+// docWrites turns the documents of a write into validated, chunked records of the store m.
+type docWrites struct{ m *Memory }
+
 // Collection is a named set of documents with its own indexes. It is a light handle:
 // get one with [Memory.Collection] whenever needed.
 type Collection struct {
@@ -102,7 +105,8 @@ func (rg *registry) loadCollection(name string) (*colState, error) {
 }
 
 // validate checks a document and normalises its metadata (numbers to float64).
-func (m *Memory) validate(d *Document) error {
+func (dw docWrites) validate(d *Document) error {
+	m := dw.m
 	if d.ID == "" {
 		return ErrEmptyID
 	}
@@ -232,7 +236,7 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 	w := &docWrite{}
 	if len(in) > 0 {
 		var err error
-		if w, err = m.newWrite(in); err != nil { // validated and chunked before taking the writer lock
+		if w, err = m.wr.newWrite(in); err != nil { // validated and chunked before taking the writer lock
 			return 0, err
 		}
 		// Embedded before taking the writer lock too: the embedder has every core to itself
@@ -314,12 +318,13 @@ type docWrite struct {
 }
 
 // newWrite validates docs (copied: metadata is normalised) and chunks them.
-func (m *Memory) newWrite(in []Document) (*docWrite, error) {
+func (dw docWrites) newWrite(in []Document) (*docWrite, error) {
+	m := dw.m
 	docs := make([]Document, len(in))
 	copy(docs, in)
 	seen := make(map[string]bool, len(docs))
 	for i := range docs {
-		if err := m.validate(&docs[i]); err != nil {
+		if err := dw.validate(&docs[i]); err != nil {
 			return nil, err
 		}
 		if seen[docs[i].ID] {
@@ -328,11 +333,11 @@ func (m *Memory) newWrite(in []Document) (*docWrite, error) {
 		seen[docs[i].ID] = true
 	}
 	if m.opts.Embedder == nil && m.man.Embedder != nil {
-		return nil, m.embedderNeeded("write")
+		return nil, m.em.embedderNeeded("write")
 	}
 	w := &docWrite{docs: docs, recs: make([]*store.Record, len(docs)), units: make([][]string, len(docs)), stale: make([][]string, len(docs))}
 	for i, d := range docs {
-		w.recs[i] = &store.Record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: m.chunkDoc(&docs[i])}
+		w.recs[i] = &store.Record{Title: d.Title, Text: d.Text, Metadata: d.Metadata, Chunks: dw.chunkDoc(&docs[i])}
 		w.units[i] = w.recs[i].UnitIDs(d.ID)
 		w.nUnits += len(w.units[i])
 	}
@@ -436,7 +441,7 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 	if len(texts) == 0 {
 		return w.roundVectors(m)
 	}
-	out, err := m.embed(ctx, texts)
+	out, err := m.em.embed(ctx, texts)
 	if err != nil {
 		return err
 	}
@@ -448,11 +453,11 @@ func (w *docWrite) embed(ctx context.Context, m *Memory) error {
 
 // roundVectors rounds the write's vectors to the store's precision (Memory.roundVectors).
 func (w *docWrite) roundVectors(m *Memory) error {
-	if !m.halfVectors() {
+	if !m.em.halfVectors() {
 		return nil
 	}
 	for _, vs := range w.vecs {
-		if err := m.roundVectors(vs); err != nil {
+		if err := m.em.roundVectors(vs); err != nil {
 			return err
 		}
 	}

@@ -27,7 +27,7 @@ func (op opening) removeOrphanIndexes() error {
 	for _, n := range names {
 		live[n] = true
 	}
-	for _, k := range m.kinds() {
+	for _, k := range m.dx.kinds() {
 		kind := k.name
 		entries, err := os.ReadDir(filepath.Join(m.dir, kind))
 		if err != nil {
@@ -183,7 +183,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		s.Docs, s.Units = 0, 0
 	}
 	if colDirFits(c.name) { // else it has no index directory
-		errs = append(errs, m.removeDerived(c.name))
+		errs = append(errs, m.dx.removeDerived(c.name))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
@@ -249,6 +249,7 @@ func creatableCollectionName(name string) error {
 func colDirFits(name string) bool { return len(url.PathEscape(name)) <= nameMax }
 
 // colPath is the directory of a collection's derived index of the given kind.
-func (m *Memory) colPath(kind, name string) string {
+func (dv derivedIndexes) colPath(kind, name string) string {
+	m := dv.m
 	return filepath.Join(m.dir, kind, url.PathEscape(name))
 }

@@ -272,7 +272,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	}
 	// Any index left under the new name belongs to no collection: it must not be taken for
 	// the renamed one's (removed before the store of record names it).
-	if err := m.removeDerived(dst.name); err != nil {
+	if err := m.dx.removeDerived(dst.name); err != nil {
 		return fmt.Errorf("memory: rename collection %q: removing stale indexes of %q: %w", src.name, dst.name, err)
 	}
 	// The analyzer the manifest records goes with the collection: recorded under the new
@@ -295,7 +295,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 		s.deleted = true
 		s.Docs, s.Units = 0, 0
 	}
-	if err := m.moveDerived(src.name, dst.name); err != nil {
+	if err := m.dx.moveDerived(src.name, dst.name); err != nil {
 		return fmt.Errorf("memory: collection %q renamed to %q, but moving its indexes failed (they are rebuilt on open): %w", src.name, dst.name, err)
 	}
 	return nil
@@ -312,13 +312,13 @@ func cmpErr(err, other error) error {
 // moveDerived renames the index directories of collection from to those of to (after the
 // store of record renamed it). A kind kept in memory has none; a directory that cannot be
 // moved is removed, and rebuilt from the store of record when the collection next opens.
-func (m *Memory) moveDerived(from, to string) error {
+func (dv derivedIndexes) moveDerived(from, to string) error {
 	if !colDirFits(from) {
 		return nil // it has none
 	}
 	var errs []error
-	for _, k := range m.kinds() {
-		src, dst := m.derivedDir(k, from), m.derivedDir(k, to)
+	for _, k := range dv.kinds() {
+		src, dst := dv.derivedDir(k, from), dv.derivedDir(k, to)
 		if src == "" || dst == "" || !fileExists(src) {
 			continue
 		}

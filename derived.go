@@ -22,6 +22,10 @@ import (
 // Adding a kind of derived index is one file with a derivedKind and its store.Index,
 // plus one line in derivedKinds (a test can pass one with withDerivedKind).
 
+// derivedIndexes keeps the files of the store m's derived indexes (BM25 and vectors), which
+// are rebuilt from the store of record when they are missing or damaged.
+type derivedIndexes struct{ m *Memory }
+
 // derivedKind is a kind of derived index.
 type derivedKind struct {
 	// name names the kind in logs and reports, and is its directory under the store.
@@ -40,23 +44,25 @@ var derivedKinds = []derivedKind{
 }
 
 // kinds are the derived index kinds of this store.
-func (m *Memory) kinds() []derivedKind {
+func (dv derivedIndexes) kinds() []derivedKind {
+	m := dv.m
 	return append(slices.Clip(derivedKinds), m.opts.extraKinds...)
 }
 
 // storeKinds are the derived index kinds of collection s, as the store opens them.
-func (m *Memory) storeKinds(s *colState) []store.Kind {
-	kinds := m.kinds()
+func (dv derivedIndexes) storeKinds(s *colState) []store.Kind {
+	kinds := dv.kinds()
 	out := make([]store.Kind, len(kinds))
 	for i, k := range kinds {
-		out[i] = m.storeKind(s, k)
+		out[i] = dv.storeKind(s, k)
 	}
 	return out
 }
 
 // storeKind is kind k of collection s, as the store opens it.
-func (m *Memory) storeKind(s *colState, k derivedKind) store.Kind {
-	return store.Kind{Name: k.name, Dir: m.derivedDir(k, s.Name), Open: func(dir string) (store.Index, error) {
+func (dv derivedIndexes) storeKind(s *colState, k derivedKind) store.Kind {
+	m := dv.m
+	return store.Kind{Name: k.name, Dir: dv.derivedDir(k, s.Name), Open: func(dir string) (store.Index, error) {
 		return k.open(m, s, dir)
 	}}
 }
@@ -67,12 +73,13 @@ func withDerivedKind(k derivedKind) Option {
 }
 
 // derivedDir is where collection col keeps its index of kind k ("" in memory).
-func (m *Memory) derivedDir(k derivedKind, col string) string {
+func (dv derivedIndexes) derivedDir(k derivedKind, col string) string {
+	m := dv.m
 	if m.opts.ReadOnly && k.name == vecDir && !m.indexChanged {
 		// A read-only store uses the vector index persisted by a writer (FAISS), read-only
 		// (IndexConfig.ReadOnly): it is opened, not rebuilt. A backend that does not
 		// persist itself (the flat default) loads from the store of record, as below.
-		if dir := m.colPath(k.name, col); fileExists(dir) {
+		if dir := dv.colPath(k.name, col); fileExists(dir) {
 			return dir
 		}
 		return ""
@@ -84,7 +91,7 @@ func (m *Memory) derivedDir(k derivedKind, col string) string {
 		// as in a read-only store (loaded from the store of record, never written back).
 		return ""
 	}
-	return m.colPath(k.name, col)
+	return dv.colPath(k.name, col)
 }
 
 // bm25Derived is the BM25 index as a derived index.
@@ -123,7 +130,7 @@ func openBM25Derived(m *Memory, s *colState, dir string) (store.Index, error) {
 			}
 		}
 	}
-	o := m.bm25Options()
+	o := m.dx.bm25Options()
 	o.Analyzer = s.analyzer // the manifest's: an index built with another is rebuilt
 	ix, err := bm25.OpenWith(dir, o)
 	if err != nil {
@@ -295,10 +302,10 @@ func (d *vectorDerived) Close() error {
 }
 
 // removeDerived deletes the on-disk indexes of every kind of collection col.
-func (m *Memory) removeDerived(col string) error {
+func (dv derivedIndexes) removeDerived(col string) error {
 	var errs []error
-	for _, k := range m.kinds() {
-		if dir := m.derivedDir(k, col); dir != "" {
+	for _, k := range dv.kinds() {
+		if dir := dv.derivedDir(k, col); dir != "" {
 			errs = append(errs, os.RemoveAll(dir))
 		}
 	}
@@ -307,7 +314,8 @@ func (m *Memory) removeDerived(col string) error {
 
 // repairBM25 rebuilds collection col's BM25 index from the store of record after a search
 // found it corrupt (cause), so the search can be answered again.
-func (m *Memory) repairBM25(col string, cause error) error {
+func (dv derivedIndexes) repairBM25(col string, cause error) error {
+	m := dv.m
 	m.log.Error("memory: the BM25 index is corrupt, rebuilding it from the store of record", "collection", col, "err", cause)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()

@@ -13,6 +13,10 @@ import (
 	"github.com/agentmem/memory/vectorstore"
 )
 
+// embedding embeds the store m's documents and queries with its embedder, in the
+// precision its vectors are kept in.
+type embedding struct{ m *Memory }
+
 // EmbedderResolver loads the embedder with the given id and dimension (as recorded in a
 // store's manifest). It returns an error when it does not know or cannot load it.
 type EmbedderResolver func(ctx context.Context, id string, dim int) (vectorstore.Embedder, error)
@@ -63,13 +67,13 @@ func (op opening) checkPrecision() error {
 }
 
 // halfVectors reports whether the store keeps its vectors in float16.
-func (m *Memory) halfVectors() bool { return m.man.VectorPrecision == Float16 }
+func (eb embedding) halfVectors() bool { return eb.m.man.VectorPrecision == Float16 }
 
 // roundVectors rounds vecs (one per index id) to the store's precision: with float16,
 // each to new float16-rounded values (the caller's slices are not changed), so that the
 // vector indexes hold what store.db holds.
-func (m *Memory) roundVectors(vecs [][]float32) error {
-	if !m.halfVectors() {
+func (eb embedding) roundVectors(vecs [][]float32) error {
+	if !eb.halfVectors() {
 		return nil
 	}
 	for i, v := range vecs {
@@ -146,7 +150,9 @@ func vectorsOnly(e vectorstore.Embedder) bool {
 }
 
 // queryModel reports whether the store has a model to embed queries with.
-func (m *Memory) queryModel() bool { return m.opts.Embedder != nil && !vectorsOnly(m.opts.Embedder) }
+func (eb embedding) queryModel() bool {
+	return eb.m.opts.Embedder != nil && !vectorsOnly(eb.m.opts.Embedder)
+}
 
 // embedderMatches reports whether embedder e made (or can query) the vectors rec records:
 // the same id and dimension or, where one side names vectors computed elsewhere
@@ -172,7 +178,8 @@ func modelName(id string) string {
 }
 
 // embedderNeeded is the error of an operation that needs the store's unresolved embedder.
-func (m *Memory) embedderNeeded(op string) error {
+func (eb embedding) embedderNeeded(op string) error {
+	m := eb.m
 	rec := m.man.Embedder
 	why := ""
 	if m.resolveErr != nil {
@@ -220,7 +227,7 @@ func (op opening) checkEmbedder() error {
 			return fmt.Errorf("%w: store was embedded with %q (dim %d), configured %q (dim %d); open with WithReEmbed to re-embed",
 				ErrEmbedderMismatch, rec.ID, rec.Dim, e.ID(), e.Dim())
 		}
-		if err := m.reEmbed(context.Background(), n); err != nil {
+		if err := m.em.reEmbed(context.Background(), n); err != nil {
 			return err
 		}
 	}
@@ -235,7 +242,8 @@ func (op opening) checkEmbedder() error {
 func (m *Memory) countDocs() (int, error) { return m.db.CountDocs() }
 
 // reEmbed replaces every stored vector with one from the configured embedder.
-func (m *Memory) reEmbed(ctx context.Context, total int) error {
+func (eb embedding) reEmbed(ctx context.Context, total int) error {
+	m := eb.m
 	m.log.Info("memory: re-embedding store", "documents", total, "embedder", m.opts.Embedder.ID())
 	done := 0
 	names, err := m.db.CollectionNames()
@@ -259,11 +267,11 @@ func (m *Memory) reEmbed(ctx context.Context, total int) error {
 		}
 		for i := 0; i < len(ids); i += 256 {
 			j := min(i+256, len(ids))
-			vecs, err := m.embed(ctx, texts[i:j])
+			vecs, err := eb.embed(ctx, texts[i:j])
 			if err != nil {
 				return err
 			}
-			if err := m.roundVectors(vecs); err != nil {
+			if err := eb.roundVectors(vecs); err != nil {
 				return err
 			}
 			if err := m.db.PutVectors(name, ids[i:j], vecs); err != nil {
@@ -295,7 +303,8 @@ func embedText(title, text string) string {
 }
 
 // embed runs the embedder in batches and checks its output.
-func (m *Memory) embed(ctx context.Context, texts []string) ([][]float32, error) {
+func (eb embedding) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	m := eb.m
 	e := m.opts.Embedder
 	out := make([][]float32, 0, len(texts))
 	for i := 0; i < len(texts); i += m.opts.EmbedBatch {

@@ -101,7 +101,7 @@ func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string)
 		return st, ErrClosed
 	}
 	if m.remote != nil { // a read-only store beside a writer: the writer exports
-		return m.remoteExport(ctx, w, collections)
+		return m.rs.remoteExport(ctx, w, collections)
 	}
 	names := slices.Clone(collections)
 	if len(names) == 0 {

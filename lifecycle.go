@@ -32,7 +32,9 @@ const (
 )
 
 // collectionExists reports whether collection name is in the store of record.
-func (rg *registry) collectionExists(name string) (bool, error) { return rg.m.db.CollectionExists(name) }
+func (rg *registry) collectionExists(name string) (bool, error) {
+	return rg.m.db.CollectionExists(name)
+}
 
 // collectionNames lists the collections of the store of record, sorted.
 func (rg *registry) collectionNames() ([]string, error) { return rg.m.db.CollectionNames() }
@@ -56,7 +58,7 @@ func (rg *registry) createCollection(name, ana string, meta []byte) error {
 	if err := m.db.CreateCollection(name, rg.maxCollections(), meta); err != nil {
 		return err
 	}
-	return m.removeDerived(name)
+	return m.dx.removeDerived(name)
 }
 
 // lockOpen write-locks collection s with its indexes open; the caller holds the writer
@@ -144,7 +146,7 @@ func (rg *registry) openIndexes(s *colState) error {
 		return fmt.Errorf("%w: %q is too long for its index directories (%d bytes escaped, file systems allow %d): it was created by an older version; read its documents and delete it",
 			ErrInvalidCollection, s.Name, len(url.PathEscape(s.Name)), nameMax)
 	}
-	if err := m.db.OpenIndexes(&s.Collection, m.storeKinds(s)); err != nil {
+	if err := m.db.OpenIndexes(&s.Collection, m.dx.storeKinds(s)); err != nil {
 		s.bm25, s.vec = nil, nil
 		return err
 	}

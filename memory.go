@@ -75,8 +75,12 @@ type Memory struct {
 	man     *manifest
 	anaMu   sync.Mutex // guards manifest changes after Open (analyzer.go)
 
-	wmu    sync.Mutex // one writer at a time
-	reg    registry   // the collections used since open (lifecycle.go)
+	wmu    sync.Mutex     // one writer at a time
+	reg    registry       // the collections used since open (lifecycle.go)
+	dx     derivedIndexes // the files of the collections' derived indexes (derived.go)
+	em     embedding      // embedding documents and queries (embedder.go)
+	wr     docWrites      // validating and chunking documents into writes (collection.go)
+	rs     readService    // reads across processes (remote.go, remotestream.go)
 	closed atomic.Bool
 	sopMu  sync.Mutex
 	sops   *sop.Library // loaded on first SOPs call
@@ -132,6 +136,7 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 
 	m := &Memory{dir: dir, opts: o, log: o.Logger}
 	m.reg.m, m.reg.cols = m, map[string]*colState{}
+	m.dx.m, m.em.m, m.wr.m, m.rs.m = m, m, m, m
 	if dir == "" {
 		d, err := os.MkdirTemp("", "memory-*")
 		if err != nil {
@@ -157,7 +162,7 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 		return nil, err
 	}
 	if !m.opts.ReadOnly {
-		m.serveReads()
+		m.rs.serveReads()
 	}
 	return m, nil
 }
@@ -443,7 +448,7 @@ func (m *Memory) Close() error {
 	if m.remote != nil {
 		return m.remote.close()
 	}
-	serr := m.stopServing() // before the writer lock: the requests under way may take it
+	serr := m.rs.stopServing() // before the writer lock: the requests under way may take it
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	m.reg.mu.Lock()

@@ -29,7 +29,7 @@ func TestOrphanSegmentIgnored(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	segDir := filepath.Join(m.colPath(bm25Dir, DefaultCollection), "store")
+	segDir := filepath.Join(m.dx.colPath(bm25Dir, DefaultCollection), "store")
 	orphans := map[string][]byte{
 		"000000000abc.zap": nil,                                   // killed before any byte
 		"000000000abd.zap": []byte(strings.Repeat("partial", 40)), // killed mid-write

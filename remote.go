@@ -20,6 +20,11 @@ import (
 	"github.com/agentmem/memory/hybrid"
 )
 
+// readService carries the store m's reads across processes: a writer's answers to other
+// processes' reads (serveReads, stopServing), and a read-only store's backup and export
+// through its writer (remotestream.go).
+type readService struct{ m *Memory }
+
 // Readers beside a writer. bbolt lets one process write store.db, or several read it, never
 // both: a writer reuses the pages its transactions freed, which a reader in another process
 // (with no view of the writer's open transactions) may still be reading. So the writer
@@ -191,7 +196,8 @@ type readServer struct {
 // serveReads makes m, just opened for writing, answer other processes' reads, and records
 // this process as the writer in the lock file. A failure to listen is logged: the store
 // still opens (read-only opens are then ErrLocked, naming this process).
-func (m *Memory) serveReads() {
+func (rs readService) serveReads() {
+	m := rs.m
 	if m.tempDir {
 		return
 	}
@@ -227,7 +233,8 @@ func (m *Memory) serveReads() {
 
 // stopServing closes the socket and every connection, waits for the requests under way,
 // and removes the lock file. Called by Close before the store closes.
-func (m *Memory) stopServing() error {
+func (rs readService) stopServing() error {
+	m := rs.m
 	if m.tempDir || m.opts.ReadOnly {
 		return nil
 	}

@@ -298,7 +298,8 @@ func truncate(b []byte, n int) []byte {
 }
 
 // remoteBackup is Backup through the writer.
-func (m *Memory) remoteBackup(ctx context.Context, w io.Writer) (BackupInfo, error) {
+func (rs readService) remoteBackup(ctx context.Context, w io.Writer) (BackupInfo, error) {
+	m := rs.m
 	cw := &countWriter{w: w}
 	resp, err := m.remote.stream(ctx, &wireReq{Op: "backup"}, cw)
 	if re := (*remoteError)(nil); errors.As(err, &re) { // the writer's own, already saying "backup"
@@ -318,7 +319,8 @@ func (m *Memory) remoteBackup(ctx context.Context, w io.Writer) (BackupInfo, err
 }
 
 // remoteExport is Export through the writer.
-func (m *Memory) remoteExport(ctx context.Context, w io.Writer, collections []string) (ExportStats, error) {
+func (rs readService) remoteExport(ctx context.Context, w io.Writer, collections []string) (ExportStats, error) {
+	m := rs.m
 	resp, err := m.remote.stream(ctx, &wireReq{Op: "export", Cols: collections}, w)
 	if err != nil {
 		return ExportStats{}, err

@@ -229,7 +229,7 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 			return err
 		}
 		err = store.Guard("search", one)
-		if bm25Damaged(err) && c.m.repairBM25(c.name, err) == nil {
+		if bm25Damaged(err) && c.m.dx.repairBM25(c.name, err) == nil {
 			err = store.Guard("search", one) // on the rebuilt index
 		}
 	}
@@ -599,8 +599,8 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 func (sr searcher) searchMode(so SearchOptions) (Mode, []string, error) {
 	m := sr.m
 	mode, notes := so.Mode, so.notes
-	if !m.queryModel() && m.man.Embedder != nil && mode != BM25 {
-		return "", nil, m.embedderNeeded(string(mode) + " search")
+	if !m.em.queryModel() && m.man.Embedder != nil && mode != BM25 {
+		return "", nil, m.em.embedderNeeded(string(mode) + " search")
 	}
 	if m.opts.Embedder == nil {
 		switch mode {
@@ -662,7 +662,7 @@ func (sr searcher) embedQuery(ctx context.Context, q string) ([]float32, error) 
 		}
 		return v, checkVec(v, e.Dim())
 	}
-	vs, err := m.embed(ctx, []string{q})
+	vs, err := m.em.embed(ctx, []string{q})
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func (m *Memory) SOPs() *sop.Library {
 		return m.sops
 	}
 	opts := sop.Options{Terms: analyzerTerms(m.collectionAnalyzer(DefaultCollection))}
-	if m.queryModel() {
+	if m.em.queryModel() {
 		opts.Embedder = m.opts.Embedder
 	}
 	dir := filepath.Join(m.dir, sopDir)
