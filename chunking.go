@@ -201,22 +201,16 @@ func searchUnits(k, units int, all bool, best map[string]string, run func(k int)
 }
 
 // bestUnit picks the chunk that stands for a fused document: the best chunk of the
-// retriever that added most to its fused score (BM25 on a tie).
-func bestUnit(f hybrid.Fused, bm25, dense map[string]string) string {
-	uid, best := "", 0.0
+// retriever that added most to its fused score (the first in the table on a tie). best
+// holds each retriever's best unit per document.
+func bestUnit(f hybrid.Fused, best map[string]map[string]string) string {
+	uid, top := "", 0.0
 	for _, c := range f.Contributions {
 		if c.Rank == 0 {
 			continue
 		}
-		var u string
-		switch c.List {
-		case "bm25":
-			u = bm25[f.ID]
-		case "dense":
-			u = dense[f.ID]
-		}
-		if u != "" && (uid == "" || c.Value > best) {
-			uid, best = u, c.Value
+		if u := best[c.List][f.ID]; u != "" && (uid == "" || c.Value > top) {
+			uid, top = u, c.Value
 		}
 	}
 	if uid == "" {

@@ -348,3 +348,27 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// bm25Options are the keyword index options of this store.
+func (dv derivedIndexes) bm25Options() bm25.Options {
+	m := dv.m
+	return bm25.Options{
+		K1:                  m.opts.BM25K1,
+		B:                   m.opts.BM25B,
+		MaxQueryTerms:       m.opts.MaxQueryTerms,
+		MaxQueryBytes:       m.opts.MaxQueryBytes,
+		SegmentWorkers:      m.opts.QueryWorkers,
+		PostingsCacheBytes:  m.opts.PostingsCacheBytes,
+		MappedResidentBytes: m.opts.MappedResidentBytes,
+		AlsoTrim:            m.dx.dropStoreResident,
+		ReadOnly:            m.opts.ReadOnly,
+	}
+}
+
+// dropStoreResident drops the store file's resident mapped pages (MappedResidentBytes).
+func (dv derivedIndexes) dropStoreResident() {
+	m := dv.m
+	if m.db != nil {
+		m.db.DropResident()
+	}
+}

@@ -227,6 +227,8 @@ type SearchOptions struct {
 	notes     []string          // set by normalise: what every result's explanation reports
 
 	dense *denseBatch // set by SearchBatch: this query's vector and dense hits, computed with its batch
+	// noEmbed: the search runs without the retrievers that embed (hybrid without an embedder).
+	noEmbed bool
 }
 
 // SearchOption changes SearchOptions.

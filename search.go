@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,9 +53,7 @@ func (so *SearchOptions) normalise() error {
 	if so.Mode == "" {
 		so.Mode = Hybrid
 	}
-	switch so.Mode {
-	case Hybrid, BM25, Dense:
-	default:
+	if !validMode(so.Mode) {
 		return fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", ErrInvalidOption, so.Mode)
 	}
 	if so.Fusion == nil {
@@ -127,46 +126,6 @@ func checkWeight(name string, w float64) error {
 		return fmt.Errorf("%w: %s weight %v (want a finite number >= 0)", ErrInvalidOption, name, w)
 	}
 	return nil
-}
-
-// applyWeights checks Weights and applies a weight of 0: the search runs without that
-// retriever (a hybrid search becomes a BM25 or dense one, with a note).
-func (so *SearchOptions) applyWeights() error {
-	w := so.Weights
-	if w == nil {
-		return nil
-	}
-	if err := checkWeight("bm25", w.BM25); err != nil {
-		return err
-	}
-	if err := checkWeight("dense", w.Dense); err != nil {
-		return err
-	}
-	switch {
-	case w.BM25 == 0 && w.Dense == 0:
-		return fmt.Errorf("%w: bm25 and dense weights both 0 leave nothing to search", ErrInvalidOption)
-	case so.Mode == BM25 && w.BM25 == 0, so.Mode == Dense && w.Dense == 0:
-		return fmt.Errorf("%w: a %s search with %s weight 0 leaves nothing to search", ErrInvalidOption, so.Mode, so.Mode)
-	case so.Mode == Hybrid && w.Dense == 0:
-		so.Mode = BM25
-		so.notes = append(so.notes[:len(so.notes):len(so.notes)], "hybrid search ran as bm25: dense weight 0")
-	case so.Mode == Hybrid && w.BM25 == 0:
-		so.Mode = Dense
-		so.notes = append(so.notes[:len(so.notes):len(so.notes)], "hybrid search ran as dense: bm25 weight 0")
-	}
-	return nil
-}
-
-// weight is the fusion weight of the named retriever ("bm25" or "dense").
-func (so *SearchOptions) weight(retriever string) float64 {
-	switch {
-	case so.Weights == nil:
-		return 1
-	case retriever == "bm25":
-		return so.Weights.BM25
-	default:
-		return so.Weights.Dense
-	}
 }
 
 // collectionNames are the collections of a multi-collection search with a weight above 0,
@@ -263,7 +222,7 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 		return nil, err
 	}
 	st.Filter = time.Since(t)
-	lists, err := s.runRetrievers(ctx, query, qv, mode, sc, &so, st)
+	lists, err := s.runRetrievers(ctx, &retrieval{query: query, vec: qv, scope: sc, so: &so, st: st}, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -271,9 +230,11 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 	fused := so.Fusion(lists, hybrid.FusionOptions{K: so.RRFK, Window: so.retrieverWindow(mode)})
 	st.Candidates = len(fused)
 	fused = fused[:min(len(fused), so.keep())]
-	if sp, ok := s.vec.(vectorstore.SearchPlanner); ok && mode != BM25 {
-		// Say when dense recall is approximate (quantized codes, then exact rescoring).
-		if note, approx := sp.SearchPlan(); approx {
+	for _, r := range modeRetrievers(mode) {
+		if r.plan == nil || (r.embeds && so.noEmbed) {
+			continue
+		}
+		if note, ok := r.plan(s); ok { // for example: recall is approximate
 			notes = append(notes[:len(notes):len(notes)], note)
 		}
 	}
@@ -288,7 +249,7 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 // Either way the indexes hold chunks, which carry their document's metadata.
 func (sr searcher) filterScope(ctx context.Context, tx *store.Tx, s *colState, col string, mode Mode,
 	where compiledWhere, whereDoc docPred, st *SearchStats) (*searchScope, error) {
-	sc := &searchScope{units: s.Units, bestBM25: map[string]string{}, bestDense: map[string]string{}}
+	sc := &searchScope{units: s.Units, best: map[string]map[string]string{}}
 	st.Allowed = -1
 	switch {
 	case where.pred != nil && whereDoc == nil && !filterScan.Load():
@@ -299,7 +260,7 @@ func (sr searcher) filterScope(ctx context.Context, tx *store.Tx, s *colState, c
 		}
 		sc.meta, sc.indexed, sc.units, st.Allowed = mf, true, n, docs
 		sc.where = where.pred
-		if mode != BM25 && mf != nil {
+		if mf != nil && anyRetriever(mode, func(r *retriever) bool { return r.filterIDs }) {
 			ids, err := s.bm25.FilterIDs(ctx, mf)
 			if err != nil {
 				return nil, bm25Error(err)
@@ -340,11 +301,11 @@ func (sr searcher) filterScope(ctx context.Context, tx *store.Tx, s *colState, c
 // searchScope is what the filter leaves the retrievers: the units they may return and
 // where they note each document's best chunk.
 type searchScope struct {
-	allow               []string        // the unit ids the filter accepts, sorted (nil: no filter)
-	allowSet            map[string]bool // the same as a set (nil: no filter, or a vector index that takes allowIDs)
-	allowIDs            []string        // the units dense recall may return (nil: no filter)
-	units               int             // how many units may match
-	bestBM25, bestDense map[string]string
+	allow    []string                     // the unit ids the filter accepts, sorted (nil: no filter)
+	allowSet map[string]bool              // the same as a set (nil: no filter, or a vector index that takes allowIDs)
+	allowIDs []string                     // the units dense recall may return (nil: no filter)
+	units    int                          // how many units may match
+	best     map[string]map[string]string // per retriever: each document's best unit
 
 	// indexed: the Where runs in the BM25 index, as meta (allow is nil; allowSet is the
 	// filter's units when dense recall runs).
@@ -354,64 +315,6 @@ type searchScope struct {
 	// a write commits its records before it updates the index, so for a moment the index
 	// may hold a document's previous metadata.
 	where docPred
-}
-
-// runRetrievers runs BM25 and dense recall as mode asks and returns their lists, each with
-// its fusion weight.
-func (s *colState) runRetrievers(ctx context.Context, query string, qv []float32, mode Mode, sc *searchScope,
-	so *SearchOptions, st *SearchStats) ([]hybrid.List, error) {
-	// A single retriever without rerank or collapse needs no fusion window: asking for
-	// exactly k is cheaper (BM25's top-k collection is a large share of its cost).
-	window := so.retrieverWindow(mode)
-	var lists []hybrid.List
-	if mode != Dense {
-		t := time.Now()
-		hits, err := searchUnits(window, sc.units, so.AllChunks, sc.bestBM25, func(k int) ([]hybrid.Hit, error) {
-			if sc.indexed {
-				return s.bm25.SearchFiltered(ctx, query, k, sc.meta)
-			}
-			return s.bm25.Search(ctx, query, k, sc.allow)
-		})
-		st.BM25 = time.Since(t)
-		if err != nil {
-			return nil, bm25Error(err)
-		}
-		lists = append(lists, hybrid.List{Name: "bm25", Weight: so.weight("bm25"), Hits: hits})
-	}
-	if mode != BM25 {
-		t := time.Now()
-		hits, err := searchUnits(window, sc.units, so.AllChunks, sc.bestDense, func(k int) ([]hybrid.Hit, error) {
-			return s.denseSearch(ctx, qv, k, sc, so.dense)
-		})
-		st.Dense = time.Since(t)
-		if so.dense != nil {
-			st.Dense += so.dense.denseShare // its share of the batch's vector search
-		}
-		if err != nil {
-			return nil, err
-		}
-		lists = append(lists, hybrid.List{Name: "dense", Weight: so.weight("dense"), Hits: hits})
-	}
-	return lists, nil
-}
-
-// denseSearch asks the vector index for the k nearest units to qv among those sc allows
-// (all without a filter), or takes them from the query's batch when it asked for as many
-// without a filter. An index that resolves an id list itself (vectorstore.AllowSearcher:
-// a bitmap over its ordinals) gets the list; others a Filter over the allowed set.
-func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, sc *searchScope, batch *denseBatch) ([]hybrid.Hit, error) {
-	allow := sc.allowSet
-	if batch != nil && sc.allowIDs == nil && allow == nil && k <= batch.k { // answered with its batch
-		return batch.hits[:min(k, len(batch.hits))], nil
-	}
-	if as, ok := s.vec.(vectorstore.AllowSearcher); ok && sc.allowIDs != nil {
-		return as.SearchAllowed(ctx, qv, k, sc.allowIDs)
-	}
-	var f vectorstore.Filter
-	if allow != nil {
-		f = func(id string) bool { return allow[id] }
-	}
-	return s.vec.Search(ctx, qv, k, f)
 }
 
 // keep is how many fused candidates later stages can use: the rerank window or the top k,
@@ -440,7 +343,7 @@ func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes
 	for i, f := range fused {
 		uids[i] = f.ID
 		if !allChunks {
-			uids[i] = bestUnit(f, sc.bestBM25, sc.bestDense)
+			uids[i] = bestUnit(f, sc.best)
 		}
 	}
 	recs, err := unitRecords(tx, col, uids, noText)
@@ -508,12 +411,8 @@ func explain(f hybrid.Fused, mode Mode, notes []string) (Explanation, float64) {
 		if c.Rank == 0 {
 			continue
 		}
-		ss := &StageScore{Rank: c.Rank, Score: c.Score}
-		switch c.List {
-		case "bm25":
-			ex.BM25 = ss
-		case "dense":
-			ex.Dense = ss
+		if r := retrieverNamed(c.List); r != nil && r.explain != nil {
+			*r.explain(&ex) = &StageScore{Rank: c.Rank, Score: c.Score}
 		}
 		raw = c.Score
 	}
@@ -543,13 +442,13 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 	if err != nil {
 		return nil, err
 	}
-	mode, notes, err := sr.searchMode(so)
+	mode, notes, err := sr.searchMode(&so)
 	if err != nil {
 		return nil, err
 	}
 	st.Mode = mode
 	// Embed the query before taking any lock.
-	qv, err := sr.queryVector(ctx, query, mode, so.dense, st)
+	qv, err := sr.queryVector(ctx, query, mode, &so, st)
 	if err != nil {
 		return nil, err
 	}
@@ -596,19 +495,28 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 
 // searchMode is the mode a search runs in and the notes that say why when it is not the
 // one asked for: a hybrid search degrades to BM25 without an embedder.
-func (sr searcher) searchMode(so SearchOptions) (Mode, []string, error) {
+func (sr searcher) searchMode(so *SearchOptions) (Mode, []string, error) {
 	m := sr.m
 	mode, notes := so.Mode, so.notes
-	if !m.em.queryModel() && m.man.Embedder != nil && mode != BM25 {
+	if !anyRetriever(mode, embeds) {
+		return mode, notes, nil
+	}
+	if !m.em.queryModel() && m.man.Embedder != nil {
 		return "", nil, m.em.embedderNeeded(string(mode) + " search")
 	}
 	if m.opts.Embedder == nil {
-		switch mode {
-		case Dense:
-			return "", nil, fmt.Errorf("%w: dense search needs one", ErrNoEmbedder)
-		case Hybrid:
-			mode = BM25
-			notes = append(notes[:len(notes):len(notes)], "hybrid search degraded to bm25: no embedder configured")
+		if mode != Hybrid {
+			return "", nil, fmt.Errorf("%w: %s search needs one", ErrNoEmbedder, mode)
+		}
+		// A hybrid search runs without the retrievers that embed: as the one left, or as a
+		// hybrid of those left.
+		rest := slices.DeleteFunc(modeRetrievers(Hybrid), embeds)
+		if len(rest) == 1 {
+			mode = rest[0].mode
+			notes = append(notes[:len(notes):len(notes)], "hybrid search degraded to "+rest[0].name+": no embedder configured")
+		} else {
+			so.noEmbed = true
+			notes = append(notes[:len(notes):len(notes)], "hybrid search ran without the retrievers that embed: no embedder configured")
 		}
 	}
 	return mode, notes, nil
@@ -616,10 +524,11 @@ func (sr searcher) searchMode(so SearchOptions) (Mode, []string, error) {
 
 // queryVector is the query's embedding (nil for a BM25 search): from its batch, or made
 // now.
-func (sr searcher) queryVector(ctx context.Context, query string, mode Mode, batch *denseBatch, st *SearchStats) ([]float32, error) {
-	if mode == BM25 {
+func (sr searcher) queryVector(ctx context.Context, query string, mode Mode, so *SearchOptions, st *SearchStats) ([]float32, error) {
+	if so.noEmbed || !anyRetriever(mode, embeds) {
 		return nil, nil
 	}
+	batch := so.dense
 	if batch != nil {
 		st.Embed = batch.embedShare
 		return batch.vec, nil // embedded with the rest of its batch

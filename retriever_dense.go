@@ -1,0 +1,132 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/vectorstore"
+)
+
+// denseRetriever is vector recall: the collection's vector index, asked for the units
+// nearest the query's embedding among those the filter allows; a batch of queries is
+// embedded and searched together (denseBatch).
+var denseRetriever = retriever{
+	name:   "dense",
+	mode:   Dense,
+	weight: func(w *Weights) float64 { return w.Dense },
+	search: func(ctx context.Context, s *colState, q *retrieval, k int) ([]hybrid.Hit, error) {
+		return s.denseSearch(ctx, q.vec, k, q.scope, q.so.dense)
+	},
+	elapsed: func(st *SearchStats) *time.Duration { return &st.Dense },
+	shared: func(so *SearchOptions) time.Duration {
+		if so.dense == nil {
+			return 0
+		}
+		return so.dense.denseShare // its share of the batch's vector search
+	},
+	explain:   func(ex *Explanation) **StageScore { return &ex.Dense },
+	embeds:    true,
+	filterIDs: true,
+	plan: func(s *colState) (string, bool) {
+		if sp, ok := s.vec.(vectorstore.SearchPlanner); ok {
+			return sp.SearchPlan() // approximate recall: quantized codes, then exact rescoring
+		}
+		return "", false
+	},
+	batch: func(ctx context.Context, c *Collection, queries []string, so SearchOptions) ([]SearchOption, error) {
+		shares, err := c.denseBatch(ctx, queries, so)
+		if err != nil || shares == nil {
+			return nil, err
+		}
+		out := make([]SearchOption, len(shares))
+		for i := range shares {
+			b := &shares[i]
+			out[i] = func(s *SearchOptions) { s.dense = b }
+		}
+		return out, nil
+	},
+}
+
+// denseSearch asks the vector index for the k nearest units to qv among those sc allows
+// (all without a filter), or takes them from the query's batch when it asked for as many
+// without a filter. An index that resolves an id list itself (vectorstore.AllowSearcher:
+// a bitmap over its ordinals) gets the list; others a Filter over the allowed set.
+func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, sc *searchScope, batch *denseBatch) ([]hybrid.Hit, error) {
+	allow := sc.allowSet
+	if batch != nil && sc.allowIDs == nil && allow == nil && k <= batch.k { // answered with its batch
+		return batch.hits[:min(k, len(batch.hits))], nil
+	}
+	if as, ok := s.vec.(vectorstore.AllowSearcher); ok && sc.allowIDs != nil {
+		return as.SearchAllowed(ctx, qv, k, sc.allowIDs)
+	}
+	var f vectorstore.Filter
+	if allow != nil {
+		f = func(id string) bool { return allow[id] }
+	}
+	return s.vec.Search(ctx, qv, k, f)
+}
+
+// denseBatch is one query's share of a batch's dense retrieval.
+type denseBatch struct {
+	vec  []float32         // the query's embedding
+	k    int               // hits asked for
+	hits []vectorstore.Hit // the index's answer for vec at k, no filter
+
+	embedShare, denseShare time.Duration // the batch's embedding and vector search time per query
+}
+
+// denseBatch embeds the queries of a dense or hybrid batch together and asks the vector
+// index for all of them at once (the flat index reads its vectors once per batch, not once
+// per query). It returns nil when there is nothing to share: BM25 only, no embedder,
+// filters (each query's filter is applied on its own), or several collections (a cascade
+// too).
+func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
+	e := c.m.opts.Embedder
+	if !c.m.em.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(so.Cascade) > 0 || len(queries) < 2 {
+		return nil, nil
+	}
+	if err := so.normalise(); err != nil {
+		return nil, err
+	}
+	if so.Mode != Hybrid && so.Mode != Dense { // dense recall does not run (bm25 asked for, or hybrid with dense weight 0)
+		return nil, nil
+	}
+	s, err := c.state(false)
+	if err != nil || s == nil {
+		return nil, err // a missing collection is reported by each query
+	}
+	t := time.Now()
+	vecs, err := vectorstore.EmbedQueries(ctx, e, queries)
+	embed := time.Since(t)
+	if err != nil {
+		return nil, fmt.Errorf("memory: embed queries: %w", err)
+	}
+	for _, v := range vecs {
+		if err := checkVec(v, e.Dim()); err != nil {
+			return nil, err
+		}
+	}
+	k := so.retrieverWindow(so.Mode)
+	unlock, err := c.m.reg.rlockOpen(s)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if s.vec == nil {
+		return nil, nil
+	}
+	t = time.Now()
+	hits, err := vectorstore.SearchBatch(ctx, s.vec, vecs, k, nil)
+	if err != nil {
+		return nil, err
+	}
+	n := time.Duration(len(queries))
+	embedShare, denseShare := embed/n, time.Since(t)/n
+	out := make([]denseBatch, len(queries))
+	for i := range out {
+		out[i] = denseBatch{vec: vecs[i], k: k, hits: hits[i], embedShare: embedShare, denseShare: denseShare}
+	}
+	return out, nil
+}
