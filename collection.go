@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/internal/bm25"
+	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
@@ -149,7 +150,7 @@ func (dw docWrites) validate(d *Document) error {
 			if !utf8.ValidString(k) {
 				return fmt.Errorf("%w: document %q metadata key %q", ErrInvalidUTF8, d.ID, k)
 			}
-			s, ok := scalar(v)
+			s, ok := docfilter.Scalar(v)
 			if !ok {
 				return fmt.Errorf("%w: document %q key %q: %T is not a string, number or bool", ErrInvalidMetadata, d.ID, k, v)
 			}
@@ -558,7 +559,7 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 	if len(where) == 0 {
 		return 0, fmt.Errorf("%w: DeleteWhere needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
 	}
-	pred, err := compileWhere(where)
+	pred, err := docfilter.CompilePred(where)
 	if err != nil {
 		return 0, err
 	}
@@ -585,10 +586,11 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 // the caller holds the writer lock. A Where the BM25 index can evaluate runs there (its
 // metadata terms: O(matches), not O(documents)), and each document it names is checked
 // against its stored record; any other Where scans the records' metadata.
-func (c *Collection) matching(ctx context.Context, s *colState, where Where, pred docPred) ([]string, error) {
+func (c *Collection) matching(ctx context.Context, s *colState, where Where, pred docfilter.Pred) ([]string, error) {
 	m := c.m
 	var ids []string
-	if _, mf, err := compileWhereMeta(where); err == nil && mf != nil && !filterScan.Load() {
+	if cw, err := docfilter.Compile(where); err == nil && cw.Meta != nil && !filterScan.Load() {
+		mf := cw.Meta
 		if err := m.reg.ensureOpen(s); err != nil {
 			return nil, err
 		}
@@ -617,7 +619,7 @@ func (c *Collection) matching(ctx context.Context, s *colState, where Where, pre
 // checkedIDs are the documents of index ids units (sorted) whose stored records pred
 // matches, sorted: a write commits its records before it updates the index, and an index
 // update that failed leaves it behind until it is caught up.
-func (c *Collection) checkedIDs(units []string, pred docPred) ([]string, error) {
+func (c *Collection) checkedIDs(units []string, pred docfilter.Pred) ([]string, error) {
 	var ids []string
 	err := c.m.db.View(func(tx *store.Tx) error {
 		last := ""

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/docfilter"
 )
 
 // Collections carry metadata of their own (as Chroma's do): a map of string keys to string,
@@ -63,7 +64,7 @@ func normalCollectionMeta(md map[string]any) (map[string]any, error) {
 		if !utf8.ValidString(k) {
 			return nil, fmt.Errorf("%w: collection metadata key %q", ErrInvalidUTF8, k)
 		}
-		s, ok := scalar(v)
+		s, ok := docfilter.Scalar(v)
 		if !ok {
 			return nil, fmt.Errorf("%w: collection metadata key %q: %T is not a string, number or bool", ErrInvalidMetadata, k, v)
 		}

@@ -2,9 +2,9 @@ package memory
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agentmem/memory/internal/bm25"
+	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -79,11 +79,11 @@ var (
 var (
 	// ErrInvalidFilter: a Where or WhereDocument filter is malformed (unknown operator,
 	// wrong operand type).
-	ErrInvalidFilter = errors.New("memory: invalid filter")
+	ErrInvalidFilter = docfilter.ErrInvalid
 	// ErrFilterTooLarge: a Where or WhereDocument filter is over one of the caps
 	// MaxFilterDepth, MaxFilterInItems, 1,024 conditions or 4 MiB; the error
 	// names the cap and the value. It also matches ErrInvalidFilter.
-	ErrFilterTooLarge = fmt.Errorf("%w: too large", ErrInvalidFilter)
+	ErrFilterTooLarge = docfilter.ErrTooLarge
 	// ErrInvalidOption: a search or open option is out of range.
 	ErrInvalidOption = errors.New("memory: invalid option")
 	// ErrInvalidCollection: a collection name is not allowed.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/docfilter"
 )
 
 // nestAnd returns a Where whose $and lists nest depth deep around {"lang": "go"}.
@@ -38,7 +40,7 @@ func TestFilterCaps(t *testing.T) {
 		}
 		return Where{"$or": list}
 	}
-	big := strings.Repeat("x", maxFilterBytes/2)
+	big := strings.Repeat("x", docfilter.MaxBytes/2)
 	cases := []struct {
 		name    string
 		w       Where
@@ -48,8 +50,8 @@ func TestFilterCaps(t *testing.T) {
 	}{
 		{"depth at cap", nestAnd(MaxFilterDepth), nil, false, ""},
 		{"depth over cap", nestAnd(MaxFilterDepth + 1), nil, true, "MaxFilterDepth"},
-		{"clauses at cap", manyClauses(maxFilterClauses - 1), nil, false, ""},
-		{"clauses over cap", manyClauses(maxFilterClauses), nil, true, "condition cap"},
+		{"clauses at cap", manyClauses(docfilter.MaxClauses - 1), nil, false, ""},
+		{"clauses over cap", manyClauses(docfilter.MaxClauses), nil, true, "condition cap"},
 		{"$in at cap", Where{"lang": map[string]any{"$in": inList(MaxFilterInItems)}}, nil, false, ""},
 		{"$in over cap", Where{"lang": map[string]any{"$in": inList(MaxFilterInItems + 1)}}, nil, true, "MaxFilterInItems"},
 		{"$in 1M", Where{"lang": map[string]any{"$in": inList(1_000_000)}}, nil, true, "MaxFilterInItems"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -42,11 +43,11 @@ func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error
 	if len(o.IDs) > maxFindIDs {
 		return nil, fmt.Errorf("%w: Find with %d ids, the cap is %d (the id cap)", ErrInvalidOption, len(o.IDs), maxFindIDs)
 	}
-	where, err := compileWhere(o.Where)
+	where, err := docfilter.CompilePred(o.Where)
 	if err != nil {
 		return nil, err
 	}
-	whereDoc, err := compileWhereDocument(o.WhereDocument)
+	whereDoc, err := docfilter.CompileDocument(o.WhereDocument)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/agentmem/memory/internal/docfilter"
 )
 
 // Replace replaces the documents that where matches with docs, atomically: in one
@@ -50,16 +52,16 @@ func (c *Collection) ReplaceSource(ctx context.Context, source string, docs ...D
 }
 
 // replaceFilter compiles the filter of a replacement; an empty one is ErrInvalidFilter.
-func replaceFilter(where Where) (docPred, error) {
+func replaceFilter(where Where) (docfilter.Pred, error) {
 	if len(where) == 0 {
 		return nil, fmt.Errorf("%w: a replacement needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
 	}
-	return compileWhere(where)
+	return docfilter.CompilePred(where)
 }
 
 // replace upserts docs and removes, in the same transaction, the documents where (compiled:
 // pred) matches that are neither among docs nor in kept.
-func (c *Collection) replace(ctx context.Context, where Where, pred docPred, kept map[string]struct{}, docs []Document) (int, error) {
+func (c *Collection) replace(ctx context.Context, where Where, pred docfilter.Pred, kept map[string]struct{}, docs []Document) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -107,7 +109,7 @@ func (m *Memory) ReplaceSource(ctx context.Context, source string, docs ...Docum
 type Replacement struct {
 	c     *Collection
 	where Where
-	pred  docPred
+	pred  docfilter.Pred
 
 	mu       sync.Mutex
 	kept     map[string]struct{}

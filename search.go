@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/internal/bm25"
+	"github.com/agentmem/memory/internal/docfilter"
+	"github.com/agentmem/memory/internal/snippet"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/rerank"
@@ -204,7 +206,7 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 // of record serves the filter and the results' records: a result always matches the filter.
 // The transaction begins under the lock (a writer commits before it takes the lock).
 func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string, qv []float32, mode Mode, notes []string,
-	where compiledWhere, whereDoc docPred, so SearchOptions, st *SearchStats) ([]candidate, error) {
+	where docfilter.Compiled, whereDoc docfilter.Pred, so SearchOptions, st *SearchStats) ([]candidate, error) {
 	m := sr.m
 	unlock, err := m.reg.rlockOpen(s) // ErrCollectionNotFound when deleted since it was looked up
 	if err != nil {
@@ -248,18 +250,18 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 // with a WhereDocument the filters see documents (read from the store of record in tx).
 // Either way the indexes hold chunks, which carry their document's metadata.
 func (sr searcher) filterScope(ctx context.Context, tx *store.Tx, s *colState, col string, mode Mode,
-	where compiledWhere, whereDoc docPred, st *SearchStats) (*searchScope, error) {
+	where docfilter.Compiled, whereDoc docfilter.Pred, st *SearchStats) (*searchScope, error) {
 	sc := &searchScope{units: s.Units, best: map[string]map[string]string{}}
 	st.Allowed = -1
 	switch {
-	case where.pred != nil && whereDoc == nil && !filterScan.Load():
-		mf := where.meta
+	case where.Pred != nil && whereDoc == nil && !filterScan.Load():
+		mf := where.Meta
 		n, docs, err := s.bm25.FilterCount(ctx, mf)
 		if err != nil {
 			return nil, bm25Error(err)
 		}
 		sc.meta, sc.indexed, sc.units, st.Allowed = mf, true, n, docs
-		sc.where = where.pred
+		sc.where = where.Pred
 		if mf != nil && anyRetriever(mode, func(r *retriever) bool { return r.filterIDs }) {
 			ids, err := s.bm25.FilterIDs(ctx, mf)
 			if err != nil {
@@ -273,13 +275,13 @@ func (sr searcher) filterScope(ctx context.Context, tx *store.Tx, s *colState, c
 				}
 			}
 		}
-	case where.pred != nil || whereDoc != nil:
+	case where.Pred != nil || whereDoc != nil:
 		sc.allow = make([]string, 0)
 		sc.allowSet = map[string]bool{}
 		docs := 0
 		metaOnly := whereDoc == nil // a Where reads metadata only
 		if err := tx.EachRecord(col, metaOnly, func(id string, r *store.Record) error {
-			if (where.pred == nil || where.pred(r)) && (whereDoc == nil || whereDoc(r)) {
+			if (where.Pred == nil || where.Pred(r)) && (whereDoc == nil || whereDoc(r)) {
 				for _, u := range r.UnitIDs(id) {
 					sc.allow = append(sc.allow, u)
 					sc.allowSet[u] = true
@@ -314,7 +316,7 @@ type searchScope struct {
 	// where is checked again on each result's record when the filter ran in the index:
 	// a write commits its records before it updates the index, so for a moment the index
 	// may hold a document's previous metadata.
-	where docPred
+	where docfilter.Pred
 }
 
 // keep is how many fused candidates later stages can use: the rerank window or the top k,
@@ -433,12 +435,12 @@ type candidate struct {
 // MinScore and the top k.
 func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOptions, st *SearchStats) ([]Result, error) {
 	m := sr.m
-	var where compiledWhere
+	var where docfilter.Compiled
 	var err error
-	if where.pred, where.meta, err = compileWhereMeta(so.Where); err != nil {
+	if where, err = docfilter.Compile(so.Where); err != nil {
 		return nil, err
 	}
-	whereDoc, err := compileWhereDocument(so.WhereDocument)
+	whereDoc, err := docfilter.CompileDocument(so.WhereDocument)
 	if err != nil {
 		return nil, err
 	}
@@ -488,7 +490,10 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 			out[i].Title, out[i].Text = "", ""
 		}
 	case so.Snippets:
-		addSnippetsWith(query, out, m.collectionAnalyzer(col))
+		mk := snippet.New(query, m.collectionAnalyzer(col))
+		for i := range out {
+			out[i].Snippet = mk.Of(out[i].Text)
+		}
 	}
 	return out, nil
 }

@@ -1,4 +1,7 @@
-package memory
+// Package snippet cuts a search result's snippet: the densest window of a text's words
+// that the query's terms match, as the collection's BM25 analyzer makes terms of both, so
+// a snippet shows what BM25 matched.
+package snippet
 
 import (
 	"strings"
@@ -9,8 +12,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// snippetBytes is the largest Result.Snippet, in bytes.
-const snippetBytes = 200
+// Bytes is the largest snippet, in bytes.
+const Bytes = 200
 
 // snippetScan caps how much of a result's text is analysed for its snippet (a document
 // stored whole before chunking can be megabytes long).
@@ -24,15 +27,14 @@ func english() analysis.Analyzer {
 	return a
 }
 
-// addSnippets fills each result's Snippet, matching words as the English analyzer does.
-func addSnippets(query string, res []Result) { addSnippetsWith(query, res, bm25.DefaultAnalyzer) }
+// Maker cuts the snippets of one query's results; it caches the words it has analysed, so
+// one Maker serves all of them. It is not safe for concurrent use.
+type Maker struct{ tm *termMatcher }
 
-// addSnippetsWith fills each result's Snippet, matching words as the BM25 analyzer named
-// analyzer does (the collection's, so snippets show what BM25 matched).
-func addSnippetsWith(query string, res []Result, analyzer string) {
-	if len(res) == 0 {
-		return
-	}
+// New is the Maker of query's snippets, matching words as the BM25 analyzer named
+// analyzer does (the collection's). An unknown analyzer matches no word: each snippet is
+// then the start of its text.
+func New(query, analyzer string) *Maker {
 	a, _ := bm25.Analyzer(analyzer) // nil (no snippet terms) when unknown
 	terms := map[string]bool{}
 	if a != nil {
@@ -40,12 +42,13 @@ func addSnippetsWith(query string, res []Result, analyzer string) {
 			terms[string(t.Term)] = true
 		}
 	}
-	// Shared by the results: its cache of analysed words too.
-	tm := newTermMatcherFor(terms, a, analyzer == bm25.DefaultAnalyzer)
-	for i := range res {
-		res[i].Snippet = snippet(res[i].Text, tm, snippetBytes)
-	}
+	return &Maker{tm: newTermMatcherFor(terms, a, analyzer == bm25.DefaultAnalyzer)}
 }
+
+// Of is the snippet of text: at most Bytes bytes around its densest cluster of matched
+// words, cut on word and UTF-8 boundaries, whitespace runs shown as one space; the start
+// of the text when no word matches.
+func (mk *Maker) Of(text string) string { return snippet(text, mk.tm, Bytes) }
 
 // termMatcher finds the words of a text that an analyzer (English unless said otherwise)
 // turns into query terms.
