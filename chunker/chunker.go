@@ -20,7 +20,6 @@ package chunker
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -48,16 +47,6 @@ const (
 // DefaultBudget is the default chunk size in non-whitespace characters (about 40 lines of
 // code, 300-400 tokens).
 const DefaultBudget = 1500
-
-// Errors returned for input that cannot be chunked.
-var (
-	// ErrBinary reports a file that looks binary (it holds NUL bytes).
-	ErrBinary = errors.New("chunker: binary content")
-	// ErrInvalidUTF8 reports content that is not valid UTF-8.
-	ErrInvalidUTF8 = errors.New("chunker: invalid UTF-8")
-	// ErrUnknownLanguage reports an explicit CodeOptions.Language this package does not know.
-	ErrUnknownLanguage = errors.New("chunker: unknown language")
-)
 
 // Chunk is one piece of a file.
 type Chunk struct {

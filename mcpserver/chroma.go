@@ -29,10 +29,6 @@ const (
 	toolChromaDeleteDocuments  = "chroma_delete_documents"
 )
 
-// ErrUnsupported: a Chroma tool argument this store has no equivalent of. (No tool returns
-// it today: collection metadata and renames are kept; it stays for callers that test it.)
-var ErrUnsupported = errors.New("mcpserver: not supported by this store")
-
 // The values of "include".
 const (
 	includeDocuments  = "documents"
@@ -242,7 +238,7 @@ func (s *server) addChromaTools(srv *mcp.Server) {
 // existingCollection is the named collection when it exists (ErrCollectionNotFound).
 func (s *server) existingCollection(name string) (*memory.Collection, error) {
 	if name == "" {
-		return nil, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
+		return nil, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
 	}
 	return s.m.GetCollection(name)
 }
@@ -256,7 +252,7 @@ func includes(include []string, def []string, allowed ...string) (map[string]boo
 	set := map[string]bool{}
 	for _, v := range include {
 		if !slices.Contains(allowed, v) {
-			return nil, nil, fmt.Errorf("%w: include %q (want any of %s)", errInvalidInput, v, strings.Join(allowed, ", "))
+			return nil, nil, fmt.Errorf("%w: include %q (want any of %s)", ErrInvalidInput, v, strings.Join(allowed, ", "))
 		}
 		set[v] = true
 	}
@@ -269,7 +265,7 @@ func (s *server) checkIDs(ids []string, limit int, capName string) error {
 	}
 	for i, id := range ids {
 		if id == "" {
-			return fmt.Errorf("%w: ids[%d] is empty", errInvalidInput, i)
+			return fmt.Errorf("%w: ids[%d] is empty", ErrInvalidInput, i)
 		}
 	}
 	return nil
@@ -277,7 +273,7 @@ func (s *server) checkIDs(ids []string, limit int, capName string) error {
 
 func (s *server) chromaList(ctx context.Context, _ *mcp.CallToolRequest, in listCollectionsInput) (*mcp.CallToolResult, listCollectionsOutput, error) {
 	if in.Limit < 0 || in.Offset < 0 {
-		return nil, listCollectionsOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", errInvalidInput, in.Limit, in.Offset)
+		return nil, listCollectionsOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
 	}
 	names, err := s.m.Collections(ctx)
 	if err != nil {
@@ -292,10 +288,10 @@ func (s *server) chromaList(ctx context.Context, _ *mcp.CallToolRequest, in list
 
 func (s *server) chromaCreate(_ context.Context, _ *mcp.CallToolRequest, in createCollectionInput) (*mcp.CallToolResult, collectionOutput, error) {
 	if in.CollectionName == "" {
-		return nil, collectionOutput{}, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
+		return nil, collectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
 	}
 	if _, err := s.m.GetCollection(in.CollectionName); err == nil {
-		return nil, collectionOutput{}, fmt.Errorf("%w: collection %q already exists", errInvalidInput, in.CollectionName)
+		return nil, collectionOutput{}, fmt.Errorf("%w: collection %q already exists", ErrInvalidInput, in.CollectionName)
 	} else if !errors.Is(err, memory.ErrCollectionNotFound) {
 		return nil, collectionOutput{}, err
 	}
@@ -319,7 +315,7 @@ func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in mo
 		return nil, collectionOutput{}, err
 	}
 	if in.NewName == "" && in.NewMetadata == nil {
-		return nil, collectionOutput{}, fmt.Errorf("%w: give new_name, new_metadata or both", errInvalidInput)
+		return nil, collectionOutput{}, fmt.Errorf("%w: give new_name, new_metadata or both", ErrInvalidInput)
 	}
 	var opts []memory.CollectionOption
 	if in.NewMetadata != nil {
@@ -343,7 +339,7 @@ func (s *server) chromaModify(ctx context.Context, _ *mcp.CallToolRequest, in mo
 
 func (s *server) chromaDeleteCollection(ctx context.Context, _ *mcp.CallToolRequest, in collectionNameInput) (*mcp.CallToolResult, collectionOutput, error) {
 	if in.CollectionName == "" {
-		return nil, collectionOutput{}, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
+		return nil, collectionOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
 	}
 	if err := s.m.DeleteCollection(ctx, in.CollectionName); err != nil {
 		return nil, collectionOutput{}, err
@@ -370,7 +366,7 @@ func (s *server) chromaPeek(ctx context.Context, _ *mcp.CallToolRequest, in peek
 		limit = 5
 	}
 	if limit < 1 || limit > s.o.MaxGetLimit {
-		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d not in [1, %d] (MaxGetLimit)", errInvalidInput, in.Limit, s.o.MaxGetLimit)
+		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d not in [1, %d] (MaxGetLimit)", ErrInvalidInput, in.Limit, s.o.MaxGetLimit)
 	}
 	return s.getOutput(ctx, c, memory.FindOptions{Limit: limit}, nil)
 }
@@ -459,7 +455,7 @@ func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in getDo
 		return nil, chromaGetOutput{}, err
 	}
 	if in.Limit < 0 || in.Offset < 0 {
-		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", errInvalidInput, in.Limit, in.Offset)
+		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d, offset %d: want >= 0", ErrInvalidInput, in.Limit, in.Offset)
 	}
 	if in.Limit > s.o.MaxGetLimit {
 		return nil, chromaGetOutput{}, fmt.Errorf("%w: limit %d, at most %d (MaxGetLimit)", ErrTooLarge, in.Limit, s.o.MaxGetLimit)
@@ -485,18 +481,18 @@ func (s *server) chromaGet(ctx context.Context, _ *mcp.CallToolRequest, in getDo
 
 func (s *server) chromaAdd(ctx context.Context, _ *mcp.CallToolRequest, in addDocumentsInput) (*mcp.CallToolResult, addDocumentsOutput, error) {
 	if in.CollectionName == "" {
-		return nil, addDocumentsOutput{}, fmt.Errorf("%w: collection_name is empty", errInvalidInput)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: collection_name is empty", ErrInvalidInput)
 	}
 	n := len(in.Documents)
 	switch {
 	case n == 0:
-		return nil, addDocumentsOutput{}, fmt.Errorf("%w: no documents", errInvalidInput)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: no documents", ErrInvalidInput)
 	case n > s.o.MaxAddDocs:
 		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
 	case len(in.IDs) != n:
-		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d ids for %d documents (one id per document)", errInvalidInput, len(in.IDs), n)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d ids for %d documents (one id per document)", ErrInvalidInput, len(in.IDs), n)
 	case in.Metadatas != nil && len(in.Metadatas) != n:
-		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d metadatas for %d documents", errInvalidInput, len(in.Metadatas), n)
+		return nil, addDocumentsOutput{}, fmt.Errorf("%w: %d metadatas for %d documents", ErrInvalidInput, len(in.Metadatas), n)
 	}
 	docs := make([]memory.Document, n)
 	for i := range docs {
@@ -519,7 +515,7 @@ func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in up
 	}
 	n := len(in.IDs)
 	if n == 0 {
-		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: no ids", errInvalidInput)
+		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: no ids", ErrInvalidInput)
 	}
 	if n > s.o.MaxAddDocs {
 		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, n, s.o.MaxAddDocs)
@@ -530,11 +526,11 @@ func (s *server) chromaUpdate(ctx context.Context, _ *mcp.CallToolRequest, in up
 		set  bool
 	}{{"documents", len(in.Documents), in.Documents != nil}, {"metadatas", len(in.Metadatas), in.Metadatas != nil}, {"embeddings", len(in.Embeddings), in.Embeddings != nil}} {
 		if f.set && f.n != n {
-			return nil, updateDocumentsOutput{}, fmt.Errorf("%w: %d %s for %d ids", errInvalidInput, f.n, f.name, n)
+			return nil, updateDocumentsOutput{}, fmt.Errorf("%w: %d %s for %d ids", ErrInvalidInput, f.n, f.name, n)
 		}
 	}
 	if in.Documents == nil && in.Metadatas == nil && in.Embeddings == nil {
-		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: nothing to update (give documents, metadatas or embeddings)", errInvalidInput)
+		return nil, updateDocumentsOutput{}, fmt.Errorf("%w: nothing to update (give documents, metadatas or embeddings)", ErrInvalidInput)
 	}
 	docs := make([]memory.Document, n)
 	for i, id := range in.IDs {
@@ -578,7 +574,7 @@ func (s *server) chromaDeleteDocs(ctx context.Context, _ *mcp.CallToolRequest, i
 		return nil, deleteDocumentsOutput{}, err
 	}
 	if len(in.IDs) == 0 && len(in.Where) == 0 && len(in.WhereDocument) == 0 {
-		return nil, deleteDocumentsOutput{}, fmt.Errorf("%w: give ids, where or where_document (chroma_delete_collection empties a collection)", errInvalidInput)
+		return nil, deleteDocumentsOutput{}, fmt.Errorf("%w: give ids, where or where_document (chroma_delete_collection empties a collection)", ErrInvalidInput)
 	}
 	var ids []string
 	if len(in.IDs) > 0 {
@@ -611,7 +607,7 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 		return nil, queryDocumentsOutput{}, err
 	}
 	if len(in.QueryTexts) == 0 {
-		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: query_texts is empty", errInvalidInput)
+		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: query_texts is empty", ErrInvalidInput)
 	}
 	if len(in.QueryTexts) > s.o.MaxQueries {
 		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: %d query_texts, at most %d per call (MaxQueries)", ErrTooLarge, len(in.QueryTexts), s.o.MaxQueries)
@@ -626,7 +622,7 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 		k = s.o.DefaultTopK
 	}
 	if k < 1 || k > s.o.MaxTopK {
-		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: n_results %d not in [1, %d]", errInvalidInput, in.NResults, s.o.MaxTopK)
+		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: n_results %d not in [1, %d]", ErrInvalidInput, in.NResults, s.o.MaxTopK)
 	}
 	set, include, err := includes(in.Include, []string{includeDocuments, includeMetadatas, includeDistances},
 		includeDocuments, includeMetadatas, includeDistances, includeEmbeddings)

@@ -43,18 +43,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Errors of the tools; they reach the client as tool errors (isError) naming the bad value.
-var (
-	// errInvalidInput: a tool argument is missing or out of range.
-	errInvalidInput = errors.New("mcpserver: invalid input")
-	// ErrNoSOPs: sop_match was called on a server started without a procedure library.
-	ErrNoSOPs = errors.New("mcpserver: no SOP library loaded")
-	// ErrTooLarge: a tool call is over one of the caps of Options (MaxArgBytes,
-	// MaxAddBytes, MaxAddDocs, MaxDeleteIDs, MaxQueryBytes); the error names the cap and
-	// the value. It also matches ErrInvalidInput.
-	ErrTooLarge = fmt.Errorf("%w: too large", errInvalidInput)
-)
-
 // Default caps of Options.
 const (
 	// defaultMaxArgBytes caps the JSON arguments of every tool but memory_add.
@@ -369,7 +357,7 @@ func (s *server) checkQuery(q string) error {
 		return fmt.Errorf("%w: query is %d bytes, over %d (MaxQueryBytes)", ErrTooLarge, len(q), s.o.MaxQueryBytes)
 	}
 	if strings.TrimSpace(q) == "" {
-		return fmt.Errorf("%w: query is empty", errInvalidInput)
+		return fmt.Errorf("%w: query is empty", ErrInvalidInput)
 	}
 	return nil
 }
@@ -391,7 +379,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 		k = s.o.DefaultTopK
 	}
 	if k < 1 || k > s.o.MaxTopK {
-		return nil, searchOutput{}, fmt.Errorf("%w: top_k %d not in [1, %d]", errInvalidInput, in.TopK, s.o.MaxTopK)
+		return nil, searchOutput{}, fmt.Errorf("%w: top_k %d not in [1, %d]", ErrInvalidInput, in.TopK, s.o.MaxTopK)
 	}
 	opts := []memory.SearchOption{memory.TopK(k)}
 	switch memory.Mode(in.Mode) {
@@ -399,7 +387,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 	case memory.Hybrid, memory.BM25, memory.Dense:
 		opts = append(opts, memory.WithMode(memory.Mode(in.Mode)))
 	default:
-		return nil, searchOutput{}, fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", errInvalidInput, in.Mode)
+		return nil, searchOutput{}, fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", ErrInvalidInput, in.Mode)
 	}
 	if len(in.Where) > 0 {
 		opts = append(opts, memory.WithWhere(in.Where))
@@ -415,11 +403,11 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 	}
 	if in.Cascade != nil {
 		if in.Collection != "" {
-			return nil, searchOutput{}, fmt.Errorf("%w: cascade and collection in one search", errInvalidInput)
+			return nil, searchOutput{}, fmt.Errorf("%w: cascade and collection in one search", ErrInvalidInput)
 		}
 		opts = append(opts, memory.WithCascade(in.CascadeThreshold, in.Cascade...))
 	} else if in.CascadeThreshold != 0 {
-		return nil, searchOutput{}, fmt.Errorf("%w: cascade_threshold without cascade", errInvalidInput)
+		return nil, searchOutput{}, fmt.Errorf("%w: cascade_threshold without cascade", ErrInvalidInput)
 	}
 	if s.o.SearchStats != nil {
 		opts = append(opts, memory.WithStatsFunc(s.o.SearchStats))
@@ -437,7 +425,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 
 func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in addInput) (*mcp.CallToolResult, addOutput, error) {
 	if len(in.Documents) == 0 {
-		return nil, addOutput{}, fmt.Errorf("%w: no documents", errInvalidInput)
+		return nil, addOutput{}, fmt.Errorf("%w: no documents", ErrInvalidInput)
 	}
 	if len(in.Documents) > s.o.MaxAddDocs {
 		return nil, addOutput{}, fmt.Errorf("%w: %d documents, at most %d per call (MaxAddDocs)", ErrTooLarge, len(in.Documents), s.o.MaxAddDocs)
@@ -461,7 +449,7 @@ func (s *server) add(ctx context.Context, _ *mcp.CallToolRequest, in addInput) (
 
 func (s *server) delete(ctx context.Context, _ *mcp.CallToolRequest, in deleteInput) (*mcp.CallToolResult, deleteOutput, error) {
 	if len(in.IDs) == 0 {
-		return nil, deleteOutput{}, fmt.Errorf("%w: no ids", errInvalidInput)
+		return nil, deleteOutput{}, fmt.Errorf("%w: no ids", ErrInvalidInput)
 	}
 	if len(in.IDs) > s.o.MaxDeleteIDs {
 		return nil, deleteOutput{}, fmt.Errorf("%w: %d ids, at most %d per call (MaxDeleteIDs)", ErrTooLarge, len(in.IDs), s.o.MaxDeleteIDs)
@@ -484,7 +472,7 @@ func (s *server) delete(ctx context.Context, _ *mcp.CallToolRequest, in deleteIn
 
 func (s *server) get(ctx context.Context, _ *mcp.CallToolRequest, in getInput) (*mcp.CallToolResult, getOutput, error) {
 	if in.ID == "" {
-		return nil, getOutput{}, fmt.Errorf("%w: id is empty", errInvalidInput)
+		return nil, getOutput{}, fmt.Errorf("%w: id is empty", ErrInvalidInput)
 	}
 	c := s.collection(in.Collection)
 	d, err := c.Get(ctx, in.ID)
@@ -506,7 +494,7 @@ func (s *server) sopMatch(ctx context.Context, _ *mcp.CallToolRequest, in sopInp
 		n = 3
 	}
 	if n < 1 || n > 50 {
-		return nil, sopOutput{}, fmt.Errorf("%w: n %d not in [1, 50]", errInvalidInput, in.N)
+		return nil, sopOutput{}, fmt.Errorf("%w: n %d not in [1, 50]", ErrInvalidInput, in.N)
 	}
 	out := sopOutput{Matches: []sopMatch{}}
 	for _, m := range s.o.SOPs.Match(in.Query, n, sop.MatchOptions{Category: in.Category}) {

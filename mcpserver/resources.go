@@ -29,17 +29,17 @@ func documentURI(col, id string) string {
 func parseDocumentURI(uri string) (col, id string, err error) {
 	rest, ok := strings.CutPrefix(uri, "memory://")
 	if !ok {
-		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", errInvalidInput, uri)
+		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", ErrInvalidInput, uri)
 	}
 	c, i, ok := strings.Cut(rest, "/")
 	if !ok || c == "" || i == "" {
-		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", errInvalidInput, uri)
+		return "", "", fmt.Errorf("%w: resource URI %q is not memory://{collection}/{id}", ErrInvalidInput, uri)
 	}
 	if col, err = url.PathUnescape(c); err == nil {
 		id, err = url.PathUnescape(i)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("%w: resource URI %q: %v", errInvalidInput, uri, err)
+		return "", "", fmt.Errorf("%w: resource URI %q: %v", ErrInvalidInput, uri, err)
 	}
 	return col, id, nil
 }
@@ -113,7 +113,7 @@ func (s *server) listResources(ctx context.Context, cursor string) (*mcp.ListRes
 			err = json.Unmarshal(raw, &cur)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: resources/list cursor %q", errInvalidInput, cursor)
+			return nil, fmt.Errorf("%w: resources/list cursor %q", ErrInvalidInput, cursor)
 		}
 	}
 	res := &mcp.ListResourcesResult{Resources: []*mcp.Resource{}}

@@ -66,7 +66,7 @@ func TestToolArgumentCaps(t *testing.T) {
 	if n := memtest.Count(t, m.Collection("")); n != 2 {
 		t.Fatalf("%d documents stored, want the 2 of the accepted call", n)
 	}
-	if !errors.Is(ErrTooLarge, errInvalidInput) {
+	if !errors.Is(ErrTooLarge, ErrInvalidInput) {
 		t.Fatal("ErrTooLarge does not match ErrInvalidInput")
 	}
 }

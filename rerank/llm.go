@@ -21,23 +21,6 @@ import (
 	"github.com/agentmem/memory/internal/httpretry"
 )
 
-// Errors of the LLM reranker. A refused request is an [*LLMHTTPError], which matches
-// ErrLLMHTTP.
-var (
-	// ErrLLMConfig reports unusable LLMOptions (no model, a bad URL, an unknown mode, a
-	// negative cap).
-	ErrLLMConfig = errors.New("rerank: invalid LLM reranker options")
-	// ErrLLMHTTP reports a request the chat server answered with an error status, after
-	// the retries allowed for 408, 429 and 5xx.
-	ErrLLMHTTP = errors.New("rerank: chat server refused the request")
-	// ErrLLMResponse reports a 2xx answer the reranker cannot use: not a chat completion,
-	// no choices, a response over MaxResponseBytes, or a reply with no score (pointwise)
-	// or no passage number (listwise) in it.
-	ErrLLMResponse = errors.New("rerank: unusable chat response")
-	// ErrLLMTooManyPassages reports a Score call with more passages than MaxPassages.
-	ErrLLMTooManyPassages = errors.New("rerank: too many passages for the LLM reranker")
-)
-
 // LLMHTTPError is the error of a request the chat server refused: its status and the
 // message of its error body. errors.Is(err, ErrLLMHTTP) holds for it.
 type LLMHTTPError struct {

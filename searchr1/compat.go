@@ -66,9 +66,6 @@ const (
 	CompatSearchR1 Compat = "search-r1"
 )
 
-// ErrUnknownCompat reports a dialect name [ParseCompat] does not know.
-var ErrUnknownCompat = errors.New("searchr1: unknown compat dialect")
-
 // DefaultCompatRetrievalTopK is the topk_retrieval of a combined retrieve-and-rerank
 // request that gives none, in the [CompatSearchR1] dialect (the original's default).
 const DefaultCompatRetrievalTopK = 10
@@ -82,7 +79,7 @@ func ParseCompat(s string) (Compat, error) {
 	case "search-r1", "searchr1":
 		return CompatSearchR1, nil
 	}
-	return "", fmt.Errorf("%w %q (want native or search-r1)", ErrUnknownCompat, s)
+	return "", fmt.Errorf("%w %q (want native or search-r1)", errUnknownCompat, s)
 }
 
 // bm25Doc is a BM25 hit of the original retrieval server, in its key order.

@@ -80,8 +80,8 @@ func TestParseCompat(t *testing.T) {
 			t.Errorf("ParseCompat(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ParseCompat("lucene"); !errors.Is(err, ErrUnknownCompat) {
-		t.Errorf("ParseCompat(lucene) = %v, want ErrUnknownCompat", err)
+	if _, err := ParseCompat("lucene"); !errors.Is(err, errUnknownCompat) {
+		t.Errorf("ParseCompat(lucene) = %v, want errUnknownCompat", err)
 	}
 }
 

@@ -15,16 +15,6 @@ import (
 	"github.com/agentmem/memory/internal/httpretry"
 )
 
-// Errors of the generators.
-var (
-	// ErrScriptExhausted: a Scripted generator was asked for more outputs than it holds.
-	ErrScriptExhausted = errors.New("searchr1: scripted generator exhausted")
-	// ErrHTTPStatus: the model server answered with an error status (after retries).
-	ErrHTTPStatus = errors.New("searchr1: model server error status")
-	// ErrBadResponse: the model server's answer could not be read.
-	ErrBadResponse = errors.New("searchr1: bad model server response")
-)
-
 // Scripted is a [Generator] that returns canned outputs in order, for tests and examples.
 // It records every prompt and stop list it receives. It is safe for concurrent use.
 type Scripted struct {

@@ -175,7 +175,7 @@ func TestHyDE(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].ID != "b" {
 		t.Fatalf("fused HyDE = %+v, %v", got, err)
 	}
-	if _, err := (&HyDE{Searcher: s}).Search(context.Background(), "q"); !errors.Is(err, ErrNoGenerator) {
+	if _, err := (&HyDE{Searcher: s}).Search(context.Background(), "q"); !errors.Is(err, errNoGenerator) {
 		t.Fatalf("no generator: %v", err)
 	}
 }

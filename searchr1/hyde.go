@@ -33,10 +33,10 @@ var _ Searcher = (*HyDE)(nil)
 // Search runs the HyDE search.
 func (h *HyDE) Search(ctx context.Context, query string, opts ...memory.SearchOption) ([]memory.Result, error) {
 	if h.Searcher == nil {
-		return nil, ErrNoSearcher
+		return nil, errNoSearcher
 	}
 	if h.Generator == nil {
-		return nil, ErrNoGenerator
+		return nil, errNoGenerator
 	}
 	prompt := h.Prompt
 	if prompt == "" {

@@ -2,7 +2,6 @@ package searchr1
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -43,16 +42,6 @@ var (
 	_ Searcher  = (*memory.Memory)(nil)
 	_ Searcher  = (*memory.Collection)(nil)
 	_ Generator = GeneratorFunc(nil)
-)
-
-// Errors of the loop.
-var (
-	// ErrNoGenerator: Run was called without a generator.
-	ErrNoGenerator = errors.New("searchr1: no generator")
-	// ErrNoSearcher: the model asked for a search and the loop has no searcher.
-	ErrNoSearcher = errors.New("searchr1: no searcher")
-	// ErrInvalidOption: a Loop or server option is out of range.
-	ErrInvalidOption = errors.New("searchr1: invalid option")
 )
 
 // Defaults of [Loop].
@@ -244,7 +233,7 @@ func (l Loop) Run(ctx context.Context, gen Generator, s Searcher, question strin
 // with it.
 func (l Loop) RunPrompt(ctx context.Context, gen Generator, s Searcher, prompt string) (*Episode, error) {
 	if gen == nil {
-		return nil, ErrNoGenerator
+		return nil, errNoGenerator
 	}
 	if err := l.validate(); err != nil {
 		return nil, err
@@ -388,7 +377,7 @@ func (r *run) observe(tr Turn) {
 // inject as its observation.
 func (r *run) search(ctx context.Context, tr *Turn) error {
 	if r.s == nil {
-		return ErrNoSearcher
+		return errNoSearcher
 	}
 	t0 := time.Now()
 	results, err := r.s.Search(ctx, tr.Query, r.searchOptions()...)

@@ -273,7 +273,7 @@ func TestLoopSearchReturnsNothing(t *testing.T) {
 
 func TestLoopErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := (Loop{}).Run(ctx, nil, nil, "q"); !errors.Is(err, ErrNoGenerator) {
+	if _, err := (Loop{}).Run(ctx, nil, nil, "q"); !errors.Is(err, errNoGenerator) {
 		t.Fatalf("nil generator: %v", err)
 	}
 	if _, err := (Loop{TopK: -1}).Run(ctx, &Scripted{}, nil, "q"); !errors.Is(err, ErrInvalidOption) {
@@ -283,7 +283,7 @@ func TestLoopErrors(t *testing.T) {
 		t.Fatalf("bad tag: %v", err)
 	}
 	ep, err := Loop{}.Run(ctx, &Scripted{Outputs: []string{"<search>x</search>"}}, nil, "q")
-	if !errors.Is(err, ErrNoSearcher) || ep == nil || len(ep.Trace.Turns) != 1 {
+	if !errors.Is(err, errNoSearcher) || ep == nil || len(ep.Trace.Turns) != 1 {
 		t.Fatalf("nil searcher: %v", err)
 	}
 	boom := errors.New("boom")

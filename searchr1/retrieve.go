@@ -40,20 +40,6 @@ const (
 	DefaultRerankDepth = 50
 )
 
-// Errors of the retrieval server's limits (the handler answers them with 422 or 413 and
-// a message naming the limit).
-var (
-	// ErrTooManyQueries: a request holds more queries than MaxQueries.
-	ErrTooManyQueries = errors.New("searchr1: too many queries")
-	// ErrQueryTooLong: a query is longer than MaxQueryBytes.
-	ErrQueryTooLong = errors.New("searchr1: query over the per-query byte cap")
-	// ErrOverBudget: queries x topk x MaxPassageBytes is over MaxResponseBytes.
-	ErrOverBudget = errors.New("searchr1: request over the response budget")
-	// ErrNoReranker: /rerank, or a retrieve-and-rerank request of the [CompatSearchR1]
-	// dialect, was sent to a server without a reranker.
-	ErrNoReranker = errors.New("searchr1: no reranker configured")
-)
-
 // RetrieveOptions configure [NewRetrieveHandler] and [NewRetrieveServer]. The zero value
 // is usable.
 type RetrieveOptions struct {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,15 +12,6 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/parallel"
-)
-
-// Errors of the [Runner].
-var (
-	// ErrAllEpisodesFailed: every episode of a run failed (each failure is in its
-	// trajectory's error field); the error wraps the first failure.
-	ErrAllEpisodesFailed = errors.New("searchr1: every episode failed")
-	// ErrWriteTrajectory: a trajectory could not be written; the run stops.
-	ErrWriteTrajectory = errors.New("searchr1: write trajectory")
 )
 
 // Defaults of [Runner].
@@ -191,7 +181,7 @@ func (s RunStats) SearchShare() float64 {
 func (rn *Runner) validate() error {
 	switch {
 	case rn.Generator == nil:
-		return ErrNoGenerator
+		return errNoGenerator
 	case rn.Rollouts < 0:
 		return fmt.Errorf("%w: Rollouts %d", ErrInvalidOption, rn.Rollouts)
 	case rn.Concurrency < 0:
@@ -374,7 +364,7 @@ func (rn *Runner) runWave(ctx context.Context, questions []Question, rollouts, l
 		}
 		// One retrieval call for the round.
 		if rn.Searcher == nil {
-			return ErrNoSearcher
+			return errNoSearcher
 		}
 		queries := make([]string, len(searching))
 		for i, ep := range searching {

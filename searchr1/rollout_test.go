@@ -418,7 +418,7 @@ func TestRunnerStops(t *testing.T) {
 	})
 	t.Run("no searcher", func(t *testing.T) {
 		_, err := (&Runner{Generator: gen}).Run(context.Background(), makeQuestions(1))
-		if !errors.Is(err, ErrNoSearcher) {
+		if !errors.Is(err, errNoSearcher) {
 			t.Fatalf("err %v", err)
 		}
 	})
@@ -427,7 +427,7 @@ func TestRunnerStops(t *testing.T) {
 		{Generator: gen, MaxTurnTokens: -1}, {Generator: gen, Reward: RewardOptions{Metric: "bleu"}},
 		{Generator: gen, Loop: Loop{TopK: -1}},
 	} {
-		if _, err := rn.Run(context.Background(), makeQuestions(1)); !errors.Is(err, ErrInvalidOption) && !errors.Is(err, ErrNoGenerator) {
+		if _, err := rn.Run(context.Background(), makeQuestions(1)); !errors.Is(err, ErrInvalidOption) && !errors.Is(err, errNoGenerator) {
 			t.Errorf("%+v: err %v", rn, err)
 		}
 	}

@@ -2,7 +2,6 @@ package sop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -12,10 +11,6 @@ import (
 	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
 )
-
-// ErrNoEmbedder is returned by MatchContext when a semantic fallback is asked for and the
-// library has no embedder (see [Options.Embedder]).
-var ErrNoEmbedder = errors.New("sop: semantic fallback needs an embedder")
 
 // Match is one procedure selected for a query.
 type Match struct {

@@ -30,17 +30,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Errors returned by this package. Validation problems are reported as *[ValidationError],
-// which matches ErrInvalid (and ErrDuplicateName for a duplicate) with errors.Is.
-var (
-	// ErrInvalid is matched by every validation or parse problem of a procedure.
-	ErrInvalid = errors.New("sop: invalid procedure")
-	// ErrDuplicateName is matched by the error of a procedure whose name is already taken.
-	ErrDuplicateName = errors.New("sop: duplicate procedure name")
-	// ErrNotFound is returned for a name the library does not hold.
-	ErrNotFound = errors.New("sop: procedure not found")
-)
-
 var (
 	_ json.Unmarshaler = (*Triggers)(nil)
 	_ json.Marshaler   = Triggers(nil)
