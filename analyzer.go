@@ -20,14 +20,6 @@ import (
 // Bleve's European and other language analyzers, "standard", "simple", "keyword"), sorted.
 func Analyzers() []string { return bm25.Analyzers() }
 
-// WithCollectionAnalyzer sets the BM25 analyzer of a new collection (one of
-// [Analyzers]: "en", "cjk", "de", "fr", ...; "" the store's default). An unknown name
-// is ErrUnknownAnalyzer; a collection that exists with another analyzer is
-// ErrAnalyzerMismatch.
-func WithCollectionAnalyzer(name string) CollectionOption {
-	return func(o *collectionConfig) { o.analyzer = name }
-}
-
 // storeAnalyzer is the store's default analyzer as the manifest records it.
 func (man *manifest) storeAnalyzer() string {
 	if man.Analyzer == "" {

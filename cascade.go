@@ -12,38 +12,6 @@ import (
 // maxCascadeCollections caps the collections of one cascade (WithCascade).
 const maxCascadeCollections = 64
 
-// WithCascade searches collections in order, each with the search's other options, and
-// stops after the first whose best result scores at least threshold: a gold collection
-// (curated answers, say) first, then the knowledge collections it falls back to. The
-// results are those of every collection searched, best score first (a tie keeps the
-// cascade's order), cut to TopK; each names the collection that answered it
-// (Result.Collection) and its step (Explain.Cascade, 1-based), and each result's notes say
-// where the cascade stopped and why.
-//
-// The threshold is compared with Result.Score, so it needs a score that means the same in
-// every collection: a reranked search's probability (WithRerank: 0..1), a dense search's
-// cosine, or BM25's score. A hybrid search's score is RRF's, which says only a rank (at
-// most 2/61 with the default k). A collection that does not exist fails the search
-// (ErrCollectionNotFound, naming it); an empty list, a repeated name, more than
-// 64 collections, a NaN threshold, or InCollections with a cascade is
-// ErrInvalidOption.
-func WithCascade(threshold float64, collections ...string) SearchOption {
-	cols := slices.Clone(collections)
-	if cols == nil {
-		cols = []string{} // asked for, with no collection: an error, not "no cascade"
-	}
-	return func(s *SearchOptions) { s.Cascade, s.CascadeThreshold = cols, threshold }
-}
-
-// WithSourceDedup keeps only the best result of each Source (Document.Source: the file or
-// URL a document came from), so that one long source does not fill the results with its
-// documents; results without a Source are all kept. It looks among each retriever's Window
-// candidates (WithWindow; default 100), so other sources are found even when one source
-// holds all of the top k. It applies after rerank and collapse
-// (WithCollapse drops near-duplicates by their vectors; the two compose), across the
-// collections of a multi-collection or cascade search too.
-func WithSourceDedup() SearchOption { return func(s *SearchOptions) { s.SourceDedup = true } }
-
 // dedupeSources keeps the first of each non-empty source, in order.
 func dedupeSources[T any](items []T, source func(T) string) []T {
 	seen := map[string]bool{}

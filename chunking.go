@@ -26,13 +26,6 @@ type ChunkOptions struct {
 	Disabled bool
 }
 
-// WithChunking sets how long documents are split into chunks on add.
-func WithChunking(c ChunkOptions) Option { return func(o *Options) { o.Chunking = c } }
-
-// WithAllChunks makes a search return every matching chunk instead of the best chunk of
-// each document (several results may then share an ID, told apart by ChunkIndex).
-func WithAllChunks() SearchOption { return func(s *SearchOptions) { s.AllChunks = true } }
-
 // maxLengther is implemented by embedders that truncate input at a number of tokens
 // (vectorstore.ONNXEmbedder).
 type maxLengther interface{ MaxLength() int }

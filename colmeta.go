@@ -36,19 +36,6 @@ type collectionConfig struct {
 	analyzer string // WithCollectionAnalyzer (analyzer.go)
 }
 
-// WithCollectionMetadata gives a collection created by CreateCollection, or renamed by
-// RenameCollection, metadata md (string keys; string, number or bool values; see
-// MaxCollectionMetadataKeys and MaxCollectionMetadataBytes). nil or empty: none (a rename
-// with it clears the collection's metadata).
-func WithCollectionMetadata(md map[string]any) CollectionOption {
-	return func(c *collectionConfig) {
-		c.meta = md
-		if c.meta == nil {
-			c.meta = map[string]any{}
-		}
-	}
-}
-
 // normalCollectionMeta checks collection metadata md and returns it with numbers as float64;
 // ErrInvalidMetadata (or ErrInvalidUTF8) naming what is wrong.
 func normalCollectionMeta(md map[string]any) (map[string]any, error) {

@@ -15,7 +15,7 @@ import (
 	"github.com/agentmem/memory/internal/store"
 )
 
-// TestToyDerivedIndex registers a new kind of derived index (derived_toy_test.go) and checks
+// TestToyDerivedIndex registers a new kind of derived index (below, in this file) and checks
 // that writes, deletes and the open-time load reach it through the seam.
 func TestToyDerivedIndex(t *testing.T) {
 	// A store of many small writes, reopened: every index is verified and none rebuilt.

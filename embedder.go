@@ -21,20 +21,6 @@ type embedding struct{ m *Memory }
 // store's manifest). It returns an error when it does not know or cannot load it.
 type EmbedderResolver func(ctx context.Context, id string, dim int) (vectorstore.Embedder, error)
 
-// WithEmbedderResolver lets Open, when no embedder is configured, load the one the store
-// was embedded with (its id and dimension are recorded in the manifest).
-// vectorstore.ResolveEmbedder loads any kind the embedder registry knows (the hashing,
-// Model2Vec, ONNX and OpenAI-compatible embedders, and any a package registers with
-// vectorstore.RegisterEmbedder), models from $MEMORY_MODELS or the model cache; it is not
-// the default, so that opening a store never loads a model unasked. When the resolver
-// fails, the store opens anyway: BM25 searches work, while hybrid and dense searches and
-// writes fail with ErrEmbedderNeeded, which names the model and wraps the resolver's
-// error. A resolver that returns an embedder of another id or dimension makes Open fail
-// with ErrEmbedderMismatch.
-func WithEmbedderResolver(r EmbedderResolver) Option {
-	return func(o *Options) { o.EmbedderResolver = r }
-}
-
 // checkPrecision compares the configured vector precision with the one the manifest
 // records and sets store.db's. A store that has recorded no embedder yet (it holds no
 // vector) takes the configured one, recorded when writable; otherwise another one is

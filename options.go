@@ -2,6 +2,7 @@ package memory
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
@@ -295,3 +296,119 @@ func WithSnippets() SearchOption { return func(s *SearchOptions) { s.Snippets = 
 // read: a store that keeps its records compressed does not unpack them. A search that
 // reranks still reads the texts its reranker scores.
 func WithoutText() SearchOption { return func(s *SearchOptions) { s.NoText = true } }
+
+// WithCollectionAnalyzer sets the BM25 analyzer of a new collection (one of
+// [Analyzers]: "en", "cjk", "de", "fr", ...; "" the store's default). An unknown name
+// is ErrUnknownAnalyzer; a collection that exists with another analyzer is
+// ErrAnalyzerMismatch.
+func WithCollectionAnalyzer(name string) CollectionOption {
+	return func(o *collectionConfig) { o.analyzer = name }
+}
+
+// WithCascade searches collections in order, each with the search's other options, and
+// stops after the first whose best result scores at least threshold: a gold collection
+// (curated answers, say) first, then the knowledge collections it falls back to. The
+// results are those of every collection searched, best score first (a tie keeps the
+// cascade's order), cut to TopK; each names the collection that answered it
+// (Result.Collection) and its step (Explain.Cascade, 1-based), and each result's notes say
+// where the cascade stopped and why.
+//
+// The threshold is compared with Result.Score, so it needs a score that means the same in
+// every collection: a reranked search's probability (WithRerank: 0..1), a dense search's
+// cosine, or BM25's score. A hybrid search's score is RRF's, which says only a rank (at
+// most 2/61 with the default k). A collection that does not exist fails the search
+// (ErrCollectionNotFound, naming it); an empty list, a repeated name, more than
+// 64 collections, a NaN threshold, or InCollections with a cascade is
+// ErrInvalidOption.
+func WithCascade(threshold float64, collections ...string) SearchOption {
+	cols := slices.Clone(collections)
+	if cols == nil {
+		cols = []string{} // asked for, with no collection: an error, not "no cascade"
+	}
+	return func(s *SearchOptions) { s.Cascade, s.CascadeThreshold = cols, threshold }
+}
+
+// WithSourceDedup keeps only the best result of each Source (Document.Source: the file or
+// URL a document came from), so that one long source does not fill the results with its
+// documents; results without a Source are all kept. It looks among each retriever's Window
+// candidates (WithWindow; default 100), so other sources are found even when one source
+// holds all of the top k. It applies after rerank and collapse
+// (WithCollapse drops near-duplicates by their vectors; the two compose), across the
+// collections of a multi-collection or cascade search too.
+func WithSourceDedup() SearchOption { return func(s *SearchOptions) { s.SourceDedup = true } }
+
+// WithChunking sets how long documents are split into chunks on add.
+func WithChunking(c ChunkOptions) Option { return func(o *Options) { o.Chunking = c } }
+
+// WithAllChunks makes a search return every matching chunk instead of the best chunk of
+// each document (several results may then share an ID, told apart by ChunkIndex).
+func WithAllChunks() SearchOption { return func(s *SearchOptions) { s.AllChunks = true } }
+
+// WithCollectionMetadata gives a collection created by CreateCollection, or renamed by
+// RenameCollection, metadata md (string keys; string, number or bool values; see
+// MaxCollectionMetadataKeys and MaxCollectionMetadataBytes). nil or empty: none (a rename
+// with it clears the collection's metadata).
+func WithCollectionMetadata(md map[string]any) CollectionOption {
+	return func(c *collectionConfig) {
+		c.meta = md
+		if c.meta == nil {
+			c.meta = map[string]any{}
+		}
+	}
+}
+
+// WithEmbedderResolver lets Open, when no embedder is configured, load the one the store
+// was embedded with (its id and dimension are recorded in the manifest).
+// vectorstore.ResolveEmbedder loads any kind the embedder registry knows (the hashing,
+// Model2Vec, ONNX and OpenAI-compatible embedders, and any a package registers with
+// vectorstore.RegisterEmbedder), models from $MEMORY_MODELS or the model cache; it is not
+// the default, so that opening a store never loads a model unasked. When the resolver
+// fails, the store opens anyway: BM25 searches work, while hybrid and dense searches and
+// writes fail with ErrEmbedderNeeded, which names the model and wraps the resolver's
+// error. A resolver that returns an embedder of another id or dimension makes Open fail
+// with ErrEmbedderMismatch.
+func WithEmbedderResolver(r EmbedderResolver) Option {
+	return func(o *Options) { o.EmbedderResolver = r }
+}
+
+// ReadOnly opens an existing store for reading only. Several processes may open one store
+// read-only at once (bbolt's shared lock: `memory serve` replicas and CLI searches sharing a
+// store). While another process has it open for writing, a read-only open reads through
+// that writer instead: a writable Memory answers other processes' reads on a unix socket
+// (see remote.go), and the read-only Memory's Search, SearchBatch, Get, Vectors, Len, Count,
+// IDs, Sources, Collections, GetCollection, Backup and Export are the writer's answers (run
+// with the writer's embedder, reranker and indexes, except that a reader opened
+// WithReranker reranks the writer's candidates with its own; a backup or export streamed
+// from it). Its writes fail with ErrReadOnly, Check with
+// ErrLocked (it reads the files itself), and every read with ErrWriterGone once the writer
+// has closed the store or exited: open it again. A writer that finds readers waits up to
+// WithLockTimeout for them to close, then fails with ErrLocked (a *LockedError naming the
+// holder).
+//
+// A read-only open never creates a store (a missing or empty directory is
+// ErrStoreNotFound) and never writes to it: no manifest rewrite, no clean-up of temporary
+// files, no catch-up of a derived index on disk. A derived index that lags behind the store
+// of record or cannot be read is rebuilt in memory for this process only (logged: open the
+// store writable once, or run `memory check --repair`, to rebuild it on disk). A dense
+// index that persists itself (FAISS) is opened read-only as its writer left it, with the
+// configuration the manifest records; one that does not (the flat default) is loaded from
+// the store of record. An
+// embedder that differs from the store's is ErrEmbedderMismatch (re-embedding writes).
+// Every write fails with ErrReadOnly.
+func ReadOnly() Option { return func(o *Options) { o.ReadOnly = true } }
+
+// WithStats makes the search fill st with its per-stage timings.
+func WithStats(st *SearchStats) SearchOption {
+	return func(s *SearchOptions) { s.stats = st }
+}
+
+// WithStatsFunc makes each search call fn with its per-stage timings when it ends, failed
+// or not (a search refused before it began, for an invalid option or an empty query, does
+// not call it). Unlike WithStats it can be given to SearchBatch: fn is then called once
+// per query, from the batch's workers at once, so it must be safe for concurrent use. A
+// query of a batch whose queries were embedded and searched in the vector index together
+// reports its share of that work (the batch's time divided by its queries) as its Embed
+// and Dense. A nil fn is ignored.
+func WithStatsFunc(fn func(SearchStats)) SearchOption {
+	return func(s *SearchOptions) { s.statsFunc = fn }
+}

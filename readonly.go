@@ -11,32 +11,6 @@ import (
 	"github.com/agentmem/memory/internal/store"
 )
 
-// ReadOnly opens an existing store for reading only. Several processes may open one store
-// read-only at once (bbolt's shared lock: `memory serve` replicas and CLI searches sharing a
-// store). While another process has it open for writing, a read-only open reads through
-// that writer instead: a writable Memory answers other processes' reads on a unix socket
-// (see remote.go), and the read-only Memory's Search, SearchBatch, Get, Vectors, Len, Count,
-// IDs, Sources, Collections, GetCollection, Backup and Export are the writer's answers (run
-// with the writer's embedder, reranker and indexes, except that a reader opened
-// WithReranker reranks the writer's candidates with its own; a backup or export streamed
-// from it). Its writes fail with ErrReadOnly, Check with
-// ErrLocked (it reads the files itself), and every read with ErrWriterGone once the writer
-// has closed the store or exited: open it again. A writer that finds readers waits up to
-// WithLockTimeout for them to close, then fails with ErrLocked (a *LockedError naming the
-// holder).
-//
-// A read-only open never creates a store (a missing or empty directory is
-// ErrStoreNotFound) and never writes to it: no manifest rewrite, no clean-up of temporary
-// files, no catch-up of a derived index on disk. A derived index that lags behind the store
-// of record or cannot be read is rebuilt in memory for this process only (logged: open the
-// store writable once, or run `memory check --repair`, to rebuild it on disk). A dense
-// index that persists itself (FAISS) is opened read-only as its writer left it, with the
-// configuration the manifest records; one that does not (the flat default) is loaded from
-// the store of record. An
-// embedder that differs from the store's is ErrEmbedderMismatch (re-embedding writes).
-// Every write fails with ErrReadOnly.
-func ReadOnly() Option { return func(o *Options) { o.ReadOnly = true } }
-
 // writable is the guard at the top of every write: ErrReadOnly on a read-only store.
 func (m *Memory) writable() error {
 	if m.opts.ReadOnly {

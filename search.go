@@ -34,22 +34,6 @@ type SearchStats struct {
 	Allowed    int // documents the filter accepted (-1: no filter)
 }
 
-// WithStats makes the search fill st with its per-stage timings.
-func WithStats(st *SearchStats) SearchOption {
-	return func(s *SearchOptions) { s.stats = st }
-}
-
-// WithStatsFunc makes each search call fn with its per-stage timings when it ends, failed
-// or not (a search refused before it began, for an invalid option or an empty query, does
-// not call it). Unlike WithStats it can be given to SearchBatch: fn is then called once
-// per query, from the batch's workers at once, so it must be safe for concurrent use. A
-// query of a batch whose queries were embedded and searched in the vector index together
-// reports its share of that work (the batch's time divided by its queries) as its Embed
-// and Dense. A nil fn is ignored.
-func WithStatsFunc(fn func(SearchStats)) SearchOption {
-	return func(s *SearchOptions) { s.statsFunc = fn }
-}
-
 // normalise checks the options and fills in the defaults.
 func (so *SearchOptions) normalise() error {
 	if so.Mode == "" {
