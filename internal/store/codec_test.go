@@ -378,3 +378,399 @@ func TestEncodeVectorLayout(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeVector: any bytes decoded as a stored vector are ErrCorrupt or a vector that
+// encodes back to the same bytes in their layout (key-bound float32 or float16, the layout
+// of the values' checksum alone, the values alone); never a panic. With fix, a value that
+// carries a key-bound tag gets the checksum of uid and its bytes, so the decoder reads it.
+func FuzzDecodeVector(f *testing.F) {
+	v := []float32{0.25, -1, 3.5, 0}
+	f.Add("id", EncodeVector("id", v), false)
+	f.Add("id", must(EncodeVectorHalf("id", v)), false)
+	f.Add("id", EncodeVector("other", v), false)
+	f.Add("id", EncodeVector("id", nil), false)
+	f.Add("id", []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}, false)
+	f.Add("doc\x001", append(binary.LittleEndian.AppendUint32(nil, vecMagicHalf), 0, 0, 1, 0, 0, 0x3c), true)
+	f.Add("id", append(binary.LittleEndian.AppendUint32(nil, vecMagicKey), 9, 9, 9, 9, 1, 2, 3), true)
+	f.Add("id", []byte{0xfe, 0xca, 0xc0, 0x7f, 1, 2, 3, 4, 5}, false)
+	f.Add("", []byte{}, false)
+	f.Fuzz(func(t *testing.T, uid string, b []byte, fix bool) {
+		b = bytes.Clone(b)
+		tag := uint32(0)
+		if len(b) >= 8 {
+			tag = binary.LittleEndian.Uint32(b)
+			if fix && (tag == vecMagicKey || tag == vecMagicHalf) {
+				binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC(uid), castagnoli, b[8:]))
+			}
+		}
+		got, err := DecodeVector(uid, b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		var again []byte
+		switch tag {
+		case vecMagicKey:
+			again = EncodeVector(uid, got)
+		case vecMagicHalf:
+			for _, f := range got {
+				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+					return // float16 NaNs and infinities decode, and are refused when written
+				}
+			}
+			if again, err = EncodeVectorHalf(uid, got); err != nil {
+				t.Fatalf("a decoded float16 vector does not encode: %v", err)
+			}
+		default:
+			for _, f := range got {
+				again = binary.LittleEndian.AppendUint32(again, math.Float32bits(f))
+			}
+			if tag == vecMagic {
+				again = append(binary.BigEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, vecMagic), crc32.Checksum(again, castagnoli)), again...)
+			}
+		}
+		if !bytes.Equal(again, b) && !(len(b) == 0 && len(again) == 0) {
+			t.Fatalf("%x decoded to %v, which encodes to %x", b, got, again)
+		}
+	})
+}
+
+// FuzzDecodeStoredRecord: any JSON stored in any record layout (key-bound, the JSON's own
+// checksum, the JSON alone) decodes to ErrCorrupt or to a record that encodes and decodes
+// back to the same bytes, under its own id only, whose metadata read (DecodeMeta) agrees;
+// never a panic.
+func FuzzDecodeStoredRecord(f *testing.F) {
+	for _, rc := range recordCases {
+		js, _ := json.Marshal(&rc)
+		f.Add("id", js, uint8(0))
+		f.Add("doc\x001", js, uint8(1))
+	}
+	f.Add("id", []byte(`{"x":"a","m":{"n":-0.5E+3,"b":true,"s":"\u00e9"},"c":[{"s":0,"e":1,"h":["a"]}]}`), uint8(2))
+	f.Add("id", []byte(`{"x":"a","m":{"n":1e999}}`), uint8(0))
+	f.Add("id", []byte(`{"x":"\ud800"}`), uint8(1))
+	f.Add("id", []byte(`{"t":"a","x":`), uint8(0))
+	f.Add("", []byte{}, uint8(2))
+	f.Fuzz(func(t *testing.T, id string, js []byte, layout uint8) {
+		var v []byte
+		switch layout % 3 {
+		case 0:
+			v = boundRecord(id, js)
+		case 1:
+			v = append([]byte{recordMagicV1, 0, 0, 0, 0}, js...)
+			binary.BigEndian.PutUint32(v[1:], crc32.Checksum(js, castagnoli))
+		default:
+			v = js
+		}
+		r, err := DecodeRecord(id, v)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			if _, err := DecodeMeta(id, v); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("DecodeMeta: untyped error: %v", err)
+			}
+			return
+		}
+		m, err := DecodeMeta(id, v)
+		if err != nil || !reflect.DeepEqual(m.Metadata, r.Metadata) || !reflect.DeepEqual(m.Chunks, r.Chunks) {
+			t.Fatalf("DecodeMeta %+v, %v; DecodeRecord %+v", m, err, r)
+		}
+		enc, err := EncodeRecord(id, r)
+		if err != nil {
+			t.Fatalf("a decoded record does not encode: %v", err)
+		}
+		// Encoded, decoded and encoded again: the same bytes (a decoded empty "m":{} is an
+		// empty map, which the encoding leaves out, as it does nil).
+		again, err := DecodeRecord(id, enc)
+		if err != nil {
+			t.Fatalf("%+v re-encodes to %q, which does not decode: %v", r, enc, err)
+		}
+		if enc2, err := EncodeRecord(id, again); err != nil || !bytes.Equal(enc2, enc) {
+			t.Fatalf("%+v re-encodes to %q, then to %q (%v)", r, enc, enc2, err)
+		}
+		if _, err := DecodeRecord(id+"x", enc); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("decoded under another id: %v", err)
+		}
+	})
+}
+
+// TestTruncatedValues: every shorter prefix of a stored record (each layout) and of a
+// stored vector (each checksummed layout) is ErrCorrupt, never a shorter value; the empty
+// record too.
+func TestTruncatedValues(t *testing.T) {
+	r := &Record{Title: "T", Text: "some text é", Metadata: map[string]any{"k": "v"}, Chunks: []Chunk{{S: 0, E: 4}, {S: 4, E: 13}}}
+	js, _ := json.Marshal(r)
+	v1 := append([]byte{recordMagicV1, 0, 0, 0, 0}, js...)
+	binary.BigEndian.PutUint32(v1[1:], crc32.Checksum(js, castagnoli))
+	for name, full := range map[string][]byte{"bound": must(EncodeRecord("id", r)), "v1": v1, "JSON alone": js} {
+		for n := range len(full) {
+			if got, err := DecodeRecord("id", full[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("record %s cut to %d bytes: %+v, %v", name, n, got, err)
+			}
+			if got, err := DecodeMeta("id", full[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("record %s cut to %d bytes, metadata: %+v, %v", name, n, got, err)
+			}
+		}
+	}
+	vec := []float32{1, -2, 0.5, 8}
+	for name, full := range map[string][]byte{"float32": EncodeVector("id", vec), "float16": must(EncodeVectorHalf("id", vec))} {
+		for n := 1; n < len(full); n++ {
+			if got, err := DecodeVector("id", full[:n]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("vector %s cut to %d bytes: %v, %v", name, n, got, err)
+			}
+		}
+	}
+}
+
+// TestDecodeVectorLayouts: what each layout decodes to, and what is refused.
+func TestDecodeVectorLayouts(t *testing.T) {
+	vals := legacyVector([]float32{1, 2}, true)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want []float32 // nil: ErrCorrupt
+	}{
+		{"bound", EncodeVector("id", []float32{1, 2}), []float32{1, 2}},
+		{"bound, no values", EncodeVector("id", nil), []float32{}},
+		{"float16", must(EncodeVectorHalf("id", []float32{1, 2})), []float32{1, 2}},
+		{"float16, odd bytes", func() []byte {
+			b := append(must(EncodeVectorHalf("id", []float32{1})), 7)
+			binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC("id"), castagnoli, b[8:]))
+			return b
+		}(), nil},
+		{"bound, odd bytes", func() []byte {
+			b := append(EncodeVector("id", []float32{1}), 7)
+			binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC("id"), castagnoli, b[8:]))
+			return b
+		}(), nil},
+		{"vecMagic", legacyVector([]float32{1, 2}, false), []float32{1, 2}},
+		{"values alone", vals, []float32{1, 2}},
+		{"values alone, odd", vals[:7], nil},
+		{"a tag two bits off", append(binary.LittleEndian.AppendUint32(nil, vecMagicKey^0x11), vals...), nil},
+		{"a tag three bits off every tag", append(binary.LittleEndian.AppendUint32(nil, vecMagicKey^0x70000000), 0, 0, 0, 0), []float32{math.Float32frombits(vecMagicKey ^ 0x70000000), 0}},
+	} {
+		got, err := DecodeVector("id", tc.b)
+		if tc.want == nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: %v, %v; want ErrCorrupt", tc.name, got, err)
+			}
+			continue
+		}
+		if err != nil || len(got) != len(tc.want) {
+			t.Errorf("%s: %v, %v; want %v", tc.name, got, err, tc.want)
+			continue
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(tc.want[i]) {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestNearTagAndKeyBound(t *testing.T) {
+	for _, tc := range []struct {
+		w    uint32
+		near bool
+	}{
+		{vecMagic, true}, {vecMagicKey, true}, {vecMagicHalf, true},
+		{vecMagicKey ^ 1, true}, {vecMagicKey ^ 0x80000001, true}, {vecMagicHalf ^ 0x300, true},
+		{vecMagicKey ^ 0x70000000, false}, {vecMagicHalf ^ 0x7, false}, {0, false}, {math.Float32bits(1), false}, {math.Float32bits(float32(math.NaN())), false},
+	} {
+		if got := nearTag(tc.w); got != tc.near {
+			t.Errorf("nearTag(%08x) = %v", tc.w, got)
+		}
+	}
+	for _, tc := range []struct {
+		b     []byte
+		bound bool
+	}{
+		{EncodeVector("k", []float32{1}), true},
+		{must(EncodeVectorHalf("k", []float32{1})), true},
+		{legacyVector([]float32{1}, false), false},
+		{legacyVector([]float32{1, 2}, true), false},
+		{binary.LittleEndian.AppendUint32(nil, vecMagicKey)[:3], false},
+		{nil, false},
+	} {
+		if got := keyBoundVector(tc.b); got != tc.bound {
+			t.Errorf("keyBoundVector(%x) = %v", tc.b, got)
+		}
+	}
+}
+
+// TestKeyCRC: the key's checksum covers its length, so keys that are prefixes of one
+// another (or a key and the start of a value) differ.
+func TestKeyCRC(t *testing.T) {
+	seen := map[uint32]string{}
+	for _, k := range []string{"", "a", "ab", "abc", "a\x00", "\x00", "doc\x000", "doc\x001", "b"} {
+		c := keyCRC(k)
+		if o, ok := seen[c]; ok {
+			t.Fatalf("keyCRC(%q) = keyCRC(%q)", k, o)
+		}
+		seen[c] = k
+	}
+	// A record of id "ab" and JSON J differs from one of id "a" and JSON "b"+J.
+	if crc32.Update(keyCRC("ab"), castagnoli, []byte("{}")) == crc32.Update(keyCRC("a"), castagnoli, []byte("b{}")) {
+		t.Fatal("the key's length is not covered")
+	}
+}
+
+func TestNumberEnd(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"0,", 1}, {"-0}", 2}, {"12,", 2}, {"1.5}", 3}, {"-1.25e+10,", 9}, {"1E5}", 3}, {"3e-2,", 4},
+		{"01,", -1}, {"1.,", -1}, {".5,", -1}, {"-,", -1}, {"1e,", -1}, {"1e+,", -1}, {"+1,", -1},
+		{"1", -1}, {"1 ,", -1}, {"1]", -1}, {"", -1}, {"1.5e3x", -1},
+	} {
+		if got := numberEnd([]byte(tc.in), 0); got != tc.want {
+			t.Errorf("numberEnd(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestFlatMeta(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want map[string]any // nil: not flat
+	}{
+		{`{}`, map[string]any{}},
+		{`{"a":"b"}`, map[string]any{"a": "b"}},
+		{`{"n":-1.5e2,"t":true,"f":false,"s":"x"}`, map[string]any{"n": -150.0, "t": true, "f": false, "s": "x"}},
+		{`{"é":"ü"}`, map[string]any{"é": "ü"}},
+		{`{"a":null}`, nil},
+		{`{"a":{"b":1}}`, nil},
+		{`{"a":[1]}`, nil},
+		{`{"a":"b\"c"}`, nil},
+		{`{"a\n":"b"}`, nil},
+		{`{"a":"b",}`, nil},
+		{`{"a" :"b"}`, nil},
+		{`{"a":tru}`, nil},
+		{`{"a":1e999}`, nil},
+		{`{"a":"\xff"}`, nil},
+		{`{"a"}`, nil},
+		{`{"a":}`, nil},
+		{`{"a":`, nil},
+		{`["a"]`, nil},
+		{``, nil},
+	} {
+		got, ok := flatMeta([]byte(tc.in))
+		if ok != (tc.want != nil) || ok && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("flatMeta(%q) = %v, %v; want %v", tc.in, got, ok, tc.want)
+		}
+	}
+}
+
+func TestJSONScanners(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		end int
+		ok  bool
+	}{
+		{`"abc",`, 5, true},
+		{`"a\"b"}`, 6, true},
+		{`{"a":[1,"]"]},`, 13, true},
+		{`[1,[2,3]]}`, 9, true},
+		{`123,`, 3, true},
+		{`true}`, 4, true},
+		{`,`, 0, false},
+		{`"abc`, 0, false},
+		{`{"a":1`, 0, false},
+		{`"a\`, 0, false},
+	} {
+		end, ok := jsonValueEnd([]byte(tc.in), 0)
+		if end != tc.end || ok != tc.ok {
+			t.Errorf("jsonValueEnd(%q) = %d, %v; want %d, %v", tc.in, end, ok, tc.end, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		in  string
+		end int
+		ok  bool
+	}{
+		{`"abc"`, 5, true},
+		{`"a very long string of more than eight bytes"x`, 45, true},
+		{`"a\"b"`, 6, true},
+		{`"\\"`, 4, true},
+		{`"abc`, 0, false},
+		{`abc"`, 0, false},
+		{``, 0, false},
+	} {
+		end, ok := skipString([]byte(tc.in), 0)
+		if end != tc.end || ok != tc.ok {
+			t.Errorf("skipString(%q) = %d, %v; want %d, %v", tc.in, end, ok, tc.end, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		in string
+		s  string
+		ok bool
+	}{
+		{`"plain"`, "plain", true},
+		{`"long enough to take the eight-byte steps"`, "long enough to take the eight-byte steps", true},
+		{`"ü漢"`, "ü漢", true},
+		{`"a\"b"`, "", false},
+		{"\"a\x01b\"", "", false},
+		{"\"\xff\"", "", false},
+		{`"open`, "", false},
+		{`x`, "", false},
+	} {
+		s, _, ok := plainString([]byte(tc.in), 0)
+		if s != tc.s || ok != tc.ok {
+			t.Errorf("plainString(%q) = %q, %v", tc.in, s, ok)
+		}
+	}
+	for _, tc := range []struct {
+		in  string
+		out string
+		ok  bool
+	}{
+		{`"a\n\t\"\\\/\b\f\r"`, "a\n\t\"\\/\b\f\r", true},
+		{`"\u00e9\u4e2d"`, "é中", true},
+		{`"\ud83d\ude42"`, "🙂", true},
+		{`"\ud800"`, "\ufffd", true},
+		{"\"\xff\"", "\ufffd", true},
+		{`"a\q"`, "", false},
+		{`"\u12"`, "", false},
+		{`"\uzzzz"`, "", false},
+		{"\"a\x01\"", "", false},
+		{`"a\`, "", false},
+	} {
+		s, _, ok := jsonString([]byte(tc.in), 0)
+		if s != tc.out || ok != tc.ok {
+			t.Errorf("jsonString(%q) = %q, %v; want %q, %v", tc.in, s, ok, tc.out, tc.ok)
+		}
+	}
+}
+
+// TestByteClassifiers: special and control find the bytes the fast scans must stop at, in
+// every position of an 8-byte word, and nothing else.
+func TestByteClassifiers(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			want := c == '"' || c == '\\' || c < 0x20
+			if got := special(binary.LittleEndian.Uint64(w)); got != want {
+				t.Fatalf("special with %#x at %d = %v", c, pos, got)
+			}
+			if got := control(w); got != (c < 0x20) {
+				t.Fatalf("control with %#x at %d = %v", c, pos, got)
+			}
+			if got := control(w[:pos+1]); got != (c < 0x20) {
+				t.Fatalf("control of %d bytes ending in %#x = %v", pos+1, c, got)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		k    byte
+		rank int
+	}{{'t', 1}, {'x', 2}, {'m', 3}, {'c', 4}, {'h', 0}, {0, 0}} {
+		if got := keyRank(tc.k); got != tc.rank {
+			t.Errorf("keyRank(%q) = %d", tc.k, got)
+		}
+	}
+}

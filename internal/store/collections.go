@@ -250,22 +250,28 @@ func (db *DB) SampleUnits(col string, n int) ([]string, error) {
 // StepSample returns the index ids of up to n documents of collection col, taken at even
 // steps over its documents in id order (deterministic for a given store), at most 4n ids.
 func (db *DB) StepSample(col string, n int) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
 	var out []string
 	err := db.view(func(tx *bolt.Tx) error {
 		docs := docsBucket(tx, col)
 		if docs == nil {
 			return nil
 		}
-		step := max(1, docs.Stats().KeyN/n)
+		keys := docs.Stats().KeyN
+		step := max(1, (keys+n-1)/n) // rounded up: at most n documents
 		cur := docs.Cursor()
-		i := 0
-		for k, v := cur.First(); k != nil && len(out) < 4*n; k, v = cur.Next() {
+		i, taken := 0, 0
+		for k, v := cur.First(); k != nil && taken < n && len(out) < 4*n; k, v = cur.Next() {
 			if i%step == 0 {
 				r, err := db.decodeRecord(tx, string(k), v, true)
 				if err != nil {
 					return err
 				}
-				out = append(out, r.UnitIDs(string(k))...)
+				units := r.UnitIDs(string(k))
+				out = append(out, units[:min(len(units), 4*n-len(out))]...)
+				taken++
 			}
 			i++
 		}

@@ -119,3 +119,190 @@ func TestCollectionMetaStored(t *testing.T) {
 		t.Fatalf("cleared: %s, %v", md, err)
 	}
 }
+
+// TestDecodeColMeta: stored metadata is read when its tag and checksum (of the key "cmeta"
+// and the JSON) hold; anything else is ErrCorrupt naming the collection.
+func TestDecodeColMeta(t *testing.T) {
+	js := []byte(`{"a":1,"b":"x"}`)
+	good := encodeColMeta(js)
+	if got, err := decodeColMeta("c", good); err != nil || string(got) != string(js) {
+		t.Fatalf("whole: %s, %v", got, err)
+	}
+	if got, err := decodeColMeta("any other name", good); err != nil || string(got) != string(js) {
+		t.Fatalf("the collection's name is not bound (a rename keeps it): %s, %v", got, err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[7] ^= 0x40
+	for _, tc := range []struct {
+		name string
+		v    []byte
+		want string
+	}{
+		{"empty", nil, "unknown layout"},
+		{"short", good[:4], "unknown layout"},
+		{"tag", append([]byte{recordMagicV1}, good[1:]...), "unknown layout"},
+		{"JSON alone", js, "unknown layout"},
+		{"flipped", flipped, "fails its checksum"},
+		{"cut", good[:len(good)-1], "fails its checksum"},
+		{"another key's", boundRecord("other", js), "fails its checksum"},
+	} {
+		_, err := decodeColMeta("c", tc.v)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `collection "c"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzDecodeColMeta: any stored metadata value is ErrCorrupt or JSON that encodes back to
+// the same value; with fix, the value gets the tag and checksum of its bytes after them.
+func FuzzDecodeColMeta(f *testing.F) {
+	f.Add(encodeColMeta([]byte(`{"a":1}`)), false)
+	f.Add([]byte(`{"a":1}`), false)
+	f.Add([]byte{recordMagic, 0, 0, 0, 0}, true)
+	f.Add([]byte{}, false)
+	f.Fuzz(func(t *testing.T, v []byte, fix bool) {
+		v = append([]byte(nil), v...)
+		if fix && len(v) >= 5 {
+			copy(v, encodeColMeta(v[5:])[:5])
+		}
+		js, err := decodeColMeta("c", v)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		if again := encodeColMeta(js); string(again) != string(v) {
+			t.Fatalf("%x re-encodes to %x", v, again)
+		}
+	})
+}
+
+// TestColMetaClearing: nil, "{}" and "null" store no metadata (read back as nil), at create,
+// set and rename; a collection without its info bucket (damage) cannot take metadata.
+func TestColMetaClearing(t *testing.T) {
+	db := openTestDB(t)
+	for _, md := range []string{"{}", "null"} {
+		if err := db.CreateCollection("c"+md, 0, []byte(md)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.CollectionMeta("c" + md); err != nil || got != nil {
+			t.Errorf("created with %s: %s, %v", md, got, err)
+		}
+	}
+	if err := db.CreateCollection("c", 0, []byte(`{"k":"v"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, md := range [][]byte{nil, []byte("{}"), []byte("null"), {}} {
+		if err := db.SetCollectionMeta("c", []byte(`{"k":"v"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SetCollectionMeta("c", md); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.CollectionMeta("c"); err != nil || got != nil {
+			t.Errorf("set to %q: %s, %v", md, got, err)
+		}
+	}
+	// A collection whose info bucket is gone: none to read, none can be set.
+	if err := db.update(func(tx *bolt.Tx) error {
+		b, _ := colBucket(tx, "c", false)
+		return b.DeleteBucket(bkInfo)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.CollectionMeta("c"); err != nil || got != nil {
+		t.Errorf("no info bucket: %s, %v", got, err)
+	}
+	if err := db.SetCollectionMeta("c", []byte(`{"a":1}`)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("set without an info bucket: %v", err)
+	}
+}
+
+// TestRenameCollectionMeta: a rename keeps the metadata when meta is nil, replaces it when
+// given, removes it with "{}", in the same transaction; a failed rename changes nothing.
+func TestRenameCollectionMeta(t *testing.T) {
+	db := openTestDB(t)
+	if err := db.CreateCollection("a", 0, []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	putDocs(t, db, "a", false, "x")
+	for _, tc := range []struct {
+		to   string
+		meta []byte
+		want string
+	}{
+		{"b", nil, `{"v":1}`},
+		{"c", []byte(`{"v":2}`), `{"v":2}`},
+		{"d", []byte(`{}`), ""},
+		{"e", nil, ""},
+	} {
+		from := map[string]string{"b": "a", "c": "b", "d": "c", "e": "d"}[tc.to]
+		if err := db.RenameCollection(from, tc.to, tc.meta); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.CollectionMeta(tc.to)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("renamed to %s with %s: %s, %v; want %s", tc.to, tc.meta, got, err, tc.want)
+		}
+		if r, _, err := db.Document(tc.to, "x"); err != nil || r == nil {
+			t.Errorf("renamed to %s: document %+v, %v", tc.to, r, err)
+		}
+	}
+	if err := db.CreateCollection("f", 0, []byte(`{"f":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []string{"f", "e"} {
+		if err := db.RenameCollection("e", to, []byte(`{"x":1}`)); !errors.Is(err, ErrCollectionExists) {
+			t.Errorf("rename e to %s: %v", to, err)
+		}
+	}
+	if md, _ := db.CollectionMeta("f"); string(md) != `{"f":1}` {
+		t.Errorf("a failed rename changed the target's metadata: %s", md)
+	}
+	if names, _ := db.CollectionNames(); fmt.Sprint(names) != "[e f]" {
+		t.Errorf("names %v", names)
+	}
+}
+
+// TestRenameCollectionPlainValues: a name held by a plain value among the collections
+// (damage, or a later version's) cannot be renamed to; plain values inside a collection's
+// bucket move with it.
+func TestRenameCollectionPlainValues(t *testing.T) {
+	db := openTestDB(t)
+	putDocs(t, db, "a", false, "x")
+	if err := db.update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bkCols).Put([]byte("plain"), []byte("v")); err != nil {
+			return err
+		}
+		b, _ := colBucket(tx, "a", false)
+		return b.Put([]byte("extra"), []byte("kept"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RenameCollection("a", "plain", nil); !errors.Is(err, ErrCollectionExists) {
+		t.Fatalf("rename onto a plain value: %v", err)
+	}
+	if err := db.RenameCollection("plain", "z", nil); !errors.Is(err, ErrCollectionNotFound) {
+		t.Fatalf("rename of a plain value: %v", err)
+	}
+	if err := db.RenameCollection("a", "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.view(func(tx *bolt.Tx) error {
+		b, _ := colBucket(tx, "b", false)
+		if v := b.Get([]byte("extra")); string(v) != "kept" {
+			return fmt.Errorf("plain value after the rename: %q", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The plain value is no collection.
+	if names, _ := db.CollectionNames(); fmt.Sprint(names) != "[b]" {
+		t.Fatalf("names %v", names)
+	}
+	if ok, _ := db.CollectionExists("plain"); ok {
+		t.Fatal("a plain value is a collection")
+	}
+}

@@ -319,3 +319,308 @@ func sortedKeys(m map[string]int) []string {
 	sort.Strings(out)
 	return out
 }
+
+// errIndex is an Index whose every method can fail (and whose Seq can lie).
+type errIndex struct {
+	fakeIndex
+	countErr, missErr, closeErr, applyErr error
+	seqOverride                           uint64
+}
+
+func (e *errIndex) Seq() uint64 {
+	if e.seqOverride != 0 {
+		return e.seqOverride
+	}
+	return e.seq
+}
+
+func (e *errIndex) Count() (int, error) {
+	if e.countErr != nil {
+		return 0, e.countErr
+	}
+	return e.fakeIndex.Count()
+}
+
+func (e *errIndex) Missing(ids []string) ([]string, error) {
+	if e.missErr != nil {
+		return nil, e.missErr
+	}
+	return e.fakeIndex.Missing(ids)
+}
+
+func (e *errIndex) Close() error { e.closed = true; return e.closeErr }
+
+func (e *errIndex) Apply(ctx context.Context, puts []Unit, dels []string, seq uint64) error {
+	if e.applyErr != nil {
+		return e.applyErr
+	}
+	return e.fakeIndex.Apply(ctx, puts, dels, seq)
+}
+
+// TestCompare: what an index says against the store of record, in each way it can
+// disagree.
+func TestCompare(t *testing.T) {
+	c := &Collection{Name: "c", LastSeq: 10, Units: 3}
+	held := func() *errIndex {
+		return &errIndex{fakeIndex: fakeIndex{seq: 10, ids: map[string]int{"a": 1, "b": 1, "c": 1}}}
+	}
+	for _, tc := range []struct {
+		name     string
+		ix       *errIndex
+		want     int
+		check    bool
+		ids      []string
+		problems []string
+		count    int
+		missing  []string
+	}{
+		{"agrees", held(), 3, true, []string{"a", "c"}, nil, 3, nil},
+		{"not counted", held(), -1, false, nil, nil, -1, nil},
+		{"seq 0 (not persisted)", func() *errIndex { x := held(); x.seq = 0; return x }(), 3, false, nil, nil, 3, nil},
+		{"behind", func() *errIndex { x := held(); x.seq = 9; return x }(), -1, false, nil, []string{"index at change 9, the store of record at 10"}, -1, nil},
+		{"count", held(), 4, false, nil, []string{"holds 3 ids, the store of record 4"}, 3, nil},
+		{"cannot count", func() *errIndex { x := held(); x.countErr = errors.New("boom\nstack"); return x }(), 3, false, nil, []string{"cannot count its ids: boom"}, -1, nil},
+		{"missing", held(), 3, true, []string{"a", "x", "y"}, []string{`lacks 2 of 3 sampled ids (e.g. "x")`}, 3, []string{"x", "y"}},
+		{"cannot look up", func() *errIndex { x := held(); x.missErr = errors.New("io"); return x }(), 3, true, []string{"a"}, []string{"cannot look ids up: io"}, 3, nil},
+		{"no ids to sample", held(), 3, true, nil, nil, 3, nil},
+	} {
+		var ch IDChecker
+		if tc.check {
+			ch = tc.ix
+		}
+		r := Compare(c, tc.ix, tc.want, ch, tc.ids)
+		if !slices.Equal(r.Problems, tc.problems) || r.Count != tc.count || !slices.Equal(r.Missing, tc.missing) || r.Seq != tc.ix.seq {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
+		if sampled := tc.check && tc.ix.missErr == nil && len(tc.ids) > 0; sampled != (r.Sampled == len(tc.ids) && r.Sampled > 0) {
+			t.Errorf("%s: sampled %d", tc.name, r.Sampled)
+		}
+	}
+}
+
+// TestVerify: an index that agrees passes; one that disagrees is ErrCorrupt listing every
+// problem; without full, only its sequence number is compared; a panic is ErrCorrupt.
+func TestVerify(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	write(t, db, c, map[string]string{"a": "x", "b": "y"})
+	good := &fakeIndex{seq: c.LastSeq, ids: map[string]int{"a": 1, "b": 1}}
+	if err := db.Verify(c, good, true); err != nil {
+		t.Fatalf("an index that agrees: %v", err)
+	}
+	bad := &fakeIndex{seq: c.LastSeq - 1, ids: map[string]int{"a": 1}}
+	err := db.Verify(c, bad, true)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "index at change 1") || !strings.Contains(err.Error(), "holds 1 ids") || !strings.Contains(err.Error(), "lacks 1 of 2") {
+		t.Fatalf("an index that disagrees: %v", err)
+	}
+	// Not full: the count and the sample are not compared.
+	short := &fakeIndex{seq: c.LastSeq, ids: map[string]int{}}
+	if err := db.Verify(c, short, false); err != nil {
+		t.Fatalf("not full: %v", err)
+	}
+	if err := db.Verify(c, panicIndex{}, true); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a panicking index: %v", err)
+	}
+}
+
+// panicIndex panics in every method.
+type panicIndex struct{}
+
+func (panicIndex) Seq() uint64                                           { panic("seq") }
+func (panicIndex) Apply(context.Context, []Unit, []string, uint64) error { panic("apply") }
+func (panicIndex) Count() (int, error)                                   { panic("count") }
+func (panicIndex) Close() error                                          { panic("close") }
+
+// TestOpenIndexKindNotApplying: a kind whose Open returns (nil, nil) does not apply: no
+// index, no error, a nil entry among the collection's indexes that writes and closes skip.
+func TestOpenIndexKindNotApplying(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	none := Kind{Name: "none", Open: func(string) (Index, error) { return nil, nil }}
+	k := newFakeKind(t)
+	if err := db.OpenIndexes(c, []Kind{none, k.kind()}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Indexes) != 2 || c.Indexes[0] != nil || c.Indexes[1] == nil {
+		t.Fatalf("indexes %v", c.Indexes)
+	}
+	write(t, db, c, map[string]string{"a": "x"})
+	if k.held.ids["a"] != 1 {
+		t.Fatal("the write did not reach the index that applies")
+	}
+	if err := c.CloseIndexes(); err != nil || c.Indexes != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if ix, err := db.RebuildIndex(c, none); ix != nil || err != nil {
+		t.Fatalf("rebuild of a kind that does not apply: %v, %v", ix, err)
+	}
+}
+
+// TestOpenIndexesFailure: when one kind cannot be opened or rebuilt, OpenIndexes fails and
+// closes the indexes it opened before it.
+func TestOpenIndexesFailure(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	write(t, db, c, map[string]string{"a": "x"})
+	k := newFakeKind(t)
+	boom := errors.New("cannot open")
+	broken := Kind{Name: "broken", Open: func(string) (Index, error) { return nil, boom }}
+	err := db.OpenIndexes(c, []Kind{k.kind(), broken})
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "rebuilding its broken index") {
+		t.Fatalf("OpenIndexes: %v", err)
+	}
+	if !k.held.closed || c.Indexes != nil {
+		t.Fatalf("the first index was left open (closed %v), indexes %v", k.held.closed, c.Indexes)
+	}
+}
+
+// TestRebuildIndexFailures: an index whose rebuild fails (Apply errs or panics) or whose
+// rebuilt state does not verify is closed and the error names the collection and kind.
+func TestRebuildIndexFailures(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	write(t, db, c, map[string]string{"a": "x", "b": "y"})
+	for _, tc := range []struct {
+		name string
+		ix   *errIndex
+		want string
+	}{
+		{"apply fails", &errIndex{fakeIndex: fakeIndex{ids: map[string]int{}}, applyErr: errors.New("disk full")}, "rebuilding its k index: disk full"},
+		{"apply panics", &errIndex{fakeIndex: fakeIndex{ids: map[string]int{}, panicOn: "b"}}, "rebuilding its k index"},
+		{"does not verify", &errIndex{fakeIndex: fakeIndex{ids: map[string]int{}}, seqOverride: 99}, "its rebuilt k index"},
+	} {
+		ix := tc.ix
+		k := Kind{Name: "k", Dir: filepath.Join(t.TempDir(), "k"), Open: func(string) (Index, error) { return ix, nil }}
+		got, err := db.RebuildIndex(c, k)
+		if err == nil || got != nil || !ix.closed || !strings.Contains(err.Error(), `collection "c"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, %v (closed %v)", tc.name, got, err, ix.closed)
+		}
+	}
+}
+
+// TestRebuildIndexReadOnly: a read-only store rebuilds in memory (Open gets ""), leaves the
+// kind's directory on disk as it is, and warns only for a kind that persists.
+func TestRebuildIndexReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	w, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putDocs(t, w, "c", false, "a", "b")
+	w.Close()
+	db, lb := openLogged(t, path, true)
+	c, _ := db.LoadCollection("c")
+	dir := filepath.Join(t.TempDir(), "ix")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "data")
+	if err := os.WriteFile(marker, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, kdir := range []string{"", dir} {
+		var opened []string
+		k := Kind{Name: "mem", Dir: kdir, Open: func(d string) (Index, error) {
+			opened = append(opened, d)
+			return &fakeIndex{ids: map[string]int{}}, nil
+		}}
+		ix, err := db.RebuildIndex(c, k)
+		if err != nil || ix == nil || len(ix.(*fakeIndex).ids) != 2 {
+			t.Fatalf("dir %q: %v, %v", kdir, ix, err)
+		}
+		if !slices.Equal(opened, []string{""}) {
+			t.Fatalf("dir %q: opened in %q, want in memory", kdir, opened)
+		}
+		if warned := strings.Contains(lb.String(), "read-only store: rebuilding"); warned != (kdir != "") {
+			t.Fatalf("dir %q: warned %v: %q", kdir, warned, lb.String())
+		}
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("a read-only store removed an index directory: %v", err)
+	}
+}
+
+// TestRebuildIndexRemovesDir: a writable store removes the kind's directory before the
+// rebuild.
+func TestRebuildIndexRemovesDir(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	write(t, db, c, map[string]string{"a": "x"})
+	dir := filepath.Join(t.TempDir(), "ix")
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var sawOld bool
+	k := Kind{Name: "k", Dir: dir, Open: func(d string) (Index, error) {
+		_, err := os.Stat(filepath.Join(d, "sub"))
+		sawOld = err == nil
+		return &fakeIndex{ids: map[string]int{}}, nil
+	}}
+	if ix, err := db.RebuildIndex(c, k); err != nil || ix == nil {
+		t.Fatal(err)
+	}
+	if sawOld {
+		t.Fatal("the old index directory was not removed before the rebuild")
+	}
+}
+
+// TestRepairIndex: the i-th index is closed (a close error only logged) and replaced by a
+// rebuilt one holding the store's units.
+func TestRepairIndex(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	k := newFakeKind(t)
+	if err := db.OpenIndexes(c, []Kind{k.kind()}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, db, c, map[string]string{"a": "x", "b": "y"})
+	old := c.Indexes[0].(*fakeIndex)
+	old.ids["ghost"] = 1
+	if err := db.RepairIndex(c, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := c.Indexes[0].(*fakeIndex)
+	if got == old || !old.closed || !slices.Equal(sortedKeys(got.ids), []string{"a", "b"}) || got.seq != c.LastSeq {
+		t.Fatalf("repaired: %v at %d (old closed %v)", sortedKeys(got.ids), got.seq, old.closed)
+	}
+	// An old index that fails to close is still replaced; a rebuild that fails leaves none.
+	closer := &errIndex{fakeIndex: fakeIndex{ids: map[string]int{}}, closeErr: errors.New("close failed")}
+	c.Indexes[0] = closer
+	if err := db.RepairIndex(c, 0); err != nil || c.Indexes[0] == Index(closer) {
+		t.Fatalf("repair past a close error: %v", err)
+	}
+	c.Kinds[0].Open = func(string) (Index, error) { return nil, errors.New("gone") }
+	if err := db.RepairIndex(c, 0); err == nil || c.Indexes[0] != nil {
+		t.Fatalf("a repair that fails: %v, %v", err, c.Indexes[0])
+	}
+}
+
+// TestCloseIndexesErrors: every index is closed even when some fail or panic; their errors
+// are joined.
+func TestCloseIndexesErrors(t *testing.T) {
+	a := &errIndex{fakeIndex: fakeIndex{ids: map[string]int{}}, closeErr: errors.New("a failed")}
+	b := &fakeIndex{ids: map[string]int{}}
+	c := &Collection{Indexes: []Index{a, nil, panicIndex{}, b}}
+	err := c.CloseIndexes()
+	if err == nil || !strings.Contains(err.Error(), "a failed") || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("CloseIndexes: %v", err)
+	}
+	if !a.closed || !b.closed || c.Indexes != nil {
+		t.Fatalf("closed a %v, b %v; indexes %v", a.closed, b.closed, c.Indexes)
+	}
+	if err := (&Collection{}).CloseIndexes(); err != nil {
+		t.Fatalf("no indexes: %v", err)
+	}
+}
+
+// TestApplyNoIndexes: a write applied to a collection with no open index, or only nil ones,
+// is nothing to do.
+func TestApplyNoIndexes(t *testing.T) {
+	db := openTestDB(t)
+	w := Commit{Seq: 3, Puts: []Unit{{ID: "a", Record: &Record{Text: "x"}, Chunk: -1}}}
+	for _, c := range []*Collection{{}, {Indexes: []Index{nil, nil}, Kinds: []Kind{{Name: "a"}, {Name: "b"}}}} {
+		if err := db.Apply(context.Background(), c, w); err != nil {
+			t.Fatalf("%d indexes: %v", len(c.Indexes), err)
+		}
+	}
+}

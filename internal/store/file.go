@@ -40,7 +40,9 @@ func CheckFile(path string) error {
 	if !ok {
 		return fmt.Errorf("%w: %s has no valid bbolt meta page (damaged or not a store database)", ErrCorrupt, path)
 	}
-	if need := int64(best.pgid) * int64(best.pageSize); need > size || best.pgid < 2 {
+	// pgid pages of pageSize bytes must fit in the file (compared by division: their
+	// product overflows for a meta page that names 2^50 pages).
+	if best.pageSize == 0 || best.pgid > uint64(size)/uint64(best.pageSize) || best.pgid < 2 {
 		return fmt.Errorf("%w: %s is truncated: %d bytes, its meta page says %d pages of %d bytes", ErrCorrupt, path, size, best.pgid, best.pageSize)
 	}
 	if best.root >= best.pgid || (best.freelist >= best.pgid && best.freelist != ^uint64(0)) {
@@ -229,6 +231,12 @@ func checkFreelist(path string) error {
 	if m.freelist == ^uint64(0) {
 		return nil // not persisted: bbolt rebuilds it by reading every page
 	}
+	if m.pageSize == 0 || m.freelist >= m.pgid {
+		return fmt.Errorf("freelist page %d is past the last page (%d)", m.freelist, m.pgid)
+	}
+	if held := uint64(fi.Size()) / uint64(m.pageSize); m.freelist >= held {
+		return fmt.Errorf("freelist page %d cannot be read: the file holds %d pages", m.freelist, held)
+	}
 	ps := int64(m.pageSize)
 	var h [24]byte
 	if _, err := f.ReadAt(h[:], int64(m.freelist)*ps); err != nil {
@@ -240,7 +248,7 @@ func checkFreelist(path string) error {
 	if flags != freelistPageFlag {
 		return fmt.Errorf("freelist page %d is not a freelist page (flags %#x)", m.freelist, flags)
 	}
-	if m.freelist+overflow >= m.pgid {
+	if overflow >= m.pgid-m.freelist { // m.freelist < m.pgid: no wrap
 		return fmt.Errorf("freelist page %d runs past the last page (%d overflow pages of %d)", m.freelist, overflow, m.pgid)
 	}
 	first := int64(16)

@@ -154,3 +154,130 @@ func TestMissPastDamagedBranch(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckMissEdges: no bucket, or an empty one (the vectors of a store without an
+// embedder), is an honest miss without reading anything.
+func TestCheckMissEdges(t *testing.T) {
+	db := openTestDB(t)
+	if err := db.CreateCollection("c", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	called := false
+	verify := func(k, v []byte) error { called = true; return errors.New("x") }
+	if err := db.view(func(tx *bolt.Tx) error {
+		b, _ := colBucket(tx, "c", false)
+		if err := checkMiss(nil, []byte("k"), "document", verify); err != nil {
+			return err
+		}
+		return checkMiss(b.Bucket(bkVecs), []byte("k"), "document", verify)
+	}); err != nil || called {
+		t.Fatalf("checkMiss of nothing: %v (verify called: %v)", err, called)
+	}
+	for _, f := range []func() ([]byte, error){
+		func() ([]byte, error) { return lookupRecord(nil, "x") },
+		func() ([]byte, error) { return lookupVector(nil, "x") },
+	} {
+		if v, err := f(); v != nil || err != nil {
+			t.Fatalf("lookup in no bucket: %v, %v", v, err)
+		}
+	}
+	if inCollection("c", nil) != nil {
+		t.Fatal("inCollection(nil) is not nil")
+	}
+	if err := inCollection("c", ErrCorrupt); !errors.Is(err, ErrCorrupt) || err.Error() != `collection "c": `+ErrCorrupt.Error() {
+		t.Fatalf("inCollection: %v", err)
+	}
+}
+
+// TestVectorMissChecksNeighbourhood: a vector lookup that misses beside a vector stored
+// under a damaged key is ErrCorrupt (Vector, Document, StoredVectors), far from it an
+// honest miss.
+func TestVectorMissChecksNeighbourhood(t *testing.T) {
+	db := openTestDB(t)
+	var puts []Put
+	for i := range 400 {
+		id := fmt.Sprintf("k%04d", 2*i)
+		vec := make([]float32, 64) // some 57 to a page: k0100 and k0701 are pages apart
+		vec[0] = float32(i)
+		puts = append(puts, Put{ID: id, Record: &Record{Text: "t"}, Units: []string{id}, Vecs: [][]float32{vec}})
+	}
+	if _, err := db.Write("c", puts, 400, 400); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Vector("c", "k0101"); v != nil || err != nil {
+		t.Fatalf("an honest miss: %v, %v", v, err)
+	}
+	vecs := [][]byte{bkCols, []byte("c"), bkVecs}
+	var moved []byte
+	db.view(func(tx *bolt.Tx) error {
+		b, _ := colBucket(tx, "c", false)
+		moved = append([]byte(nil), b.Bucket(bkVecs).Get([]byte("k0100"))...)
+		return nil
+	})
+	setValue(t, db, vecs, []byte("k0100"), nil)
+	setValue(t, db, vecs, []byte("k0101"), moved) // k0100's vector under a flipped key
+	for _, id := range []string{"k0100", "k0099"} {
+		if _, err := db.Vector("c", id); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "the vector of index id") {
+			t.Errorf("Vector(%s) beside a damaged key: %v", id, err)
+		}
+		if _, _, err := db.StoredVectors("c", []string{id}, 64); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("StoredVectors(%s) beside a damaged key: %v", id, err)
+		}
+	}
+	if _, _, err := db.Document("c", "k0100"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Document(k0100) whose vector is under a damaged key: %v", err)
+	}
+	if v, err := db.Vector("c", "k0701"); v != nil || err != nil {
+		t.Fatalf("a miss far from the damage: %v, %v", v, err)
+	}
+}
+
+// TestVerifyElems: an element of a docs or vecs bucket that is a nested bucket (damaged
+// flags) or fails its checksum is an error; a whole one is not.
+func TestVerifyElems(t *testing.T) {
+	rec := must(EncodeRecord("k", &Record{Text: "x"}))
+	vec := EncodeVector("k", []float32{1})
+	for _, tc := range []struct {
+		name string
+		err  error
+		bad  bool
+	}{
+		{"record", verifyRecordElem([]byte("k"), rec), false},
+		{"record under another key", verifyRecordElem([]byte("j"), rec), true},
+		{"nested bucket in docs", verifyRecordElem([]byte("k"), nil), true},
+		{"vector", verifyVectorElem([]byte("k"), vec), false},
+		{"vector under another key", verifyVectorElem([]byte("j"), vec), true},
+		{"nested bucket in vecs", verifyVectorElem([]byte("k"), nil), true},
+	} {
+		if (tc.err != nil) != tc.bad {
+			t.Errorf("%s: %v", tc.name, tc.err)
+		}
+	}
+	if err := verifyRecordElem([]byte("k"), nil); !errors.Is(err, errNested) {
+		t.Errorf("nested: %v", err)
+	}
+	if err := verifyRecordElem([]byte("j"), rec); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("another key: %v", err)
+	}
+}
+
+// TestMissBesideNestedBucket: a docs bucket element turned into a bucket (its flags
+// damaged) beside a missed id makes the miss ErrCorrupt.
+func TestMissBesideNestedBucket(t *testing.T) {
+	db := openTestDB(t)
+	putDocs(t, db, "c", false, "a", "c", "e")
+	if err := db.update(func(tx *bolt.Tx) error {
+		b, _ := colBucket(tx, "c", false)
+		docs := b.Bucket(bkDocs)
+		if err := docs.Delete([]byte("c")); err != nil {
+			return err
+		}
+		_, err := docs.CreateBucket([]byte("c"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Document("c", "b"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), errNested.Error()) {
+		t.Fatalf("a miss beside a nested bucket: %v", err)
+	}
+}

@@ -35,7 +35,7 @@ func SplitUnit(uid string) (parent string, idx int) {
 		return uid, -1
 	}
 	n, err := strconv.Atoi(uid[j+1:])
-	if err != nil {
+	if err != nil || n < 0 || strconv.Itoa(n) != uid[j+1:] { // only what UnitID writes
 		return uid, -1
 	}
 	return uid[:j], n

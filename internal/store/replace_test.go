@@ -73,3 +73,49 @@ func TestReplace(t *testing.T) {
 		t.Fatalf("Replace in a missing collection: %v", err)
 	}
 }
+
+// TestReplaceCreatesAndRemoves: with puts, a missing collection is created; without puts,
+// an existing one only loses documents (chunked ones with every unit); the counts and the
+// commit follow.
+func TestReplaceCreatesAndRemoves(t *testing.T) {
+	db := openTestDB(t)
+	w, removed, err := db.Replace("new", []Put{{ID: "a", Record: &Record{Text: "a"}, Units: []string{"a"}}}, []string{"x"}, 1, 1)
+	if err != nil || removed != 0 || w.Docs != 1 || w.Units != 1 || w.Changes != 1 || len(w.Dels) != 0 {
+		t.Fatalf("Replace into a new collection: %+v, %d, %v", w, removed, err)
+	}
+	r := &Record{Text: "abcdef", Chunks: []Chunk{{S: 0, E: 3}, {S: 3, E: 6}}}
+	if _, err := db.Write("new", []Put{{ID: "k", Record: r, Units: r.UnitIDs("k"), Vecs: [][]float32{{1}, {2}}}}, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	w, removed, err = db.Replace("new", nil, []string{"k", "nope"}, 0, 0)
+	if err != nil || removed != 1 || w.Docs != 1 || w.Units != 1 || w.Changes != 2 || !slices.Equal(w.Dels, r.UnitIDs("k")) || w.Puts != nil {
+		t.Fatalf("Replace removing a chunked document: %+v, %d, %v", w, removed, err)
+	}
+	if n, _ := db.VectorCount("new"); n != 0 {
+		t.Fatalf("%d vectors left", n)
+	}
+	// Nothing to remove and nothing to put: nothing changes.
+	w, removed, err = db.Replace("new", nil, nil, 0, 0)
+	if err != nil || removed != 0 || w.Changes != 0 || w.Docs != 1 {
+		t.Fatalf("an empty Replace: %+v, %d, %v", w, removed, err)
+	}
+}
+
+// TestReplaceFailures: a document to remove that cannot be read, or a put that cannot be
+// encoded, fails the Replace before anything changes.
+func TestReplaceFailures(t *testing.T) {
+	db := openTestDB(t)
+	putDocs(t, db, "c", false, "a", "b")
+	before, _ := db.LoadCollection("c")
+	if _, _, err := db.Replace("c", []Put{{ID: "z", Record: &Record{Metadata: map[string]any{"f": func() {}}}, Units: []string{"z"}}}, []string{"a"}, 1, 1); err == nil {
+		t.Fatal("a put that cannot be encoded was replaced")
+	}
+	setValue(t, db, [][]byte{bkCols, []byte("c"), bkDocs}, []byte("b"), []byte{recordMagic, 1, 1, 1, 1, '{', '}'})
+	if _, _, err := db.Replace("c", []Put{{ID: "z", Record: &Record{Text: "z"}, Units: []string{"z"}}}, []string{"a", "b"}, 1, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("removing a damaged record: %v", err)
+	}
+	after, _ := db.LoadCollection("c")
+	if ids, _ := db.IDs("c"); !slices.Equal(ids, []string{"a", "b"}) || after.LastSeq != before.LastSeq {
+		t.Fatalf("a failed Replace changed the collection: %q, %+v", ids, after)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -571,5 +573,429 @@ func TestCompressedRecordsConcurrentWrites(t *testing.T) {
 		if err != nil || tl.Damaged != 0 || tl.Docs != per {
 			t.Fatalf("collection c%d: %+v, %v", c, tl, err)
 		}
+	}
+}
+
+// testDict is dictionary 1 trained on the first 300 test records.
+func testDict(tb testing.TB) (*DB, *recDict) {
+	tb.Helper()
+	recs := make([]*Record, 300)
+	for i := range recs {
+		recs[i] = zRecord(i)
+	}
+	return dictDB(tb, recs)
+}
+
+// TestEncodeRecordZFallsBack: a record whose title or text is not valid UTF-8, or that
+// packs beyond maxZRatio, is stored in the plain layout (and reads back as the plain one
+// would); others are packed.
+func TestEncodeRecordZFallsBack(t *testing.T) {
+	db, d := testDict(t)
+	for _, tc := range []struct {
+		name   string
+		r      *Record
+		packed bool
+	}{
+		{"ordinary", zRecord(5), true},
+		{"empty", &Record{}, true},
+		{"metadata only", &Record{Metadata: map[string]any{"k": "v"}}, true},
+		{"invalid UTF-8 title", &Record{Title: "a\xffb", Text: "text"}, false},
+		{"invalid UTF-8 text", &Record{Text: "cut \xe2\x82"}, false},
+		{"a run of one byte", &Record{Text: strings.Repeat("a", 1<<20)}, false},
+	} {
+		v, err := encodeRecordZ("id", tc.r, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if packed := v[0] == recordMagicZ; packed != tc.packed {
+			t.Errorf("%s: packed %v, want %v", tc.name, packed, tc.packed)
+		}
+		plain, _ := DecodeRecord("id", must(EncodeRecord("id", tc.r)))
+		got, err := db.decodeRecord(nil, "id", v, false)
+		if err != nil || !reflect.DeepEqual(got, plain) {
+			t.Errorf("%s: reads %+v, %v; the plain layout reads %+v", tc.name, got, err, plain)
+		}
+	}
+	if _, err := encodeRecordZ("id", &Record{Metadata: map[string]any{"x": make(chan int)}}, d); err == nil {
+		t.Error("metadata JSON cannot hold was encoded")
+	}
+}
+
+// TestParseZRecordHeader: each damage of a compressed record's header (its checksum made
+// valid, so the parser sees it) is ErrCorrupt saying what; a whole one splits into its
+// parts.
+func TestParseZRecordHeader(t *testing.T) {
+	_, d := testDict(t)
+	r := zRecord(10) // metadata and chunks
+	good := must(encodeRecordZ("id", r, d))
+	z, err := parseZRecord("id", good)
+	if err != nil || z.dict != 1 || z.plain != len(plainPayload(r)) || z.plainCRC != crc32.Checksum(plainPayload(r), castagnoli) {
+		t.Fatalf("a whole record: %+v, %v", z, err)
+	}
+	var m metaPart
+	if err := json.Unmarshal(z.meta, &m); err != nil || !reflect.DeepEqual(m.Chunks, r.Chunks) {
+		t.Fatalf("metadata part %q: %v", z.meta, err)
+	}
+	// frame builds a record of body after the tag and checksum.
+	frame := func(body []byte) []byte {
+		v := append([]byte{recordMagicZ, 0, 0, 0, 0}, body...)
+		binary.BigEndian.PutUint32(v[1:], zCRC("id", body))
+		return v
+	}
+	block := z.block
+	uv := binary.AppendUvarint
+	for _, tc := range []struct {
+		name string
+		v    []byte
+		want string
+	}{
+		{"too short", good[:4], "too short"},
+		{"checksum", append(bytes.Clone(good[:5]), good[6:]...), "fails its checksum"},
+		{"no header", frame(nil), "damaged header"},
+		{"dictionary 0", frame(append(uv(uv(nil, 0), 0), 0, 0, 0, 0)), "damaged header"},
+		{"dictionary past 32 bits", frame(append(uv(uv(nil, 1<<32), 0), 0, 0, 0, 0)), "damaged header"},
+		{"unterminated varint", frame([]byte{0x80, 0x80}), "damaged header"},
+		{"metadata past the end", frame(append(uv(uv(nil, 1), 100), 1, 2, 3)), "damaged header"},
+		{"no room for the plain checksum", frame(append(uv(uv(nil, 1), 0), 1, 2, 3)), "damaged header"},
+		{"no block", frame(append(uv(uv(nil, 1), 0), 0, 0, 0, 0)), "claims more"},
+		{"a block claiming too much", frame(append(append(uv(uv(nil, 1), 0), 0, 0, 0, 0), uv(nil, 1<<30)...)), "claims more"},
+	} {
+		if _, err := parseZRecord("id", tc.v); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+		if err := checkRecord("id", tc.v); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: checkRecord %v", tc.name, err)
+		}
+	}
+	// A whole frame around a block unpacked with the dictionary gives the record.
+	body := append(uv(uv(nil, 1), uint64(len(z.meta))), z.meta...)
+	body = binary.BigEndian.AppendUint32(body, z.plainCRC)
+	if !bytes.Equal(frame(append(body, block...)), good) {
+		t.Fatal("the layout written out field by field is not encodeRecordZ's")
+	}
+}
+
+// TestDecodeZRecordWithoutStore: a compressed record's metadata reads without its store
+// (DecodeMeta, unitsRecord, recordMetaJSON); its text does not: ErrCorrupt.
+func TestDecodeZRecordWithoutStore(t *testing.T) {
+	_, d := testDict(t)
+	for _, i := range []int{1, 5, 7} { // none, metadata, chunks
+		r := zRecord(i)
+		v := must(encodeRecordZ("id", r, d))
+		if _, err := DecodeRecord("id", v); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "without its store") {
+			t.Errorf("record %d: DecodeRecord %v", i, err)
+		}
+		if _, err := (*DB)(nil).decodeZRecord(nil, "id", v, false); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("record %d: a nil store: %v", i, err)
+		}
+		m, err := DecodeMeta("id", v)
+		if err != nil || !reflect.DeepEqual(m.Metadata, r.Metadata) || !reflect.DeepEqual(m.Chunks, r.Chunks) || m.Text != "" {
+			t.Errorf("record %d: DecodeMeta %+v, %v", i, m, err)
+		}
+		js, err := recordMetaJSON("id", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Record
+		if err := json.Unmarshal(js, &back); err != nil || !reflect.DeepEqual(back.Metadata, r.Metadata) || !reflect.DeepEqual(back.Chunks, r.Chunks) {
+			t.Errorf("record %d: recordMetaJSON %q: %v", i, js, err)
+		}
+		if r.Metadata == nil && r.Chunks == nil && string(js) != "{}" {
+			t.Errorf("record %d: recordMetaJSON of no metadata = %q", i, js)
+		}
+		u, err := unitsRecord(nil, "id")
+		if err != nil || u != nil {
+			t.Errorf("unitsRecord of no bucket: %+v, %v", u, err)
+		}
+	}
+	// recordMetaJSON of a plain record is its JSON; of a damaged one, ErrCorrupt.
+	plain := must(EncodeRecord("id", zRecord(5)))
+	if js, err := recordMetaJSON("id", plain); err != nil || !bytes.Equal(js, plain[5:]) {
+		t.Errorf("recordMetaJSON of a plain record: %q, %v", js, err)
+	}
+	if _, err := recordMetaJSON("other", plain); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("recordMetaJSON under another id: %v", err)
+	}
+	if _, err := recordMetaJSON("id", []byte{recordMagicZ, 1}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("recordMetaJSON of a damaged compressed record: %v", err)
+	}
+}
+
+// TestZRecordMetaDamage: a compressed record whose metadata part (checksum made valid) is
+// not JSON of the metadata's shape is ErrCorrupt, whole or metadata only.
+func TestZRecordMetaDamage(t *testing.T) {
+	db, d := testDict(t)
+	good := must(encodeRecordZ("id", zRecord(10), d))
+	z, _ := parseZRecord("id", good)
+	for _, meta := range []string{`{"m":[1]}`, `{"c":"x"}`, `{"m":`, `not json`} {
+		body := binary.AppendUvarint(binary.AppendUvarint(nil, 1), uint64(len(meta)))
+		body = append(body, meta...)
+		body = binary.BigEndian.AppendUint32(body, z.plainCRC)
+		body = append(body, z.block...)
+		v := append([]byte{recordMagicZ, 0, 0, 0, 0}, body...)
+		binary.BigEndian.PutUint32(v[1:], zCRC("id", body))
+		for _, metaOnly := range []bool{false, true} {
+			if r, err := db.decodeRecord(nil, "id", v, metaOnly); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("metadata %s (meta only %v): %+v, %v", meta, metaOnly, r, err)
+			}
+		}
+	}
+	// Metadata in another key order or with spaces is read by the general decoder.
+	meta := `{ "c":[{"s":0,"e":10}], "m":{"k":"v"} }`
+	body := binary.AppendUvarint(binary.AppendUvarint(nil, 1), uint64(len(meta)))
+	body = append(body, meta...)
+	body = binary.BigEndian.AppendUint32(body, z.plainCRC)
+	body = append(body, z.block...)
+	v := append([]byte{recordMagicZ, 0, 0, 0, 0}, body...)
+	binary.BigEndian.PutUint32(v[1:], zCRC("id", body))
+	r, err := db.decodeRecord(nil, "id", v, false)
+	if err != nil || r.Metadata["k"] != "v" || len(r.Chunks) != 1 || r.Text != zRecord(10).Text {
+		t.Fatalf("metadata in another layout: %+v, %v", r, err)
+	}
+}
+
+// TestZCRCCoversTag: a compressed record's checksum covers its layout tag, so the same
+// bytes under another tag do not pass as a plain record of layout 0x02.
+func TestZCRCCoversTag(t *testing.T) {
+	_, d := testDict(t)
+	v := must(encodeRecordZ("id", zRecord(3), d))
+	if zCRC("id", v[5:]) == crc32.Update(keyCRC("id"), castagnoli, v[5:]) {
+		t.Fatal("the tag is not covered")
+	}
+	other := bytes.Clone(v)
+	other[0] = recordMagic
+	if _, err := DecodeRecord("id", other); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a compressed record read as layout 0x02: %v", err)
+	}
+}
+
+// FuzzDictBytes: any stored dictionary value is ErrCorrupt or a dictionary that encodes
+// back to the same value; with fix, the value gets the tag and checksum of id, so the
+// checks pass and the bytes are what is tried.
+func FuzzDictBytes(f *testing.F) {
+	raw, err := trainDict([][]byte{[]byte(strings.Repeat("some sample text of a corpus ", 100))})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(uint32(1), encodeDictValue(1, raw), false)
+	f.Add(uint32(2), encodeDictValue(1, raw), false)
+	f.Add(uint32(7), []byte{dictMagic, 0, 0, 0, 0, 1, 2, 3}, true)
+	f.Add(uint32(1), []byte{dictMagic}, false)
+	f.Add(uint32(0), []byte{}, true)
+	f.Fuzz(func(t *testing.T, id uint32, v []byte, fix bool) {
+		v = bytes.Clone(v)
+		if fix && len(v) >= 5 {
+			v[0] = dictMagic
+			binary.BigEndian.PutUint32(v[1:], crc32.Update(keyCRC(string(dictKey(id))), castagnoli, v[5:]))
+		}
+		raw, err := dictBytes(id, v)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("untyped error: %v", err)
+			}
+			return
+		}
+		if again := encodeDictValue(id, raw); !bytes.Equal(again, v) {
+			t.Fatalf("%x re-encodes to %x", v, again)
+		}
+		// Loading it: a dictionary, or ErrCorrupt.
+		if d, err := newRecDict(id, raw); err != nil && !errors.Is(err, ErrCorrupt) || err == nil && d.id != id {
+			t.Fatalf("newRecDict: %+v, %v", d, err)
+		}
+	})
+}
+
+// FuzzZRecordRoundTrip: a record of any strings, packed with a dictionary, reads back as
+// the plain layout reads it, whole, and its metadata alone.
+func FuzzZRecordRoundTrip(f *testing.F) {
+	db, d := testDict(f)
+	f.Add("title", zText(3), "src", "a.md", 2)
+	f.Add("", "", "", "", 0)
+	f.Add("t\xff", "bad \xe2 utf8", "k", "v", 1)
+	f.Add("ü", strings.Repeat("x", 5000), "n", "\x00", 3)
+	f.Fuzz(func(t *testing.T, title, text, key, val string, chunks int) {
+		r := &Record{Title: title, Text: text}
+		if key != "" {
+			r.Metadata = map[string]any{key: val}
+		}
+		for i := range chunks % 4 {
+			r.Chunks = append(r.Chunks, Chunk{S: i, E: i + 1, H: []string{key}})
+		}
+		v, err := encodeRecordZ("id", r, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := DecodeRecord("id", must(EncodeRecord("id", r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.decodeRecord(nil, "id", v, false)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("reads %+v, %v; want %+v", got, err, want)
+		}
+		m, err := db.decodeRecord(nil, "id", v, true)
+		if err != nil || !reflect.DeepEqual(m.Metadata, want.Metadata) || !reflect.DeepEqual(m.Chunks, want.Chunks) {
+			t.Fatalf("metadata reads %+v, %v; want %+v", m, err, want)
+		}
+		if _, err := db.decodeRecord(nil, "other", v, false); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("read under another id: %v", err)
+		}
+	})
+}
+
+// TestDictLoading: a dictionary is loaded from its store once and then served from memory
+// (safe from many goroutines); one that is not stored, fails its checksum or does not load
+// is ErrCorrupt; a second store of one id is refused; too few sample bytes make none.
+func TestDictLoading(t *testing.T) {
+	db := openTestDB(t)
+	raw, err := trainDict([][]byte{[]byte(strings.Repeat("the words of the corpus ", 200))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, err := newRecDict(1, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.update(func(tx *bolt.Tx) error { return storeDict(tx, d1, raw) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.update(func(tx *bolt.Tx) error { return storeDict(tx, d1, raw) }); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "stored already") {
+		t.Fatalf("a second store of dictionary 1: %v", err)
+	}
+	var wg sync.WaitGroup
+	got := make([]*recDict, 8)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			db.view(func(tx *bolt.Tx) error {
+				got[i], _ = db.dict(tx, 1)
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, d := range got {
+		if d == nil || d.id != 1 {
+			t.Fatalf("reader %d: %+v", i, d)
+		}
+	}
+	// Loaded: served without a transaction.
+	if d, err := db.dict(nil, 1); err != nil || d.id != 1 {
+		t.Fatalf("a loaded dictionary: %+v, %v", d, err)
+	}
+	if _, err := db.dict(nil, 2); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not stored") {
+		t.Fatalf("dictionary 2 without a transaction: %v", err)
+	}
+	for name, v := range map[string][]byte{
+		"missing":        nil,
+		"checksum":       append(bytes.Clone(encodeDictValue(2, raw)[:5]), raw[1:]...),
+		"another id's":   encodeDictValue(3, raw),
+		"does not load":  encodeDictValue(2, []byte{0x80}),
+		"unknown layout": append([]byte{9}, encodeDictValue(2, raw)[1:]...),
+	} {
+		setValue(t, db, [][]byte{bkDicts}, dictKey(2), v)
+		err := db.view(func(tx *bolt.Tx) error { _, err := db.dict(tx, 2); return err })
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("dictionary 2 %s: %v", name, err)
+		}
+	}
+	if _, err := newRecDict(5, nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("an empty dictionary loads: %v", err)
+	}
+	if _, err := trainDict([][]byte{[]byte("tiny"), []byte("samples")}); err == nil {
+		t.Error("a dictionary from 11 bytes")
+	}
+	// Samples past the history are left out: the dictionary is at most its size.
+	big := make([][]byte, 0, 100)
+	for i := range 100 {
+		big = append(big, []byte(strings.Repeat(fmt.Sprint("sample ", i, " "), 200)))
+	}
+	if raw, err := trainDict(big); err != nil || len(raw) > dictHistory+binary.MaxVarintLen64 {
+		t.Errorf("a dictionary from many samples: %d bytes, %v", len(raw), err)
+	}
+}
+
+// TestDamagedDictionaryReplaced: a store whose newest dictionary is damaged packs the
+// records written after with a new one (the next id), logging why; the records the damaged
+// one packed stay ErrCorrupt, those of the new one read.
+func TestDamagedDictionaryReplaced(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	db := zStore(t, path, 1200, 600, 1000)
+	v := rawRecord(t, db, "d01100")
+	if v[0] != recordMagicZ {
+		t.Fatal("not packed")
+	}
+	dv := func() []byte {
+		var b []byte
+		db.view(func(tx *bolt.Tx) error { b = bytes.Clone(tx.Bucket(bkDicts).Get(dictKey(1))); return nil })
+		return b
+	}()
+	dv[len(dv)-1] ^= 1
+	setValue(t, db, [][]byte{bkDicts}, dictKey(1), dv)
+	db.Close()
+	db, lb := openLogged(t, path, false)
+	puts := zPuts(2000, 2600)
+	if _, err := db.Write("c", puts, len(puts), len(puts)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lb.String(), "compression dictionary is damaged") {
+		t.Errorf("log %q", lb.String())
+	}
+	nv := rawRecord(t, db, "d02300")
+	z, err := parseZRecord("d02300", nv)
+	if err != nil || z.dict != 2 {
+		t.Fatalf("a record written after: dictionary %d, %v", z.dict, err)
+	}
+	err = db.View(func(tx *Tx) error {
+		if r, err := tx.Record("c", "d02300"); err != nil || !reflect.DeepEqual(r, zRecord(2300)) {
+			return fmt.Errorf("new record: %+v, %v", r, err)
+		}
+		if _, err := tx.Record("c", "d01100"); !errors.Is(err, ErrCorrupt) || !errors.Is(err, errDict) {
+			return fmt.Errorf("old record: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecordCodecPlain: a read-only store, or a write of nothing, trains nothing and packs
+// nothing; a collection under the threshold neither.
+func TestRecordCodecPlain(t *testing.T) {
+	withCompressMin(t, 10)
+	db := openTestDB(t)
+	for name, puts := range map[string][]Put{"no puts": nil, "under the threshold": zPuts(0, 9)} {
+		d, fresh, unlock, err := db.recordCodec("c", puts)
+		unlock()
+		if d != nil || fresh != nil || err != nil {
+			t.Errorf("%s: %v, %d bytes, %v", name, d, len(fresh), err)
+		}
+	}
+	// Tiny records: too few bytes to learn from, so they stay plain at the threshold.
+	var tiny []Put
+	for i := range 20 {
+		id := fmt.Sprint("t", i)
+		tiny = append(tiny, Put{ID: id, Record: &Record{Text: "x"}, Units: []string{id}})
+	}
+	if _, err := db.Write("c", tiny, 20, 20); err != nil {
+		t.Fatal(err)
+	}
+	if v := rawRecord(t, db, "t5"); v[0] != recordMagic {
+		t.Fatalf("a tiny record packed: %#x", v[0])
+	}
+	path := filepath.Join(t.TempDir(), "store.db")
+	w := zStore(t, path, 20, 20, 10)
+	w.Close()
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if d, fresh, unlock, err := ro.recordCodec("c", zPuts(0, 50)); d != nil || fresh != nil || err != nil {
+		t.Fatalf("read-only: %v, %v", d, err)
+	} else {
+		unlock()
 	}
 }
