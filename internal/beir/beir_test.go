@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/fixtures"
 )
 
 // log2r is the DCG discount of 1-based rank r.
@@ -220,7 +222,7 @@ func TestLoadErrors(t *testing.T) {
 // TestAgreesWithTrecEvalPy scores one synthetic run (graded qrels, ties, hits past 10 and
 // 100, an unanswered query) here and with the independent ../shared/tools/trec_eval.py.
 func TestAgreesWithTrecEvalPy(t *testing.T) {
-	tool := filepath.Join("..", "..", "shared", "tools", "trec_eval.py")
+	tool := fixtures.Shared("tools", "trec_eval.py")
 	// make test sets MEMORY_REQUIRE_FIXTURES when ../shared is there: then a missing scorer
 	// or python3 fails the test instead of skipping it.
 	missing := t.Skipf

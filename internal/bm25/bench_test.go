@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/internal/fixtures"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
@@ -17,8 +17,7 @@ import (
 func loadSciFact(b *testing.B) *beir.Dataset {
 	dir := os.Getenv("MEMORY_SCIFACT")
 	if dir == "" {
-		wd, _ := os.Getwd()
-		dir = filepath.Join(wd, "..", "..", "shared", "data", "beir", "scifact")
+		dir = fixtures.Shared("data", "beir", "scifact")
 	}
 	ds, err := beir.Load(dir, "test")
 	if err != nil {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"math/rand"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentmem/memory/internal/fixtures"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/registry"
@@ -145,7 +145,7 @@ func scifactTexts(b *testing.B, limit int) [][]byte {
 // readSciFact reads up to limit (< 0: all) SciFact documents, title and text; none when
 // ../shared is not there.
 func readSciFact(limit int) [][]byte {
-	f, err := os.Open(filepath.Join("..", "..", "shared", "data", "beir", "scifact", "corpus.jsonl"))
+	f, err := os.Open(fixtures.Shared("data", "beir", "scifact", "corpus.jsonl"))
 	if err != nil {
 		return nil
 	}
