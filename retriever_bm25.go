@@ -12,9 +12,12 @@ import (
 
 // bm25Retriever is keyword recall: the collection's BM25 index, filtered in its metadata
 // terms when the Where runs there, else restricted to the units the filter allows.
+func init() { addRetriever(&bm25Retriever) }
+
 var bm25Retriever = retriever{
 	name:   "bm25",
 	mode:   BM25,
+	order:  10,
 	weight: func(w *Weights) float64 { return w.BM25 },
 	search: func(ctx context.Context, s *colState, q *retrieval, k int) ([]hybrid.Hit, error) {
 		var hits []hybrid.Hit

@@ -12,9 +12,12 @@ import (
 // denseRetriever is vector recall: the collection's vector index, asked for the units
 // nearest the query's embedding among those the filter allows; a batch of queries is
 // embedded and searched together (denseBatch).
+func init() { addRetriever(&denseRetriever) }
+
 var denseRetriever = retriever{
 	name:   "dense",
 	mode:   Dense,
+	order:  20,
 	weight: func(w *Weights) float64 { return w.Dense },
 	search: func(ctx context.Context, s *colState, q *retrieval, k int) ([]hybrid.Hit, error) {
 		return s.denseSearch(ctx, q.vec, k, q.scope, q.so.dense)

@@ -12,8 +12,8 @@ import (
 
 // Retrievers as data: each recall path of a search is a row of the table retrievers, and
 // hybrid search, the weights and their checks, batches and explanations loop over it.
-// Adding a retriever is one file (retriever_NAME.go) with its row, plus its line in the
-// table; a mode that runs it alone is a Mode constant, and a weight or an explanation of
+// Adding a retriever is one file (retriever_NAME.go) with its row, which its init adds
+// to the table; a mode that runs it alone is a Mode constant, and a weight or an explanation of
 // its own a field of Weights or Explanation (a row may leave either out).
 
 // retriever is one recall path of a search.
@@ -22,6 +22,8 @@ type retriever struct {
 	name string
 	// mode runs it alone; Hybrid runs every retriever of weight above 0.
 	mode Mode
+	// order places it in the table: fusion lists go in this order, which breaks ties.
+	order int
 	// weight is its fusion weight in w (nil: 1).
 	weight func(w *Weights) float64
 	// search returns its k best units for q among those q.scope allows, best first.
@@ -54,11 +56,15 @@ type retrieval struct {
 	st    *SearchStats
 }
 
-// retrievers is the table, in fusion order (which breaks ties). It is filled by init, as
-// the rows' functions refer to it.
+// retrievers is the table, in fusion order (which breaks ties): each row's file adds it
+// in its init (addRetriever), as the rows' functions refer to the table.
 var retrievers []*retriever
 
-func init() { retrievers = []*retriever{&bm25Retriever, &denseRetriever} }
+// addRetriever puts r in the table by its order.
+func addRetriever(r *retriever) {
+	i, _ := slices.BinarySearchFunc(retrievers, r.order, func(x *retriever, o int) int { return x.order - o })
+	retrievers = slices.Insert(retrievers, i, r)
+}
 
 // runs reports whether a search in mode runs r.
 func (r *retriever) runs(mode Mode) bool { return mode == Hybrid || mode == r.mode }

@@ -24,8 +24,9 @@ func TestThirdRetriever(t *testing.T) {
 	const idMode Mode = "id"
 	var elapsed time.Duration
 	withRetriever(t, &retriever{
-		name: "id",
-		mode: idMode,
+		name:  "id",
+		mode:  idMode,
+		order: 30,
 		search: func(ctx context.Context, s *colState, q *retrieval, k int) ([]hybrid.Hit, error) {
 			var hits []hybrid.Hit
 			for _, u := range []string{"zeta", "rust"} { // what an index over ids would return (unchunked units are document ids)
