@@ -90,7 +90,12 @@ func modeRetrievers(mode Mode) []*retriever {
 
 // anyRetriever reports whether a retriever of mode satisfies ok.
 func anyRetriever(mode Mode, ok func(r *retriever) bool) bool {
-	return slices.ContainsFunc(modeRetrievers(mode), ok)
+	for _, r := range retrievers {
+		if r.runs(mode) && ok(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // validMode reports whether mode is Hybrid or a retriever's mode.

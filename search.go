@@ -216,8 +216,8 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 	fused := so.Fusion(lists, hybrid.FusionOptions{K: so.RRFK, Window: so.retrieverWindow(mode)})
 	st.Candidates = len(fused)
 	fused = fused[:min(len(fused), so.keep())]
-	for _, r := range modeRetrievers(mode) {
-		if r.plan == nil || (r.embeds && so.noEmbed) {
+	for _, r := range retrievers {
+		if !r.runs(mode) || r.plan == nil || (r.embeds && so.noEmbed) {
 			continue
 		}
 		if note, ok := r.plan(s); ok { // for example: recall is approximate
