@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,6 +182,7 @@ func BenchmarkBM25Scale(b *testing.B) {
 			b.ReportMetric(secs[1], "s/batch")
 			b.ReportMetric(float64(len(batch))/secs[1], "queries/s")
 			b.ReportMetric(float64(runtime.GOMAXPROCS(0)), "workers")
+			reportRSS(b)
 		})
 	}
 	passes := 3
@@ -189,6 +191,7 @@ func BenchmarkBM25Scale(b *testing.B) {
 			p50, p99 := latency(b, m, qs, k, passes)
 			b.ReportMetric(float64(p50.Microseconds()), "p50-us")
 			b.ReportMetric(float64(p99.Microseconds()), "p99-us")
+			reportRSS(b)
 		})
 	}
 	// Filtered queries (a corpus from bench/corpusgen gives every passage "bucket" i mod 10):
@@ -266,5 +269,25 @@ func BenchmarkDeleteWhereScale(b *testing.B) {
 			b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms")
 			b.ReportMetric(float64(n), "deleted")
 		})
+	}
+}
+
+// reportRSS reports the process's resident memory after the benchmark's work, from
+// /proc/self/status (Linux; nothing elsewhere): VmRSS, RssAnon (the heap and other
+// anonymous pages, which the page cache cannot give back) and VmHWM (the peak), in MiB.
+func reportRSS(b *testing.B) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "VmRSS" && name != "RssAnon" && name != "VmHWM") {
+			continue
+		}
+		var kb float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb); err == nil {
+			b.ReportMetric(kb/1024, name+"-MiB")
+		}
 	}
 }
