@@ -119,8 +119,7 @@ func retrieverNamed(name string) *retriever {
 // weight. A single retriever without rerank or collapse needs no fusion window: asking for
 // exactly k is cheaper (BM25's top-k collection is a large share of its cost).
 func (s *colState) runRetrievers(ctx context.Context, q *retrieval, mode Mode) ([]hybrid.List, error) {
-	window := q.so.retrieverWindow(mode)
-	var lists []hybrid.List
+	rs := make([]hybrid.Retriever[*retrieval], 0, len(retrievers))
 	for _, r := range retrievers {
 		if !r.runs(mode) || (r.embeds && q.so.noEmbed) {
 			continue
@@ -129,22 +128,21 @@ func (s *colState) runRetrievers(ctx context.Context, q *retrieval, mode Mode) (
 		if w == 0 {
 			continue
 		}
-		t := time.Now()
-		best := map[string]string{}
-		q.scope.best[r.name] = best
-		hits, err := searchUnits(window, q.scope.units, q.so.AllChunks, best, func(k int) ([]hybrid.Hit, error) {
-			return r.search(ctx, s, q, k)
-		})
-		*r.elapsed(q.st) += time.Since(t)
-		if r.shared != nil {
-			*r.elapsed(q.st) += r.shared(q.so)
-		}
-		if err != nil {
-			return nil, err
-		}
-		lists = append(lists, hybrid.List{Name: r.name, Weight: w, Hits: hits})
+		rs = append(rs, hybrid.Retriever[*retrieval]{Name: r.name, Weight: w, Search: func(ctx context.Context, q *retrieval, k int) ([]hybrid.Hit, error) {
+			t := time.Now()
+			best := map[string]string{}
+			q.scope.best[r.name] = best
+			hits, err := searchUnits(k, q.scope.units, q.so.AllChunks, best, func(k int) ([]hybrid.Hit, error) {
+				return r.search(ctx, s, q, k)
+			})
+			*r.elapsed(q.st) += time.Since(t)
+			if r.shared != nil {
+				*r.elapsed(q.st) += r.shared(q.so)
+			}
+			return hits, err
+		}})
 	}
-	return lists, nil
+	return hybrid.Retrieve(ctx, q, q.so.retrieverWindow(mode), rs...)
 }
 
 // applyWeights checks Weights and applies a weight of 0: the search runs without that

@@ -1,5 +1,6 @@
-// Package hybrid fuses the ranked lists of several retrievers (BM25, dense vectors, any
-// other) into one: Reciprocal Rank Fusion ([RRF]) and weighted score fusion
-// ([WeightedScore]) as pure functions that explain every fused score, and [Fuse] for a
-// fusion of your own. The store's BM25 engine itself is internal to the module.
+// Package hybrid composes retrievers (BM25, dense vectors, any other) and fuses their ranked
+// lists into one: [Retrieve] runs a set of [Retriever]s for a query, and Reciprocal Rank
+// Fusion ([RRF]) and weighted score fusion ([WeightedScore]) fuse the lists as pure
+// functions that explain every fused score; [Fuse] builds a fusion of your own. The
+// store's BM25 engine is internal to the module (internal/bm25).
 package hybrid
