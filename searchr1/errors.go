@@ -1,6 +1,10 @@
 package searchr1
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentmem/memory/internal/errkind"
+)
 
 // Errors of the loop and its options.
 var (
@@ -44,18 +48,7 @@ var (
 
 // Private kinds: their own text, matching ErrInvalidOption under errors.Is.
 var (
-	errNoGenerator   = kind("searchr1: no generator", ErrInvalidOption)
-	errNoSearcher    = kind("searchr1: no searcher", ErrInvalidOption)
-	errUnknownCompat = kind("searchr1: unknown compat dialect", ErrInvalidOption)
+	errNoGenerator   = errkind.New("searchr1: no generator", ErrInvalidOption)
+	errNoSearcher    = errkind.New("searchr1: no searcher", ErrInvalidOption)
+	errUnknownCompat = errkind.New("searchr1: unknown compat dialect", ErrInvalidOption)
 )
-
-// kind returns an error with the text msg that matches base under errors.Is.
-func kind(msg string, base error) error { return &kindError{msg, base} }
-
-type kindError struct {
-	msg  string
-	base error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.base }

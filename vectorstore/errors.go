@@ -1,6 +1,10 @@
 package vectorstore
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentmem/memory/internal/errkind"
+)
 
 // Errors of the index backends.
 var (
@@ -55,20 +59,9 @@ var (
 
 // Private kinds: their own text, and errors.Is matches the public kind they refine.
 var (
-	errDiskCorrupt    = kind("vectorstore: disk index files are damaged", ErrCorrupt)
-	errDiskConfig     = kind("vectorstore: disk index was built with another configuration", ErrConfigMismatch)
-	errDiskClosed     = kind("vectorstore: disk index is unusable after a failed write", ErrClosed)
-	errEmbedderConfig = kind("vectorstore: invalid embedder options", ErrBadConfig)
-	errUnknownPreset  = kind("vectorstore: unknown model preset", ErrBadConfig)
+	errDiskCorrupt    = errkind.New("vectorstore: disk index files are damaged", ErrCorrupt)
+	errDiskConfig     = errkind.New("vectorstore: disk index was built with another configuration", ErrConfigMismatch)
+	errDiskClosed     = errkind.New("vectorstore: disk index is unusable after a failed write", ErrClosed)
+	errEmbedderConfig = errkind.New("vectorstore: invalid embedder options", ErrBadConfig)
+	errUnknownPreset  = errkind.New("vectorstore: unknown model preset", ErrBadConfig)
 )
-
-// kind returns an error with the text msg that matches base under errors.Is.
-func kind(msg string, base error) error { return &kindError{msg, base} }
-
-type kindError struct {
-	msg  string
-	base error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.base }

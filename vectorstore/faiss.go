@@ -15,6 +15,7 @@ import (
 
 	faiss "github.com/DataIntelligenceCrew/go-faiss"
 
+	"github.com/agentmem/memory/internal/errkind"
 	"github.com/agentmem/memory/internal/faisslink"
 	"github.com/agentmem/memory/internal/topk"
 	"github.com/agentmem/memory/internal/vecmath"
@@ -22,8 +23,8 @@ import (
 
 // The FAISS backend's own kinds (see errors.go).
 var (
-	errFaissClosed  = kind("vectorstore: FAISS index is closed", ErrClosed)
-	errFaissFactory = kind("vectorstore: unsupported FAISS factory string", ErrBadConfig)
+	errFaissClosed  = errkind.New("vectorstore: FAISS index is closed", ErrClosed)
+	errFaissFactory = errkind.New("vectorstore: unsupported FAISS factory string", ErrBadConfig)
 )
 
 // faissBuilt: this build has the FAISS backend.

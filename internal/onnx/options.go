@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory/internal/environ"
+	"github.com/agentmem/memory/internal/errkind"
 	"github.com/agentmem/memory/models"
 )
 
@@ -45,18 +46,10 @@ var (
 )
 
 // Kind returns a sentinel error with the message msg that also matches base under
-// errors.Is. Packages built on this one declare their own sentinels with it (for example
-// vectorstore.ErrBadModel = Kind("vectorstore: unusable model", ErrBadModel)), so a caller
-// can test for either the package's name or the shared kind.
-func Kind(msg string, base error) error { return &kindError{msg: msg, base: base} }
-
-type kindError struct {
-	msg  string
-	base error
-}
-
-func (e *kindError) Error() string { return e.msg }
-func (e *kindError) Unwrap() error { return e.base }
+// errors.Is (errkind.New). Packages built on this one declare their own sentinels with it
+// (for example vectorstore's errBadModel = Kind("vectorstore: unusable model",
+// ErrBadModel)), so a caller can test for the shared kind.
+func Kind(msg string, base error) error { return errkind.New(msg, base) }
 
 // localLibrary is the path of the local cache, relative to the repository root.
 var localLibrary = filepath.Join(".deps", "onnxruntime", "libonnxruntime.so.1")
