@@ -144,7 +144,7 @@ func loadModel(ctx context.Context, name string, o LoadOptions) (Embedder, error
 	if err != nil {
 		return nil, err
 	}
-	if isStaticFolder(dir) {
+	if IsModel2Vec(dir) {
 		if err := onlyONNXDevice(name, o.ONNX); err != nil {
 			return nil, err
 		}
@@ -178,9 +178,11 @@ func modelFolder(model string, recorded bool) (string, error) {
 	return dir, nil
 }
 
-// isStaticFolder reports whether dir holds a Model2Vec (static) model: a model.safetensors
-// file, or a config.json whose model_type is "model2vec".
-func isStaticFolder(dir string) bool {
+// IsModel2Vec reports whether the model folder dir holds a Model2Vec (static) model, which
+// LoadEmbedder loads as a StaticEmbedder: a model.safetensors file, or a config.json whose
+// model_type is "model2vec". Such a model averages a text's word pieces and never sees
+// [CLS] or [SEP].
+func IsModel2Vec(dir string) bool {
 	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
 		return true
 	}

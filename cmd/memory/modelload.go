@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/rerank"
@@ -49,23 +47,6 @@ type embedderSpec struct {
 // loadEmbedder loads an embedder by name (see embedderSpec).
 func loadEmbedder(name string) (vectorstore.Embedder, error) {
 	return loadEmbedderSpec(context.Background(), embedderSpec{name: name})
-}
-
-// isStaticModelDir reports whether dir holds a Model2Vec (static) model: a
-// model.safetensors file, or a config.json whose model_type is "model2vec". Such a model
-// averages the word pieces of a text: it never sees [CLS] or [SEP].
-func isStaticModelDir(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err == nil {
-		return true
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
-	if err != nil {
-		return false
-	}
-	var cfg struct {
-		ModelType string `json:"model_type"`
-	}
-	return json.Unmarshal(data, &cfg) == nil && cfg.ModelType == "model2vec"
 }
 
 // loadOptions are the flags of spec as the embedder registry takes them.

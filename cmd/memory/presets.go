@@ -117,7 +117,7 @@ func modelsInfo(args []string, stdout, stderr io.Writer) error {
 		return presetInfo(tw, name, spec)
 	}
 	fmt.Fprintf(tw, "folder\t%s\n", dir)
-	if isStaticModelDir(dir) {
+	if vectorstore.IsModel2Vec(dir) {
 		fmt.Fprintf(tw, "kind\tstatic (Model2Vec): no prefixes, presets or caps\n")
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory/internal/wordpiece"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 func init() {
@@ -35,7 +36,7 @@ type tokenizeOutput struct {
 // It prints one JSON object per input: {"input_ids":[...]}, plus "token_type_ids" with
 // --pair, where each input is "query<TAB>passage". NAME is a folder inside $MEMORY_MODELS,
 // else a path to a model folder or to a tokenizer.json / vocab.txt file. A static
-// (Model2Vec) model (see isStaticModelDir) never sees [CLS]/[SEP]: its ids are the word
+// (Model2Vec) model (see vectorstore.IsModel2Vec) never sees [CLS]/[SEP]: its ids are the word
 // pieces alone, as with --no-special, and --pair and --max-length do not apply to it.
 func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tokenize", stderr)
@@ -153,7 +154,7 @@ func tokenizeStaticModel(path string) bool {
 	if st, err := os.Stat(path); err == nil && !st.IsDir() {
 		path = filepath.Dir(path)
 	}
-	return isStaticModelDir(path)
+	return vectorstore.IsModel2Vec(path)
 }
 
 // tokenizeLoadTokenizer loads a model folder with wordpiece.LoadDir, or a single tokenizer file
