@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/sop"
 )
 
@@ -178,7 +179,7 @@ func TestAnalyzerErrors(t *testing.T) {
 	if _, err := m.CreateCollection("x", WithCollectionAnalyzer("nope")); !errors.Is(err, ErrUnknownAnalyzer) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Fatalf("unknown collection analyzer: %v", err)
 	}
-	if slices.Contains(collectionsOf(t, m), "x") {
+	if slices.Contains(memtest.Collections(t, m), "x") {
 		t.Fatal("a collection with an unknown analyzer was created")
 	}
 	if _, err := m.CreateCollection("fr", WithCollectionAnalyzer("fr")); err != nil {

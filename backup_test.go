@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -148,10 +149,10 @@ func TestBackupDuringWrites(t *testing.T) {
 			t.Fatalf("%s restored without its vector", id)
 		}
 	}
-	if n := countOf(t, r.Collection("notes")); n != 100 {
+	if n := memtest.Count(t, r.Collection("notes")); n != 100 {
 		t.Fatalf("collection notes: %d documents restored, want 100", n)
 	}
-	n := countOf(t, r)
+	n := memtest.Count(t, r)
 	if n < len(before) || n > writers || n != info.Documents-100 {
 		t.Fatalf("%d documents restored in the default collection (backup counted %d with notes' 100; %d acknowledged before it)", n, info.Documents, len(before))
 	}
@@ -235,7 +236,7 @@ func TestRestoreDamaged(t *testing.T) {
 		t.Fatalf("restore over a store: %v, want ErrRestoreTarget", err)
 	}
 	r := openT(t, dst, WithEmbedder(vectorstore.NewHashEmbedder(16)))
-	if n := countOf(t, r); n != 30 {
+	if n := memtest.Count(t, r); n != 30 {
 		t.Fatalf("restored %d documents, want 30", n)
 	}
 	// An empty directory is a target too.
@@ -246,8 +247,8 @@ func TestRestoreDamaged(t *testing.T) {
 	if err := Restore(ctx, bytes.NewReader(good), empty); err != nil {
 		t.Fatalf("restore into an empty directory: %v", err)
 	}
-	if r := openT(t, empty, WithEmbedder(vectorstore.NewHashEmbedder(16))); countOf(t, r) != 30 {
-		t.Fatalf("restored into an empty directory: %d documents", countOf(t, r))
+	if r := openT(t, empty, WithEmbedder(vectorstore.NewHashEmbedder(16))); memtest.Count(t, r) != 30 {
+		t.Fatalf("restored into an empty directory: %d documents", memtest.Count(t, r))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/internal/bm25"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/internal/snippet"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
@@ -376,7 +377,7 @@ func TestDeleteWhereAndSources(t *testing.T) {
 			if !errors.Is(err, tc.err) || n != tc.want {
 				t.Fatalf("DeleteWhere = %d, %v; want %d, %v", n, err, tc.want, tc.err)
 			}
-			if got := fmt.Sprint(idsOf(t, m.Collection(""))); got != tc.remains {
+			if got := fmt.Sprint(memtest.IDs(t, m.Collection(""))); got != tc.remains {
 				t.Fatalf("left %s, want %s", got, tc.remains)
 			}
 		})
@@ -455,13 +456,13 @@ func TestCollectionsAPI(t *testing.T) {
 	if err := m.Collection("notes").Add(bg, Document{ID: "n1", Text: "remember the milk"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(collectionsOf(t, m)); got != "[empty notes]" {
+	if got := fmt.Sprint(memtest.Collections(t, m)); got != "[empty notes]" {
 		t.Fatalf("Collections = %s", got)
 	}
 	if err := m.DeleteCollection(bg, "notes"); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(collectionsOf(t, m)); got != "[empty]" {
+	if got := fmt.Sprint(memtest.Collections(t, m)); got != "[empty]" {
 		t.Fatalf("Collections after delete = %s", got)
 	}
 	if _, err := m.Collection("notes").Search(bg, "milk"); !errors.Is(err, ErrCollectionNotFound) {
@@ -476,10 +477,10 @@ func TestCollectionsAPI(t *testing.T) {
 	}
 	m.Close()
 	m2 := openT(t, dir)
-	if got := fmt.Sprint(collectionsOf(t, m2)); got != "[empty notes]" {
+	if got := fmt.Sprint(memtest.Collections(t, m2)); got != "[empty notes]" {
 		t.Fatalf("Collections after reopen = %s", got)
 	}
-	if got := fmt.Sprint(idsOf(t, m2.Collection("notes"))); got != "[n2]" {
+	if got := fmt.Sprint(memtest.IDs(t, m2.Collection("notes"))); got != "[n2]" {
 		t.Fatalf("notes after reopen = %s", got)
 	}
 	if res, _ := m2.Collection("notes").Search(bg, "milk"); len(res) != 0 {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/chunker"
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 func TestAddCode(t *testing.T) {
@@ -66,8 +67,8 @@ type Point struct{ Lat, Lon float64 }
 	if sum.Files != 2 || sum.Skipped[chunker.SkipIgnored] != 1 {
 		t.Fatalf("summary %+v", sum)
 	}
-	if countOf(t, m) != sum.Chunks || sum.Chunks != 2 {
-		t.Fatalf("stored %d documents, summary says %d chunks", countOf(t, m), sum.Chunks)
+	if memtest.Count(t, m) != sum.Chunks || sum.Chunks != 2 {
+		t.Fatalf("stored %d documents, summary says %d chunks", memtest.Count(t, m), sum.Chunks)
 	}
 	if len(progress) == 0 || progress[len(progress)-1].Chunks != sum.Chunks {
 		t.Fatalf("progress %+v", progress)
@@ -98,12 +99,12 @@ type Point struct{ Lat, Lon float64 }
 		t.Fatalf("search results %+v", res)
 	}
 	// Indexing again replaces: same ids, same count.
-	n := countOf(t, m)
+	n := memtest.Count(t, m)
 	if _, err := m.Collection("").AddCode(ctx, root, CodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if countOf(t, m) != n {
-		t.Fatalf("re-indexing changed the count from %d to %d", n, countOf(t, m))
+	if memtest.Count(t, m) != n {
+		t.Fatalf("re-indexing changed the count from %d to %d", n, memtest.Count(t, m))
 	}
 	if _, err := m.AddCode(ctx, filepath.Join(root, "missing"), CodeOptions{}); err == nil {
 		t.Fatal("missing root: no error")
@@ -425,7 +426,7 @@ func TestAddCodeReplacesChangedFiles(t *testing.T) {
 			if _, err := m.AddCode(bg, root, opts); err != nil {
 				t.Fatal(err)
 			}
-			first := idsOf(t, m.Collection(""))
+			first := memtest.IDs(t, m.Collection(""))
 			// a.go: a comment shifts every line, Gamma and Epsilon go; b.go is unchanged.
 			write("a/a.go", "// Package p is edited.\n"+funcs("Alpha", "Beta", "Delta"))
 			if _, err := m.AddCode(bg, root, opts); err != nil {
@@ -440,12 +441,12 @@ func TestAddCodeReplacesChangedFiles(t *testing.T) {
 			})
 			must(t, err)
 			slices.Sort(want)
-			got := idsOf(t, m.Collection(""))
+			got := memtest.IDs(t, m.Collection(""))
 			if !slices.Equal(got, want) {
 				t.Fatalf("after re-indexing a changed file:\n got %q\nwant %q\n(first run: %q)", got, want, first)
 			}
-			if countOf(t, m) != len(want) {
-				t.Fatalf("count %d, want %d", countOf(t, m), len(want))
+			if memtest.Count(t, m) != len(want) {
+				t.Fatalf("count %d, want %d", memtest.Count(t, m), len(want))
 			}
 			if res := searchT(t, m, "Gamma", WithMode(BM25)); len(res) != 0 {
 				t.Fatalf("a removed function is still found: %v", res)

@@ -559,7 +559,7 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 	if len(where) == 0 {
 		return 0, fmt.Errorf("%w: DeleteWhere needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
 	}
-	pred, err := docfilter.CompilePred(where)
+	cw, err := docfilter.Compile(where)
 	if err != nil {
 		return 0, err
 	}
@@ -572,7 +572,7 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 	if err != nil || s == nil {
 		return 0, err
 	}
-	gone, err := c.matching(ctx, s, where, pred)
+	gone, err := c.matching(ctx, s, cw)
 	if err != nil {
 		return 0, err
 	}
@@ -582,15 +582,14 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 	return len(gone), nil
 }
 
-// matching lists the ids of the documents of s that where (compiled: pred) matches, sorted;
+// matching lists the ids of the documents of s that the compiled filter cw matches, sorted;
 // the caller holds the writer lock. A Where the BM25 index can evaluate runs there (its
 // metadata terms: O(matches), not O(documents)), and each document it names is checked
 // against its stored record; any other Where scans the records' metadata.
-func (c *Collection) matching(ctx context.Context, s *colState, where Where, pred docfilter.Pred) ([]string, error) {
+func (c *Collection) matching(ctx context.Context, s *colState, cw docfilter.Compiled) ([]string, error) {
 	m := c.m
 	var ids []string
-	if cw, err := docfilter.Compile(where); err == nil && cw.Meta != nil && !filterScan.Load() {
-		mf := cw.Meta
+	if mf := cw.Meta; mf != nil && !filterScan.Load() {
 		if err := m.reg.ensureOpen(s); err != nil {
 			return nil, err
 		}
@@ -600,7 +599,7 @@ func (c *Collection) matching(ctx context.Context, s *colState, where Where, pre
 			return s.bm25.FilterIDs(ctx, mf)
 		}()
 		if err == nil {
-			return c.checkedIDs(units, pred)
+			return c.checkedIDs(units, cw.Pred)
 		}
 		if !bm25Damaged(err) {
 			return nil, err
@@ -609,7 +608,7 @@ func (c *Collection) matching(ctx context.Context, s *colState, where Where, pre
 		m.log.Warn("memory: the BM25 index cannot evaluate a filter, scanning the store of record", "collection", c.name, "err", err)
 	}
 	err := m.forEachMeta(c.name, func(id string, r *store.Record) { // a Where reads metadata only
-		if pred(r) {
+		if cw.Pred(r) {
 			ids = append(ids, id)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentmem/memory/internal/memtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -117,10 +118,10 @@ func TestCountsPersisted(t *testing.T) {
 		t.Fatalf("DeleteWhere = %d, %v", n, err)
 	}
 	docs, units, bm25, _ := colIndexCounts(t, m.Collection(""))
-	if docs != 1 || countOf(t, m) != 1 || units != bm25 || units < 2 {
-		t.Fatalf("after deletes: docs %d Count %d units %d bm25 %d", docs, countOf(t, m), units, bm25)
+	if docs != 1 || memtest.Count(t, m) != 1 || units != bm25 || units < 2 {
+		t.Fatalf("after deletes: docs %d Count %d units %d bm25 %d", docs, memtest.Count(t, m), units, bm25)
 	}
-	if ids := idsOf(t, m.Collection("")); !reflect.DeepEqual(ids, []string{"c"}) {
+	if ids := memtest.IDs(t, m.Collection("")); !reflect.DeepEqual(ids, []string{"c"}) {
 		t.Fatalf("IDs = %v", ids)
 	}
 	m.Close()
@@ -170,8 +171,8 @@ func TestCountsOfOldStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if countOf(t, ro) != 2 || countOf(t, ro.Collection("side")) != 1 {
-		t.Fatalf("read-only: Count %d, side %d", countOf(t, ro), countOf(t, ro.Collection("side")))
+	if memtest.Count(t, ro) != 2 || memtest.Count(t, ro.Collection("side")) != 1 {
+		t.Fatalf("read-only: Count %d, side %d", memtest.Count(t, ro), memtest.Count(t, ro.Collection("side")))
 	}
 	if err := ro.Close(); err != nil {
 		t.Fatal(err)
@@ -180,8 +181,8 @@ func TestCountsOfOldStore(t *testing.T) {
 		t.Fatal("a read-only open persisted counts")
 	}
 	m2 := openT(t, dir)
-	if countOf(t, m2) != 2 || countOf(t, m2.Collection("side")) != 1 {
-		t.Fatalf("Count %d, side %d", countOf(t, m2), countOf(t, m2.Collection("side")))
+	if memtest.Count(t, m2) != 2 || memtest.Count(t, m2.Collection("side")) != 1 {
+		t.Fatalf("Count %d, side %d", memtest.Count(t, m2), memtest.Count(t, m2.Collection("side")))
 	}
 	if d, u, _, _ := colIndexCounts(t, m2.Collection("")); d != 2 || u != units {
 		t.Fatalf("docs %d units %d, want 2, %d", d, u, units)

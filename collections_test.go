@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // TestLongCollectionName: a name valid by its bytes (at most 200) whose escaped form, the
@@ -57,7 +59,7 @@ func TestLongCollectionName(t *testing.T) {
 				t.Fatalf("%s: %v does not name the limit", c.how, err)
 			}
 		}
-		if got := slices.Contains(collectionsOf(t, m), tc.name); got != tc.ok {
+		if got := slices.Contains(memtest.Collections(t, m), tc.name); got != tc.ok {
 			t.Fatalf("%q…: listed %v, want %v", label, got, tc.ok)
 		}
 		if tc.ok {
@@ -69,7 +71,7 @@ func TestLongCollectionName(t *testing.T) {
 	}
 	must(t, m.Close())
 	m = openT(t, dir)
-	if n := countOf(t, m.Collection(atLimit)); n != 1 {
+	if n := memtest.Count(t, m.Collection(atLimit)); n != 1 {
 		t.Fatalf("collection at the limit after reopen: %d documents", n)
 	}
 }
@@ -87,7 +89,7 @@ func TestLongCollectionNameOfOlderVersion(t *testing.T) {
 
 	ro, err := Open(dir, ReadOnly())
 	must(t, err)
-	if !slices.Contains(collectionsOf(t, ro), long) {
+	if !slices.Contains(memtest.Collections(t, ro), long) {
 		t.Fatal("read-only: the long-named collection is not listed")
 	}
 	if _, err := ro.Collection(long).Search(bg, "anything", WithMode(BM25)); err != nil {
@@ -96,10 +98,10 @@ func TestLongCollectionNameOfOlderVersion(t *testing.T) {
 	must(t, ro.Close())
 
 	m = openT(t, dir)
-	if !slices.Contains(collectionsOf(t, m), long) {
+	if !slices.Contains(memtest.Collections(t, m), long) {
 		t.Fatal("the long-named collection is not listed")
 	}
-	if n := countOf(t, m.Collection(long)); n != 0 {
+	if n := memtest.Count(t, m.Collection(long)); n != 0 {
 		t.Fatalf("count %d", n)
 	}
 	if _, err := m.Collection(long).Get(bg, "x"); !errors.Is(err, ErrNotFound) {
@@ -111,12 +113,12 @@ func TestLongCollectionNameOfOlderVersion(t *testing.T) {
 	if err := m.DeleteCollection(bg, long); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if slices.Contains(collectionsOf(t, m), long) {
+	if slices.Contains(memtest.Collections(t, m), long) {
 		t.Fatal("still listed after delete")
 	}
 	must(t, m.Close())
 	m = openT(t, dir)
-	if slices.Contains(collectionsOf(t, m), long) || countOf(t, m) != 1 {
-		t.Fatalf("after reopen: %q, %d documents in default", collectionsOf(t, m), countOf(t, m))
+	if slices.Contains(memtest.Collections(t, m), long) || memtest.Count(t, m) != 1 {
+		t.Fatalf("after reopen: %q, %d documents in default", memtest.Collections(t, m), memtest.Count(t, m))
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -77,7 +78,7 @@ func TestCollectionMetadata(t *testing.T) {
 			if _, err := m.CreateCollection("new-"+tc.name, WithCollectionMetadata(tc.md)); !errors.Is(err, tc.want) {
 				t.Fatalf("create: %v, want %v", err, tc.want)
 			}
-			if slicesContain(collectionsOf(t, m), "new-"+tc.name) {
+			if slicesContain(memtest.Collections(t, m), "new-"+tc.name) {
 				t.Fatal("a create with bad metadata made the collection")
 			}
 		})
@@ -164,7 +165,7 @@ func testRenameCollection(t *testing.T, backend string) {
 	if _, err := m.Collection("old").Get(bg, "go"); !errors.Is(err, ErrCollectionNotFound) && !errors.Is(err, ErrNotFound) {
 		t.Fatalf("get from the old name: %v", err)
 	}
-	if got := collectionsOf(t, m); !reflect.DeepEqual(got, []string{"new", "other"}) {
+	if got := memtest.Collections(t, m); !reflect.DeepEqual(got, []string{"new", "other"}) {
 		t.Fatalf("collections = %v", got)
 	}
 	if md, err := m.CollectionMetadata(bg, "new"); err != nil || md["gold"] != true {
@@ -226,7 +227,7 @@ func TestRenameCollectionErrors(t *testing.T) {
 			if err := m.RenameCollection(bg, tc.from, tc.to); !errors.Is(err, tc.want) {
 				t.Fatalf("RenameCollection(%q, %q) = %v, want %v", tc.from, tc.to, err, tc.want)
 			}
-			if got := collectionsOf(t, m); !reflect.DeepEqual(got, []string{"a", "b"}) {
+			if got := memtest.Collections(t, m); !reflect.DeepEqual(got, []string{"a", "b"}) {
 				t.Fatalf("collections changed: %v", got)
 			}
 		})
@@ -234,7 +235,7 @@ func TestRenameCollectionErrors(t *testing.T) {
 	if err := m.RenameCollection(bg, "a", "z", WithCollectionMetadata(map[string]any{"": 1})); !errors.Is(err, ErrInvalidMetadata) {
 		t.Fatalf("rename with bad metadata: %v", err)
 	}
-	if got := collectionsOf(t, m); !reflect.DeepEqual(got, []string{"a", "b"}) {
+	if got := memtest.Collections(t, m); !reflect.DeepEqual(got, []string{"a", "b"}) {
 		t.Fatalf("a rename with bad metadata changed the collections: %v", got)
 	}
 	must(t, m.RenameCollection(bg, "a", "a")) // its own name: nothing
@@ -320,7 +321,7 @@ func TestRenameCrash(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: the store does not open after kill -9: %v", run, err)
 		}
-		cols := collectionsOf(t, m)
+		cols := memtest.Collections(t, m)
 		if len(cols) != 1 {
 			m.Close()
 			t.Fatalf("run %d: collections %v, want one of a, b", run, cols)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -90,10 +91,10 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 200 base + 2 writers x 60 adds - 2 x 20 deletes.
-	if got, want := countOf(t, m), 200+120-40; got != want {
+	if got, want := memtest.Count(t, m), 200+120-40; got != want {
 		t.Fatalf("Count = %d, want %d", got, want)
 	}
-	if got := countOf(t, m.Collection("side")); got != 60 {
+	if got := memtest.Count(t, m.Collection("side")); got != 60 {
 		t.Fatalf("side Count = %d, want 60", got)
 	}
 	res, err := m.Search(ctx, "writtenmarker", WithMode(BM25), TopK(200))

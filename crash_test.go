@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // The crash test runs this test binary as a child that writes to a store and prints
@@ -132,7 +134,7 @@ func TestCrashDurability(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: store does not open after kill -9: %v", run, err)
 		}
-		count := countOf(t, m)
+		count := memtest.Count(t, m)
 		if count < acked {
 			m.Close()
 			t.Fatalf("run %d: %d documents acknowledged, %d present", run, acked, count)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/memtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -95,7 +96,7 @@ func TestCreateLeftovers(t *testing.T) {
 			must(t, m.Add(bg, corpus...))
 			must(t, m.Close())
 			m = openT(t, dir)
-			if n := countOf(t, m); n != len(corpus) {
+			if n := memtest.Count(t, m); n != len(corpus) {
 				t.Fatalf("count %d, want %d", n, len(corpus))
 			}
 			must(t, m.Close())
@@ -197,7 +198,7 @@ func TestCreateOnFullDisk(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d KB free during creation: reopen: %v", leave>>10, err)
 		}
-		if n := countOf(t, m); n != len(corpus) {
+		if n := memtest.Count(t, m); n != len(corpus) {
 			t.Fatalf("%d KB free during creation: count %d, want %d", leave>>10, n, len(corpus))
 		}
 		must(t, m.Close())
@@ -246,7 +247,7 @@ func TestCreateLeftoversRace(t *testing.T) {
 			t.Fatalf("round %d: no opener created the store", round)
 		}
 		m := openT(t, dir)
-		if c := countOf(t, m); c != oks {
+		if c := memtest.Count(t, m); c != oks {
 			t.Fatalf("round %d: %d documents, %d acknowledged", round, c, oks)
 		}
 		must(t, m.Close())
@@ -293,7 +294,7 @@ func TestMakeDBInterleavings(t *testing.T) {
 			must(t, m.Add(bg, corpus...))
 			must(t, m.Close())
 			m = openT(t, dir)
-			if n := countOf(t, m); n != len(corpus) {
+			if n := memtest.Count(t, m); n != len(corpus) {
 				t.Fatalf("count %d", n)
 			}
 			must(t, m.Close())

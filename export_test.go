@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -74,15 +75,15 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if ist.Collections != 3 || ist.Read != 123 || ist.Stored != 123 || ist.Unchanged != 0 {
 		t.Fatalf("import stats %+v", ist)
 	}
-	if got, want := collectionsOf(t, dst), collectionsOf(t, src); !reflect.DeepEqual(got, want) {
+	if got, want := memtest.Collections(t, dst), memtest.Collections(t, src); !reflect.DeepEqual(got, want) {
 		t.Fatalf("collections %v, want %v", got, want)
 	}
-	for _, col := range collectionsOf(t, src) {
+	for _, col := range memtest.Collections(t, src) {
 		sc, dc := src.Collection(col), dst.Collection(col)
-		if !reflect.DeepEqual(idsOf(t, sc), idsOf(t, dc)) {
+		if !reflect.DeepEqual(memtest.IDs(t, sc), memtest.IDs(t, dc)) {
 			t.Fatalf("collection %s: ids differ", col)
 		}
-		for _, id := range idsOf(t, sc) {
+		for _, id := range memtest.IDs(t, sc) {
 			a, err := sc.Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -157,8 +158,8 @@ func TestImportResume(t *testing.T) {
 	if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("import of a cut export: %v, want ErrBadExport (truncated)", err)
 	}
-	if st.Stored != 59 || countOf(t, dst) != 59 {
-		t.Fatalf("cut import stored %d (%d in the store), want the 59 documents read", st.Stored, countOf(t, dst))
+	if st.Stored != 59 || memtest.Count(t, dst) != 59 {
+		t.Fatalf("cut import stored %d (%d in the store), want the 59 documents read", st.Stored, memtest.Count(t, dst))
 	}
 	// A document changed since (it is written again) and one deleted (written again).
 	if err := dst.Upsert(ctx, Document{ID: "d003", Text: "changed"}); err != nil {
@@ -214,14 +215,14 @@ func TestImportRefuses(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("import: %v, want %v", err, tc.want)
 			}
-			if tc.want == ErrEmbedderMismatch && countOf(t, m) != 0 {
-				t.Fatalf("a refused import stored %d documents", countOf(t, m))
+			if tc.want == ErrEmbedderMismatch && memtest.Count(t, m) != 0 {
+				t.Fatalf("a refused import stored %d documents", memtest.Count(t, m))
 			}
 		})
 	}
 	m := openT(t, "", WithEmbedder(vectorstore.NewHashEmbedder(48)))
 	st, err := m.Import(ctx, bytes.NewReader(buf.Bytes()), ImportOptions{Collections: []string{"notes"}})
-	if err != nil || st.Stored != 2 || st.Ignored != 121 || countOf(t, m) != 0 || countOf(t, m.Collection("notes")) != 2 {
+	if err != nil || st.Stored != 2 || st.Ignored != 121 || memtest.Count(t, m) != 0 || memtest.Count(t, m.Collection("notes")) != 2 {
 		t.Fatalf("import of notes only: %+v %v", st, err)
 	}
 }

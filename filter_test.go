@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/internal/docfilter"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 	"github.com/blevesearch/bleve/v2"
 )
@@ -90,7 +91,7 @@ func TestFilterCaps(t *testing.T) {
 			}
 		})
 	}
-	if n := countOf(t, m.Collection("")); n != len(corpus) {
+	if n := memtest.Count(t, m.Collection("")); n != len(corpus) {
 		t.Fatalf("count after refused DeleteWheres = %d, want %d", n, len(corpus))
 	}
 	// The parser: a $in of 1M items decoded from JSON.
@@ -391,7 +392,7 @@ func TestDeleteWhereIndexedMatchesScan(t *testing.T) {
 		if (err != nil) != (errs != nil) || n != ns {
 			t.Fatalf("where %v: deleted %d (%v), scan %d (%v)", w, n, err, ns, errs)
 		}
-		if a, b := idsOf(t, indexed.Collection("")), idsOf(t, scanned.Collection("")); !slices.Equal(a, b) {
+		if a, b := memtest.IDs(t, indexed.Collection("")), memtest.IDs(t, scanned.Collection("")); !slices.Equal(a, b) {
 			t.Fatalf("where %v: left %d ids, scan %d", w, len(a), len(b))
 		}
 		deleted += n

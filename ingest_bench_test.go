@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -86,7 +87,7 @@ func ingestRun(b *testing.B, batches [][]Document, opts []Option) {
 				b.Fatal(err)
 			}
 		}
-		count := countOf(b, m)
+		count := memtest.Count(b, m)
 		if err := m.Close(); err != nil {
 			b.Fatal(err)
 		}

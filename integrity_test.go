@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
 	bolt "go.etcd.io/bbolt"
@@ -286,7 +287,7 @@ func TestDamagedCounters(t *testing.T) {
 
 			var lg countLog
 			ro := openT(t, dir, emb, ReadOnly(), WithLogger(lg.logger()))
-			if n := countOf(t, ro); n != 300 {
+			if n := memtest.Count(t, ro); n != 300 {
 				t.Errorf("read-only Count = %d, want 300", n)
 			}
 			if res, err := ro.Search(bg, "word10", WithMode(BM25), TopK(1)); err != nil || len(res) != 1 {
@@ -316,7 +317,7 @@ func TestDamagedCounters(t *testing.T) {
 			if err := m.Delete(bg, "d0000"); err != nil {
 				t.Fatal(err)
 			}
-			if n := countOf(t, m); n != 299 {
+			if n := memtest.Count(t, m); n != 299 {
 				t.Errorf("Count after a delete = %d, want 299", n)
 			}
 			if strings.Contains(lg.String(), "cannot be trusted") {
@@ -392,7 +393,7 @@ func TestUncheckedCountersRecountedBeforeIndexRebuilt(t *testing.T) {
 	}
 	ro.Close()
 	m := openT(t, dir, emb)
-	if n := countOf(t, m); n != 300 {
+	if n := memtest.Count(t, m); n != 300 {
 		t.Errorf("Count = %d", n)
 	}
 	m.Close()

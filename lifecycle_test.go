@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // TestCollectionCap: creating one collection past Options.MaxCollections is
@@ -25,7 +27,7 @@ func TestCollectionCap(t *testing.T) {
 	if err := m.Collection("c4").Add(ctx, Document{ID: "x", Text: "hello"}); !errors.Is(err, ErrTooManyCollections) {
 		t.Fatalf("Add to a new collection past the cap: %v, want ErrTooManyCollections", err)
 	}
-	if got := collectionsOf(t, m); len(got) != 3 {
+	if got := memtest.Collections(t, m); len(got) != 3 {
 		t.Fatalf("collections %q", got)
 	}
 	if err := m.DeleteCollection(ctx, "c0"); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -188,7 +189,7 @@ func TestCreateRace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("round %d: the raced store does not open: %v", round, err)
 		}
-		if n := countOf(t, m); n != oks {
+		if n := memtest.Count(t, m); n != oks {
 			t.Errorf("round %d: %d documents, %d processes acknowledged one", round, n, oks)
 		}
 		m.Close()

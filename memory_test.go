@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -71,7 +72,7 @@ func TestAddGetSearchDelete(t *testing.T) {
 	if err := m.Add(bg, corpus...); err != nil {
 		t.Fatal(err)
 	}
-	if got := countOf(t, m); got != len(corpus) {
+	if got := memtest.Count(t, m); got != len(corpus) {
 		t.Fatalf("Count = %d, want %d", got, len(corpus))
 	}
 	d, err := m.Get(bg, "rs")
@@ -163,7 +164,7 @@ func TestPersistenceReopen(t *testing.T) {
 	if fmt.Sprint(ids(before)) != fmt.Sprint(ids(after)) || before[0].Score != after[0].Score {
 		t.Fatalf("results changed across reopen: %v vs %v", ids(before), ids(after))
 	}
-	if got := collectionsOf(t, m2); fmt.Sprint(got) != "[default notes]" {
+	if got := memtest.Collections(t, m2); fmt.Sprint(got) != "[default notes]" {
 		t.Fatalf("Collections = %v", got)
 	}
 	if d, err := m2.Collection("notes").Get(bg, "n1"); err != nil || d.Text != "remember the milk" {
@@ -238,8 +239,8 @@ func TestBadInput(t *testing.T) {
 					t.Fatalf("Upsert: %v, want %v", err, tc.want)
 				}
 			}
-			if countOf(t, m) != len(corpus) {
-				t.Fatalf("store changed: %d docs", countOf(t, m))
+			if memtest.Count(t, m) != len(corpus) {
+				t.Fatalf("store changed: %d docs", memtest.Count(t, m))
 			}
 			if _, err := m.Get(bg, "ok1"); !errors.Is(err, ErrNotFound) {
 				t.Fatal("a failed batch wrote part of its documents")
@@ -317,7 +318,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	must(t, os.WriteFile(filepath.Join(dir2, manifestName), man, 0o644))
 	m2 := openT(t, dir2)
-	if countOf(t, m2) != len(corpus) {
+	if memtest.Count(t, m2) != len(corpus) {
 		t.Fatal("store lost documents after a refused open")
 	}
 	// Locked by another open.
@@ -357,8 +358,8 @@ func TestOpenAfterKillInManifestWrite(t *testing.T) {
 	half2 := filepath.Join(dir, manifestTempPrefix+"777")
 	must(t, os.WriteFile(half2, []byte(`{`), 0o644))
 	m = openT(t, dir)
-	if countOf(t, m) != len(corpus) {
-		t.Fatalf("count %d after reopen, want %d", countOf(t, m), len(corpus))
+	if memtest.Count(t, m) != len(corpus) {
+		t.Fatalf("count %d after reopen, want %d", memtest.Count(t, m), len(corpus))
 	}
 	if _, err := os.Stat(half2); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("temp file beside the manifest left: %v", err)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -302,10 +303,10 @@ func TestReadOnlySemantics(t *testing.T) {
 	if d, err := r.Get(bg, "go"); err != nil || d.Text != corpus[0].Text {
 		t.Fatalf("Get: %+v, %v", d, err)
 	}
-	if countOf(t, r) != len(corpus) || countOf(t, r.Collection("notes")) != 1 {
-		t.Fatalf("counts %d, %d", countOf(t, r), countOf(t, r.Collection("notes")))
+	if memtest.Count(t, r) != len(corpus) || memtest.Count(t, r.Collection("notes")) != 1 {
+		t.Fatalf("counts %d, %d", memtest.Count(t, r), memtest.Count(t, r.Collection("notes")))
 	}
-	if got := strings.Join(collectionsOf(t, r), ","); got != "default,notes" {
+	if got := strings.Join(memtest.Collections(t, r), ","); got != "default,notes" {
 		t.Fatalf("collections %q", got)
 	}
 
@@ -329,7 +330,7 @@ func TestReadOnlySemantics(t *testing.T) {
 			t.Errorf("%s on a read-only store: %v, want ErrReadOnly", w.name, err)
 		}
 	}
-	if countOf(t, r) != len(corpus) || countOf(t, r.Collection("notes")) != 1 {
+	if memtest.Count(t, r) != len(corpus) || memtest.Count(t, r.Collection("notes")) != 1 {
 		t.Fatal("a refused write changed the counts")
 	}
 	if err := r.Close(); err != nil {

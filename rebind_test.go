@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/memtest"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -78,7 +79,7 @@ func TestRebindOldLayouts(t *testing.T) {
 	}
 	m := openT(t, dir, emb)
 	before := map[string]Document{}
-	for _, id := range idsOf(t, m.Collection("")) {
+	for _, id := range memtest.IDs(t, m.Collection("")) {
 		d, err := m.Get(bg, id)
 		if err != nil {
 			t.Fatalf("Get(%q) of an old-layout record: %v", id, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -105,17 +106,17 @@ func TestRemoteReadsMatchWriter(t *testing.T) {
 	if v, err := r.Collection("other").Vectors(bg, "o2"); err != nil || !reflect.DeepEqual(v, wv) || len(v) < 2 {
 		t.Errorf("vectors: %d, %v; want %d", len(v), err, len(wv))
 	}
-	if n, err := r.Count(bg); err != nil || n != countOf(t, w) || countOf(t, r) != n {
-		t.Errorf("len: %d, %v; want %d", n, err, countOf(t, w))
+	if n, err := r.Count(bg); err != nil || n != memtest.Count(t, w) || memtest.Count(t, r) != n {
+		t.Errorf("len: %d, %v; want %d", n, err, memtest.Count(t, w))
 	}
-	if got, want := idsOf(t, r.Collection("other")), idsOf(t, w.Collection("other")); !reflect.DeepEqual(got, want) {
+	if got, want := memtest.IDs(t, r.Collection("other")), memtest.IDs(t, w.Collection("other")); !reflect.DeepEqual(got, want) {
 		t.Errorf("ids: %v, want %v", got, want)
 	}
 	if got, err := r.Collection("other").Sources(bg); err != nil || !reflect.DeepEqual(got, []string{"a.md", "b.md"}) {
 		t.Errorf("sources: %v, %v", got, err)
 	}
-	if got := collectionsOf(t, r); !reflect.DeepEqual(got, collectionsOf(t, w)) {
-		t.Errorf("collections: %v, want %v", got, collectionsOf(t, w))
+	if got := memtest.Collections(t, r); !reflect.DeepEqual(got, memtest.Collections(t, w)) {
+		t.Errorf("collections: %v, want %v", got, memtest.Collections(t, w))
 	}
 	if _, err := r.GetCollection("other"); err != nil {
 		t.Errorf("GetCollection(other): %v", err)
@@ -354,7 +355,7 @@ func TestLockTimeoutWaitsForReaders(t *testing.T) {
 		t.Fatalf("writer after the reader closed: %v", res.err)
 	}
 	defer res.m.Close()
-	if n := countOf(t, res.m); n != len(corpus) {
+	if n := memtest.Count(t, res.m); n != len(corpus) {
 		t.Fatalf("count %d", n)
 	}
 	// A writer that waits in vain fails after its timeout.

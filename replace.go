@@ -22,11 +22,11 @@ import (
 // docs the collection is created when absent. A source too big for one transaction is
 // replaced with [Collection.BeginReplace].
 func (c *Collection) Replace(ctx context.Context, where Where, docs ...Document) (int, error) {
-	pred, err := replaceFilter(where)
+	cw, err := replaceFilter(where)
 	if err != nil {
 		return 0, err
 	}
-	return c.replace(ctx, where, pred, nil, docs)
+	return c.replace(ctx, cw, nil, docs)
 }
 
 // ReplaceSource replaces the documents of source (Document.Source, the metadata key
@@ -52,21 +52,21 @@ func (c *Collection) ReplaceSource(ctx context.Context, source string, docs ...D
 }
 
 // replaceFilter compiles the filter of a replacement; an empty one is ErrInvalidFilter.
-func replaceFilter(where Where) (docfilter.Pred, error) {
+func replaceFilter(where Where) (docfilter.Compiled, error) {
 	if len(where) == 0 {
-		return nil, fmt.Errorf("%w: a replacement needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
+		return docfilter.Compiled{}, fmt.Errorf("%w: a replacement needs a filter (DeleteCollection empties a collection)", ErrInvalidFilter)
 	}
-	return docfilter.CompilePred(where)
+	return docfilter.Compile(where)
 }
 
-// replace upserts docs and removes, in the same transaction, the documents where (compiled:
-// pred) matches that are neither among docs nor in kept.
-func (c *Collection) replace(ctx context.Context, where Where, pred docfilter.Pred, kept map[string]struct{}, docs []Document) (int, error) {
+// replace upserts docs and removes, in the same transaction, the documents the compiled
+// filter cw matches that are neither among docs nor in kept.
+func (c *Collection) replace(ctx context.Context, cw docfilter.Compiled, kept map[string]struct{}, docs []Document) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	return c.write(ctx, docs, true, func(s *colState, w *docWrite) ([]string, error) {
-		matched, err := c.matching(ctx, s, where, pred)
+		matched, err := c.matching(ctx, s, cw)
 		if err != nil {
 			return nil, err
 		}
@@ -107,9 +107,8 @@ func (m *Memory) ReplaceSource(ctx context.Context, source string, docs ...Docum
 // O(ids)). Documents that match the filter and that others write meanwhile are removed by
 // Commit too. Its methods may be called from several goroutines.
 type Replacement struct {
-	c     *Collection
-	where Where
-	pred  docfilter.Pred
+	c  *Collection
+	cw docfilter.Compiled // the filter
 
 	mu       sync.Mutex
 	kept     map[string]struct{}
@@ -120,14 +119,14 @@ type Replacement struct {
 // BeginReplace starts a replacement of the documents that where matches (see
 // [Replacement]); it writes nothing. An empty where is ErrInvalidFilter.
 func (c *Collection) BeginReplace(where Where) (*Replacement, error) {
-	pred, err := replaceFilter(where)
+	cw, err := replaceFilter(where)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.m.writable(); err != nil {
 		return nil, err
 	}
-	return &Replacement{c: c, where: where, pred: pred, kept: map[string]struct{}{}}, nil
+	return &Replacement{c: c, cw: cw, kept: map[string]struct{}{}}, nil
 }
 
 // BeginReplace starts a replacement in the default collection; see
@@ -175,7 +174,7 @@ func (r *Replacement) Commit(ctx context.Context, docs ...Document) (int, error)
 	if r.done {
 		return 0, ErrReplacementDone
 	}
-	n, err := r.c.replace(ctx, r.where, r.pred, r.kept, docs)
+	n, err := r.c.replace(ctx, r.cw, r.kept, docs)
 	if err != nil && !errors.Is(err, ErrIndexUpdate) {
 		return 0, err
 	}

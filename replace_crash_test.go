@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmem/memory/internal/memtest"
 )
 
 // The replace crash test: a child replaces one source's chunked documents with version
@@ -59,7 +61,7 @@ func replaceCrashChild(dir string) {
 // storedVersion is the version the store holds whole (-1: none, with what is wrong).
 func storedVersion(t *testing.T, m *Memory, candidates ...int) (int, string) {
 	t.Helper()
-	ids := idsOf(t, m.Collection(""))
+	ids := memtest.IDs(t, m.Collection(""))
 	var why []string
 	for _, v := range candidates {
 		want := replaceVersion(v)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/internal/store"
 	"github.com/agentmem/memory/vectorstore"
 )
@@ -21,7 +22,7 @@ func srcDoc(src, id string, v int) Document {
 func contents(t *testing.T, m *Memory) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, id := range idsOf(t, m.Collection("")) {
+	for _, id := range memtest.IDs(t, m.Collection("")) {
 		d, err := m.Get(bg, id)
 		must(t, err)
 		out[id] = d.Text
@@ -85,8 +86,8 @@ func TestReplace(t *testing.T) {
 						t.Errorf("%s not replaced: %q", id, got[id])
 					}
 				}
-				if countOf(t, m) != len(tc.want) {
-					t.Errorf("count %d, want %d", countOf(t, m), len(tc.want))
+				if memtest.Count(t, m) != len(tc.want) {
+					t.Errorf("count %d, want %d", memtest.Count(t, m), len(tc.want))
 				}
 				// The BM25 index followed: no removed document is found, every kept one is.
 				for id := range before {
@@ -173,8 +174,8 @@ func TestReplaceAtomicUnderFault(t *testing.T) {
 		if got := contents(t, m); !maps.Equal(got, before) {
 			t.Fatalf("a failed replacement changed the store:\n got %v\nwant %v", got, before)
 		}
-		if countOf(t, m) != len(before) {
-			t.Fatalf("count %d, want %d", countOf(t, m), len(before))
+		if memtest.Count(t, m) != len(before) {
+			t.Fatalf("count %d, want %d", memtest.Count(t, m), len(before))
 		}
 		for _, id := range []string{"a2", "a3"} {
 			if res := searchT(t, m, id, WithMode(BM25)); len(res) != 1 {
@@ -297,7 +298,7 @@ func TestReplacement(t *testing.T) {
 	}
 	must(t, m.Close())
 	m = openT(t, dir)
-	if n := countOf(t, m); n != 31+(len(next[:16])-countOld(next[:16])) {
+	if n := memtest.Count(t, m); n != 31+(len(next[:16])-countOld(next[:16])) {
 		t.Fatalf("after abandoning: %d documents", n)
 	}
 

@@ -3,6 +3,7 @@ package rerank
 import (
 	"errors"
 
+	"github.com/agentmem/memory/internal/errkind"
 	"github.com/agentmem/memory/internal/onnx"
 )
 
@@ -28,13 +29,13 @@ var (
 // models.ErrCUDAUnavailable, models.ErrNeedsCgo), the one public definition.
 var (
 	// errModelNotFound reports a model folder without a model or tokenizer file.
-	errModelNotFound = onnx.Kind("rerank: model file not found", onnx.ErrModelNotFound)
+	errModelNotFound = errkind.New("rerank: model file not found", onnx.ErrModelNotFound)
 	// errBadModel reports a model or configuration file that cannot be used: corrupt, or an
 	// ONNX graph without input_ids/attention_mask inputs or a logits output.
-	errBadModel = onnx.Kind("rerank: unusable model", onnx.ErrBadModel)
+	errBadModel = errkind.New("rerank: unusable model", onnx.ErrBadModel)
 	// errCUDAUnavailable reports a CUDA device asked for where none can be used.
-	errCUDAUnavailable = onnx.Kind("rerank: CUDA unavailable", onnx.ErrCUDAUnavailable)
+	errCUDAUnavailable = errkind.New("rerank: CUDA unavailable", onnx.ErrCUDAUnavailable)
 	// errNeedsCgo reports a CrossEncoder asked of a binary built with CGO_ENABLED=0 (ONNX
 	// Runtime is reached through cgo).
-	errNeedsCgo = onnx.Kind("rerank: the cross-encoder needs a cgo build", onnx.ErrNeedsCgo)
+	errNeedsCgo = errkind.New("rerank: the cross-encoder needs a cgo build", onnx.ErrNeedsCgo)
 )

@@ -159,17 +159,11 @@ func modelFolder(model string, recorded bool) (string, error) {
 	if model == "" || model == "." || model == ".." {
 		return "", fmt.Errorf("%w: %q is not a model name", ErrBadConfig, model)
 	}
-	if strings.ContainsAny(model, `/\`) {
-		if recorded {
-			return "", fmt.Errorf("%w: the recorded model %q is a path, not a name", ErrBadConfig, model)
-		}
-		if st, err := os.Stat(model); err == nil && st.IsDir() {
-			return model, nil
-		}
-	} else if !recorded {
-		if st, err := os.Stat(model); err == nil && st.IsDir() {
-			return model, nil
-		}
+	if recorded && strings.ContainsAny(model, `/\`) {
+		return "", fmt.Errorf("%w: the recorded model %q is a path, not a name", ErrBadConfig, model)
+	}
+	if st, err := os.Stat(model); !recorded && err == nil && st.IsDir() {
+		return model, nil // a folder the caller named
 	}
 	dir, err := models.Resolve(model)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 
+	"github.com/agentmem/memory/internal/errkind"
 	"github.com/agentmem/memory/internal/onnx"
 	"github.com/agentmem/memory/internal/wordpiece"
 )
@@ -15,12 +16,12 @@ import (
 // models.ErrCUDAUnavailable, models.ErrNeedsCgo), the one public definition.
 var (
 	// errModelNotFound reports a model folder without a model or tokenizer file.
-	errModelNotFound = onnx.Kind("vectorstore: model file not found", onnx.ErrModelNotFound)
+	errModelNotFound = errkind.New("vectorstore: model file not found", onnx.ErrModelNotFound)
 	// errCUDAUnavailable reports a CUDA device asked for where none can be used.
-	errCUDAUnavailable = onnx.Kind("vectorstore: CUDA unavailable", onnx.ErrCUDAUnavailable)
+	errCUDAUnavailable = errkind.New("vectorstore: CUDA unavailable", onnx.ErrCUDAUnavailable)
 	// errNeedsCgo reports an ONNXEmbedder asked of a binary built with CGO_ENABLED=0 (ONNX
 	// Runtime is reached through cgo).
-	errNeedsCgo = onnx.Kind("vectorstore: the ONNX embedder needs a cgo build", onnx.ErrNeedsCgo)
+	errNeedsCgo = errkind.New("vectorstore: the ONNX embedder needs a cgo build", onnx.ErrNeedsCgo)
 )
 
 var onnxErrors = onnx.Errors{Prefix: "vectorstore", NotFound: errModelNotFound, BadModel: errBadModel,

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentmem/memory/internal/errkind"
 	"github.com/agentmem/memory/internal/onnx"
 	"github.com/agentmem/memory/internal/wordpiece"
 )
@@ -25,7 +26,7 @@ import (
 // fs.ErrNotExist). For the ONNX embedder: a corrupt model or configuration file, or a graph
 // without input_ids/attention_mask inputs or a last_hidden_state output. It matches the
 // ONNX layer's shared kind too.
-var errBadModel = onnx.Kind("vectorstore: unusable model", onnx.ErrBadModel)
+var errBadModel = errkind.New("vectorstore: unusable model", onnx.ErrBadModel)
 
 // defaultStaticMaxTokens is the number of word pieces a StaticEmbedder averages per text
 // (after dropping unknown tokens), the default max_length of the Model2Vec library.

@@ -54,10 +54,10 @@ func (spec embedderSpec) loadOptions() (vectorstore.LoadOptions, error) {
 	if spec.queryMaxTokens < 0 || spec.passageMaxTokens < 0 {
 		return vectorstore.LoadOptions{}, fmt.Errorf("embedder %q: --query-max-tokens/--passage-max-tokens must not be negative", spec.name)
 	}
-	opts := vectorstore.ONNXOptions{Device: spec.device, Preset: spec.preset,
-		QueryMaxLength: spec.queryMaxTokens, PassageMaxLength: spec.passageMaxTokens}
-	setPrefixes(&opts, spec.queryPrefix, spec.passagePrefix)
-	return vectorstore.LoadOptions{ONNX: opts}, nil
+	// nil prefixes keep the model folder's prompts (config_sentence_transformers.json).
+	return vectorstore.LoadOptions{ONNX: vectorstore.ONNXOptions{Device: spec.device, Preset: spec.preset,
+		QueryMaxLength: spec.queryMaxTokens, PassageMaxLength: spec.passageMaxTokens,
+		QueryPrefix: spec.queryPrefix, PassagePrefix: spec.passagePrefix}}, nil
 }
 
 // loadEmbedderSpec loads spec.name with the embedder registry (vectorstore.LoadEmbedder):

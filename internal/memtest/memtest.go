@@ -1,13 +1,11 @@
-// Package memtest holds test helpers for the packages built on memory (the CLI, the MCP
-// server): the store's answers, an error failing the test. The root package's own tests
-// keep theirs (they cannot import a package that imports memory).
+// Package memtest holds test helpers for memory and the packages built on it (the CLI, the
+// MCP server): the store's answers, an error failing the test. It does not import memory
+// (its helpers take the methods they call), so the root package's own tests use it too.
 package memtest
 
 import (
 	"context"
 	"testing"
-
-	"github.com/agentmem/memory"
 )
 
 // Count is c.Count (a *memory.Memory or *memory.Collection); an error fails t.
@@ -22,8 +20,10 @@ func Count(t testing.TB, c interface {
 	return n
 }
 
-// IDs is c.IDs; an error fails t.
-func IDs(t testing.TB, c *memory.Collection) []string {
+// IDs is c.IDs (a *memory.Collection); an error fails t.
+func IDs(t testing.TB, c interface {
+	IDs(context.Context) ([]string, error)
+}) []string {
 	t.Helper()
 	ids, err := c.IDs(context.Background())
 	if err != nil {
@@ -32,8 +32,10 @@ func IDs(t testing.TB, c *memory.Collection) []string {
 	return ids
 }
 
-// Collections is m.Collections; an error fails t.
-func Collections(t testing.TB, m *memory.Memory) []string {
+// Collections is m.Collections (a *memory.Memory); an error fails t.
+func Collections(t testing.TB, m interface {
+	Collections(context.Context) ([]string, error)
+}) []string {
 	t.Helper()
 	names, err := m.Collections(context.Background())
 	if err != nil {

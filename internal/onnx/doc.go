@@ -6,8 +6,8 @@
 // file, tokenizer, config.json), the identity (folder@sha256), the options
 // ([EncoderOptions]) and length-sorted batching; vectorstore.ONNXEmbedder pools its output
 // and rerank.CrossEncoder reads its logits. Packages built on it declare their sentinels
-// with [Kind] so that each matches a shared kind here (ErrModelNotFound, ErrBadModel,
-// ErrCUDAUnavailable, ErrNeedsCgo).
+// with internal/errkind so that each matches a shared kind here (ErrModelNotFound, ErrBadModel,
+// ErrCUDAUnavailable, ErrNeedsCgo), which match package models' definitions.
 //
 // Sessions need cgo. Without it (CGO_ENABLED=0) everything here still builds, and Init,
 // Open and OpenEncoder fail with [ErrNeedsCgo].

@@ -8,25 +8,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentmem/memory/internal/errkind"
+	"github.com/agentmem/memory/models"
 )
 
 var testErrs = Errors{
 	Prefix:          "pkg",
-	NotFound:        Kind("pkg: model file not found", ErrModelNotFound),
-	BadModel:        Kind("pkg: unusable model", ErrBadModel),
-	CUDAUnavailable: Kind("pkg: CUDA unavailable", ErrCUDAUnavailable),
-	NeedsCgo:        Kind("pkg: needs cgo", ErrNeedsCgo),
+	NotFound:        errkind.New("pkg: model file not found", ErrModelNotFound),
+	BadModel:        errkind.New("pkg: unusable model", ErrBadModel),
+	CUDAUnavailable: errkind.New("pkg: CUDA unavailable", ErrCUDAUnavailable),
+	NeedsCgo:        errkind.New("pkg: needs cgo", ErrNeedsCgo),
 }
 
-func TestKind(t *testing.T) {
-	k := Kind("pkg: unusable model", ErrBadModel)
+func TestErrorKinds(t *testing.T) {
+	k := errkind.New("pkg: unusable model", ErrBadModel)
 	if k.Error() != "pkg: unusable model" || !errors.Is(k, ErrBadModel) || errors.Is(k, ErrModelNotFound) {
 		t.Fatalf("Kind: %q, Is(ErrBadModel) %v", k, errors.Is(k, ErrBadModel))
+	}
+	if !errors.Is(ErrBadModel, models.ErrBadModel) || !errors.Is(ErrNeedsCgo, models.ErrNeedsCgo) ||
+		!errors.Is(ErrModelNotFound, models.ErrModelNotFound) || !errors.Is(ErrCUDAUnavailable, models.ErrCUDAUnavailable) {
+		t.Fatal("the ONNX layer's kinds must match package models' definitions")
 	}
 	if !errors.Is(ErrModelCorrupt, ErrBadModel) || !errors.Is(ErrUnexpectedModel, ErrBadModel) {
 		t.Fatal("ErrModelCorrupt and ErrUnexpectedModel must be ErrBadModel kinds")
 	}
-	if errors.Is(ErrBadModel, ErrModelCorrupt) || errors.Is(Kind("other", ErrBadModel), k) {
+	if errors.Is(ErrBadModel, ErrModelCorrupt) || errors.Is(errkind.New("other", ErrBadModel), k) {
 		t.Fatal("kinds must not match each other upwards or sideways")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentmem/memory/internal/errkind"
 )
 
 // TestNoCgo checks that a CGO_ENABLED=0 build fails every runtime entry point with
@@ -22,7 +24,7 @@ func TestNoCgo(t *testing.T) {
 	if _, err := Open(ctx, filepath.Join(t.TempDir(), "model.onnx"), Spec{Outputs: []string{"x"}}, Options{}); !errors.Is(err, ErrNeedsCgo) {
 		t.Fatalf("Open: %v, want ErrNeedsCgo", err)
 	}
-	pkgErr := Kind("pkg: needs cgo", ErrNeedsCgo)
+	pkgErr := errkind.New("pkg: needs cgo", ErrNeedsCgo)
 	_, err := OpenEncoder(ctx, t.TempDir(), EncoderOptions{}, "logits", Errors{Prefix: "pkg", NeedsCgo: pkgErr})
 	if !errors.Is(err, pkgErr) || !errors.Is(err, ErrNeedsCgo) {
 		t.Fatalf("OpenEncoder: %v, want the package's ErrNeedsCgo", err)

@@ -24,32 +24,26 @@ var (
 	ErrLibrary = errors.New("onnx: cannot load the ONNX Runtime library")
 	// ErrCUDAUnavailable reports that CUDA was asked for but the library or machine cannot
 	// provide it.
-	ErrCUDAUnavailable = Kind("onnx: CUDA execution provider unavailable", models.ErrCUDAUnavailable)
+	ErrCUDAUnavailable = errkind.New("onnx: CUDA execution provider unavailable", models.ErrCUDAUnavailable)
 	// ErrModelNotFound reports a missing model file.
-	ErrModelNotFound = Kind("onnx: model file not found", models.ErrModelNotFound)
+	ErrModelNotFound = errkind.New("onnx: model file not found", models.ErrModelNotFound)
 	// ErrBadModel reports a model folder that cannot be used: a corrupt file, a graph
 	// without the inputs or outputs a caller needs, or a configuration file that does not
 	// parse. ErrModelCorrupt and ErrUnexpectedModel match it.
-	ErrBadModel = Kind("onnx: unusable model", models.ErrBadModel)
+	ErrBadModel = errkind.New("onnx: unusable model", models.ErrBadModel)
 	// ErrModelCorrupt reports a model file that ONNX Runtime cannot load.
-	ErrModelCorrupt = Kind("onnx: model file cannot be loaded", ErrBadModel)
+	ErrModelCorrupt = errkind.New("onnx: model file cannot be loaded", ErrBadModel)
 	// ErrUnexpectedModel reports a model that lacks an input or output the caller needs,
 	// or has one of an unusable type or shape.
-	ErrUnexpectedModel = Kind("onnx: unexpected model interface", ErrBadModel)
+	ErrUnexpectedModel = errkind.New("onnx: unexpected model interface", ErrBadModel)
 	// ErrBadInput reports a Run call with inconsistent tensors.
 	ErrBadInput = errors.New("onnx: bad input")
 	// ErrClosed reports use of a closed session.
 	ErrClosed = errors.New("onnx: session closed")
 	// ErrNeedsCgo reports ONNX inference asked of a binary built with CGO_ENABLED=0: ONNX
 	// Runtime is reached through cgo, so such a build has everything but sessions.
-	ErrNeedsCgo = Kind("onnx: ONNX Runtime needs a cgo build (CGO_ENABLED=1)", models.ErrNeedsCgo)
+	ErrNeedsCgo = errkind.New("onnx: ONNX Runtime needs a cgo build (CGO_ENABLED=1)", models.ErrNeedsCgo)
 )
-
-// Kind returns a sentinel error with the message msg that also matches base under
-// errors.Is (errkind.New). Packages built on this one declare their own sentinels with it
-// (for example vectorstore's errBadModel = Kind("vectorstore: unusable model",
-// ErrBadModel)), so a caller can test for the shared kind.
-func Kind(msg string, base error) error { return errkind.New(msg, base) }
 
 // localLibrary is the path of the local cache, relative to the repository root.
 var localLibrary = filepath.Join(".deps", "onnxruntime", "libonnxruntime.so.1")
