@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/internal/store"
@@ -250,7 +251,11 @@ const maxExportLine = 64 << 20
 // Before the documents of a collection whose header names an embedder, the store's
 // embedder (recorded in its manifest) must be that one: else ErrEmbedderMismatch, and
 // nothing of that collection is written. An input without a header line, with an
-// unreadable line, or truncated is ErrBadExport (what was read before is stored).
+// unreadable line, or truncated (a collection without its end line, or a last line cut
+// short) is ErrBadExport: every whole document line before the bad line or the cut is
+// stored first, and the error names the line and its byte offset. Running the same import
+// again on that input stores nothing more (what it holds is stored); a whole export
+// finishes the job.
 func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (ImportStats, error) {
 	var st ImportStats
 	if err := m.writable(); err != nil {
@@ -272,7 +277,7 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	err := parallel.Ahead(decodeChunk, 4, func(emit func(parsedLine) bool) error {
 		decodeExport(r, emit)
 		return nil
-	}, func(pl *parsedLine) error { return im.handle(pl, want) })
+	}, func(pl *parsedLine) error { return im.handleLine(pl, want) })
 	if err != nil {
 		return st, err
 	}
@@ -280,8 +285,8 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		if err := im.flush(); err != nil {
 			return st, err
 		}
-		return st, fmt.Errorf("%w: truncated: collection %q has no end line after %d documents (they are stored; run the import again on a whole export to finish)",
-			ErrBadExport, im.col, im.read)
+		return st, fmt.Errorf("%w: truncated: collection %q has no end line after %d documents (the input ends at byte %d; they are stored: run the import again on a whole export to finish)",
+			ErrBadExport, capName(im.col), im.read, im.size)
 	}
 	if st.Collections == 0 {
 		return st, fmt.Errorf("%w: no collection header (%q) in the input", ErrBadExport, `{"memory_export":{...}}`)
@@ -289,14 +294,15 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 	return st, nil
 }
 
-// readExportLine reads one line (without its ending) into buf; a line over maxExportLine is an
-// error.
-func readExportLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+// readExportLine reads one line into buf and returns it without its ending, with its
+// length in the input (its ending included) and whether it ended (a last line without a
+// newline did not); a line over maxExportLine is an error.
+func readExportLine(br *bufio.Reader, buf []byte) (line []byte, size int, ended bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
 		if len(buf) > maxExportLine {
-			return nil, fmt.Errorf("%w: a line longer than %d bytes", ErrBadExport, maxExportLine)
+			return nil, len(buf), false, fmt.Errorf("%w: a line longer than %d bytes", ErrBadExport, maxExportLine)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -304,8 +310,25 @@ func readExportLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 		if err == io.EOF && len(buf) > 0 {
 			err = nil
 		}
-		return bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r")), err
+		ended = bytes.HasSuffix(buf, []byte("\n"))
+		return bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r")), len(buf), ended, err
 	}
+}
+
+// maxEchoName is the most bytes of a collection name or id an import error repeats.
+const maxEchoName = 80
+
+// capName is a name or id as an import error repeats it: whole up to maxEchoName bytes,
+// else cut (at a character boundary) with "…(N bytes)".
+func capName(s string) string {
+	if len(s) <= maxEchoName {
+		return s
+	}
+	cut := maxEchoName
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }
 
 // importer holds the state of one Import.
@@ -319,12 +342,31 @@ type importer struct {
 	skip    bool   // its documents are not imported (not asked for)
 	read    int    // its documents read
 	pending []Document
+	size    int64 // bytes of the input read (through the last line handled)
+}
+
+// handleLine handles one line (handle); when the input is bad there (ErrBadExport), the
+// whole document lines read before it are stored first, and the error says so.
+func (im *importer) handleLine(pl *parsedLine, want map[string]bool) error {
+	err := im.handle(pl, want)
+	if err == nil {
+		im.size = pl.off + int64(pl.size)
+		return nil
+	}
+	if !errors.Is(err, ErrBadExport) || im.st.Read == 0 {
+		return err
+	}
+	if ferr := im.flush(); ferr != nil {
+		return fmt.Errorf("%w; storing the %d documents read before it failed: %w", err, len(im.pending), ferr)
+	}
+	return fmt.Errorf("%w (every whole document line before it is stored: %d documents stored by this import, %d were already stored)",
+		err, im.st.Stored, im.st.Unchanged)
 }
 
 // begin starts the collection of header h (line n).
 func (im *importer) begin(h *ExportHeader, want map[string]bool, n int) error {
 	if im.col != "" {
-		return fmt.Errorf("%w: line %d: collection %q begins before the end line of %q", ErrBadExport, n, h.Collection, im.col)
+		return fmt.Errorf("%w: line %d: collection %q begins before the end line of %q", ErrBadExport, n, capName(h.Collection), capName(im.col))
 	}
 	if h.Format <= 0 || h.Format > exportFormat {
 		return fmt.Errorf("%w: line %d: export format %d (this build reads up to %d)", ErrBadExport, n, h.Format, exportFormat)
@@ -355,13 +397,13 @@ func (im *importer) begin(h *ExportHeader, want map[string]bool, n int) error {
 // end ends the collection of end line e (line n).
 func (im *importer) end(e *ExportEnd, n int) error {
 	if im.col == "" || e.Collection != im.col {
-		return fmt.Errorf("%w: line %d: the end line of collection %q, while reading %q", ErrBadExport, n, e.Collection, im.col)
+		return fmt.Errorf("%w: line %d: the end line of collection %q, while reading %q", ErrBadExport, n, capName(e.Collection), capName(im.col))
 	}
 	if err := im.flush(); err != nil {
 		return err
 	}
 	if e.Documents != im.read {
-		return fmt.Errorf("%w: collection %q: its end line counts %d documents, %d were read", ErrBadExport, im.col, e.Documents, im.read)
+		return fmt.Errorf("%w: collection %q: its end line counts %d documents, %d were read", ErrBadExport, capName(im.col), e.Documents, im.read)
 	}
 	im.col = ""
 	return nil
@@ -405,7 +447,9 @@ func (im *importer) handle(pl *parsedLine, want map[string]bool) error {
 // parsedLine is a decoded line of an export: a header, an end line, a document, or why it
 // cannot be read.
 type parsedLine struct {
-	n      int // its number, from 1
+	n      int   // its number, from 1
+	off    int64 // the byte offset where it starts
+	size   int   // its bytes in the input, its ending included
 	header *ExportHeader
 	end    *ExportEnd
 	doc    Document
@@ -419,24 +463,32 @@ const decodeChunk = 256
 // line that cannot be read (emitted with its error), or emit reports false.
 func decodeExport(r io.Reader, emit func(parsedLine) bool) {
 	br := bufio.NewReaderSize(r, 1<<20)
-	var line []byte
+	var buf []byte
+	var off int64
 	for n := 1; ; n++ {
-		var err error
-		line, err = readExportLine(br, line[:0])
+		line, size, ended, err := readExportLine(br, buf[:0])
+		buf = line
 		if err == io.EOF {
 			return
 		}
 		if err != nil {
-			emit(parsedLine{n: n, err: fmt.Errorf("memory: import, line %d: %w", n, err)})
+			emit(parsedLine{n: n, off: off, err: fmt.Errorf("memory: import, line %d (byte %d): %w", n, off, err)})
 			return
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
+			off += int64(size)
 			continue
 		}
 		pl := parseExportLine(line, n)
+		pl.off, pl.size = off, size
+		if pl.err != nil && !ended { // the input ends inside this line
+			pl.err = fmt.Errorf("%w: truncated: the input is cut at byte %d, inside line %d (which starts at byte %d, %d bytes read of it)",
+				ErrBadExport, off+int64(size), n, off, size)
+		}
 		if !emit(pl) || pl.err != nil {
 			return
 		}
+		off += int64(size)
 	}
 }
 
@@ -467,7 +519,7 @@ func parseExportLine(line []byte, n int) parsedLine {
 	}
 	if !fast {
 		if err := json.Unmarshal(line, &d); err != nil {
-			return parsedLine{n: n, err: fmt.Errorf("%w: line %d: %v", ErrBadExport, n, err)}
+			return parsedLine{n: n, err: fmt.Errorf("%w: line %d: %v", ErrBadExport, n, capName(err.Error()))}
 		}
 	}
 	return parsedLine{n: n, doc: Document{ID: d.ID, Title: d.Title, Text: d.Text, Metadata: d.Metadata, Source: d.Source, Embedding: d.Embedding}}
@@ -508,7 +560,7 @@ func (im *importer) flush() error {
 	}
 	if len(changed) > 0 {
 		if err := im.m.Collection(im.col).Upsert(im.ctx, changed...); err != nil {
-			return fmt.Errorf("memory: import into collection %q (documents %q to %q): %w", im.col, im.pending[0].ID, im.pending[len(im.pending)-1].ID, err)
+			return fmt.Errorf("memory: import into collection %q (documents %q to %q): %w", capName(im.col), capName(im.pending[0].ID), capName(im.pending[len(im.pending)-1].ID), err)
 		}
 	}
 	im.st.Stored += len(changed)

@@ -184,6 +184,55 @@ func TestImportResume(t *testing.T) {
 	}
 }
 
+// TestImportCutMidLine imports an export cut inside a document line (a copy that stopped
+// mid-way) and one with a damaged line in its middle: every whole document line before the
+// cut (or the bad line) is stored, and the error (ErrBadExport) names the line and the byte
+// where the input is cut, and what was stored; names in errors are capped (issue 39).
+func TestImportCutMidLine(t *testing.T) {
+	ctx := context.Background()
+	emb := vectorstore.NewHashEmbedder(48)
+	src := exportFixture(t, emb)
+	var buf bytes.Buffer
+	if _, err := src.Export(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(buf.Bytes(), []byte("\n"))
+	whole := bytes.Join(lines[:60], nil) // the header and 59 documents of the default collection
+	cut := append(bytes.Clone(whole), lines[60][:len(lines[60])/2]...)
+	dst := openT(t, filepath.Join(t.TempDir(), "dst"), WithEmbedder(emb))
+	st, err := dst.Import(ctx, bytes.NewReader(cut), ImportOptions{BatchSize: 1000})
+	if !errors.Is(err, ErrBadExport) {
+		t.Fatalf("import of an export cut mid-line: %v, want ErrBadExport", err)
+	}
+	for _, want := range []string{"truncated", fmt.Sprintf("cut at byte %d, inside line 61 (which starts at byte %d", len(cut), len(whole)), "59 documents stored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %v", want, err)
+		}
+	}
+	if st.Stored != 59 || memtest.Count(t, dst) != 59 {
+		t.Fatalf("cut import stored %d (%d in the store), want the 59 whole documents before the cut", st.Stored, memtest.Count(t, dst))
+	}
+
+	// A damaged line in the middle: the lines before it are stored, none after it.
+	bad := bytes.Join(append(append(lines[:30:30], []byte(`{"id": "x", "text": oops}`+"\n")), lines[30:]...), nil)
+	dst2 := openT(t, filepath.Join(t.TempDir(), "dst2"), WithEmbedder(emb))
+	st, err = dst2.Import(ctx, bytes.NewReader(bad), ImportOptions{BatchSize: 1000})
+	if !errors.Is(err, ErrBadExport) || !strings.Contains(err.Error(), "line 31") || strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("import with a damaged line 31: %v, want ErrBadExport naming line 31", err)
+	}
+	if st.Stored != 29 || memtest.Count(t, dst2) != 29 {
+		t.Fatalf("import with a damaged line stored %d (%d in the store), want the 29 documents before it", st.Stored, memtest.Count(t, dst2))
+	}
+
+	// A long collection name is cut in the error that repeats it.
+	long := strings.Repeat("n", 150)
+	in := `{"memory_export":{"format":1,"collection":"` + long + `"}}` + "\n" + `{"id":"1","text":"x"}` + "\n"
+	_, err = openT(t, "").Import(ctx, strings.NewReader(in), ImportOptions{})
+	if !errors.Is(err, ErrBadExport) || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "…(150 bytes)") {
+		t.Fatalf("import of a truncated collection with a 150-byte name: %v, want the name cut", err)
+	}
+}
+
 // TestImportRefuses checks the imports that must write nothing: vectors of another
 // embedder (the existing typed error), inputs that are not exports, a collection filter.
 func TestImportRefuses(t *testing.T) {

@@ -77,8 +77,11 @@ that name, as index --embedder-id does); a store whose embedder is another one i
 
 Resumable: documents are written in batches (one transaction each), and a document already
 stored identically (same title, text, metadata and vector) is not written again, so running
-the same import again after a kill or an error stores the rest. A truncated export (a
-collection without its end line) stores what it holds and fails, saying so.`,
+the same import again after a kill or an error stores the rest. An export cut short (a
+collection without its end line, or a last line cut in the middle) or with a damaged line
+stores every whole document line before the cut or the damage, then fails (exit status 1)
+naming the line and the byte where it is cut and what was stored: that file holds no more,
+and importing a whole export stores the rest.`,
 	}
 }
 
@@ -246,6 +249,12 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	st, err := m.Import(ctx, bufio.NewReaderSize(f, 1<<20), opts)
+	if errors.Is(err, memory.ErrBadExport) {
+		fmt.Fprintf(stderr, "import failed: %s is not a whole export (see the error below): %d documents read, %d stored, %d were already stored; every whole document line before the damage or the cut is stored.\n"+
+			"  running the same import again on this file stores nothing more: import a whole export to store the rest (documents already stored identically are skipped)\n",
+			path, st.Read, st.Stored, st.Unchanged)
+		return err
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "import failed: %d documents read, %d stored before the error, %d were already stored; run the same import again to finish (documents already stored identically are skipped)\n",
 			st.Read, st.Stored, st.Unchanged)

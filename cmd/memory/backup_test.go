@@ -140,57 +140,96 @@ func TestExportImportCLI(t *testing.T) {
 	}
 }
 
-// TestImportKillResume kills `memory import` (a child process) at random moments, then
-// runs it again: every run that is resumed finishes with the store holding exactly the
-// exported documents, and documents stored before a kill are not written again.
+// TestImportCutExportCLI imports an export cut in the middle of a line (issue 39, item 5):
+// every whole document line before the cut is stored (in one batch of the default size, so
+// nothing was written before the cut), the command fails saying what it stored and where
+// the cut is, and neither it nor import -h promises that running it again finishes.
+func TestImportCutExportCLI(t *testing.T) {
+	dir, _, src := indexedSource(t, 300)
+	exp := filepath.Join(dir, "e.jsonl")
+	mustCLI(t, 0, "export", "--store", src, exp)
+	data, err := os.ReadFile(exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	whole := strings.Join(lines[:150], "") // the header and 149 documents
+	cut := filepath.Join(dir, "cut.jsonl")
+	writeFile(t, cut, whole+lines[150][:len(lines[150])/2])
+	dst := filepath.Join(dir, "dst")
+	code, out, errs := cli(t, "import", "--store", dst, cut)
+	if code != 1 {
+		t.Fatalf("import of a cut export: exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"149 stored", "every whole document line before the damage or the cut is stored",
+		fmt.Sprintf("inside line 151 (which starts at byte %d", len(whole)), "stores nothing more"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "run the same import again to finish") {
+		t.Errorf("a cut export is said to be finished by running the same import again:\n%s", errs)
+	}
+	if _, n := storeContents(t, dst); n != 149 {
+		t.Fatalf("the store holds %d documents, want the 149 before the cut", n)
+	}
+	_, help := mustCLI(t, 0, "import", "-h")
+	if !strings.Contains(help, "stores every whole document line before the cut") {
+		t.Fatalf("import -h does not say what a cut export stores:\n%s", help)
+	}
+}
+
+// TestImportKillResume kills `memory import` (a child process) at points spread over the
+// run, chosen by its acknowledgements (a progress line after each batch), then runs it
+// again: every run that is resumed finishes with the store holding exactly the exported
+// documents, and documents stored before a kill are not written again.
 func TestImportKillResume(t *testing.T) {
 	dir, _, src := indexedSource(t, 3000)
 	exp := filepath.Join(dir, "e.jsonl")
 	mustCLI(t, 0, "export", "--store", src, exp)
 	want, _ := storeContents(t, src)
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	args := func(dst string) []string { return []string{"import", "--store", dst, "--batch", "100", exp} }
+	// A whole import counts the acknowledgements to kill at.
+	_, acks, _, code, errs := killRun(t, args(filepath.Join(dir, "dst")), -1)
+	if code != 0 {
+		t.Fatalf("import: exit %d\n%s", code, errs)
+	}
 	kills, resumed := 0, 0
-	var window time.Duration
-	for run := range 4 {
+	// Kill points past the first acknowledgement: each kill leaves a batch stored or more.
+	for run, at := range killPoints(rng, 4, acks-3) {
+		at++
 		dst := filepath.Join(dir, fmt.Sprintf("dst%d", run))
-		args := []string{"import", "--store", dst, "--batch", "100", exp}
-		start := time.Now()
-		if run == 0 { // the window to kill in
-			if _, _, code, errs := killRun(t, args, 0); code != 0 {
-				t.Fatalf("import: exit %d\n%s", code, errs)
-			}
-			window = time.Since(start)
-			t.Logf("a whole import takes %s", window)
-			continue
-		}
-		delay := time.Duration(rng.Int63n(int64(window))) + 20*time.Millisecond
-		_, exited, code, errs := killRun(t, args, delay)
-		if exited {
+		acked, _, exited, code, errs := killRun(t, args(dst), at)
+		if exited { // it outran the kill (two batches and the end): it must have finished
 			if code != 0 {
 				t.Fatalf("run %d: exit %d\n%s", run, code, errs)
+			}
+			if got, n := storeContents(t, dst); n != len(want) || !maps.Equal(got, want) {
+				t.Fatalf("run %d finished, and holds %d documents, want %d", run, n, len(want))
 			}
 			continue
 		}
 		kills++
 		// Resume.
-		out, _ := mustCLI(t, 0, args...)
+		out, _ := mustCLI(t, 0, args(dst)...)
 		if !strings.Contains(out, "3000 documents read") {
 			t.Fatalf("resume: %s", out)
 		}
-		if !strings.Contains(out, ", 0 already stored") {
+		if !strings.Contains(out, fmt.Sprintf(", %d already stored", 0)) {
 			resumed++
 		}
 		got, n := storeContents(t, dst)
 		if n != len(want) || !maps.Equal(got, want) {
-			t.Fatalf("run %d (killed after %s): the resumed import holds %d documents, want %d", run, delay, n, len(want))
+			t.Fatalf("run %d (killed at acknowledgement %d of %d, %d acknowledged): the resumed import holds %d documents, want %d", run, at, acks, acked, n, len(want))
 		}
-		t.Logf("run %d killed after %s; resumed: %s", run, delay, strings.TrimSpace(out))
+		t.Logf("run %d killed at acknowledgement %d of %d (%d acknowledged); resumed: %s", run, at, acks, acked, strings.TrimSpace(out))
 	}
 	if kills == 0 {
-		t.Skip("no import was killed before it finished: the machine is faster than the window")
+		t.Fatal("every import outran its kill (sent when two batches were left): nothing was tested")
 	}
-	if resumed == 0 {
-		t.Fatalf("%d imports were killed and none had stored anything to skip on resume", kills)
+	if resumed != kills {
+		t.Fatalf("%d imports were killed after a batch was stored, and %d of them skipped stored documents on resume", kills, resumed)
 	}
 }
 

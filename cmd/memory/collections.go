@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -36,6 +37,20 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 	asJSON := fs.Bool("json", false, `one JSON object per collection: {"name": ..., "count": ..., "analyzer": ..., "metadata": {...}}`)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	// A flag that names a collection, given an empty name, is an error (not "no action":
+	// --create '' would list the collections and exit 0).
+	var empty error
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "delete", "rename", "to", "create", "set-metadata", "set-analyzer":
+			if empty == nil && f.Value.String() == "" {
+				empty = fmt.Errorf("%w: --%s names no collection (an empty name): give its name, e.g. --%s notes", memory.ErrInvalidCollection, f.Name, f.Name)
+			}
+		}
+	})
+	if empty != nil {
+		return empty
 	}
 	actions := 0
 	for _, a := range []string{*del, *rename, *create, *setMeta, *setAna} {
@@ -79,7 +94,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 	switch {
 	case *create != "":
 		if _, err := m.GetCollection(*create); err == nil {
-			return fmt.Errorf("%w: %q", memory.ErrCollectionExists, *create)
+			return fmt.Errorf("%w: %q", memory.ErrCollectionExists, capEcho(*create))
 		} else if !errors.Is(err, memory.ErrCollectionNotFound) {
 			return err
 		}
@@ -94,7 +109,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "created collection %q (analyzer %s)\n", escapeControls(c.Name(), false), c.Analyzer())
+		fmt.Fprintf(stdout, "created collection %q (analyzer %s)\n", escapeControls(capEcho(c.Name()), false), c.Analyzer())
 		return nil
 	case *setMeta != "":
 		c, err := openCollection(m, *setMeta)
@@ -104,7 +119,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := m.SetCollectionMetadata(ctx, c.Name(), md); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "set the metadata of collection %q (%d keys)\n", escapeControls(c.Name(), false), len(md))
+		fmt.Fprintf(stdout, "set the metadata of collection %q (%d keys)\n", escapeControls(capEcho(c.Name()), false), len(md))
 		return nil
 	case *setAna != "":
 		c, err := openCollection(m, *setAna)
@@ -121,10 +136,10 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 		if now := c.Analyzer(); now == old {
-			fmt.Fprintf(stdout, "collection %q already has analyzer %s (BM25 index unchanged)\n", escapeControls(c.Name(), false), now)
+			fmt.Fprintf(stdout, "collection %q already has analyzer %s (BM25 index unchanged)\n", escapeControls(capEcho(c.Name()), false), now)
 		} else {
 			fmt.Fprintf(stdout, "set the analyzer of collection %q from %s to %s and rebuilt its BM25 index (%d documents, %s)\n",
-				escapeControls(c.Name(), false), old, now, n, time.Since(start).Round(time.Millisecond))
+				escapeControls(capEcho(c.Name()), false), old, now, n, time.Since(start).Round(time.Millisecond))
 		}
 		return nil
 	case *rename != "":
@@ -139,7 +154,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := m.RenameCollection(ctx, c.Name(), *to); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "renamed collection %q to %q (%d documents)\n", escapeControls(c.Name(), false), escapeControls(*to, false), n)
+		fmt.Fprintf(stdout, "renamed collection %q to %q (%d documents)\n", escapeControls(capEcho(c.Name()), false), escapeControls(capEcho(*to), false), n)
 		return nil
 	case *del != "":
 		c, err := openCollection(m, *del)
@@ -153,7 +168,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err := m.DeleteCollection(ctx, *del); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "deleted collection %q (%d documents)\n", escapeControls(c.Name(), false), n)
+		fmt.Fprintf(stdout, "deleted collection %q (%d documents)\n", escapeControls(capEcho(c.Name()), false), n)
 		return nil
 	}
 	type info struct {

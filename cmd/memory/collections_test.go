@@ -115,3 +115,30 @@ func TestCollectionsSettings(t *testing.T) {
 		t.Fatalf("recorded metadata %v %v", md, err)
 	}
 }
+
+// TestCollectionsEmptyOrLongName: a flag that names a collection, given an empty name, is
+// an error (exit 1, ErrInvalidCollection's message), not a listing that exits 0; a long
+// name is repeated in messages cut to 80 bytes (issue 39, item 5).
+func TestCollectionsEmptyOrLongName(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s")
+	writeFile(t, filepath.Join(dir, "a.jsonl"), `{"id":"a1","text":"one"}`+"\n")
+	mustCLI(t, 0, "index", "--store", store, filepath.Join(dir, "a.jsonl"))
+	for _, args := range [][]string{{"--create", ""}, {"--create="}, {"--delete", ""}, {"--rename", "", "--to", "x"}, {"--rename", "default", "--to", ""},
+		{"--set-metadata", "", "{}"}, {"--set-analyzer", "", "de"}} {
+		code, out, errs := cli(t, append([]string{"collections", "--store", store}, args...)...)
+		name := strings.TrimPrefix(strings.TrimSuffix(args[0], "="), "--")
+		if args[0] == "--rename" && args[1] != "" {
+			name = "to"
+		}
+		if code != 1 || !strings.Contains(errs, "invalid collection name: --"+name+" names no collection (an empty name)") {
+			t.Errorf("collections %q: exit %d, want 1 and a message naming --%s\nstdout:\n%s\nstderr:\n%s", args, code, name, out, errs)
+		}
+	}
+	long := strings.Repeat("n", 150)
+	code, out, errs := cli(t, "collections", "--store", store, "--set-analyzer", long, "de")
+	if code != 1 || !strings.Contains(errs, "collection not found") || strings.Contains(out+errs, long) ||
+		!strings.Contains(errs, `"`+strings.Repeat("n", 80)+`…(150 bytes)"`) {
+		t.Fatalf("--set-analyzer of a missing collection with a 150-byte name: exit %d, want 1 and the name cut to 80 bytes\n%s%s", code, out, errs)
+	}
+}

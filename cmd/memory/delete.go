@@ -60,7 +60,7 @@ func runDelete(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintf(stdout, "deleted %d documents from %q\n", n, c.Name())
 		if n == 0 && *source != "" && sourceOf(*source) != *source {
-			fmt.Fprintf(stderr, "note: sources are absolute paths; none is %q\n", sourceOf(*source))
+			fmt.Fprintf(stderr, "note: sources are absolute paths; none is %q\n", capEcho(sourceOf(*source)))
 		}
 		return nil
 	}

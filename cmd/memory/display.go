@@ -73,3 +73,19 @@ func cell(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-3]) + "..."
 }
+
+// maxEcho is the most bytes of a name, id or other piece of input a message repeats.
+const maxEcho = 80
+
+// capEcho is s as a message repeats it: whole when it is at most maxEcho bytes, else its
+// first maxEcho bytes (cut at a character boundary) and "…(N bytes)", N its length.
+func capEcho(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
+}

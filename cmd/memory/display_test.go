@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestEscapeControls(t *testing.T) {
 	tests := []struct {
@@ -42,4 +45,21 @@ func FuzzEscapeControls(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCapEcho: input repeated by a message is whole up to 80 bytes, else cut at a
+// character boundary with its length.
+func TestCapEcho(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"short", "short"},
+		{strings.Repeat("a", 80), strings.Repeat("a", 80)},
+		{strings.Repeat("a", 81), strings.Repeat("a", 80) + "…(81 bytes)"},
+		{strings.Repeat("a", 79) + "é", strings.Repeat("a", 79) + "…(81 bytes)"}, // é is 2 bytes: not split
+		{strings.Repeat("日", 100), strings.Repeat("日", 26) + "…(300 bytes)"},
+	} {
+		if got := capEcho(tc.in); got != tc.want {
+			t.Errorf("capEcho(%.20q… %d bytes) = %q, want %q", tc.in, len(tc.in), got, tc.want)
+		}
+	}
 }

@@ -129,10 +129,19 @@ func printDocument(w io.Writer, d memory.Document) {
 	fmt.Fprintf(w, "text:\n%s\n", escapeControls(d.Text, true))
 }
 
+// maxListed is how many names or ids a message lists (then how many more there are).
+const maxListed = 20
+
+// quoteAll quotes names or ids for a message, each capped (capEcho), at most maxListed of
+// them and then "… and N more".
 func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
+	out := make([]string, 0, min(len(ss), maxListed+1))
 	for i, s := range ss {
-		out[i] = fmt.Sprintf("%q", s)
+		if i == maxListed {
+			out = append(out, fmt.Sprintf("… and %d more", len(ss)-maxListed))
+			break
+		}
+		out = append(out, fmt.Sprintf("%q", capEcho(s)))
 	}
 	return out
 }

@@ -36,17 +36,21 @@ memory index --store DIR [--collection C] --code DIR`,
 
 Each document is checked on its own: a bad line (empty, invalid JSON, no id, no text, a
 duplicate id within the run, a document the store rejects) is reported with its file and
-line number and skipped; the others are stored. A summary ends the run. The exit status is
-1 only when nothing was stored, or with --strict when anything was skipped.
+line number and skipped; the others are stored. A line with invalid UTF-8 is stored with
+U+FFFD in place of each invalid byte, and a warning names the file, its first such line
+and how many there are. A summary ends the run. The exit status is 1 only when nothing was
+stored, or with --strict when anything was skipped.
 
-Re-indexing a path replaces what was indexed from it, atomically: its new documents are
-stored and those of its earlier documents that are gone removed in one transaction (small
-sources share one; a .jsonl file bigger than --batch is stored batch by batch, and its gone
-documents are removed with its last batch). A kill or an error at any point leaves each
-source with its earlier documents or its new ones (or, for a big .jsonl file, its earlier
-ones plus the batches stored); a failed run says how many documents it stored. A document
-the store rejects keeps its earlier version. --sync also deletes the documents of sources
-under the given folders that no longer exist (or are no longer indexed), in one transaction.
+Re-indexing a path replaces what was indexed from it: its documents are stored in batches
+of --batch (one transaction each), each replacing in place the stored document of its id,
+wherever that one came from (an id may move from file to file); once every document is
+stored, the stale documents of the re-indexed sources (ids their files no longer hold) are
+removed, up to 10,000 a transaction. A kill or an error at any point leaves every id that
+was stored or acknowledged, in its earlier or its new version: nothing is removed before
+everything is stored. A failed run says how many documents it stored; running it again
+finishes. A document the store rejects keeps its earlier version. --sync also deletes the
+documents of sources under the given folders that no longer exist (or are no longer
+indexed), 1,000 sources a transaction.
 
 --code indexes a source tree chunked with tree-sitter (respects .gitignore).
 

@@ -40,12 +40,23 @@ func (s *idSeen) unpack(v uint64) docLoc {
 	return docLoc{file: int(v >> locLineBits), line: int(v & (1<<locLineBits - 1))}
 }
 
+// key is the 128-bit hash of id that the map holds.
+func (s *idSeen) key(id string) [2]uint64 {
+	return [2]uint64{maphash.String(s.seeds[0], id), maphash.String(s.seeds[1], id)}
+}
+
 // add records id as read at l; when it was read before, it returns where, and true.
 func (s *idSeen) add(id string, l docLoc) (docLoc, bool) {
-	k := [2]uint64{maphash.String(s.seeds[0], id), maphash.String(s.seeds[1], id)}
+	k := s.key(id)
 	if v, ok := s.m[k]; ok {
 		return s.unpack(v), true
 	}
 	s.m[k] = s.pack(l)
 	return docLoc{}, false
+}
+
+// has reports whether id was read (added) before.
+func (s *idSeen) has(id string) bool {
+	_, ok := s.m[s.key(id)]
+	return ok
 }

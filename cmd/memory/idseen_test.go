@@ -35,6 +35,16 @@ func TestIDSeen(t *testing.T) {
 	if len(s.far) == 0 {
 		t.Fatal("no place was too large to pack")
 	}
+	for _, id := range ids {
+		if !s.has(id) {
+			t.Fatalf("has(%q) is false after it was added", id)
+		}
+	}
+	for _, id := range []string{"c", "a  ", "d20000", "p00000003", "日"} {
+		if s.has(id) {
+			t.Fatalf("has(%q) is true, and it was never added", id)
+		}
+	}
 }
 
 // BenchmarkIDSeenMemory reports the heap the set takes for corpus-like ids beside a map of

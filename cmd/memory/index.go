@@ -120,6 +120,10 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		ix.reportFailure()
 		return err
 	}
+	if err := ix.removeStale(); err != nil {
+		ix.reportFailure()
+		return err
+	}
 	removed := 0
 	if *sync {
 		if removed, err = ix.syncRoots(fs.Args(), files); err != nil {
@@ -144,24 +148,31 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // reportFailure tells, on stderr, what a run that fails has stored and what it has not:
 // the documents it acknowledged are durable (counted, and the last of them named), the
-// first one not stored is named, and every re-indexed source whose replacement did not
-// commit keeps its earlier documents. Running the same command again finishes the job.
+// first one not stored is named, and no document of the collection was removed before the
+// stale ones (removeStale), once every new document was stored. Running the same command
+// again finishes the job.
 func (ix *indexer) reportFailure() {
 	fmt.Fprintf(ix.stderr, "index failed: %d documents were stored (durably) before the error; %d skipped (reported above); %d not stored.\n",
 		ix.stored, ix.skipped, max(ix.scan.total-ix.stored-ix.skipped, 0))
 	if ix.lastStored.id != "" {
-		fmt.Fprintf(ix.stderr, "  last document stored:      %q (%s)\n", ix.lastStored.id, ix.where(ix.lastStored.loc))
+		fmt.Fprintf(ix.stderr, "  last document stored:      %q (%s)\n", capEcho(ix.lastStored.id), ix.where(ix.lastStored.loc))
 	} else {
 		fmt.Fprintf(ix.stderr, "  last document stored:      none\n")
 	}
-	if len(ix.pending) > 0 {
+	switch {
+	case ix.removing:
+		fmt.Fprintf(ix.stderr, "  every document was stored; removing the stale documents of re-indexed sources failed after %d were removed.\n", ix.replaced)
+	case len(ix.pending) > 0:
 		p := ix.pending[0]
-		fmt.Fprintf(ix.stderr, "  first document not stored: %q (%s)\n", p.doc.ID, ix.where(p.loc))
-	} else if len(ix.files) > 0 {
+		fmt.Fprintf(ix.stderr, "  first document not stored: %q (%s)\n", capEcho(p.doc.ID), ix.where(p.loc))
+	case len(ix.files) > 0:
 		fmt.Fprintf(ix.stderr, "  first document not stored: the one after the last stored (reading %s failed)\n", ix.files[ix.file])
 	}
-	fmt.Fprintf(ix.stderr, "  %d re-indexed sources were replaced whole; every other source keeps its earlier documents (one replaced in several batches also holds the batches stored).\n", ix.committed)
-	fmt.Fprintf(ix.stderr, "  to resume: run the same memory index command again; it stores every document again in place (same ids: no duplicates), the ones not stored included.\n")
+	if !ix.removing {
+		fmt.Fprintf(ix.stderr, "  nothing was removed: each document stored replaced its earlier version (same id) in place, and every other document stays;\n"+
+			"  the stale documents of re-indexed sources (ids their files no longer hold) are removed only once every new document is stored.\n")
+	}
+	fmt.Fprintf(ix.stderr, "  to resume: run the same memory index command again; it stores every document again in place (same ids: no duplicates), the ones not stored included, then removes the stale ones.\n")
 }
 
 // noteStored records the last of docs (stored, in order) as the last document stored.
@@ -190,41 +201,32 @@ func collectRoots(roots []string, sync bool, stderr io.Writer) ([]string, error)
 	return files, nil
 }
 
-// indexFiles indexes every file, unit by unit (see units): the documents of a unit that
-// fits in a batch join the pending batch, which replaces all its sources in one
-// transaction; a bigger unit streams through a Replacement.
+// indexFiles indexes every file, in batches of ix.batch documents, each one transaction
+// that upserts them. Nothing is removed meanwhile: a document whose id was stored replaces
+// its earlier version in place, in the transaction that stores it (wherever its earlier
+// version came from), and the stale documents of the re-indexed sources go only once every
+// new document is stored (removeStale). So a run stopped at any point leaves every id that
+// the collection held or the run acknowledged, in its earlier or its new version.
 func (ix *indexer) indexFiles(files []string, scan fileScan) error {
 	ix.files, ix.scan = files, scan
-	for _, u := range scan.units() {
-		if u.docs > ix.batch {
-			if err := ix.stream(u); err != nil {
-				return err
-			}
-			continue
-		}
-		if len(ix.pending)+u.docs > ix.batch || len(ix.replacing)+len(u.srcs) > maxReplaceSources {
-			if err := ix.flush(); err != nil {
-				return err
-			}
-		}
-		for _, f := range u.files {
-			if err := ix.indexFile(f); err != nil {
-				return err
-			}
+	for i := range files {
+		if err := ix.indexFile(i); err != nil {
+			return err
 		}
 	}
-	if err := ix.flush(); err != nil {
+	if err := ix.flushBatch(); err != nil {
 		return err
 	}
 	ix.prog.finish()
 	return nil
 }
 
-// maxReplaceSources caps the sources one batch replaces (the items of its filter's $in).
+// maxReplaceSources caps the sources one filter names (the items of its $in): --sync's
+// deletions, and the filter of removeStale's scan.
 const maxReplaceSources = 1000
 
-// claim adds to the pending batch's replacement the sources of srcs that the collection
-// held when the run began and that no earlier write of this run replaced.
+// claim records the sources of srcs that the collection held when the run began as
+// re-indexed: their documents that the run does not store again are stale.
 func (ix *indexer) claim(srcs []string) {
 	for _, s := range srcs {
 		if ix.existing[s] && !ix.cleared[s] {
@@ -232,34 +234,78 @@ func (ix *indexer) claim(srcs []string) {
 				ix.cleared = map[string]bool{}
 			}
 			ix.cleared[s] = true
-			ix.replacing = append(ix.replacing, s)
 		}
 	}
 }
 
-// stream indexes a unit too big for one batch: its batches are upserted through a
-// Replacement of its re-indexed sources, whose commit (with the last batch) removes their
-// stale documents.
-func (ix *indexer) stream(u unit) error {
-	if err := ix.flush(); err != nil {
+// staleBatch is how many stale documents removeStale removes in one transaction, and
+// stalePage how many documents it reads at a time.
+const (
+	staleBatch = 10000
+	stalePage  = 2048
+)
+
+// removeStale removes, once every document of the run is stored, the stale documents of
+// the re-indexed sources: those the collection holds under a re-indexed source whose id
+// the run did not read (an id the run read and the store rejected keeps its earlier
+// version). It reads the collection once, in id order (Find), and removes them by id,
+// about staleBatch a transaction: a run with at most that many removes them in one, so a
+// kill leaves each source with all of its stale documents or none of them; past that, a
+// kill between two transactions leaves the rest to the next run, which removes them. A
+// document moved to another source was stored under it already, and is not stale. The
+// memory it takes is a page and the ids of a transaction, beside the run's ids (idSeen).
+func (ix *indexer) removeStale() error {
+	if len(ix.cleared) == 0 {
+		return nil
+	}
+	ix.removing = true
+	opts := memory.FindOptions{Limit: stalePage}
+	if len(ix.cleared) <= maxReplaceSources { // else every document is read, and its source looked up
+		srcs := make([]string, 0, len(ix.cleared))
+		for s := range ix.cleared {
+			srcs = append(srcs, s)
+		}
+		slices.Sort(srcs)
+		opts.Where = sourcesIn(srcs)
+	}
+	var stale []string
+	remove := func() error {
+		if len(stale) == 0 {
+			return nil
+		}
+		if err := ix.c.Delete(ix.ctx, stale...); err != nil {
+			return fmt.Errorf("removing %d stale documents of re-indexed sources (%d removed before): %w", len(stale), ix.replaced, err)
+		}
+		ix.replaced += len(stale)
+		stale = stale[:0]
+		ix.prog.staleRemoved(ix.replaced)
+		return nil
+	}
+	for {
+		page, err := ix.c.Find(ix.ctx, opts)
+		if err != nil {
+			return fmt.Errorf("listing the documents of re-indexed sources: %w", err)
+		}
+		for _, d := range page {
+			if ix.cleared[d.Source] && !ix.seen.has(d.ID) {
+				stale = append(stale, d.ID)
+			}
+		}
+		if len(page) < stalePage {
+			break
+		}
+		opts.After = page[len(page)-1].ID
+		if len(stale) >= staleBatch {
+			if err := remove(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := remove(); err != nil {
 		return err
 	}
-	ix.claim(u.srcs)
-	if len(ix.replacing) > 0 {
-		r, err := ix.c.BeginReplace(sourcesIn(ix.replacing))
-		if err != nil {
-			return err
-		}
-		ix.r = r
-	}
-	ix.streaming = true
-	defer func() { ix.streaming, ix.r = false, nil }()
-	for _, f := range u.files {
-		if err := ix.indexFile(f); err != nil {
-			return err
-		}
-	}
-	return ix.flush()
+	ix.removing = false
+	return nil
 }
 
 // sourcesIn is the filter of the documents of sources.
@@ -307,19 +353,19 @@ type indexer struct {
 	file     int             // index in files of the file being read
 	seen     *idSeen         // ids read in this run
 	existing map[string]bool // sources the collection held when the run began
-	cleared  map[string]bool // sources this run replaces (claimed by a batch or a stream)
+	cleared  map[string]bool // the sources of existing that this run re-indexes (claim)
 	pending  []pendingDoc
 
 	vecs        *vecfile.Reader          // --vectors: row i is the vector of line i+1 of the one file
 	vectorsOnly *vectorstore.VectorsOnly // the store's embedder has no model: every document needs its vector
 
-	replacing []string            // the re-indexed sources that the pending batch (or stream) replaces
-	streaming bool                // a unit bigger than a batch is being read: flush writes a batch of it
-	r         *memory.Replacement // the stream's replacement (nil: its sources are new)
-	scan      fileScan
+	scan     fileScan
+	removing bool // removeStale is under way (every document is stored)
+
+	badUTF8     int // lines of the file being read that held invalid UTF-8 (replaced by U+FFFD)
+	badUTF8Line int // the first of them
 
 	stored, skipped, replaced, vanished int
-	committed                           int // re-indexed sources whose replacement committed
 	lastStored                          struct {
 		id  string
 		loc docLoc
@@ -378,15 +424,15 @@ func (ix *indexer) add(d memory.Document, l docLoc) error {
 		return nil
 	}
 	if d.Title == "" && strings.TrimSpace(d.Text) == "" {
-		ix.skip(l, "document %q has no text", d.ID)
+		ix.skip(l, "document %q has no text", capEcho(d.ID))
 		return nil
 	}
 	if first, dup := ix.seen.add(d.ID, l); dup {
-		ix.skip(l, "duplicate id %q (first read at %s)", d.ID, ix.where(first))
+		ix.skip(l, "duplicate id %q (first read at %s)", capEcho(d.ID), ix.where(first))
 		return nil
 	}
 	ix.pending = append(ix.pending, pendingDoc{d, l})
-	if ix.streaming && len(ix.pending) >= ix.batch {
+	if len(ix.pending) >= ix.batch {
 		return ix.flushBatch()
 	}
 	return nil
@@ -403,55 +449,6 @@ func perDocument(err error) bool {
 	return false
 }
 
-// flush writes the pending documents and ends the replacement of the sources they
-// replace, in one transaction (Replace; for a stream, its Commit with its last batch).
-// When the store rejects the batch for one document's sake, the documents are upserted one
-// by one through a Replacement, so that only the bad ones are skipped and the earlier
-// documents of the sources stay until the last of them is stored.
-func (ix *indexer) flush() error {
-	docs := ix.pendingDocs()
-	if len(ix.replacing) == 0 {
-		return ix.flushBatch()
-	}
-	var n int
-	var err error
-	if ix.r != nil {
-		n, err = ix.r.Commit(ix.ctx, docs...)
-	} else {
-		n, err = ix.c.Replace(ix.ctx, sourcesIn(ix.replacing), docs...)
-	}
-	if perDocument(err) {
-		if ix.r == nil {
-			if ix.r, err = ix.c.BeginReplace(sourcesIn(ix.replacing)); err != nil {
-				return err
-			}
-		}
-		if err := ix.upsertEach(); err != nil {
-			return err
-		}
-		n, err = ix.r.Commit(ix.ctx)
-		docs = nil
-	}
-	if err != nil {
-		if errors.Is(err, memory.ErrIndexUpdate) { // stored; the index catches up on the next open
-			ix.stored += len(docs)
-			ix.committed += len(ix.replacing)
-			ix.noteStored(ix.pending)
-			ix.pending = ix.pending[:0]
-		}
-		return fmt.Errorf("replacing the documents of %d re-indexed sources: %w", len(ix.replacing), err)
-	}
-	ix.stored += len(docs)
-	if docs != nil {
-		ix.noteStored(ix.pending)
-	}
-	ix.replaced += n
-	ix.committed += len(ix.replacing)
-	ix.prog.add(len(docs))
-	ix.pending, ix.replacing, ix.r = ix.pending[:0], nil, nil
-	return nil
-}
-
 // pendingDocs are the documents of the pending batch.
 func (ix *indexer) pendingDocs() []memory.Document {
 	docs := make([]memory.Document, len(ix.pending))
@@ -461,19 +458,14 @@ func (ix *indexer) pendingDocs() []memory.Document {
 	return docs
 }
 
-// flushBatch upserts the pending documents in one transaction (through the stream's
-// replacement, if any), or one by one when the store rejects the batch for one document's
-// sake.
+// flushBatch upserts the pending documents in one transaction, or one by one when the
+// store rejects the batch for one document's sake.
 func (ix *indexer) flushBatch() error {
 	if len(ix.pending) == 0 {
 		return nil
 	}
 	docs := ix.pendingDocs()
-	upsert := ix.c.Upsert
-	if ix.r != nil {
-		upsert = ix.r.Upsert
-	}
-	err := upsert(ix.ctx, docs...)
+	err := ix.c.Upsert(ix.ctx, docs...)
 	switch {
 	case err == nil:
 		ix.stored += len(docs)
@@ -495,15 +487,11 @@ func (ix *indexer) flushBatch() error {
 	return nil
 }
 
-// upsertEach upserts the pending documents one by one (through ix.r when set), skipping
-// and reporting those the store rejects.
+// upsertEach upserts the pending documents one by one, skipping and reporting those the
+// store rejects (a rejected document keeps its earlier version, if any).
 func (ix *indexer) upsertEach() error {
-	upsert := ix.c.Upsert
-	if ix.r != nil {
-		upsert = ix.r.Upsert
-	}
 	for i, p := range ix.pending {
-		if err := upsert(ix.ctx, p.doc); err != nil {
+		if err := ix.c.Upsert(ix.ctx, p.doc); err != nil {
 			if errors.Is(err, memory.ErrIndexUpdate) {
 				ix.stored++
 				ix.noteStored(ix.pending[i : i+1])
@@ -598,8 +586,9 @@ type fileScan struct {
 	srcs  [][]string // per file: its source, then the distinct sources its lines name
 }
 
-// scanFiles counts the documents the files hold at most (for batching and the progress
-// display) and lists the sources each file's documents name.
+// scanFiles counts the documents the files hold at most (for the progress display and
+// the failure report) and lists the sources each file's documents name (the re-indexed
+// sources: see claim).
 func scanFiles(files []string) (fileScan, error) {
 	sc := fileScan{docs: make([]int, len(files)), srcs: make([][]string, len(files))}
 	for i, f := range files {
@@ -654,65 +643,10 @@ func lineSource(line []byte) string {
 	return s
 }
 
-// unit is a set of files that share sources (most often one file): the documents of a
-// source are replaced together, so its files are read one after the other.
-type unit struct {
-	files []int    // indexes in the run's files, in order
-	srcs  []string // their sources
-	docs  int      // documents at most
-}
-
-// units groups the files into units, in the order of their first file: files whose
-// documents name a common source are one unit.
-func (sc fileScan) units() []unit {
-	parent := make([]int, len(sc.docs))
-	for i := range parent {
-		parent[i] = i
-	}
-	find := func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	owner := map[string]int{}
-	for i, srcs := range sc.srcs {
-		for _, s := range srcs {
-			if o, ok := owner[s]; ok {
-				a, b := find(o), find(i)
-				parent[max(a, b)] = min(a, b)
-			} else {
-				owner[s] = i
-			}
-		}
-	}
-	var out []unit
-	at := map[int]int{} // root file -> index in out
-	for i := range sc.docs {
-		r := find(i)
-		k, ok := at[r]
-		if !ok {
-			k = len(out)
-			at[r] = k
-			out = append(out, unit{})
-		}
-		u := &out[k]
-		u.files = append(u.files, i)
-		u.docs += sc.docs[i]
-		for _, s := range sc.srcs[i] {
-			if !slices.Contains(u.srcs, s) {
-				u.srcs = append(u.srcs, s)
-			}
-		}
-	}
-	return out
-}
-
 // readLines calls fn with each line of r (without its line ending) and its 1-based number.
 // A line over maxLineBytes is passed as nil with tooLong set, after being read past.
 func readLines(r io.Reader, fn func(n int, line []byte, tooLong bool) error) error {
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, readBufferSize(r))
 	var buf []byte
 	for n := 1; ; n++ {
 		buf = buf[:0]
@@ -750,12 +684,25 @@ func readLines(r io.Reader, fn func(n int, line []byte, tooLong bool) error) err
 	}
 }
 
+// readBufferSize is the buffer readLines reads r through: 1 MiB, or less for a smaller
+// file (a run over thousands of small files allocated 1 MiB twice for each).
+func readBufferSize(r io.Reader) int {
+	const most, least = 1 << 20, 4 << 10
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			return int(min(max(st.Size()+1, least), most))
+		}
+	}
+	return most
+}
+
 // decodedLine is a line of a .jsonl file, decoded.
 type decodedLine struct {
 	n       int // its number, from 1
 	tooLong bool
 	empty   bool  // blank
 	err     error // not valid JSON
+	badUTF8 bool  // it held invalid UTF-8 (or an unpaired surrogate escape): the doc has U+FFFD in its place
 	doc     jsonlDoc
 }
 
@@ -777,9 +724,10 @@ func decodeLines(r io.Reader, fn func(*decodedLine) error) error {
 			if !tooLong {
 				if len(bytes.TrimSpace(line)) == 0 {
 					d.empty = true
-				} else if !decodeJSONLFast(line, &d.doc) {
+				} else if !decodeJSONLFast(line, &d.doc) { // it declines invalid UTF-8
 					d.doc = jsonlDoc{}
 					d.err = json.Unmarshal(line, &d.doc)
+					d.badUTF8 = d.err == nil && replacedUTF8(line, &d.doc)
 				}
 			}
 			if !emit(d) {
@@ -788,6 +736,25 @@ func decodeLines(r io.Reader, fn func(*decodedLine) error) error {
 			return nil
 		})
 	}, fn)
+}
+
+// replacedUTF8 reports whether encoding/json, decoding line into d, replaced something by
+// U+FFFD: invalid UTF-8 bytes, or an escaped surrogate that is not half of a pair (\ud800).
+func replacedUTF8(line []byte, d *jsonlDoc) bool {
+	if !utf8.Valid(line) {
+		return true
+	}
+	if !bytes.Contains(line, []byte(`\ud`)) && !bytes.Contains(line, []byte(`\uD`)) {
+		return false
+	}
+	// A surrogate escape: valid pairs decode to one character, lone ones to U+FFFD. One
+	// in the document that the line does not spell (as itself or \ufffd) was replaced.
+	has := func(s string) bool { return strings.ContainsRune(s, utf8.RuneError) }
+	if !has(string(d.ID)) && !has(string(d.BeirID)) && !has(d.Title) && !has(d.Text) && !has(d.Contents) && !has(d.Source) {
+		return false
+	}
+	lower := bytes.ToLower(line)
+	return !bytes.ContainsRune(line, utf8.RuneError) && !bytes.Contains(lower, []byte(`\ufffd`))
 }
 
 // errStopped ends the reading of decodeLines when its caller has stopped.
@@ -855,7 +822,7 @@ func (ix *indexer) indexFile(i int) error {
 		return nil
 	}
 	defer f.Close()
-	ix.claim(ix.scan.srcs[i]) // a stream claimed them when it began
+	ix.claim(ix.scan.srcs[i])
 	err = decodeLines(f, func(dl *decodedLine) error {
 		l := docLoc{file: ix.file, line: dl.n}
 		// The vector of this line is read whatever becomes of the line, to stay in step.
@@ -889,20 +856,40 @@ func (ix *indexer) indexFile(i int) error {
 			ix.skip(l, "%v", vecErr)
 			return nil
 		case vec != nil && d.Embedding != nil:
-			ix.skip(l, "document %q has an \"embedding\" field and a row of --vectors: give one", d.ID)
+			ix.skip(l, "document %q has an \"embedding\" field and a row of --vectors: give one", capEcho(d.ID))
 			return nil
 		case vec != nil:
 			d.Embedding = vec
 		case d.Embedding == nil && ix.vectorsOnly != nil:
-			ix.skip(l, "document %q has no embedding, and the store's vectors come from %q, which is not loaded to embed it", d.ID, ix.vectorsOnly.ID())
+			ix.skip(l, "document %q has no embedding, and the store's vectors come from %q, which is not loaded to embed it", capEcho(d.ID), ix.vectorsOnly.ID())
 			return nil
+		}
+		if dl.badUTF8 {
+			if ix.badUTF8 == 0 {
+				ix.badUTF8Line = dl.n
+			}
+			ix.badUTF8++
 		}
 		return ix.add(d, l)
 	})
+	ix.warnUTF8(i)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// warnUTF8 warns, once for file i, of its lines that held invalid UTF-8: they are stored
+// with U+FFFD in place of each invalid byte (as most corpus readers decode), so a stray
+// byte does not cost a passage, and the warning names the file, the first such line and
+// how many there are, for the source to be fixed.
+func (ix *indexer) warnUTF8(i int) {
+	if ix.badUTF8 == 0 {
+		return
+	}
+	fmt.Fprintf(ix.stderr, "warning: %s:%d: invalid UTF-8 in %d lines of this file (the first here), stored with U+FFFD (\uFFFD) in place of each invalid byte\n",
+		ix.files[i], ix.badUTF8Line, ix.badUTF8)
+	ix.badUTF8, ix.badUTF8Line = 0, 0
 }
 
 // progressEvery is how often the plain progress lines come (tests set 0: one per write).
@@ -945,6 +932,15 @@ func (p *progress) add(n int) {
 			stored = fmt.Sprintf(", %d stored", p.stored())
 		}
 		fmt.Fprintf(p.w, "%s: %d/%d docs%s (%.0f docs/s, eta %s)\n", p.label, p.done, p.total, stored, rate, eta.Round(time.Second))
+	}
+}
+
+// staleRemoved reports the stale documents removed so far (after each removal: plain
+// lines only, at most one every progressEvery).
+func (p *progress) staleRemoved(n int) {
+	if p.bar == nil && time.Since(p.last) >= progressEvery {
+		p.last = time.Now()
+		fmt.Fprintf(p.w, "%s: stale documents: %d removed\n", p.label, n)
 	}
 }
 

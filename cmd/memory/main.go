@@ -198,7 +198,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "memory: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "memory: unknown command %q\n", capEcho(args[0]))
 		usage(stderr)
 		return 2
 	}

@@ -218,25 +218,20 @@ func openCollection(m *memory.Memory, name string) (*memory.Collection, error) {
 	if err != nil {
 		if errors.Is(err, memory.ErrCollectionNotFound) {
 			names, _ := m.Collections(context.Background()) // only to name them in the error
-			return nil, fmt.Errorf("%w: %q in %s (collections: %s)", memory.ErrCollectionNotFound, name, m.Dir(), listNames(names))
+			return nil, fmt.Errorf("%w: %q in %s (collections: %s)", memory.ErrCollectionNotFound, capEcho(name), m.Dir(), listNames(names))
 		}
 		return nil, err
 	}
 	return c, nil
 }
 
+// listNames lists collection names for a message: quoted, each capped (capEcho), at most
+// maxListed of them.
 func listNames(names []string) string {
 	if len(names) == 0 {
 		return "none"
 	}
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%q", n)
-	}
-	return out
+	return strings.Join(quoteAll(names), ", ")
 }
 
 // isTerminal reports whether w is an interactive terminal.
