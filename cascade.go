@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/agentmem/memory/internal/store"
 )
 
 // maxCascadeCollections caps the collections of one cascade (WithCascade).
@@ -46,7 +48,7 @@ func (so *SearchOptions) checkCascade() error {
 			return err
 		}
 		if seen[name] {
-			return fmt.Errorf("%w: collection %q twice in a cascade", ErrInvalidOption, name)
+			return fmt.Errorf("%w: collection %s twice in a cascade", ErrInvalidOption, store.ShowKey(name))
 		}
 		seen[name] = true
 	}
@@ -75,7 +77,7 @@ func (sr searcher) searchCascade(ctx context.Context, query string, so SearchOpt
 		})
 		res, err := m.Collection(col).Search(ctx, query, step...)
 		if err != nil {
-			return nil, fmt.Errorf("cascade step %d, collection %q: %w", i+1, col, err)
+			return nil, fmt.Errorf("cascade step %d, collection %s: %w", i+1, store.ShowKey(col), err)
 		}
 		so.stats.addStep(&one)
 		bestHere := math.Inf(-1)
@@ -105,8 +107,8 @@ func (sr searcher) searchCascade(ctx context.Context, query string, so SearchOpt
 	all = all[:min(len(all), topK)]
 	var note string
 	if stop >= 0 {
-		note = fmt.Sprintf("cascade stopped at step %d of %d (%q): best score %s >= threshold %s",
-			stop+1, len(so.Cascade), so.Cascade[stop], fmtScore(best), fmtScore(so.CascadeThreshold))
+		note = fmt.Sprintf("cascade stopped at step %d of %d (%s): best score %s >= threshold %s",
+			stop+1, len(so.Cascade), store.ShowKey(so.Cascade[stop]), fmtScore(best), fmtScore(so.CascadeThreshold))
 	} else {
 		note = fmt.Sprintf("cascade searched all %d collections: no best score reached threshold %s",
 			len(so.Cascade), fmtScore(so.CascadeThreshold))

@@ -112,20 +112,20 @@ func (dw docWrites) validate(d *Document) error {
 		return ErrEmptyID
 	}
 	if !utf8.ValidString(d.ID) {
-		return fmt.Errorf("%w: id %q", ErrInvalidUTF8, d.ID)
+		return fmt.Errorf("%w: id %s", ErrInvalidUTF8, store.ShowKey(d.ID))
 	}
 	if len(d.ID) > 1024 {
 		return fmt.Errorf("%w: id of %d bytes (max 1024)", ErrInvalidOption, len(d.ID))
 	}
 	if strings.IndexByte(d.ID, 0) >= 0 {
-		return fmt.Errorf("%w: id %q holds a NUL byte", ErrInvalidOption, d.ID)
+		return fmt.Errorf("%w: id %s holds a NUL byte", ErrInvalidOption, store.ShowKey(d.ID))
 	}
 	if d.Source != "" {
 		if !utf8.ValidString(d.Source) {
-			return fmt.Errorf("%w: document %q source", ErrInvalidUTF8, d.ID)
+			return fmt.Errorf("%w: document %s source", ErrInvalidUTF8, store.ShowKey(d.ID))
 		}
 		if v, ok := d.Metadata[sourceKey]; ok && v != d.Source {
-			return fmt.Errorf("%w: document %q has Source %q and metadata source %v", ErrInvalidMetadata, d.ID, d.Source, v)
+			return fmt.Errorf("%w: document %s has Source %s and metadata source %v", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(d.Source), v)
 		}
 		md := make(map[string]any, len(d.Metadata)+1)
 		for k, v := range d.Metadata {
@@ -135,31 +135,31 @@ func (dw docWrites) validate(d *Document) error {
 		d.Metadata = md
 	}
 	if d.Title == "" && d.Text == "" {
-		return fmt.Errorf("%w: document %q", ErrEmptyText, d.ID)
+		return fmt.Errorf("%w: document %s", ErrEmptyText, store.ShowKey(d.ID))
 	}
 	if !utf8.ValidString(d.Title) || !utf8.ValidString(d.Text) {
-		return fmt.Errorf("%w: document %q title or text", ErrInvalidUTF8, d.ID)
+		return fmt.Errorf("%w: document %s title or text", ErrInvalidUTF8, store.ShowKey(d.ID))
 	}
 	size := len(d.Title) + len(d.Text)
 	if len(d.Metadata) > 0 {
 		md := make(map[string]any, len(d.Metadata))
 		for k, v := range d.Metadata {
 			if k == "" {
-				return fmt.Errorf("%w: document %q has an empty metadata key", ErrInvalidMetadata, d.ID)
+				return fmt.Errorf("%w: document %s has an empty metadata key", ErrInvalidMetadata, store.ShowKey(d.ID))
 			}
 			if !utf8.ValidString(k) {
-				return fmt.Errorf("%w: document %q metadata key %q", ErrInvalidUTF8, d.ID, k)
+				return fmt.Errorf("%w: document %s metadata key %s", ErrInvalidUTF8, store.ShowKey(d.ID), store.ShowKey(k))
 			}
 			s, ok := docfilter.Scalar(v)
 			if !ok {
-				return fmt.Errorf("%w: document %q key %q: %T is not a string, number or bool", ErrInvalidMetadata, d.ID, k, v)
+				return fmt.Errorf("%w: document %s key %s: %T is not a string, number or bool", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(k), v)
 			}
 			if f, isNum := s.(float64); isNum && math.IsInf(f, 0) {
-				return fmt.Errorf("%w: document %q key %q is infinite", ErrInvalidMetadata, d.ID, k)
+				return fmt.Errorf("%w: document %s key %s is infinite", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(k))
 			}
 			if str, isStr := s.(string); isStr {
 				if !utf8.ValidString(str) {
-					return fmt.Errorf("%w: document %q metadata %q", ErrInvalidUTF8, d.ID, k)
+					return fmt.Errorf("%w: document %s metadata %s", ErrInvalidUTF8, store.ShowKey(d.ID), store.ShowKey(k))
 				}
 				size += len(str)
 			}
@@ -169,20 +169,20 @@ func (dw docWrites) validate(d *Document) error {
 		d.Metadata = md
 	}
 	if size > m.opts.MaxDocumentBytes {
-		return fmt.Errorf("%w: document %q has %d bytes (max %d; split it, e.g. with package chunker)",
-			ErrTooLarge, d.ID, size, m.opts.MaxDocumentBytes)
+		return fmt.Errorf("%w: document %s has %d bytes (max %d; split it, e.g. with package chunker)",
+			ErrTooLarge, store.ShowKey(d.ID), size, m.opts.MaxDocumentBytes)
 	}
 	if d.Embedding != nil {
 		e := m.opts.Embedder
 		if e == nil {
-			return fmt.Errorf("%w: document %q has an embedding but the store has no embedder to embed queries", ErrNoEmbedder, d.ID)
+			return fmt.Errorf("%w: document %s has an embedding but the store has no embedder to embed queries", ErrNoEmbedder, store.ShowKey(d.ID))
 		}
 		if err := checkVec(d.Embedding, e.Dim()); err != nil {
-			return fmt.Errorf("document %q: %w", d.ID, err)
+			return fmt.Errorf("document %s: %w", store.ShowKey(d.ID), err)
 		}
 	} else if vectorsOnly(m.opts.Embedder) {
-		return fmt.Errorf("%w: %w: document %q has no embedding, and the store's embedder %q is only the identity of vectors computed elsewhere (%w)",
-			ErrEmbedderNeeded, ErrNoEmbedder, d.ID, m.opts.Embedder.ID(), vectorstore.ErrNoModel)
+		return fmt.Errorf("%w: %w: document %s has no embedding, and the store's embedder %q is only the identity of vectors computed elsewhere (%w)",
+			ErrEmbedderNeeded, ErrNoEmbedder, store.ShowKey(d.ID), m.opts.Embedder.ID(), vectorstore.ErrNoModel)
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func (dw docWrites) newWrite(in []Document) (*docWrite, error) {
 			return nil, err
 		}
 		if seen[docs[i].ID] {
-			return nil, fmt.Errorf("%w: %q appears twice in one call", ErrDuplicateID, docs[i].ID)
+			return nil, fmt.Errorf("%w: %s appears twice in one call", ErrDuplicateID, store.ShowKey(docs[i].ID))
 		}
 		seen[docs[i].ID] = true
 	}
@@ -391,7 +391,7 @@ func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
 		for i, d := range w.docs {
 			if !upsert {
 				if tx.Has(col, d.ID) {
-					return fmt.Errorf("%w: %q is already stored in collection %q (use Upsert to replace)", ErrDuplicateID, d.ID, col)
+					return fmt.Errorf("%w: %s is already stored in collection %s (use Upsert to replace)", ErrDuplicateID, store.ShowKey(d.ID), store.ShowKey(col))
 				}
 				w.added++
 				continue
@@ -713,7 +713,7 @@ func (c *Collection) existing() (*colState, error) {
 		return nil, err
 	}
 	if s == nil && c.name != DefaultCollection {
-		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+		return nil, fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(c.name))
 	}
 	return s, nil
 }
@@ -730,7 +730,7 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 		return Document{}, err
 	}
 	if s == nil && c.name != DefaultCollection {
-		return Document{}, fmt.Errorf("%w: %q: %w: %q", ErrNotFound, id, ErrCollectionNotFound, c.name)
+		return Document{}, fmt.Errorf("%w: %s: %w: %s", ErrNotFound, store.ShowKey(id), ErrCollectionNotFound, store.ShowKey(c.name))
 	}
 	if s != nil {
 		r, vec, err := c.m.db.Document(c.name, id)
@@ -741,7 +741,7 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 			return Document{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata, Source: recordSource(r), Embedding: vec}, nil
 		}
 	}
-	return Document{}, fmt.Errorf("%w: %q in collection %q", ErrNotFound, id, c.name)
+	return Document{}, fmt.Errorf("%w: %s in collection %s", ErrNotFound, store.ShowKey(id), store.ShowKey(c.name))
 }
 
 // Vectors returns the stored vectors of a document, one per chunk in order (one for a
@@ -792,7 +792,7 @@ func (c *Collection) Vectors(ctx context.Context, id string) ([][]float32, error
 			return out, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q in collection %q", ErrNotFound, id, c.name)
+	return nil, fmt.Errorf("%w: %s in collection %s", ErrNotFound, store.ShowKey(id), store.ShowKey(c.name))
 }
 
 func cloneMeta(md map[string]any) map[string]any {

@@ -10,16 +10,24 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmem/memory/internal/bm25"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // removeOrphanIndexes deletes the derived index directories of collections that no longer
-// exist (left by a DeleteCollection interrupted after its transaction).
+// exist (left by a DeleteCollection interrupted after its transaction). When the store of
+// record cannot list its collections (damaged: ErrCorrupt) nothing is removed, and the
+// store opens: each command on a collection then meets the damage itself, and check
+// reports it.
 func (op opening) removeOrphanIndexes() error {
 	m := op.m
 	if m.tempDir {
 		return nil
 	}
 	names, err := m.reg.collectionNames()
+	if errors.Is(err, ErrCorrupt) {
+		m.log.Warn("memory: the store's collections cannot be listed: no orphan index removed", "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -110,7 +118,7 @@ func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Colle
 		return nil, err
 	}
 	if ana != "" && s.analyzer != ana {
-		return nil, fmt.Errorf("%w: collection %q has analyzer %q, asked for %q", ErrAnalyzerMismatch, c.name, s.analyzer, ana)
+		return nil, fmt.Errorf("%w: collection %s has analyzer %q, asked for %q", ErrAnalyzerMismatch, store.ShowKey(c.name), s.analyzer, ana)
 	}
 	return c, nil
 }
@@ -165,10 +173,10 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		if c.name == DefaultCollection {
 			return nil
 		}
-		return fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+		return fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(c.name))
 	}
 	if err := m.db.DeleteCollection(c.name); err != nil {
-		return fmt.Errorf("memory: delete collection %q: %w", c.name, err)
+		return fmt.Errorf("memory: delete collection %s: %w", store.ShowKey(c.name), err)
 	}
 	var errs []error
 	if c.name != DefaultCollection { // (emptied, the default collection keeps its analyzer)
@@ -186,7 +194,7 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 		errs = append(errs, m.dx.removeDerived(c.name))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("memory: collection %q deleted, but removing its indexes failed (retried on open): %w", c.name, err)
+		return fmt.Errorf("memory: collection %s deleted, but removing its indexes failed (retried on open): %w", store.ShowKey(c.name), err)
 	}
 	return nil
 }
@@ -218,13 +226,31 @@ func (m *Memory) Collections(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// maxCollectionName is the most bytes a collection name may take.
+const maxCollectionName = 200
+
+// collectionNameRules says, in ErrInvalidCollection's errors, what a name may be.
+const collectionNameRules = "a collection name is 1 to 200 bytes of valid UTF-8 without control characters, other than \".\" and \"..\""
+
+// validCollectionName checks name against collectionNameRules; the error names what is
+// wrong and shows at most the name's first 64 bytes (a name of megabytes is not echoed).
 func validCollectionName(name string) error {
-	if len(name) == 0 || len(name) > 200 || !utf8.ValidString(name) || name == "." || name == ".." {
-		return fmt.Errorf("%w: %q", ErrInvalidCollection, name)
+	bad := func(what string) error {
+		return fmt.Errorf("%w: %s (%s)", ErrInvalidCollection, what, collectionNameRules)
 	}
-	for _, r := range name {
+	switch {
+	case len(name) == 0:
+		return bad("the name is empty")
+	case len(name) > maxCollectionName:
+		return bad(fmt.Sprintf("%s is %d bytes long", store.ShowKey(name), len(name)))
+	case !utf8.ValidString(name):
+		return bad(fmt.Sprintf("%s is not valid UTF-8", store.ShowKey(name)))
+	case name == "." || name == "..":
+		return bad(fmt.Sprintf("%q names a directory", name))
+	}
+	for i, r := range name {
 		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%w: %q has a control character", ErrInvalidCollection, name)
+			return bad(fmt.Sprintf("%s has a control character (%U at byte %d)", store.ShowKey(name), r, i))
 		}
 	}
 	return nil
@@ -237,8 +263,8 @@ func creatableCollectionName(name string) error {
 		return err
 	}
 	if n := len(url.PathEscape(name)); n > maxCollectionDirName {
-		return fmt.Errorf("%w: %q takes %d bytes as a directory name (escaped), more than the %d allowed (file systems allow %d per name)",
-			ErrInvalidCollection, name, n, maxCollectionDirName, nameMax)
+		return fmt.Errorf("%w: %s takes %d bytes as a directory name (escaped), more than the %d allowed (file systems allow %d per name): a new collection's name may take at most %d bytes once escaped for a directory name (url.PathEscape: each byte other than a letter, a digit and -._~ takes 3)",
+			ErrInvalidCollection, store.ShowKey(name), n, maxCollectionDirName, nameMax, maxCollectionDirName)
 	}
 	return nil
 }

@@ -122,3 +122,60 @@ func TestLongCollectionNameOfOlderVersion(t *testing.T) {
 		t.Fatalf("after reopen: %q, %d documents in default", memtest.Collections(t, m), memtest.Count(t, m))
 	}
 }
+
+// TestCollectionNameMessages: an invalid collection name is refused with an error that
+// says which rule it breaks and states the rules, and echoes at most the name's first 64
+// bytes with its length (issue 39, point 5: a 100 KB name was echoed whole, with no word
+// of what is allowed). So does every other error naming a collection.
+func TestCollectionNameMessages(t *testing.T) {
+	m := openT(t, t.TempDir())
+	huge := strings.Repeat("a", 100_000)
+	for _, c := range []struct {
+		name, says string
+	}{
+		{huge, "is 100000 bytes long"},
+		{"bad\xffname", "is not valid UTF-8"},
+		{"tab\there", "control character (U+0009 at byte 3)"},
+		{"..", `".." names a directory`},
+		{".", `"." names a directory`},
+		{strings.Repeat("é", 80), "takes 480 bytes as a directory name"},
+	} {
+		for how, op := range map[string]func() error{
+			"Add":              func() error { return m.Collection(c.name).Add(bg, Document{ID: "x", Text: "y"}) },
+			"CreateCollection": func() error { _, err := m.CreateCollection(c.name); return err },
+		} {
+			err := op()
+			if !errors.Is(err, ErrInvalidCollection) {
+				t.Fatalf("%s %.12q: %v, want ErrInvalidCollection", how, c.name, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, c.says) || len(msg) > 600 {
+				t.Errorf("%s %.12q: the error (%d bytes) does not say %q in a few lines: %.300s", how, c.name, len(msg), c.says, msg)
+			}
+			if !strings.Contains(msg, "239 bytes") && !strings.Contains(msg, "1 to 200 bytes of valid UTF-8 without control characters") {
+				t.Errorf("%s %.12q: the error does not state the rules: %s", how, c.name, msg)
+			}
+		}
+	}
+	// Every other operation naming a collection: refused (or not found) without the name
+	// echoed whole.
+	for how, op := range map[string]func() error{
+		"GetCollection":    func() error { _, err := m.GetCollection(huge); return err },
+		"Count":            func() error { _, err := m.Collection(huge).Count(bg); return err },
+		"Get":              func() error { _, err := m.Collection(huge).Get(bg, "x"); return err },
+		"Search":           func() error { _, err := m.Collection(huge).Search(bg, "x", WithMode(BM25)); return err },
+		"Delete":           func() error { return m.Collection(huge).Delete(bg, "x") },
+		"DeleteCollection": func() error { return m.DeleteCollection(bg, huge) },
+		"RenameCollection": func() error { return m.RenameCollection(bg, huge, "c2") },
+		"Rename to":        func() error { return m.RenameCollection(bg, DefaultCollection, huge) },
+	} {
+		err := op()
+		if err == nil {
+			t.Errorf("%s of a 100 KB name: no error", how)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 600 {
+			t.Errorf("%s: the error echoes the name whole (%d bytes): %.200s", how, len(msg), msg)
+		}
+	}
+}

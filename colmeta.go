@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/internal/docfilter"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // Collections carry metadata of their own (as Chroma's do): a map of string keys to string,
@@ -49,21 +50,21 @@ func normalCollectionMeta(md map[string]any) (map[string]any, error) {
 			return nil, fmt.Errorf("%w: collection metadata has an empty key", ErrInvalidMetadata)
 		}
 		if !utf8.ValidString(k) {
-			return nil, fmt.Errorf("%w: collection metadata key %q", ErrInvalidUTF8, k)
+			return nil, fmt.Errorf("%w: collection metadata key %s", ErrInvalidUTF8, store.ShowKey(k))
 		}
 		s, ok := docfilter.Scalar(v)
 		if !ok {
-			return nil, fmt.Errorf("%w: collection metadata key %q: %T is not a string, number or bool", ErrInvalidMetadata, k, v)
+			return nil, fmt.Errorf("%w: collection metadata key %s: %T is not a string, number or bool", ErrInvalidMetadata, store.ShowKey(k), v)
 		}
 		size += len(k) + 8
 		switch x := s.(type) {
 		case float64:
 			if math.IsInf(x, 0) {
-				return nil, fmt.Errorf("%w: collection metadata key %q is infinite", ErrInvalidMetadata, k)
+				return nil, fmt.Errorf("%w: collection metadata key %s is infinite", ErrInvalidMetadata, store.ShowKey(k))
 			}
 		case string:
 			if !utf8.ValidString(x) {
-				return nil, fmt.Errorf("%w: collection metadata %q", ErrInvalidUTF8, k)
+				return nil, fmt.Errorf("%w: collection metadata %s", ErrInvalidUTF8, store.ShowKey(k))
 			}
 			size += len(x)
 		}
@@ -142,7 +143,7 @@ func (m *Memory) CollectionMetadata(ctx context.Context, name string) (map[strin
 	md := map[string]any{}
 	if js != nil {
 		if err := json.Unmarshal(js, &md); err != nil {
-			return nil, fmt.Errorf("%w: collection %q: its stored metadata: %v", ErrCorrupt, c.name, err)
+			return nil, fmt.Errorf("%w: collection %s: its stored metadata: %v", ErrCorrupt, store.ShowKey(c.name), err)
 		}
 	}
 	return md, nil
@@ -185,7 +186,7 @@ func (m *Memory) lockSettings(ctx context.Context, name string) (c *Collection, 
 	c = m.Collection(name)
 	m.wmu.Lock()
 	if s, err = c.state(c.name == DefaultCollection); err == nil && s == nil {
-		err = fmt.Errorf("%w: %q", ErrCollectionNotFound, c.name)
+		err = fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(c.name))
 	}
 	if err != nil {
 		m.wmu.Unlock()
@@ -237,7 +238,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	}
 	defer unlock()
 	if !exists {
-		return fmt.Errorf("%w: %q", ErrCollectionNotFound, src.name)
+		return fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(src.name))
 	}
 	if src.name == dst.name {
 		if meta == nil {
@@ -246,7 +247,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 		return m.db.SetCollectionMeta(src.name, meta)
 	}
 	if exists, err := m.reg.collectionExists(dst.name); err != nil || exists {
-		return cmpErr(err, fmt.Errorf("%w: %q", ErrCollectionExists, dst.name))
+		return cmpErr(err, fmt.Errorf("%w: %s", ErrCollectionExists, store.ShowKey(dst.name)))
 	}
 	// Close the indexes of from (persisted up to its last change) before its directories
 	// move; searches holding its read lock finish first.
@@ -255,13 +256,13 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if err := m.reg.closeIndexes(s); err != nil {
-			return fmt.Errorf("memory: rename collection %q: closing its indexes: %w", src.name, err)
+			return fmt.Errorf("memory: rename collection %s: closing its indexes: %w", store.ShowKey(src.name), err)
 		}
 	}
 	// Any index left under the new name belongs to no collection: it must not be taken for
 	// the renamed one's (removed before the store of record names it).
 	if err := m.dx.removeDerived(dst.name); err != nil {
-		return fmt.Errorf("memory: rename collection %q: removing stale indexes of %q: %w", src.name, dst.name, err)
+		return fmt.Errorf("memory: rename collection %s: removing stale indexes of %s: %w", store.ShowKey(src.name), store.ShowKey(dst.name), err)
 	}
 	// The analyzer the manifest records goes with the collection: recorded under the new
 	// name before the store of record names it (a crash between the two leaves an entry no
@@ -270,10 +271,10 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 	// the store's default analyzer.
 	ana := m.collectionAnalyzer(src.name)
 	if err := m.recordAnalyzer(dst.name, ana); err != nil {
-		return fmt.Errorf("memory: rename collection %q: %w", src.name, err)
+		return fmt.Errorf("memory: rename collection %s: %w", store.ShowKey(src.name), err)
 	}
 	if err := m.db.RenameCollection(src.name, dst.name, meta); err != nil {
-		return fmt.Errorf("memory: rename collection %q to %q: %w", src.name, dst.name, err)
+		return fmt.Errorf("memory: rename collection %s to %s: %w", store.ShowKey(src.name), store.ShowKey(dst.name), err)
 	}
 	if err := m.recordAnalyzer(src.name, m.man.storeAnalyzer()); err != nil {
 		m.log.Warn("memory: renamed collection's old analyzer entry left in the manifest", "from", src.name, "err", err)
@@ -284,7 +285,7 @@ func (m *Memory) RenameCollection(ctx context.Context, from, to string, opts ...
 		s.Docs, s.Units = 0, 0
 	}
 	if err := m.dx.moveDerived(src.name, dst.name); err != nil {
-		return fmt.Errorf("memory: collection %q renamed to %q, but moving its indexes failed (they are rebuilt on open): %w", src.name, dst.name, err)
+		return fmt.Errorf("memory: collection %s renamed to %s, but moving its indexes failed (they are rebuilt on open): %w", store.ShowKey(src.name), store.ShowKey(dst.name), err)
 	}
 	return nil
 }

@@ -86,7 +86,11 @@ var (
 	ErrFilterTooLarge = docfilter.ErrTooLarge
 	// ErrInvalidOption: a search or open option is out of range.
 	ErrInvalidOption = errors.New("memory: invalid option")
-	// ErrInvalidCollection: a collection name is not allowed.
+	// ErrInvalidCollection: a collection name is not allowed. A name is 1 to 200 bytes of
+	// valid UTF-8 without control characters, other than "." and ".."; a new collection's
+	// name must also take at most 239 bytes once escaped for a directory name
+	// (url.PathEscape), which its indexes are stored under. The error says which rule the
+	// name breaks and shows at most its first 64 bytes (with its length when longer).
 	ErrInvalidCollection = errors.New("memory: invalid collection name")
 	// ErrQueryTooLarge: a query is over Options.MaxQueryBytes, or has more distinct terms
 	// than Options.MaxQueryTerms, or a batch has more than 65,536 queries.

@@ -120,7 +120,7 @@ func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string)
 				return st, err
 			}
 			if !ok && names[i] != DefaultCollection {
-				return st, fmt.Errorf("%w: %q", ErrCollectionNotFound, names[i])
+				return st, fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(names[i]))
 			}
 		}
 	}
@@ -143,7 +143,7 @@ func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name st
 	hdr := &ExportHeader{Format: exportFormat, Collection: name, Embedder: emb, Analyzer: m.collectionAnalyzer(name), Created: now}
 	if js, err := m.db.CollectionMeta(name); err == nil && len(js) > 0 {
 		if err := json.Unmarshal(js, &hdr.Metadata); err != nil {
-			return fmt.Errorf("memory: export: collection %q metadata: %w", name, err)
+			return fmt.Errorf("memory: export: collection %s metadata: %w", store.ShowKey(name), err)
 		}
 		if len(hdr.Metadata) == 0 {
 			hdr.Metadata = nil
@@ -167,7 +167,7 @@ func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name st
 			}
 			buf.Reset()
 			if err := enc.Encode(exportDoc{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata}); err != nil {
-				return fmt.Errorf("memory: export %q of collection %q: %w", id, name, err)
+				return fmt.Errorf("memory: export %s of collection %s: %w", store.ShowKey(id), store.ShowKey(name), err)
 			}
 			line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 			var vec []float32

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentmem/memory/internal/store"
 )
 
 // Collections open lazily and idle ones close: a store holds the counters of every
@@ -120,7 +122,7 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 		}
 	}()
 	if s.deleted {
-		return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, s.Name)
+		return nil, fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(s.Name))
 	}
 	if s.Indexes == nil {
 		return nil, nil
@@ -136,15 +138,15 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 func (rg *registry) openIndexes(s *colState) error {
 	m := rg.m
 	if s.deleted {
-		return fmt.Errorf("%w: %q", ErrCollectionNotFound, s.Name)
+		return fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(s.Name))
 	}
 	s.lastUse.Store(time.Now().UnixNano())
 	if s.Indexes != nil {
 		return nil
 	}
 	if !colDirFits(s.Name) && !m.opts.ReadOnly { // (a read-only store indexes it in memory)
-		return fmt.Errorf("%w: %q is too long for its index directories (%d bytes escaped, file systems allow %d): it was created by an older version; read its documents and delete it",
-			ErrInvalidCollection, s.Name, len(url.PathEscape(s.Name)), nameMax)
+		return fmt.Errorf("%w: %s is too long for its index directories (%d bytes escaped, file systems allow %d): it was created by an older version; read its documents and delete it",
+			ErrInvalidCollection, store.ShowKey(s.Name), len(url.PathEscape(s.Name)), nameMax)
 	}
 	if err := m.db.OpenIndexes(&s.Collection, m.dx.storeKinds(s)); err != nil {
 		s.bm25, s.vec = nil, nil

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/agentmem/memory/internal/docfilter"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // Replace replaces the documents that where matches with docs, atomically: in one
@@ -44,7 +45,7 @@ func (c *Collection) ReplaceSource(ctx context.Context, source string, docs ...D
 			d.Source = source
 		case source:
 		default:
-			return 0, fmt.Errorf("%w: document %q has Source %q, replacing source %q", ErrInvalidMetadata, d.ID, d.Source, source)
+			return 0, fmt.Errorf("%w: document %s has Source %s, replacing source %s", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(d.Source), store.ShowKey(source))
 		}
 		out[i] = d
 	}

@@ -40,7 +40,7 @@ func (so *SearchOptions) normalise() error {
 		so.Mode = Hybrid
 	}
 	if !validMode(so.Mode) {
-		return fmt.Errorf("%w: mode %q (want hybrid, bm25 or dense)", ErrInvalidOption, so.Mode)
+		return fmt.Errorf("%w: mode %s (want hybrid, bm25 or dense)", ErrInvalidOption, store.ShowKey(so.Mode))
 	}
 	if so.Fusion == nil {
 		so.Fusion = hybrid.RRF
@@ -444,7 +444,7 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 	}
 	if s == nil {
 		if col != DefaultCollection {
-			return nil, fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+			return nil, fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(col))
 		}
 		return nil, nil
 	}
@@ -675,7 +675,7 @@ func (sr searcher) searchEach(ctx context.Context, query string, so SearchOption
 		var one SearchStats
 		res, err := sr.searchOne(ctx, n, query, sub, &one)
 		if err != nil {
-			return nil, nil, fmt.Errorf("collection %q: %w", n, err)
+			return nil, nil, fmt.Errorf("collection %s: %w", store.ShowKey(n), err)
 		}
 		st.Mode = one.Mode
 		st.BM25 += one.BM25

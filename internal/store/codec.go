@@ -75,17 +75,17 @@ func recordJSON(id string, v []byte) ([]byte, error) {
 		return v, nil // written before checksums
 	}
 	if len(v) < 5 || (v[0] != recordMagic && v[0] != recordMagicV1) {
-		return nil, fmt.Errorf("%w: document %q: a stored record of unknown layout", ErrCorrupt, id)
+		return nil, fmt.Errorf("%w: document %s: a stored record of unknown layout", ErrCorrupt, ShowKey(id))
 	}
 	want := binary.BigEndian.Uint32(v[1:])
 	if v[0] == recordMagic {
 		if crc32.Update(keyCRC(id), castagnoli, v[5:]) != want {
-			return nil, fmt.Errorf("%w: document %q: stored record fails its checksum (its id or its value is damaged)", ErrCorrupt, id)
+			return nil, fmt.Errorf("%w: document %s: stored record fails its checksum (its id or its value is damaged)", ErrCorrupt, ShowKey(id))
 		}
 		return v[5:], nil
 	}
 	if got := crc32.Checksum(v[5:], castagnoli); got != want {
-		return nil, fmt.Errorf("%w: document %q: stored record fails its checksum (%08x, want %08x)", ErrCorrupt, id, got, want)
+		return nil, fmt.Errorf("%w: document %s: stored record fails its checksum (%08x, want %08x)", ErrCorrupt, ShowKey(id), got, want)
 	}
 	return v[5:], nil
 }
@@ -135,7 +135,7 @@ func EncodeVectorHalf(uid string, v []float32) ([]byte, error) {
 	for i, f := range v {
 		h, ok := vecmath.HalfBits(f)
 		if !ok {
-			return nil, fmt.Errorf("%w: index id %q: value %d is %v", vecmath.ErrHalfRange, uid, i, f)
+			return nil, fmt.Errorf("%w: index id %s: value %d is %v", vecmath.ErrHalfRange, ShowKey(uid), i, f)
 		}
 		binary.LittleEndian.PutUint16(b[8+2*i:], h)
 	}
@@ -152,10 +152,10 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 		switch binary.LittleEndian.Uint32(b) {
 		case vecMagicHalf:
 			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
-				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, uid)
+				return nil, fmt.Errorf("%w: index id %s: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, ShowKey(uid))
 			}
 			if len(b)%2 != 0 {
-				return nil, fmt.Errorf("%w: index id %q: float16 vector of %d bytes", ErrCorrupt, uid, len(b)-8)
+				return nil, fmt.Errorf("%w: index id %s: float16 vector of %d bytes", ErrCorrupt, ShowKey(uid), len(b)-8)
 			}
 			v := make([]float32, (len(b)-8)/2)
 			for i := range v {
@@ -164,12 +164,12 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 			return v, nil
 		case vecMagicKey:
 			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
-				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, uid)
+				return nil, fmt.Errorf("%w: index id %s: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, ShowKey(uid))
 			}
 			b = b[8:]
 		case vecMagic:
 			if got, want := crc32.Checksum(b[8:], castagnoli), binary.BigEndian.Uint32(b[4:]); got != want {
-				return nil, fmt.Errorf("%w: index id %q: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, uid, got, want)
+				return nil, fmt.Errorf("%w: index id %s: stored vector fails its checksum (%08x, want %08x)", ErrCorrupt, ShowKey(uid), got, want)
 			}
 			b = b[8:]
 		default:
@@ -179,10 +179,10 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 	if !tagged && len(b) >= 4 && nearTag(binary.LittleEndian.Uint32(b)) {
 		// Not a vector written before checksums (its first value would be a NaN, or
 		// nearly one): a layout tag with a flipped bit.
-		return nil, fmt.Errorf("%w: index id %q: stored vector has a damaged layout tag (%08x)", ErrCorrupt, uid, binary.LittleEndian.Uint32(b))
+		return nil, fmt.Errorf("%w: index id %s: stored vector has a damaged layout tag (%08x)", ErrCorrupt, ShowKey(uid), binary.LittleEndian.Uint32(b))
 	}
 	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("%w: index id %q: vector of %d bytes", ErrCorrupt, uid, len(b))
+		return nil, fmt.Errorf("%w: index id %s: vector of %d bytes", ErrCorrupt, ShowKey(uid), len(b))
 	}
 	v := make([]float32, len(b)/4)
 	for i := range v {
@@ -212,7 +212,7 @@ func DecodeRecord(id string, v []byte) (*Record, error) {
 	}
 	r = Record{}
 	if err := segjson.Unmarshal(v, &r); err != nil {
-		return nil, fmt.Errorf("%w: document %q: %v", ErrCorrupt, id, err)
+		return nil, fmt.Errorf("%w: document %s: %v", ErrCorrupt, ShowKey(id), err)
 	}
 	return &r, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -48,7 +49,15 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 		if err != nil || b == nil {
 			return err
 		}
-		if c.Trimmed, err = u64Stored(b.Bucket(bkInfo).Get(keyTrim), fmt.Sprintf("the trim point of collection %q", name)); err != nil {
+		// The pages lookups descend through, before any, and the references to them
+		// (rawtree.go).
+		if err := db.censusErr(tx, name); err != nil {
+			return err
+		}
+		if err := checkCollection(tx, name, false); err != nil {
+			return err
+		}
+		if c.Trimmed, err = u64Stored(b.Bucket(bkInfo).Get(keyTrim), fmt.Sprintf("the trim point of collection %s", ShowKey(name))); err != nil {
 			return err
 		}
 		c.LastSeq = c.Trimmed
@@ -59,12 +68,26 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 		}
 		cur := b.Bucket(bkChanges).Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			seq, err := u64Stored(k, fmt.Sprintf("a change-log key of collection %q", name))
-			if err != nil {
+			if len(k) != 8 { // (the message is made only then: a log holds up to 200,000 keys)
+				_, err := u64Stored(k, "a change-log key of collection "+ShowKey(name))
 				return err
 			}
+			seq := binary.BigEndian.Uint64(k)
 			c.Changes++
 			c.LastSeq = max(c.LastSeq, seq)
+		}
+		// Every change takes its sequence number from the store's, in the same
+		// transaction: a store's number behind a change is damaged (or its meta bucket
+		// lost), and the next write would reuse numbers the change log holds.
+		var storeSeq uint64
+		if meta := tx.Bucket(bkMeta); meta != nil {
+			if storeSeq, err = u64Stored(meta.Get(keySeq), "the store's sequence number"); err != nil {
+				return err
+			}
+		}
+		if c.LastSeq > storeSeq {
+			return fmt.Errorf("%w: collection %s holds change %d, after the store's sequence number %d (damaged or lost)",
+				ErrCorrupt, ShowKey(name), c.LastSeq, storeSeq)
 		}
 		return nil
 	})
@@ -81,7 +104,7 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 	}
 	if st == countsMissing || st == countsDamaged || (st == countsUnchecked && !db.ro) {
 		if err := db.countCollection(c); err != nil {
-			return nil, fmt.Errorf("memory: collection %q: %w", name, err)
+			return nil, fmt.Errorf("memory: collection %s: %w", ShowKey(name), err)
 		}
 		if st == countsDamaged {
 			db.noteRecount(name, Recount{Reason: "its persisted counters are damaged (" + was + ")", Docs: c.Docs, Units: c.Units, Persisted: !db.ro})
@@ -358,7 +381,7 @@ func (db *DB) Delete(col string, ids []string) (Commit, error) {
 			return err
 		}
 		if b == nil {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+			return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(col))
 		}
 		gone, units, err := w.deleteTx(tx, b, ids)
 		if err != nil {
@@ -533,9 +556,14 @@ func (db *DB) rebuild(c *Collection, apply applyFunc) error {
 		var puts []Unit
 		done := true
 		if err := db.view(func(tx *bolt.Tx) error {
-			docs := docsBucket(tx, c.Name)
-			if docs == nil {
-				return nil
+			docs, err := docsBucket(tx, c.Name)
+			if err != nil || docs == nil {
+				return err
+			}
+			if after == nil { // every page it reads, before the first batch
+				if err := checkTree(docs, "docs"); err != nil {
+					return err
+				}
 			}
 			cur := docs.Cursor()
 			k, v := cur.First()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -26,10 +27,19 @@ func (db *DB) CollectionNames() ([]string, error) {
 		if cols == nil {
 			return nil
 		}
-		return cols.ForEachBucket(func(k []byte) error {
+		if err := checkTree(cols, "col"); err != nil {
+			return err
+		}
+		// Every element is a collection's bucket: a value is one whose flags are damaged,
+		// which skipped would make a stored collection vanish (and its indexes orphans).
+		cur := cols.Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			if v != nil {
+				return fmt.Errorf("%w: collection %s is stored as a value, not a bucket", ErrCorrupt, ShowKey(k))
+			}
 			names = append(names, string(k))
-			return nil
-		})
+		}
+		return nil
 	})
 	return names, err
 }
@@ -80,7 +90,14 @@ func (db *DB) CountDocs() (int, error) {
 			return nil
 		}
 		return cols.ForEachBucket(func(k []byte) error {
-			n += cols.Bucket(k).Bucket(bkDocs).Stats().KeyN
+			b := cols.Bucket(k)
+			if err := checkColBucket(b, string(k)); err != nil {
+				return err
+			}
+			if err := checkTree(b.Bucket(bkDocs), "docs"); err != nil {
+				return err
+			}
+			n += b.Bucket(bkDocs).Stats().KeyN
 			return nil
 		})
 	})
@@ -91,9 +108,12 @@ func (db *DB) CountDocs() (int, error) {
 func (db *DB) IDs(col string) ([]string, error) {
 	ids := []string{}
 	err := db.view(func(tx *bolt.Tx) error {
-		docs := docsBucket(tx, col)
-		if docs == nil {
-			return nil
+		docs, err := docsBucket(tx, col)
+		if err != nil || docs == nil {
+			return err
+		}
+		if err := checkTree(docs, "docs"); err != nil {
+			return err
 		}
 		cur := docs.Cursor()
 		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
@@ -157,7 +177,7 @@ func (db *DB) StoredVectors(col string, ids []string, dim int) (vids []string, v
 				return err
 			}
 			if dim > 0 && len(v) != dim {
-				return fmt.Errorf("%w: the stored vector of %q has %d values, want %d", ErrCorrupt, id, len(v), dim)
+				return fmt.Errorf("%w: the stored vector of %s has %d values, want %d", ErrCorrupt, ShowKey(id), len(v), dim)
 			}
 			vids = append(vids, id)
 			vecs = append(vecs, v)
@@ -176,7 +196,7 @@ func (db *DB) PutVectors(col string, ids []string, vecs [][]float32) error {
 			return err
 		}
 		if b == nil {
-			return fmt.Errorf("%w: collection %q vanished while its vectors were written", ErrCorrupt, col)
+			return fmt.Errorf("%w: collection %s vanished while its vectors were written", ErrCorrupt, ShowKey(col))
 		}
 		vb := b.Bucket(bkVecs)
 		for n, id := range ids {
@@ -213,9 +233,9 @@ func (db *DB) SampleUnits(col string, n int) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	err := db.view(func(tx *bolt.Tx) error {
-		docs := docsBucket(tx, col)
-		if docs == nil {
-			return nil
+		docs, err := docsBucket(tx, col)
+		if err != nil || docs == nil {
+			return err
 		}
 		cur := docs.Cursor()
 		add := func(k, v []byte) error {
@@ -255,9 +275,9 @@ func (db *DB) StepSample(col string, n int) ([]string, error) {
 	}
 	var out []string
 	err := db.view(func(tx *bolt.Tx) error {
-		docs := docsBucket(tx, col)
-		if docs == nil {
-			return nil
+		docs, err := docsBucket(tx, col)
+		if err != nil || docs == nil {
+			return err
 		}
 		keys := docs.Stats().KeyN
 		step := max(1, (keys+n-1)/n) // rounded up: at most n documents
@@ -293,11 +313,18 @@ type Tally struct {
 	Unbound int
 }
 
+// maxKeptKey is the most bytes of a damaged key that a Tally keeps (bbolt's keys are at
+// most 32 KiB; document ids are far shorter).
+const maxKeptKey = 512
+
 func (t *Tally) damaged(key []byte, format string, args ...any) {
 	if t.Damaged++; t.Damaged <= 3 {
 		t.Problems = append(t.Problems, fmt.Sprintf(format, args...))
 	}
 	if len(t.Keys) < 10 {
+		if len(key) > maxKeptKey { // a damaged key size can make a key of megabytes
+			key = fmt.Appendf(key[:maxKeptKey:maxKeptKey], "… (%d bytes)", len(key))
+		}
 		t.Keys = append(t.Keys, string(key))
 	}
 }
@@ -313,6 +340,16 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 			return err
 		}
 		vb := b.Bucket(bkVecs)
+		for _, sub := range [][]byte{bkDocs, bkVecs} {
+			if err := checkTree(b.Bucket(sub), string(sub)); errors.Is(err, ErrCorrupt) {
+				// Its pages cannot be read as they are: what they hold is not counted.
+				t.Damaged++
+				t.Problems = append(t.Problems, firstLine(err))
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
 		cur := b.Bucket(bkDocs).Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
 			t.Docs++
@@ -327,7 +364,7 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 			for _, u := range r.UnitIDs(string(k)) {
 				t.Units++
 				if dim > 0 && vb.Get([]byte(u)) == nil {
-					t.damaged([]byte(u), "index id %q has no vector", u)
+					t.damaged([]byte(u), "index id %s has no vector", ShowKey(u))
 				}
 			}
 		}
@@ -343,7 +380,7 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 			if v, err := DecodeVector(string(k), raw); err != nil {
 				t.damaged(k, "%s", firstLine(err))
 			} else if len(v) != dim {
-				t.damaged(k, "the vector of %q is damaged (%d values, want %d)", k, len(v), dim)
+				t.damaged(k, "the vector of %s is damaged (%d values, want %d)", ShowKey(k), len(v), dim)
 			}
 		}
 		return nil
@@ -372,23 +409,55 @@ func (db *DB) Recount(c *Collection, reason string) error {
 	return nil
 }
 
-// Consistency reads every page of the file on this goroutine (a damaged one is an error
-// wrapping ErrCorrupt, not a crash), then runs bbolt's own consistency check (every page
-// reachable once, the freelist right) and returns up to max of its findings.
+// Consistency checks every page of the file that its root bucket reaches (pageCheck: read
+// with ReadAt on this goroutine, so that no damaged page can panic or fault), and the
+// freelist against them: every page reachable once, or free, not both. It returns up to
+// max findings, each naming the page. bbolt's own Tx.Check is not run: it walks the pages
+// with unchecked pointer arithmetic on a goroutine of its own, where a damaged page's
+// panic or fault cannot be recovered and ends the process. The caller keeps writers out.
 func (db *DB) Consistency(max int) ([]string, error) {
-	// bbolt's check runs on a goroutine of its own, where a damaged page's panic or fault
-	// could not be recovered: every reachable page is read here first.
-	if err := walk(db.bolt); err != nil {
-		return nil, err
-	}
 	if err := checkFreelist(db.path); err != nil {
 		return []string{"the freelist is damaged: " + err.Error()}, nil
 	}
+	found, more, err := pageCheck(db.path, max)
+	if err != nil {
+		return nil, err
+	}
+	if more > 0 {
+		found = append(found, fmt.Sprintf("and %d more", more))
+	}
+	if len(found) > 0 {
+		return found, nil
+	}
+	// The pages are whole: bbolt may read them. Then the store's own layout.
+	return db.checkLayout(max)
+}
+
+// checkLayout checks the store's layout (db.go) as far as it is the same in every store:
+// the top level holds buckets only; every collection is a bucket with its four
+// sub-buckets. A bucket's flag cleared (a bucket kept inline in its parent reads as a
+// value then) or a sub-bucket's name damaged leaves every page whole.
+func (db *DB) checkLayout(max int) ([]string, error) {
 	var found []string
 	err := db.view(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			if len(found) < max {
-				found = append(found, err.Error())
+		cur := tx.Cursor()
+		for k, v := cur.First(); k != nil && len(found) < max; k, v = cur.Next() {
+			if v != nil {
+				found = append(found, fmt.Sprintf("the top level holds %s as a value, not a bucket (its flags are damaged)", ShowKey(k)))
+			}
+		}
+		cols := tx.Bucket(bkCols)
+		if cols == nil {
+			return nil
+		}
+		cc := cols.Cursor()
+		for k, v := cc.First(); k != nil && len(found) < max; k, v = cc.Next() {
+			if v != nil {
+				found = append(found, fmt.Sprintf("collection %s is stored as a value, not a bucket (its flags are damaged)", ShowKey(k)))
+				continue
+			}
+			if err := checkColBucket(cols.Bucket(k), string(k)); err != nil {
+				found = append(found, strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "))
 			}
 		}
 		return nil

@@ -23,10 +23,10 @@ func encodeColMeta(js []byte) []byte { return boundRecord(string(keyColMeta), js
 // checksum or is of no known layout.
 func decodeColMeta(col string, v []byte) ([]byte, error) {
 	if len(v) < 5 || v[0] != recordMagic {
-		return nil, fmt.Errorf("%w: collection %q: its stored metadata is of unknown layout", ErrCorrupt, col)
+		return nil, fmt.Errorf("%w: collection %s: its stored metadata is of unknown layout", ErrCorrupt, ShowKey(col))
 	}
 	if crc32.Update(keyCRC(string(keyColMeta)), castagnoli, v[5:]) != binary.BigEndian.Uint32(v[1:]) {
-		return nil, fmt.Errorf("%w: collection %q: its stored metadata fails its checksum", ErrCorrupt, col)
+		return nil, fmt.Errorf("%w: collection %s: its stored metadata fails its checksum", ErrCorrupt, ShowKey(col))
 	}
 	return v[5:], nil
 }
@@ -54,7 +54,7 @@ func (db *DB) CollectionMeta(name string) ([]byte, error) {
 			return err
 		}
 		if b == nil {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, name)
+			return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(name))
 		}
 		info := b.Bucket(bkInfo)
 		if info == nil {
@@ -83,7 +83,7 @@ func (db *DB) SetCollectionMeta(name string, meta []byte) error {
 			return err
 		}
 		if b == nil {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, name)
+			return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(name))
 		}
 		return putColMeta(b, meta)
 	})
@@ -103,10 +103,13 @@ func (db *DB) RenameCollection(from, to string, meta []byte) error {
 			src = cols.Bucket([]byte(from))
 		}
 		if src == nil {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, from)
+			return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(from))
+		}
+		if err := checkColBucket(src, from); err != nil {
+			return err
 		}
 		if cols.Bucket([]byte(to)) != nil || cols.Get([]byte(to)) != nil {
-			return fmt.Errorf("%w: %q", ErrCollectionExists, to)
+			return fmt.Errorf("%w: %s", ErrCollectionExists, ShowKey(to))
 		}
 		dst, err := cols.CreateBucket([]byte(to))
 		if err != nil {
@@ -123,7 +126,7 @@ func (db *DB) RenameCollection(from, to string, meta []byte) error {
 		}
 		for _, k := range subs {
 			if err := src.MoveBucket(k, dst); err != nil {
-				return fmt.Errorf("moving %s of collection %q: %w", k, from, err)
+				return fmt.Errorf("moving %s of collection %s: %w", k, ShowKey(from), err)
 			}
 		}
 		for _, k := range plain { // none is written today; kept if a later version adds one

@@ -204,15 +204,16 @@ func TestColMetaClearing(t *testing.T) {
 			t.Errorf("set to %q: %s, %v", md, got, err)
 		}
 	}
-	// A collection whose info bucket is gone: none to read, none can be set.
+	// A collection whose info bucket is gone is damaged (every collection is made with
+	// it): its metadata can be neither read nor set.
 	if err := db.update(func(tx *bolt.Tx) error {
 		b, _ := colBucket(tx, "c", false)
 		return b.DeleteBucket(bkInfo)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := db.CollectionMeta("c"); err != nil || got != nil {
-		t.Errorf("no info bucket: %s, %v", got, err)
+	if got, err := db.CollectionMeta("c"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("no info bucket: %s, %v; want ErrCorrupt", got, err)
 	}
 	if err := db.SetCollectionMeta("c", []byte(`{"a":1}`)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("set without an info bucket: %v", err)

@@ -46,6 +46,9 @@ func putCounts(b *bolt.Bucket, docs, units int) error {
 // recount counts the documents and index ids of a collection's bucket b from its records.
 // A record that cannot be read is ErrCorrupt: the counts cannot be known.
 func recount(b *bolt.Bucket) (docs, units int, err error) {
+	if err := checkTree(b.Bucket(bkDocs), "docs"); err != nil {
+		return 0, 0, fmt.Errorf("counting its documents: %w", err)
+	}
 	cur := b.Bucket(bkDocs).Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		var ch struct {
@@ -56,7 +59,7 @@ func recount(b *bolt.Bucket) (docs, units int, err error) {
 			return 0, 0, fmt.Errorf("counting its documents: %w", err)
 		}
 		if err := segjson.Unmarshal(js, &ch); err != nil {
-			return 0, 0, fmt.Errorf("%w: counting its documents: document %q: %v", ErrCorrupt, k, err)
+			return 0, 0, fmt.Errorf("%w: counting its documents: document %s: %v", ErrCorrupt, ShowKey(k), err)
 		}
 		docs++
 		units += max(1, len(ch.Chunks))

@@ -88,6 +88,9 @@ type DB struct {
 
 	notesMu   sync.Mutex
 	recounted map[string]Recount // collections whose counters were counted again (counters.go)
+
+	censusOnce sync.Once
+	census     *census // the page references counted at the first collection loaded (rawtree.go)
 }
 
 // writeMmapSize is the least a writable store maps of its file (address space: a page
@@ -196,22 +199,29 @@ type Tx struct {
 	// the docs bucket last looked up (a search reads many records of one collection)
 	lastCol  string
 	lastDocs *bolt.Bucket
+	lastErr  error
 }
 
 // Rollback ends the transaction.
 func (t *Tx) Rollback() error { return t.tx.Rollback() }
 
-// docs is the docs bucket of collection col; nil when there is none.
-func (t *Tx) docs(col string) *bolt.Bucket {
-	if t.lastDocs == nil || t.lastCol != col {
-		t.lastCol, t.lastDocs = col, docsBucket(t.tx, col)
+// docs is the docs bucket of collection col; nil when there is none (ErrCorrupt when the
+// collection is stored without it: colBucket).
+func (t *Tx) docs(col string) (*bolt.Bucket, error) {
+	if (t.lastDocs == nil && t.lastErr == nil) || t.lastCol != col {
+		t.lastDocs, t.lastErr = docsBucket(t.tx, col)
+		t.lastCol = col
 	}
-	return t.lastDocs
+	return t.lastDocs, t.lastErr
 }
 
 // Record reads document id of collection col; nil when it is not stored.
 func (t *Tx) Record(col, id string) (*Record, error) {
-	r, err := t.db.getRecord(t.tx, t.docs(col), id)
+	docs, err := t.docs(col)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.db.getRecord(t.tx, docs, id)
 	return r, inCollection(col, err)
 }
 
@@ -219,7 +229,11 @@ func (t *Tx) Record(col, id string) (*Record, error) {
 // col: its metadata and chunks (title and text may be left empty; DecodeMeta). nil when
 // it is not stored.
 func (t *Tx) RecordMeta(col, id string) (*Record, error) {
-	v, err := lookupRecord(t.docs(col), id)
+	docs, err := t.docs(col)
+	if err != nil {
+		return nil, err
+	}
+	v, err := lookupRecord(docs, id)
 	if err != nil || v == nil {
 		return nil, inCollection(col, err)
 	}
@@ -227,9 +241,10 @@ func (t *Tx) RecordMeta(col, id string) (*Record, error) {
 }
 
 // Has reports whether document id is stored in collection col. Writers ask it before
-// adding: a miss is not checked for damage around it (Record and RecordMeta are).
+// adding: a miss is not checked for damage around it (Record and RecordMeta are), nor is
+// the collection's bucket (a writer has loaded the collection, which checks it).
 func (t *Tx) Has(col, id string) bool {
-	d := t.docs(col)
+	d, _ := t.docs(col)
 	return d != nil && d.Get([]byte(id)) != nil
 }
 
@@ -256,9 +271,9 @@ func (t *Tx) EachRecord(col string, metaOnly bool, fn func(id string, r *Record)
 // EachRecordAfter is EachRecord from the first id after after ("" = from the first id):
 // a page of documents starts where the previous one ended without reading those before.
 func (t *Tx) EachRecordAfter(col, after string, metaOnly bool, fn func(id string, r *Record) error) error {
-	docs := t.docs(col)
-	if docs == nil {
-		return nil
+	docs, err := t.docs(col)
+	if err != nil || docs == nil {
+		return err
 	}
 	cur := docs.Cursor()
 	k, v := cur.First()
@@ -290,13 +305,14 @@ func (db *DB) getRecord(tx *bolt.Tx, docs *bolt.Bucket, id string) (*Record, err
 	return db.decodeRecord(tx, id, v, false)
 }
 
-// docsBucket is the docs bucket of collection name in tx; nil when it does not exist.
-func docsBucket(tx *bolt.Tx, name string) *bolt.Bucket {
-	b, _ := colBucket(tx, name, false)
-	if b == nil {
-		return nil
+// docsBucket is the docs bucket of collection name in tx; nil when the collection does not
+// exist, ErrCorrupt when it is stored without one (colBucket).
+func docsBucket(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
+	b, err := colBucket(tx, name, false)
+	if err != nil || b == nil {
+		return nil, err
 	}
-	return b.Bucket(bkDocs)
+	return b.Bucket(bkDocs), nil
 }
 
 // nextSeq increments and returns the store sequence number inside tx.
@@ -339,12 +355,20 @@ func u64b(v uint64) []byte {
 	return b[:]
 }
 
-// colBucket returns the bucket of collection name, creating it when create is set.
+// colBucket returns the bucket of collection name, creating it when create is set; nil
+// when it is not stored (and not created). A stored collection is a bucket holding its four
+// sub-buckets (docs, vecs, changes, info: every version made all four with the
+// collection): one missing, or a value where a bucket belongs, is damage (a flipped bit in
+// a name or an element's flags) and ErrCorrupt, for every reader and writer; read as "no
+// documents" it would answer "not found" beside counters that say otherwise.
 func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
 	cols := tx.Bucket(bkCols)
 	if cols == nil {
+		if tx.Cursor().Bucket().Get(bkCols) != nil {
+			return nil, fmt.Errorf("%w: the store's collections are a value, not a bucket", ErrCorrupt)
+		}
 		if !create {
-			return nil, nil
+			return nil, checkMissingCollection(tx, name)
 		}
 		var err error
 		if cols, err = tx.CreateBucketIfNotExists(bkCols); err != nil {
@@ -352,14 +376,25 @@ func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
 		}
 	}
 	b := cols.Bucket([]byte(name))
-	if b != nil || !create {
-		return b, nil
+	if b != nil {
+		return b, checkColBucket(b, name)
+	}
+	if cols.Get([]byte(name)) != nil {
+		return nil, fmt.Errorf("%w: collection %s is stored as a value, not a bucket", ErrCorrupt, ShowKey(name))
+	}
+	if !create {
+		// A miss is honest only if the pages it was looked up in are whole (rawtree.go):
+		// a damaged count on them hides collections.
+		if err := checkMissingCollection(tx, name); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	b, err := cols.CreateBucket([]byte(name))
 	if err != nil {
 		return nil, err
 	}
-	for _, sub := range [][]byte{bkDocs, bkVecs, bkChanges, bkInfo} {
+	for _, sub := range colSubBuckets {
 		if _, err := b.CreateBucket(sub); err != nil {
 			return nil, err
 		}
@@ -368,6 +403,20 @@ func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// colSubBuckets are the sub-buckets every collection holds.
+var colSubBuckets = [][]byte{bkDocs, bkVecs, bkChanges, bkInfo}
+
+// checkColBucket checks that the bucket b of collection name holds its four sub-buckets.
+func checkColBucket(b *bolt.Bucket, name string) error {
+	for _, sub := range colSubBuckets {
+		if b.Bucket(sub) == nil {
+			return fmt.Errorf("%w: collection %s has no %s bucket (its name or flags are damaged): its documents cannot be read",
+				ErrCorrupt, ShowKey(name), sub)
+		}
+	}
+	return nil
 }
 
 // counts reads a collection's persisted document and index id counts and says whether

@@ -586,8 +586,8 @@ func TestColBucket(t *testing.T) {
 		if b != nil || err != nil {
 			return fmt.Errorf("empty store: %v, %v", b, err)
 		}
-		if docsBucket(tx, "c") != nil {
-			return errors.New("docsBucket of a missing collection")
+		if d, err := docsBucket(tx, "c"); d != nil || err != nil {
+			return fmt.Errorf("docsBucket of a missing collection: %v, %v", d, err)
 		}
 		return nil
 	}); err != nil {

@@ -171,14 +171,14 @@ func (db *DB) RebuildIndex(c *Collection, k Kind) (Index, error) {
 		if ix != nil {
 			Guard(k.Name+" close", ix.Close)
 		}
-		return nil, fmt.Errorf("memory: collection %q: rebuilding its %s index: %w", c.Name, k.Name, err)
+		return nil, fmt.Errorf("memory: collection %s: rebuilding its %s index: %w", ShowKey(c.Name), k.Name, err)
 	}
 	if ix == nil {
 		return nil, nil
 	}
 	if err := db.Verify(c, ix, false); err != nil {
 		Guard(k.Name+" close", ix.Close)
-		return nil, fmt.Errorf("memory: collection %q: its rebuilt %s index: %w", c.Name, k.Name, err)
+		return nil, fmt.Errorf("memory: collection %s: its rebuilt %s index: %w", ShowKey(c.Name), k.Name, err)
 	}
 	return ix, nil
 }
@@ -320,7 +320,7 @@ func Compare(c *Collection, ix Index, want int, ch IDChecker, ids []string) Comp
 	}
 	r.Sampled, r.Missing = len(ids), missing
 	if len(missing) > 0 {
-		r.Problems = append(r.Problems, fmt.Sprintf("lacks %d of %d sampled ids (e.g. %q)", len(missing), len(ids), missing[0]))
+		r.Problems = append(r.Problems, fmt.Sprintf("lacks %d of %d sampled ids (e.g. %s)", len(missing), len(ids), ShowKey(missing[0])))
 	}
 	return r
 }

@@ -147,12 +147,14 @@ func empty(db *bolt.DB) bool {
 // errStop ends a bbolt iteration early.
 var errStop = errors.New("stop")
 
-// CheckFileDeep is CheckFile and then a read of every page the file's buckets
-// reach (every key and value of every bucket, nested ones included), on this goroutine,
-// read-only and guarded (a damaged page fails bbolt's page assertions or faults). For small
-// bbolt files that another library maps unchecked, such as Bleve's root.bolt: a page
-// pointer flipped there otherwise panics or faults in Bleve's own goroutines, where nothing
-// can recover it. Every failure is ErrCorrupt naming the file.
+// CheckFileDeep is CheckFile, then a check of every page the file's root bucket reaches
+// and of the freelist (pageCheck: read without bbolt, so that no damaged page can crash
+// it, and whatever damage leaves a page's layout wrong is found), then a read of every key
+// and value of every bucket, nested ones included, on this goroutine, read-only and
+// guarded. For bbolt files that another library maps unchecked, such as Bleve's
+// root.bolt: a page pointer flipped there otherwise panics, faults or recurses until the
+// stack overflows in Bleve's own goroutines, where nothing can recover it; and for a
+// restored backup's store.db. Every failure is ErrCorrupt naming the file.
 func CheckFileDeep(path string) error {
 	if err := CheckFile(path); err != nil {
 		return err
@@ -165,6 +167,17 @@ func CheckFileDeep(path string) error {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 	}
 	defer db.Close()
+	// Under bbolt's shared lock: no writer changes the pages meanwhile.
+	found, _, err := pageCheck(path, 1)
+	if errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	}
+	if len(found) > 0 {
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, path, found[0])
+	}
 	if err := walk(db); err != nil {
 		if errors.Is(err, ErrCorrupt) { // a panic or fault: guard named it
 			return fmt.Errorf("%s: %w", path, err)
@@ -211,9 +224,9 @@ func PageLayout(path string) (pageSize int64, pages uint64, err error) {
 }
 
 // checkFreelist reads the freelist page that the current meta page of the bbolt file at
-// path names and checks that bbolt can read it: a freelist page, its ids inside its pages
-// and each a page of the file. bbolt's consistency check reads the freelist on a goroutine
-// of its own, where a damaged one would crash the process rather than be reported.
+// path names and checks that bbolt can read it (freelistIDs). bbolt reads the freelist on a
+// goroutine of its own when it checks a file, where a damaged one would crash the process
+// rather than be reported.
 func checkFreelist(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -228,44 +241,6 @@ func checkFreelist(path string) error {
 	if !ok {
 		return errors.New("no valid meta page")
 	}
-	if m.freelist == ^uint64(0) {
-		return nil // not persisted: bbolt rebuilds it by reading every page
-	}
-	if m.pageSize == 0 || m.freelist >= m.pgid {
-		return fmt.Errorf("freelist page %d is past the last page (%d)", m.freelist, m.pgid)
-	}
-	if held := uint64(fi.Size()) / uint64(m.pageSize); m.freelist >= held {
-		return fmt.Errorf("freelist page %d cannot be read: the file holds %d pages", m.freelist, held)
-	}
-	ps := int64(m.pageSize)
-	var h [24]byte
-	if _, err := f.ReadAt(h[:], int64(m.freelist)*ps); err != nil {
-		return fmt.Errorf("freelist page %d cannot be read: %v", m.freelist, err)
-	}
-	le := binary.LittleEndian
-	flags, count, overflow := le.Uint16(h[8:]), uint64(le.Uint16(h[10:])), uint64(le.Uint32(h[12:]))
-	const freelistPageFlag = 0x10
-	if flags != freelistPageFlag {
-		return fmt.Errorf("freelist page %d is not a freelist page (flags %#x)", m.freelist, flags)
-	}
-	if overflow >= m.pgid-m.freelist { // m.freelist < m.pgid: no wrap
-		return fmt.Errorf("freelist page %d runs past the last page (%d overflow pages of %d)", m.freelist, overflow, m.pgid)
-	}
-	first := int64(16)
-	if count == 0xFFFF {
-		count, first = le.Uint64(h[16:]), 24
-	}
-	if room := ((int64(overflow)+1)*ps - first) / 8; count > uint64(room) {
-		return fmt.Errorf("freelist page %d lists %d ids, room for %d", m.freelist, count, room)
-	}
-	ids := make([]byte, 8*count)
-	if _, err := f.ReadAt(ids, int64(m.freelist)*ps+first); err != nil {
-		return fmt.Errorf("freelist page %d cannot be read: %v", m.freelist, err)
-	}
-	for i := range count {
-		if id := le.Uint64(ids[8*i:]); id < 2 || id >= m.pgid {
-			return fmt.Errorf("freelist page %d lists page %d, outside the file's %d pages", m.freelist, id, m.pgid)
-		}
-	}
-	return nil
+	_, err = freelistIDs(f, m)
+	return err
 }

@@ -39,7 +39,7 @@ func (db *DB) Replace(col string, puts []Put, dels []string, added, unitDelta in
 			return err
 		}
 		if b == nil {
-			return fmt.Errorf("%w: %q", ErrCollectionNotFound, col)
+			return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(col))
 		}
 		if fresh != nil {
 			if err := storeDict(tx, zd, fresh); err != nil {

@@ -49,7 +49,11 @@ func (s *Snapshot) Documents() int {
 			return nil
 		}
 		return cols.ForEachBucket(func(k []byte) error {
-			d, _, st := counts(cols.Bucket(k))
+			b := cols.Bucket(k)
+			if checkColBucket(b, string(k)) != nil {
+				return errStop
+			}
+			d, _, st := counts(b)
 			if st != countsOK {
 				return errStop
 			}

@@ -252,7 +252,7 @@ type zrecord struct {
 func parseZRecord(id string, v []byte) (zrecord, error) {
 	var z zrecord
 	bad := func(what string) (zrecord, error) {
-		return zrecord{}, fmt.Errorf("%w: document %q: compressed record %s", ErrCorrupt, id, what)
+		return zrecord{}, fmt.Errorf("%w: document %s: compressed record %s", ErrCorrupt, ShowKey(id), what)
 	}
 	if len(v) < 5 {
 		return bad("too short")
@@ -298,11 +298,11 @@ func (db *DB) decodeZRecord(tx *bolt.Tx, id string, v []byte, metaOnly bool) (*R
 		return r, nil
 	}
 	if db == nil {
-		return nil, fmt.Errorf("%w: document %q: a compressed record read without its store", ErrCorrupt, id)
+		return nil, fmt.Errorf("%w: document %s: a compressed record read without its store", ErrCorrupt, ShowKey(id))
 	}
 	d, err := db.dict(tx, z.dict)
 	if err != nil {
-		return nil, fmt.Errorf("document %q: %w (%w)", id, err, errDict)
+		return nil, fmt.Errorf("document %s: %w (%w)", ShowKey(id), err, errDict)
 	}
 	if err := z.unpack(id, d, r); err != nil {
 		return nil, err
@@ -320,7 +320,7 @@ func (z *zrecord) decodeMeta(id string, r *Record) error {
 	}
 	var m metaPart
 	if err := segjson.Unmarshal(z.meta, &m); err != nil {
-		return fmt.Errorf("%w: document %q: compressed record's metadata: %v", ErrCorrupt, id, err)
+		return fmt.Errorf("%w: document %s: compressed record's metadata: %v", ErrCorrupt, ShowKey(id), err)
 	}
 	r.Title, r.Text, r.Metadata, r.Chunks = "", "", m.Metadata, m.Chunks
 	return nil
@@ -346,14 +346,14 @@ func (z *zrecord) unpack(id string, d *recDict, r *Record) error {
 		*bp = nil // a large record's buffer is not kept
 	}
 	if err != nil || len(out) != z.plain {
-		return fmt.Errorf("%w: document %q: compressed record does not unpack: %v", ErrCorrupt, id, err)
+		return fmt.Errorf("%w: document %s: compressed record does not unpack: %v", ErrCorrupt, ShowKey(id), err)
 	}
 	if crc32.Checksum(out, castagnoli) != z.plainCRC {
-		return fmt.Errorf("%w: document %q: compressed record unpacks to other bytes than it was made of (%w)", ErrCorrupt, id, errDict)
+		return fmt.Errorf("%w: document %s: compressed record unpacks to other bytes than it was made of (%w)", ErrCorrupt, ShowKey(id), errDict)
 	}
 	tl, n := binary.Uvarint(out)
 	if n <= 0 || tl > uint64(len(out)-n) {
-		return fmt.Errorf("%w: document %q: compressed record's title length is damaged", ErrCorrupt, id)
+		return fmt.Errorf("%w: document %s: compressed record's title length is damaged", ErrCorrupt, ShowKey(id))
 	}
 	// The bytes are those packed (their checksum holds), which were valid UTF-8.
 	s := string(out[n:])

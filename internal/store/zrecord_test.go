@@ -92,7 +92,11 @@ func zStore(t *testing.T, path string, n, batch, min int) *DB {
 func rawRecord(t *testing.T, db *DB, id string) []byte {
 	var v []byte
 	if err := db.view(func(tx *bolt.Tx) error {
-		v = bytes.Clone(docsBucket(tx, "c").Get([]byte(id)))
+		docs, err := docsBucket(tx, "c")
+		if err != nil {
+			return err
+		}
+		v = bytes.Clone(docs.Get([]byte(id)))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
