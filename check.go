@@ -68,7 +68,9 @@ type IndexCheck struct {
 	// Index is the kind of index: "bm25" or "vectors"; "store" is the collection's records
 	// in the store of record themselves (each decoded, counted, its vectors sized),
 	// "counters" its document and index id counters (held to a count of its records), and
-	// "store.db" (collection "*") bbolt's consistency check of the whole file. Damage to
+	// "store.db" (collection "*") the check of the whole file's pages (each branch and leaf
+	// page reachable from the root read and checked, each reached once, the freelist
+	// listing the others) and of its layout. Damage to
 	// "store" and "store.db" cannot be repaired (there is nothing to rebuild them from);
 	// counters are counted again by a repair.
 	Index string
@@ -116,7 +118,7 @@ func (c IndexCheck) String() string {
 	}
 	switch c.Index {
 	case dbName:
-		b.WriteString(" (bbolt consistency check)")
+		b.WriteString(" (every page and the freelist checked)")
 		c.writeFindings(&b)
 		return b.String()
 	case "store":
@@ -171,7 +173,7 @@ func (c IndexCheck) writeFindings(b *strings.Builder) {
 // indexes (about 30 s for a million passages); searches go on.
 func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	var rep CheckReport
-	ck := checker{m}
+	ck := &checker{m: m}
 	if m.closed.Load() {
 		return rep, ErrClosed
 	}
@@ -193,6 +195,8 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		return rep, err
 	}
 	rep.Indexes = append(rep.Indexes, bc)
+	// Records missing from damaged pages are not a reason to count the counters again.
+	ck.fileDamaged = bc.StoreDamage
 	names, err := m.reg.collectionNames()
 	if err != nil {
 		return rep, err
@@ -238,7 +242,7 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			checks = []IndexCheck{{Collection: name, Index: indexesEntry, SampleSkipped: "not opened", StoreDamage: true,
 				Problems: []string{"cannot be opened or rebuilt: " + oneLine(err)}}}
 		} else if err != nil {
-			return rep, fmt.Errorf("memory: check collection %q: %w", name, err)
+			return rep, fmt.Errorf("memory: check collection %s: %w", store.ShowKey(name), err)
 		}
 		rep.Indexes = append(rep.Indexes, checks...)
 	}
@@ -447,6 +451,9 @@ func (ck checker) checkLive(s *colState, k derivedKind, ix store.Index, ids []st
 			c.Count = r.Count
 		}
 		c.Missing = r.Missing[:min(len(r.Missing), 10)]
+		if p := verifyVectors(ix); p != "" {
+			c.Problems = append(c.Problems, p) // every vector read back, not a sample
+		}
 		return nil
 	})
 }
@@ -577,7 +584,12 @@ func (ck checker) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexChe
 	if t.Damaged == 0 && (t.Docs != ndocs || t.Units != nunits) {
 		reason := fmt.Sprintf("holds %d documents and %d index ids, its counters say %d and %d", t.Docs, t.Units, ndocs, nunits)
 		cc.Problems = append(cc.Problems, reason)
-		if m.opts.ReadOnly {
+		if ck.fileDamaged {
+			// The records read may be fewer than are stored (a damaged page hides some):
+			// the counters are left as they are.
+			cc.StoreDamage = true
+			cc.Notes = append(cc.Notes, "not counted again: store.db is damaged (restore it from a backup)")
+		} else if m.opts.ReadOnly {
 			cc.Repaired = false
 			cc.Notes = append(cc.Notes, "check --repair counts them again")
 		} else {
@@ -607,19 +619,19 @@ func (ck checker) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexChe
 	if len(c.Problems) > 0 {
 		what := "restore store.db from a backup"
 		if len(t.Keys) > 0 {
-			what = fmt.Sprintf("damaged: %q; %s", t.Keys, what)
+			what = fmt.Sprintf("damaged: %s; %s", store.ShowKeys(t.Keys), what)
 		}
 		c.Notes = append(c.Notes, "the store of record itself is damaged, and check --repair cannot rebuild it: "+what)
 	}
 	return c, nil
 }
 
-// checkBolt runs bbolt's own consistency check of store.db (every page reachable
-// once, the freelist right); its findings, if any, are one report entry. The caller holds
-// the writer lock.
+// checkBolt checks store.db's pages (store.DB.Consistency: every page reachable once and
+// whole, the freelist right, read without bbolt, which would crash on a damaged page);
+// its findings, if any, are one report entry. The caller holds the writer lock.
 func (ck checker) checkBolt() (IndexCheck, error) {
 	m := ck.m
-	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "bbolt consistency check"}
+	c := IndexCheck{Collection: "*", Index: dbName, SampleSkipped: "every page checked"}
 	found, err := m.db.Consistency(5)
 	if errors.Is(err, ErrCorrupt) { // a page that could not be read: a finding
 		c.Problems = append(c.Problems, oneLine(err))
@@ -663,4 +675,9 @@ func (c vectorLookupChecker) Missing(ids []string) ([]string, error) {
 }
 
 // checker runs the checks of Check, and their repairs, over the store m.
-type checker struct{ m *Memory }
+type checker struct {
+	m *Memory
+	// fileDamaged: the check of store.db's pages found damage (set before the
+	// collections are checked).
+	fileDamaged bool
+}

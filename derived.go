@@ -315,8 +315,18 @@ func (dv derivedIndexes) removeDerived(col string) error {
 // repairBM25 rebuilds collection col's BM25 index from the store of record after a search
 // found it corrupt (cause), so the search can be answered again.
 func (dv derivedIndexes) repairBM25(col string, cause error) error {
+	return dv.repairKind(col, bm25Dir, cause)
+}
+
+// vectorsDamaged reports whether a search error says the vector index's files are damaged
+// (a disk index block that failed its checksum).
+func vectorsDamaged(err error) bool { return errors.Is(err, vectorstore.ErrCorrupt) }
+
+// repairKind rebuilds collection col's derived index of kind name from the store of
+// record after a search found it damaged (cause), so the search can be answered again.
+func (dv derivedIndexes) repairKind(col, name string, cause error) error {
 	m := dv.m
-	m.log.Error("memory: the BM25 index is corrupt, rebuilding it from the store of record", "collection", col, "err", cause)
+	m.log.Error("memory: a derived index is damaged, rebuilding it from the store of record", "collection", col, "index", name, "err", cause)
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	s, err := m.Collection(col).state(false)
@@ -329,7 +339,7 @@ func (dv derivedIndexes) repairBM25(col string, cause error) error {
 	}
 	defer unlock()
 	for i, k := range s.Kinds {
-		if k.Name == bm25Dir {
+		if k.Name == name {
 			return m.db.RepairIndex(&s.Collection, i)
 		}
 	}

@@ -174,7 +174,8 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 			return err
 		}
 		err = store.Guard("search", one)
-		if bm25Damaged(err) && c.m.dx.repairBM25(c.name, err) == nil {
+		if bm25Damaged(err) && c.m.dx.repairBM25(c.name, err) == nil ||
+			vectorsDamaged(err) && c.m.dx.repairKind(c.name, vecDir, err) == nil {
 			err = store.Guard("search", one) // on the rebuilt index
 		}
 	}

@@ -65,15 +65,35 @@ func tamperDoc(p, col string, i int) Document {
 }
 
 // tamperOptions open a tamper store: a hash embedder (its vectors are stored in store.db
-// and loaded into the default flat index, which keeps no files), and in a build with FAISS
-// (-tags faiss, as make test runs this package a second time) the FAISS backend, which
-// persists its index under vectors/, so those files are damaged too.
+// and in the default disk index, under vectors/), and in a build with FAISS (-tags faiss,
+// as make test runs this package a second time) the FAISS backend, which persists its
+// index under vectors/ too, so those files are damaged. tamperIndexEnv names another
+// shape of disk index (tamperIndexShapes) for the children of TestTamperKeepMTime.
 func tamperOptions() []Option {
 	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(tamperDim))}
 	if slices.Contains(vectorstore.Backends(), "faiss") {
 		opts = append(opts, WithIndex(vectorstore.IndexConfig{Backend: "faiss"}))
 	}
-	return opts
+	return append(opts, tamperShape(os.Getenv(tamperIndexEnv))...)
+}
+
+// tamperIndexEnv names the shape of disk index a tamper child opens its store with.
+const tamperIndexEnv = "MEMORY_TAMPER_INDEX"
+
+// tamperIndexShapes are the disk indexes TestTamperKeepMTime damages besides the default
+// (float32 rows and binary codes): int8 codes with inverted lists (.i8, .ivl and the
+// centroids' ivf-G.bin), every list probed and every row rescored, so that an index
+// rebuilt from the store of record (its lists trained anew) answers as the original.
+var tamperIndexShapes = map[string]map[string]int{
+	"int8-ivf": {"quant": vectorstore.DiskQuantInt8, "nlist": 4, "nprobe": 4, "oversample": 64},
+}
+
+// tamperShape is the option of the disk index shape named (none for "").
+func tamperShape(name string) []Option {
+	if p, ok := tamperIndexShapes[name]; ok {
+		return []Option{WithIndex(vectorstore.IndexConfig{Backend: "disk", Params: p})}
+	}
+	return nil
 }
 
 // tamperQueries are searched in every collection of a probed store.
@@ -92,8 +112,14 @@ const tamperCompressMin = 100
 // buildTamperStore makes a closed, populated store at dir with prefix p.
 func buildTamperStore(t *testing.T, dir, p string) {
 	t.Helper()
+	buildTamperStoreWith(t, dir, p, tamperOptions())
+}
+
+// buildTamperStoreWith is buildTamperStore with the options opts.
+func buildTamperStoreWith(t *testing.T, dir, p string, opts []Option) {
+	t.Helper()
 	withCompressMin(t, tamperCompressMin)
-	m, err := Open(dir, tamperOptions()...)
+	m, err := Open(dir, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,9 +188,10 @@ const (
 	tamperCheckEnv = "MEMORY_TAMPER_CHECK"
 )
 
-// typedStoreError reports whether err is one of the typed errors a damaged store may give.
+// typedStoreError reports whether err is one of the typed errors a damaged store may give
+// (a vector index's damaged file found by a search: vectorstore.ErrCorrupt).
 func typedStoreError(err error) bool {
-	for _, s := range []error{ErrCorrupt, ErrStoreNotFound, ErrNotAStore, ErrFormatVersion, ErrEmbedderMismatch} {
+	for _, s := range []error{ErrCorrupt, ErrStoreNotFound, ErrNotAStore, ErrFormatVersion, ErrEmbedderMismatch, vectorstore.ErrCorrupt} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -751,4 +778,161 @@ func crashHead(out string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestTamperKeepMTime damages the files of the disk vector index in place and puts their
+// modification times back, in a copy of the store whose files all keep their times (the
+// tamper suite's copies have new times, so every damaged vector file was read whole on
+// open and the index rebuilt; a damaged file with its time kept used to be trusted): bytes
+// flipped at seeded places, the first and last bytes, a float32 row's exponent, the file
+// cut short; for every kind of file of the default index (float32 rows, binary codes, id
+// table, tombstones, block checksums, disk.json) and of one with int8 codes and inverted
+// lists (.i8, .ivl, centroids). Each copy must answer as the undamaged store or with a
+// typed error, never panic, and a read-only check must report the damage.
+func TestTamperKeepMTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the tamper suite runs a child process per case")
+	}
+	for _, shape := range []string{"", "int8-ivf"} {
+		t.Run("index="+shape, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			dir := filepath.Join(root, "a")
+			buildTamperStoreWith(t, dir, "a", append(tamperOptions(), tamperShape(shape)...))
+			env := []string{tamperIndexEnv + "=" + shape}
+			// The reference answers, from a child too (a writable open may change files).
+			want, out, err := runTamperChild(dir, env...)
+			if err != nil || want.OpenErr != "" || want.Panic != "" {
+				t.Fatalf("the undamaged store: %+v, %v\n%s", want, err, tail(out, 1500))
+			}
+			for _, c := range tamperCols {
+				if len(want.Hits[c.name+"|dense|"+tamperQueries("a")[0]]) == 0 {
+					t.Fatalf("collection %s: the dense reference queries find nothing", c.name)
+				}
+			}
+			var files []string
+			filepath.WalkDir(filepath.Join(dir, vecDir), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					rel, _ := filepath.Rel(dir, p)
+					files = append(files, rel)
+				}
+				return nil
+			})
+			kinds := map[string]bool{}
+			for _, f := range files {
+				base := filepath.Base(f)
+				kinds[strings.SplitN(base, "-", 2)[0]+filepath.Ext(base)] = true
+				for _, dm := range keepMTimeDamages(f) {
+					t.Run(strings.ReplaceAll(f, "/", "_")+"_"+dm.name, func(t *testing.T) {
+						t.Parallel()
+						d := filepath.Join(root, "case-"+strings.NewReplacer("/", "_", ".", "_").Replace(f)+"-"+dm.name)
+						copyTreeKeepMTimes(t, dir, d)
+						defer os.RemoveAll(d)
+						p := filepath.Join(d, f)
+						fi, err := os.Stat(p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if err := dm.damage(p); err != nil {
+							t.Fatalf("damaging the copy: %v", err)
+						}
+						if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+							t.Fatal(err)
+						}
+						got, out, err := runTamperChild(d, append(env, tamperCheckEnv+"=1")...)
+						if err != nil {
+							t.Fatalf("the probe crashed (%v); its output ends:\n%s", err, tail(out, 1500)+"\nFULL:\n"+crashHead(out))
+						}
+						if i := strings.Index(out, "panic:"); i >= 0 {
+							t.Errorf("a Go panic's words reach the output: %s", tail(out[:min(len(out), i+300)], 600))
+						}
+						checkTamperProbe(t, got, want)
+						if len(got.Check) == 0 && got.OpenErr == "" {
+							t.Errorf("a read-only check reports nothing")
+						}
+					})
+				}
+			}
+			need := []string{"seg.f32", "seg.b1", "ids.bin", "tomb.bin", "sums.bin", "disk.json.json"}
+			if shape != "" {
+				need = []string{"seg.f32", "seg.i8", "seg.ivl", "ivf.bin", "ids.bin", "tomb.bin", "sums.bin"}
+			}
+			for _, k := range need {
+				if !kinds[k] {
+					t.Errorf("no %s file was damaged (%v)", k, kinds)
+				}
+			}
+		})
+	}
+}
+
+// keepMTimeDamages are the in-place damages done to the vector index file f (its time is
+// put back after each).
+func keepMTimeDamages(f string) []tamperCase {
+	at := func(off func(size int64) int64, mask byte) func(string) error {
+		return func(p string) error {
+			fh, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			fi, err := fh.Stat()
+			if err != nil || fi.Size() == 0 {
+				return err
+			}
+			var b [1]byte
+			o := off(fi.Size())
+			if _, err := fh.ReadAt(b[:], o); err != nil {
+				return err
+			}
+			b[0] ^= mask
+			_, err = fh.WriteAt(b[:], o)
+			return err
+		}
+	}
+	cases := []tamperCase{
+		{name: "first-byte", damage: at(func(int64) int64 { return 0 }, 0x01)},
+		{name: "last-byte", damage: at(func(n int64) int64 { return n - 1 }, 0x80)},
+		{name: "truncate-half", damage: func(p string) error {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			return os.Truncate(p, fi.Size()/2)
+		}},
+	}
+	for _, seed := range []int64{1, 2, 3} {
+		cases = append(cases, tamperCase{name: fmt.Sprintf("flip-seed%d", seed), damage: func(p string) error { return flipBytes(p, seed) }})
+	}
+	if strings.HasSuffix(f, ".f32") {
+		// Issue #39's case: the exponent of a value in a middle row (the top byte of a
+		// little-endian float32, 0x40: a normalised value's exponent becomes huge).
+		cases = append(cases, tamperCase{name: "row-exponent", damage: at(func(n int64) int64 {
+			row := n / (4 * tamperDim) / 2
+			return row*4*tamperDim + 4*3 + 3
+		}, 0x40)})
+	}
+	return cases
+}
+
+// copyTreeKeepMTimes copies the store at src to dst, every file with its modification time.
+func copyTreeKeepMTimes(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		return os.Chtimes(filepath.Join(dst, rel), fi.ModTime(), fi.ModTime())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/bits"
 	"runtime"
@@ -102,8 +103,11 @@ const (
 // for lookups), a tombstone bitmap, and optionally quantized codes of each row (binary sign
 // codes or per-dimension int8). Opening it maps its files and reads no vector, so the first
 // search costs what later ones do once the files are in the page cache. Every file carries a
-// CRC-32C in disk.json, the commit point; a segment whose size and modification time are
-// those recorded at its write is not read again to check it.
+// CRC-32C in disk.json, the commit point, and every 8 KiB block of a segment file a checksum
+// (sums-G.bin): a segment whose size and modification time are those recorded at its write
+// is not read on open, each block being checked the first time a search reads it; a block
+// that fails makes the search fail with an error matching [ErrCorrupt] (never a result
+// computed from it). [DiskIndex.Verify] checks every block.
 //
 // Exact search returns what [flatIndex] returns for the same vectors (same scores bit for
 // bit, ties by id). Quantized search scans the codes, keeps the best k x oversample
@@ -147,6 +151,7 @@ type DiskIndex struct {
 
 	seq, savedSeq uint64
 	dirty         bool // rows or tombstones changed since the last write
+	upgrade       bool // a version 1 index, to be written with its block checksums
 	meta          diskMeta
 	failed        error
 	bgErr         error // a failed background write (CommitBackground), for Close
@@ -159,6 +164,7 @@ var (
 	_ AllowSearcher = (*DiskIndex)(nil)
 	_ SearchPlanner = (*DiskIndex)(nil)
 	_ VectorLookup  = (*DiskIndex)(nil)
+	_ Verifier      = (*DiskIndex)(nil)
 
 	_ BackgroundCommitter = (*DiskIndex)(nil)
 )
@@ -443,7 +449,7 @@ func (x *DiskIndex) Close() error {
 	defer x.mu.Unlock()
 	err := x.bgErr
 	x.bgErr = nil
-	if x.failed == nil && x.dir != "" && !x.readOnly && (x.dirty || x.seq != x.savedSeq) {
+	if x.failed == nil && x.dir != "" && !x.readOnly && (x.dirty || x.seq != x.savedSeq || x.upgrade) {
 		err = x.persistLocked()
 	}
 	x.unmapAll()
@@ -469,7 +475,14 @@ func (x *DiskIndex) Vector(id string) ([]float32, bool) {
 	if !ok {
 		return nil, false
 	}
-	return slices.Clone(x.row(o)), true
+	row, err := x.rowAt(o)
+	if err != nil {
+		// A damaged row is not the id's vector: the caller (the store's checks) sees it
+		// missing and rebuilds the index.
+		slog.Warn("vectorstore: disk: a stored vector is damaged", "id", id, "err", err)
+		return nil, false
+	}
+	return slices.Clone(row), true
 }
 
 // Missing returns the ids of ids the index does not hold (a lookup in its id table each).
@@ -572,18 +585,28 @@ func (x *DiskIndex) searchLocked(ctx context.Context, q []float32, k int, acc di
 			if x.isDead(ord) {
 				continue
 			}
-			flatDots(q, x.row(ord), one[:])
+			row, err := x.rowAt(ord)
+			if err != nil {
+				return nil, err
+			}
+			flatDots(q, row, one[:])
 			h.Offer(one[0], ord)
 		}
-		return x.results(&h), nil
+		return x.results(&h)
+	}
+	var first diskFirstScan
+	if acc.f == nil && diskFusable(x.dim) {
+		first = func(st any, base int32, rows []float32, cnt int, s *diskSeg, lo int) error {
+			return x.scanExactFirst(q, base, rows, cnt, s, lo, st.(*flatHeap))
+		}
 	}
 	err = x.parallelBlocks(ctx, threads, func() any { hh := x.newHeap(k); return &hh }, func(st any, base int32, rows []float32, cnt int) {
 		x.scanExact(q, base, rows, cnt, acc.f, st.(*flatHeap))
-	}, func(st any) { h.Merge(st.(*flatHeap)) })
+	}, first, func(st any) { h.Merge(st.(*flatHeap)) })
 	if err != nil {
 		return nil, err
 	}
-	return x.results(&h), nil
+	return x.results(&h)
 }
 
 // choose is the scan of a search and its oversampling.
@@ -665,14 +688,23 @@ func (x *DiskIndex) newHeap(k int) flatHeap {
 	return topk.New(k, func(a, b int32) bool { return x.idView(a) < x.idView(b) })
 }
 
-// results turns a heap of ordinals into hits, best first.
-func (x *DiskIndex) results(h *flatHeap) []Hit {
+// results turns a heap of ordinals into hits, best first. A score that is not finite is
+// never a result: it comes from a row that is not (damaged files: errDiskCorrupt) or from
+// finite values whose product overflows float32 (ErrNonFinite).
+func (x *DiskIndex) results(h *flatHeap) ([]Hit, error) {
 	items := h.Sorted()
 	out := make([]Hit, len(items))
 	for i, it := range items {
-		out[i] = Hit{ID: strings.Clone(x.idView(it.Value)), Score: float64(it.Score)}
+		id := x.idView(it.Value)
+		if s := float64(it.Score); math.IsNaN(s) || math.IsInf(s, 0) {
+			if err := vecmath.Check(x.row(it.Value), x.dim); err != nil {
+				return nil, x.corrupt("the row of %q: %v", id, err)
+			}
+			return nil, fmt.Errorf("%w: the score of %q is %v (out of float32's range)", ErrNonFinite, id, s)
+		}
+		out[i] = Hit{ID: strings.Clone(id), Score: float64(it.Score)}
 	}
-	return out
+	return out, nil
 }
 
 // scanExact offers the cnt rows of rows (ordinals base..) that are live and accepted by f.
@@ -703,31 +735,73 @@ func (x *DiskIndex) scanExact(q []float32, base int32, rows []float32, cnt int, 
 	}
 }
 
+// scanExactFirst is scanExact without a filter over rows of segment s (from its row lo on,
+// lo a multiple of flatBlock) that a search reads for the first time: the kernel checks
+// their blocks as it scores them, flatBlock rows at a time, and offers their scores only
+// once every block of them has matched its checksum.
+func (x *DiskIndex) scanExactFirst(q []float32, base int32, rows []float32, cnt int, s *diskSeg, lo int, h *flatHeap) error {
+	d, rb := x.dim, 4*x.dim
+	sums, size := s.meta.F32.sums, len(s.maps[diskF32])
+	var buf [flatBlock]float32
+	lanes := make([]diskLanes, diskBlocks(int64(min(flatBlock, cnt)*rb)))
+	for b := 0; b < cnt; b += flatBlock {
+		e := min(b+flatBlock, cnt)
+		out, start, end := buf[:e-b], (lo+b)*rb, (lo+e)*rb
+		if x.checked(s, diskF32, start, end) {
+			flatDots(q, rows[b*d:e*d], out)
+		} else {
+			diskDotsSum(q, rows[b*d:e*d], out, lanes)
+			for i, blk := 0, start>>diskBlockShift; blk < diskBlocks(int64(end)); i, blk = i+1, blk+1 {
+				if diskFold(&lanes[i], min(diskBlock, size-blk<<diskBlockShift)) != sums[blk] {
+					return x.blockCorrupt(&s.meta.F32, blk, size)
+				}
+				s.ok[diskF32][blk>>6].Or(1 << (blk & 63))
+			}
+		}
+		for i, sc := range out {
+			if o := base + int32(b+i); !x.isDead(o) {
+				h.Offer(sc, o)
+			}
+		}
+	}
+	return nil
+}
+
+// diskFirstScan scans rows of segment s (its rows lo..) read for the first time,
+// checking their blocks as it reads them (nil: parallelBlocks checks them, then scans).
+type diskFirstScan func(st any, base int32, rows []float32, cnt int, s *diskSeg, lo int) error
+
 // diskChunkRows is how many rows a parallel scan hands a worker at a time.
 const diskChunkRows = 16 * flatBlock
+
+// diskCheckPiece is how many bytes of rows a scan checks, then scores, at a time when it
+// reads them first (well within a core's L2 cache).
+const diskCheckPiece = 128 << 10
 
 // parallelBlocks runs scan over every run of rows (at most diskChunkRows, within one
 // segment or the memory tail) on threads workers (0: the index's setting), each with its
 // own state from newState, merged by merge on the calling goroutine.
 func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState func() any,
-	scan func(st any, base int32, rows []float32, cnt int), merge func(st any)) error {
+	scan func(st any, base int32, rows []float32, cnt int), first diskFirstScan, merge func(st any)) error {
 	type run struct {
 		base int32
 		rows []float32
 		cnt  int
+		seg  *diskSeg // its rows' blocks are checked first (nil: the rows in memory)
+		lo   int      // the first row's place in seg
 	}
 	var runs []run
 	d := x.dim
-	add := func(base int, rows []float32, cnt int) {
+	add := func(base int, rows []float32, cnt int, seg *diskSeg) {
 		for lo := 0; lo < cnt; lo += diskChunkRows {
 			hi := min(lo+diskChunkRows, cnt)
-			runs = append(runs, run{int32(base + lo), rows[lo*d : hi*d], hi - lo})
+			runs = append(runs, run{int32(base + lo), rows[lo*d : hi*d], hi - lo, seg, lo})
 		}
 	}
 	for i, s := range x.segs {
-		add(i*x.segRows, s.f32, s.rows)
+		add(i*x.segRows, s.f32, s.rows, s)
 	}
-	add(x.n0, x.tailVecs, len(x.tailIDs))
+	add(x.n0, x.tailVecs, len(x.tailIDs), nil)
 	workers := threads
 	if workers == 0 {
 		workers = x.threads
@@ -739,6 +813,7 @@ func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState fu
 		}
 	}
 	workers = max(1, min(workers, len(runs)))
+	sub := max(1, diskCheckPiece/(4*d)) // rows checked, then scanned, at a time
 	states := make([]any, workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
@@ -760,7 +835,27 @@ func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState fu
 					}
 				}
 				r := runs[i]
-				scan(states[w], r.base, r.rows, r.cnt)
+				if r.seg == nil || x.checked(r.seg, diskF32, 4*d*r.lo, 4*d*(r.lo+r.cnt)) {
+					scan(states[w], r.base, r.rows, r.cnt)
+					continue
+				}
+				if first != nil {
+					if err := first(states[w], r.base, r.rows, r.cnt, r.seg, r.lo); err != nil {
+						errs[w] = err
+						return
+					}
+					continue
+				}
+				// The first read of these rows: a piece at a time, each checked just before
+				// it is scanned (read from memory once, then scanned from the cache).
+				for lo := 0; lo < r.cnt; lo += sub {
+					hi := min(lo+sub, r.cnt)
+					if err := x.checkRange(r.seg, diskF32, 4*d*(r.lo+lo), 4*d*(r.lo+hi)); err != nil {
+						errs[w] = err
+						return
+					}
+					scan(states[w], r.base+int32(lo), r.rows[lo*d:hi*d], hi-lo)
+				}
 			}
 		}()
 	}
@@ -834,6 +929,10 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	W := x.codeWords()
+	codeFile, codeBytes := diskI8, x.dim // the codes scanned, and their bytes a row
+	if mode == DiskBinary {
+		codeFile, codeBytes = diskB1, 8*W
+	}
 	for w := range workers {
 		heaps[w] = topk.New(c, byOrd)
 		wg.Add(1)
@@ -850,7 +949,12 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					return
 				}
 				if i >= len(runs) {
-					if p := x.pack(probedList[i-len(runs)], mode); p != nil {
+					p, err := x.pack(probedList[i-len(runs)], mode)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					if p != nil {
 						for r, o := range p.ords {
 							var sc float32
 							if mode == DiskBinary {
@@ -869,6 +973,10 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					}
 					for _, o := range probed[i-len(runs)] {
 						s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+						if err := x.codeAt(s, codeFile, j); err != nil {
+							errs[w] = err
+							return
+						}
 						var sc float32
 						if mode == DiskBinary {
 							sc = binaryScore(lut, s.b1[j*W:(j+1)*W:(j+1)*W])
@@ -885,6 +993,10 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					continue
 				}
 				r := runs[i]
+				if err := x.checkRange(r.seg, codeFile, r.lo*codeBytes, r.hi*codeBytes); err != nil {
+					errs[w] = err
+					return
+				}
 				for j := r.lo; j < r.hi; j++ {
 					o := r.base + int32(j)
 					var s float32
@@ -913,7 +1025,11 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	final := x.newHeap(k)
 	var one [1]float32
 	for _, it := range cand.Sorted() {
-		flatDots(q, x.row(it.Value), one[:])
+		row, err := x.rowAt(it.Value)
+		if err != nil {
+			return nil, err
+		}
+		flatDots(q, row, one[:])
 		final.Offer(one[0], it.Value)
 	}
 	if t := len(x.tailIDs); t > 0 {
@@ -929,7 +1045,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 			x.scanExact(q, int32(x.n0), x.tailVecs, t, acc.f, &final)
 		}
 	}
-	return x.results(&final), nil
+	return x.results(&final)
 }
 
 // binaryCode sets the bits of v's positive components in out.
@@ -1170,7 +1286,7 @@ func (x *DiskIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filt
 				}
 			}
 		}
-	}, func(any) {})
+	}, nil, func(any) {})
 	if err != nil {
 		return err
 	}
@@ -1179,7 +1295,10 @@ func (x *DiskIndex) batchPass(ctx context.Context, qs [][]float32, k int, f Filt
 		for _, other := range states[1:] {
 			h.Merge(&other.hs[i])
 		}
-		out[i] = x.results(h)
+		var err error
+		if out[i], err = x.results(h); err != nil {
+			return err
+		}
 	}
 	return nil
 }

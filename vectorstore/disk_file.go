@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/agentmem/memory/internal/atomicfile"
@@ -35,11 +36,45 @@ import (
 //	ids-G.bin       the id table: "MVIDS001", n, n+1 uint64 offsets, n uint32 ordinals
 //	                sorted by id, the id bytes
 //	tomb-G.bin      "MVTOMB01", n, ceil(n/64) uint64 words: the dead ordinals
+//	sums-G.bin      "MVSUMS01", the block size, the count, then the uint64 checksum
+//	                (diskBlockSum) of every block of diskBlock bytes of each segment file,
+//	                in disk.json's order (each segment's .f32, .b1, .i8, .ivl), the last
+//	                block of a file short
+//
+// The segment files are too big to read whole on every open (15 GB at 10M x 384), and
+// their size and modification time say nothing of bytes damaged in place, so each block is
+// checked against its checksum the first time a search reads it, by the exact scan as it
+// scores the rows (diskDotsSum), and every block by Verify (memory check calls it). A file
+// whose size or modification time is not the one recorded is checked whole on open, as
+// are the .ivl list numbers (read whole to build the lists), the id table, the
+// tombstones, the centroids and sums-G.bin itself (whole-file CRC-32Cs in disk.json).
+// Version 1 indexes (no sums-G.bin) are checked whole on open against their files'
+// CRC-32Cs, their block checksums computed on the way, and written as version 2 by the
+// next write (the Close of a writable index).
 const (
-	diskMetaFile    = "disk.json"
-	diskMetaVersion = 1
-	diskIDsMagic    = "MVIDS001"
-	diskTombMagic   = "MVTOMB01"
+	diskMetaFile      = "disk.json"
+	diskMetaVersion   = 2
+	diskMetaVersionV1 = 1 // no block checksums: segment files checked whole on open
+	diskIDsMagic      = "MVIDS001"
+	diskTombMagic     = "MVTOMB01"
+	diskSumsMagic     = "MVSUMS01"
+)
+
+// diskBlockShift is log2 of diskBlock, the bytes of a segment file each checksum covers:
+// small, so that a search that reads a few scattered rows (rescoring, inverted lists)
+// checks a few KiB a row; large enough that the sums take 1/1024 of the rows' bytes (1.5
+// MB at 1M x 384, read on open) and that folding each block's lanes costs little.
+const (
+	diskBlockShift = 13
+	diskBlock      = 1 << diskBlockShift
+)
+
+// The files of a segment, in the order of diskSeg.maps and sums-G.bin.
+const (
+	diskF32 = iota
+	diskB1
+	diskI8
+	diskIVL
 )
 
 var diskCastagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -53,7 +88,12 @@ type diskFileMeta struct {
 	CRC   uint32 `json:"crc"`
 	Size  int64  `json:"size"`
 	MTime int64  `json:"mtime"`
+
+	sums []uint64 // a segment file's block checksums (sums-G.bin), ceil(Bytes/diskBlock) of them
 }
+
+// diskBlocks is the number of diskBlock blocks of n bytes.
+func diskBlocks(n int64) int { return int((n + diskBlock - 1) >> diskBlockShift) }
 
 // diskSegMeta records a segment.
 type diskSegMeta struct {
@@ -83,7 +123,9 @@ type diskMeta struct {
 	Segs    []diskSegMeta `json:"segs"`
 	IDs     diskFileMeta  `json:"ids"`
 	Tomb    diskFileMeta  `json:"tomb"`
-	CRC     uint32        `json:"crc"` // of this JSON encoded with CRC 0
+	Block   int           `json:"block,omitempty"` // bytes a block checksum covers (version 2)
+	Sums    *diskFileMeta `json:"sums,omitempty"`  // the segment files' block checksums (version 2)
+	CRC     uint32        `json:"crc"`             // of this JSON encoded with CRC 0
 }
 
 func (m diskMeta) checksum() uint32 {
@@ -92,7 +134,9 @@ func (m diskMeta) checksum() uint32 {
 	return crc32.Checksum(b, diskCastagnoli)
 }
 
-// diskSeg is a mapped segment.
+// diskSeg is a mapped segment. ok has a bit per block of each file, set once the block
+// matched its checksum (atomically: concurrent searches check blocks under the read lock,
+// a block at most a few times, usually once).
 type diskSeg struct {
 	meta diskSegMeta
 	rows int
@@ -101,6 +145,20 @@ type diskSeg struct {
 	i8   []int8
 	ivl  []uint32
 	maps [4][]byte
+	ok   [4][]atomic.Uint64
+}
+
+// file is the record of file k (diskF32...) of s (nil: the segment keeps none).
+func (s *diskSeg) file(k int) *diskFileMeta {
+	switch k {
+	case diskF32:
+		return &s.meta.F32
+	case diskB1:
+		return s.meta.B1
+	case diskI8:
+		return s.meta.I8
+	}
+	return s.meta.IVL
 }
 
 func (s *diskSeg) unmap() {
@@ -169,9 +227,18 @@ func (x *DiskIndex) load() error {
 	if m.checksum() != m.CRC {
 		return x.corrupt("%s fails its checksum", diskMetaFile)
 	}
-	if m.Version != diskMetaVersion || m.Dim != x.dim || m.Metric != x.metric || m.Quant != x.quant || m.NList != x.nlist {
+	if (m.Version != diskMetaVersion && m.Version != diskMetaVersionV1) || m.Dim != x.dim || m.Metric != x.metric || m.Quant != x.quant || m.NList != x.nlist {
 		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d nlist %d, want v%d dim %d %s quant %d nlist %d", errDiskConfig, x.dir,
 			m.Version, m.Dim, m.Metric, m.Quant, m.NList, diskMetaVersion, x.dim, x.metric, x.quant, x.nlist)
+	}
+	v1 := m.Version == diskMetaVersionV1
+	if !v1 && len(m.Segs) > 0 {
+		if m.Block != diskBlock || m.Sums == nil {
+			return x.corrupt("%s: block checksums of %d bytes in %v, want %d", diskMetaFile, m.Block, m.Sums, diskBlock)
+		}
+		if err := x.loadSums(*m.Sums, m.Segs); err != nil {
+			return err
+		}
 	}
 	if m.IVF != nil {
 		if err := x.loadCentroids(*m.IVF); err != nil {
@@ -190,15 +257,31 @@ func (x *DiskIndex) load() error {
 		if x.keepsBinary() != (sm.B1 != nil) || x.keepsInt8() != (sm.I8 != nil) || (m.IVF != nil) != (sm.IVL != nil) {
 			return x.corrupt("segment %d lacks its codes", sm.Num)
 		}
-		s, err := x.mapSeg(sm)
+		s, stale, err := x.mapSeg(sm)
 		if s != nil {
 			x.segs = append(x.segs, s)
 		}
 		if err != nil {
 			return err
 		}
+		for k := range s.maps {
+			switch fm := s.file(k); {
+			case fm == nil:
+			case v1:
+				if err := x.checkWhole(s, k); err != nil {
+					return err
+				}
+			case stale[k] || k == diskIVL:
+				// A file changed since its write (copied, restored), or the list numbers,
+				// read whole below: every block checked now.
+				if err := x.checkRange(s, k, 0, len(s.maps[k])); err != nil {
+					return err
+				}
+			}
+		}
 		total += sm.Rows
 	}
+	x.upgrade = v1 && len(m.Segs) > 0 && !x.readOnly
 	if total != m.Rows {
 		return x.corrupt("segments hold %d rows, %s says %d", total, diskMetaFile, m.Rows)
 	}
@@ -218,26 +301,37 @@ func (x *DiskIndex) load() error {
 	return nil
 }
 
-// openChecked opens a file recorded by fm and checks it: at least fm.Bytes long, and the
-// CRC of those bytes unless its size and modification time are those recorded.
-func (x *DiskIndex) openChecked(fm diskFileMeta, always bool) (*os.File, error) {
+// openFile opens a file recorded by fm, at least fm.Bytes long; stale: its size or
+// modification time is not the one recorded at its write.
+func (x *DiskIndex) openFile(fm diskFileMeta) (f *os.File, stale bool, err error) {
 	if fm.Name == "" || strings.ContainsAny(fm.Name, `/\`) || fm.Bytes < 0 {
-		return nil, x.corrupt("bad file name %q", fm.Name)
+		return nil, false, x.corrupt("bad file name %q", fm.Name)
 	}
-	f, err := os.Open(filepath.Join(x.dir, fm.Name))
+	f, err = os.Open(filepath.Join(x.dir, fm.Name))
 	if err != nil {
-		return nil, x.corrupt("%v", err)
+		return nil, false, x.corrupt("%v", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, x.corrupt("%v", err)
+		return nil, false, x.corrupt("%v", err)
 	}
 	if fi.Size() < fm.Bytes {
 		f.Close()
-		return nil, x.corrupt("%s holds %d bytes, want %d", fm.Name, fi.Size(), fm.Bytes)
+		return nil, false, x.corrupt("%s holds %d bytes, want %d", fm.Name, fi.Size(), fm.Bytes)
 	}
-	if always || fi.Size() != fm.Size || fi.ModTime().UnixNano() != fm.MTime {
+	return f, fi.Size() != fm.Size || fi.ModTime().UnixNano() != fm.MTime, nil
+}
+
+// openChecked opens a file recorded by fm and checks it: at least fm.Bytes long, and the
+// CRC of those bytes (with always false: only when its size or modification time is not
+// the one recorded).
+func (x *DiskIndex) openChecked(fm diskFileMeta, always bool) (*os.File, error) {
+	f, stale, err := x.openFile(fm)
+	if err != nil {
+		return nil, err
+	}
+	if always || stale {
 		h := crc32.New(diskCastagnoli)
 		if _, err := io.Copy(h, bufio.NewReaderSize(io.NewSectionReader(f, 0, fm.Bytes), 1<<20)); err != nil {
 			f.Close()
@@ -251,50 +345,58 @@ func (x *DiskIndex) openChecked(fm diskFileMeta, always bool) (*os.File, error) 
 	return f, nil
 }
 
-// mapOne checks and maps a file of a segment.
-func (x *DiskIndex) mapOne(fm diskFileMeta, want int64) ([]byte, error) {
+// mapOne maps a file of a segment, fm.Bytes long, unchecked (its blocks are checked when
+// read: checkRange); stale as openFile's.
+func (x *DiskIndex) mapOne(fm diskFileMeta, want int64) ([]byte, bool, error) {
 	if fm.Bytes != want {
-		return nil, x.corrupt("%s records %d bytes, want %d", fm.Name, fm.Bytes, want)
+		return nil, false, x.corrupt("%s records %d bytes, want %d", fm.Name, fm.Bytes, want)
 	}
-	f, err := x.openChecked(fm, false)
+	f, stale, err := x.openFile(fm)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	b, err := diskMapFile(f, int(fm.Bytes))
 	if err != nil {
-		return nil, x.corrupt("map %s: %v", fm.Name, err)
+		return nil, false, x.corrupt("map %s: %v", fm.Name, err)
 	}
-	return b, nil
+	return b, stale, nil
 }
 
-// mapSeg maps a segment's files.
-func (x *DiskIndex) mapSeg(sm diskSegMeta) (*diskSeg, error) {
+// mapSeg maps a segment's files, none of their blocks checked yet; stale[k]: file k's size
+// or modification time is not the one recorded.
+func (x *DiskIndex) mapSeg(sm diskSegMeta) (*diskSeg, [4]bool, error) {
+	var stale [4]bool
 	s := &diskSeg{meta: sm, rows: sm.Rows}
-	b, err := x.mapOne(sm.F32, int64(sm.Rows)*int64(x.dim)*4)
-	if err != nil {
-		return nil, err
-	}
-	s.maps[0], s.f32 = b, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
-	if sm.B1 != nil {
-		if b, err = x.mapOne(*sm.B1, int64(sm.Rows)*int64(x.codeWords())*8); err != nil {
-			return s, err
+	want := [4]int64{int64(x.dim) * 4, int64(x.codeWords()) * 8, int64(x.dim), 4}
+	for k := range s.maps {
+		fm := s.file(k)
+		if fm == nil {
+			continue
 		}
-		s.maps[1], s.b1 = b, unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/8)
-	}
-	if sm.I8 != nil {
-		if b, err = x.mapOne(*sm.I8, int64(sm.Rows)*int64(x.dim)); err != nil {
-			return s, err
+		if fm.sums != nil && len(fm.sums) != diskBlocks(fm.Bytes) {
+			return s, stale, x.corrupt("%s has %d block checksums, want %d", fm.Name, len(fm.sums), diskBlocks(fm.Bytes))
 		}
-		s.maps[2], s.i8 = b, unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
-	}
-	if sm.IVL != nil {
-		if b, err = x.mapOne(*sm.IVL, int64(sm.Rows)*4); err != nil {
-			return s, err
+		b, st, err := x.mapOne(*fm, int64(sm.Rows)*want[k])
+		if err != nil {
+			return s, stale, err
 		}
-		s.maps[3], s.ivl = b, unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+		stale[k] = st
+		s.maps[k] = b
+		s.ok[k] = make([]atomic.Uint64, (diskBlocks(fm.Bytes)+63)/64)
+		p := unsafe.Pointer(unsafe.SliceData(b))
+		switch k {
+		case diskF32:
+			s.f32 = unsafe.Slice((*float32)(p), len(b)/4)
+		case diskB1:
+			s.b1 = unsafe.Slice((*uint64)(p), len(b)/8)
+		case diskI8:
+			s.i8 = unsafe.Slice((*int8)(p), len(b))
+		case diskIVL:
+			s.ivl = unsafe.Slice((*uint32)(p), len(b)/4)
+		}
 	}
-	return s, nil
+	return s, stale, nil
 }
 
 // loadIDs maps and checks the id table of n ordinals.
@@ -400,6 +502,11 @@ func (x *DiskIndex) persistFiles() error {
 	compact := x.dead > 0 && x.dead*4 > n && n >= 64
 	var order []int32 // compaction: the live ordinals, in order
 	if compact {
+		// The live rows are copied into new segments with new checksums: each is checked
+		// first, so that a damaged row is not written out as a sound one.
+		if err := x.checkAllRows(); err != nil {
+			return err
+		}
 		order = make([]int32, 0, n-x.dead)
 		for o := range int32(n) {
 			if !x.isDead(o) {
@@ -495,7 +602,7 @@ func (x *DiskIndex) persistFiles() error {
 	clear(x.tailIDs)
 	clear(x.tailSlot)
 	x.tailVecs, x.tailIDs = x.tailVecs[:0], x.tailIDs[:0]
-	x.meta, x.savedSeq, x.dirty = m, m.Seq, false
+	x.meta, x.savedSeq, x.dirty, x.upgrade = m, m.Seq, false, false
 	x.removeStale()
 	return nil
 }
@@ -523,9 +630,18 @@ func segMetas(segs []*diskSeg) []diskSegMeta {
 	return out
 }
 
-// writeMeta writes disk.json for m (seq, CRC) atomically.
+// writeMeta writes sums-G.bin for m's segments, then disk.json for m (seq, CRC)
+// atomically.
 func (x *DiskIndex) writeMeta(m *diskMeta) error {
 	m.Seq, m.Scale = x.seq, x.scale
+	m.Block, m.Sums = 0, nil
+	if len(m.Segs) > 0 {
+		fm, err := x.writeSums(m)
+		if err != nil {
+			return err
+		}
+		m.Block, m.Sums = diskBlock, &fm
+	}
 	m.CRC = 0
 	m.CRC = m.checksum()
 	b, err := json.Marshal(m)
@@ -553,26 +669,60 @@ func stampFile(path string, fm *diskFileMeta) error {
 	return nil
 }
 
-// diskAppender appends rows to one file of a segment, keeping its CRC.
+// diskAppender appends rows to one file of a segment, keeping its CRC and its blocks'
+// checksums.
 type diskAppender struct {
-	f  *os.File
-	w  *bufio.Writer
-	fm *diskFileMeta
+	f   *os.File
+	w   *bufio.Writer
+	fm  *diskFileMeta
+	blk []byte // the file's last block so far (fm.sums's last: its checksum once it is full)
 }
 
+// write appends b.
 func (a *diskAppender) write(b []byte) error {
 	a.fm.CRC = crc32.Update(a.fm.CRC, diskCastagnoli, b)
-	a.fm.Bytes += int64(len(b))
+	for p := b; len(p) > 0; {
+		if len(a.blk) == 0 {
+			a.fm.sums = append(a.fm.sums, 0)
+		}
+		n := min(len(p), diskBlock-len(a.blk))
+		a.blk = append(a.blk, p[:n]...)
+		a.fm.Bytes += int64(n)
+		p = p[n:]
+		if len(a.blk) == diskBlock {
+			a.fm.sums[len(a.fm.sums)-1] = diskBlockSum(a.blk)
+			a.blk = a.blk[:0]
+		}
+	}
 	_, err := a.w.Write(b)
 	return err
 }
 
 // openAppender opens a segment file for appending after its fm.Bytes committed bytes
-// (new: created empty).
+// (new: created empty). fm's block checksums become its own copy (the segment's record,
+// still in force until the write commits, keeps the old ones); the bytes of a last block
+// that is not full are read back and checked first (a damaged one is not written on as if
+// it were sound).
 func (x *DiskIndex) openAppender(fm *diskFileMeta) (*diskAppender, error) {
+	if len(fm.sums) != diskBlocks(fm.Bytes) {
+		return nil, x.corrupt("%s has %d block checksums, want %d", fm.Name, len(fm.sums), diskBlocks(fm.Bytes))
+	}
+	fm.sums = slices.Clone(fm.sums)
 	f, err := os.OpenFile(filepath.Join(x.dir, fm.Name), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("vectorstore: disk: %w", err)
+	}
+	a := &diskAppender{f: f, fm: fm, blk: make([]byte, fm.Bytes&(diskBlock-1), diskBlock)}
+	if len(a.blk) > 0 {
+		last := len(fm.sums) - 1
+		if _, err := f.ReadAt(a.blk, fm.Bytes&^(diskBlock-1)); err != nil {
+			f.Close()
+			return nil, x.corrupt("%s: %v", fm.Name, err)
+		}
+		if diskBlockSum(a.blk) != fm.sums[last] {
+			f.Close()
+			return nil, x.blockCorrupt(fm, last, int(fm.Bytes))
+		}
 	}
 	if err = f.Truncate(fm.Bytes); err == nil {
 		_, err = f.Seek(fm.Bytes, io.SeekStart)
@@ -581,10 +731,14 @@ func (x *DiskIndex) openAppender(fm *diskFileMeta) (*diskAppender, error) {
 		f.Close()
 		return nil, fmt.Errorf("vectorstore: disk: %w", err)
 	}
-	return &diskAppender{f: f, w: bufio.NewWriterSize(f, 1<<20), fm: fm}, nil
+	a.w = bufio.NewWriterSize(f, 1<<20)
+	return a, nil
 }
 
 func (a *diskAppender) finish(dir string) error {
+	if len(a.blk) > 0 {
+		a.fm.sums[len(a.fm.sums)-1] = diskBlockSum(a.blk)
+	}
 	err := a.w.Flush()
 	if err == nil {
 		err = a.f.Sync()
@@ -629,8 +783,10 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 	}
 	for i := 0; i < count; {
 		var sm diskSegMeta
+		var prev *diskSeg // the segment appended to (nil: a new one)
 		if len(segs) > 0 && segs[len(segs)-1].rows < x.segRows {
-			sm = segs[len(segs)-1].meta
+			prev = segs[len(segs)-1]
+			sm = prev.meta
 			segs = segs[:len(segs)-1]
 		} else {
 			sm = diskSegMeta{Num: m.NextSeg}
@@ -712,13 +868,14 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 		}
 		sm.Rows += take
 		i += take
-		s, err := x.mapSeg(sm)
+		s, _, err := x.mapSeg(sm)
 		if err != nil {
 			if s != nil {
 				s.unmap()
 			}
 			return fail(err)
 		}
+		s.inheritChecks(prev)
 		fresh = append(fresh, s)
 		segs = append(segs, s)
 	}
@@ -833,6 +990,9 @@ func (x *DiskIndex) removeStale() {
 	if x.meta.IVF != nil {
 		keep[x.meta.IVF.Name] = true
 	}
+	if x.meta.Sums != nil {
+		keep[x.meta.Sums.Name] = true
+	}
 	for _, s := range x.meta.Segs {
 		keep[s.F32.Name] = true
 		if s.B1 != nil {
@@ -851,7 +1011,7 @@ func (x *DiskIndex) removeStale() {
 	}
 	for _, e := range ents {
 		n := e.Name()
-		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasPrefix(n, "ivf-") || strings.HasSuffix(n, ".tmp") || atomicfile.IsTemp(n)) {
+		if keep[n] || !(strings.HasPrefix(n, "seg-") || strings.HasPrefix(n, "ids-") || strings.HasPrefix(n, "tomb-") || strings.HasPrefix(n, "ivf-") || strings.HasPrefix(n, "sums-") || strings.HasSuffix(n, ".tmp") || atomicfile.IsTemp(n)) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(x.dir, n)); err != nil {

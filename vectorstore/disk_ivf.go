@@ -201,11 +201,12 @@ type diskPacks struct {
 func (x *DiskIndex) dropPacks() { x.packs.Store(nil) }
 
 // pack returns list c's codes for mode in list order, packing them on first use while
-// the budget allows (nil: scan the segments). Under the read lock: concurrent searches may
-// pack the same list twice, and keep either copy.
-func (x *DiskIndex) pack(c int32, mode DiskMode) *diskPack {
+// the budget allows (nil: scan the segments), each code's blocks checked before it is
+// copied. Under the read lock: concurrent searches may pack the same list twice, and keep
+// either copy.
+func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 	if diskPackBudget <= 0 {
-		return nil
+		return nil, nil
 	}
 	ps := x.packs.Load()
 	if ps == nil {
@@ -215,11 +216,11 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) *diskPack {
 		}
 	}
 	if ps == nil || ps.mode != mode || len(ps.lists) != len(x.lists) {
-		return nil // another mode's packs: this search scans the segments
+		return nil, nil // another mode's packs: this search scans the segments
 	}
 	ords := x.lists[c]
 	if p := ps.lists[c].Load(); p != nil && len(p.ords) == len(ords) {
-		return p
+		return p, nil
 	}
 	W, d := x.codeWords(), x.dim
 	rowBytes := int64(8 * W)
@@ -228,22 +229,32 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) *diskPack {
 	}
 	if ps.bytes.Add(rowBytes*int64(len(ords))) > diskPackBudget {
 		ps.bytes.Add(-rowBytes * int64(len(ords)))
-		return nil
+		return nil, nil
 	}
 	p := &diskPack{ords: ords}
+	fail := func(err error) (*diskPack, error) {
+		ps.bytes.Add(-rowBytes * int64(len(ords)))
+		return nil, err
+	}
 	if mode == DiskBinary {
 		p.b1 = make([]uint64, len(ords)*W)
 		for i, o := range ords {
 			s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+			if err := x.codeAt(s, diskB1, j); err != nil {
+				return fail(err)
+			}
 			copy(p.b1[i*W:(i+1)*W], s.b1[j*W:(j+1)*W])
 		}
 	} else {
 		p.i8 = make([]int8, len(ords)*d)
 		for i, o := range ords {
 			s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+			if err := x.codeAt(s, diskI8, j); err != nil {
+				return fail(err)
+			}
 			copy(p.i8[i*d:(i+1)*d], s.i8[j*d:(j+1)*d])
 		}
 	}
 	ps.lists[c].Store(p)
-	return p
+	return p, nil
 }

@@ -152,6 +152,15 @@ type VectorLookup interface {
 	Vector(id string) ([]float32, bool)
 }
 
+// Verifier is an optional ability of an Index that keeps its vectors in files it does not
+// read whole when opened (the disk index): Verify reads every vector and code back and
+// checks them against their checksums, and returns an error matching ErrCorrupt naming
+// what is damaged (the store rebuilds the index from the store of record). memory check
+// calls it.
+type Verifier interface {
+	Verify(ctx context.Context) error
+}
+
 // Metric is the similarity an Index ranks by.
 type Metric string
 

@@ -20,8 +20,10 @@ func init() {
 		usage: `memory check --store DIR [--repair]`,
 		help: `Compares each collection's derived indexes (BM25, vectors) with the store of record
 (store.db): the change each reflects, how many ids each holds, and whether a sample of
-stored ids is in it (100 for BM25; 20 for vectors, each searched for by its own vector).
-It also reads the store of record itself: bbolt's consistency check of store.db, and per
+stored ids is in it (100 for BM25; 20 for vectors, each searched for by its own vector), and
+for the disk vector index every vector read back against its block checksums.
+It also reads the store of record itself: every page of store.db and its freelist checked
+(read directly, not through bbolt, so a damaged page is reported, never a crash), and per
 collection every record decoded, counted, and its vectors sized. Prints one line per entry:
 "ok", "DISAGREES" or "REPAIRED", with the figures. Damage to store.db itself (a record or
 vector that fails its checksum, under its key or a damaged one; a page bbolt cannot read)

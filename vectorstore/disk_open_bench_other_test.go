@@ -1,0 +1,8 @@
+//go:build !unix
+
+package vectorstore
+
+import "time"
+
+// diskBenchCPU is 0: no CPU time here.
+func diskBenchCPU() time.Duration { return 0 }
