@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
+	"hash/crc32"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,6 +42,27 @@ type manifest struct {
 	// Analyzers records, by collection name, the BM25 analyzer of each collection created
 	// with another analyzer than Analyzer (see analyzer.go). Guarded by Memory.anaMu.
 	Analyzers map[string]string `json:"analyzers,omitempty"`
+	// CRC is the CRC-32C of this manifest written with CRC 0 (MarshalIndent, two spaces):
+	// a byte flipped in a field that still parses (an embedder's name, a dimension) is
+	// ErrCorrupt, not a store that silently changed. 0 in manifests of older versions,
+	// which are read unchecked.
+	CRC uint32 `json:"crc,omitempty"`
+}
+
+var manifestCastagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encode is the manifest's bytes with its CRC set.
+func (m manifest) encode() ([]byte, error) {
+	m.CRC = 0
+	b, err := json.MarshalIndent(&m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	m.CRC = crc32.Checksum(b, manifestCastagnoli)
+	if m.CRC == 0 {
+		m.CRC = 1 // 0 means "not recorded"; 1 in 2^32 manifests cannot be checked
+	}
+	return json.MarshalIndent(&m, "", "  ")
 }
 
 type embInfo struct {
@@ -64,16 +87,26 @@ func readManifest(dir string) (*manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil || m.Format <= 0 {
 		return nil, fmt.Errorf("%w: %s: unreadable manifest", ErrCorrupt, filepath.Join(dir, manifestName))
 	}
-	if m.Format > formatVersion {
+	if m.Format > formatVersion { // a newer build's manifest: its fields and checksum are its own
 		return nil, fmt.Errorf("%w: %s has format %d, this build reads up to %d",
 			ErrFormatVersion, dir, m.Format, formatVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a flipped field name is damage, not a field to ignore
+	if err := dec.Decode(&manifest{}); err != nil {
+		return nil, fmt.Errorf("%w: %s: unreadable manifest: %v", ErrCorrupt, filepath.Join(dir, manifestName), err)
+	}
+	if m.CRC != 0 {
+		if want, err := m.encode(); err != nil || !bytes.Equal(bytes.TrimSpace(want), bytes.TrimSpace(b)) {
+			return nil, fmt.Errorf("%w: %s fails its checksum", ErrCorrupt, filepath.Join(dir, manifestName))
+		}
 	}
 	return &m, nil
 }
 
 // writeManifest replaces the manifest atomically: temp file, fsync, rename, fsync dir.
 func writeManifest(dir string, m *manifest) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+	b, err := m.encode()
 	if err != nil {
 		return err
 	}

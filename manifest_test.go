@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmem/memory/internal/memtest"
 	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // A manifest whose store.db is missing, empty, truncated or not a database opens as
@@ -244,4 +245,71 @@ func FuzzCheckStoreFile(f *testing.F) {
 		}
 		m.Close()
 	})
+}
+
+// A byte flipped in the manifest where the JSON still parses (the embedder's name, a field
+// name) is ErrCorrupt on open: before the manifest had a checksum, a flipped embedder name
+// opened as a store of another, unknown embedder and `check` reported nothing (bench/flipfuzz,
+// issue #39). A manifest of an older version, without a checksum, still opens.
+func TestManifestChecksum(t *testing.T) {
+	dir := t.TempDir()
+	m, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(8)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(t.Context(), Document{ID: "a", Text: "alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, manifestName)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(good), `"crc"`) {
+		t.Fatalf("the manifest records no checksum:\n%s", good)
+	}
+	for _, tc := range []struct{ name, from, to string }{
+		{"embedder id", `"id": "`, `"id": "x`},
+		{"dimension", `"dim": 8`, `"dim": 9`},
+		{"field name", `"embedder"`, `"embeddes"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := strings.Replace(string(good), tc.from, tc.to, 1)
+			if bad == string(good) {
+				t.Fatalf("%q not in the manifest", tc.from)
+			}
+			if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(8))); !errors.Is(err, ErrCorrupt) {
+				if err == nil {
+					m.Close()
+				}
+				t.Fatalf("open with a damaged manifest: %v, want ErrCorrupt", err)
+			}
+		})
+	}
+	// Without its checksum (a manifest of an older version) it is read as it is.
+	var legacy []string
+	for _, l := range strings.Split(string(good), "\n") {
+		if !strings.Contains(l, `"crc"`) {
+			legacy = append(legacy, l)
+		}
+	}
+	old := strings.Join(legacy, "\n")
+	old = strings.Replace(old, ",\n}", "\n}", 1) // the field before crc ended with a comma
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err = Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(8)))
+	if err != nil {
+		t.Fatalf("open with a manifest without checksum: %v\n%s", err, old)
+	}
+	defer m.Close()
+	if n, err := m.Count(t.Context()); err != nil || n != 1 {
+		t.Fatalf("count %d, %v", n, err)
+	}
 }

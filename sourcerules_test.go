@@ -27,6 +27,8 @@ func TestOneAtomicWritePath(t *testing.T) {
 		"cmd/memory/evalqa.go":              "trajectories are streamed as the run goes, so an interrupted run keeps them",
 		"bench/rollout/main.go":             "trajectories are streamed as the run goes",
 		"bench/querybench/main.go":          "a CPU profile is streamed by runtime/pprof while the run goes",
+		"bench/openstore/main.go":           "a CPU profile is streamed by runtime/pprof while the run goes",
+		"bench/flipfuzz/main.go":            "its findings log and sample corpus are written as the run goes (scratch files)",
 	}
 	checkSourceRule(t, regexp.MustCompile(`os\.(WriteFile|Create|CreateTemp|Rename)\(|os\.O_CREATE|ioutil\.WriteFile`), nil, allowed,
 		"writes a file directly: use internal/atomicfile (or add the file, with its reason, to this test)")

@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -28,7 +29,19 @@ func main() {
 	hashDim := flag.Int("hash", 0, "open with the hashing embedder of this dimension (0: none)")
 	mode := flag.String("mode", "bm25", "the first query's mode: bm25, dense or hybrid")
 	again := flag.Int("again", 0, "queries after the first (timed together)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of Open and the first query to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: openstore [-read-only] [-query Q] STORE_DIR")
 		os.Exit(2)
