@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,6 +267,7 @@ const renameCrashEnv = "MEMORY_RENAME_CRASH_CHILD"
 func renameCrashOpts() []Option { return []Option{WithEmbedder(vectorstore.NewHashEmbedder(32))} }
 
 func renameCrashChild(dir string) {
+	childStarted()
 	m, err := Open(dir, renameCrashOpts()...)
 	if err != nil {
 		fmt.Println("open error:", err)
@@ -297,7 +299,9 @@ func TestRenameCrash(t *testing.T) {
 		runs = 6
 	}
 	const n = 60
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
 	dir := filepath.Join(t.TempDir(), "store")
 	m, err := Open(dir, renameCrashOpts()...)
 	must(t, err)
@@ -307,7 +311,12 @@ func TestRenameCrash(t *testing.T) {
 	must(t, m.Close())
 	at, renames := "a", 0
 	for run := range runs {
-		lines := killedChild(t, time.Duration(30+rng.Intn(400))*time.Millisecond, renameCrashEnv+"="+dir)
+		// Killed during the open (0), or in the rename or search after the kill-th.
+		kill := rng.Intn(7)
+		if run == 1 {
+			kill = max(kill, 1) // at least one run acknowledges a rename
+		}
+		lines := killedChild(t, kill, renameCrashEnv+"="+dir)
 		acked := at
 		for _, l := range lines {
 			name, ok := strings.CutPrefix(l, "ack ")
@@ -362,12 +371,15 @@ func TestRenameCrash(t *testing.T) {
 
 // TestRenameWhileSearching: searches of a collection racing its rename each answer in full
 // under the old name or fail with ErrCollectionNotFound, and the new name answers after.
+// The rename waits for searches to have run, and the searches stop once some have seen it
+// (counted, not timed).
 func TestRenameWhileSearching(t *testing.T) {
 	m := openT(t, t.TempDir())
 	must(t, m.Collection("old").Add(bg, corpus...))
 	want := ids(searchT(t, m.Collection("old"), "compiled language", WithMode(BM25)))
 	stop := make(chan struct{})
 	errs := make(chan error, 4)
+	var answered, notFound, failed atomic.Int64
 	for range 4 {
 		go func() {
 			for {
@@ -379,18 +391,25 @@ func TestRenameWhileSearching(t *testing.T) {
 				}
 				res, err := m.Collection("old").Search(bg, "compiled language", WithMode(BM25))
 				if errors.Is(err, ErrCollectionNotFound) {
+					notFound.Add(1)
 					continue
 				}
 				if err != nil || !reflect.DeepEqual(ids(res), want) {
+					failed.Add(1)
 					errs <- fmt.Errorf("search during the rename: %v, %v", ids(res), err)
 					return
 				}
+				answered.Add(1)
 			}
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	for answered.Load() < 4 && failed.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	must(t, m.RenameCollection(bg, "old", "new"))
-	time.Sleep(20 * time.Millisecond)
+	for notFound.Load() < 4 && failed.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	close(stop)
 	for range 4 {
 		if err := <-errs; err != nil {

@@ -18,9 +18,9 @@ import (
 )
 
 // The crash test runs this test binary as a child that writes to a store and prints
-// "ack <n>" after each Add returns; the parent kills it with SIGKILL at a random moment,
-// then reopens the store and checks that every acknowledged document survived, is
-// searchable, and that nothing half-written is visible.
+// "ack <n>" after each Add returns; the parent kills it with SIGKILL right after a random
+// one of its lines (killedChild), then reopens the store and checks that every
+// acknowledged document survived, is searchable, and that nothing half-written is visible.
 const crashEnv = "MEMORY_CRASH_CHILD"
 
 func TestMain(m *testing.M) {
@@ -52,6 +52,7 @@ func crashDoc(n int) Document {
 func crashChild(dir string) {
 	seed, _ := strconv.ParseInt(os.Getenv("MEMORY_CRASH_SEED"), 10, 64)
 	rng := rand.New(rand.NewSource(seed))
+	childStarted()
 	m, err := Open(dir)
 	if err != nil {
 		fmt.Println("open error:", err)
@@ -75,9 +76,24 @@ func crashChild(dir string) {
 	}
 }
 
+// childStarted is a kill test child's first line, before it opens the store: a kill
+// right after it lands in the open (start-up, the first manifest write, catch-up).
+func childStarted() {
+	fmt.Println(childStartLine)
+}
+
+const childStartLine = "start"
+
 // killedChild runs this test binary as a child with env added to its environment, sends
-// it SIGKILL after the given time, and returns the lines it printed to its standard output.
-func killedChild(t *testing.T, after time.Duration, env ...string) []string {
+// it SIGKILL once it has printed kill lines after childStartLine (0: right after that
+// line), and returns the lines it printed after childStartLine, those printed before the
+// kill landed included. Where the kill lands is chosen by what the child acknowledged,
+// never by a clock: a loaded machine only makes the test slower. From the second line on,
+// the kill waits a random part of the time the child took between its last two lines, so
+// that it lands anywhere in the child's next step (a jitter scaled by the child's own
+// pace, which no outcome depends on). A child that ends before it is killed (it printed an
+// error) fails the test.
+func killedChild(t *testing.T, kill int, env ...string) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env...)
@@ -89,19 +105,33 @@ func killedChild(t *testing.T, after time.Duration, env ...string) []string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	done := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
+	var (
+		lines           []string
+		started, killed bool
+		prev, last      time.Time // when the last two lines came
+	)
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		prev, last = last, time.Now()
+		if !started && sc.Text() == childStartLine {
+			started = true
+		} else {
 			lines = append(lines, sc.Text())
 		}
-		close(done)
-	}()
-	time.Sleep(after)
-	cmd.Process.Signal(syscall.SIGKILL)
-	<-done
-	cmd.Wait()
+		if started && !killed && len(lines) >= kill {
+			if kill >= 2 {
+				if step := last.Sub(prev); step > 0 {
+					time.Sleep(time.Duration(rand.Int63n(int64(step))))
+				}
+			}
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+		}
+	}
+	err = cmd.Wait()
+	if !killed {
+		t.Fatalf("the child ended before it was killed (%v), saying %q", err, lines)
+	}
 	return lines
 }
 
@@ -110,17 +140,20 @@ func TestCrashDurability(t *testing.T) {
 	if testing.Short() {
 		runs = 6
 	}
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
 	dir := filepath.Join(t.TempDir(), "store")
 	acked := 0
 	for run := 0; run < runs; run++ {
-		// Kill at a random point: every third run early (during start-up, the first
-		// manifest write, open and catch-up), the others mostly mid-writes.
-		after := time.Duration(rng.Intn(400)) * time.Millisecond
+		// Kill at a random point: every third run early (right after the child started,
+		// so during start-up, the first manifest write, open and catch-up, or right after
+		// its first write), the others after a few writes, in the write that follows.
+		kill := 1 + rng.Intn(8)
 		if run%3 == 0 {
-			after = time.Duration(rng.Intn(60)) * time.Millisecond
+			kill = rng.Intn(2)
 		}
-		lines := killedChild(t, after, crashEnv+"="+dir, fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))
+		lines := killedChild(t, kill, crashEnv+"="+dir, fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))
 		for _, l := range lines {
 			if n, ok := strings.CutPrefix(l, "ack "); ok {
 				v, _ := strconv.Atoi(n)

@@ -28,7 +28,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,7 +38,6 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/sop"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -537,8 +535,14 @@ type HTTPOptions struct {
 	MaxDepth int
 }
 
-// NewHTTPHandler is NewHTTPHandler with all its options.
+// NewHTTPHandler serves srv over MCP's streamable HTTP with the caps and the token of o.
 func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
+	h, _ := newHTTPHandler(srv, o)
+	return h
+}
+
+// newHTTPHandler is NewHTTPHandler, and the budget of its requests in flight.
+func newHTTPHandler(srv *mcp.Server, o HTTPOptions) (http.Handler, *byteBudget) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxFrameBytes
 	}
@@ -551,11 +555,12 @@ func NewHTTPHandler(srv *mcp.Server, o HTTPOptions) http.Handler {
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Logger: o.Logger, MaxRequestBodyBytes: o.MaxBodyBytes})
 	h = limitDepth(h, o.MaxDepth, o.MaxBodyBytes)
-	h = limitInFlight(h, newByteBudget(o.MaxInFlightBytes), o.MaxBodyBytes)
+	budget := newByteBudget(o.MaxInFlightBytes)
+	h = limitInFlight(h, budget, o.MaxBodyBytes)
 	if o.Token == "" {
-		return h
+		return h, budget
 	}
-	return RequireBearer(o.Token, h)
+	return RequireBearer(o.Token, h), budget
 }
 
 // limitInFlight makes POST requests wait for their share of b (their body's length, or
@@ -604,13 +609,7 @@ func limitDepth(next http.Handler, maxDepth int, maxBody int64) http.Handler {
 			return
 		}
 		if _, ok := jsonDepth(body, maxDepth); !ok {
-			var head struct {
-				ID json.RawMessage `json:"id"`
-			}
-			fe := &frameError{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("Invalid Request: JSON nested deeper than %d (MaxDepth)", maxDepth)}
-			if json.Unmarshal(body, &head) == nil && len(head.ID) > 0 {
-				fe.ID, _ = canonicalID(head.ID)
-			}
+			fe := depthError(body, maxDepth, "MaxDepth")
 			// 200 with the error as the call's response, which clients report as such.
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(append(fe.response(), '\n'))

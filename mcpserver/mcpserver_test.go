@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func newStore(t *testing.T) *memory.Memory {
+func newStore(t testing.TB) *memory.Memory {
 	t.Helper()
 	m, err := memory.Open("")
 	if err != nil {
@@ -47,7 +47,7 @@ func newLibrary(t *testing.T) *sop.Library {
 	return lib
 }
 
-func connect(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
+func connect(t testing.TB, srv *mcp.Server) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()

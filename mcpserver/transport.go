@@ -12,6 +12,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,13 @@ const (
 	// defaultMaxFrameDepth is the default cap on the nesting of JSON objects and arrays in
 	// one frame (no tool's arguments need more than a few dozen levels).
 	defaultMaxFrameDepth = 128
+	// defaultDrainTimeout is how long, by default, a stdio connection whose input has
+	// ended waits for the answers of the calls it has read (as `memory serve` waits for
+	// its HTTP servers' requests when it shuts down).
+	defaultDrainTimeout = 10 * time.Second
+	// codeServerClosing is the JSON-RPC error code of a call left unanswered when the
+	// connection ends (the SDK's own "server is closing").
+	codeServerClosing = -32004
 )
 
 // StdioTransport is an [mcp.Transport] over newline-delimited JSON that survives bad
@@ -41,9 +49,14 @@ const (
 // (discarded as it streams, never buffered whole), not JSON (NaN, Infinity, a cut line),
 // nested deeper than the depth cap, not an object (a batch array, a number) or not a
 // JSON-RPC 2.0 message is answered with a JSON-RPC error response (-32700 parse error or
-// -32600 invalid request; its id is the frame's when it can be recovered cheaply, null
-// otherwise) and the connection goes on with the next line. The SDK's own stdio transport
-// ends the session on any of these.
+// -32600 invalid request; its id is the frame's whenever its top-level "id" member can be
+// read, null otherwise) and the connection goes on with the next line. The SDK's own stdio
+// transport ends the session on any of these.
+//
+// When the input ends (the client closed its end), the calls already read are still
+// answered: the end is reported to the server only once each has its answer, or once
+// DrainTimeout has passed, when those still running are answered with an error (code
+// -32004, "server is closing") and the server cancels them.
 type StdioTransport struct {
 	// Reader and Writer are the client's stream; Reader is closed with the connection
 	// when it is an io.Closer, Writer never.
@@ -55,6 +68,9 @@ type StdioTransport struct {
 	MaxDepth int
 	// MaxInFlightBytes is the budget of unanswered calls (0: 4 MiB).
 	MaxInFlightBytes int
+	// DrainTimeout bounds the wait, once the input has ended, for the answers of the
+	// calls already read (0: 10 s).
+	DrainTimeout time.Duration
 	// Logger receives a warning for each rejected frame (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -72,9 +88,14 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	if budget <= 0 {
 		budget = defaultMaxInFlightBytes
 	}
+	drain := t.DrainTimeout
+	if drain <= 0 {
+		drain = defaultDrainTimeout
+	}
 	c := &stdioConn{
 		fr:       newFrameReader(t.Reader, t.MaxFrameBytes, t.MaxDepth),
 		budget:   newByteBudget(budget),
+		drain:    drain,
 		inFlight: map[jsonrpc.ID]int64{},
 		r:        t.Reader,
 		w:        t.Writer,
@@ -101,9 +122,11 @@ type stdioConn struct {
 
 	writeMu sync.Mutex // serialises writes: responses from the SDK and frame errors
 
-	budget   *byteBudget
-	flightMu sync.Mutex
-	inFlight map[jsonrpc.ID]int64 // unanswered calls: their share of budget
+	budget    *byteBudget
+	drain     time.Duration // DrainTimeout
+	flightMu  sync.Mutex
+	inFlight  map[jsonrpc.ID]int64 // unanswered calls: their share of budget
+	abandoned map[jsonrpc.ID]bool  // calls answered "server is closing" by drain
 
 	incoming  chan msgOrErr
 	closeOnce sync.Once
@@ -122,6 +145,11 @@ func (c *stdioConn) readLoop() {
 				continue
 			}
 		}
+		if err != nil {
+			// The SDK stops writing answers once a read fails: let the calls it has
+			// answer first.
+			c.drainCalls()
+		}
 		select {
 		case c.incoming <- msgOrErr{msg: msg, err: err}:
 		case <-c.closed:
@@ -130,6 +158,36 @@ func (c *stdioConn) readLoop() {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// drainCalls waits, within c.drain, until every call read has been answered; those still
+// unanswered then are answered with a "server is closing" error, and their late answers
+// dropped.
+func (c *stdioConn) drainCalls() {
+	timer := time.NewTimer(c.drain)
+	defer timer.Stop()
+	if c.budget.waitIdle(c.closed, timer.C) {
+		return
+	}
+	c.flightMu.Lock()
+	defer c.flightMu.Unlock()
+	for id, n := range c.inFlight {
+		raw, err := json.Marshal(id.Raw())
+		if err != nil {
+			continue
+		}
+		fe := &frameError{ID: raw, Code: codeServerClosing,
+			Message: fmt.Sprintf("server is closing: the input ended and the call was not answered within %v (DrainTimeout)", c.drain)}
+		if err := c.writeRaw(fe.response()); err != nil {
+			c.logger.Warn("mcp: cannot answer a call at the end of the input", "err", err)
+		}
+		if c.abandoned == nil {
+			c.abandoned = map[jsonrpc.ID]bool{}
+		}
+		c.abandoned[id] = true
+		delete(c.inFlight, id)
+		c.budget.release(n)
 	}
 }
 
@@ -161,24 +219,27 @@ func (c *stdioConn) admit(msg jsonrpc.Message) *frameError {
 	return nil
 }
 
-// answered releases the budget of the call resp answers.
-func (c *stdioConn) answered(resp *jsonrpc.Response) {
+// claim takes the call resp answers off the unanswered ones, returning its share of the
+// budget (released once the answer is written); drop when drainCalls answered it already.
+func (c *stdioConn) claim(resp *jsonrpc.Response) (n int64, drop bool) {
 	c.flightMu.Lock()
-	n, ok := c.inFlight[resp.ID]
-	delete(c.inFlight, resp.ID)
-	c.flightMu.Unlock()
-	if ok {
-		c.budget.release(n)
+	defer c.flightMu.Unlock()
+	if c.abandoned[resp.ID] {
+		return 0, true
 	}
+	n = c.inFlight[resp.ID]
+	delete(c.inFlight, resp.ID)
+	return n, false
 }
 
 // byteBudget is a weighted semaphore: acquire waits until n more fits under max, or
 // nothing is held (so one request larger than max still goes through alone).
 type byteBudget struct {
-	mu   sync.Mutex
-	used int64
-	max  int64
-	wake chan struct{} // closed (and replaced) by each release
+	mu      sync.Mutex
+	used    int64
+	max     int64
+	wake    chan struct{} // closed (and replaced) by each release
+	waiting int           // acquire calls waiting (for tests)
 }
 
 func newByteBudget(max int64) *byteBudget {
@@ -195,13 +256,49 @@ func (b *byteBudget) acquire(n int64, done <-chan struct{}) bool {
 			return true
 		}
 		wake := b.wake
+		b.waiting++
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-done:
+		}
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+		select {
+		case <-done:
+			return false
+		default:
+		}
+	}
+}
+
+// waitIdle waits until nothing is held: true then, false when done closes or timeout
+// fires first.
+func (b *byteBudget) waitIdle(done <-chan struct{}, timeout <-chan time.Time) bool {
+	for {
+		b.mu.Lock()
+		if b.used == 0 {
+			b.mu.Unlock()
+			return true
+		}
+		wake := b.wake
 		b.mu.Unlock()
 		select {
 		case <-wake:
 		case <-done:
 			return false
+		case <-timeout:
+			return false
 		}
 	}
+}
+
+// waiters is the number of acquire calls waiting.
+func (b *byteBudget) waiters() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiting
 }
 
 // release gives n back and wakes the waiters.
@@ -231,7 +328,13 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		defer c.answered(resp)
+		n, drop := c.claim(resp)
+		if drop {
+			return nil // answered already: the input ended and DrainTimeout passed
+		}
+		if n > 0 {
+			defer c.budget.release(n)
+		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -324,7 +427,7 @@ func (fr *frameReader) next() (jsonrpc.Message, *frameError, error) {
 	for {
 		line, over, err := fr.readLine()
 		if over {
-			return nil, &frameError{ID: recoverID(line), Code: jsonrpc.CodeInvalidRequest,
+			return nil, &frameError{ID: frameID(line), Code: jsonrpc.CodeInvalidRequest,
 				Message: fmt.Sprintf("Invalid Request: frame over %d bytes", fr.max)}, nil
 		}
 		if err != nil && err != io.EOF {
@@ -372,8 +475,7 @@ func (fr *frameReader) readLine() (line []byte, over bool, err error) {
 // decode checks one frame and decodes it; it returns (nil, nil) for nothing to do.
 func (fr *frameReader) decode(frame []byte) (jsonrpc.Message, *frameError) {
 	if d, ok := jsonDepth(frame, fr.maxDepth); !ok {
-		return nil, &frameError{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("Invalid Request: JSON nested deeper than %d", fr.maxDepth)}
+		return nil, depthError(frame, fr.maxDepth, "")
 	} else if d < 0 {
 		return nil, &frameError{Code: jsonrpc.CodeParseError, Message: "Parse error: unbalanced JSON"}
 	}
@@ -421,6 +523,17 @@ func (fr *frameReader) decode(frame []byte) (jsonrpc.Message, *frameError) {
 		return bad(err.Error())
 	}
 	return msg, nil
+}
+
+// depthError is the error answering a frame or body nested deeper than maxDepth, with the
+// id of its top-level "id" member (found in one pass, however deep the frame: frameID),
+// so that the client's call gets its answer; capName names the setting, if any.
+func depthError(frame []byte, maxDepth int, capName string) *frameError {
+	msg := fmt.Sprintf("Invalid Request: JSON nested deeper than %d", maxDepth)
+	if capName != "" {
+		msg += " (" + capName + ")"
+	}
+	return &frameError{ID: frameID(frame), Code: jsonrpc.CodeInvalidRequest, Message: msg}
 }
 
 // jsonDepth returns the deepest nesting of objects and arrays in data (strings skipped),
@@ -483,36 +596,143 @@ func canonicalID(raw json.RawMessage) (json.RawMessage, bool) {
 	return nil, false
 }
 
-// recoverID returns the id of a frame from its first bytes, when it is a top-level
-// member that comes before any nested value (as in {"jsonrpc":"2.0","id":7,...}); nil
-// otherwise.
-func recoverID(prefix []byte) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+// frameID returns the id of a frame, or of the first bytes of one: the value of its
+// top-level "id" member (the last, when there are several, as encoding/json reads them),
+// in the form canonicalID gives, whatever the frame's nesting. It reads only the members
+// of the top-level object, stepping over nested values by counting their brackets (no
+// recursion, nothing allocated per level), so one pass over the frame is its whole cost
+// (idScanner.steps counts the bytes looked at: each at most twice, where one token ends
+// and the next starts). nil when the frame does not start as an object, has no such
+// member, or its id is not a string or an integer, or is cut off.
+func frameID(frame []byte) json.RawMessage {
+	sc := idScanner{data: frame}
+	return sc.id()
+}
+
+// idScanner is frameID's scanner over data; steps counts the bytes it has looked at.
+type idScanner struct {
+	data  []byte
+	pos   int
+	steps int
+}
+
+// id scans the top-level members for "id" (see frameID).
+func (s *idScanner) id() json.RawMessage {
+	var id json.RawMessage
+	if !s.skipSpace() || s.data[s.pos] != '{' {
 		return nil
 	}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil
+	s.pos++
+	for {
+		if !s.skipSpace() || s.data[s.pos] != '"' {
+			return id // '}', the end of the data, or not JSON
 		}
-		key, _ := k.(string)
-		v, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		if _, nested := v.(json.Delim); nested {
-			return nil // stop before reading a nested value
-		}
-		if key == "id" {
-			raw, err := json.Marshal(v)
-			if err != nil {
-				return nil
-			}
-			id, _ := canonicalID(raw)
+		start := s.pos
+		if !s.skipString() {
 			return id
 		}
+		key := s.data[start:s.pos]
+		if !s.skipSpace() || s.data[s.pos] != ':' {
+			return id
+		}
+		s.pos++
+		if !s.skipSpace() {
+			return id
+		}
+		start = s.pos
+		ok := s.skipValue()
+		if isIDKey(key) {
+			if !ok {
+				return nil // cut inside the id: not known
+			}
+			id, _ = canonicalID(s.data[start:s.pos])
+		}
+		if !ok || !s.skipSpace() || s.data[s.pos] != ',' {
+			return id
+		}
+		s.pos++
 	}
-	return nil
+}
+
+// skipSpace steps over JSON white space; false at the end of the data.
+func (s *idScanner) skipSpace() bool {
+	for ; s.pos < len(s.data); s.pos++ {
+		s.steps++
+		switch s.data[s.pos] {
+		case ' ', '\t', '\r', '\n':
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// skipString steps over the string that starts at pos; false when it is not closed.
+func (s *idScanner) skipString() bool {
+	escaped := false
+	for s.pos++; s.pos < len(s.data); s.pos++ {
+		s.steps++
+		switch b := s.data[s.pos]; {
+		case escaped:
+			escaped = false
+		case b == '\\':
+			escaped = true
+		case b == '"':
+			s.pos++
+			return true
+		}
+	}
+	return false
+}
+
+// skipValue steps over the value that starts at pos: a string, an object or array (by
+// counting brackets outside strings, however deep), or a literal, which must be followed
+// by a delimiter (a literal at the end of the data may be cut: 12 of 123). False when the
+// value does not end within the data.
+func (s *idScanner) skipValue() bool {
+	switch s.data[s.pos] {
+	case '"':
+		return s.skipString()
+	case '{', '[':
+		depth := 0
+		for s.pos < len(s.data) {
+			s.steps++
+			switch s.data[s.pos] {
+			case '"':
+				if !s.skipString() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					s.pos++
+					return true
+				}
+			}
+			s.pos++
+		}
+		return false
+	}
+	for ; s.pos < len(s.data); s.pos++ {
+		s.steps++
+		switch s.data[s.pos] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return true
+		}
+	}
+	return false
+}
+
+// isIDKey reports whether key, a JSON string with its quotes, is "id" (escapes too).
+func isIDKey(key []byte) bool {
+	if string(key) == `"id"` {
+		return true
+	}
+	if len(key) > 16 || !bytes.ContainsRune(key, '\\') {
+		return false
+	}
+	var k string
+	return json.Unmarshal(key, &k) == nil && k == "id"
 }

@@ -124,11 +124,20 @@ func blockingServer() (srv *mcp.Server, release chan struct{}, started *atomic.I
 	return srv, release, started
 }
 
+// waitUntil waits until cond holds: it polls, with no deadline of its own (go test's
+// -timeout reports a hang), so that a loaded machine only makes it slower.
+func waitUntil(cond func() bool) {
+	for !cond() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestHTTPBackpressure: with a budget of one request, a second POST waits, unread, while
 // the first is being served, and is served once it is done.
 func TestHTTPBackpressure(t *testing.T) {
 	srv, release, started := blockingServer()
-	hs := httptest.NewServer(NewHTTPHandler(srv, HTTPOptions{MaxInFlightBytes: 1}))
+	h, budget := newHTTPHandler(srv, HTTPOptions{MaxInFlightBytes: 1})
+	hs := httptest.NewServer(h)
 	defer hs.Close()
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
@@ -161,25 +170,23 @@ func TestHTTPBackpressure(t *testing.T) {
 	session := resp.Header.Get("Mcp-Session-Id")
 	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	answers := make(chan string, 2)
-	for id := 1; id <= 2; id++ {
+	send := func(id int) {
 		go func() {
 			_, body := post(session, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"block","arguments":{}}}`, id))
 			answers <- body
 		}()
-		time.Sleep(200 * time.Millisecond)
 	}
+	send(1)
+	waitUntil(func() bool { return started.Load() == 1 }) // the first holds the budget
+	send(2)
+	waitUntil(func() bool { return budget.waiters() == 1 }) // the second waits for it
 	if n := started.Load(); n != 1 {
 		t.Fatalf("%d calls started while the first held the budget, want 1", n)
 	}
 	unblock()
 	for range 2 {
-		select {
-		case body := <-answers:
-			if !strings.Contains(body, `"result"`) {
-				t.Fatalf("answer: %s", body)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("no answer")
+		if body := <-answers; !strings.Contains(body, `"result"`) {
+			t.Fatalf("answer: %s", body)
 		}
 	}
 	if n := started.Load(); n != 2 {
@@ -187,21 +194,51 @@ func TestHTTPBackpressure(t *testing.T) {
 	}
 }
 
-// rawSession serves srv over a StdioTransport on pipes and returns the client's ends.
-func rawSession(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteCloser, *bufio.Reader) {
+// connTransport is a StdioTransport that hands its connection to the test.
+type connTransport struct {
+	StdioTransport
+	conn chan *stdioConn
+}
+
+func (t *connTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.StdioTransport.Connect(ctx)
+	if err == nil {
+		t.conn <- c.(*stdioConn)
+	}
+	return c, err
+}
+
+// serveRaw serves srv over a StdioTransport on pipes and returns the client's ends and
+// the connection; the server's output ends (EOF) once Run has returned.
+func serveRaw(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteCloser, *bufio.Reader, *stdioConn) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	tr.Reader, tr.Writer = inR, outW
+	ct := &connTransport{StdioTransport: tr, conn: make(chan *stdioConn, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, &tr); outW.Close() }()
+	go func() { done <- srv.Run(ctx, ct); outW.Close() }()
 	t.Cleanup(func() {
 		inW.Close()
 		cancel()
+		go io.Copy(io.Discard, outR) // lets a server writing its last answers end
 		<-done
 	})
-	br := bufio.NewReader(outR)
+	return inW, bufio.NewReader(outR), <-ct.conn
+}
+
+// rawSession is serveRaw after the client's initialize and initialized.
+func rawSession(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteCloser, *bufio.Reader) {
+	t.Helper()
+	inW, br, _ := rawSessionConn(t, srv, tr)
+	return inW, br
+}
+
+// rawSessionConn is rawSession, and the connection.
+func rawSessionConn(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteCloser, *bufio.Reader, *stdioConn) {
+	t.Helper()
+	inW, br, conn := serveRaw(t, srv, tr)
 	write := func(s string) {
 		if _, err := io.WriteString(inW, s+"\n"); err != nil {
 			t.Fatal(err)
@@ -212,7 +249,7 @@ func rawSession(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteClose
 		t.Fatalf("initialize: %q %v", line, err)
 	}
 	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return inW, br
+	return inW, br, conn
 }
 
 // TestStdioBackpressure: with a budget of unanswered calls, a pipelined call is not read
@@ -220,7 +257,7 @@ func rawSession(t *testing.T, srv *mcp.Server, tr StdioTransport) (io.WriteClose
 // answered. A call reusing the id of an unanswered one is refused at once.
 func TestStdioBackpressure(t *testing.T) {
 	srv, release, started := blockingServer()
-	in, out := rawSession(t, srv, StdioTransport{MaxInFlightBytes: 1})
+	in, out, conn := rawSessionConn(t, srv, StdioTransport{MaxInFlightBytes: 1})
 	send := func(s string) {
 		if _, err := io.WriteString(in, s+"\n"); err != nil {
 			t.Fatal(err)
@@ -232,8 +269,9 @@ func TestStdioBackpressure(t *testing.T) {
 	if !strings.Contains(line, `"id":1,"error":{"code":-32600`) || !strings.Contains(line, "already in use") {
 		t.Fatalf("duplicate id of an unanswered call: %s", line)
 	}
+	waitUntil(func() bool { return started.Load() == 1 }) // the first holds the budget
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
-	time.Sleep(200 * time.Millisecond)
+	waitUntil(func() bool { return conn.budget.waiters() == 1 }) // read, and waiting for it
 	if n := started.Load(); n != 1 {
 		t.Fatalf("%d calls started while the first held the budget, want 1", n)
 	}
@@ -367,4 +405,167 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// deepCall is a tools/call frame whose arguments nest depth levels, with its "id" member
+// (raw JSON, "" for none) before or after them.
+func deepCall(id string, depth int, idLast bool) string {
+	args := strings.Repeat(`{"a":[`, depth) + `1` + strings.Repeat(`]}`, depth)
+	params := `"method":"tools/call","params":{"name":"block","arguments":` + args + `}`
+	switch {
+	case id == "":
+		return `{"jsonrpc":"2.0",` + params + `}`
+	case idLast:
+		return `{"jsonrpc":"2.0",` + params + `,"id":` + id + `}`
+	}
+	return `{"jsonrpc":"2.0","id":` + id + `,` + params + `}`
+}
+
+// TestStdioDeepCallGetsItsID: a call nested deeper than the depth cap is answered with a
+// JSON-RPC error carrying its own id (issue 39, item 6), wherever the id member sits and
+// however deep the frame (past encoding/json's own 10,000 levels too), so that the client's
+// call ends; a frame whose id cannot be read gets id null; the session goes on.
+func TestStdioDeepCallGetsItsID(t *testing.T) {
+	srv, _, started := blockingServer()
+	in, out := rawSession(t, srv, StdioTransport{})
+	for _, c := range []struct {
+		frame, id string
+	}{
+		{deepCall(`42`, 200, false), `42`},
+		{deepCall(`"deep"`, 200, true), `"deep"`},
+		{deepCall(`7`, 20000, true), `7`},
+		{deepCall(`8`, 20000, false), `8`},
+		{`{"jsonrpc":"2.0","\u0069d":9,"method":"x","params":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`, `9`},
+		{deepCall(``, 200, false), `null`},
+		{deepCall(`{"x":1}`, 200, false), `null`}, // not a valid id
+	} {
+		if _, err := io.WriteString(in, c.frame+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		line = strings.TrimSpace(line)
+		checkErrorResponse(t, []byte(line))
+		var resp struct {
+			ID    json.RawMessage
+			Error struct {
+				Code    int64
+				Message string
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if string(resp.ID) != c.id || resp.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(resp.Error.Message, "nested deeper than 128") {
+			t.Fatalf("frame of %d bytes, id %s: answered %s", len(c.frame), c.id, line)
+		}
+	}
+	if n := started.Load(); n != 0 {
+		t.Fatalf("%d deep calls reached the tool", n)
+	}
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":10,"method":"ping"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := out.ReadString('\n'); err != nil || !strings.Contains(line, `"id":10,"result"`) {
+		t.Fatalf("after the deep calls: %q %v", line, err)
+	}
+}
+
+// TestFrameIDOnePass: frameID reads a frame's id in one pass over it, however deep its
+// other members nest (it looks at each byte at most twice, where one token ends and the
+// next starts: the cost bound of a deep frame's answer, counted rather than timed), and
+// gives none for an id it cannot read whole.
+func TestFrameIDOnePass(t *testing.T) {
+	for _, depth := range []int{1, 129, 5000, 100000} {
+		for _, last := range []bool{false, true} {
+			frame := []byte(deepCall(`"x"`, depth, last))
+			sc := idScanner{data: frame}
+			if id := sc.id(); string(id) != `"x"` {
+				t.Fatalf("depth %d (id last %v): id %s", depth, last, id)
+			}
+			if sc.steps > 2*len(frame) {
+				t.Fatalf("depth %d (id last %v): %d steps over a %d-byte frame", depth, last, sc.steps, len(frame))
+			}
+		}
+	}
+	for frame, want := range map[string]string{
+		`{"id":123}`:                     `123`,
+		`{"id":12`:                       ``, // cut: 12 of 123?
+		`{"id":"a`:                       ``,
+		`{"a":[[[{"id":1}]]],"id":2}`:    `2`, // nested ids are not the frame's
+		`{"a":[[[{"id":1}]]]`:            ``,
+		`{"id":1,"id":2}`:                `2`, // the last, as encoding/json reads it
+		`{"id":1.5}`:                     ``,
+		`{"id":null}`:                    ``,
+		`{"s":"}\"{","id":"q"}`:          `"q"`,
+		` { "id" : 3 , "m" : [ ] } `:     `3`,
+		`[{"id":1}]`:                     ``,
+		`{"id":true}`:                    ``,
+		`{"i\u0064":4,"method":"x"}`:     `4`,
+		`{"x":1e400,"id":5,"y":[1,2,3]}`: `5`,
+	} {
+		if got := frameID([]byte(frame)); string(got) != want {
+			t.Errorf("%s: id %q, want %q", frame, got, want)
+		}
+	}
+}
+
+// TestStdioAnswersReadCallsAtEOF: calls read before the input ends are answered before
+// the session ends (issue 39, item 6): initialize and tools/list, then EOF, get both
+// answers.
+func TestStdioAnswersReadCallsAtEOF(t *testing.T) {
+	for run := range 3 {
+		in, out, _ := serveRaw(t, New(newStore(t), Options{}), StdioTransport{})
+		go func() {
+			_, _ = io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`+"\n"+
+				`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+			in.Close()
+		}()
+		answered := map[string]bool{}
+		for {
+			line, err := out.ReadString('\n')
+			if err != nil {
+				break // the server ended
+			}
+			var resp struct {
+				ID     json.RawMessage
+				Result json.RawMessage
+			}
+			if err := json.Unmarshal([]byte(line), &resp); err != nil || resp.Result == nil {
+				t.Fatalf("run %d: %q: %v", run, line, err)
+			}
+			answered[string(resp.ID)] = true
+			if string(resp.ID) == "2" && !strings.Contains(line, toolSearch) {
+				t.Fatalf("run %d: tools/list answered %s", run, line)
+			}
+		}
+		if !answered["1"] || !answered["2"] {
+			t.Fatalf("run %d: answered %v, want ids 1 and 2", run, answered)
+		}
+	}
+}
+
+// TestStdioDrainTimeout: a call still running DrainTimeout after the input ended is
+// answered with a "server is closing" error, once, and the session ends.
+func TestStdioDrainTimeout(t *testing.T) {
+	srv, _, started := blockingServer() // never released: only the session's end stops it
+	in, out := rawSession(t, srv, StdioTransport{DrainTimeout: time.Nanosecond})
+	if _, err := io.WriteString(in, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"block","arguments":{}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(func() bool { return started.Load() == 1 })
+	in.Close()
+	var lines []string
+	for {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			break
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"id":5,"error":{"code":-32004`) || !strings.Contains(lines[0], "DrainTimeout") {
+		t.Fatalf("answers after the end of the input: %q", lines)
+	}
 }

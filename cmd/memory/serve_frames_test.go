@@ -139,7 +139,7 @@ func TestServeMCPSurvivesBadFrames(t *testing.T) {
 		{"not JSON", `hello server`, -32700, "null"},
 		{"NaN", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_search","arguments":{"query":"x","top_k":NaN}}}`, -32700, "null"},
 		{"Infinity", `{"jsonrpc":"2.0","id":3,"method":"ping","params":Infinity}`, -32700, "null"},
-		{"nested 2000 deep", `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}}`, -32600, "null"},
+		{"nested 2000 deep", `{"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}}`, -32600, "4"}, // its top-level id is read however deep the frame (mcpserver frameID)
 		{"1M open brackets", strings.Repeat("[", 1<<20), -32600, "null"},
 		{"over the frame cap", overCap, -32600, "8"},
 		{"empty batch", `[]`, -32600, "null"},

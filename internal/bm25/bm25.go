@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -170,9 +171,13 @@ type Doc struct {
 type Index struct {
 	idx  bleve.Index
 	opts Options
-	trim residentTrim // MappedResidentBytes
-	mu   sync.Mutex   // guards seq
-	seq  uint64
+	// shadow is the temporary directory of links a read-only open gave Bleve instead of the
+	// index's segment directory, removed on Close ("" when none: stray.go).
+	shadow        string
+	shadowCleanup runtime.Cleanup // removes shadow when the index is dropped unclosed
+	trim          residentTrim    // MappedResidentBytes
+	mu            sync.Mutex      // guards seq
+	seq           uint64
 
 	// Test knobs (export_test.go): query through Bleve's own search instead of the default
 	// path; score every posting (term at a time) instead of MaxScore.
@@ -238,7 +243,13 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 	var (
 		idx     bleve.Index
 		created bool
+		shadow  string // a read-only open's shadow of the segment directory (stray.go)
 	)
+	defer func() {
+		if err != nil && shadow != "" {
+			_ = os.RemoveAll(shadow)
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			if idx != nil {
@@ -260,6 +271,15 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 			// bolt_timeout: never wait forever for a writer's lock on root.bolt.
 			rc = map[string]interface{}{"read_only": true, "bolt_timeout": "1s"}
 		}
+		// Files Bleve cannot number (a stray "zzz.zap") fail its open: a writer removes
+		// them, a reader opens the index through links to every other file.
+		if strays := strayZapFiles(path); len(strays) > 0 {
+			if !o.ReadOnly {
+				removeStrays(path, strays)
+			} else if shadow = shadowStore(path, strays); shadow != "" {
+				rc["path"] = shadow
+			}
+		}
 		idx, err = bleve.OpenUsing(path, rc)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) && !o.ReadOnly {
 			idx, err = bleve.NewUsing(path, newMapping(o.Analyzer), scorch.Name, scorch.Name, nil)
@@ -270,10 +290,13 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
 	b := &Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
-		trim: residentTrim{limit: o.MappedResidentBytes, also: o.AlsoTrim}}
+		trim: residentTrim{limit: o.MappedResidentBytes, also: o.AlsoTrim}, shadow: shadow}
 	b.stats.onChange = b.postings.dropSegments
 	// An index dropped without Close gives its cached blocks back to the arena.
 	runtime.AddCleanup(b, (*postingsCache).release, b.postings)
+	if shadow != "" {
+		b.shadowCleanup = runtime.AddCleanup(b, func(dir string) { _ = os.RemoveAll(dir) }, shadow)
+	}
 	if created {
 		if err := idx.SetInternal(formatKey, []byte(formatVersion)); err != nil {
 			idx.Close()
@@ -414,6 +437,10 @@ func (b *Index) Count() (n uint64, err error) {
 func (b *Index) Close() (err error) {
 	defer recoverCorrupt(&err, "close")
 	defer b.postings.release()
+	if b.shadow != "" {
+		b.shadowCleanup.Stop()
+		defer os.RemoveAll(b.shadow)
+	}
 	return b.idx.Close()
 }
 
