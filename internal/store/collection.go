@@ -54,7 +54,7 @@ func (db *DB) LoadCollection(name string) (*Collection, error) {
 		if err := db.censusErr(tx, name); err != nil {
 			return err
 		}
-		if err := checkCollection(tx, name, false); err != nil {
+		if err := checkCollection(tx, name, false, db.census.covers(tx, name)); err != nil {
 			return err
 		}
 		if c.Trimmed, err = u64Stored(b.Bucket(bkInfo).Get(keyTrim), fmt.Sprintf("the trim point of collection %s", ShowKey(name))); err != nil {

@@ -276,9 +276,10 @@ func (w *pageWalk) checkAll(b rawBucket) error {
 }
 
 // checkCollection checks, in tx, the pages that bbolt reads to reach collection name's
-// buckets, and with all every page of them, else their branch pages (checkBranches).
-// Nothing when the collection is not stored.
-func checkCollection(tx *bolt.Tx, name string, all bool) error {
+// buckets, and with all every page of them, else (unless branchesChecked: a census in tx
+// just checked them) their branch pages (checkBranches). Nothing when the collection is
+// not stored.
+func checkCollection(tx *bolt.Tx, name string, all, branchesChecked bool) error {
 	w, done, err := rawWalk(tx)
 	if err != nil {
 		return err
@@ -298,6 +299,7 @@ func checkCollection(tx *bolt.Tx, name string, all bool) error {
 				ErrCorrupt, ShowKey(name), sub)
 		case all:
 			err = w.checkAll(b)
+		case branchesChecked:
 		default:
 			err = w.checkBranches(b)
 		}
@@ -397,6 +399,14 @@ func checkMissingCollection(tx *bolt.Tx, name string) error {
 type census struct {
 	err     error            // the top-level buckets are damaged: every collection is
 	damaged map[string]error // collections whose trees name pages wrongly
+	txid    int              // the transaction it was taken in
+}
+
+// covers reports whether the census, taken in tx itself, checked the branch pages of
+// collection name's buckets and found them sound: the check a load makes (checkCollection)
+// was then just made on the same pages, and is not made again.
+func (c *census) covers(tx *bolt.Tx, name string) bool {
+	return c != nil && c.txid == tx.ID() && c.err == nil && c.damaged[name] == nil
 }
 
 // censusOf returns the census of db, taken in tx on the first call.
@@ -420,7 +430,7 @@ func (db *DB) censusErr(tx *bolt.Tx, name string) error {
 // takeCensus counts the references to each page that tx sees (census); writable: the
 // store is open for writing.
 func takeCensus(tx *bolt.Tx, writable bool) *census {
-	c := &census{damaged: map[string]error{}}
+	c := &census{damaged: map[string]error{}, txid: tx.ID()}
 	w, done, err := rawWalk(tx)
 	if err != nil {
 		c.err = err
