@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/internal/store"
@@ -285,8 +284,8 @@ func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (I
 		if err := im.flush(); err != nil {
 			return st, err
 		}
-		return st, fmt.Errorf("%w: truncated: collection %q has no end line after %d documents (the input ends at byte %d; they are stored: run the import again on a whole export to finish)",
-			ErrBadExport, capName(im.col), im.read, im.size)
+		return st, fmt.Errorf("%w: truncated: collection %s has no end line after %d documents (the input ends at byte %d; they are stored: run the import again on a whole export to finish)",
+			ErrBadExport, store.ShowKey(im.col), im.read, im.size)
 	}
 	if st.Collections == 0 {
 		return st, fmt.Errorf("%w: no collection header (%q) in the input", ErrBadExport, `{"memory_export":{...}}`)
@@ -313,22 +312,6 @@ func readExportLine(br *bufio.Reader, buf []byte) (line []byte, size int, ended 
 		ended = bytes.HasSuffix(buf, []byte("\n"))
 		return bytes.TrimSuffix(bytes.TrimSuffix(buf, []byte("\n")), []byte("\r")), len(buf), ended, err
 	}
-}
-
-// maxEchoName is the most bytes of a collection name or id an import error repeats.
-const maxEchoName = 80
-
-// capName is a name or id as an import error repeats it: whole up to maxEchoName bytes,
-// else cut (at a character boundary) with "…(N bytes)".
-func capName(s string) string {
-	if len(s) <= maxEchoName {
-		return s
-	}
-	cut := maxEchoName
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
 }
 
 // importer holds the state of one Import.
@@ -366,7 +349,7 @@ func (im *importer) handleLine(pl *parsedLine, want map[string]bool) error {
 // begin starts the collection of header h (line n).
 func (im *importer) begin(h *ExportHeader, want map[string]bool, n int) error {
 	if im.col != "" {
-		return fmt.Errorf("%w: line %d: collection %q begins before the end line of %q", ErrBadExport, n, capName(h.Collection), capName(im.col))
+		return fmt.Errorf("%w: line %d: collection %s begins before the end line of %s", ErrBadExport, n, store.ShowKey(h.Collection), store.ShowKey(im.col))
 	}
 	if h.Format <= 0 || h.Format > exportFormat {
 		return fmt.Errorf("%w: line %d: export format %d (this build reads up to %d)", ErrBadExport, n, h.Format, exportFormat)
@@ -397,13 +380,13 @@ func (im *importer) begin(h *ExportHeader, want map[string]bool, n int) error {
 // end ends the collection of end line e (line n).
 func (im *importer) end(e *ExportEnd, n int) error {
 	if im.col == "" || e.Collection != im.col {
-		return fmt.Errorf("%w: line %d: the end line of collection %q, while reading %q", ErrBadExport, n, capName(e.Collection), capName(im.col))
+		return fmt.Errorf("%w: line %d: the end line of collection %s, while reading %s", ErrBadExport, n, store.ShowKey(e.Collection), store.ShowKey(im.col))
 	}
 	if err := im.flush(); err != nil {
 		return err
 	}
 	if e.Documents != im.read {
-		return fmt.Errorf("%w: collection %q: its end line counts %d documents, %d were read", ErrBadExport, capName(im.col), e.Documents, im.read)
+		return fmt.Errorf("%w: collection %s: its end line counts %d documents, %d were read", ErrBadExport, store.ShowKey(im.col), e.Documents, im.read)
 	}
 	im.col = ""
 	return nil
@@ -519,7 +502,7 @@ func parseExportLine(line []byte, n int) parsedLine {
 	}
 	if !fast {
 		if err := json.Unmarshal(line, &d); err != nil {
-			return parsedLine{n: n, err: fmt.Errorf("%w: line %d: %v", ErrBadExport, n, capName(err.Error()))}
+			return parsedLine{n: n, err: fmt.Errorf("%w: line %d: %v", ErrBadExport, n, err)}
 		}
 	}
 	return parsedLine{n: n, doc: Document{ID: d.ID, Title: d.Title, Text: d.Text, Metadata: d.Metadata, Source: d.Source, Embedding: d.Embedding}}
@@ -560,7 +543,7 @@ func (im *importer) flush() error {
 	}
 	if len(changed) > 0 {
 		if err := im.m.Collection(im.col).Upsert(im.ctx, changed...); err != nil {
-			return fmt.Errorf("memory: import into collection %q (documents %q to %q): %w", capName(im.col), capName(im.pending[0].ID), capName(im.pending[len(im.pending)-1].ID), err)
+			return fmt.Errorf("memory: import into collection %s (documents %s to %s): %w", store.ShowKey(im.col), store.ShowKey(im.pending[0].ID), store.ShowKey(im.pending[len(im.pending)-1].ID), err)
 		}
 	}
 	im.st.Stored += len(changed)

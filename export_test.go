@@ -228,7 +228,7 @@ func TestImportCutMidLine(t *testing.T) {
 	long := strings.Repeat("n", 150)
 	in := `{"memory_export":{"format":1,"collection":"` + long + `"}}` + "\n" + `{"id":"1","text":"x"}` + "\n"
 	_, err = openT(t, "").Import(ctx, strings.NewReader(in), ImportOptions{})
-	if !errors.Is(err, ErrBadExport) || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "…(150 bytes)") {
+	if !errors.Is(err, ErrBadExport) || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "… (150 bytes)") {
 		t.Fatalf("import of a truncated collection with a 150-byte name: %v, want the name cut", err)
 	}
 }
