@@ -3,9 +3,9 @@ package memory
 import (
 	"bytes"
 	"encoding/json"
-	"hash/crc32"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
