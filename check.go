@@ -389,6 +389,18 @@ func (ck checker) checkOnDisk(s *colState, k derivedKind, ids []string, c *Index
 		return
 	}
 	defer store.Guard(k.name+" close", ix.Close)
+	if vd, ok := ix.(*vectorDerived); ok {
+		if d, ok := vd.ix.(vectorstore.Discarder); ok {
+			switch err := d.Discarded(); {
+			case errors.Is(err, vectorstore.ErrCorrupt):
+				c.Problems = append(c.Problems, "its files are damaged and were not used (rebuilt on open): "+oneLine(err))
+				return
+			case err != nil:
+				c.Notes = append(c.Notes, "its files were not used (rebuilt on open): "+oneLine(err))
+				return
+			}
+		}
+	}
 	seq := ix.Seq()
 	switch {
 	case seq == 0 && k.name != bm25Dir:

@@ -85,6 +85,7 @@ const tamperIndexEnv = "MEMORY_TAMPER_INDEX"
 // centroids' ivf-G.bin), every list probed and every row rescored, so that an index
 // rebuilt from the store of record (its lists trained anew) answers as the original.
 var tamperIndexShapes = map[string]map[string]int{
+	"disk":     {},
 	"int8-ivf": {"quant": vectorstore.DiskQuantInt8, "nlist": 4, "nprobe": 4, "oversample": 64},
 }
 
@@ -787,13 +788,20 @@ func crashHead(out string) string {
 // flipped at seeded places, the first and last bytes, a float32 row's exponent, the file
 // cut short; for every kind of file of the default index (float32 rows, binary codes, id
 // table, tombstones, block checksums, disk.json) and of one with int8 codes and inverted
-// lists (.i8, .ivl, centroids). Each copy must answer as the undamaged store or with a
+// lists (.i8, .ivl, centroids); in a faiss build also the FAISS index's files (its index
+// and faiss.json, which it checks whole on open: damage is found, the index rebuilt and
+// the check must still say so). Each copy must answer as the undamaged store or with a
 // typed error, never panic, and a read-only check must report the damage.
 func TestTamperKeepMTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the tamper suite runs a child process per case")
 	}
-	for _, shape := range []string{"", "int8-ivf"} {
+	shapes := []string{"", "int8-ivf"} // "": the default index, FAISS in a faiss build
+	faissBuilt := slices.Contains(vectorstore.Backends(), "faiss")
+	if faissBuilt {
+		shapes = append(shapes, "disk")
+	}
+	for _, shape := range shapes {
 		t.Run("index="+shape, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
@@ -854,8 +862,11 @@ func TestTamperKeepMTime(t *testing.T) {
 				}
 			}
 			need := []string{"seg.f32", "seg.b1", "ids.bin", "tomb.bin", "sums.bin", "disk.json.json"}
-			if shape != "" {
+			switch {
+			case shape == "int8-ivf":
 				need = []string{"seg.f32", "seg.i8", "seg.ivl", "ivf.bin", "ids.bin", "tomb.bin", "sums.bin"}
+			case shape == "" && faissBuilt:
+				need = []string{"faiss.index", "faiss.json.json"}
 			}
 			for _, k := range need {
 				if !kinds[k] {

@@ -163,11 +163,14 @@ type faissIndex struct {
 	dirty  bool      // changed since the last write
 	closed bool
 	gpu    faissGPU
+
+	discarded error // why the files in Dir were not used when opened (Discarded)
 }
 
 var (
-	_ Index   = (*faissIndex)(nil)
-	_ Durable = (*faissIndex)(nil)
+	_ Index     = (*faissIndex)(nil)
+	_ Durable   = (*faissIndex)(nil)
+	_ Discarder = (*faissIndex)(nil)
 )
 
 // newFaissIndex builds a FAISS index from cfg (cfg.Backend is ignored). With cfg.Dir set it

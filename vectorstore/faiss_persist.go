@@ -228,12 +228,19 @@ func readFaissBuffer(r io.Reader, dim int) ([]int64, []float32, error) {
 	return labels, vecs, nil
 }
 
-// errFaissStale marks persisted state that does not fit the configuration.
-var errFaissStale = errors.New("persisted FAISS state does not match the configuration")
+// errFaissStale marks persisted state that is damaged or inconsistent (a checksum fails,
+// counts disagree); errFaissConfig, state built for another configuration (version,
+// dimension, metric, factory), which is not damage.
+var (
+	errFaissStale  = errors.New("persisted FAISS state is damaged")
+	errFaissConfig = errors.New("persisted FAISS state does not match the configuration")
+)
 
 // load reads the state persisted in Dir. Missing state is not an error; state that is
 // unreadable or built for another configuration is logged and ignored (the index starts empty
-// with Seq 0 and the store rebuilds it): the index is derived data.
+// with Seq 0 and the store rebuilds it): the index is derived data. Why it was ignored is
+// kept for Discarded, matching ErrCorrupt unless the state was only built for another
+// configuration.
 func (x *faissIndex) load() error {
 	err := x.loadFiles()
 	switch {
@@ -242,8 +249,23 @@ func (x *faissIndex) load() error {
 	default:
 		slog.Warn("faiss: ignoring persisted index; it will be rebuilt", "dir", x.cfg.Dir, "err", err)
 		x.resetState()
+		if errors.Is(err, errFaissConfig) {
+			x.discarded = err
+		} else {
+			x.discarded = fmt.Errorf("%w: %s: %w", ErrCorrupt, x.cfg.Dir, err)
+		}
 		return nil
 	}
+}
+
+// Discarded returns why the files found in Dir when the index was opened were not used
+// (it started empty and was rebuilt by the store), nil when they were used or there were
+// none: an error matching ErrCorrupt when they are damaged, one naming the configuration
+// they were built for otherwise. Later writes do not clear it.
+func (x *faissIndex) Discarded() error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.discarded
 }
 
 func (x *faissIndex) resetState() {
@@ -275,7 +297,7 @@ func (x *faissIndex) loadFiles() error {
 	}
 	switch {
 	case m.Version != faissMetaVersion, m.Dim != x.cfg.Dim, m.Metric != x.cfg.Metric, m.Factory != x.spec.canonical():
-		return fmt.Errorf("%w: have v%d dim %d %s %s", errFaissStale, m.Version, m.Dim, m.Metric, m.Factory)
+		return fmt.Errorf("%w: have v%d dim %d %s %s", errFaissConfig, m.Version, m.Dim, m.Metric, m.Factory)
 	case len(m.IDs) != len(m.Labels):
 		return fmt.Errorf("%w: %d ids, %d labels", errFaissStale, len(m.IDs), len(m.Labels))
 	case m.Index == "" && x.spec.kind != faissIVF:

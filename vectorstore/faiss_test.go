@@ -560,11 +560,18 @@ func TestFaissPersistenceMismatchOrCorrupt(t *testing.T) {
 		if x.Seq() != 0 || x.Len() != 0 {
 			t.Errorf("%+v over a Flat dim-4 dir: Seq %d Len %d", other, x.Seq(), x.Len())
 		}
+		// Another configuration is not damage: Discarded says so without ErrCorrupt.
+		if err := x.Discarded(); err == nil || errors.Is(err, ErrCorrupt) {
+			t.Errorf("%+v over a Flat dim-4 dir: Discarded() = %v, want a configuration mismatch", other, err)
+		}
 		x.closed = true // do not overwrite the dir
 	}
 	x := newFaissTest(t, cfg)
 	if x.Seq() != 3 || x.Len() != 1 {
 		t.Fatalf("matching config: Seq %d Len %d", x.Seq(), x.Len())
+	}
+	if err := x.Discarded(); err != nil {
+		t.Fatalf("matching config: Discarded() = %v", err)
 	}
 	x.Close()
 	if err := os.WriteFile(filepath.Join(dir, faissMetaFile), []byte("{not json"), 0o644); err != nil {
@@ -573,6 +580,9 @@ func TestFaissPersistenceMismatchOrCorrupt(t *testing.T) {
 	y := newFaissTest(t, cfg)
 	if y.Seq() != 0 || y.Len() != 0 {
 		t.Fatalf("corrupt metadata: Seq %d Len %d", y.Seq(), y.Len())
+	}
+	if err := y.Discarded(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("corrupt metadata: Discarded() = %v, want ErrCorrupt", err)
 	}
 }
 
@@ -605,8 +615,8 @@ func TestFaissChecksums(t *testing.T) {
 		}
 	}
 	_, cfg := build(t)
-	if x := newFaissTest(t, cfg); x.Seq() != 7 || x.Len() != 3 {
-		t.Fatalf("undamaged: Seq %d Len %d", x.Seq(), x.Len())
+	if x := newFaissTest(t, cfg); x.Seq() != 7 || x.Len() != 3 || x.Discarded() != nil {
+		t.Fatalf("undamaged: Seq %d Len %d Discarded %v", x.Seq(), x.Len(), x.Discarded())
 	}
 	for name, damage := range map[string]func(t *testing.T, dir string){
 		"index file, last vector": func(t *testing.T, dir string) {
@@ -631,6 +641,9 @@ func TestFaissChecksums(t *testing.T) {
 			x := newFaissTest(t, cfg)
 			if x.Seq() != 0 || x.Len() != 0 {
 				t.Fatalf("damaged %s loaded: Seq %d Len %d", name, x.Seq(), x.Len())
+			}
+			if err := x.Discarded(); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("damaged %s: Discarded() = %v, want ErrCorrupt", name, err)
 			}
 			x.closed = true
 		})

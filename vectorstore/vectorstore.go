@@ -161,6 +161,15 @@ type Verifier interface {
 	Verify(ctx context.Context) error
 }
 
+// Discarder is an optional ability of a Durable index that, when opened, ignores files it
+// cannot use and starts empty with Seq 0 for the store to rebuild (the FAISS index):
+// Discarded says why the files were not used, matching ErrCorrupt when they are damaged,
+// and is nil when they were used or there were none. memory check reports it, which a
+// rebuild that leaves nothing to see would otherwise hide.
+type Discarder interface {
+	Discarded() error
+}
+
 // Metric is the similarity an Index ranks by.
 type Metric string
 
