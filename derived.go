@@ -132,6 +132,7 @@ func openBM25Derived(m *Memory, s *colState, dir string) (store.Index, error) {
 	}
 	o := m.dx.bm25Options()
 	o.Analyzer = s.analyzer // the manifest's: an index built with another is rebuilt
+	o.Scoring = bm25Scoring(m.opts.BM25Scoring, s.analyzer)
 	ix, err := bm25.OpenWith(dir, o)
 	if err != nil {
 		return nil, err
@@ -381,4 +382,15 @@ func (dv derivedIndexes) dropStoreResident() {
 	if m.db != nil {
 		m.db.DropResident()
 	}
+}
+
+// bm25Scoring is the bm25 scoring mode of a collection with analyzer ana under the store's
+// Options.BM25Scoring: Lucene's for the en_lucene analyzer unless "classic" is asked for,
+// Lucene's everywhere with "lucene".
+func bm25Scoring(opt, ana string) string {
+	switch {
+	case opt == ScoringLucene, opt == "" && ana == bm25.LuceneEnglishAnalyzer:
+		return bm25.ScoringLucene
+	}
+	return bm25.ScoringClassic
 }

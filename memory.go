@@ -130,6 +130,9 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 	if !(o.BM25K1 >= 0) || math.IsInf(o.BM25K1, 0) || !(o.BM25B >= 0 && o.BM25B <= 1) {
 		return nil, fmt.Errorf("%w: BM25 k1=%v b=%v (want k1 > 0, 0 <= b <= 1)", ErrInvalidOption, o.BM25K1, o.BM25B)
 	}
+	if o.BM25Scoring != "" && o.BM25Scoring != ScoringClassic && o.BM25Scoring != ScoringLucene {
+		return nil, fmt.Errorf("%w: BM25 scoring %q (want %q, %q, or empty: by analyzer)", ErrInvalidOption, o.BM25Scoring, ScoringClassic, ScoringLucene)
+	}
 	if o.MaxQueryTerms < 0 || o.MaxQueryBytes < 0 || o.QueryWorkers < 0 {
 		return nil, fmt.Errorf("%w: negative query cap (terms %d, bytes %d, workers %d)", ErrInvalidOption, o.MaxQueryTerms, o.MaxQueryBytes, o.QueryWorkers)
 	}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"github.com/agentmem/memory/internal/bm25"
 	"log/slog"
 	"slices"
 	"time"
@@ -46,6 +47,15 @@ type Options struct {
 	// k1 0.9 and b 0.4, the Anserini/Pyserini defaults its BEIR scores were validated with
 	// (bm25.DefaultK1, bm25.DefaultB). Each store keeps its own.
 	BM25K1, BM25B float64
+	// BM25Scoring is the BM25 formula: ScoringClassic the textbook one (exact document
+	// lengths, the (k1+1) factor); ScoringLucene Lucene 8's BM25Similarity, as Anserini
+	// and Pyserini score (no k1+1, lengths as Lucene's one-byte norms keep them). "" (the
+	// default) is Lucene's for the collections whose analyzer is "en_lucene" (which gives
+	// Lucene's EnglishAnalyzer terms) and textbook for the others, so such a collection
+	// ranks as Lucene's EnglishAnalyzer + BM25 does; see [WithLuceneBM25]. The two
+	// formulas rank alike but for length rounding. Read at query time: changing it needs
+	// no rebuild.
+	BM25Scoring string
 	// MaxQueryTerms caps the distinct analysed terms of a keyword query (default 1,024) and
 	// MaxQueryBytes its text (default 64 KiB); over either, Search fails with
 	// ErrQueryTooLarge.
@@ -138,6 +148,26 @@ func WithReEmbed(progress func(done, total int)) Option {
 
 // WithBM25 sets BM25's k1 and b (default 0.9 and 0.4; see Options.BM25K1).
 func WithBM25(k1, b float64) Option { return func(o *Options) { o.BM25K1, o.BM25B = k1, b } }
+
+// BM25 scoring modes (Options.BM25Scoring).
+const (
+	ScoringClassic = "classic" // textbook BM25, exact lengths, the (k1+1) factor
+	ScoringLucene  = "lucene"  // Lucene 8's BM25Similarity
+)
+
+// WithBM25Scoring sets the BM25 formula (Options.BM25Scoring): ScoringClassic,
+// ScoringLucene, or "" (by analyzer).
+func WithBM25Scoring(mode string) Option { return func(o *Options) { o.BM25Scoring = mode } }
+
+// WithLuceneBM25 makes the store's keyword search Lucene 8's (Anserini's, Pyserini's):
+// the "en_lucene" analyzer (Lucene's EnglishAnalyzer terms: its 33 stop words, Porter
+// stemming) as the store's analyzer, and Lucene's BM25 scoring with k1 0.9, b 0.4. Like
+// WithAnalyzer it must agree with the analyzer an existing store recorded.
+func WithLuceneBM25() Option {
+	return func(o *Options) {
+		o.Analyzer, o.BM25Scoring, o.BM25K1, o.BM25B = bm25.LuceneEnglishAnalyzer, ScoringLucene, bm25.DefaultK1, bm25.DefaultB
+	}
+}
 
 // WithLockTimeout makes Open wait up to d for another process's lock on the store instead
 // of failing with ErrLocked (a *LockedError naming the holder) after 200 ms, the default

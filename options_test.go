@@ -307,3 +307,49 @@ func TestCollapseNeedsEmbedder(t *testing.T) {
 		}
 	}
 }
+
+// TestLuceneBM25Option: WithLuceneBM25 records the en_lucene analyzer and scores as Lucene
+// 8 does (no k1+1 factor: textbook scores over the same terms and lengths are 1.9 times
+// larger, and the order is the same); "" scoring follows the analyzer, ScoringClassic
+// overrides it; an unknown mode is ErrInvalidOption; Lucene's stop list keeps words
+// Bleve's English list drops ("between").
+func TestLuceneBM25Option(t *testing.T) {
+	docs := []Document{
+		{ID: "short", Text: "garbage collector between runs"},
+		{ID: "long", Text: "a garbage collector " + strings.Repeat("and many other words about languages ", 2)},
+		{ID: "twice", Text: "garbage garbage collector collector of a runtime"},
+	}
+	search := func(q string, opts ...Option) ([]string, map[string]float64) {
+		dir := t.TempDir()
+		m := openT(t, dir, opts...)
+		must(t, m.Add(bg, docs...))
+		var ids []string
+		out := map[string]float64{}
+		for _, r := range searchT(t, m, q, WithMode(BM25)) {
+			ids = append(ids, r.ID)
+			out[r.ID] = r.Score
+		}
+		return ids, out
+	}
+	lucIDs, luc := search("garbage collector", WithLuceneBM25())
+	clsIDs, cls := search("garbage collector", WithLuceneBM25(), WithBM25Scoring(ScoringClassic))
+	if len(luc) != 3 || !reflect.DeepEqual(lucIDs, clsIDs) {
+		t.Fatalf("lucene %v, classic %v", lucIDs, clsIDs)
+	}
+	for id, s := range luc {
+		// Lengths of these documents are below 24 terms, kept exactly by Lucene's norms.
+		if r := cls[id] / s; math.Abs(r-1.9) > 1e-3 {
+			t.Errorf("%s: classic/lucene score ratio %v, want k1+1 = 1.9", id, r)
+		}
+	}
+	if ids, _ := search("between", WithLuceneBM25()); !reflect.DeepEqual(ids, []string{"short"}) {
+		t.Errorf("en_lucene: \"between\" finds %v, want [short] (not a Lucene stop word)", ids)
+	}
+	if ids, _ := search("between"); len(ids) != 0 {
+		t.Errorf("en: \"between\" finds %v, want nothing (a stop word of Bleve's English analyzer)", ids)
+	}
+	_, err := Open(t.TempDir(), WithBM25Scoring("okapi"))
+	if !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("WithBM25Scoring(\"okapi\"): %v, want ErrInvalidOption", err)
+	}
+}

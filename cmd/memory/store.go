@@ -28,6 +28,7 @@ type storeFlags struct {
 	precision     string // --vector-precision: float32 or float16 ("": the store's)
 	verbose       bool
 	lockTimeout   time.Duration // how long to wait for another process's lock (0: the library's 200 ms)
+	scoring       string        // --bm25-scoring: classic, lucene ("": by analyzer)
 	device        deviceFlag
 	queryPrefix   optString
 	passagePrefix optString
@@ -70,6 +71,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the --model-preset's, e.g. E5's \"query: \",\nelse the folder's config_sentence_transformers.json prompts; \"\" for none)")
 	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's\n\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
 	f.modelFlags.register(fs)
+	fs.StringVar(&f.scoring, "bm25-scoring", "", "BM25 formula: classic (textbook, exact lengths) or lucene (Lucene 8's BM25Similarity, Anserini's and\nPyserini's); default: lucene for collections with the en_lucene analyzer, classic for the others")
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
 	fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes;\na writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
 	f.device = "cpu"
@@ -128,6 +130,9 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 	}
 	if f.lockTimeout > 0 {
 		opts = append(opts, memory.WithLockTimeout(f.lockTimeout))
+	}
+	if f.scoring != "" {
+		opts = append(opts, memory.WithBM25Scoring(f.scoring))
 	}
 	return opts, nil
 }

@@ -71,6 +71,7 @@ type bodyAnalysis struct {
 	ana   *analysis.DefaultAnalyzer
 	tok   asciiTokenizer
 	words *wordCache
+	local *sync.Pool // of *localWords
 }
 
 // newBodyAnalysis returns the one-pass analysis of ana, or nil when ana is not laid out
@@ -93,7 +94,7 @@ func newBodyAnalysis(ana analysis.Analyzer) *bodyAnalysis {
 	if !ok {
 		return nil
 	}
-	return &bodyAnalysis{ana: da, tok: tok, words: &wordCache{
+	return &bodyAnalysis{ana: da, tok: tok, local: &sync.Pool{New: newLocalWords}, words: &wordCache{
 		seed:    maphash.MakeSeed(),
 		slots:   make([]atomic.Pointer[wordEntry], wordCacheSlots),
 		filters: da.TokenFilters[2:], // stop words, then stems
@@ -142,9 +143,12 @@ type localTerm struct {
 	tb  []byte
 }
 
-var localPool = sync.Pool{New: func() any {
+// newLocalWords makes an empty local table (a bodyAnalysis's pool's New: each analysis
+// has its own tables, since what a word makes, a stop word or which term, depends on the
+// analyzer's filters).
+func newLocalWords() any {
 	return &localWords{slots: make([]wordSlot, localSlots), ids: map[string]int32{}}
-}}
+}
 
 // reset empties the table (between documents).
 func (l *localWords) reset() {
@@ -253,8 +257,8 @@ func (a *bodyAnalysis) analyze(input []byte) ([]fieldTerm, int) {
 			break
 		}
 	}
-	l := localPool.Get().(*localWords)
-	defer localPool.Put(l)
+	l := a.local.Get().(*localWords)
+	defer a.local.Put(l)
 	if len(l.terms) >= localMaxTerms {
 		l.reset()
 	}

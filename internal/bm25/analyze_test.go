@@ -77,9 +77,9 @@ func bodyTexts() []string {
 // times, with the same length, as Bleve's English analyzer and TokenFrequency do, on first
 // sight of each word and from the word table, and from several goroutines at once.
 func TestBodyFieldMatchesAnalyzer(t *testing.T) {
-	fast := newBodyAnalysis(cachedEnglish())
+	fast := newBodyAnalysis(cachedEnglish(false))
 	if fast == nil {
-		t.Fatal("newBodyAnalysis(cachedEnglish()) = nil")
+		t.Fatal("newBodyAnalysis(cachedEnglish(false)) = nil")
 	}
 	texts := bodyTexts()
 	check := func(text string) error {
@@ -121,7 +121,7 @@ func TestNewBodyAnalysisNeedsEnglishLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	da := *cachedEnglish().(*analysis.DefaultAnalyzer)
+	da := *cachedEnglish(false).(*analysis.DefaultAnalyzer)
 	short := da
 	short.TokenFilters = short.TokenFilters[:3]
 	swapped := da
@@ -138,7 +138,7 @@ func FuzzBodyField(f *testing.F) {
 	for _, s := range []string{"The cat's cats' 1,000.5 a:b U.S.A.", "can't _x_ 3.14,", "a\x80b", "John’s naïve  \u0301x 10 μM", "ΟΔΟΣ Ⱥ it's"} {
 		f.Add([]byte(s))
 	}
-	fast := newBodyAnalysis(cachedEnglish())
+	fast := newBodyAnalysis(cachedEnglish(false))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want, wantLen := refBody(t, data)
 		fd := &bodyDocField{value: append([]byte(nil), data...), ana: fast}

@@ -105,7 +105,7 @@ func BenchmarkBM25ColdStats(b *testing.B) {
 		idx.stats.segs, idx.stats.last = nil, nil
 		idx.stats.mu.Unlock()
 		if err := idx.withSnapshot(func(snap *scorch.IndexSnapshot) error {
-			_, err := idx.stats.stats(snap, idx.opts.K1, idx.opts.B)
+			_, err := idx.stats.stats(snap, idx.opts.K1, idx.opts.B, false)
 			return err
 		}); err != nil {
 			b.Fatal(err)

@@ -57,19 +57,20 @@ type termBlocks struct {
 // empty block).
 type blockRatios struct {
 	avgdl, k1, b float64 // what length normalisation depends on
+	lucene       bool
 	r            []float64
 }
 
 // ratiosFor returns each block's best ratio under st, computed once per statistics.
 func (t *termBlocks) ratiosFor(st *snapStats) []float64 {
-	if br := t.ratios.Load(); br != nil && br.avgdl == st.avgdl && br.k1 == st.k1 && br.b == st.b {
+	if br := t.ratios.Load(); br != nil && br.avgdl == st.avgdl && br.k1 == st.k1 && br.b == st.b && br.lucene == st.lucene {
 		return br.r
 	}
 	r := make([]float64, len(t.count))
 	for i := range r {
 		r[i] = bestRatio(st, t.blockFront(i))
 	}
-	t.ratios.Store(&blockRatios{avgdl: st.avgdl, k1: st.k1, b: st.b, r: r})
+	t.ratios.Store(&blockRatios{avgdl: st.avgdl, k1: st.k1, b: st.b, lucene: st.lucene, r: r})
 	return r
 }
 

@@ -9,11 +9,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentmem/memory/internal/rank"
 	"github.com/agentmem/memory/internal/store"
@@ -57,6 +59,17 @@ func recoverCorrupt(err *error, what string) {
 	}
 }
 
+// Scoring modes of [Options].Scoring.
+const (
+	// ScoringClassic is textbook BM25: idf·f·(k1+1)/(f + k1·(1 − b + b·dl/avgdl)) with
+	// exact lengths.
+	ScoringClassic = ""
+	// ScoringLucene is Lucene 8's BM25Similarity: idf·f/(f + k1·(1 − b + b·L(dl)/avgdl)),
+	// L(dl) the length its one-byte norm encodes (exact below 24, four significant bits
+	// above), float32 arithmetic.
+	ScoringLucene = "lucene"
+)
+
 // Defaults of [Options].
 const (
 	DefaultK1            = 0.9
@@ -79,6 +92,12 @@ type Options struct {
 	// K1 and B are the BM25 constants. Both zero selects the defaults; otherwise both are
 	// taken as given (b 0 turns length normalisation off). K1 must be >= 0, B in [0, 1].
 	K1, B float64
+	// Scoring is the BM25 formula: "" (ScoringClassic) the textbook one, with exact
+	// document lengths and the (k1+1) factor; ScoringLucene Lucene 8's BM25Similarity
+	// (no k1+1, lengths as its one-byte norms keep them, float32 idf and normalisation),
+	// which with LuceneEnglishAnalyzer ranks as Lucene, Anserini and Pyserini do. Scoring
+	// is read at query time: an index needs no rebuild to change it.
+	Scoring string
 	// MaxQueryTerms caps the distinct analysed terms of a query (0 = 1,024). A query over it
 	// fails with ErrQueryTooManyTerms.
 	MaxQueryTerms int
@@ -141,6 +160,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, err
 	}
 	o.Analyzer = name
+	if o.Scoring != ScoringClassic && o.Scoring != ScoringLucene {
+		return o, fmt.Errorf("%w: scoring %q (want %q or %q)", ErrBM25Option, o.Scoring, ScoringClassic, ScoringLucene)
+	}
 	switch {
 	case math.IsNaN(o.K1) || math.IsInf(o.K1, 0) || o.K1 < 0:
 		return o, fmt.Errorf("%w: k1 %v (want a finite value >= 0)", ErrBM25Option, o.K1)
@@ -437,6 +459,16 @@ func (b *Index) Count() (n uint64, err error) {
 func (b *Index) Close() (err error) {
 	defer recoverCorrupt(&err, "close")
 	defer b.postings.release()
+	if !b.opts.ReadOnly {
+		// The segments this writer leaves get complete block metadata (blockmeta.go).
+		t := time.Now()
+		st, err := b.WriteBlockMeta(context.Background())
+		if err != nil {
+			slog.Warn("hybrid: cannot write block metadata (queries compute it when first needed)", "err", err)
+		} else if st.Segments > 0 {
+			slog.Debug("hybrid: wrote block metadata", "segments", st.Segments, "terms", st.Terms, "postings", st.Postings, "bytes", st.Bytes, "took", time.Since(t))
+		}
+	}
 	if b.shadow != "" {
 		b.shadowCleanup.Stop()
 		defer os.RemoveAll(b.shadow)

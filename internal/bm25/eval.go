@@ -24,6 +24,9 @@ import (
 //	score(d) = Σ_t count(t, q) · idf(t) · f·(k1+1) / (f + k1·(1 − b + b·dl/avgdl))
 //	idf(t)   = ln(1 + (N − n + 0.5)/(n + 0.5))
 //
+// (ScoringLucene drops the constant k1+1 and scores with dl as Lucene's one-byte norm
+// keeps it, as Lucene 8's BM25Similarity does; see snapStats.kOf.)
+//
 // with f the raw term frequency, dl the document's analysed body length (tokens after stop
 // words; zap v16 stores it as each posting's norm), avgdl the mean dl over live documents
 // (from the length field, see bm25_stats.go), N the live document count and n the live
@@ -304,7 +307,7 @@ func (s *sharedBound) raise(v float64) {
 // searchSnapshot scores the analysed query terms over snap and returns the top k of the
 // documents r allows.
 func (b *Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, terms []termCount, k int, r restriction) ([]Hit, error) {
-	st, err := b.stats.stats(snap, b.opts.K1, b.opts.B)
+	st, err := b.stats.stats(snap, b.opts.K1, b.opts.B, b.opts.Scoring == ScoringLucene)
 	if err != nil {
 		return nil, fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
 	}
@@ -369,7 +372,8 @@ func (b *Index) restrictBits(ctx context.Context, e *evalState, snap *scorch.Ind
 
 // termWeights looks up every query term's postings list in every segment (kept in e's
 // cursors) and returns each term's weight: its count in the query times its idf over the
-// live documents times k1+1 (0 for a term no document holds).
+// live documents times k1+1 (0 for a term no document holds). With ScoringLucene the
+// weight is Lucene 8's: no k1+1 (a constant factor, the same order), idf a float32.
 func (e *evalState) termWeights(st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount) ([]float64, error) {
 	k1p1 := st.k1 + 1
 	weights := make([]float64, len(terms))
@@ -394,7 +398,12 @@ func (e *evalState) termWeights(st *snapStats, segs []*scorch.SegmentSnapshot, t
 		}
 		if df > 0 {
 			dff := float64(df)
-			weights[ti] = float64(tc.count) * math.Log(1+(st.n-dff+0.5)/(dff+0.5)) * k1p1
+			idf := math.Log(1 + (st.n-dff+0.5)/(dff+0.5))
+			if st.lucene {
+				weights[ti] = float64(float32(tc.count) * float32(idf))
+			} else {
+				weights[ti] = float64(tc.count) * idf * k1p1
+			}
 		}
 	}
 	return weights, nil
@@ -1016,6 +1025,7 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 				return fmt.Errorf("%w: postings %q: %v", ErrBM25, term, err)
 			}
 			cache.decoded.Add(tb.total)
+			cache.metaPasses.Add(1)
 			tb = cache.addTerms(ss, term, tb)
 			for i, blk := range blks {
 				if blk != nil && i < len(tb.slots) && tb.slots[i].Load() == nil {

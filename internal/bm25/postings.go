@@ -63,6 +63,7 @@ type postingsCache struct {
 	hits, misses atomic.Uint64
 	decoded      atomic.Uint64 // postings read from zap (block decodes and metadata passes)
 	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (lookupDirect)
+	metaPasses   atomic.Uint64 // lists whose block metadata a query computed (not in a sidecar)
 	// full is set once the cache has had to evict (or to refuse) a block: from then on a
 	// block probed for a few documents has its postings read alone rather than decoded
 	// (blockCursor.lookup). While everything queries decode fits, decoding it once and

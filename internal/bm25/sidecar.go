@@ -24,15 +24,21 @@ import (
 // only ever trusted through both checks, and what is missing is computed from the postings
 // again (and each decoded block is checked against it, see blockSource.decode).
 //
-//	file   = magic "MBMX" | version 1 | segment size u64 | segment CRC u32 | CRC-32 of the 17 bytes before, u32 | record*
+//	file   = magic "MBMX" | version 1 or 2 | segment size u64 | segment CRC u32 | CRC-32 of the 17 bytes before, u32 | record*
 //	record = uvarint payload length | payload | CRC-32 of payload, u32
 //	payload = uvarint term length | term | uvarint cs | uvarint total | uvarint blocks | (uvarint count | uvarint pairs | (uvarint f | uvarint dl)*)*
 //
 // Only lists of more than one block are recorded (a one-block list is decoded whole anyway).
+// A version 2 file is complete: written whole by WriteBlockMeta when the segment was, it
+// holds every list of at least blockMetaMinPostings postings (smaller ones are computed
+// when first queried, which reads a few blocks at most, and appended as in version 1).
 
 const sidecarExt = ".bmx"
 
-var sidecarMagic = []byte("MBMX\x01")
+var (
+	sidecarMagic         = []byte("MBMX\x01")
+	sidecarMagicComplete = []byte("MBMX\x02")
+)
 
 const sidecarHeader = 5 + 8 + 4 + 4
 
@@ -53,6 +59,12 @@ type segFile struct {
 // sidecarHead returns the header naming seg, and the sidecar path; ok false when seg is
 // not a segment file.
 func sidecarHead(seg segment.Segment) (path string, head []byte, ok bool) {
+	return sidecarHeadOf(seg, sidecarMagic)
+}
+
+// sidecarHeadOf is sidecarHead with the magic and version magic (sidecarMagicComplete:
+// the head of a complete file).
+func sidecarHeadOf(seg segment.Segment, magic []byte) (path string, head []byte, ok bool) {
 	ps, isFile := seg.(persistedSegment)
 	if !isFile || ps.Path() == "" {
 		return "", nil, false
@@ -61,11 +73,18 @@ func sidecarHead(seg segment.Segment) (path string, head []byte, ok bool) {
 	if err != nil {
 		return "", nil, false
 	}
-	head = append([]byte{}, sidecarMagic...)
+	head = append([]byte{}, magic...)
 	head = binary.BigEndian.AppendUint64(head, uint64(fi.Size()))
 	head = binary.BigEndian.AppendUint32(head, ps.CRC())
 	head = binary.BigEndian.AppendUint32(head, crc32.ChecksumIEEE(head))
 	return ps.Path() + sidecarExt, head, true
+}
+
+// completeHead returns head (a version 1 head) as the head of a complete file.
+func completeHead(head []byte) []byte {
+	h := append([]byte{}, sidecarMagicComplete...)
+	h = append(h, head[len(sidecarMagic):sidecarHeader-4]...)
+	return binary.BigEndian.AppendUint32(h, crc32.ChecksumIEEE(h))
 }
 
 // loadSidecar reads the records of seg's sidecar, calling put for each. It returns the
@@ -87,7 +106,7 @@ func loadSidecar(seg segment.Segment, readOnly bool, put func(term string, tb *t
 		}
 		return sf
 	}
-	if len(data) < sidecarHeader || !bytes.Equal(data[:sidecarHeader], head) {
+	if len(data) < sidecarHeader || (!bytes.Equal(data[:sidecarHeader], head) && !bytes.Equal(data[:sidecarHeader], completeHead(head))) {
 		slog.Warn("hybrid: block metadata sidecar names another segment; recomputing", "path", path)
 		if !readOnly {
 			_ = os.Remove(path)

@@ -3,6 +3,8 @@ package bm25
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	mathbits "math/bits"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -32,6 +34,7 @@ type snapStats struct {
 	maxDoc int      // global document numbers are < maxDoc
 	offs   []uint64 // global number of each segment's first document
 	k1, b  float64
+	lucene bool      // ScoringLucene: lengths quantised to Lucene's norm byte, no k1+1
 	ktab   []float64 // kOf for lengths below len(ktab)
 }
 
@@ -39,7 +42,9 @@ type snapStats struct {
 const ktabSize = 4096
 
 // kOf is BM25's length normalisation of a document of analysed length dl:
-// k1·(1 − b + b·dl/avgdl), rounded to float32 as the scores have always been computed.
+// k1·(1 − b + b·dl/avgdl), rounded to float32 as the scores have always been computed;
+// with ScoringLucene, dl is first rounded to what Lucene's one-byte norm keeps (lucenedl)
+// and the expression is evaluated in float32 as Lucene's BM25Similarity does.
 func (st *snapStats) kOf(dl uint64) float64 {
 	if dl < uint64(len(st.ktab)) {
 		return st.ktab[dl]
@@ -48,6 +53,13 @@ func (st *snapStats) kOf(dl uint64) float64 {
 }
 
 func (st *snapStats) kSlow(dl uint64) float64 {
+	if st.lucene {
+		k1, b, avgdl := float32(st.k1), float32(st.b), float32(st.avgdl)
+		if avgdl == 0 {
+			return float64(k1 * (1 - b))
+		}
+		return float64(k1 * ((1 - b) + b*float32(lucenedl(dl))/avgdl))
+	}
 	dlr := 0.0
 	if st.avgdl > 0 {
 		dlr = float64(dl) / st.avgdl
@@ -103,12 +115,12 @@ func segmentTotal(seg segment.Segment, del *roaring.Bitmap) (uint64, error) {
 	}
 }
 
-// stats returns the scoring statistics of snap for k1 and b, computing them when the
-// snapshot changed.
-func (c *statsCache) stats(snap *scorch.IndexSnapshot, k1, b float64) (*snapStats, error) {
+// stats returns the scoring statistics of snap for k1, b and the scoring mode (lucene:
+// ScoringLucene), computing them when the snapshot or the parameters changed.
+func (c *statsCache) stats(snap *scorch.IndexSnapshot, k1, b float64, lucene bool) (*snapStats, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if l := c.last; l != nil && l.snap == snap && l.k1 == k1 && l.b == b {
+	if l := c.last; l != nil && l.snap == snap && l.k1 == k1 && l.b == b && l.lucene == lucene {
 		return l, nil
 	}
 	segs := snap.Segments()
@@ -156,9 +168,12 @@ func (c *statsCache) stats(snap *scorch.IndexSnapshot, k1, b float64) (*snapStat
 	if err != nil {
 		return nil, err
 	}
-	st := &snapStats{snap: snap, n: float64(n), maxDoc: int(maxDoc), offs: offs, k1: k1, b: b}
+	st := &snapStats{snap: snap, n: float64(n), maxDoc: int(maxDoc), offs: offs, k1: k1, b: b, lucene: lucene}
 	if n > 0 {
 		st.avgdl = float64(totalLen) / float64(n)
+	}
+	if lucene {
+		st.avgdl = float64(float32(st.avgdl)) // Lucene's avgFieldLength is a float
 	}
 	st.ktab = make([]float64, ktabSize)
 	for dl := range st.ktab {
@@ -166,4 +181,23 @@ func (c *statsCache) stats(snap *scorch.IndexSnapshot, k1, b float64) (*snapStat
 	}
 	c.last = st
 	return st, nil
+}
+
+// lucenedl is the document length Lucene 8's BM25Similarity scores with: the length as its
+// one-byte norm keeps it (SmallFloat.intToByte4, decoded by byte4ToInt): exact below 24,
+// above that the four most significant bits, rounded down.
+func lucenedl(dl uint64) uint64 {
+	const free = 24 // 255 − intToByte4's code of the largest int: lengths kept exactly
+	if dl < free {
+		return dl
+	}
+	if dl > math.MaxInt32 {
+		dl = math.MaxInt32
+	}
+	v := dl - free
+	if v < 8 {
+		return dl // a subnormal code: exact
+	}
+	shift := mathbits.Len64(v) - 4
+	return free + (v>>shift)<<shift
 }

@@ -2,13 +2,17 @@ package bm25
 
 import (
 	"bytes"
+	"fmt"
 	"hash/maphash"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/token/stop"
 	"github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/registry"
 	porterstemmer "github.com/blevesearch/go-porterstemmer"
@@ -75,23 +79,29 @@ func (f cachedPorter) Filter(input analysis.TokenStream) analysis.TokenStream {
 var (
 	stems     = newStemCache()
 	englishMu sync.Mutex
-	english   analysis.Analyzer
+	english   = map[string]analysis.Analyzer{} // by name: en, en_lucene
 )
 
 // cachedEnglish returns Bleve's English analyzer ("en") with its Porter stemmer replaced by
-// the cached one and its tokenizer by asciiTokenizer (bm25_tokenize.go); nil when the analyzer cannot be built (then the caller uses Bleve's).
-func cachedEnglish() analysis.Analyzer {
+// the cached one and its tokenizer by asciiTokenizer (bm25_tokenize.go); with lucene, its
+// stop filter too, by one of Lucene's 33 English stop words (LuceneEnglishAnalyzer). nil
+// when the analyzer cannot be built (then the caller uses Bleve's).
+func cachedEnglish(lucene bool) analysis.Analyzer {
+	name := en.AnalyzerName
+	if lucene {
+		name = LuceneEnglishAnalyzer
+	}
 	englishMu.Lock()
 	defer englishMu.Unlock()
-	if english != nil {
-		return english
+	if a := english[name]; a != nil {
+		return a
 	}
 	a, err := registry.NewCache().AnalyzerNamed(en.AnalyzerName)
 	if err != nil {
 		return nil
 	}
 	da, ok := a.(*analysis.DefaultAnalyzer)
-	if !ok || len(da.TokenFilters) == 0 {
+	if !ok || len(da.TokenFilters) != 4 {
 		return nil
 	}
 	if _, ok := da.TokenFilters[len(da.TokenFilters)-1].(*porter.PorterStemmer); !ok {
@@ -99,10 +109,67 @@ func cachedEnglish() analysis.Analyzer {
 	}
 	filters := append([]analysis.TokenFilter(nil), da.TokenFilters...)
 	filters[len(filters)-1] = cachedPorter{cache: stems}
+	if lucene {
+		filters[2] = luceneStop{stop.NewStopTokensFilter(luceneStopWords())}
+	}
 	tok := da.Tokenizer
 	if _, ok := tok.(*unicode.UnicodeTokenizer); ok {
 		tok = asciiTokenizer{fallback: tok} // the same tokens, ASCII segmented directly
 	}
-	english = &analysis.DefaultAnalyzer{CharFilters: da.CharFilters, Tokenizer: tok, TokenFilters: filters}
-	return english
+	built := &analysis.DefaultAnalyzer{CharFilters: da.CharFilters, Tokenizer: tok, TokenFilters: filters}
+	english[name] = built
+	return built
+}
+
+// init registers LuceneEnglishAnalyzer with Bleve, built from Bleve's own parts (the
+// reference that cachedEnglish(true) must match, TestAnalyzersMatchBleve): Bleve's English
+// analyzer with Lucene's stop words.
+func init() {
+	err := registry.RegisterAnalyzer(LuceneEnglishAnalyzer, func(config map[string]any, cache *registry.Cache) (analysis.Analyzer, error) {
+		a, err := cache.AnalyzerNamed(en.AnalyzerName)
+		if err != nil {
+			return nil, err
+		}
+		da, ok := a.(*analysis.DefaultAnalyzer)
+		if !ok || len(da.TokenFilters) != 4 {
+			return nil, fmt.Errorf("bleve's %q analyzer is not laid out as expected", en.AnalyzerName)
+		}
+		filters := slices.Clone(da.TokenFilters)
+		filters[2] = luceneStop{stop.NewStopTokensFilter(luceneStopWords())}
+		return &analysis.DefaultAnalyzer{CharFilters: da.CharFilters, Tokenizer: da.Tokenizer, TokenFilters: filters}, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+}
+
+// luceneStop is the stop filter of LuceneEnglishAnalyzer: Lucene's stop words go, and so
+// do tokens of connector punctuation alone ("_", "__"), which Bleve's segmenter keeps as
+// words and Lucene's StandardTokenizer does not (it keeps a word only with a letter or a
+// digit in it; TestLuceneEnglishMatchesLucene).
+type luceneStop struct{ words *stop.StopTokensFilter }
+
+// Filter drops the stop words and the tokens of underscores alone from input.
+func (f luceneStop) Filter(input analysis.TokenStream) analysis.TokenStream {
+	input = f.words.Filter(input)
+	j := 0
+	for _, t := range input {
+		if len(strings.Trim(string(t.Term), "_")) == 0 {
+			continue
+		}
+		input[j] = t
+		j++
+	}
+	return input[:j]
+}
+
+// luceneStopWords are Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (Lucene 8): 33 words,
+// where Bleve's English analyzer removes 174.
+func luceneStopWords() analysis.TokenMap {
+	m := analysis.NewTokenMap()
+	for _, w := range strings.Fields(`a an and are as at be but by for if in into is it no not of on or
+		such that the their then there these they this to was will with`) {
+		m.AddToken(w)
+	}
+	return m
 }

@@ -26,7 +26,7 @@ func TestCachedAnalyzerMatchesBleve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours := cachedEnglish()
+	ours := cachedEnglish(false)
 	if ours == nil {
 		t.Fatal("cachedEnglish: nil")
 	}
@@ -100,7 +100,7 @@ func BenchmarkAnalyzer(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		a    analysis.Analyzer
-	}{{"bleve", ref}, {"cached", cachedEnglish()}} {
+	}{{"bleve", ref}, {"cached", cachedEnglish(false)}} {
 		b.Run(c.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				for _, t := range texts {
@@ -119,7 +119,7 @@ func BenchmarkAnalyzerParallel(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		a    analysis.Analyzer
-	}{{"bleve", ref}, {"cached", cachedEnglish()}} {
+	}{{"bleve", ref}, {"cached", cachedEnglish(false)}} {
 		b.Run(c.name, func(b *testing.B) {
 			var next atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
