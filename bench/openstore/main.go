@@ -69,6 +69,9 @@ func main() {
 	}
 	first := time.Since(t)
 	fmt.Printf("open %v, RSS after open %s; first %s query %v, RSS after it %s (RssAnon %s)\n", open, afterOpen, *mode, first, rss(), status("RssAnon:"))
+	if os.Getenv("OPENSTORE_MAPS") != "" {
+		printMappedFiles()
+	}
 	if *again > 0 {
 		words := strings.Fields("cells protein tumor growth gene blood brain study patients risk")
 		t = time.Now()
@@ -98,4 +101,33 @@ func status(field string) string {
 		}
 	}
 	return "?"
+}
+
+// printMappedFiles prints each mapped file's resident kB (/proc/self/smaps, Linux), for
+// finding what a first query reads (OPENSTORE_MAPS=1).
+func printMappedFiles() {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return
+	}
+	res := map[string]int{}
+	name := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-"):
+			name = f[5]
+		case len(f) == 1 && strings.Contains(f[0], "-"):
+			name = "[anon]"
+		case len(f) >= 2 && f[0] == "Rss:":
+			var kb int
+			fmt.Sscan(f[1], &kb)
+			res[name] += kb
+		}
+	}
+	for n, kb := range res {
+		if kb >= 1024 {
+			fmt.Printf("  %8d kB %s\n", kb, n)
+		}
+	}
 }

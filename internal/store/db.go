@@ -155,8 +155,14 @@ func (db *DB) encodeVector(uid string, v []float32) ([]byte, error) {
 	return EncodeVector(uid, v), nil
 }
 
-// Close closes the file and releases its lock.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close closes the file and releases its lock. A writable store first takes the census of
+// the file it leaves, and records it when clean (verified.go).
+func (db *DB) Close() error {
+	if db.ro {
+		return db.bolt.Close()
+	}
+	return db.closeVerified()
+}
 
 // ReadOnly reports whether db was opened read-only.
 func (db *DB) ReadOnly() bool { return db.ro }

@@ -57,6 +57,12 @@ type pageElem struct {
 // many pages p spans, hwm the file's high water mark. The error says what is wrong, without
 // the page id (the caller names it).
 func parsePage(p []byte, id uint64, pages int64, pageSize int64, hwm uint64) (leaf bool, elems []pageElem, err error) {
+	return parsePageInto(nil, p, id, pages, pageSize, hwm)
+}
+
+// parsePageInto is parsePage returning the elements in buf's array when it has room (a
+// walk reuses one buffer a level of its tree).
+func parsePageInto(buf []pageElem, p []byte, id uint64, pages int64, pageSize int64, hwm uint64) (leaf bool, elems []pageElem, err error) {
 	if len(p) < pageHeaderSize {
 		return false, nil, fmt.Errorf("%d bytes, shorter than a page header", len(p))
 	}
@@ -79,7 +85,11 @@ func parsePage(p []byte, id uint64, pages int64, pageSize int64, hwm uint64) (le
 	if next > len(p) {
 		return false, nil, fmt.Errorf("%d elements do not fit in its %d bytes", count, len(p))
 	}
-	elems = make([]pageElem, count)
+	if cap(buf) >= count {
+		elems = buf[:count]
+	} else {
+		elems = make([]pageElem, count)
+	}
 	for i := range count {
 		h := p[pageHeaderSize+i*elemSize:]
 		var e pageElem
@@ -150,15 +160,17 @@ func nonZero(b []byte) int {
 // pageWalk walks the pages of a bbolt file from its root bucket (pageCheck).
 type pageWalk struct {
 	r        io.ReaderAt
+	data     []byte // the file mapped read-only, when it is (readPage reads from it)
 	pageSize int64
 	hwm      uint64
 	seen     []uint64 // bit per page: reached
 	findings []string
 	more     int // findings past max
 	max      int
-	shallow  bool     // sub-buckets on pages of their own are not walked
-	logged   bool     // reach appends to log
-	log      []uint64 // the pages reached, when logged
+	shallow  bool         // sub-buckets on pages of their own are not walked
+	logged   bool         // reach appends to log
+	log      []uint64     // the pages reached, when logged
+	levels   [][]pageElem // element buffers by tree level, reused (parsedAt)
 }
 
 // finding records one thing wrong (at most max are kept; the rest are counted).
@@ -179,9 +191,16 @@ func (w *pageWalk) reach(id uint64) {
 }
 
 // readPage reads page id with its overflow pages; the error says why it cannot be read.
+// The page is shared with the file's mapping when there is one: callers never modify it.
 func (w *pageWalk) readPage(id uint64) ([]byte, int64, error) {
+	off := int64(id) * w.pageSize
 	var h [pageHeaderSize]byte
-	if _, err := w.r.ReadAt(h[:], int64(id)*w.pageSize); err != nil {
+	if w.data != nil {
+		if off+pageHeaderSize > int64(len(w.data)) {
+			return nil, 0, fmt.Errorf("cannot be read: past the end of the file (%d bytes)", len(w.data))
+		}
+		copy(h[:], w.data[off:])
+	} else if _, err := w.r.ReadAt(h[:], off); err != nil {
 		return nil, 0, fmt.Errorf("cannot be read: %v", err)
 	}
 	overflow := uint64(binary.LittleEndian.Uint32(h[12:]))
@@ -189,6 +208,12 @@ func (w *pageWalk) readPage(id uint64) ([]byte, int64, error) {
 		return nil, 0, fmt.Errorf("its %d overflow pages run past the last page (%d)", overflow, w.hwm)
 	}
 	pages := int64(overflow) + 1
+	if w.data != nil {
+		if end := off + pages*w.pageSize; end <= int64(len(w.data)) {
+			return w.data[off:end:end], pages, nil
+		}
+		return nil, 0, fmt.Errorf("cannot be read: its %d pages run past the end of the file (%d bytes)", pages, len(w.data))
+	}
 	p := make([]byte, pages*w.pageSize)
 	if _, err := w.r.ReadAt(p, int64(id)*w.pageSize); err != nil {
 		return nil, 0, fmt.Errorf("cannot be read: %v", err)

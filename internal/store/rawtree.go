@@ -46,7 +46,18 @@ func rawWalk(tx *bolt.Tx) (w *pageWalk, done func(), err error) {
 	}
 	ps := int64(tx.DB().Info().PageSize)
 	hwm := uint64(tx.Size()) / uint64(ps)
-	return &pageWalk{r: f, pageSize: ps, hwm: hwm, seen: make([]uint64, (hwm+63)/64), max: 1}, func() { f.Close() }, nil
+	w = &pageWalk{r: f, pageSize: ps, hwm: hwm, seen: make([]uint64, (hwm+63)/64), max: 1}
+	// The pages are read from a read-only mapping of the file where there is one (no
+	// system call or copy a page: a census reads a thousand of them), else with ReadAt.
+	unmap := func() {}
+	if fi, err := f.Stat(); err == nil {
+		w.data, unmap = mapFile(f, fi.Size())
+	}
+	return w, func() {
+		w.data = nil
+		unmap()
+		f.Close()
+	}, nil
 }
 
 // corrupt is an error wrapping ErrCorrupt.
@@ -66,6 +77,29 @@ func (w *pageWalk) parsed(id uint64, bucket string) (leaf bool, elems []pageElem
 	leaf, elems, err = parsePage(p, id, pages, w.pageSize, w.hwm)
 	if err != nil {
 		return false, nil, corrupt("page %d (bucket %s): %v", id, bucket, err)
+	}
+	return leaf, elems, nil
+}
+
+// parsedAt is parsed with the elements in the buffer of tree level lvl: valid until the
+// next page parsed at that level.
+func (w *pageWalk) parsedAt(id uint64, bucket string, lvl int) (leaf bool, elems []pageElem, err error) {
+	if id < 2 || id >= w.hwm {
+		return false, nil, corrupt("bucket %s points to page %d, not a data page of the file's %d", bucket, id, w.hwm)
+	}
+	p, pages, err := w.readPage(id)
+	if err != nil {
+		return false, nil, corrupt("page %d (bucket %s): %v", id, bucket, err)
+	}
+	for len(w.levels) <= lvl {
+		w.levels = append(w.levels, nil)
+	}
+	leaf, elems, err = parsePageInto(w.levels[lvl], p, id, pages, w.pageSize, w.hwm)
+	if err != nil {
+		return false, nil, corrupt("page %d (bucket %s): %v", id, bucket, err)
+	}
+	if cap(elems) > cap(w.levels[lvl]) {
+		w.levels[lvl] = elems[:0]
 	}
 	return leaf, elems, nil
 }
@@ -201,7 +235,7 @@ func (w *pageWalk) checkBranches(b rawBucket) error {
 			if d > maxTreeDepth {
 				return corrupt("bucket %s: more than %d levels of pages (they point in a cycle)", b.name, maxTreeDepth)
 			}
-			leaf, elems, err := w.parsed(id, b.name)
+			leaf, elems, err := w.parsedAt(id, b.name, 0)
 			if err != nil {
 				return err
 			}
@@ -224,7 +258,7 @@ func (w *pageWalk) checkBranches(b rawBucket) error {
 			return corrupt("page %d (bucket %s) is reached twice (damaged page ids)", id, b.name)
 		}
 		w.reach(id)
-		leaf, elems, err := w.parsed(id, b.name)
+		leaf, elems, err := w.parsedAt(id, b.name, lvl)
 		if err != nil {
 			return err
 		}
@@ -400,6 +434,7 @@ type census struct {
 	err     error            // the top-level buckets are damaged: every collection is
 	damaged map[string]error // collections whose trees name pages wrongly
 	txid    int              // the transaction it was taken in
+	vouched bool             // not taken: the file's census record vouched for it
 }
 
 // covers reports whether the census, taken in tx itself, checked the branch pages of
@@ -411,9 +446,19 @@ func (c *census) covers(tx *bolt.Tx, name string) bool {
 
 // censusOf returns the census of db, taken in tx on the first call.
 func (db *DB) censusOf(tx *bolt.Tx) *census {
-	db.censusOnce.Do(func() { db.census = takeCensus(tx, !db.ro) })
+	db.censusOnce.Do(func() {
+		if verified(db.path, uint64(tx.ID())) {
+			db.census = &census{damaged: map[string]error{}, txid: tx.ID(), vouched: true}
+			return
+		}
+		db.census = takeCensus(tx, !db.ro)
+	})
 	return db.census
 }
+
+// CensusVouched reports whether this process took the census of the store as read, from
+// the record of the writer that closed it last (verified.go): for tests.
+func (db *DB) CensusVouched() bool { return db.census != nil && db.census.vouched }
 
 // censusErr is what the census of db says of collection name: nil when nothing is wrong.
 func (db *DB) censusErr(tx *bolt.Tx, name string) error {
@@ -500,7 +545,7 @@ func takeCensus(tx *bolt.Tx, writable bool) *census {
 	}
 	// branches names the pages of a collection's bucket tree as checkBranches reads them
 	// (its branch pages, and its leaves by id).
-	mark := &pageWalk{r: w.r, pageSize: w.pageSize, hwm: w.hwm, seen: make([]uint64, len(w.seen)), max: 1, logged: true}
+	mark := &pageWalk{r: w.r, data: w.data, pageSize: w.pageSize, hwm: w.hwm, seen: make([]uint64, len(w.seen)), max: 1, logged: true}
 	branches := func(b rawBucket, t int32) error {
 		if b.root == 0 {
 			return nil
