@@ -205,21 +205,25 @@ func (c *postingsCache) terms(ss *scorch.SegmentSnapshot, term string) *termBloc
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := ss.Id()
-	if c.files[id] == nil {
-		c.files[id] = loadSidecar(ss.Segment(), c.readOnly, func(t string, tb *termBlocks) {
-			k := postingsKey{seg: id, term: t}
-			if old := c.meta[k]; old != nil {
-				c.metaBytes -= old.bytes
-				c.forgetBlocks(old)
-			}
-			c.meta[k] = tb
-			c.metaBytes += tb.bytes
-		})
-		if c.metaBytes > c.metaCap {
-			c.shedMeta(postingsKey{seg: id, term: term})
-		}
+	sf := c.files[id]
+	if sf == nil {
+		sf = loadSidecar(ss.Segment(), c.readOnly)
+		c.files[id] = sf
 	}
-	return c.meta[postingsKey{seg: id, term: term}]
+	k := postingsKey{seg: id, term: term}
+	if tb := c.meta[k]; tb != nil {
+		return tb
+	}
+	tb := sf.lookup(term)
+	if tb == nil {
+		return nil
+	}
+	c.meta[k] = tb
+	c.metaBytes += tb.bytes
+	if c.metaBytes > c.metaCap {
+		c.shedMeta(k)
+	}
+	return tb
 }
 
 // addTerms records tb as term's metadata in ss (unless another query did first) and, for a
@@ -246,7 +250,7 @@ func (c *postingsCache) addTerms(ss *scorch.SegmentSnapshot, term string, tb *te
 
 // shedMeta drops block metadata (and its cached blocks) until metaBytes is under half of
 // metaCap, one-block lists first (rebuilt by decoding their one block), keeping keep (c.mu
-// held). A segment that loses a recorded list has its sidecar read again when next used.
+// held). A recorded list shed is parsed again from its segment's sidecar when next used.
 func (c *postingsCache) shedMeta(keep postingsKey) {
 	for _, oneBlock := range []bool{true, false} {
 		for k, tb := range c.meta {
@@ -263,9 +267,6 @@ func (c *postingsCache) shedMeta(keep postingsKey) {
 					c.retire(b)
 				}
 			}
-			if !oneBlock {
-				delete(c.files, k.seg)
-			}
 		}
 	}
 }
@@ -281,6 +282,9 @@ func (c *postingsCache) dropTerms(ss *scorch.SegmentSnapshot, term string) {
 		delete(c.meta, k)
 		c.metaBytes -= tb.bytes
 		c.forgetBlocks(tb)
+	}
+	if sf := c.files[id]; sf != nil {
+		sf.forget()
 	}
 	if sf := c.files[id]; sf != nil && sf.path != "" {
 		sf.mu.Lock()

@@ -50,10 +50,12 @@ type persistedSegment interface {
 
 // segFile is one segment's sidecar.
 type segFile struct {
-	path string // the sidecar's path; "" when the segment is not a file or the index is read-only
-	head []byte // the header the sidecar must start with
-	mu   sync.Mutex
-	bad  bool
+	path  string         // the sidecar's path; "" when the segment is not a file or the index is read-only
+	head  []byte         // the header the sidecar must start with
+	data  []byte         // the file's bytes when it was read
+	index map[string]int // term -> offset of its record in data (parsed on lookup)
+	mu    sync.Mutex
+	bad   bool
 }
 
 // sidecarHead returns the header naming seg, and the sidecar path; ok false when seg is
@@ -87,10 +89,13 @@ func completeHead(head []byte) []byte {
 	return binary.BigEndian.AppendUint32(h, crc32.ChecksumIEEE(h))
 }
 
-// loadSidecar reads the records of seg's sidecar, calling put for each. It returns the
-// segFile to append new records to (path "" when nothing may be written). A sidecar naming
-// another segment is removed; one with a damaged record is cut before it (unless readOnly).
-func loadSidecar(seg segment.Segment, readOnly bool, put func(term string, tb *termBlocks)) *segFile {
+// loadSidecar reads seg's sidecar and indexes its records by term, without parsing them:
+// a record is parsed, and its CRC checked, when a query first needs its term (lookup), so
+// opening an index costs a scan of the records' lengths, not the decoding of every list's
+// metadata. It returns the segFile to look records up in and to append new ones to (path
+// "" when nothing may be written). A sidecar naming another segment is removed; one whose
+// record lengths run off its end is cut before the damage (unless readOnly).
+func loadSidecar(seg segment.Segment, readOnly bool) *segFile {
 	path, head, ok := sidecarHead(seg)
 	if !ok {
 		return &segFile{}
@@ -113,20 +118,79 @@ func loadSidecar(seg segment.Segment, readOnly bool, put func(term string, tb *t
 		}
 		return sf
 	}
+	sf.data, sf.index = data, map[string]int{}
 	off := sidecarHeader
 	for off < len(data) {
-		term, tb, n := parseSidecarRecord(data[off:])
+		term, n := scanSidecarRecord(data[off:])
 		if n == 0 {
-			slog.Warn("hybrid: block metadata sidecar damaged; cutting it", "path", path, "offset", off)
-			if !readOnly {
-				_ = os.Truncate(path, int64(off))
-			}
+			sf.cut(off, "its record lengths are damaged")
 			break
 		}
-		put(term, tb)
+		sf.index[term] = off // a later record of a term replaces an earlier one
 		off += n
 	}
 	return sf
+}
+
+// scanSidecarRecord returns the term and length of the record at the start of b without
+// checking its payload; n is 0 when its lengths do not fit in b.
+func scanSidecarRecord(b []byte) (term string, n int) {
+	plen, k := binary.Uvarint(b)
+	if k <= 0 || plen > uint64(len(b)-k) || uint64(len(b)-k)-plen < 4 {
+		return "", 0
+	}
+	p := b[k : k+int(plen)]
+	tl, j := binary.Uvarint(p)
+	if j <= 0 || tl > uint64(len(p)-j) {
+		return "", 0
+	}
+	return string(p[j : j+int(tl)]), k + int(plen) + 4
+}
+
+// lookup returns the metadata the sidecar records for term, parsed and checked now; nil
+// when it has none, or when its record is damaged (then the file is cut before it, and the
+// records after it are forgotten: computed again when needed, and appended).
+func (sf *segFile) lookup(term string) *termBlocks {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	off, ok := sf.index[term]
+	if !ok {
+		return nil
+	}
+	t, tb, n := parseSidecarRecord(sf.data[off:])
+	if n == 0 || t != term {
+		sf.cut(off, "a record fails its checksum")
+		return nil
+	}
+	return tb
+}
+
+// cut forgets the records from offset off of the sidecar's bytes and, on a writable index,
+// cuts the file there and marks it incomplete (the writer's next Close completes it
+// again); why says what was wrong (sf.mu held, or sf not shared yet).
+func (sf *segFile) cut(off int, why string) {
+	slog.Warn("hybrid: block metadata sidecar damaged; cutting it", "path", sf.path, "offset", off, "why", why)
+	for t, o := range sf.index {
+		if o >= off {
+			delete(sf.index, t)
+		}
+	}
+	if sf.path == "" {
+		return
+	}
+	if err := os.Truncate(sf.path, int64(off)); err == nil && bytes.HasPrefix(sf.data, sidecarMagicComplete) {
+		if f, err := os.OpenFile(sf.path, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteAt(sf.head, 0)
+			f.Close()
+		}
+	}
+}
+
+// forget drops every record the sidecar indexes (its file was removed).
+func (sf *segFile) forget() {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	sf.data, sf.index = nil, nil
 }
 
 // parseSidecarRecord parses one record; n is 0 when it is damaged or incomplete.
