@@ -16,7 +16,7 @@ import (
 // records: a shorter list (a block or two) costs a query microseconds to read whole the
 // first time it is asked for, a long one milliseconds (a first-seen query at 21M passages
 // used to spend most of its time there).
-var blockMetaMinPostings uint64 = 2048 // a variable for tests
+var blockMetaMinPostings uint64 = 1025 // a variable for tests
 
 // BlockMetaStats is what WriteBlockMeta did.
 type BlockMetaStats struct {
