@@ -3,7 +3,9 @@ package bm25
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 
@@ -63,17 +65,18 @@ func writeSegmentBlockMeta(ctx context.Context, seg segment.Segment, st *BlockMe
 	}
 	full := completeHead(head)
 	old, _ := os.ReadFile(path)
-	if len(old) >= sidecarHeader && bytes.Equal(old[:sidecarHeader], full) {
-		return nil
-	}
-	// Keep the records an older sidecar of this segment holds (queries computed them).
+	// Keep the sound records a sidecar of this segment holds (queries computed them), up
+	// to the first damaged one; a complete one wholly sound is left as it is (queries
+	// check a record's CRC only when they need it, so this is where damage to a record no
+	// query asks for is found and repaired).
 	var buf bytes.Buffer
 	buf.Write(full)
 	known := map[string]bool{}
-	if len(old) >= sidecarHeader && bytes.Equal(old[:sidecarHeader], head) {
-		for off := sidecarHeader; off < len(old); {
-			term, _, n := parseSidecarRecord(old[off:])
-			if n == 0 {
+	if len(old) >= sidecarHeader && (bytes.Equal(old[:sidecarHeader], head) || bytes.Equal(old[:sidecarHeader], full)) {
+		off := sidecarHeader
+		for off < len(old) {
+			term, n := scanSidecarRecord(old[off:])
+			if n == 0 || !recordSound(old[off:off+n]) {
 				break
 			}
 			if !known[term] {
@@ -81,6 +84,9 @@ func writeSegmentBlockMeta(ctx context.Context, seg segment.Segment, st *BlockMe
 				buf.Write(old[off : off+n])
 			}
 			off += n
+		}
+		if off == len(old) && bytes.Equal(old[:sidecarHeader], full) {
+			return nil
 		}
 	}
 	dict, err := seg.Dictionary(bodyField)
@@ -149,4 +155,15 @@ func removeSidecarTemps(snap *scorch.IndexSnapshot) {
 		}
 		return // one directory
 	}
+}
+
+// recordSound reports whether the sidecar record rec (as scanSidecarRecord delimits it)
+// passes its CRC.
+func recordSound(rec []byte) bool {
+	plen, k := binary.Uvarint(rec)
+	if k <= 0 || uint64(len(rec)) != uint64(k)+plen+4 {
+		return false
+	}
+	p := rec[k : k+int(plen)]
+	return crc32.ChecksumIEEE(p) == binary.BigEndian.Uint32(rec[k+int(plen):])
 }
