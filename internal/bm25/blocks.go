@@ -266,6 +266,20 @@ type bytesReader interface{ BytesRead() uint64 }
 // keep is set or the list is one block. It checks that zap's chunks are the blocks it assumes (the iterator
 // loads a chunk exactly where the block changes); where they are not, the list is one block.
 func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
+	pl, err := dict.PostingsList(term, nil, src.pl)
+	if err != nil {
+		return nil, nil, err
+	}
+	src.pl, src.next = pl, -1
+	if tb, blks, ok := buildBlocksDirect(pl, src, acc, keep); ok {
+		return tb, blks, nil
+	}
+	return buildBlocksIter(dict, term, src, acc, keep)
+}
+
+// buildBlocksIter is buildBlocks through zap's postings iterator (the reference the
+// direct read is tested against, and the path for lists of other kinds).
+func buildBlocksIter(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
 	for _, tryChunks := range []bool{true, false} {
 		tb, blks, ok, err := buildBlocksOnce(dict, term, src, acc, tryChunks, keep)
 		if err != nil || ok {

@@ -3,6 +3,7 @@ package bm25
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	zap "github.com/blevesearch/zapx/v16"
 )
 
 // anyTerm is an automaton that accepts every term (a whole-dictionary iterator).
@@ -50,7 +52,7 @@ func TestZapBlocksDirect(t *testing.T) {
 			term := []byte(e.Term)
 			var acc frontAcc
 			ref := &blockSource{next: -1}
-			tb, want, err := buildBlocks(dict, term, ref, &acc, true) // zap's iterator, every block
+			tb, want, err := buildBlocksIter(dict, term, ref, &acc, true) // zap's iterator, every block
 			if err != nil {
 				t.Fatalf("%q: %v", term, err)
 			}
@@ -317,5 +319,76 @@ func TestDecodeShapes(t *testing.T) {
 				t.Fatalf("chunk %d: a frontier below frequency %d decoded: %v", iter, maxF, err)
 			}
 		}
+	}
+}
+
+// TestBuildBlocksDirect: block metadata read straight from the segment's bytes equals what
+// zap's iterator gives, list by list (counts, frontiers, kept blocks), over every term of
+// an index of chunks of 16 documents and of one of zap's default chunking; a list whose
+// bytes disagree with its bitmap is refused (the caller falls back to the iterator).
+func TestBuildBlocksDirect(t *testing.T) {
+	for _, mode := range []uint32{16, zap.DefaultChunkMode} {
+		t.Run(fmt.Sprint("chunkmode=", mode), func(t *testing.T) {
+			withChunkMode(t, mode)
+			b, _ := openRandomOnDisk(t, 3000)
+			r := snapshotReader(t, b)
+			defer r.Close()
+			var direct, multi int
+			for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
+				dict, err := ss.Segment().Dictionary(bodyField)
+				if err != nil {
+					t.Fatal(err)
+				}
+				it := dict.AutomatonIterator(anyTerm{}, nil, nil)
+				for e, err := it.Next(); e != nil || err != nil; e, err = it.Next() {
+					if err != nil {
+						t.Fatal(err)
+					}
+					term := []byte(e.Term)
+					for _, keep := range []bool{false, true} {
+						var acc, acc2 frontAcc
+						want, wblks, err := buildBlocksIter(dict, term, &blockSource{next: -1}, &acc, keep)
+						if err != nil {
+							t.Fatalf("%q: %v", term, err)
+						}
+						pl, err := dict.PostingsList(term, nil, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, gblks, ok := buildBlocksDirect(pl, &blockSource{next: -1}, &acc2, keep)
+						if !ok {
+							if want.cs != 0 && zapListOf(pl, &zapList{}) {
+								t.Fatalf("%q: a plain list of %d blocks not read directly", term, len(want.count))
+							}
+							continue
+						}
+						direct++
+						if len(got.count) > 1 {
+							multi++
+						}
+						if got.cs != want.cs || got.total != want.total || !slices.Equal(got.count, want.count) ||
+							!slices.Equal(got.fstart, want.fstart) || !slices.Equal(got.front, want.front) {
+							t.Fatalf("%q keep %v: direct cs %d total %d count %v front %v,\n iterator cs %d total %d count %v front %v", term, keep,
+								got.cs, got.total, got.count, got.front, want.cs, want.total, want.count, want.front)
+						}
+						if keep {
+							if len(gblks) != len(wblks) {
+								t.Fatalf("%q: %d blocks kept, iterator %d", term, len(gblks), len(wblks))
+							}
+							for i := range wblks {
+								g, w := gblks[i], wblks[i]
+								if (g == nil) != (w == nil) || (g != nil && (!slices.Equal(g.docs, w.docs) || !slices.Equal(g.packed, w.packed))) {
+									t.Fatalf("%q block %d: direct %+v, iterator %+v", term, i, g, w)
+								}
+							}
+						}
+					}
+				}
+			}
+			if direct < 100 || (mode == 16 && multi < 20) {
+				t.Fatalf("only %d lists read directly (%d of several blocks)", direct, multi)
+			}
+			t.Logf("%d lists read directly, %d of several blocks", direct, multi)
+		})
 	}
 }
