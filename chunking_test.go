@@ -570,25 +570,30 @@ func TestRememberedEmbedder(t *testing.T) {
 		}
 		return nil, fmt.Errorf("unknown model %q", id)
 	}
+	// A store reopened with no options resolves its embedder from the registry (the
+	// hashing embedder is built in) and answers hybrid searches; when it cannot be loaded
+	// a hybrid search runs as BM25 and says why, a dense search and a write fail naming
+	// the model, with one "memory:" in the message.
 	tests := []struct {
 		name     string
 		opts     []Option
 		openErr  error
-		hybrid   error // error of a hybrid search
-		embedded bool  // the resolved embedder is in use
+		degraded string // the note of a hybrid search run as BM25 ("": a real hybrid)
+		embedded bool   // the resolved embedder is in use
 	}{
-		{"resolved", []Option{WithEmbedderResolver(resolver)}, nil, nil, true},
+		{"resolved", []Option{WithEmbedderResolver(resolver)}, nil, "", true},
+		{"no options: the registry resolves it", nil, nil, "", true},
 		{"explicit embedder wins", []Option{WithEmbedder(e), WithEmbedderResolver(func(context.Context, string, int) (vectorstore.Embedder, error) {
 			t.Fatal("resolver called although an embedder is configured")
 			return nil, nil
-		})}, nil, nil, true},
+		})}, nil, "", true},
 		{"resolver fails", []Option{WithEmbedderResolver(func(context.Context, string, int) (vectorstore.Embedder, error) {
 			return nil, errors.New("model not in cache")
-		})}, nil, ErrEmbedderNeeded, false},
-		{"no resolver", nil, nil, ErrEmbedderNeeded, false},
+		})}, nil, "model not in cache", false},
+		{"resolution off", []Option{WithoutEmbedderResolver()}, nil, "WithoutEmbedderResolver", false},
 		{"resolver returns another model", []Option{WithEmbedderResolver(func(context.Context, string, int) (vectorstore.Embedder, error) {
 			return vectorstore.NewHashEmbedder(64), nil
-		})}, ErrEmbedderMismatch, nil, false},
+		})}, ErrEmbedderMismatch, "", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -604,21 +609,26 @@ func TestRememberedEmbedder(t *testing.T) {
 				t.Fatalf("StoredEmbedder = %s %d %v", id, dim, ok)
 			}
 			res, err := m.Search(bg, "web browser language")
-			if !errors.Is(err, tc.hybrid) {
-				t.Fatalf("hybrid search: %v, want %v", err, tc.hybrid)
-			}
 			if err != nil {
-				if !strings.Contains(err.Error(), e.ID()) {
-					t.Fatalf("the error does not name the model: %v", err)
+				t.Fatalf("hybrid search: %v", err)
+			}
+			if tc.degraded != "" {
+				if len(res) == 0 || res[0].Explain.Mode != BM25 || res[0].Explain.Dense != nil {
+					t.Fatalf("hybrid search without the model: %+v, want BM25 results", res)
 				}
-				if tc.name == "resolver fails" && !strings.Contains(err.Error(), "model not in cache") {
-					t.Fatalf("the error does not say why resolving failed: %v", err)
+				note := strings.Join(res[0].Explain.Notes, "; ")
+				if !strings.Contains(note, "degraded to bm25") || !strings.Contains(note, e.ID()) || !strings.Contains(note, tc.degraded) {
+					t.Fatalf("the note does not say why (%q): %q", tc.degraded, note)
 				}
-				if _, err := m.Search(bg, "web browser", WithMode(BM25)); err != nil {
-					t.Fatalf("BM25 search: %v", err)
-				}
-				if err := m.Add(bg, Document{ID: "new", Text: "x"}); !errors.Is(err, ErrEmbedderNeeded) {
-					t.Fatalf("write without the embedder: %v", err)
+				for _, op := range []func() error{
+					func() error { _, err := m.Search(bg, "web browser", WithMode(Dense)); return err },
+					func() error { return m.Add(bg, Document{ID: "new", Text: "x"}) },
+				} {
+					err := op()
+					if !errors.Is(err, ErrEmbedderNeeded) || !errors.Is(err, ErrNoEmbedder) || !strings.Contains(err.Error(), e.ID()) ||
+						!strings.Contains(err.Error(), tc.degraded) || strings.Count(err.Error(), "memory:") != 1 {
+						t.Fatalf("dense search or write without the embedder: %v", err)
+					}
 				}
 				return
 			}
@@ -627,7 +637,7 @@ func TestRememberedEmbedder(t *testing.T) {
 			}
 		})
 	}
-	if len(asked) != 1 || asked[0] != e.ID()+"/32" {
+	if len(asked) != 1 || asked[0] != e.ID()+"/32" { // the first case's resolver only
 		t.Fatalf("resolver asked for %v", asked)
 	}
 }

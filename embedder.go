@@ -95,6 +95,9 @@ func (op opening) resolveEmbedder() error {
 	if m.opts.Embedder != nil || rec == nil {
 		return nil
 	}
+	if r == nil && !m.opts.NoEmbedderResolver {
+		r = vectorstore.ResolveEmbedder
+	}
 	if r == nil {
 		op.vectorsOnlyFallback(rec)
 		return nil
@@ -163,18 +166,44 @@ func modelName(id string) string {
 	return id
 }
 
-// embedderNeeded is the error of an operation that needs the store's unresolved embedder.
+// embedderNeeded is the error of an operation that needs the store's unresolved embedder:
+// it matches ErrEmbedderNeeded and ErrNoEmbedder (and vectorstore.ErrNoModel for imported
+// vectors whose model is absent), with one message.
 func (eb embedding) embedderNeeded(op string) error {
+	return &embedderNeededError{msg: fmt.Sprintf("%v: %s needs embedder %s, which made this store's vectors: %s",
+		ErrEmbedderNeeded, op, eb.recordedName(), eb.unresolvedWhy()), noModel: eb.m.resolveErr == nil && vectorsOnly(eb.m.opts.Embedder)}
+}
+
+// recordedName names the recorded embedder: its id and dimension.
+func (eb embedding) recordedName() string {
+	rec := eb.m.man.Embedder
+	return fmt.Sprintf("%q (dim %d)", rec.ID, rec.Dim)
+}
+
+// unresolvedWhy says why the recorded embedder is not loaded.
+func (eb embedding) unresolvedWhy() string {
 	m := eb.m
-	rec := m.man.Embedder
-	why := ""
-	if m.resolveErr != nil {
-		why = fmt.Sprintf(" (resolving it failed: %v)", m.resolveErr)
-	} else if vectorsOnly(m.opts.Embedder) {
-		why = fmt.Sprintf(" (%v)", vectorstore.ErrNoModel)
+	switch {
+	case m.resolveErr != nil:
+		return fmt.Sprintf("loading it failed (%v); open with WithEmbedder, or put the model where its resolver finds it", m.resolveErr)
+	case vectorsOnly(m.opts.Embedder):
+		return fmt.Sprintf("%v; open with WithEmbedder or put the model in $MEMORY_MODELS", vectorstore.ErrNoModel)
 	}
-	return fmt.Errorf("%w: %w: %s needs embedder %q (dim %d), which made this store's vectors; open with WithEmbedder or a WithEmbedderResolver that loads it%s",
-		ErrEmbedderNeeded, ErrNoEmbedder, op, rec.ID, rec.Dim, why)
+	return "the store was opened WithoutEmbedderResolver; open with WithEmbedder"
+}
+
+// embedderNeededError is embedderNeeded's error.
+type embedderNeededError struct {
+	msg     string
+	noModel bool // the vectors were imported and their model is absent
+}
+
+func (e *embedderNeededError) Error() string { return e.msg }
+
+// Is matches ErrEmbedderNeeded and ErrNoEmbedder, and vectorstore.ErrNoModel when the
+// store's vectors were imported without their model.
+func (e *embedderNeededError) Is(target error) bool {
+	return target == ErrEmbedderNeeded || target == ErrNoEmbedder || (e.noModel && target == vectorstore.ErrNoModel)
 }
 
 // StoredEmbedder returns the id and dimension of the embedder recorded in the store's

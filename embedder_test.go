@@ -16,8 +16,8 @@ import (
 )
 
 // TestResolveRecordedEmbedder: a store reopened without an embedder loads the one it
-// recorded through the embedder registry, and dense search works again; without the
-// resolver it opens for BM25 only.
+// recorded through the embedder registry (by default, or with the resolver given), and
+// dense search works again; WithoutEmbedderResolver opens it for BM25 only.
 func TestResolveRecordedEmbedder(t *testing.T) {
 	dir := t.TempDir()
 	m := openT(t, dir, WithEmbedder(vectorstore.NewHashEmbedder(64)))
@@ -25,9 +25,14 @@ func TestResolveRecordedEmbedder(t *testing.T) {
 	want := searchT(t, m, "compiled language memory", WithMode(Dense), TopK(3))
 	must(t, m.Close())
 
-	m = openT(t, dir)
+	m = openT(t, dir, WithoutEmbedderResolver())
 	if _, err := m.Search(bg, "compiled language memory", WithMode(Dense)); !errors.Is(err, ErrEmbedderNeeded) {
 		t.Fatalf("dense search without an embedder: %v, want ErrEmbedderNeeded", err)
+	}
+	must(t, m.Close())
+	m = openT(t, dir) // the default resolver: the registry's
+	if res, err := m.Search(bg, "compiled language memory", WithMode(Dense), TopK(3)); err != nil || !slices.Equal(ids(res), ids(want)) {
+		t.Fatalf("dense search after a bare reopen: %v, %v; want %v", ids(res), err, ids(want))
 	}
 	must(t, m.Close())
 
@@ -315,8 +320,12 @@ func TestVectorsOnlyImport(t *testing.T) {
 	if res, err := m.Search(bg, "otters", WithMode(BM25)); err != nil || len(res) != dim {
 		t.Fatalf("BM25: %v, %v", ids(res), err)
 	}
-	if _, err := m.Search(bg, "otters"); !errors.Is(err, ErrEmbedderNeeded) || !errors.Is(err, ErrNoEmbedder) {
-		t.Fatalf("hybrid without the model: %v", err)
+	if res, err := m.Search(bg, "otters"); err != nil || len(res) == 0 || res[0].Explain.Mode != BM25 ||
+		!strings.Contains(strings.Join(res[0].Explain.Notes, "; "), vectorstore.ErrNoModel.Error()) {
+		t.Fatalf("hybrid without the model runs as BM25 and says why: %v, %v", res, err)
+	}
+	if _, err := m.Search(bg, "otters", WithMode(Dense)); !errors.Is(err, ErrEmbedderNeeded) || !errors.Is(err, ErrNoEmbedder) {
+		t.Fatalf("dense without the model: %v", err)
 	}
 	if _, err := m.SearchBatch(bg, []string{"otters", "passage"}, WithMode(Dense)); !errors.Is(err, ErrEmbedderNeeded) {
 		t.Fatalf("dense batch without the model: %v", err)
@@ -371,8 +380,11 @@ func TestVectorsOnlyImport(t *testing.T) {
 	if res, err := r.Search(bg, "otters", WithMode(BM25)); err != nil || len(res) == 0 {
 		t.Fatalf("BM25 without the model: %v", err)
 	}
-	if _, err := r.Search(bg, "otters"); !errors.Is(err, ErrEmbedderNeeded) || !strings.Contains(err.Error(), "not in the models folder") {
-		t.Fatalf("hybrid without the model: %v", err)
+	if _, err := r.Search(bg, "otters", WithMode(Dense)); !errors.Is(err, ErrEmbedderNeeded) || !strings.Contains(err.Error(), "not in the models folder") {
+		t.Fatalf("dense without the model: %v", err)
+	}
+	if res, err := r.Search(bg, "otters"); err != nil || len(res) == 0 || !strings.Contains(strings.Join(res[0].Explain.Notes, "; "), "not in the models folder") {
+		t.Fatalf("hybrid without the model: %v, %v", res, err)
 	}
 	r.Close()
 	w := openT(t, dir, gone)

@@ -557,20 +557,23 @@ func TestEmbedderIdentity(t *testing.T) {
 	if _, err := Open(dir, WithEmbedder(vectorstore.NewHashEmbedder(64))); !errors.Is(err, ErrEmbedderMismatch) {
 		t.Fatalf("other dim: %v", err)
 	}
-	// Opening without the embedder reads (BM25) but refuses writes that would lack vectors.
-	m2, err := Open(dir)
+	// Opening without the embedder (and without resolving it) reads (BM25) but refuses
+	// writes that would lack vectors.
+	m2, err := Open(dir, WithoutEmbedderResolver())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res, err := m2.Search(bg, "rust", WithMode(BM25)); err != nil || len(res) == 0 {
 		t.Fatalf("bm25 read without embedder: %v", err)
 	}
-	// Hybrid (the default) and dense need the store's embedder and say which one.
-	for _, mode := range []Mode{Hybrid, Dense} {
-		_, err := m2.Search(bg, "rust", WithMode(mode))
-		if !errors.Is(err, ErrEmbedderNeeded) || !errors.Is(err, ErrNoEmbedder) || !strings.Contains(err.Error(), "hash-bigram-v1/32") {
-			t.Fatalf("%s search without the store's embedder: %v", mode, err)
-		}
+	// Dense needs the store's embedder and says which one; hybrid (the default) runs as
+	// BM25 and says why.
+	if _, err := m2.Search(bg, "rust", WithMode(Dense)); !errors.Is(err, ErrEmbedderNeeded) || !errors.Is(err, ErrNoEmbedder) || !strings.Contains(err.Error(), "hash-bigram-v1/32") {
+		t.Fatalf("dense search without the store's embedder: %v", err)
+	}
+	if res, err := m2.Search(bg, "rust"); err != nil || len(res) == 0 || res[0].Explain.Mode != BM25 ||
+		!strings.Contains(strings.Join(res[0].Explain.Notes, "; "), "hash-bigram-v1/32") {
+		t.Fatalf("hybrid search without the store's embedder: %v, %v", res, err)
 	}
 	if err := m2.Add(bg, Document{ID: "new", Text: "x"}); !errors.Is(err, ErrNoEmbedder) {
 		t.Fatalf("write without embedder: %v", err)

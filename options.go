@@ -92,8 +92,12 @@ type Options struct {
 	// Chunking configures how long documents are split on add (see ChunkOptions).
 	Chunking ChunkOptions
 	// EmbedderResolver loads the embedder recorded in the manifest when Embedder is nil
-	// (see WithEmbedderResolver).
+	// (see WithEmbedderResolver). nil resolves it with vectorstore.ResolveEmbedder, unless
+	// NoEmbedderResolver is set.
 	EmbedderResolver EmbedderResolver
+	// NoEmbedderResolver keeps Open from loading the recorded embedder when Embedder is
+	// nil (WithoutEmbedderResolver).
+	NoEmbedderResolver bool
 	// ReadOnly opens an existing store for reading only (see ReadOnly): several processes
 	// may hold it at once, no writer may; writes fail with ErrReadOnly.
 	ReadOnly bool
@@ -387,18 +391,26 @@ func WithCollectionMetadata(md map[string]any) CollectionOption {
 	}
 }
 
-// WithEmbedderResolver lets Open, when no embedder is configured, load the one the store
-// was embedded with (its id and dimension are recorded in the manifest).
-// vectorstore.ResolveEmbedder loads any kind the embedder registry knows (the hashing,
-// Model2Vec, ONNX and OpenAI-compatible embedders, and any a package registers with
-// vectorstore.RegisterEmbedder), models from $MEMORY_MODELS or the model cache; it is not
-// the default, so that opening a store never loads a model unasked. When the resolver
-// fails, the store opens anyway: BM25 searches work, while hybrid and dense searches and
-// writes fail with ErrEmbedderNeeded, which names the model and wraps the resolver's
-// error. A resolver that returns an embedder of another id or dimension makes Open fail
-// with ErrEmbedderMismatch.
+// WithEmbedderResolver sets how Open, when no embedder is configured, loads the one the
+// store was embedded with (its id and dimension are recorded in the manifest). The default
+// is vectorstore.ResolveEmbedder, which loads any kind the embedder registry knows (the
+// hashing, Model2Vec, ONNX and OpenAI-compatible embedders, and any a package registers
+// with vectorstore.RegisterEmbedder), models from $MEMORY_MODELS or the model cache
+// (nothing is downloaded): a store reopened with no options searches as it was built to.
+// When resolving fails, the store opens anyway: BM25 searches work, a hybrid search runs
+// as BM25 and says why in its results' Explain.Notes, while dense searches and writes
+// fail with ErrEmbedderNeeded, which names the model and the resolver's error. A resolver
+// that returns an embedder of another id or dimension makes Open fail with
+// ErrEmbedderMismatch.
 func WithEmbedderResolver(r EmbedderResolver) Option {
 	return func(o *Options) { o.EmbedderResolver = r }
+}
+
+// WithoutEmbedderResolver keeps Open from loading the store's recorded embedder when none
+// is configured (a tool that only reads BM25, or must never load a model): searches then
+// behave as when resolving fails (see WithEmbedderResolver).
+func WithoutEmbedderResolver() Option {
+	return func(o *Options) { o.NoEmbedderResolver, o.EmbedderResolver = true, nil }
 }
 
 // ReadOnly opens an existing store for reading only. Several processes may open one store

@@ -491,8 +491,18 @@ func (sr searcher) searchMode(so *SearchOptions) (Mode, []string, error) {
 	if !anyRetriever(mode, embeds) {
 		return mode, notes, nil
 	}
-	if !m.em.queryModel() && m.man.Embedder != nil {
+	unresolved := !m.em.queryModel() && m.man.Embedder != nil
+	if unresolved && mode != Hybrid {
 		return "", nil, m.em.embedderNeeded(string(mode) + " search")
+	}
+	if unresolved {
+		rest := slices.DeleteFunc(modeRetrievers(Hybrid), embeds)
+		why := "the store's embedder " + m.em.recordedName() + " is not loaded: " + m.em.unresolvedWhy()
+		if len(rest) == 1 {
+			return rest[0].mode, append(notes[:len(notes):len(notes)], "hybrid search degraded to "+rest[0].name+": "+why), nil
+		}
+		so.noEmbed = true
+		return mode, append(notes[:len(notes):len(notes)], "hybrid search ran without the retrievers that embed: "+why), nil
 	}
 	if m.opts.Embedder == nil {
 		if mode != Hybrid {

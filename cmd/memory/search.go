@@ -109,6 +109,14 @@ score reaches --cascade-threshold (not with --collection); each result names its
 	defer m.Close()
 	query := strings.Join(fs.Args(), " ")
 	res, err := c.Search(ctx, query, append(opts, memory.WithMode(memory.Mode(*mode)))...)
+	if note := unloadedEmbedderNote(res); err == nil && note != "" {
+		// The library ran the hybrid search as BM25 because the store's embedder could
+		// not be loaded: the CLI says so, and does not change an explicit --mode.
+		if modeSet {
+			return fmt.Errorf("%w: --mode hybrid: %s (give --embedder, or put the model in $MEMORY_MODELS; leave --mode out to search with BM25 only)", memory.ErrEmbedderNeeded, note)
+		}
+		fmt.Fprintf(stderr, "warning: searching with BM25 only: %s\n", note)
+	}
 	if err != nil && !modeSet && errors.Is(err, memory.ErrEmbedderNeeded) {
 		fmt.Fprintf(stderr, "warning: searching with BM25 only: %v\n", err)
 		res, err = c.Search(ctx, query, append(opts, memory.WithMode(memory.BM25))...)
@@ -177,4 +185,18 @@ func printResults(w io.Writer, res []memory.Result, withCollection bool) {
 			fmt.Fprintf(w, "note: %s\n", escapeControls(n, false))
 		}
 	}
+}
+
+// unloadedEmbedderNote is the note of results whose hybrid search ran as BM25 because the
+// store's embedder is not loaded ("" when none says so).
+func unloadedEmbedderNote(res []memory.Result) string {
+	if len(res) == 0 {
+		return ""
+	}
+	for _, n := range res[0].Explain.Notes {
+		if strings.HasPrefix(n, "hybrid search") && strings.Contains(n, "the store's embedder") && strings.Contains(n, "is not loaded") {
+			return n
+		}
+	}
+	return ""
 }
