@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/parallel"
@@ -57,6 +55,18 @@ const (
 	//     Identity), not sigmoid(logit).
 	//   - Scores are written as Python writes floats (9.0, not 9; 1e-05), and text is not
 	//     HTML-escaped, as FastAPI's JSON responses.
+	//   - "contents" is [Contents] of the hit: a corpus row stored as [CorpusDocument]
+	//     stores it (memory index --compat search-r1) comes back byte for byte, and a hit
+	//     that is one chunk of a longer document is replaced by the whole document, so a
+	//     result is never a part of a row.
+	//   - BM25 scores are the store's: open it with [StoreOptions] (memory serve --compat
+	//     search-r1 does) for pyserini's formula, and give the collection the
+	//     [CompatAnalyzer] for its terms (see [AnalyzerWarning]).
+	//   - "topk" may be up to MaxTopK ([DefaultCompatMaxTopK] by default; the original
+	//     takes any), within the response budget.
+	//   - A bad request gets 422 with FastAPI's validation error body,
+	//     {"detail": [{"type": ..., "loc": ["body", field, ...], "msg": ...}]}, malformed
+	//     JSON included (type "json_invalid"); see [RequestError].
 	//
 	// Two things differ on purpose: the original reranker pairs every query with the
 	// documents of every query of a request (a bug that only a one-query request does not
@@ -159,11 +169,6 @@ func lastRuneStart(s string) int {
 		}
 	}
 	return 0
-}
-
-// isPySpace is Python's str.isspace for one character (the \s of a str pattern).
-func isPySpace(r rune) bool {
-	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
 }
 
 // appendPyFloat appends f as Python's repr writes a float (json.dumps uses it): the
@@ -319,11 +324,12 @@ func (h *retrieveHandler) decodeSearchCompat(w http.ResponseWriter, r *http.Requ
 		case string(v) == "null":
 			return 0, true, true, nil
 		}
-		if err := json.Unmarshal(v, &k); err != nil {
-			return 0, true, false, fmt.Errorf("field %q must be an integer", name)
+		k, err = intField(name, v)
+		if err != nil {
+			return 0, true, false, err
 		}
 		if k < 0 {
-			return 0, true, false, fmt.Errorf("field %q is %d, must not be negative", name, k)
+			return 0, true, false, reqErr(typeValueError, fmt.Sprintf("field %q is %d, must not be negative", name, k), name)
 		}
 		return k, true, false, nil
 	}
@@ -335,7 +341,7 @@ func (h *retrieveHandler) decodeSearchCompat(w http.ResponseWriter, r *http.Requ
 	case k == 0: // missing, null or 0: the server's retrieval depth
 		req.depth = h.o.RerankDepth
 	case k > maxDepth:
-		return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "topk_retrieval" is %d, must be at most %d`, k, maxDepth)
+		return req, http.StatusUnprocessableEntity, reqErr(typeValueError, fmt.Sprintf(`field "topk_retrieval" is %d, must be at most %d`, k, maxDepth), "topk_retrieval")
 	default:
 		req.depth = k
 	}
@@ -351,10 +357,8 @@ func (h *retrieveHandler) decodeSearchCompat(w http.ResponseWriter, r *http.Requ
 		req.keep = k
 	}
 	req.keep = min(req.keep, req.depth)
-	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
-		if err := json.Unmarshal(rs, &req.returnScores); err != nil {
-			return req, http.StatusUnprocessableEntity, errors.New(`field "return_scores" must be a boolean`)
-		}
+	if req.returnScores, err = returnScores(raw); err != nil {
+		return req, http.StatusUnprocessableEntity, err
 	}
 	return req, 0, nil
 }
@@ -364,7 +368,7 @@ func (h *retrieveHandler) decodeSearchCompat(w http.ResponseWriter, r *http.Requ
 func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Request) {
 	req, status, err := h.decodeSearchCompat(w, r)
 	if err != nil {
-		fail(w, status, err)
+		h.fail(w, status, err)
 		return
 	}
 	if need := int64(len(req.queries)) * int64(req.keep) * int64(h.o.MaxPassageBytes); need > h.o.MaxResponseBytes {
@@ -385,6 +389,9 @@ func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Re
 		t := time.Now()
 		hits, err := SearchQueries(ctx, h.s, qs, h.o.Workers, opts...)
 		h.timeStage(w, "search", t)
+		if err == nil {
+			err = h.wholeRows(ctx, hits)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -410,4 +417,47 @@ func (h *retrieveHandler) retrieveRerankCompat(w http.ResponseWriter, r *http.Re
 			return convertTitleFormat(PassageString(capBytes(Contents(r), h.o.MaxPassageBytes)))
 		}, rawScore)
 	})
+}
+
+// documentGetter reads a stored document by id (*memory.Collection does).
+type documentGetter interface {
+	Get(ctx context.Context, id string) (memory.Document, error)
+}
+
+// wholeRows replaces, in the [CompatSearchR1] dialect, every hit that is one chunk of a
+// longer document (Chunks > 1) by the whole document, read from the store: the original
+// servers return whole corpus rows, never a part of one. A store indexed for Search-R1
+// (memory index --compat search-r1, or chunking disabled) has no chunks, and this costs
+// nothing. A searcher that cannot read documents (neither a *memory.Memory nor a
+// documentGetter) keeps its chunks, and the server logs it once.
+func (h *retrieveHandler) wholeRows(ctx context.Context, hits [][]memory.Result) error {
+	for i := range hits {
+		for j := range hits[i] {
+			r := &hits[i][j]
+			if r.Chunks <= 1 {
+				continue
+			}
+			var (
+				d   memory.Document
+				err error
+			)
+			switch s := h.s.(type) {
+			case *memory.Memory:
+				d, err = s.Collection(r.Collection).Get(ctx, r.ID)
+			case documentGetter:
+				d, err = s.Get(ctx, r.ID)
+			default:
+				h.chunkWarn.Do(func() {
+					h.log.Warn("searchr1: /retrieve returns a chunk of a document, not the whole corpus row: the searcher cannot read documents by id; index the corpus without chunking (memory index --compat search-r1)", "id", r.ID)
+				})
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("reading document %q, of which a chunk was found: %w", r.ID, err)
+			}
+			r.Title, r.Text = d.Title, d.Text
+			r.ChunkIndex, r.Chunks, r.Start, r.End = 0, 1, 0, len(d.Text)
+		}
+	}
+	return nil
 }

@@ -25,7 +25,13 @@
 //     up to 8,192 queries searched in parallel and streamed back in order, an optional
 //     cross-encoder rerank, a response budget and every HTTP timeout set; with
 //     [CompatSearchR1] it answers exactly as the original servers (raw scores, their
-//     fields and defaults, the retrieve-and-rerank and rerank servers' requests).
+//     fields and defaults, the retrieve-and-rerank and rerank servers' requests, FastAPI's
+//     422 bodies); [StoreOptions] opens a store to score BM25 as pyserini does, and
+//     [CorpusDocument] stores a corpus row so that it comes back byte for byte;
+//   - [PrepareQuestion] and the loop's observations give the original's prompt and
+//     observation bytes; [NormalizeAnswer] and the answer checks equal the original's
+//     qa_em.py on every input (Python's str and re semantics, held to CPython by
+//     testdata/qa_em_cases.py).
 //
 // Both *memory.Memory and *memory.Collection satisfy [Searcher] and [BatchSearcher].
 package searchr1

@@ -13,6 +13,13 @@ var (
 	ErrInvalidOption = errors.New("searchr1: invalid option")
 )
 
+// Errors of the questions.
+var (
+	// ErrEmptyQuestion: a question is blank (only whitespace, as Python's str.isspace sees
+	// it), so it cannot be prepared as the original prepares questions ([PrepareQuestion]).
+	ErrEmptyQuestion = errors.New("searchr1: empty question")
+)
+
 // Errors of the generators.
 var (
 	// ErrScriptExhausted: a Scripted generator was asked for more outputs than it holds.
@@ -24,8 +31,16 @@ var (
 )
 
 // Errors of the retrieval server, each answered with its HTTP status and a message
-// naming the limit.
+// naming the field or the limit; a request body's problem is a [RequestError] that
+// matches one of them.
 var (
+	// ErrInvalidRequest: a request body is malformed JSON, not an object, or has a field
+	// missing, of the wrong type or out of range (400 for malformed JSON in the native
+	// dialect, else 422).
+	ErrInvalidRequest = errors.New("searchr1: invalid request")
+	// ErrBodyTooLarge: a request body is over MaxBodyBytes (MaxRerankBodyBytes for
+	// /rerank); answered 413.
+	ErrBodyTooLarge = errors.New("searchr1: request body too large")
 	// ErrTooManyQueries: a request holds more queries than MaxQueries.
 	ErrTooManyQueries = errors.New("searchr1: too many queries")
 	// ErrQueryTooLong: a query is longer than MaxQueryBytes.

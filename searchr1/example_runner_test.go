@@ -71,5 +71,5 @@ func ExampleRunner() {
 		t.ID, t.Rollout, t.Turns[0].Query, t.Turns[0].Results[0].ID, t.Answer, t.EM, t.Reward)
 	// Output:
 	// 6 episodes, 2 rounds, 1 search batches of 6 queries
-	// q1/0: searched "capital of France", got fr, answered "Paris": em 1, search_reward 1.0
+	// q1/0: searched "capital of France?", got fr, answered "Paris": em 1, search_reward 1.0
 }

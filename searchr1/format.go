@@ -23,7 +23,8 @@ const (
 
 // Contents renders a result as a Search-R1 corpus "contents" field: the title in double
 // quotes on the first line, then the text ("\"Title\"\ntext"). Without a title the text
-// alone is returned.
+// alone is returned: a corpus row stored as [CorpusDocument] stores it (memory index
+// --compat search-r1) comes back byte for byte.
 func Contents(r memory.Result) string {
 	if r.Title == "" {
 		return r.Text

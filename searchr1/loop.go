@@ -93,6 +93,11 @@ type Loop struct {
 	// PromptTemplate builds the first prompt from a question: "{question}" is replaced
 	// (default: Search-R1's nq_search prompt, with the configured tags).
 	PromptTemplate string
+	// KeepQuestion puts each question into the prompt as it is given. By default it is
+	// prepared as the original's data preparation does it ([PrepareQuestion]: stripped,
+	// "?" appended when missing), and a question that is blank is refused with
+	// [ErrEmptyQuestion].
+	KeepQuestion bool
 	// SearchOptions are added to every search (filters, mode, collections…); TopK is
 	// always set from the TopK field.
 	SearchOptions []memory.SearchOption
@@ -167,8 +172,24 @@ type PassageRef struct {
 	Score      float64 `json:"score"`
 }
 
-// Prompt builds the first prompt for question from PromptTemplate.
+// PrepareQuestion is the original Search-R1's preparation of a question before it enters
+// the prompt (scripts/data_process/nq_search.py and infer.py): surrounding whitespace
+// stripped (Python's str.strip) and "?" appended unless the question ends in one. A blank
+// question gives "" (the original fails on it with an IndexError).
+func PrepareQuestion(question string) string {
+	q := pyStrip(question)
+	if q != "" && !strings.HasSuffix(q, "?") {
+		q += "?"
+	}
+	return q
+}
+
+// Prompt builds the first prompt for question from PromptTemplate, the question prepared
+// by [PrepareQuestion] unless KeepQuestion is set.
 func (l Loop) Prompt(question string) string {
+	if !l.KeepQuestion {
+		question = PrepareQuestion(question)
+	}
 	t := l.Tags.withDefaults()
 	tmpl := l.PromptTemplate
 	if tmpl == "" {
@@ -221,12 +242,25 @@ func (l Loop) validate() error {
 }
 
 // Run answers question: it builds the prompt with [Loop.Prompt] and runs [Loop.RunPrompt].
+// A blank question is [ErrEmptyQuestion] (unless KeepQuestion is set).
 func (l Loop) Run(ctx context.Context, gen Generator, s Searcher, question string) (*Episode, error) {
+	if err := l.checkQuestion(question); err != nil {
+		return nil, err
+	}
 	ep, err := l.RunPrompt(ctx, gen, s, l.Prompt(question))
 	if ep != nil {
 		ep.Trace.Question = question
 	}
 	return ep, err
+}
+
+// checkQuestion refuses a blank question, which the original's preparation cannot
+// handle, unless KeepQuestion is set.
+func (l Loop) checkQuestion(question string) error {
+	if !l.KeepQuestion && pyStrip(question) == "" {
+		return fmt.Errorf("%w: %q", ErrEmptyQuestion, question)
+	}
+	return nil
 }
 
 // RunPrompt runs an episode from a ready prompt. On error the episode so far is returned
@@ -408,8 +442,16 @@ func (r *run) results(tr *Turn, results []memory.Result, dt time.Duration) {
 	}
 	var body string
 	body, tr.Truncated = r.l.contextBody(results, r.protected)
-	tr.Observation = "\n\n" + openTag(r.tags.Context) + body + closeTag(r.tags.Context) + "\n\n"
+	tr.Observation = observation(r.tags.Context, body)
 	r.log.Debug("searchr1: search", "turn", tr.Index, "query", tr.Query, "hits", len(results))
+}
+
+// observation is the text injected after a search whose passages are body, as the
+// original's execute_predictions writes it: f'\n\n<information>{body.strip()}</information>\n\n'
+// (Python's str.strip, so the newline that ends the last passage is not inside the
+// block), with the context tag in place of information.
+func observation(tag, body string) string {
+	return "\n\n" + openTag(tag) + pyStrip(body) + closeTag(tag) + "\n\n"
 }
 
 // contextBody is the content of the context block for results: the passages formatted
@@ -427,7 +469,7 @@ func (l Loop) contextBody(results []memory.Result, protected []string) (string, 
 		MaxTokens: l.MaxContextTokens, Tokenizer: l.Tokenizer, MaxChars: l.MaxContextChars,
 	}, protected...)
 	if cut {
-		body += l.truncationMarker()
+		body = pyStrip(body) + l.truncationMarker()
 	}
 	return body, cut
 }
@@ -467,7 +509,7 @@ func firstAnswer(text, tag string) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	return strings.TrimSpace(m[1]), true
+	return pyStrip(m[1]), true
 }
 
 func (l Loop) truncationMarker() string {

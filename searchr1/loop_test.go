@@ -95,7 +95,7 @@ func TestLoopMultiHop(t *testing.T) {
 		t.Fatalf("turn 0 passages = %+v", p)
 	}
 	wantObs := "\n\n<context>Doc 1(Title: \"Inception\") Inception is a 2010 film directed by Christopher Nolan.\n" +
-		"Doc 2(Title: \"Interstellar\") Interstellar is a 2014 film by Christopher Nolan.\n</context>\n\n"
+		"Doc 2(Title: \"Interstellar\") Interstellar is a 2014 film by Christopher Nolan.</context>\n\n"
 	if tr.Turns[0].Observation != wantObs {
 		t.Fatalf("observation =\n%q\nwant\n%q", tr.Turns[0].Observation, wantObs)
 	}
@@ -124,7 +124,7 @@ func TestLoopSearchR1Preset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ep.Transcript, "</search>\n\n<information>Doc 1(Title: \"Inception\") Inception is a 2010 film directed by Christopher Nolan.\n</information>\n\n<answer>") {
+	if !strings.Contains(ep.Transcript, "</search>\n\n<information>Doc 1(Title: \"Inception\") Inception is a 2010 film directed by Christopher Nolan.</information>\n\n<answer>") {
 		t.Fatalf("transcript:\n%s", ep.Transcript)
 	}
 	if !strings.Contains(ep.Transcript, "top searched results between <information> and </information>") {
@@ -348,7 +348,7 @@ func TestLoopHostilePassages(t *testing.T) {
 			}
 			check := inner
 			if format == FormatDocXML {
-				check = regexp.MustCompile(`<doc id="[^"]*">|</doc>\n`).ReplaceAllString(inner, "")
+				check = regexp.MustCompile(`<doc id="[^"]*">|</doc>\n?`).ReplaceAllString(inner, "")
 				if n := strings.Count(inner, "</doc>"); n != len(hostileDocs) {
 					t.Fatalf("%d </doc> for %d docs:\n%s", n, len(hostileDocs), inner)
 				}

@@ -62,6 +62,10 @@ const (
 // errorKind is the kind of failure of an answer of status status caused by err (nil when
 // only the status is known): one of the Kind constants.
 func errorKind(status int, err error) string {
+	var re *RequestError
+	if errors.As(err, &re) && re.Type == typeJSONInvalid {
+		return kindMalformed // answered 422 in the search-r1 dialect, as FastAPI does
+	}
 	switch {
 	case errors.Is(err, ErrTooManyQueries):
 		return kindTooManyQueries

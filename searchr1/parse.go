@@ -83,9 +83,9 @@ func parseAction(text string, tags Tags) action {
 		return action{Kind: ActionInvalid}
 	}
 	if m[2] >= 0 {
-		return action{Kind: ActionSearch, Content: strings.TrimSpace(text[m[2]:m[3]])}
+		return action{Kind: ActionSearch, Content: pyStrip(text[m[2]:m[3]])}
 	}
-	return action{Kind: ActionAnswer, Content: strings.TrimSpace(text[m[4]:m[5]])}
+	return action{Kind: ActionAnswer, Content: pyStrip(text[m[4]:m[5]])}
 }
 
 // cutResponse trims a generation at the first closing tag among stops (keeping the tag),

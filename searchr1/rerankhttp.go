@@ -90,22 +90,27 @@ func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (
 		return req, http.StatusUnprocessableEntity, err
 	}
 	d, ok := raw["documents"]
-	if !ok || string(d) == "null" {
-		return req, http.StatusUnprocessableEntity, errors.New(`field "documents" is required`)
+	switch {
+	case !ok:
+		return req, http.StatusUnprocessableEntity, reqErr(typeMissing, `field "documents" is required`, "documents")
+	case string(d) == "null":
+		return req, http.StatusUnprocessableEntity, reqErr(typeListType, `field "documents" is required`, "documents")
 	}
 	var docs [][]json.RawMessage
 	if err := json.Unmarshal(d, &docs); err != nil {
-		return req, http.StatusUnprocessableEntity, errors.New(`field "documents" must be a list of lists of documents`)
+		return req, http.StatusUnprocessableEntity, reqErr(typeListType, `field "documents" must be a list of lists of documents`, "documents")
 	}
 	if len(docs) != len(req.Queries) {
-		return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "documents" has %d lists for %d queries`, len(docs), len(req.Queries))
+		return req, http.StatusUnprocessableEntity, reqErr(typeValueError,
+			fmt.Sprintf(`field "documents" has %d lists for %d queries`, len(docs), len(req.Queries)), "documents")
 	}
 	pairs := 0
 	for _, l := range docs {
 		pairs += len(l)
 	}
 	if pairs > h.o.MaxRerankPairs {
-		return req, http.StatusUnprocessableEntity, fmt.Errorf(`%w: %d (query, passage) pairs, at most %d allowed (the server's max rerank pairs)`, ErrTooManyQueries, pairs, h.o.MaxRerankPairs)
+		return req, http.StatusUnprocessableEntity, limitErr(ErrTooManyQueries, []any{"documents"},
+			`%d (query, passage) pairs, at most %d allowed (the server's max rerank pairs)`, pairs, h.o.MaxRerankPairs)
 	}
 	req.Documents = make([][]retrievedDoc, len(docs))
 	for i, l := range docs {
@@ -113,29 +118,27 @@ func (h *retrieveHandler) decodeRerank(w http.ResponseWriter, r *http.Request) (
 		for j, rd := range l {
 			doc, err := parseDoc(rd)
 			if err != nil {
-				return req, http.StatusUnprocessableEntity, fmt.Errorf("documents[%d][%d] %v", i, j, err)
+				return req, http.StatusUnprocessableEntity, reqErr(typeValueError, fmt.Sprintf("documents[%d][%d] %v", i, j, err), "documents", i, j)
 			}
 			req.Documents[i][j] = doc
 		}
 	}
 	if t, ok := raw["rerank_topk"]; ok && string(t) != "null" {
-		var k int
-		if err := json.Unmarshal(t, &k); err != nil {
-			return req, http.StatusUnprocessableEntity, errors.New(`field "rerank_topk" must be an integer`)
+		k, err := intField("rerank_topk", t)
+		if err != nil {
+			return req, http.StatusUnprocessableEntity, err
 		}
 		switch {
 		case k == 0 && h.o.Compat == CompatSearchR1:
 			// The original's "if not request.rerank_topk": 0 is the server's default.
 		case k < 1:
-			return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "rerank_topk" is %d, must be at least 1`, k)
+			return req, http.StatusUnprocessableEntity, reqErr(typeValueError, fmt.Sprintf(`field "rerank_topk" is %d, must be at least 1`, k), "rerank_topk")
 		default:
 			req.RerankTopK = &k
 		}
 	}
-	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
-		if err := json.Unmarshal(rs, &req.ReturnScores); err != nil {
-			return req, http.StatusUnprocessableEntity, errors.New(`field "return_scores" must be a boolean`)
-		}
+	if req.ReturnScores, err = returnScores(raw); err != nil {
+		return req, http.StatusUnprocessableEntity, err
 	}
 	return req, 0, nil
 }
@@ -152,7 +155,7 @@ func (h *retrieveHandler) rerank(w http.ResponseWriter, r *http.Request) {
 	}
 	req, status, err := h.decodeRerank(w, r)
 	if err != nil {
-		fail(w, status, err)
+		h.fail(w, status, err)
 		return
 	}
 	topK := h.o.DefaultTopK

@@ -38,6 +38,13 @@ const (
 	DefaultMaxResponseBytes = 1 << 30
 	// DefaultRerankDepth is how many candidates /retrieve reranks per query.
 	DefaultRerankDepth = 50
+	// DefaultMaxTopK is the default cap on a request's "topk" in the native dialect.
+	DefaultMaxTopK = 100
+	// DefaultCompatMaxTopK is the default cap on a request's "topk" (and
+	// "topk_retrieval") in the [CompatSearchR1] dialect: the original servers take any
+	// topk, so the cap is high; the response budget (MaxResponseBytes) still bounds
+	// queries x topk.
+	DefaultCompatMaxTopK = 10000
 )
 
 // RetrieveOptions configure [NewRetrieveHandler] and [NewRetrieveServer]. The zero value
@@ -46,7 +53,8 @@ type RetrieveOptions struct {
 	// DefaultTopK answers requests whose "topk" is null or missing (default 3, the
 	// original server's --topk).
 	DefaultTopK int
-	// MaxTopK bounds "topk" (default 100); larger values get 422.
+	// MaxTopK bounds "topk" (default [DefaultMaxTopK], [DefaultCompatMaxTopK] in the
+	// [CompatSearchR1] dialect); larger values get 422.
 	MaxTopK int
 	// MaxQueries bounds the number of queries of one request (default
 	// [DefaultMaxQueries]); more get 422 naming the limit.
@@ -112,7 +120,10 @@ type RetrieveOptions struct {
 // withDefaults fills the zero fields.
 func (o RetrieveOptions) withDefaults() RetrieveOptions {
 	o.DefaultTopK = defaultInt(o.DefaultTopK, DefaultTopK)
-	o.MaxTopK = defaultInt(o.MaxTopK, 100)
+	if o.Compat == CompatSearchR1 {
+		o.MaxTopK = defaultInt(o.MaxTopK, DefaultCompatMaxTopK)
+	}
+	o.MaxTopK = defaultInt(o.MaxTopK, DefaultMaxTopK)
 	o.MaxQueries = defaultInt(o.MaxQueries, DefaultMaxQueries)
 	o.MaxQueryBytes = defaultInt(o.MaxQueryBytes, DefaultMaxQueryBytes)
 	o.MaxPassageBytes = defaultInt(o.MaxPassageBytes, DefaultMaxPassageBytes)
@@ -209,6 +220,8 @@ type retrieveHandler struct {
 	log *slog.Logger
 	obs Observer
 	mux *http.ServeMux
+	// chunkWarn logs once that hits are chunks the searcher cannot make whole rows of.
+	chunkWarn sync.Once
 }
 
 // NewRetrieveHandler serves the Search-R1 retrieval protocol over s:
@@ -306,7 +319,7 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 	}
 	req, status, err := h.decode(w, r)
 	if err != nil {
-		fail(w, status, err)
+		h.fail(w, status, err)
 		return
 	}
 	topK := h.o.DefaultTopK
@@ -335,6 +348,9 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		t := time.Now()
 		hits, err := SearchQueries(ctx, h.s, qs, h.o.Workers, opts...)
 		h.timeStage(w, "search", t)
+		if err == nil && h.o.Compat == CompatSearchR1 {
+			err = h.wholeRows(ctx, hits)
+		}
 		if err != nil || h.o.Reranker == nil {
 			return hits, err
 		}
@@ -551,12 +567,22 @@ func capBytes(s string, n int) string {
 // against the handler's caps.
 func (h *retrieveHandler) bodyQueries(raw map[string]json.RawMessage) ([]string, error) {
 	q, ok := raw["queries"]
-	if !ok || string(q) == "null" {
-		return nil, errors.New(`field "queries" is required`)
+	switch {
+	case !ok:
+		return nil, reqErr(typeMissing, `field "queries" is required`, "queries")
+	case string(q) == "null":
+		return nil, reqErr(typeListType, `field "queries" is required`, "queries")
 	}
-	var qs []string
-	if err := json.Unmarshal(q, &qs); err != nil {
-		return nil, errors.New(`field "queries" must be a list of strings`)
+	const notStrings = `field "queries" must be a list of strings`
+	var items []json.RawMessage
+	if err := json.Unmarshal(q, &items); err != nil {
+		return nil, reqErr(typeListType, notStrings, "queries")
+	}
+	qs := make([]string, len(items))
+	for i, it := range items {
+		if err := json.Unmarshal(it, &qs[i]); err != nil {
+			return nil, reqErr(typeStringType, notStrings, "queries", i)
+		}
 	}
 	if err := h.checkQueries(qs); err != nil {
 		return nil, err
@@ -575,15 +601,16 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (retrie
 		return req, http.StatusUnprocessableEntity, err
 	}
 	if t, ok := raw["topk"]; ok && string(t) != "null" {
-		var k int
-		if err := json.Unmarshal(t, &k); err != nil {
-			return req, http.StatusUnprocessableEntity, errors.New(`field "topk" must be an integer`)
+		k, err := intField("topk", t)
+		if err != nil {
+			return req, http.StatusUnprocessableEntity, err
 		}
 		switch {
 		case k == 0 && h.o.Compat == CompatSearchR1:
 			// The original's "if not request.topk": 0 is the server's default.
 		case k < 1 || k > h.o.MaxTopK:
-			return req, http.StatusUnprocessableEntity, fmt.Errorf(`field "topk" is %d, must be in [1, %d]`, k, h.o.MaxTopK)
+			return req, http.StatusUnprocessableEntity, reqErr(typeValueError,
+				fmt.Sprintf(`field "topk" is %d, must be in [1, %d]`, k, h.o.MaxTopK), "topk")
 		default:
 			req.TopK = &k
 		}
@@ -591,16 +618,40 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (retrie
 	if h.o.Compat == CompatSearchR1 {
 		for _, f := range []string{"topk_retrieval", "topk_rerank"} {
 			if _, ok := raw[f]; ok {
-				return req, http.StatusUnprocessableEntity, fmt.Errorf(`%w: field %q is the retrieve-and-rerank server's; start the server with a reranker (serve --reranker)`, ErrNoReranker, f)
+				return req, http.StatusUnprocessableEntity, limitErr(ErrNoReranker, []any{f},
+					`field %q is the retrieve-and-rerank server's; start the server with a reranker (serve --reranker)`, f)
 			}
 		}
 	}
-	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
-		if err := json.Unmarshal(rs, &req.ReturnScores); err != nil {
-			return req, http.StatusUnprocessableEntity, errors.New(`field "return_scores" must be a boolean`)
-		}
+	if req.ReturnScores, err = returnScores(raw); err != nil {
+		return req, http.StatusUnprocessableEntity, err
 	}
 	return req, 0, nil
+}
+
+// intField reads the integer field name of a request from its JSON v.
+func intField(name string, v json.RawMessage) (int, error) {
+	var k int
+	if err := json.Unmarshal(v, &k); err != nil {
+		typ := typeIntType
+		var f float64
+		if json.Unmarshal(v, &f) == nil && f != float64(int64(f)) {
+			typ = typeIntFromFloat
+		}
+		return 0, reqErr(typ, fmt.Sprintf("field %q must be an integer", name), name)
+	}
+	return k, nil
+}
+
+// returnScores reads the optional boolean "return_scores" (false when missing or null).
+func returnScores(raw map[string]json.RawMessage) (bool, error) {
+	var b bool
+	if rs, ok := raw["return_scores"]; ok && string(rs) != "null" {
+		if err := json.Unmarshal(rs, &b); err != nil {
+			return false, reqErr(typeBoolType, `field "return_scores" must be a boolean`, "return_scores")
+		}
+	}
+	return b, nil
 }
 
 // readObject reads a JSON object body of at most limit bytes as raw fields. Field
@@ -614,25 +665,31 @@ func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes", limit)
+			return nil, http.StatusRequestEntityTooLarge, &RequestError{Loc: []any{"body"}, Type: typeTooLarge,
+				Msg: fmt.Sprintf("request body over %d bytes", limit), Err: ErrBodyTooLarge}
 		}
-		return nil, http.StatusBadRequest, fmt.Errorf("read body: %v", err)
+		return nil, http.StatusBadRequest, reqErr(typeReadFailed, fmt.Sprintf("read body: %v", err))
 	}
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&raw); err != nil {
 		var ute *json.UnmarshalTypeError
 		if errors.As(err, &ute) {
-			return nil, http.StatusUnprocessableEntity, errors.New("body must be a JSON object")
+			return nil, http.StatusUnprocessableEntity, reqErr(typeNotObject, "body must be a JSON object")
 		}
-		return nil, http.StatusBadRequest, fmt.Errorf("malformed JSON: %v", err)
+		at := len(body)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			at = int(se.Offset)
+		}
+		return nil, http.StatusBadRequest, reqErr(typeJSONInvalid, fmt.Sprintf("malformed JSON: %v", err), at)
 	}
 	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		// (Decoder.More alone lets a stray "}" or "]" after the object through.)
-		return nil, http.StatusBadRequest, errors.New("malformed JSON: data after the object")
+		return nil, http.StatusBadRequest, reqErr(typeJSONInvalid, "malformed JSON: data after the object", len(body)-len(rest))
 	}
 	if raw == nil {
-		return nil, http.StatusUnprocessableEntity, errors.New("body must be a JSON object")
+		return nil, http.StatusUnprocessableEntity, reqErr(typeNotObject, "body must be a JSON object")
 	}
 	return raw, 0, nil
 }
@@ -640,11 +697,11 @@ func readObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string
 // checkQueries applies MaxQueries and MaxQueryBytes.
 func (h *retrieveHandler) checkQueries(qs []string) error {
 	if len(qs) > h.o.MaxQueries {
-		return fmt.Errorf(`%w: field "queries" has %d items, at most %d allowed (the server's max-queries limit)`, ErrTooManyQueries, len(qs), h.o.MaxQueries)
+		return limitErr(ErrTooManyQueries, []any{"queries"}, `field "queries" has %d items, at most %d allowed (the server's max-queries limit)`, len(qs), h.o.MaxQueries)
 	}
 	for i, q := range qs {
 		if len(q) > h.o.MaxQueryBytes {
-			return fmt.Errorf("%w: queries[%d] is %d bytes, the per-query cap is %d bytes", ErrQueryTooLong, i, len(q), h.o.MaxQueryBytes)
+			return limitErr(ErrQueryTooLong, []any{"queries", i}, "queries[%d] is %d bytes, the per-query cap is %d bytes", i, len(q), h.o.MaxQueryBytes)
 		}
 	}
 	return nil

@@ -5,24 +5,28 @@ import (
 	"strings"
 )
 
-// NormalizeAnswer applies Search-R1's (SQuAD's) answer normalisation: lower-case, remove
-// ASCII punctuation, drop the articles a/an/the, collapse whitespace.
+// NormalizeAnswer is Search-R1's normalize_answer (qa_em.py, SQuAD's): lower case
+// (Python's str.lower, full case mapping: "İ" becomes "i̇", a word-final "Σ" "ς"), every
+// character of Python's string.punctuation (ASCII) removed, the articles a, an and the
+// replaced by a space where they stand as words (re's \b(a|an|the)\b, whose word
+// characters are Unicode letters, numbers and "_": "aé" keeps its "a"), and whitespace
+// runs collapsed to one space with the ends trimmed (" ".join(s.split()), whose whitespace
+// includes U+001C to U+001F). It equals the original on every input; see
+// testdata/qa_em_cases.py, which computes the expected values with CPython.
 func NormalizeAnswer(s string) string {
-	s = strings.ToLower(s)
+	s = pyLower(s)
 	s = strings.Map(func(r rune) rune {
 		if r < 128 && strings.ContainsRune(asciiPunct, r) {
 			return -1
 		}
 		return r
 	}, s)
-	s = articles.ReplaceAllString(s, " ")
-	return strings.Join(strings.Fields(s), " ")
+	s = removeArticles(s)
+	return strings.Join(pyFields(s), " ")
 }
 
 // asciiPunct is Python's string.punctuation.
 const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-
-var articles = regexp.MustCompile(`\b(a|an|the)\b`)
 
 // ExactMatch reports whether the normalised prediction equals any normalised gold answer
 // (Search-R1's em_check).
@@ -94,7 +98,7 @@ func ExtractSolution(text string, opts ExtractOptions) (string, bool) {
 	if n < min {
 		return "", false
 	}
-	return strings.TrimSpace(last), true
+	return pyStrip(last), true
 }
 
 func tagRE(tag string) *regexp.Regexp {

@@ -11,10 +11,10 @@ import (
 // multiset of shared tokens. When a normalised side is empty the score is 1 if both are,
 // else 0 (SQuAD v2's rule). Without golds it is 0.
 func TokenF1(prediction string, golds ...string) float64 {
-	pred := strings.Fields(NormalizeAnswer(prediction))
+	pred := pyFields(NormalizeAnswer(prediction))
 	best := 0.0
 	for _, g := range golds {
-		if f := tokenF1(pred, strings.Fields(NormalizeAnswer(g))); f > best {
+		if f := tokenF1(pred, pyFields(NormalizeAnswer(g))); f > best {
 			best = f
 		}
 	}

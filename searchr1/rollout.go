@@ -259,13 +259,20 @@ func (rn *Runner) runWave(ctx context.Context, questions []Question, rollouts, l
 	maxSearches := defaultInt(l.MaxSearches, defaultMaxSearches)
 	maxTurns := defaultInt(l.MaxTurns, defaultMaxTurns)
 	live := make([]*episode, 0, hi-lo)
+	var refused []*episode // blank questions: failed at once (ErrEmptyQuestion)
 	for i := lo; i < hi; i++ {
 		q := &questions[i/rollouts]
 		ep := &episode{q: q, index: i, rollout: i % rollouts, r: l.newRun(rn.Generator, rn.Searcher, l.Prompt(q.Question))}
 		ep.r.ep.Trace.Question = q.Question
+		if err := l.checkQuestion(q.Question); err != nil {
+			ep.err = fmt.Errorf("searchr1: episode %d: %w", i, err)
+			ep.r.finish()
+			refused = append(refused, ep)
+			continue
+		}
 		live = append(live, ep)
 	}
-	st.Episodes += len(live)
+	st.Episodes += len(live) + len(refused)
 	finish := func(ep *episode) error {
 		t := rn.trajectory(ep)
 		if ep.err != nil {
@@ -286,6 +293,11 @@ func (rn *Runner) runWave(ctx context.Context, questions []Question, rollouts, l
 			rn.OnEpisode(t)
 		}
 		return nil
+	}
+	for _, ep := range refused {
+		if err := finish(ep); err != nil {
+			return err
+		}
 	}
 	for len(live) > 0 {
 		if err := ctx.Err(); err != nil {

@@ -70,7 +70,7 @@ func (b *batchCounter) sizes() []int {
 	return append([]int(nil), b.batches...)
 }
 
-var questionRE = regexp.MustCompile(`Question: (\S+)`)
+var questionRE = regexp.MustCompile(`Question: ([^\s?]+)`)
 
 // chatServer speaks the OpenAI chat/completions API as vLLM does with
 // continue_final_message: it scripts `searches` search turns per question, then an

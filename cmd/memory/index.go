@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"github.com/agentmem/memory/internal/beir"
 	"github.com/agentmem/memory/internal/parallel"
 	"github.com/agentmem/memory/internal/vecfile"
+	"github.com/agentmem/memory/searchr1"
 	"github.com/agentmem/memory/vectorstore"
 	"github.com/schollz/progressbar/v3"
 )
@@ -55,9 +57,22 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	embedderID := fs.String("embedder-id", "", "the model that made the precomputed vectors (a name in $MEMORY_MODELS / the model cache, or hash:DIM):\n"+
 		"queries are embedded by it; when it cannot be loaded now, the vectors are recorded under this name\n"+
 		"and searches use BM25 until it can")
+	compatName := fs.String("compat", "", "search-r1: index a Search-R1 / pyserini corpus ({\"id\", \"contents\"} rows) to be served with serve --compat search-r1:\n"+
+		"each row's contents stored byte for byte as its text (no title split off), rows not chunked (unless --chunk), a new store's or\n"+
+		"collection's analyzer en_lucene (Lucene's EnglishAnalyzer, as pyserini), and with --embedder passages embedded\n"+
+		"whole as the original's index builder does (E5: \"passage: \" + contents, at most 256 tokens)")
+	chunk := fs.Bool("chunk", true, "split long prose documents into chunks (over 1,000 non-space characters); --chunk=false stores each whole.\n"+
+		"Default: chunk, except a passage corpus (every file .jsonl of {\"id\", \"contents\"} rows) or with --compat search-r1")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	compat, err := searchr1.ParseCompat(*compatName)
+	if err != nil {
+		fmt.Fprintf(stderr, "memory index: --compat: %v\n", err)
+		return errUsage
+	}
+	chunkSet := false
+	fs.Visit(func(f *flag.Flag) { chunkSet = chunkSet || f.Name == "chunk" })
 	if sf.dir == "" || (fs.NArg() == 0 && *code == "") {
 		fs.Usage()
 		return errUsage
@@ -76,6 +91,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	cs := compatSettings(compat, &sf, *analyzer, *col, chunkSet, *chunk, *code != "", scan, stderr)
 	var vr *vecfile.Reader
 	if *vectors != "" {
 		if vr, err = openAlignedVectors(*vectors, files, scan, *code); err != nil {
@@ -90,6 +106,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *analyzer != "" && *col == "" {
 		extra = append(extra, memory.WithAnalyzer(*analyzer))
 	}
+	extra = append(extra, cs.options...)
 	m, err := sf.create(sf.dir, stderr, extra...)
 	if err != nil {
 		return err
@@ -101,10 +118,13 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	if c, err = cs.collection(m, c, *col, stderr); err != nil {
+		return err
+	}
 	if *code != "" {
 		return indexCode(ctx, c, *code, *batch, stdout, stderr)
 	}
-	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: newIDSeen(), vecs: vr}
+	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: newIDSeen(), vecs: vr, verbatim: cs.verbatim}
 	if e := m.Embedder(); vr != nil && (e == nil || e.Dim() != vr.Dim()) {
 		return fmt.Errorf("%w: %s holds vectors of dimension %d; the store's embedder is %s (name the model that made them with --embedder-id)",
 			vecfile.ErrDim, vr.Path(), vr.Dim(), describeEmbedder(e))
@@ -358,6 +378,7 @@ type indexer struct {
 
 	vecs        *vecfile.Reader          // --vectors: row i is the vector of line i+1 of the one file
 	vectorsOnly *vectorstore.VectorsOnly // the store's embedder has no model: every document needs its vector
+	verbatim    bool                     // --compat search-r1: a {"id", "contents"} row's contents are its text, byte for byte
 
 	scan     fileScan
 	removing bool // removeStale is under way (every document is stored)
@@ -584,19 +605,23 @@ type fileScan struct {
 	total int
 	docs  []int      // per file: documents at most (a .jsonl file: its lines)
 	srcs  [][]string // per file: its source, then the distinct sources its lines name
+	// passages: every file is a .jsonl file whose first line is a passage row ({"id",
+	// "contents"}, no "text"): a Search-R1 / pyserini passage corpus.
+	passages bool
 }
 
 // scanFiles counts the documents the files hold at most (for the progress display and
 // the failure report) and lists the sources each file's documents name (the re-indexed
 // sources: see claim).
 func scanFiles(files []string) (fileScan, error) {
-	sc := fileScan{docs: make([]int, len(files)), srcs: make([][]string, len(files))}
+	sc := fileScan{docs: make([]int, len(files)), srcs: make([][]string, len(files)), passages: len(files) > 0}
 	for i, f := range files {
 		src := sourceOf(f)
 		sc.srcs[i] = []string{src}
 		if strings.ToLower(filepath.Ext(f)) != ".jsonl" {
 			sc.docs[i] = 1
 			sc.total++
+			sc.passages = false
 			continue
 		}
 		fh, err := os.Open(f)
@@ -605,8 +630,13 @@ func scanFiles(files []string) (fileScan, error) {
 		}
 		seen := map[string]bool{src: true}
 		n := 0
+		first := true
 		err = readLines(fh, func(_ int, line []byte, _ bool) error {
 			n++
+			if first && len(bytes.TrimSpace(line)) > 0 {
+				first = false
+				sc.passages = sc.passages && isPassageRow(line)
+			}
 			if s := lineSource(line); s != "" && !seen[s] {
 				seen[s] = true
 				sc.srcs[i] = append(sc.srcs[i], s)
@@ -617,10 +647,113 @@ func scanFiles(files []string) (fileScan, error) {
 		if err != nil {
 			return fileScan{}, fmt.Errorf("%s: %w", f, err)
 		}
+		if first {
+			sc.passages = false // no document line
+		}
 		sc.docs[i] = n
 		sc.total += n
 	}
 	return sc, nil
+}
+
+// isPassageRow reports whether a JSONL line is a Search-R1 / pyserini passage row: a
+// JSON object with a "contents" string and no "text".
+func isPassageRow(line []byte) bool {
+	var j jsonlDoc
+	if !decodeJSONLFast(line, &j) && json.Unmarshal(line, &j) != nil {
+		return false
+	}
+	return j.passageRow()
+}
+
+// indexCompat is what --compat and --chunk make of an index run (see compatSettings).
+type indexCompat struct {
+	options  []memory.Option // store options: no chunking
+	verbatim bool            // passage rows stored as searchr1.CorpusDocument
+	// analyzer is the analyzer a new collection named by --collection gets ("": the
+	// store's); check warns when the collection's is not en_lucene.
+	analyzer string
+	check    bool
+}
+
+// compatSettings resolves --compat and --chunk for an index run: with --compat search-r1,
+// passage rows are stored verbatim, nothing is chunked (unless --chunk), a new store gets
+// the en_lucene analyzer and, with --embedder, passages are embedded up to 256 tokens
+// (unless --analyzer, --passage-max-tokens say otherwise); without it, a passage corpus
+// is not chunked unless --chunk. What it decides is said on stderr.
+func compatSettings(compat searchr1.Compat, sf *storeFlags, analyzer, col string, chunkSet, chunk, code bool, scan fileScan, stderr io.Writer) indexCompat {
+	var ic indexCompat
+	search := compat == searchr1.CompatSearchR1
+	noChunk := !chunk
+	if !chunkSet {
+		noChunk = search || scan.passages
+	}
+	if noChunk && !code {
+		ic.options = append(ic.options, memory.WithChunking(memory.ChunkOptions{Disabled: true}))
+		if !chunkSet && !search {
+			fmt.Fprintln(stderr, `index: a passage corpus ({"id", "contents"} rows): each row is stored whole, not chunked (--chunk to chunk long ones)`)
+		}
+	}
+	if !search {
+		return ic
+	}
+	ic.verbatim = true
+	var did []string
+	if analyzer == "" {
+		ic.check = true
+		if col != "" {
+			ic.analyzer = searchr1.CompatAnalyzer
+		} else if storeIsNew(sf.dir) {
+			ic.options = append(ic.options, memory.WithAnalyzer(searchr1.CompatAnalyzer))
+			did = append(did, "analyzer "+searchr1.CompatAnalyzer)
+		}
+	}
+	if sf.embedder != "" && sf.modelFlags.passageMaxTokens == 0 && isONNXModel(sf.embedder) {
+		sf.modelFlags.passageMaxTokens = searchr1.CompatPassageMaxTokens
+		did = append(did, fmt.Sprintf("passages embedded up to %d tokens", searchr1.CompatPassageMaxTokens))
+	}
+	chunking := "no chunking"
+	if !noChunk {
+		chunking = "chunking (--chunk)"
+	}
+	fmt.Fprintf(stderr, "index: --compat search-r1: contents stored byte for byte, %s%s\n", chunking, strings.Join(append([]string{""}, did...), ", "))
+	return ic
+}
+
+// collection returns the collection to index into: with --compat search-r1 and
+// --collection, a new collection is created with the en_lucene analyzer; a collection
+// whose analyzer is another gets the warning serve --compat gives.
+func (ic indexCompat) collection(m *memory.Memory, c *memory.Collection, col string, stderr io.Writer) (*memory.Collection, error) {
+	if ic.analyzer != "" {
+		if _, err := m.GetCollection(col); errors.Is(err, memory.ErrCollectionNotFound) {
+			var cerr error
+			if c, cerr = m.CreateCollection(col, memory.WithCollectionAnalyzer(ic.analyzer)); cerr != nil {
+				return nil, cerr
+			}
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if ic.check {
+		if w := searchr1.AnalyzerWarning(searchr1.CompatSearchR1, c.Analyzer(), c.Name()); w != "" {
+			fmt.Fprintln(stderr, "index: warning: "+w)
+		}
+	}
+	return c, nil
+}
+
+// isONNXModel reports whether the embedder name is a model folder loaded as an ONNX
+// bi-encoder (not a hashing, remote or Model2Vec embedder), whose token caps can be set.
+func isONNXModel(name string) bool {
+	dir, err := modelDir(name)
+	return err == nil && !vectorstore.IsModel2Vec(dir)
+}
+
+// storeIsNew reports whether dir holds no store yet (missing or empty), so that index
+// creates one.
+func storeIsNew(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return errors.Is(err, os.ErrNotExist) || (err == nil && len(entries) == 0)
 }
 
 // lineSource is the source a JSONL line names ("source", or metadata "source"); "" when
@@ -777,6 +910,10 @@ type jsonlDoc struct {
 	ExportEnd    json.RawMessage `json:"memory_export_end"`
 }
 
+// passageRow reports whether the line is a Search-R1 / pyserini passage ({"id",
+// "contents"}, no "text"): document() splits its contents into title and text.
+func (j jsonlDoc) passageRow() bool { return j.Text == "" && j.Contents != "" }
+
 func (j jsonlDoc) document() memory.Document {
 	d := memory.Document{ID: string(j.ID), Title: j.Title, Text: j.Text, Metadata: j.Metadata, Source: j.Source, Embedding: j.Embedding}
 	if d.ID == "" {
@@ -848,6 +985,9 @@ func (ix *indexer) indexFile(i int) error {
 			return nil
 		}
 		d := dl.doc.document()
+		if ix.verbatim && dl.doc.passageRow() {
+			d.Title, d.Text = "", dl.doc.Contents // searchr1.CorpusDocument
+		}
 		if _, has := d.Metadata["source"]; d.Source == "" && !has {
 			d.Source = src
 		}

@@ -78,6 +78,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// (and CLI searches) share it.
 		extra = append(extra, memory.ReadOnly())
 	}
+	if cfg.compat == searchr1.CompatSearchR1 && cfg.store.scoring == "" {
+		// The original's BM25 retriever is pyserini's: Lucene's formula, unless
+		// --bm25-scoring asks for another.
+		extra = append(extra, memory.WithBM25Scoring(memory.ScoringLucene))
+	}
 	m, err := cfg.store.open(cfg.store.dir, stderr, extra...)
 	if err != nil {
 		return err
@@ -101,6 +106,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if m.Embedder() != nil {
 			cfg.mode = string(memory.Dense)
 		}
+	}
+	if cfg.compat == searchr1.CompatSearchR1 {
+		compatWarnings(ctx, searcher, cfg, stderr)
 	}
 	lib, err := serveSOPs(m, cfg.sopDir, stderr)
 	if err != nil {
@@ -148,8 +156,9 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve (and /rerank, /health, /ready, /metrics, /openapi.json)\non this address (e.g. 127.0.0.1:8000)")
 	r := &cfg.retrieve
 	fs.IntVar(&r.DefaultTopK, "topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
+	fs.IntVar(&r.MaxTopK, "max-topk", 0, fmt.Sprintf("/retrieve: most results per query a request may ask for (more get 422)\n(default %d; %d with --compat search-r1, whose original takes any topk)", searchr1.DefaultMaxTopK, searchr1.DefaultCompatMaxTopK))
 	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid; with --compat search-r1,\ndense when the store has an embedder, else bm25)")
-	compat := fs.String("compat", "", "/retrieve: native (default) or search-r1: answer as the original Search-R1 servers\n(raw BM25 or inner-product scores, topk 0 = --topk, BM25 documents as title/text/contents;\nwith --reranker, /retrieve takes topk_retrieval/topk_rerank and /rerank answers strings and raw logits)")
+	compat := fs.String("compat", "", "/retrieve: native (default) or search-r1: answer as the original Search-R1 servers\n(raw BM25 or inner-product scores, BM25 scored as pyserini does unless --bm25-scoring says otherwise,\ntopk 0 = --topk, BM25 documents as title/text/contents, whole corpus rows, FastAPI's 422 bodies;\nwith --reranker, /retrieve takes topk_retrieval/topk_rerank and /rerank answers strings and raw logits)")
 	fs.IntVar(&r.MaxConcurrent, "max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
 	fs.IntVar(&r.MaxQueries, "max-queries", searchr1.DefaultMaxQueries, "/retrieve: most queries in one request (more get 422)")
 	fs.IntVar(&r.MaxQueryBytes, "max-query-bytes", searchr1.DefaultMaxQueryBytes, "/retrieve: most bytes in one query (more get 422)")
@@ -235,11 +244,28 @@ func (cfg serveConfig) check(stderr io.Writer) error {
 			return errUsage
 		}
 	}
-	if r.Workers < 0 || r.ReadTimeout < 0 || r.WriteTimeout < 0 || cfg.idleTimeout < 0 {
-		fmt.Fprintln(stderr, "memory serve: --workers and the timeouts must not be negative")
+	if r.Workers < 0 || r.MaxTopK < 0 || r.ReadTimeout < 0 || r.WriteTimeout < 0 || cfg.idleTimeout < 0 {
+		fmt.Fprintln(stderr, "memory serve: --workers, --max-topk and the timeouts must not be negative")
 		return errUsage
 	}
 	return nil
+}
+
+// compatWarnings tells, on stderr, what keeps a --compat search-r1 server from giving the
+// original's bytes: a BM25 analyzer other than en_lucene (the terms differ from
+// pyserini's), and documents stored with a title (their "contents" are rebuilt as
+// "\"title\"\ntext", not the corpus row as it was).
+func compatWarnings(ctx context.Context, c *memory.Collection, cfg serveConfig, stderr io.Writer) {
+	if memory.Mode(cfg.mode) == memory.BM25 {
+		if w := searchr1.AnalyzerWarning(cfg.compat, c.Analyzer(), c.Name()); w != "" {
+			fmt.Fprintln(stderr, "memory serve: warning: "+w)
+		}
+	}
+	docs, err := c.Find(ctx, memory.FindOptions{Limit: 1})
+	if err == nil && len(docs) == 1 && docs[0].Title != "" {
+		fmt.Fprintln(stderr, `memory serve: warning: documents have titles: /retrieve gives their "contents" as "\"title\"\ntext", which is a corpus row only when its first line was the title in quotes; `+
+			"index a Search-R1 corpus with `memory index --compat search-r1` to return its rows byte for byte")
+	}
 }
 
 // serveSOPs returns the procedures of the sop_match tool: the store's own (sops/ in the

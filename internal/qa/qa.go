@@ -11,8 +11,11 @@
 //
 // The id may be a string or an integer (absent: the line number). golden_answers may be a
 // list or one string; "answers", "answer" and Search-R1's
-// "reward_model": {"ground_truth": {"target": [...]}} are read when it is absent.
-// data_source groups the scores (absent: [LoadFile] uses the file's name).
+// "reward_model": {"ground_truth": {"target": [...]}} are read when it is absent or an
+// empty list. The answers are kept as given, empty ones included, and scored as the
+// original scores them (qa_em.py: an empty answer is a substring of every prediction;
+// no answer at all matches nothing); [Report] counts the questions without a non-empty
+// answer. data_source groups the scores (absent: [LoadFile] uses the file's name).
 package qa
 
 import (
@@ -65,8 +68,9 @@ type line struct {
 }
 
 // Load reads questions from JSONL; name is the file name errors give. Blank lines are
-// skipped; any other line that is not a question with a non-empty question text and at
-// least one golden answer fails with [ErrFormat].
+// skipped; any other line that is not a question with a non-empty question text and a
+// golden answers field (a list, possibly empty, or a string) fails with [ErrFormat]. A
+// question whose answers are all empty, or none, is kept (see [EmptyGold]).
 func Load(r io.Reader, name string) ([]Question, error) {
 	var out []Question
 	sc := bufio.NewScanner(r)
@@ -142,28 +146,38 @@ func parseLine(b []byte, n int) (Question, error) {
 	if l.RewardModel != nil {
 		raws = append(raws, l.RewardModel.GroundTruth.Target)
 	}
+	present := false
 	for _, raw := range raws {
-		golds, err := answers(raw)
+		golds, ok, err := answers(raw)
 		if err != nil {
 			return Question{}, err
+		}
+		if !ok {
+			continue
 		}
 		if len(golds) > 0 {
 			q.GoldenAnswers = golds
 			return q, nil
 		}
+		present = true
+	}
+	if present { // an empty list: kept, matching nothing (as em_check over no answers)
+		q.GoldenAnswers = []string{}
+		return q, nil
 	}
 	return Question{}, errors.New("no golden answers")
 }
 
-// answers decodes a list of strings or one string; numbers are kept as their text.
-func answers(raw json.RawMessage) ([]string, error) {
+// answers decodes a list of strings or one string, kept as given (empty ones included);
+// numbers are kept as their text. ok is false when the field is missing or null.
+func answers(raw json.RawMessage) (out []string, ok bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return nil, false, nil
 	}
 	var one any
 	if err := json.Unmarshal(raw, &one); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var list []any
 	switch v := one.(type) {
@@ -172,20 +186,30 @@ func answers(raw json.RawMessage) ([]string, error) {
 	default:
 		list = []any{v}
 	}
-	var out []string
 	for _, a := range list {
 		switch v := a.(type) {
 		case string:
-			if strings.TrimSpace(v) != "" {
-				out = append(out, v)
-			}
+			out = append(out, v)
 		case float64:
 			out = append(out, strconv.FormatFloat(v, 'f', -1, 64))
 		default:
-			return nil, fmt.Errorf("golden answer %v is not a string", a)
+			return nil, false, fmt.Errorf("golden answer %v is not a string", a)
 		}
 	}
-	return out, nil
+	return out, true, nil
+}
+
+// EmptyGold reports whether q has no golden answer that normalises to a non-empty string
+// ([searchr1.NormalizeAnswer]): none at all, which no prediction matches, or only empty
+// ones, which every prediction contains (SubEM 1) and an empty answer equals (EM 1), as
+// in the original's qa_em.py.
+func EmptyGold(q Question) bool {
+	for _, g := range q.GoldenAnswers {
+		if searchr1.NormalizeAnswer(g) != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // Match is the score of one prediction: 1 or 0 for EM and SubEM, F1 in [0, 1].
@@ -211,8 +235,10 @@ func Score(prediction string, golds []string) Match {
 // Scores are the mean scores of a set of episodes.
 type Scores struct {
 	// Episodes is the number of scored episodes (questions x rollouts); Answered how many
-	// gave an answer, Failed how many failed (scored 0).
-	Episodes, Answered, Failed int
+	// gave an answer, Failed how many failed (scored 0); EmptyGold how many are of a
+	// question without a non-empty golden answer ([EmptyGold]), scored as the original
+	// scores them.
+	Episodes, Answered, Failed, EmptyGold int
 	// EM, SubEM and F1 are the means over the episodes (an unanswered or failed one
 	// scores 0).
 	EM, SubEM, F1 float64
@@ -253,6 +279,11 @@ func (r Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if n := r.Overall.EmptyGold; n > 0 {
+		if _, err := fmt.Fprintf(w, "note: %d episodes are of questions without a non-empty golden answer, scored as Search-R1's qa_em.py scores them (none: 0; only empty ones: SubEM 1)\n", n); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintf(w, "run: %d episodes in %v (%.1f episodes/s), %d search batches, retrieval %.1f%% of the time\n",
 		r.Run.Written, r.Run.Elapsed.Round(time.Millisecond), r.Run.EpisodesPerSecond(), r.Run.SearchBatches, 100*r.Run.SearchShare())
 	return err
@@ -266,6 +297,9 @@ type acc struct {
 
 func (a *acc) add(t *searchr1.Trajectory) {
 	a.s.Episodes++
+	if EmptyGold(Question{GoldenAnswers: t.GoldenAnswers}) {
+		a.s.EmptyGold++
+	}
 	if t.Error != "" {
 		a.s.Failed++
 		return

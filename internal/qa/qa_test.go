@@ -34,7 +34,14 @@ func TestLoad(t *testing.T) {
 		{"not JSON", "{nope", nil, ErrFormat},
 		{"no question", `{"id":"a","golden_answers":["x"]}`, nil, ErrFormat},
 		{"blank question", `{"id":"a","question":"  ","golden_answers":["x"]}`, nil, ErrFormat},
-		{"no answers", `{"id":"a","question":"q","golden_answers":[]}`, nil, ErrFormat},
+		{"no answers: kept, matching nothing", `{"id":"a","question":"q","golden_answers":[]}`,
+			[]Question{{ID: "a", Question: "q", GoldenAnswers: []string{}}}, nil},
+		{"an empty answer: kept as given", `{"id":"a","question":"q","golden_answers":[""]}` + "\n" + `{"id":"b","question":"q","golden_answers":["x", " "]}`,
+			[]Question{{ID: "a", Question: "q", GoldenAnswers: []string{""}}, {ID: "b", Question: "q", GoldenAnswers: []string{"x", " "}}}, nil},
+		{"empty list, then answers", `{"id":"a","question":"q","golden_answers":[],"answers":["x"]}`,
+			[]Question{{ID: "a", Question: "q", GoldenAnswers: []string{"x"}}}, nil},
+		{"no answers field", `{"id":"a","question":"q"}`, nil, ErrFormat},
+		{"answers null", `{"id":"a","question":"q","golden_answers":null}`, nil, ErrFormat},
 		{"answer not a string", `{"id":"a","question":"q","golden_answers":[{"x":1}]}`, nil, ErrFormat},
 		{"id an object", `{"id":{},"question":"q","golden_answers":["x"]}`, nil, ErrFormat},
 		{"empty", "\n", nil, ErrNoQuestions},
@@ -101,7 +108,7 @@ func fixed(answers map[string]string) searchr1.GeneratorFunc {
 			return "<think>look</think><search> something </search>", nil
 		}
 		for q, a := range answers {
-			if strings.Contains(prompt, "Question: "+q+"\n") {
+			if strings.Contains(prompt, "Question: "+q+"?\n") { // the question as the original prepares it
 				return "<answer>" + a + "</answer>", nil
 			}
 		}
