@@ -11,6 +11,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 	zap "github.com/blevesearch/zapx/v16"
 )
 
@@ -334,17 +335,8 @@ func TestBuildBlocksDirect(t *testing.T) {
 			r := snapshotReader(t, b)
 			defer r.Close()
 			var direct, multi int
-			for _, ss := range r.(*scorch.IndexSnapshot).Segments() {
-				dict, err := ss.Segment().Dictionary(bodyField)
-				if err != nil {
-					t.Fatal(err)
-				}
-				it := dict.AutomatonIterator(anyTerm{}, nil, nil)
-				for e, err := it.Next(); e != nil || err != nil; e, err = it.Next() {
-					if err != nil {
-						t.Fatal(err)
-					}
-					term := []byte(e.Term)
+			eachBodyTerm(t, r.(*scorch.IndexSnapshot), func(dict segment.TermDictionary, term []byte) {
+				{
 					for _, keep := range []bool{false, true} {
 						var acc, acc2 frontAcc
 						want, wblks, err := buildBlocksIter(dict, term, &blockSource{next: -1}, &acc, keep)
@@ -384,11 +376,29 @@ func TestBuildBlocksDirect(t *testing.T) {
 						}
 					}
 				}
-			}
+			})
 			if direct < 100 || (mode == 16 && multi < 20) {
 				t.Fatalf("only %d lists read directly (%d of several blocks)", direct, multi)
 			}
 			t.Logf("%d lists read directly, %d of several blocks", direct, multi)
 		})
+	}
+}
+
+// eachBodyTerm calls fn with every term of the body field of every segment of snap.
+func eachBodyTerm(t *testing.T, snap *scorch.IndexSnapshot, fn func(dict segment.TermDictionary, term []byte)) {
+	t.Helper()
+	for _, ss := range snap.Segments() {
+		dict, err := ss.Segment().Dictionary(bodyField)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := dict.AutomatonIterator(anyTerm{}, nil, nil)
+		for e, err := it.Next(); e != nil || err != nil; e, err = it.Next() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			fn(dict, []byte(e.Term))
+		}
 	}
 }
