@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -105,7 +106,47 @@ func (rg *registry) loadCollection(name string) (*colState, error) {
 	return &colState{Collection: *c, analyzer: m.collectionAnalyzer(name)}, nil
 }
 
-// validate checks a document and normalises its metadata (numbers to float64).
+// MaxMetadataListItems caps the values of one list-valued metadata key.
+const MaxMetadataListItems = 1024
+
+// metadataList is a list metadata value's elements: a []any or any other slice (a
+// []string, []int...) but []byte.
+func metadataList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() == reflect.Uint8 {
+		return nil, false
+	}
+	l := make([]any, rv.Len())
+	for i := range l {
+		l[i] = rv.Index(i).Interface()
+	}
+	return l, true
+}
+
+// metadataScalar checks one metadata value (or list element) of document id's key k and
+// normalises it (numbers to float64); n is what it adds to the document's size.
+func metadataScalar(id, k string, v any) (s any, n int, err error) {
+	s, ok := docfilter.Scalar(v)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: document %s key %s: %T is not a string, number, bool or a list of them", ErrInvalidMetadata, store.ShowKey(id), store.ShowKey(k), v)
+	}
+	if f, isNum := s.(float64); isNum && math.IsInf(f, 0) {
+		return nil, 0, fmt.Errorf("%w: document %s key %s is infinite", ErrInvalidMetadata, store.ShowKey(id), store.ShowKey(k))
+	}
+	if str, isStr := s.(string); isStr {
+		if !utf8.ValidString(str) {
+			return nil, 0, fmt.Errorf("%w: document %s metadata %s", ErrInvalidUTF8, store.ShowKey(id), store.ShowKey(k))
+		}
+		return s, len(str) + 8, nil
+	}
+	return s, 8, nil
+}
+
+// validate checks a document and normalises its metadata (numbers to float64, lists to
+// []any of those).
 func (dw docWrites) validate(d *Document) error {
 	m := dw.m
 	if d.ID == "" {
@@ -150,20 +191,31 @@ func (dw docWrites) validate(d *Document) error {
 			if !utf8.ValidString(k) {
 				return fmt.Errorf("%w: document %s metadata key %s", ErrInvalidUTF8, store.ShowKey(d.ID), store.ShowKey(k))
 			}
-			s, ok := docfilter.Scalar(v)
-			if !ok {
-				return fmt.Errorf("%w: document %s key %s: %T is not a string, number or bool", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(k), v)
-			}
-			if f, isNum := s.(float64); isNum && math.IsInf(f, 0) {
-				return fmt.Errorf("%w: document %s key %s is infinite", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(k))
-			}
-			if str, isStr := s.(string); isStr {
-				if !utf8.ValidString(str) {
-					return fmt.Errorf("%w: document %s metadata %s", ErrInvalidUTF8, store.ShowKey(d.ID), store.ShowKey(k))
+			size += len(k)
+			if list, isList := metadataList(v); isList {
+				if k == sourceKey {
+					return fmt.Errorf("%w: document %s: metadata %q is a list (the source is one string)", ErrInvalidMetadata, store.ShowKey(d.ID), sourceKey)
 				}
-				size += len(str)
+				if len(list) > MaxMetadataListItems {
+					return fmt.Errorf("%w: document %s key %s: a list of %d values (max %d)", ErrInvalidMetadata, store.ShowKey(d.ID), store.ShowKey(k), len(list), MaxMetadataListItems)
+				}
+				vals := make([]any, len(list))
+				for i, e := range list {
+					s, n, err := metadataScalar(d.ID, k, e)
+					if err != nil {
+						return err
+					}
+					vals[i] = s
+					size += n
+				}
+				md[k] = vals
+				continue
 			}
-			size += len(k) + 8
+			s, n, err := metadataScalar(d.ID, k, v)
+			if err != nil {
+				return err
+			}
+			size += n
 			md[k] = s
 		}
 		d.Metadata = md

@@ -69,7 +69,8 @@ var (
 	ErrInvalidUTF8 = errors.New("memory: invalid UTF-8")
 	// ErrTooLarge: a document exceeds Options.MaxDocumentBytes.
 	ErrTooLarge = errors.New("memory: document too large")
-	// ErrInvalidMetadata: a metadata value is not a string, number or bool, or a key is empty.
+	// ErrInvalidMetadata: a metadata value is not a string, number or bool (or, on a
+	// document, a list of them), or a key is empty.
 	ErrInvalidMetadata = errors.New("memory: invalid metadata")
 	// ErrBadVector: a precomputed embedding has the wrong length or a NaN/Inf.
 	ErrBadVector = errors.New("memory: invalid embedding")

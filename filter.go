@@ -15,6 +15,13 @@ import (
 //	{"lang": {"$in": ["go", "rust"]}}           // $in $nin
 //	{"$and": [{...}, {...}]}, {"$or": [...]}    // combinations
 //
+// List-valued metadata ({"tags": ["go", "db"]}) matches a condition when one of its
+// values does: {"tags": "go"} and {"tags": {"$in": ["go", "c"]}} match it, and
+// {"tags": {"$ne": "go"}} or $nin when none of its values is an operand. $contains and
+// $not_contains say the same of lists ({"tags": {"$contains": "go"}}, Chroma's spelling;
+// on a single value they mean $eq and $ne), and $contains with a list wants every one
+// of its values ({"tags": {"$contains": ["go", "db"]}}, Weaviate's ContainsAll).
+//
 // Several keys in one object are combined with AND. Comparisons ($gt...) take numbers or
 // strings (compared as such). A document without the key matches no condition on it
 // except $ne and $nin, which it matches (as Chroma does since 0.5.12: "not equal to go"
@@ -24,6 +31,13 @@ type Where map[string]any
 // WhereDocument filters on the document's title and text:
 //
 //	{"$contains": "needle"}, {"$not_contains": "needle"}, {"$and": [...]}, {"$or": [...]}
+//	{"$regex": "(?i)error \\d+"}, {"$not_regex": "..."}
+//
+// $contains is a case-sensitive substring of the title or the text. $regex is an RE2
+// pattern (Go's regexp syntax: no backreferences or lookaround) found in the title or
+// the text; matching costs time linear in the text, and a pattern over
+// MaxRegexBytes bytes or compiling to more than MaxRegexInsts instructions is
+// ErrFilterTooLarge.
 type WhereDocument map[string]any
 
 // ParseWhere decodes a JSON Where filter and checks it.
@@ -63,4 +77,9 @@ const (
 	MaxFilterDepth = docfilter.MaxDepth
 	// MaxFilterInItems caps the operands of one $in or $nin list.
 	MaxFilterInItems = docfilter.MaxInItems
+	// MaxRegexBytes caps the length of one where_document $regex pattern.
+	MaxRegexBytes = docfilter.MaxRegexBytes
+	// MaxRegexInsts caps the compiled size of one $regex pattern (regexp/syntax
+	// instructions).
+	MaxRegexInsts = docfilter.MaxRegexInsts
 )

@@ -153,7 +153,13 @@ func randWhere(rng *rand.Rand, depth int) map[string]any {
 		key := append(filterKeys, "absent")[rng.IntN(len(filterKeys)+1)]
 		ops := map[string]any{}
 		for range 1 + rng.IntN(2) {
-			switch op := []string{"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"}[rng.IntN(8)]; op {
+			switch op := []string{"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$contains", "$not_contains"}[rng.IntN(10)]; op {
+			case "$contains":
+				if rng.IntN(2) == 0 { // a list: every one of its values
+					ops[op] = []any{randWhereValue(rng), randWhereValue(rng)}[:1+rng.IntN(2)]
+				} else {
+					ops[op] = randWhereValue(rng)
+				}
 			case "$in", "$nin":
 				var list []any
 				for range rng.IntN(4) {
@@ -194,7 +200,15 @@ func randFilterDoc(rng *rand.Rand, id string) Document {
 	}
 	md := map[string]any{}
 	for _, k := range filterKeys {
-		if rng.IntN(4) > 0 {
+		switch rng.IntN(8) {
+		case 0, 1: // absent
+		case 2: // a list (possibly empty or repeating a value): conditions match any value
+			var list []any
+			for range rng.IntN(4) {
+				list = append(list, randWhereValue(rng))
+			}
+			md[k] = list
+		default:
 			md[k] = randWhereValue(rng)
 		}
 	}
@@ -399,5 +413,109 @@ func TestDeleteWhereIndexedMatchesScan(t *testing.T) {
 	}
 	if deleted < 100 {
 		t.Fatalf("only %d documents deleted: the filters are too narrow to test", deleted)
+	}
+}
+
+// TestListMetadata: list-valued metadata (as []string, []int or []any) is stored as []any
+// of normalised values, read back by Get and after a reopen, and matched by value
+// conditions, $contains (one value or all of a list) and where_document $regex, in the
+// BM25 index and by scan alike; bad lists are ErrInvalidMetadata naming the key, and
+// nothing already stored changes.
+func TestListMetadata(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(32))}
+	m, err := Open(dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { m.Close() }()
+	docs := []Document{
+		{ID: "a", Text: "error 404 page not found", Metadata: map[string]any{"tags": []string{"web", "http"}, "years": []int{2023, 2024}}},
+		{ID: "b", Text: "database error: deadlock found", Metadata: map[string]any{"tags": []any{"db", "sql", "db"}}},
+		{ID: "c", Text: "the page loads fine", Metadata: map[string]any{"tags": []string{}}},
+		{ID: "d", Text: "no tags on this page", Metadata: map[string]any{"tags": "web"}},
+	}
+	if err := m.Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, bad := range []Document{
+		{ID: "x1", Text: "t", Metadata: map[string]any{"tags": []any{"a", []any{"nested"}}}},
+		{ID: "x2", Text: "t", Metadata: map[string]any{"tags": []any{map[string]any{"k": "v"}}}},
+		{ID: "x3", Text: "t", Metadata: map[string]any{"tags": make([]any, MaxMetadataListItems+1)}},
+		{ID: "x4", Text: "t", Metadata: map[string]any{"source": []string{"a", "b"}}},
+		{ID: "x5", Text: "t", Metadata: map[string]any{"n": []float64{1, math.Inf(1)}}},
+	} {
+		err := m.Add(ctx, bad)
+		if !errors.Is(err, ErrInvalidMetadata) {
+			t.Fatalf("bad list %d: %v, want ErrInvalidMetadata", i, err)
+		}
+		if !strings.Contains(err.Error(), bad.ID) {
+			t.Errorf("bad list %d: %q does not name the document", i, err)
+		}
+	}
+	check := func(stage string) {
+		t.Helper()
+		got, err := m.Get(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tags := fmt.Sprint(got.Metadata["tags"]); tags != "[web http]" {
+			t.Errorf("%s: Get a: tags %s", stage, tags)
+		}
+		if years, ok := got.Metadata["years"].([]any); !ok || len(years) != 2 || years[0] != 2023.0 {
+			t.Errorf("%s: Get a: years %#v, want []any of float64", stage, got.Metadata["years"])
+		}
+		if n, err := m.Count(ctx); err != nil || n != 4 {
+			t.Fatalf("%s: Count %d, %v", stage, n, err)
+		}
+		for _, tc := range []struct {
+			where Where
+			doc   WhereDocument
+			want  string
+		}{
+			{Where{"tags": "web"}, nil, "a,d"},
+			{Where{"tags": Where{"$contains": "db"}}, nil, "b"},
+			{Where{"tags": Where{"$contains": []string{"web", "http"}}}, nil, "a"},
+			{Where{"tags": Where{"$contains": []string{"web", "db"}}}, nil, ""},
+			{Where{"tags": Where{"$in": []any{"sql", "http"}}}, nil, "a,b"},
+			{Where{"tags": Where{"$nin": []any{"sql", "http"}}}, nil, "c,d"},
+			{Where{"tags": Where{"$not_contains": "web"}}, nil, "b,c"},
+			{Where{"years": Where{"$gt": 2023}}, nil, "a"},
+			{nil, WhereDocument{"$regex": `error \d+`}, "a"},
+			{nil, WhereDocument{"$not_regex": `(?i)ERROR`}, "c,d"},
+			{Where{"tags": "web"}, WhereDocument{"$regex": `^no\b`}, "d"},
+		} {
+			for _, scan := range []bool{false, true} {
+				filterScan.Store(scan)
+				res, err := m.Search(ctx, "error page found tags loads database", WithMode(BM25), TopK(10), WithWhere(tc.where), WithWhereDocument(tc.doc))
+				filterScan.Store(false)
+				if err != nil {
+					t.Fatalf("%s: where %v %v: %v", stage, tc.where, tc.doc, err)
+				}
+				var ids []string
+				for _, r := range res {
+					ids = append(ids, r.ID)
+				}
+				slices.Sort(ids)
+				if got := strings.Join(ids, ","); got != tc.want {
+					t.Errorf("%s: where %v %v (scan %v): %s, want %s", stage, tc.where, tc.doc, scan, got, tc.want)
+				}
+			}
+		}
+	}
+	check("open")
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = Open(dir, opts...); err != nil {
+		t.Fatal(err)
+	}
+	check("reopened")
+	if _, err := m.Search(ctx, "x", WithWhereDocument(WhereDocument{"$regex": "(?:ab){1000}"})); !errors.Is(err, ErrFilterTooLarge) {
+		t.Errorf("a $regex over MaxRegexInsts: %v, want ErrFilterTooLarge", err)
+	}
+	if _, err := ParseWhereDocument([]byte(`{"$regex": "a(b"}`)); !errors.Is(err, ErrInvalidFilter) {
+		t.Errorf("ParseWhereDocument of a bad pattern: %v, want ErrInvalidFilter", err)
 	}
 }

@@ -31,7 +31,7 @@ memory index --store DIR [--collection C] --code DIR`,
                 {"id": "1", "title": "...", "text": "...", "metadata": {"year": 2020}, "source": "..."}
                 {"_id": "1", "title": "...", "text": "..."}          (BEIR corpus.jsonl)
                 {"id": "1", "contents": "\"Title\"\ntext"}           (Search-R1 corpus)
-              metadata values are strings, numbers or booleans. source defaults to the
+              metadata values are strings, numbers, booleans or lists of them. source defaults to the
               absolute path of the .jsonl file.
 
 Each document is checked on its own: a bad line (empty, invalid JSON, no id, no text, a
@@ -65,9 +65,12 @@ breakdown, id, title, and a snippet around the matched terms) or, with --json, o
 result per line. Control characters in stored text are shown escaped (\x1b) in the table.
 
 --where takes a Chroma-style metadata filter: {"year": {"$gte": 2020}}, {"source": "a.md"},
-operators $eq $ne $gt $gte $lt $lte $in $nin $and $or; a document without the key matches
-$ne and $nin (as in Chroma) and no other operator. --where-document takes
-{"$contains": "text"} or {"$not_contains": "text"}.
+operators $eq $ne $gt $gte $lt $lte $in $nin $contains $not_contains $and $or; a document
+without the key matches $ne and $nin (as in Chroma) and no other operator. A list value
+({"tags": ["go", "db"]}) matches when one of its values does ({"tags": "go"},
+{"tags": {"$in": [...]}}); {"tags": {"$contains": ["go", "db"]}} wants all of them.
+--where-document takes {"$contains": "text"}, {"$not_contains": "text"}, {"$regex": "RE2"}
+or {"$not_regex": "RE2"} (Go regexp syntax, patterns up to 1,024 bytes), and $and/$or of them.
 
 Without --mode, a store whose embedder cannot be loaded is searched with BM25 (with a
 warning).

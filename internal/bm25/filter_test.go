@@ -280,15 +280,35 @@ func TestMetaCompareErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	for _, md := range []map[string]any{{"": 1}, {"k": []string{"x"}}, {"k": math.NaN()}} {
+	for _, md := range []map[string]any{{"": 1}, {"k": []any{[]string{"x"}}}, {"k": []any{"x", math.NaN()}}, {"k": math.NaN()}} {
 		err := b.Apply([]Doc{{ID: "a", Text: "x", Meta: md}}, nil, 1)
 		if !errors.Is(err, ErrBM25) || !errors.Is(err, ErrMetaFilter) {
 			t.Errorf("metadata %v: err %v", md, err)
 		}
 	}
+	// A list is one term a value, duplicates once: conditions match any of its values.
+	if err := b.Apply([]Doc{{ID: "l", Text: "x", Meta: map[string]any{"tags": []string{"p", "q", "p"}}}}, nil, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		op   MetaOp
+		v    any
+		want int
+	}{{MetaEq, "p", 1}, {MetaEq, "q", 1}, {MetaEq, "r", 0}, {MetaNe, "q", 0}, {MetaGt, "p", 1}, {MetaGt, "q", 0}} {
+		f, err := MetaCompare("tags", tc.op, tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, docs, err := b.FilterCount(context.Background(), f); err != nil || docs != tc.want {
+			t.Errorf("tags [p q p] %v %v: %d documents, %v; want %d", tc.op, tc.v, docs, err, tc.want)
+		}
+	}
+	if err := b.Apply(nil, []string{"l"}, 3); err != nil {
+		t.Fatal(err)
+	}
 	// A long value is one term like any other.
 	long := strings.Repeat("x", 1<<20)
-	if err := b.Apply([]Doc{{ID: "a", Text: "x", Meta: map[string]any{"k": long}}}, nil, 2); err != nil {
+	if err := b.Apply([]Doc{{ID: "a", Text: "x", Meta: map[string]any{"k": long}}}, nil, 4); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := MetaCompare("k", MetaEq, long)

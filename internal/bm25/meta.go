@@ -76,6 +76,22 @@ func metaValue(v any) (any, bool) {
 	return nil, false
 }
 
+// metaList is a list metadata value's elements: a []any, or any other slice but []byte.
+func metaList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() == reflect.Uint8 {
+		return nil, false
+	}
+	l := make([]any, rv.Len())
+	for i := range l {
+		l[i] = rv.Index(i).Interface()
+	}
+	return l, true
+}
+
 // metaKeyPrefix appends the key part of key's terms to dst.
 func metaKeyPrefix(dst []byte, key string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
@@ -121,14 +137,24 @@ func metaTerms(d Doc) ([][]byte, error) {
 		if k == "" {
 			return nil, fmt.Errorf("%w: document %q has an empty metadata key", ErrMetaFilter, d.ID)
 		}
+		if list, isList := metaList(v); isList { // one term an element: conditions match any
+			for _, e := range list {
+				nv, ok := metaValue(e)
+				if !ok {
+					return nil, fmt.Errorf("%w: document %q key %q: list element %v (%T) is not a string, number or bool", ErrMetaFilter, d.ID, k, e, e)
+				}
+				terms = append(terms, appendMetaTerm(nil, k, nv))
+			}
+			continue
+		}
 		nv, ok := metaValue(v)
 		if !ok {
-			return nil, fmt.Errorf("%w: document %q key %q: %v (%T) is not a string, number or bool", ErrMetaFilter, d.ID, k, v, v)
+			return nil, fmt.Errorf("%w: document %q key %q: %v (%T) is not a string, number, bool or a list of them", ErrMetaFilter, d.ID, k, v, v)
 		}
 		terms = append(terms, appendMetaTerm(nil, k, nv))
 	}
 	slices.SortFunc(terms, bytes.Compare)
-	return terms, nil
+	return slices.CompactFunc(terms, bytes.Equal), nil
 }
 
 // metaDocField implements Bleve's document.Field for metaField: the given terms, each

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strings"
 
@@ -251,10 +253,16 @@ func Scalar(v any) (any, bool) {
 var metaOps = map[string]bm25.MetaOp{
 	"$eq": bm25.MetaEq, "$ne": bm25.MetaNe, "$gt": bm25.MetaGt, "$gte": bm25.MetaGte,
 	"$lt": bm25.MetaLt, "$lte": bm25.MetaLte, "$in": bm25.MetaIn, "$nin": bm25.MetaNin,
+	"$contains": bm25.MetaEq, "$not_contains": bm25.MetaNe,
 }
 
 // compileOp compiles one condition on key into the record predicate and the index filter.
 func compileOp(key, op string, operand any) (Pred, *bm25.MetaFilter, error) {
+	if op == "$contains" {
+		if list, isList := asList(operand); isList {
+			return compileContainsAll(key, list)
+		}
+	}
 	p, operands, err := compileOpPred(key, op, operand)
 	if err != nil {
 		return nil, nil, err
@@ -266,22 +274,79 @@ func compileOp(key, op string, operand any) (Pred, *bm25.MetaFilter, error) {
 	return p, m, nil
 }
 
+// compileContainsAll compiles {"key": {"$contains": [a, b]}}: the value holds every one
+// of the operands (Weaviate's ContainsAll), the AND of one $contains each.
+func compileContainsAll(key string, list []any) (Pred, *bm25.MetaFilter, error) {
+	if len(list) == 0 {
+		return nil, nil, filterErr("%q $contains with an empty list", key)
+	}
+	ps := make([]Pred, 0, len(list))
+	ms := make([]*bm25.MetaFilter, 0, len(list))
+	for _, e := range list {
+		if _, isList := asList(e); isList {
+			return nil, nil, filterErr("%q $contains: element %v (%T) is not a string, number or bool", key, e, e)
+		}
+		p, m, err := compileOp(key, "$eq", e)
+		if err != nil {
+			return nil, nil, filterErr("%q $contains: %v", key, errors.Unwrap(err))
+		}
+		ps = append(ps, p)
+		ms = append(ms, m)
+	}
+	return combine(true, ps), bm25.MetaAnd(ms...), nil
+}
+
+// asList is v as a list operand or list value: a []any, or any other slice's elements.
+func asList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if !rv.IsValid() || rv.Kind() != reflect.Slice {
+		return nil, false
+	}
+	list := make([]any, rv.Len())
+	for i := range list {
+		list[i] = rv.Index(i).Interface()
+	}
+	return list, true
+}
+
+// anyValue reports whether got (a stored metadata value: a scalar, or a list of
+// scalars) is, or holds an element that is, accepted by ok. A list value matches a
+// condition when one of its elements does (MongoDB's and Chroma's meaning).
+func anyValue(got any, ok func(v any) bool) bool {
+	if l, isList := got.([]any); isList {
+		for _, e := range l {
+			if ok(e) {
+				return true
+			}
+		}
+		return false
+	}
+	return ok(got)
+}
+
 // compileOpPred compiles one condition into the record predicate; it also returns the
-// normalised operands.
+// normalised operands. On a list value $eq, $contains, the orderings and $in match when
+// an element does; $ne, $not_contains and $nin when none does (or the key is absent).
 func compileOpPred(key, op string, operand any) (Pred, []any, error) {
 	switch op {
-	case "$eq", "$ne":
+	case "$eq", "$ne", "$contains", "$not_contains":
 		want, ok := Scalar(operand)
 		if !ok {
+			if _, isList := asList(operand); isList && (op == "$eq" || op == "$ne") {
+				return nil, nil, filterErr("%q %s: operand %v is a list (use $in or $nin for one of several values, $contains with a list for all of them)", key, op, operand)
+			}
 			return nil, nil, filterErr("%q %s: operand %v (%T) is not a string, number or bool", key, op, operand, operand)
 		}
-		eq := op == "$eq"
+		eq := op == "$eq" || op == "$contains"
 		return func(d *store.Record) bool {
 			got, present := d.Metadata[key]
 			if !present {
 				return !eq // $ne matches a document without the key
 			}
-			return (got == want) == eq
+			return anyValue(got, func(v any) bool { return v == want }) == eq
 		}, []any{want}, nil
 	case "$gt", "$gte", "$lt", "$lte":
 		want, ok := Scalar(operand)
@@ -292,31 +357,27 @@ func compileOpPred(key, op string, operand any) (Pred, []any, error) {
 			return nil, nil, filterErr("%q %s: cannot order booleans", key, op)
 		}
 		return func(d *store.Record) bool {
-			c, ok := compare(d.Metadata[key], want)
-			if !ok {
-				return false
-			}
-			switch op {
-			case "$gt":
-				return c > 0
-			case "$gte":
-				return c >= 0
-			case "$lt":
-				return c < 0
-			default:
-				return c <= 0
-			}
+			return anyValue(d.Metadata[key], func(v any) bool {
+				c, ok := compare(v, want)
+				if !ok {
+					return false
+				}
+				switch op {
+				case "$gt":
+					return c > 0
+				case "$gte":
+					return c >= 0
+				case "$lt":
+					return c < 0
+				default:
+					return c <= 0
+				}
+			})
 		}, []any{want}, nil
 	case "$in", "$nin":
-		list, ok := operand.([]any)
+		list, ok := asList(operand)
 		if !ok {
-			rv := reflect.ValueOf(operand)
-			if rv.Kind() != reflect.Slice {
-				return nil, nil, filterErr("%q %s wants a list, got %T", key, op, operand)
-			}
-			for i := 0; i < rv.Len(); i++ {
-				list = append(list, rv.Index(i).Interface())
-			}
+			return nil, nil, filterErr("%q %s wants a list, got %T", key, op, operand)
 		}
 		set := make(map[any]bool, len(list))
 		operands := make([]any, 0, len(list))
@@ -334,10 +395,16 @@ func compileOpPred(key, op string, operand any) (Pred, []any, error) {
 			if !present {
 				return !in // $nin matches a document without the key
 			}
-			return set[got] == in
+			return anyValue(got, func(v any) bool {
+				switch v.(type) {
+				case string, bool, float64: // a damaged record's other types cannot be map keys
+					return set[v]
+				}
+				return false
+			}) == in
 		}, operands, nil
 	}
-	return nil, nil, filterErr("%q: unknown operator %q (want $eq $ne $gt $gte $lt $lte $in $nin)", key, op)
+	return nil, nil, filterErr("%q: unknown operator %q (want $eq $ne $gt $gte $lt $lte $in $nin $contains $not_contains)", key, op)
 }
 
 func compare(a, b any) (int, bool) {
@@ -364,6 +431,9 @@ func compare(a, b any) (int, bool) {
 	return 0, false
 }
 
+// CompileDocument compiles a WhereDocument into a predicate over a stored record: $contains,
+// $not_contains, $regex and $not_regex over the title and the text, $and and $or. A
+// filter over one of the caps is ErrTooLarge, found before anything is compiled.
 func CompileDocument(w map[string]any) (Pred, error) {
 	if err := checkFilterSize(w, true); err != nil {
 		return nil, err
@@ -394,6 +464,15 @@ func compileWhereDocNode(w map[string]any) (Pred, error) {
 			ps = append(ps, func(d *store.Record) bool {
 				return (strings.Contains(d.Text, s) || strings.Contains(d.Title, s)) == want
 			})
+		case "$regex", "$not_regex":
+			re, err := compileRegex(k, v)
+			if err != nil {
+				return nil, err
+			}
+			want := k == "$regex"
+			ps = append(ps, func(d *store.Record) bool {
+				return (re.MatchString(d.Text) || re.MatchString(d.Title)) == want
+			})
 		case "$and", "$or":
 			subs, err := subFilters(k, v)
 			if err != nil {
@@ -411,10 +490,40 @@ func compileWhereDocNode(w map[string]any) (Pred, error) {
 			}
 			ps = append(ps, combine(k == "$and", sub))
 		default:
-			return nil, filterErr("where_document: unknown operator %q (want $contains, $not_contains, $and, $or)", k)
+			return nil, filterErr("where_document: unknown operator %q (want $contains, $not_contains, $regex, $not_regex, $and, $or)", k)
 		}
 	}
 	return combine(true, ps), nil
+}
+
+// compileRegex compiles the operand of a where_document $regex or $not_regex: RE2 syntax
+// (Go's regexp: no backreferences or lookaround, matching in time linear in the text),
+// at most MaxRegexBytes long and compiling to at most MaxRegexInsts instructions, which
+// bounds the work of one match to the text's length times that cap.
+func compileRegex(op string, v any) (*regexp.Regexp, error) {
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return nil, filterErr("where_document %s wants a non-empty RE2 pattern, got %v (%T)", op, v, v)
+	}
+	if len(s) > MaxRegexBytes {
+		return nil, fmt.Errorf("%w: where_document %s pattern of %d bytes (max %d)", ErrTooLarge, op, len(s), MaxRegexBytes)
+	}
+	parsed, err := syntax.Parse(s, syntax.Perl)
+	if err != nil {
+		return nil, filterErr("where_document %s: %v", op, err)
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil, filterErr("where_document %s: %v", op, err)
+	}
+	if len(prog.Inst) > MaxRegexInsts {
+		return nil, fmt.Errorf("%w: where_document %s pattern compiles to %d instructions (max %d: fewer or smaller repetitions)", ErrTooLarge, op, len(prog.Inst), MaxRegexInsts)
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return nil, filterErr("where_document %s: %v", op, err)
+	}
+	return re, nil
 }
 
 // Caps on the size of one Where or WhereDocument filter. A filter over any of them is
@@ -424,10 +533,16 @@ const (
 	// MaxDepth caps the nesting of $and/$or lists (a flat filter has depth 0).
 	MaxDepth = 32
 	// MaxClauses caps the conditions of a filter: each operator on a metadata key
-	// ({"k": v} counts as one $eq), each $contains/$not_contains, and each $and/$or.
+	// ({"k": v} counts as one $eq; a $contains list one an element), each
+	// where_document operator, and each $and/$or.
 	MaxClauses = 1024
 	// MaxInItems caps the operands of one $in or $nin list.
 	MaxInItems = 100_000
+	// MaxRegexBytes caps the length of one where_document $regex pattern.
+	MaxRegexBytes = 1024
+	// MaxRegexInsts caps the compiled size of one $regex pattern (its instructions), which
+	// bounds one match's cost to the text's length times this.
+	MaxRegexInsts = 2000
 	// MaxBytes caps the total size of a filter: the bytes of its keys and string
 	// operands, with 8 bytes for each other operand.
 	MaxBytes = 4 << 20
@@ -520,11 +635,18 @@ func (fs *filterSize) node(w map[string]any, depth int) error {
 			if err := fs.addBytes(len(op)); err != nil {
 				return err
 			}
-			if op != "$in" && op != "$nin" {
+			if _, isList := asList(operand); !isList {
 				if err := fs.operand(operand); err != nil {
 					return err
 				}
 				continue
+			}
+			if op == "$contains" { // a list: one condition an element (compileContainsAll)
+				for i := 1; i < listLen(operand); i++ {
+					if err := fs.clause(); err != nil {
+						return err
+					}
+				}
 			}
 			if n := listLen(operand); n > MaxInItems {
 				return fs.tooLarge("%q %s has %d items, more than %d (MaxFilterInItems)", k, op, n, MaxInItems)
