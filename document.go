@@ -8,7 +8,10 @@ type Document struct {
 	Title string `json:"title,omitempty"`
 	// Text is the body; a document needs a title or a text.
 	Text string `json:"text"`
-	// Metadata values are strings, numbers (stored as float64) or bools; filters match them.
+	// Metadata values are strings, numbers (stored as float64), bools, or lists of them
+	// (any slice: []string, []any...; stored as []any, at most MaxMetadataListItems values,
+	// "source" excepted); filters match them, a list when one of its values matches (see
+	// Where).
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Embedding is an optional precomputed vector; when nil the configured embedder makes one.
 	// A document with a precomputed embedding is never chunked. Vectors computed elsewhere
@@ -58,8 +61,27 @@ type Result struct {
 	// holds none.
 	Snippet string `json:"snippet,omitempty"`
 	// Score is the final ranking score: the reranker's sigmoid when reranked, else the fused score.
-	Score   float64     `json:"score"`
-	Explain Explanation `json:"explain"`
+	Score float64 `json:"score"`
+	// Relevance is a score in [0, 1] that means the same in every search, for a caller
+	// that thresholds results (0.5 is a reasonable cut; see WithMinRelevance): near 1 for
+	// an exact match, low for an unrelated document. Score orders the results; Relevance
+	// need not decrease down a hybrid search's list, which RRF orders by rank.
+	//
+	// A reranked result's Relevance is the reranker's probability (RerankScore.Prob).
+	// Otherwise it is the mean, weighted by the retrievers' fusion weights (Weights), of
+	// each retriever's score normalised to [0, 1] (StageScore.Norm): dense recall's
+	// max(0, cosine similarity) (an absolute scale), and BM25's score over the best BM25
+	// score of the same search (relative, as BM25 scores have no bound: Weaviate's
+	// relative score fusion). A retriever that did not return the result adds 0 with its
+	// weight, except dense recall, whose share is then the cosine of the query's and the
+	// result's stored vectors (Explanation.Cosine), and a retriever that returned nothing
+	// at all for the query, which is left out: it says nothing about any document (a query
+	// none of whose terms is in the collection still finds its paraphrases by their
+	// cosine). So a BM25-only search gives its best result 1; in a hybrid search the
+	// cosine anchors the scale, and a document that shares a term with the query but not
+	// its meaning stays near half.
+	Relevance float64     `json:"relevance"`
+	Explain   Explanation `json:"explain"`
 
 	unit string // the index id of the chunk
 }
@@ -68,6 +90,10 @@ type Result struct {
 type StageScore struct {
 	Rank  int     `json:"rank"`  // 1-based rank in that retriever's list
 	Score float64 `json:"score"` // its raw score (BM25 score, cosine similarity)
+	// Norm is the score normalised to [0, 1], the retriever's share of Result.Relevance
+	// before weighting: BM25's score over the search's best BM25 score, dense recall's
+	// max(0, cosine).
+	Norm float64 `json:"norm"`
 }
 
 // RerankScore is the cross-encoder's view of a result.
@@ -86,6 +112,12 @@ type Explanation struct {
 	Rerank *RerankScore `json:"rerank,omitempty"` // nil when not reranked
 	// CollectionWeight is the weight of the result's collection in a multi-collection search.
 	CollectionWeight float64 `json:"collection_weight,omitempty"`
+	// Cosine is the cosine similarity of the query's embedding and the result's stored
+	// vector when the search embedded the query (dense or hybrid with an embedder): dense
+	// recall's score, or, for a result dense recall did not return (or an inner-product
+	// index), computed from the stored vector; nil otherwise. 1 - Cosine is Chroma's cosine
+	// distance.
+	Cosine *float64 `json:"cosine,omitempty"`
 	// Cascade is, in a cascade search (WithCascade), the 1-based step whose collection
 	// answered with this result (Result.Collection names it); 0 otherwise.
 	Cascade int `json:"cascade,omitempty"`

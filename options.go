@@ -233,6 +233,9 @@ type SearchOptions struct {
 	RerankTop int // default max(TopK, 50)
 	// MinScore drops results whose final score is below it.
 	MinScore float64
+	// MinRelevance drops results whose Relevance (0..1, see Result.Relevance) is below it
+	// (0: none); the search looks further down its candidates for the top k.
+	MinRelevance float64
 	// Collapse drops a result whose dense vector has cosine >= CollapseThreshold with a
 	// better-ranked one (0 = off), and, across collections, repeats of the same id. It
 	// needs the store's embedder: without one a search asking for it fails with
@@ -307,6 +310,14 @@ func WithRerank(n int) SearchOption {
 
 // WithMinScore drops results scoring below min.
 func WithMinScore(min float64) SearchOption { return func(s *SearchOptions) { s.MinScore = min } }
+
+// WithMinRelevance drops results whose Relevance is below min: the threshold to use when
+// the cut must mean the same in every mode (hybrid, BM25, dense, reranked), as a framework's
+// score threshold does; 0.5 keeps exact and close matches and drops unrelated documents.
+// NaN is ErrInvalidOption.
+func WithMinRelevance(min float64) SearchOption {
+	return func(s *SearchOptions) { s.MinRelevance = min }
+}
 
 // WithCollapse drops near-duplicates (dense cosine >= threshold) from the final list. It
 // needs the store's embedder (else the search fails with ErrNoEmbedder).

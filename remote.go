@@ -82,6 +82,7 @@ type wireSearch struct {
 	Rerank            bool               `json:"rerank,omitempty"`
 	RerankTop         int                `json:"rerank_top,omitempty"`
 	MinScore          float64            `json:"min_score,omitempty"`
+	MinRelevance      float64            `json:"min_relevance,omitempty"`
 	CollapseThreshold float64            `json:"collapse,omitempty"`
 	Collections       map[string]float64 `json:"collections,omitempty"`
 	AllChunks         bool               `json:"all_chunks,omitempty"`
@@ -429,7 +430,7 @@ func (w *wireSearch) options() ([]SearchOption, error) {
 	return []SearchOption{func(so *SearchOptions) {
 		*so = SearchOptions{Mode: w.Mode, TopK: w.TopK, Window: w.Window, RRFK: w.RRFK, Fusion: fusion,
 			Weights: w.Weights, Where: w.Where, WhereDocument: w.WhereDocument, Rerank: w.Rerank,
-			RerankTop: w.RerankTop, MinScore: w.MinScore, CollapseThreshold: w.CollapseThreshold,
+			RerankTop: w.RerankTop, MinScore: w.MinScore, MinRelevance: w.MinRelevance, CollapseThreshold: w.CollapseThreshold,
 			Collections: w.Collections, AllChunks: w.AllChunks, Snippets: w.Snippets, SourceDedup: w.SourceDedup,
 			NoText: w.NoText}
 	}}, nil
@@ -443,7 +444,7 @@ func toWire(opts []SearchOption) (*wireSearch, *SearchStats, error) {
 	}
 	w := &wireSearch{Mode: so.Mode, TopK: so.TopK, Window: so.Window, RRFK: so.RRFK, Weights: so.Weights,
 		Where: so.Where, WhereDocument: so.WhereDocument, Rerank: so.Rerank, RerankTop: so.RerankTop,
-		MinScore: so.MinScore, CollapseThreshold: so.CollapseThreshold, Collections: so.Collections,
+		MinScore: so.MinScore, MinRelevance: so.MinRelevance, CollapseThreshold: so.CollapseThreshold, Collections: so.Collections,
 		AllChunks: so.AllChunks, Snippets: so.Snippets, Stats: so.stats != nil, SourceDedup: so.SourceDedup,
 		NoText: so.NoText}
 	if so.Fusion != nil {
@@ -706,8 +707,8 @@ func (c *Collection) remoteBatch(ctx context.Context, queries []string, opts []S
 // rerankHere is what to ask the writer for a search w: w itself, unless this reader
 // reranks it with a reranker of its own (w asks for a rerank and the reader was opened
 // WithReranker), which the writer does not have: then the writer is asked for the first
-// RerankTop candidates unreranked, before MinScore, source de-duplication and the top k,
-// which finishRerank applies here in Search's order. A near-duplicate collapse, which runs
+// RerankTop candidates unreranked, before MinScore, MinRelevance, source de-duplication and
+// the top k, which finishRerank applies here in Search's order. A near-duplicate collapse, which runs
 // after the rerank over the writer's stored vectors, cannot follow a rerank done here:
 // ErrInvalidOption.
 func (sr searcher) rerankHere(w *wireSearch) (*wireSearch, error) {
@@ -720,7 +721,7 @@ func (sr searcher) rerankHere(w *wireSearch) (*wireSearch, error) {
 	}
 	k, top := rerankSizes(w)
 	ask := *w
-	ask.Rerank, ask.RerankTop, ask.MinScore, ask.SourceDedup = false, 0, 0, false
+	ask.Rerank, ask.RerankTop, ask.MinScore, ask.MinRelevance, ask.SourceDedup = false, 0, 0, 0, false
 	ask.TopK = max(k, top)
 	return &ask, nil
 }
@@ -733,7 +734,8 @@ func rerankSizes(w *wireSearch) (k, top int) {
 }
 
 // finishRerank reranks the writer's unreranked candidates res of query with this reader's
-// reranker and applies w's source de-duplication, MinScore and top k, as Search does.
+// reranker and applies w's source de-duplication, MinScore, MinRelevance and top k, as
+// Search does.
 func (sr searcher) finishRerank(ctx context.Context, query string, w *wireSearch, res []Result) ([]Result, error) {
 	m := sr.m
 	k, top := rerankSizes(w)
@@ -750,7 +752,7 @@ func (sr searcher) finishRerank(ctx context.Context, query string, w *wireSearch
 	if w.SourceDedup {
 		res = dedupeSources(res, func(r Result) string { return r.Source })
 	}
-	return topOf(res, func(r *Result) *Result { return r }, k, w.MinScore), nil
+	return topOf(res, func(r *Result) *Result { return r }, k, w.MinScore, w.MinRelevance), nil
 }
 
 func (c *Collection) remoteGet(ctx context.Context, id string) (Document, error) {

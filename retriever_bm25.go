@@ -34,6 +34,7 @@ var bm25Retriever = retriever{
 	},
 	elapsed: func(st *SearchStats) *time.Duration { return &st.BM25 },
 	explain: func(ex *Explanation) **StageScore { return &ex.BM25 },
+	norm:    relativeScore, // BM25 has no fixed scale: relative to the search's best
 }
 
 // bm25Error maps the keyword index's query errors to the store's sentinels.

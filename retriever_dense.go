@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -29,7 +31,13 @@ var denseRetriever = retriever{
 		}
 		return so.dense.denseShare // its share of the batch's vector search
 	},
-	explain:   func(ex *Explanation) **StageScore { return &ex.Dense },
+	explain: func(ex *Explanation) **StageScore { return &ex.Dense },
+	norm:    cosineScore,
+	cosine:  true,
+	rescore: storedCosine,
+	rescoreAll: func(m *Memory) bool {
+		return m.opts.Index.Metric != "" && m.opts.Index.Metric != vectorstore.Cosine // recall scores inner products
+	},
 	embeds:    true,
 	filterIDs: true,
 	plan: func(s *colState) (string, bool) {
@@ -132,4 +140,15 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 		out[i] = denseBatch{vec: vecs[i], k: k, hits: hits[i], embedShare: embedShare, denseShare: denseShare}
 	}
 	return out, nil
+}
+
+// storedCosine is the cosine similarity of the query's embedding qv and the stored vector
+// of unit uid (ok false when it has none, or one of another dimension): dense recall's
+// share of Relevance for a result it did not return.
+func storedCosine(tx *store.Tx, col, uid string, qv []float32) (float64, bool, error) {
+	v, err := tx.Vector(col, uid)
+	if err != nil || len(v) != len(qv) || len(v) == 0 {
+		return 0, false, err
+	}
+	return vecmath.Cosine(qv, v), true, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/internal/store"
 )
 
 // Retrievers as data: each recall path of a search is a row of the table retrievers, and
@@ -34,6 +35,18 @@ type retriever struct {
 	shared  func(so *SearchOptions) time.Duration
 	// explain is its field in a result's explanation (nil: none).
 	explain func(ex *Explanation) **StageScore
+	// norm maps a score of its list to [0, 1], its share of Result.Relevance, given the
+	// best score of the list (nil: relativeScore, score over best).
+	norm func(score, best float64) float64
+	// cosine: its scores (recall's, or rescore's when every result is rescored) are the
+	// cosine of the query's and the unit's vectors, shown as Explanation.Cosine.
+	cosine bool
+	// rescore, when set, scores a unit it did not return, read in tx, so that its share
+	// of Relevance is the unit's own score and not 0 (ok false: it cannot, and adds 0).
+	// rescoreAll, when set, reports that its recall scores are not the ones its share
+	// takes, in the store m: every result is rescored then.
+	rescore    func(tx *store.Tx, col, uid string, qv []float32) (score float64, ok bool, err error)
+	rescoreAll func(m *Memory) bool
 	// embeds: it searches with the query's embedding, so it needs the store's embedder.
 	embeds bool
 	// filterIDs: when the Where runs in the BM25 index's metadata terms, it takes the

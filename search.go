@@ -89,7 +89,8 @@ func (so *SearchOptions) normaliseSizes() error {
 	return nil
 }
 
-// normaliseScores checks the RRF constant, MinScore and the collapse threshold.
+// normaliseScores checks the RRF constant, MinScore, MinRelevance and the collapse
+// threshold.
 func (so *SearchOptions) normaliseScores() error {
 	if so.RRFK < 0 || math.IsNaN(so.RRFK) || math.IsInf(so.RRFK, 0) {
 		return fmt.Errorf("%w: RRF k %v", ErrInvalidOption, so.RRFK)
@@ -99,6 +100,9 @@ func (so *SearchOptions) normaliseScores() error {
 	}
 	if math.IsNaN(so.MinScore) {
 		return fmt.Errorf("%w: MinScore NaN", ErrInvalidOption)
+	}
+	if math.IsNaN(so.MinRelevance) {
+		return fmt.Errorf("%w: MinRelevance NaN", ErrInvalidOption)
 	}
 	if !(so.CollapseThreshold >= 0 && so.CollapseThreshold <= 1) {
 		return fmt.Errorf("%w: collapse threshold %v (want 0..1)", ErrInvalidOption, so.CollapseThreshold)
@@ -225,7 +229,8 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 			notes = append(notes[:len(notes):len(notes)], note)
 		}
 	}
-	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, so.NoText && !so.Rerank, sc)
+	rel := m.newRelevanceScorer(tx, col, qv, lists)
+	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, so.NoText && !so.Rerank, sc, rel)
 	st.Fuse = time.Since(tf)
 	return cands, err
 }
@@ -323,9 +328,9 @@ func (so *SearchOptions) keep() int {
 // candidates turns fused results into candidates with their records, read in tx (the
 // transaction the filter saw); with noText, what the records hold besides their title and
 // text only (a compressed record is not unpacked). A document deleted or shortened since
-// the index answered is left out.
+// the index answered is left out. rel gives each its Relevance.
 func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes []string, allChunks, noText bool,
-	sc *searchScope) ([]candidate, error) {
+	sc *searchScope, rel *relevanceScorer) ([]candidate, error) {
 	uids := make([]string, len(fused))
 	for i, f := range fused {
 		uids[i] = f.ID
@@ -345,7 +350,12 @@ func candidates(tx *store.Tx, col string, fused []hybrid.Fused, mode Mode, notes
 			continue
 		}
 		ex, score := explain(f, mode, notes)
+		relevance, err := rel.score(f, uid, &ex)
+		if err != nil {
+			return nil, err
+		}
 		res := chunkResult(col, parent, uid, r, ci, score, ex)
+		res.Relevance = relevance
 		if noText {
 			res.Title, res.Text = "", ""
 		}
@@ -468,7 +478,7 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 	if so.SourceDedup {
 		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
 	}
-	out := topResults(cands, so.TopK, so.MinScore)
+	out := topResults(cands, so.TopK, so.MinScore, so.MinRelevance)
 	switch {
 	case so.NoText:
 		for i := range out { // read for a reranker
@@ -539,21 +549,21 @@ func (sr searcher) queryVector(ctx context.Context, query string, mode Mode, so 
 	return qv, err
 }
 
-// topResults are the first k candidates' results that score at least minScore (0: no
-// cut-off).
-func topResults(cands []candidate, k int, minScore float64) []Result {
-	return topOf(cands, func(c *candidate) *Result { return &c.res }, k, minScore)
+// topResults are the first k candidates' results that score at least minScore and whose
+// Relevance is at least minRelevance (0: no cut-off).
+func topResults(cands []candidate, k int, minScore, minRelevance float64) []Result {
+	return topOf(cands, func(c *candidate) *Result { return &c.res }, k, minScore, minRelevance)
 }
 
 // topOf is topResults over any items holding a result (res gives it).
-func topOf[T any](items []T, res func(*T) *Result, k int, minScore float64) []Result {
+func topOf[T any](items []T, res func(*T) *Result, k int, minScore, minRelevance float64) []Result {
 	out := make([]Result, 0, min(len(items), k))
 	for i := range items {
 		if len(out) == k {
 			break
 		}
 		r := res(&items[i])
-		if minScore != 0 && r.Score < minScore {
+		if minScore != 0 && r.Score < minScore || minRelevance != 0 && r.Relevance < minRelevance {
 			continue
 		}
 		out = append(out, *r)
@@ -591,7 +601,7 @@ func (sr searcher) rerank(ctx context.Context, query string, cands []candidate, 
 }
 
 // rerankHead scores passages (those of head, in order) with r, gives each result of head
-// its RerankScore and score, and sorts head by logit, stably.
+// its RerankScore, score and Relevance (the probability), and sorts head by logit, stably.
 func rerankHead[T any](ctx context.Context, r rerank.Reranker, query string, passages []string, head []T, res func(*T) *Result) error {
 	logits, err := r.Score(ctx, query, passages)
 	if err != nil {
@@ -605,6 +615,7 @@ func rerankHead[T any](ctx context.Context, r rerank.Reranker, query string, pas
 		x := res(&head[i])
 		x.Explain.Rerank = &RerankScore{Logit: l, Prob: vecmath.Sigmoid(l)}
 		x.Score = vecmath.Sigmoid(l)
+		x.Relevance = x.Score // a probability: already in [0, 1]
 	}
 	sort.SliceStable(head, func(i, j int) bool {
 		return res(&head[i]).Explain.Rerank.Logit > res(&head[j]).Explain.Rerank.Logit
@@ -671,7 +682,7 @@ func (sr searcher) searchMany(ctx context.Context, query string, so SearchOption
 	if so.SourceDedup {
 		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
 	}
-	return topResults(cands, so.TopK, so.MinScore), nil
+	return topResults(cands, so.TopK, so.MinScore, so.MinRelevance), nil
 }
 
 // searchEach searches each collection of a multi-collection search on its own and returns

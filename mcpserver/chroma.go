@@ -138,15 +138,16 @@ type queryDocumentsInput struct {
 
 // queryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i],
 // one entry per document (its best-matching chunk's text for a document stored in several
-// chunks: chroma_get_documents has the whole text). A field left out of include is null. Distances are 1 - score (lower is closer; for a dense
-// search, the cosine distance); Scores are the store's own.
+// chunks: chroma_get_documents has the whole text). A field left out of include is null.
+// Distances mean what Chroma's mean in its default space (chromaDistance): cosine
+// distance, lower is closer; Scores are the store's own ranking scores.
 type queryDocumentsOutput struct {
 	IDs        [][]string         `json:"ids"`
 	Documents  [][]string         `json:"documents"`
 	Metadatas  [][]map[string]any `json:"metadatas"`
-	Distances  [][]float64        `json:"distances"`
+	Distances  [][]float64        `json:"distances" jsonschema:"cosine distance as in Chroma's default space: 1 - cosine similarity of the query's and the document's embeddings (0 for an exact match, up to 2; lower is closer), or 1 - relevance (0..1) when the store has no embedder"`
 	Embeddings [][][]float32      `json:"embeddings"`
-	Scores     [][]float64        `json:"scores"`
+	Scores     [][]float64        `json:"scores" jsonschema:"the store's ranking scores (fused RRF scores in a hybrid search, higher is better): they order the results but are not for thresholds"`
 	Include    []string           `json:"include"`
 }
 
@@ -215,7 +216,7 @@ func (s *server) addChromaTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaCollectionCount, Annotations: ro,
 		Description: "Number of documents in a collection."}, s.chromaCount)
 	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaQueryDocuments, Annotations: ro,
-		Description: "Search a collection with one or more queries (hybrid BM25 + dense), with optional metadata (where) and text (where_document) filters; one result list per query."}, s.chromaQuery)
+		Description: "Search a collection with one or more queries (hybrid BM25 + dense), with optional metadata (where) and text (where_document) filters; one result list per query. distances are Chroma's cosine distances (1 - cosine similarity: 0 for an exact match, lower is closer, so a cut such as distance < 0.5 keeps close matches)."}, s.chromaQuery)
 	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaGetDocuments, Annotations: ro,
 		Description: "Read documents by id and/or by metadata and text filters, with limit and offset."}, s.chromaGet)
 	if s.o.ReadOnly {
@@ -678,7 +679,7 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 				out.Metadatas[i][j] = metadataOf(r.Metadata)
 			}
 			if out.Distances != nil {
-				out.Distances[i][j] = 1 - r.Score
+				out.Distances[i][j] = chromaDistance(r)
 			}
 			if out.Embeddings != nil {
 				if out.Embeddings[i][j], err = s.embedding(ctx, c, r.ID); err != nil {
@@ -688,4 +689,18 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 		}
 	}
 	return nil, out, nil
+}
+
+// chromaDistance is a result's distance as Chroma reports it in its default space, cosine:
+// 1 - the cosine similarity of the query's embedding and the document's stored vector
+// (memory.Explanation.Cosine: dense recall's, or computed for a result dense recall did
+// not return), so 0 for an exact match and up to 2. A search that did not embed the query
+// (a store without an embedder, or whose embedder is not loaded: BM25 alone) has no
+// cosine; its distance is then 1 - Relevance, on the same 0 (exact) to 1 (unrelated)
+// scale.
+func chromaDistance(r memory.Result) float64 {
+	if c := r.Explain.Cosine; c != nil {
+		return 1 - *c
+	}
+	return 1 - r.Relevance
 }

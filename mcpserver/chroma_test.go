@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -152,7 +153,8 @@ func TestChromaTools(t *testing.T) {
 	if len(q.IDs) != 2 || !reflect.DeepEqual(q.IDs[0], []string{"go"}) || !reflect.DeepEqual(q.IDs[1], []string{"go"}) {
 		t.Fatalf("query ids = %v", q.IDs)
 	}
-	if q.Metadatas != nil || len(q.Documents[0]) != 1 || !strings.HasPrefix(q.Documents[0][0], "Go is") || q.Distances[0][0] != 1-q.Scores[0][0] || len(q.Embeddings[0]) != 1 {
+	// Without an embedder the distance is 1 - relevance: 0 for BM25's best.
+	if q.Metadatas != nil || len(q.Documents[0]) != 1 || !strings.HasPrefix(q.Documents[0][0], "Go is") || q.Distances[0][0] != 0 || len(q.Embeddings[0]) != 1 {
 		t.Fatalf("query includes: %+v", q)
 	}
 	res = call(t, cs, toolChromaQueryDocuments, map[string]any{"collection_name": "kb", "query_texts": []string{"deploy"},
@@ -617,9 +619,15 @@ func TestChromaQueryWithEmbedder(t *testing.T) {
 	if !reflect.DeepEqual(q.IDs, [][]string{{"deploy"}, {"banana"}, {"python"}}) {
 		t.Fatalf("ids = %v", q.IDs)
 	}
+	queries, err := vectorstore.NewHashEmbedder(64).Embed(context.Background(), []string{"kubectl apply deploy", "bananas potassium", "dynamically typed scripting"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range q.IDs {
-		if len(q.Embeddings[i][0]) != 64 || q.Distances[i][0] != 1-q.Scores[i][0] || q.Documents != nil {
-			t.Fatalf("query %d: %+v", i, q)
+		// Chroma's cosine distance between the query's and the document's embeddings.
+		want := 1 - cosine(queries[i], q.Embeddings[i][0])
+		if len(q.Embeddings[i][0]) != 64 || math.Abs(q.Distances[i][0]-want) > 1e-6 || q.Documents != nil {
+			t.Fatalf("query %d: distance %v, want %v: %+v", i, q.Distances[i][0], want, q)
 		}
 	}
 	var got chromaGetOutput
@@ -635,4 +643,64 @@ func manyKeys(n int) map[string]any {
 		md[fmt.Sprint("k", i)] = i
 	}
 	return md
+}
+
+// cosine is the cosine similarity of a and b.
+func cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return dot / math.Sqrt(na*nb)
+}
+
+// TestChromaQueryDistances: an agent written for Chroma keeps the results whose distance
+// is below a cut (0.5 here): the exact match passes and unrelated documents do not, with an
+// embedder (Chroma's cosine distance, in a hybrid or a dense search) and without one
+// (BM25: 1 - relevance). The store's own RRF score would give every result a distance
+// above 0.96.
+func TestChromaQueryDistances(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []memory.Option
+	}{
+		{name: "hash embedder", opts: []memory.Option{memory.WithEmbedder(vectorstore.NewHashEmbedder(256))}},
+		{name: "no embedder"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := memory.Open("", tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			cs := connect(t, New(m, Options{}))
+			chromaFixture(t, cs)
+			var q queryDocumentsOutput
+			exact := "Bananas are yellow fruit rich in potassium."
+			res := call(t, cs, toolChromaQueryDocuments, map[string]any{"collection_name": "kb",
+				"query_texts": []string{exact}, "n_results": 4, "include": []string{"distances"}}, &q)
+			if res.IsError {
+				t.Fatal(errorText(res))
+			}
+			var close []string
+			for j, id := range q.IDs[0] {
+				d := q.Distances[0][j]
+				if !(d >= 0 && d <= 2) {
+					t.Errorf("%s: distance %v outside [0, 2]", id, d)
+				}
+				if id == "banana" && d > 0.01 {
+					t.Errorf("exact match's distance %v, want about 0", d)
+				}
+				if d < 0.5 {
+					close = append(close, id)
+				}
+			}
+			if !reflect.DeepEqual(close, []string{"banana"}) {
+				t.Errorf("distance < 0.5: %v, want [banana] (ids %v, distances %v)", close, q.IDs[0], q.Distances[0])
+			}
+		})
+	}
 }

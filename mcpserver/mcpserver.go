@@ -151,12 +151,15 @@ type searchInput struct {
 
 // searchResult is one result of memory_search: the JSON form of a memory.Result.
 type searchResult struct {
-	ID         string         `json:"id"`
-	Collection string         `json:"collection"`
-	Title      string         `json:"title,omitempty"`
-	Text       string         `json:"text"`
-	Score      float64        `json:"score"`
-	Metadata   map[string]any `json:"metadata,omitempty"`
+	ID         string  `json:"id"`
+	Collection string  `json:"collection"`
+	Title      string  `json:"title,omitempty"`
+	Text       string  `json:"text"`
+	Score      float64 `json:"score"`
+	// Relevance is the result's memory.Result.Relevance: 0..1 in every search mode, the
+	// score to threshold (Score only ranks: RRF's, about 0.03, in a hybrid search).
+	Relevance float64        `json:"relevance" jsonschema:"0..1 in every search mode (near 1: exact match, low: unrelated): the score to threshold; score only ranks"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
 	// Cascade is, in a cascade search, the 1-based step whose collection answered.
 	Cascade int `json:"cascade,omitempty"`
 }
@@ -171,7 +174,7 @@ type documentInput struct {
 	ID       string         `json:"id" jsonschema:"unique id within the collection"`
 	Title    string         `json:"title,omitempty" jsonschema:"optional title"`
 	Text     string         `json:"text,omitempty" jsonschema:"the body; a document needs a title or a text"`
-	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"string, number or boolean values to filter on"`
+	Metadata map[string]any `json:"metadata,omitempty" jsonschema:"string, number or boolean values (or lists of them) to filter on"`
 }
 
 // addInput is memory_add's input.
@@ -416,7 +419,7 @@ func (s *server) search(ctx context.Context, _ *mcp.CallToolRequest, in searchIn
 	}
 	out := searchOutput{Results: make([]searchResult, len(res))}
 	for i, r := range res {
-		out.Results[i] = searchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Metadata: r.Metadata, Cascade: r.Explain.Cascade}
+		out.Results[i] = searchResult{ID: r.ID, Collection: r.Collection, Title: r.Title, Text: r.Text, Score: r.Score, Relevance: r.Relevance, Metadata: r.Metadata, Cascade: r.Explain.Cascade}
 	}
 	return nil, out, nil
 }

@@ -467,3 +467,48 @@ func TestEmbedders(t *testing.T) {
 		}
 	})
 }
+
+// TestScoreThresholdRelevance: the threshold an agent uses, WithScoreThreshold(0.5), keeps
+// the exact match and drops unrelated documents in every search mode, and the documents'
+// scores are the results' Relevance (in a hybrid search the store's own score is RRF's,
+// about 0.03, which such a threshold would drop entirely).
+func TestScoreThresholdRelevance(t *testing.T) {
+	ctx := context.Background()
+	m := openStore(t, vectorstore.NewHashEmbedder(256))
+	query := corpus()[1].Content // the rollback document's text
+	tests := []struct {
+		name string
+		opts []memory.SearchOption
+	}{
+		{name: "hybrid"},
+		{name: "bm25", opts: []memory.SearchOption{memory.WithMode(memory.BM25)}},
+		{name: "dense", opts: []memory.SearchOption{memory.WithMode(memory.Dense)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := memoryeino.NewRetriever(m, &memoryeino.RetrieverConfig{SearchOptions: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs, err := r.Retrieve(ctx, query, retriever.WithScoreThreshold(0.5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(docs) != 1 || docs[0].ID != "rollback" {
+				t.Fatalf("documents %v, want rollback alone", docs)
+			}
+			if s := docs[0].Score(); s < 0.99 || s > 1 {
+				t.Errorf("exact match's score %v, want its relevance, near 1", s)
+			}
+			all, err := r.Retrieve(ctx, query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range all {
+				if d.ID != "rollback" && !(d.Score() >= 0 && d.Score() < 0.5) {
+					t.Errorf("unrelated %s: score %v, want in [0, 0.5)", d.ID, d.Score())
+				}
+			}
+		})
+	}
+}

@@ -12,9 +12,10 @@
 //
 // Mapping of eino's options:
 //   - retriever.WithTopK sets the number of documents (0 or none: the Retriever's TopK);
-//   - retriever.WithScoreThreshold drops documents whose score is below it (the store's
-//     final score: cosine similarity in dense mode, the fused RRF score in hybrid mode, the
-//     BM25 score in BM25 mode; see [RetrieverConfig].SearchOptions);
+//   - retriever.WithScoreThreshold drops documents whose score is below it: the result's
+//     Relevance, in [0, 1] in every mode (hybrid, BM25, dense, reranked; see
+//     memory.Result), so 0.5 keeps exact and close matches and drops unrelated documents
+//     (memory.WithMinRelevance);
 //   - retriever.WithIndex and retriever.WithSubIndex name the collection (the sub-index
 //     when both are given), as indexer.WithSubIndexes does for the Indexer (one name);
 //   - filters go through this package's [WithWhere], [WithWhereDocument] and
@@ -112,8 +113,9 @@ func WithSearchOptions(opts ...memory.SearchOption) retriever.Option {
 
 // Retrieve returns the documents of the collection that best match query, best first.
 // Each document's ID is the result's id, Content the matching chunk of its text, Score()
-// the result's score, and MetaData the stored metadata with TitleKey (when it has a title)
-// and CollectionKey.
+// the result's Relevance (0..1; the store's ranking score, RRF's in a hybrid search,
+// orders the documents, so a hybrid search's scores need not decrease down the list), and
+// MetaData the stored metadata with TitleKey (when it has a title) and CollectionKey.
 func (r *Retriever) Retrieve(ctx context.Context, query string, opts ...retriever.Option) ([]*schema.Document, error) {
 	co := retriever.GetCommonOptions(&retriever.Options{}, opts...)
 	if co.Embedding != nil {
@@ -138,7 +140,7 @@ func (r *Retriever) Retrieve(ctx context.Context, query string, opts ...retrieve
 		if *th < 0 || math.IsNaN(*th) || math.IsInf(*th, 0) {
 			return nil, fmt.Errorf("%w: score threshold %v", memory.ErrInvalidOption, *th)
 		}
-		so = append(so, memory.WithMinScore(*th))
+		so = append(so, memory.WithMinRelevance(*th))
 	}
 	impl := retriever.GetImplSpecificOptions(&searchOptions{}, opts...)
 	so = append(so, impl.opts...)
@@ -165,7 +167,7 @@ func (r *Retriever) Retrieve(ctx context.Context, query string, opts ...retrieve
 			md[TitleKey] = x.Title
 		}
 		d := &schema.Document{ID: x.ID, Content: x.Text, MetaData: md}
-		out[i] = d.WithScore(x.Score)
+		out[i] = d.WithScore(x.Relevance)
 	}
 	return out, nil
 }

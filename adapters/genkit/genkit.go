@@ -33,8 +33,8 @@ import (
 
 // Metadata keys with a meaning of their own. Index takes a string under IDKey as the
 // document's id and one under TitleKey as its title, and does not store CollectionKey or
-// ScoreKey; retrieved documents carry the result's id, collection, title and score under
-// them.
+// ScoreKey; retrieved documents carry the result's id, collection, title and Relevance
+// (0..1, see memory.Result) under them.
 const (
 	IDKey         = "id"
 	TitleKey      = "title"
@@ -62,8 +62,9 @@ type RetrieverOptions struct {
 	// Where filters on metadata, WhereDocument on the text (Chroma's operators).
 	Where         memory.Where         `json:"where,omitempty"`
 	WhereDocument memory.WhereDocument `json:"whereDocument,omitempty"`
-	// MinScore drops documents scoring below it (the store's final score: cosine
-	// similarity in dense mode, the fused RRF score in hybrid mode).
+	// MinScore drops documents whose score, the result's Relevance, is below it: in
+	// [0, 1] in every mode (hybrid, BM25, dense, reranked), so 0.5 keeps exact and close
+	// matches and drops unrelated documents (memory.WithMinRelevance).
 	MinScore float64 `json:"minScore,omitempty"`
 }
 
@@ -103,7 +104,7 @@ var retrieverSchema = map[string]any{
 		"collection":    map[string]any{"type": "string"},
 		"where":         map[string]any{"type": "object"},
 		"whereDocument": map[string]any{"type": "object"},
-		"minScore":      map[string]any{"type": "number", "minimum": 0},
+		"minScore":      map[string]any{"type": "number", "minimum": 0, "description": "drop documents whose score (relevance, 0..1) is below it; 0.5 drops unrelated ones"},
 	},
 }
 
@@ -166,7 +167,7 @@ func (r *retriever) retrieve(ctx context.Context, req *ai.RetrieverRequest) (*ai
 		so = append(so, memory.TopK(o.K))
 	}
 	if o.MinScore > 0 {
-		so = append(so, memory.WithMinScore(o.MinScore))
+		so = append(so, memory.WithMinRelevance(o.MinScore))
 	}
 	if o.Where != nil {
 		so = append(so, memory.WithWhere(o.Where))
@@ -190,7 +191,7 @@ func (r *retriever) retrieve(ctx context.Context, req *ai.RetrieverRequest) (*ai
 		}
 		md[IDKey] = x.ID
 		md[CollectionKey] = x.Collection
-		md[ScoreKey] = x.Score
+		md[ScoreKey] = x.Relevance
 		if x.Title != "" {
 			md[TitleKey] = x.Title
 		}

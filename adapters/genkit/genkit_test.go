@@ -279,7 +279,18 @@ func TestIndex(t *testing.T) {
 		},
 		{name: "media part", docs: []*ai.Document{media}, err: memorygk.ErrUnsupportedContent},
 		{name: "id not a string", docs: []*ai.Document{ai.DocumentFromText("x", map[string]any{"id": 3})}, err: memorygk.ErrInvalidID},
-		{name: "nested metadata", docs: []*ai.Document{ai.DocumentFromText("x", map[string]any{"m": []any{1}})}, err: memory.ErrInvalidMetadata},
+		{
+			name: "list metadata", // Genkit documents carry lists (tags); they are stored and filter
+			docs: []*ai.Document{ai.DocumentFromText("tagged", map[string]any{"id": "t", "tags": []any{"a", "b"}})},
+			check: func(t *testing.T, m *memory.Memory, _ []string) {
+				res, err := m.Search(ctx, "tagged", memory.WithMode(memory.BM25), memory.WithWhere(memory.Where{"tags": "b"}))
+				if err != nil || len(res) != 1 || res[0].ID != "t" {
+					t.Errorf("Search where tags = b: %v, %v", res, err)
+				}
+			},
+		},
+		{name: "nested metadata", docs: []*ai.Document{ai.DocumentFromText("x", map[string]any{"m": map[string]any{"k": 1}})}, err: memory.ErrInvalidMetadata},
+		{name: "list of lists", docs: []*ai.Document{ai.DocumentFromText("x", map[string]any{"m": []any{[]any{1}}})}, err: memory.ErrInvalidMetadata},
 		{name: "nil document", docs: []*ai.Document{ai.DocumentFromText("x", nil), nil}, err: memory.ErrEmptyText},
 		{name: "empty text", docs: []*ai.Document{ai.DocumentFromText("", map[string]any{"id": "e"})}, err: memory.ErrEmptyText},
 	}
@@ -369,4 +380,51 @@ func TestEmbedders(t *testing.T) {
 			t.Errorf("no model id: err %v", err)
 		}
 	})
+}
+
+// TestMinScoreRelevance: the threshold an agent uses, minScore 0.5, keeps the exact match
+// and drops unrelated documents in every search mode, and the documents' scores are the
+// results' Relevance (in a hybrid search the store's own score is RRF's, about 0.03, which
+// such a threshold would drop entirely).
+func TestMinScoreRelevance(t *testing.T) {
+	ctx := context.Background()
+	m := openStore(t, vectorstore.NewHashEmbedder(256))
+	g := genkit.Init(ctx)
+	query := corpus()[1].Content[0].Text // the rollback document's text
+	tests := []struct {
+		name string
+		opts []memory.SearchOption
+	}{
+		{name: "hybrid"},
+		{name: "bm25", opts: []memory.SearchOption{memory.WithMode(memory.BM25)}},
+		{name: "dense", opts: []memory.SearchOption{memory.WithMode(memory.Dense)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := memorygk.DefineRetriever(g, "relevance/"+tc.name, m, memorygk.Config{SearchOptions: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := genkit.Retrieve(ctx, g, ai.WithRetriever(r), ai.WithTextDocs(query), ai.WithConfig(map[string]any{"minScore": 0.5}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.Documents) != 1 || resp.Documents[0].Metadata[memorygk.IDKey] != "rollback" {
+				t.Fatalf("documents %v, want rollback alone", resp.Documents)
+			}
+			if s, _ := resp.Documents[0].Metadata[memorygk.ScoreKey].(float64); s < 0.99 || s > 1 {
+				t.Errorf("exact match's score %v, want its relevance, near 1", resp.Documents[0].Metadata[memorygk.ScoreKey])
+			}
+			all, err := genkit.Retrieve(ctx, g, ai.WithRetriever(r), ai.WithTextDocs(query))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range all.Documents {
+				s, ok := d.Metadata[memorygk.ScoreKey].(float64)
+				if id := d.Metadata[memorygk.IDKey]; id != "rollback" && !(ok && s >= 0 && s < 0.5) {
+					t.Errorf("unrelated %v: score %v, want in [0, 0.5)", id, d.Metadata[memorygk.ScoreKey])
+				}
+			}
+		})
+	}
 }

@@ -18,9 +18,10 @@
 //     collection, or the one given to [New] with [WithCollection]);
 //   - vectorstores.WithFilters takes a memory.Where, a map[string]any (read as a Where) or a
 //     [Filter] (a Where and a WhereDocument);
-//   - vectorstores.WithScoreThreshold drops documents whose score is below it (the store's
-//     final score: cosine similarity in dense mode, the fused RRF score in hybrid mode, the
-//     BM25 score in BM25 mode, so pick the mode with [WithSearchOptions]);
+//   - vectorstores.WithScoreThreshold drops documents whose score is below it: the
+//     result's Relevance, in [0, 1] in every mode (hybrid, BM25, dense, reranked; see
+//     memory.Result), so 0.5 keeps exact and close matches and drops unrelated documents
+//     (memory.WithMinRelevance);
 //   - vectorstores.WithDeduplicater skips, in AddDocuments, the documents it reports;
 //   - vectorstores.WithEmbedder is refused with [ErrUnsupportedOption]: the store embeds
 //     with the embedder it was opened with (see [FromEmbeddings]).
@@ -199,7 +200,9 @@ func toDocument(d schema.Document) (memory.Document, error) {
 
 // SimilaritySearch returns up to numDocuments documents of the namespace's collection for
 // query, best first (numDocuments 0: a TopK given to WithSearchOptions, else 10). Each
-// document's Score is the result's score and its metadata holds the stored metadata with
+// document's Score is the result's Relevance (0..1; the store's ranking score, RRF's in a
+// hybrid search, orders the documents, so a hybrid search's Scores need not decrease
+// down the list) and its metadata holds the stored metadata with
 // IDKey, CollectionKey and (when it has one) TitleKey. PageContent is the matching chunk of
 // a long document.
 func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments int, opts ...vectorstores.Option) ([]schema.Document, error) {
@@ -219,7 +222,7 @@ func (s *Store) SimilaritySearch(ctx context.Context, query string, numDocuments
 		so = append(so, memory.TopK(numDocuments))
 	}
 	if th > 0 {
-		so = append(so, memory.WithMinScore(th))
+		so = append(so, memory.WithMinRelevance(th))
 	}
 	fo, err := filterOptions(o.Filters)
 	if err != nil {
@@ -268,5 +271,5 @@ func fromResult(r memory.Result) schema.Document {
 	if r.Title != "" {
 		md[TitleKey] = r.Title
 	}
-	return schema.Document{PageContent: r.Text, Metadata: md, Score: float32(r.Score)}
+	return schema.Document{PageContent: r.Text, Metadata: md, Score: float32(r.Relevance)}
 }

@@ -327,7 +327,7 @@ func TestAddDocuments(t *testing.T) {
 		},
 		{
 			name:   "nested metadata",
-			second: []schema.Document{{PageContent: "n", Metadata: map[string]any{"tags": []string{"a"}}}},
+			second: []schema.Document{{PageContent: "n", Metadata: map[string]any{"tags": map[string]any{"a": "b"}}}},
 			err:    memory.ErrInvalidMetadata,
 		},
 		{
@@ -456,5 +456,47 @@ func TestEmbedders(t *testing.T) {
 	}
 	if _, err := memorylc.FromEmbeddings(ctx, lc, ""); err == nil {
 		t.Error("FromEmbeddings without a model id succeeded")
+	}
+}
+
+// TestScoreThresholdRelevance: the threshold an agent uses, WithScoreThreshold(0.5), keeps
+// the exact match and drops unrelated documents in every search mode, and the documents'
+// Scores are the results' Relevance (in a hybrid search the store's own score is RRF's,
+// about 0.03, which such a threshold would drop entirely).
+func TestScoreThresholdRelevance(t *testing.T) {
+	ctx := context.Background()
+	m, _ := openStore(t, vectorstore.NewHashEmbedder(256))
+	query := corpus[2].PageContent // the soup document's text
+	tests := []struct {
+		name string
+		opts []memory.SearchOption
+	}{
+		{name: "hybrid"},
+		{name: "bm25", opts: []memory.SearchOption{memory.WithMode(memory.BM25)}},
+		{name: "dense", opts: []memory.SearchOption{memory.WithMode(memory.Dense)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := memorylc.New(m, memorylc.WithSearchOptions(tc.opts...))
+			docs, err := s.SimilaritySearch(ctx, query, 5, vectorstores.WithScoreThreshold(0.5))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(docs); !slices.Equal(got, []string{"soup"}) {
+				t.Fatalf("ids %v, want [soup]", got)
+			}
+			if docs[0].Score < 0.99 || docs[0].Score > 1 {
+				t.Errorf("exact match's score %v, want its relevance, near 1", docs[0].Score)
+			}
+			all, err := s.SimilaritySearch(ctx, query, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range all {
+				if id := d.Metadata[memorylc.IDKey]; id != "soup" && !(d.Score >= 0 && d.Score < 0.5) {
+					t.Errorf("unrelated %v: score %v, want in [0, 0.5)", id, d.Score)
+				}
+			}
+		})
 	}
 }
