@@ -153,8 +153,33 @@ def native():
         "description": "The native dialect. A server started with --compat search-r1 serves the original servers' shapes and describes them at its own /openapi.json. /metrics (Prometheus text format) and, with --pprof, /debug/pprof/ are served beside these endpoints by memory serve.\n\n" + SERVERS_DESC},
       "paths": paths, "components": {"schemas": s}}
 
+# The search-r1 dialect answers every bad request (malformed JSON included) with 422 and
+# FastAPI's validation error body, as the original servers do.
+VALIDATION_SCHEMAS = {
+  "ValidationError": {"type": "object", "required": ["type", "loc", "msg"], "properties": {
+      "type": {"type": "string", "description": "The problem, as pydantic names it: json_invalid, model_attributes_type, missing, list_type, string_type, int_type, int_from_float, bool_type, or value_error (a value out of this server's range)."},
+      "loc": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "description": "\"body\", then the field and list indexes (for malformed JSON: the byte offset where decoding failed)."},
+      "msg": {"type": "string", "description": "pydantic's message, or \"Value error, \" and what is out of range, naming the field or limit."}}},
+  "HTTPValidationError": {"type": "object", "required": ["detail"], "description": "FastAPI's validation error body, which the original servers answer with 422.", "properties": {
+      "detail": {"type": "array", "items": {"$ref": "#/components/schemas/ValidationError"}}}},
+}
+COMPAT_422_DESC = ("Malformed JSON; the body not an object; a field missing, of the wrong type or out of range; "
+    "too many queries; a query over the byte cap. The body is FastAPI's validation error, as the original servers answer.")
+COMPAT_MALFORMED = {"malformed": ex("Malformed JSON (as `{\"queries\": [` would get)",
+    {"detail": [{"type": "json_invalid", "loc": ["body", 13], "msg": "JSON decode error"}]})}
+
+def compat_errors(examples):
+    """error_responses for the search-r1 dialect: 422 in FastAPI's shape, no 400."""
+    out = error_responses({k: v for k, v in examples.items() if k not in ("400", "422")})
+    out["422"] = {"description": COMPAT_422_DESC, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/HTTPValidationError"},
+        "examples": merge({"x": COMPAT_MALFORMED}, {"x": examples.get("422", {})})["x"]}}}
+    return dict(sorted(out.items()))
+
 def compat():
-    s = dict(common_schemas)
+    s = {"Error": common_schemas["Error"], "HTTPValidationError": VALIDATION_SCHEMAS["HTTPValidationError"],
+         "ValidationError": VALIDATION_SCHEMAS["ValidationError"]}
+    s.update(common_schemas)
     s.update({
       "RetrieveRequest": {"type": "object", "required": ["queries"], "properties": {
           "queries": {"$ref": "#/components/schemas/Queries"},
@@ -197,7 +222,7 @@ def compat():
         "responses": merge({"200": resp("One list per query.", "RetrieveResponse", {
                 "bm25-scored": ex("BM25 hits", PLACE), "bm25-topk-zero": ex("The default topk", PLACE),
                 "dense-scored": ex("Dense hits", PLACE, "dense"), "rerank-combined": ex("Reranked strings and logits", PLACE, "rerank")})},
-            error_responses(merge(static_errors, {
+            compat_errors(merge(static_errors, {
               "413": {"over-budget": ex("Over the response budget", {"detail": "searchr1: request over the response budget: 8192 queries x topk 100 x 16384 passage bytes = 13421772800 bytes, over the response budget of 1073741824 bytes; send fewer queries or a smaller topk"})},
               "422": {"rerank-fields-without-reranker": ex("Needs a reranker", PLACE), "missing-queries": ex("queries missing", PLACE)}})))}},
       "/rerank": {"post": {"operationId": "rerank", "summary": "rerank_server.py's /rerank: each query's documents scored by the cross-encoder.",
@@ -211,7 +236,7 @@ def compat():
         }}}},
         "responses": merge({"200": resp("One list per query: the strings scored, best first.", "RetrieveResponse", {
                 "rerank-scored": ex("The best passage and its logit", PLACE, "rerank"), "rerank-topk-zero": ex("The default topk", PLACE, "rerank")})},
-            error_responses(merge({k: v for k, v in static_errors.items() if k != "500"}, {
+            compat_errors(merge({k: v for k, v in static_errors.items() if k != "500"}, {
               "501": {"no-reranker": ex("No reranker", PLACE)}})))}},
     }
     paths.update(health_paths())
