@@ -299,6 +299,9 @@ func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remo
 		if err := w.embed(ctx, m); err != nil {
 			return 0, err
 		}
+		if remove == nil { // an Add or Upsert: committed with the others waiting (groupcommit.go)
+			return 0, m.groupWrite(ctx, c, w, upsert)
+		}
 	}
 	m.wmu.Lock()
 	defer m.wmu.Unlock()

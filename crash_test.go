@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 		renameCrashChild(dir)
 		os.Exit(0)
 	}
+	if dir := os.Getenv(groupCrashEnv); dir != "" {
+		groupCrashChild(dir)
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -76,6 +76,7 @@ type Memory struct {
 	anaMu   sync.Mutex // guards manifest changes after Open (analyzer.go)
 
 	wmu    sync.Mutex     // one writer at a time
+	gq     groupQueue     // Adds and Upserts waiting for wmu, committed together (groupcommit.go)
 	reg    registry       // the collections used since open (lifecycle.go)
 	dx     derivedIndexes // the files of the collections' derived indexes (derived.go)
 	em     embedding      // embedding documents and queries (embedder.go)

@@ -210,7 +210,7 @@ func TestReplaceErrors(t *testing.T) {
 			return err
 		}, ErrDuplicateID},
 		{"bad metadata", func() error {
-			_, err := m.ReplaceSource(bg, "a", Document{ID: "a1", Text: "x", Metadata: map[string]any{"k": []int{1}}})
+			_, err := m.ReplaceSource(bg, "a", Document{ID: "a1", Text: "x", Metadata: map[string]any{"k": map[string]any{"x": 1}}})
 			return err
 		}, ErrInvalidMetadata},
 		{"another source", func() error { _, err := m.ReplaceSource(bg, "a", srcDoc("b", "b1", 1)); return err }, ErrInvalidMetadata},

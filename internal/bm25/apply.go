@@ -2,11 +2,13 @@ package bm25
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 )
 
 // minPartDocs is the smallest share of one Apply that gets its own Bleve batch: scorch
@@ -86,8 +88,29 @@ func (b *Index) applyPart(ana analysis.Analyzer, puts []Doc, deletes []string, s
 		binary.BigEndian.PutUint64(sb[:], *seq)
 		batch.SetInternal(seqKey, sb[:])
 	}
+	var persisted chan error
+	if b.async() {
+		// Small batches return once searchable, a bounded number of them unpersisted;
+		// a large one, or one past the bound, waits for its persistence (and so for
+		// every batch before it: scorch persists snapshots in order).
+		ch := make(chan error, 1) // buffered: the callback never blocks the persister
+		n := b.pending.Add(1)
+		batch.SetPersistedCallback(func(err error) {
+			b.pending.Add(-1)
+			ch <- err
+		})
+		if len(puts)+len(deletes) >= asyncMaxDocs || n > asyncMaxPending {
+			persisted = ch
+		}
+	}
+	fail := b.persistFailed()
 	if err := b.idx.Batch(batch); err != nil {
 		return fmt.Errorf("%w: batch: %v", ErrBM25, err)
+	}
+	if persisted != nil {
+		if err := b.awaitPersist(persisted, fail); err != nil {
+			return fmt.Errorf("%w: persist: %v", ErrBM25, err)
+		}
 	}
 	if seq != nil {
 		b.mu.Lock()
@@ -95,6 +118,85 @@ func (b *Index) applyPart(ana analysis.Analyzer, puts []Doc, deletes []string, s
 		b.mu.Unlock()
 	}
 	return nil
+}
+
+// Bounds of AsyncPersist: an Apply batch of asyncMaxDocs documents or more waits for its
+// persistence, and so does one that finds asyncMaxPending batches unpersisted.
+const (
+	asyncMaxDocs    = 1000
+	asyncMaxPending = 256
+)
+
+// async reports whether Applies may return before they are persisted.
+func (b *Index) async() bool {
+	return b.opts.AsyncPersist && !b.opts.ReadOnly && !b.memOnly
+}
+
+// persistAll waits until every batch applied so far is on disk: it applies one more (the
+// current sequence number again) and waits for its persistence, which scorch reaches
+// only after persisting every earlier one.
+func (b *Index) persistAll() error {
+	batch := b.idx.NewBatch()
+	var sb [8]byte
+	binary.BigEndian.PutUint64(sb[:], b.Seq())
+	batch.SetInternal(seqKey, sb[:])
+	persisted := make(chan error, 1)
+	batch.SetPersistedCallback(func(err error) { persisted <- err })
+	fail := b.persistFailed()
+	if err := b.idx.Batch(batch); err != nil {
+		return err
+	}
+	return b.awaitPersist(persisted, fail)
+}
+
+// persistErrorsName is the name scorch knows persistErrors by.
+const persistErrorsName = "agentmem-bm25-persist"
+
+// persistWatch maps the scorch path of each open AsyncPersist index to the index.
+var persistWatch sync.Map
+
+func init() {
+	// Registered once, before any index opens (scorch reads the registry at open).
+	scorch.RegistryAsyncErrorCallbacks[persistErrorsName] = persistErrors
+}
+
+// persistErrors is scorch's async error callback of AsyncPersist indexes: a failed persist
+// (a full disk) wakes the Applies waiting for theirs, which scorch would otherwise keep
+// retrying without a word.
+func persistErrors(err error, path string) {
+	v, ok := persistWatch.Load(path)
+	if !ok {
+		return
+	}
+	if !errors.Is(err, scorch.ErrPersist) {
+		return
+	}
+	b := v.(*Index)
+	b.failMu.Lock()
+	defer b.failMu.Unlock()
+	b.persistErr = err
+	close(b.persistFail)
+	b.persistFail = make(chan struct{})
+}
+
+// persistFailed is the channel closed by the next failed persist.
+func (b *Index) persistFailed() chan struct{} {
+	b.failMu.Lock()
+	defer b.failMu.Unlock()
+	return b.persistFail
+}
+
+// awaitPersist waits for a batch's persisted callback, or for a failed persist after it
+// was applied (fail: persistFailed before it).
+func (b *Index) awaitPersist(persisted chan error, fail chan struct{}) error {
+	select {
+	case err := <-persisted:
+		return err
+	case <-fail:
+		b.failMu.Lock()
+		defer b.failMu.Unlock()
+		return b.persistErr
+	}
 }
 
 // preparedBody is a document's body analysed ahead of Apply, with the title and text it

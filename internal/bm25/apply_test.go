@@ -141,3 +141,106 @@ func TestPrepareThenApply(t *testing.T) {
 		}
 	}
 }
+
+// TestAsyncPersist: with AsyncPersist, small Applies return before they are persisted,
+// yet Close persists them all: a reopened index holds every document and the last seq.
+// More unpersisted Applies than asyncMaxPending, and an Apply of asyncMaxDocs documents,
+// wait (they return with every earlier batch persisted).
+func TestAsyncPersist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ix")
+	b, err := OpenWith(path, Options{AsyncPersist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.async() {
+		t.Fatal("an on-disk writable index with AsyncPersist is not async")
+	}
+	seq := uint64(0)
+	for i := range asyncMaxPending + 40 {
+		seq++
+		if err := b.Apply([]Doc{{ID: fmt.Sprintf("s%04d", i), Text: fmt.Sprintf("small word%d", i)}}, nil, seq); err != nil {
+			t.Fatal(err)
+		}
+		if p := b.pending.Load(); p > asyncMaxPending+1 {
+			t.Fatalf("%d batches unpersisted, bound %d", p, asyncMaxPending)
+		}
+	}
+	big := make([]Doc, asyncMaxDocs)
+	for i := range big {
+		big[i] = Doc{ID: fmt.Sprintf("b%05d", i), Text: "big batch document"}
+	}
+	seq++
+	if err := b.Apply(big, []string{"s0000"}, seq); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.pending.Load(); p != 0 {
+		t.Errorf("a large Apply returned with %d batches unpersisted", p)
+	}
+	seq++
+	if err := b.Apply([]Doc{{ID: "last", Text: "the lastword"}}, nil, seq); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err = OpenWith(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.Seq() != seq {
+		t.Fatalf("reopened at seq %d, want %d", b.Seq(), seq)
+	}
+	want := uint64(asyncMaxPending + 40 - 1 + asyncMaxDocs + 1)
+	if n, err := b.Count(); err != nil || n != want {
+		t.Fatalf("reopened with %d documents (%v), want %d", n, err, want)
+	}
+	hits, err := b.Search(context.Background(), "lastword", 5, nil)
+	if err != nil || len(hits) != 1 || hits[0].ID != "last" {
+		t.Fatalf("lastword: %v %v", hits, err)
+	}
+}
+
+// TestAsyncPersistNotRecorded: AsyncPersist is a runtime setting, never recorded with the
+// index: a writer opened without it after one with it waits for its Applies to be
+// persisted, so what it applied is on disk after Close. (Scorch records the configuration
+// an index is created with and uses it at every later open; a recorded unsafe_batch lost
+// a later plain writer's last Apply at Close, 12 times in 20.)
+func TestAsyncPersistNotRecorded(t *testing.T) {
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "ix")
+		b, err := OpenWith(path, Options{AsyncPersist: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			if err := b.Apply([]Doc{{ID: fmt.Sprintf("d%d", i), Text: "x y"}}, nil, uint64(i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = OpenWith(path, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if b.async() || b.pending.Load() != 0 {
+			t.Fatal("a plain writer runs async")
+		}
+		if err := b.Apply(nil, []string{"d3"}, 11); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if b, err = OpenWith(path, Options{ReadOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b.Count()
+		seq := b.Seq()
+		b.Close()
+		if err != nil || n != 9 || seq != 11 {
+			t.Fatalf("round %d: reopened with %d documents at seq %d (%v), want 9 at 11", round, n, seq, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,14 @@ type Options struct {
 	// an error (ErrBM25 wrapping bleve.ErrorIndexPathDoesNotExist) and Apply fails with
 	// ErrBM25. Several processes may hold one index read-only at once.
 	ReadOnly bool
+	// AsyncPersist lets a small Apply (under asyncMaxDocs documents) return once its
+	// segment is searchable, before it is written to disk: for a caller whose store of
+	// record replays what a crash left unpersisted (Seq says how far the disk is). Without
+	// it each Apply waits for its segment file and root.bolt to be synced (about ten
+	// fsyncs). Large Applies always wait, unpersisted Applies are capped
+	// (asyncMaxPending; one past it waits), and Close persists everything first. Ignored
+	// for read-only and in-memory indexes.
+	AsyncPersist bool
 	// Analyzer names the analyzer of the body field and of queries ("" = DefaultAnalyzer,
 	// English): one of [Analyzers]. An unknown name fails with ErrUnknownAnalyzer. A new
 	// index records it; an existing one built with another fails to open with
@@ -200,6 +209,12 @@ type Index struct {
 	trim          residentTrim    // MappedResidentBytes
 	mu            sync.Mutex      // guards seq
 	seq           uint64
+	pending       atomic.Int64 // AsyncPersist: Applies' batches not yet persisted
+	memOnly       bool         // an in-memory index (path "")
+	scorchPath    string       // AsyncPersist: the key of persistWatch
+	failMu        sync.Mutex
+	persistFail   chan struct{} // AsyncPersist: closed (and replaced) when a persist fails
+	persistErr    error         // the failure that closed the last persistFail
 
 	// Test knobs (export_test.go): query through Bleve's own search instead of the default
 	// path; score every posting (term at a time) instead of MaxScore.
@@ -288,10 +303,20 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 		idx, err = bleve.NewUsing("", newMapping(o.Analyzer), scorch.Name, scorch.Name, nil)
 		created = true
 	} else {
+		// The runtime configuration, given at every open: it overrides what the index
+		// recorded when it was created (which is nothing: NewUsing gets nil), so that an
+		// index opened without AsyncPersist never runs with unsafe batches.
 		var rc map[string]interface{}
 		if o.ReadOnly {
 			// bolt_timeout: never wait forever for a writer's lock on root.bolt.
 			rc = map[string]interface{}{"read_only": true, "bolt_timeout": "1s"}
+		} else {
+			// AsyncPersist: batches return before they are persisted; applyPart waits
+			// where it must, and learns of a failed persist from the async error callback.
+			rc = map[string]interface{}{"unsafe_batch": o.AsyncPersist, "asyncErrorCallbackName": ""}
+			if o.AsyncPersist {
+				rc["asyncErrorCallbackName"] = persistErrorsName
+			}
 		}
 		// Files Bleve cannot number (a stray "zzz.zap") fail its open: a writer removes
 		// them, a reader opens the index through links to every other file.
@@ -304,16 +329,27 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 		}
 		idx, err = bleve.OpenUsing(path, rc)
 		if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) && !o.ReadOnly {
+			// Created with no recorded configuration (NewUsing would record rc), then, for
+			// AsyncPersist, opened again with its runtime configuration.
 			idx, err = bleve.NewUsing(path, newMapping(o.Analyzer), scorch.Name, scorch.Name, nil)
 			created = true
+			if err == nil && o.AsyncPersist {
+				if err = idx.Close(); err == nil {
+					idx, err = bleve.OpenUsing(path, rc)
+				}
+			}
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &Index{idx: idx, opts: o, postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
+	b := &Index{idx: idx, opts: o, memOnly: path == "", persistFail: make(chan struct{}), postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
 		trim: residentTrim{limit: o.MappedResidentBytes, also: o.AlsoTrim}, shadow: shadow}
 	b.stats.onChange = b.postings.dropSegments
+	if b.async() {
+		b.scorchPath = filepath.Join(path, "store")
+		persistWatch.Store(b.scorchPath, b)
+	}
 	// An index dropped without Close gives its cached blocks back to the arena.
 	runtime.AddCleanup(b, (*postingsCache).release, b.postings)
 	if shadow != "" {
@@ -459,6 +495,12 @@ func (b *Index) Count() (n uint64, err error) {
 func (b *Index) Close() (err error) {
 	defer recoverCorrupt(&err, "close")
 	defer b.postings.release()
+	if b.async() {
+		defer persistWatch.Delete(b.scorchPath)
+		if err := b.persistAll(); err != nil {
+			slog.Warn("hybrid: cannot persist the last changes before closing (the store replays them at the next open)", "err", err)
+		}
+	}
 	if !b.opts.ReadOnly {
 		// The segments this writer leaves get complete block metadata (blockmeta.go).
 		t := time.Now()
