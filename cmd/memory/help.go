@@ -33,6 +33,18 @@ memory index --store DIR [--collection C] --code DIR`,
                 {"id": "1", "contents": "\"Title\"\ntext"}           (Search-R1 corpus)
               metadata values are strings, numbers, booleans or lists of them. source defaults to the
               absolute path of the .jsonl file.
+  code        a file in a language the tree-sitter chunker knows (.go, .py, .js, .ts, ...): one
+              document per function, class, method or import block (ids PATH#L3-L9), as --code
+              does; --auto-code=false skips them. Files under vendor/ or node_modules/ and over
+              1 MiB are skipped.
+  .html, .htm one document: the page's title and its visible text (scripts, styles and
+              navigation dropped).
+  .pdf        one document per page with text (id PATH#page=N, metadata page, pages, format);
+              encrypted or damaged PDFs are skipped with the reason.
+
+Every file or folder not read (hidden, binary, an unknown type, over a size cap, unreadable,
+encrypted...) is counted in one line at the end, grouped by type and reason; -v (--verbose)
+names each one.
 
 Each document is checked on its own: a bad line (empty, invalid JSON, no id, no text, a
 duplicate id within the run, a document the store rejects) is reported with its file and

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,7 +29,7 @@ import (
 func init() {
 	register(command{
 		name:    "index",
-		summary: "add documents from .txt/.md/.jsonl files or folders to a store",
+		summary: "add documents from .txt/.md/.jsonl, HTML, PDF and code files or folders to a store",
 		run:     runIndex,
 	})
 }
@@ -48,7 +47,12 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	analyzer := fs.String("analyzer", "", "BM25 analyzer of a new store (with --collection: of a new collection), recorded there;\n"+
 		"another than the recorded one is an error (default en; "+analyzerList()+")")
 	batch := fs.Int("batch", defaultIndexBatch, "documents per write (one transaction; a large batch builds its BM25 segments on all cores)")
-	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore)")
+	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore); PATH arguments are then not read")
+	autoCode := fs.Bool("auto-code", true, "chunk the code files found among PATH (the languages of memory chunk: .go, .py, .js, .ts, .java, .rs, .c, .cpp, .cs, .rb...)\n"+
+		"with tree-sitter, a document per chunk as --code makes; --auto-code=false skips them (and says so).\n"+
+		"HTML files (.html, .htm, .xhtml) are read as their title and visible text, PDF files as a document per page with text;\n"+
+		"every file not read is reported at the end, grouped by type and reason (-v: each one)")
+	fs.BoolVar(&sf.verbose, "verbose", false, "same as -v: verbose logging, and every file skipped listed with its reason")
 	sync := fs.Bool("sync", false, "also delete the documents of sources under the given folders that are gone")
 	strict := fs.Bool("strict", false, "exit with status 1 when any document was skipped")
 	vectors := fs.String("vectors", "", "precomputed vectors aligned with the one .jsonl file given (row i is the vector of line i+1):\n"+
@@ -80,12 +84,16 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *batch <= 0 {
 		*batch = defaultIndexBatch
 	}
-	files, err := collectRoots(fs.Args(), *sync, stderr)
+	rep := &skipReport{}
+	files, err := collectRoots(fs.Args(), *sync, walkOptions{autoCode: *autoCode, store: sourceOf(sf.dir)}, rep, stderr)
 	if err != nil {
 		return err
 	}
+	if *code == "" {
+		defer rep.write(stderr, sf.verbose) // at the end of the run, whatever its outcome
+	}
 	if *code == "" && len(files) == 0 && !*sync {
-		return fmt.Errorf("no .txt, .md or .jsonl files under %v", fs.Args())
+		return fmt.Errorf("no file to index under %v (.txt, .md, .jsonl, .html, .pdf and code files are read)", fs.Args())
 	}
 	scan, err := scanFiles(files)
 	if err != nil {
@@ -124,7 +132,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *code != "" {
 		return indexCode(ctx, c, *code, *batch, stdout, stderr)
 	}
-	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: newIDSeen(), vecs: vr, verbatim: cs.verbatim}
+	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: newIDSeen(), vecs: vr, verbatim: cs.verbatim, skips: rep}
 	if e := m.Embedder(); vr != nil && (e == nil || e.Dim() != vr.Dim()) {
 		return fmt.Errorf("%w: %s holds vectors of dimension %d; the store's embedder is %s (name the model that made them with --embedder-id)",
 			vecfile.ErrDim, vr.Path(), vr.Dim(), describeEmbedder(e))
@@ -146,7 +154,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	removed := 0
 	if *sync {
-		if removed, err = ix.syncRoots(fs.Args(), files); err != nil {
+		if removed, err = ix.syncRoots(fs.Args(), files, rep.unreadable()); err != nil {
 			ix.reportFailure()
 			return err
 		}
@@ -163,7 +171,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "; collection now holds %d\n", n)
-	return ix.outcome(scan.total, *sync, *strict)
+	return ix.outcome(ix.scan.total, *sync, *strict)
 }
 
 // reportFailure tells, on stderr, what a run that fails has stored and what it has not:
@@ -203,12 +211,13 @@ func (ix *indexer) noteStored(docs []pendingDoc) {
 	}
 }
 
-// collectRoots lists the files to index under the given roots. With sync, a root that
-// is gone as a whole is reported and skipped: --sync removes what was indexed from it.
-func collectRoots(roots []string, sync bool, stderr io.Writer) ([]string, error) {
+// collectRoots lists the files to index under the given roots (collectFiles), and reports
+// the others to rep. With sync, a root that is gone as a whole is reported and skipped:
+// --sync removes what was indexed from it.
+func collectRoots(roots []string, sync bool, wo walkOptions, rep *skipReport, stderr io.Writer) ([]string, error) {
 	var files []string
 	for _, p := range roots {
-		found, err := collectFiles(p)
+		found, err := collectFiles(p, wo, rep)
 		if err != nil && sync && errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(stderr, "sync: %s does not exist\n", p)
 			continue
@@ -379,6 +388,7 @@ type indexer struct {
 	vecs        *vecfile.Reader          // --vectors: row i is the vector of line i+1 of the one file
 	vectorsOnly *vectorstore.VectorsOnly // the store's embedder has no model: every document needs its vector
 	verbatim    bool                     // --compat search-r1: a {"id", "contents"} row's contents are its text, byte for byte
+	skips       *skipReport              // the files skipped, for the summary at the end
 
 	scan     fileScan
 	removing bool // removeStale is under way (every document is stored)
@@ -534,11 +544,16 @@ func (ix *indexer) upsertEach() error {
 }
 
 // syncRoots deletes the documents of sources under roots (folders, or files given
-// directly) that this run did not index.
-func (ix *indexer) syncRoots(roots, indexed []string) (int, error) {
+// directly) that this run did not index, but for those under the unreadable paths (a
+// folder or file that could not be read this time keeps its documents).
+func (ix *indexer) syncRoots(roots, indexed, unreadable []string) (int, error) {
 	keep := make(map[string]bool, len(indexed))
 	for _, f := range indexed {
 		keep[sourceOf(f)] = true
+	}
+	var held []string
+	for _, u := range unreadable {
+		held = append(held, sourceOf(u))
 	}
 	var dirs []string
 	for _, r := range roots {
@@ -546,7 +561,7 @@ func (ix *indexer) syncRoots(roots, indexed []string) (int, error) {
 	}
 	var gone []string
 	for s := range ix.existing {
-		if keep[s] || ix.cleared[s] {
+		if keep[s] || ix.cleared[s] || slices.ContainsFunc(held, func(h string) bool { return s == h || strings.HasPrefix(s, h+"/") }) {
 			continue
 		}
 		for _, d := range dirs {
@@ -573,27 +588,6 @@ func (ix *indexer) syncRoots(roots, indexed []string) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-func collectFiles(root string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != root && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		switch strings.ToLower(filepath.Ext(p)) {
-		case ".txt", ".md", ".jsonl":
-			out = append(out, p)
-		}
-		return nil
-	})
-	return out, err
 }
 
 // maxLineBytes caps one JSONL line; a longer line is skipped.
@@ -927,26 +921,33 @@ func (j jsonlDoc) document() memory.Document {
 
 // indexFile reads one file: a .txt/.md file is one document (first line = title, id = the
 // path, source = its absolute path), a .jsonl file one document per line (source = the
-// line's own, else the file's absolute path).
+// line's own, else the file's absolute path); a code file a document per chunk
+// (indexCodeFile), an HTML or PDF file its extracted text (indexExtracted).
 func (ix *indexer) indexFile(i int) error {
 	ix.file = i
 	path := ix.files[i]
 	src := sourceOf(path)
 	whole := docLoc{file: i}
+	switch kindOf(path) {
+	case kindCode:
+		return ix.indexCodeFile(i)
+	case kindHTML, kindPDF:
+		return ix.indexExtracted(i)
+	}
 	if strings.ToLower(filepath.Ext(path)) != ".jsonl" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			ix.skip(whole, "%v", err)
+			ix.skipFile(i, skipUnreadable, err.Error())
 			return nil
 		}
 		if !utf8.Valid(b) {
-			ix.skip(whole, "not UTF-8 text")
+			ix.skipFile(i, skipNotUTF8, "")
 			return nil
 		}
 		title, text, _ := strings.Cut(string(b), "\n")
 		title = strings.TrimSpace(strings.TrimLeft(title, "# "))
 		if strings.TrimSpace(text) == "" && title == "" {
-			ix.skip(whole, "empty")
+			ix.skipFile(i, skipEmpty, "")
 			return nil
 		}
 		ix.claim([]string{src})
@@ -955,7 +956,7 @@ func (ix *indexer) indexFile(i int) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		ix.skip(whole, "%v", err)
+		ix.skipFile(i, skipUnreadable, err.Error())
 		return nil
 	}
 	defer f.Close()
