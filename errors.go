@@ -19,7 +19,7 @@ var (
 	ErrCorrupt = store.ErrCorrupt
 	// ErrClosed: the Memory was closed.
 	ErrClosed = errors.New("memory: store is closed")
-	// ErrLocked: another process holds the store open.
+	// ErrLocked: another process, or another Open in this one, holds the store open.
 	ErrLocked = store.ErrLocked
 	// ErrEmbedderMismatch: the store's vectors come from another embedder (id or dimension)
 	// than the one configured; open with WithReEmbed to re-embed.

@@ -52,6 +52,15 @@ type LockedError struct {
 // Error names the directory, the holder and, when known, its pid, command and start.
 func (e *LockedError) Error() string {
 	var b strings.Builder
+	if e.PID > 0 && e.PID == os.Getpid() && !e.Stale {
+		// This process holds it: a second Open of a store it already has open.
+		fmt.Fprintf(&b, "%v: %s is already open in this process (pid %d, since %s): use the *Memory that is open, or Close it first",
+			ErrLocked, e.Dir, e.PID, e.Since.Format(time.RFC3339))
+		if e.Detail != "" {
+			b.WriteString("; " + e.Detail)
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "%v: %s is held by another process (%s", ErrLocked, e.Dir, e.Holder)
 	switch {
 	case e.PID > 0 && e.Stale:

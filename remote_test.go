@@ -365,8 +365,9 @@ func TestLockTimeoutWaitsForReaders(t *testing.T) {
 	}
 }
 
-// ErrLocked names the writer that holds the store: pid, command, since when; a lock file
-// whose process is gone is called stale.
+// ErrLocked names the writer that holds the store: pid, command, since when (a second
+// Open in the holder's own process says so, not "another process"); a lock file whose
+// process is gone is called stale.
 func TestLockedErrorNamesHolder(t *testing.T) {
 	dir := t.TempDir()
 	w := openT(t, dir)
@@ -377,8 +378,16 @@ func TestLockedErrorNamesHolder(t *testing.T) {
 	}
 	pid := strconv.Itoa(os.Getpid())
 	if le.PID != os.Getpid() || le.Stale || len(le.Command) == 0 || le.Command[0] != os.Args[0] || time.Since(le.Since) > time.Minute ||
-		!strings.Contains(err.Error(), "pid "+pid) || !strings.Contains(err.Error(), filepath.Base(os.Args[0])) || !strings.Contains(err.Error(), dir) {
+		!strings.Contains(err.Error(), "pid "+pid) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("second writer: %v (%+v), want pid %s and command %s", err, le, pid, os.Args[0])
+	}
+	if msg := err.Error(); !strings.Contains(msg, "already open in this process") || strings.Contains(msg, "another process") {
+		t.Fatalf("a second Open in the holder's process: %q, want it to say the store is already open in this process", msg)
+	}
+	// Held by another process: the holder's pid and command.
+	other := (&LockedError{Dir: dir, Holder: "a writer", PID: os.Getpid() + 1, Command: []string{"memory", "serve", "--mcp"}, Since: time.Now()}).Error()
+	if !strings.Contains(other, "held by another process") || !strings.Contains(other, `"memory serve --mcp"`) || !strings.Contains(other, strconv.Itoa(os.Getpid()+1)) {
+		t.Fatalf("another process's lock: %q", other)
 	}
 	w.Close()
 

@@ -68,7 +68,8 @@ const (
 
 // Options configure [New]. The zero value is usable.
 type Options struct {
-	// Name and Version identify the server to clients (default "memory", "v0").
+	// Name and Version identify the server to clients (default "memory" and the module's
+	// memory.Version).
 	Name, Version string
 	// Collection is the collection tools use when a call names none ("" = the store's
 	// default collection).
@@ -253,7 +254,7 @@ func New(m *memory.Memory, opts Options) *mcp.Server {
 		o.Name = "memory"
 	}
 	if o.Version == "" {
-		o.Version = "v0"
+		o.Version = memory.Version
 	}
 	if o.DefaultTopK <= 0 {
 		o.DefaultTopK = 5

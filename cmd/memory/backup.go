@@ -328,7 +328,7 @@ func openForCopy(dir string, stderr io.Writer) (*memory.Memory, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := memory.OpenExisting(dir, memory.ReadOnly(), memory.WithLogger(log))
 	if err != nil && (errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore)) {
-		return nil, fmt.Errorf("%w (create one with `memory index --store %s FILE...`)", err, dir)
+		return nil, storeHint(err, dir)
 	}
 	return m, err
 }

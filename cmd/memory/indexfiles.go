@@ -204,6 +204,9 @@ func collectFiles(root string, wo walkOptions, rep *skipReport) ([]string, error
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root {
+				if errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("%s: no such file or folder (PATH is a file or a folder to index)", root)
+				}
 				return err
 			}
 			rep.add(p, d != nil && d.IsDir(), skipUnreadable, err.Error())

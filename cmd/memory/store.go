@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,7 +76,7 @@ func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
 	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
 	fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes;\na writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
 	f.device = "cpu"
-	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU) (default cpu)")
+	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU)")
 }
 
 // spec is the embedder the flags name (name "" when --embedder is not given).
@@ -166,7 +167,7 @@ func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra .
 	m, err := memory.OpenExisting(dir, opts...)
 	if err != nil {
 		if errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore) {
-			return nil, fmt.Errorf("%w (create one with `memory index --store %s FILE...`)", err, dir)
+			return nil, storeHint(err, dir)
 		}
 		return nil, cliHint(err)
 	}
@@ -261,3 +262,14 @@ func (d *deviceFlag) Set(s string) error {
 
 // gpu reports whether the flag asks for the GPU (cuda, gpu or auto).
 func (d deviceFlag) gpu() bool { return d != "" && d != "cpu" }
+
+// storeHint adds to a "no store here" error the command that makes one: in dir itself when
+// it is missing or empty, else (dir holds other files, where index would fail too) in a new
+// folder inside it.
+func storeHint(err error, dir string) error {
+	if errors.Is(err, memory.ErrNotAStore) {
+		return fmt.Errorf("%w (it holds other files, so no store can be created there: name a new or empty folder, e.g. `memory index --store %s FILE...`)",
+			err, filepath.Join(dir, "memory-store"))
+	}
+	return fmt.Errorf("%w (create one with `memory index --store %s FILE...`)", err, dir)
+}

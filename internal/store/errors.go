@@ -12,8 +12,8 @@ import (
 var (
 	// ErrCorrupt: the store of record, or a file read with it, is damaged.
 	ErrCorrupt = errors.New("memory: store is corrupt")
-	// ErrLocked: another process holds the store's lock.
-	ErrLocked = errors.New("memory: store is locked by another process")
+	// ErrLocked: another process, or another Open in this one, holds the store's lock.
+	ErrLocked = errors.New("memory: store is locked")
 	// ErrCollectionNotFound: the collection is not stored.
 	ErrCollectionNotFound = errors.New("memory: collection not found")
 	// ErrTooManyCollections: creating a collection would pass the cap on collections.
