@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -109,23 +108,6 @@ func (rg *registry) loadCollection(name string) (*colState, error) {
 // MaxMetadataListItems caps the values of one list-valued metadata key.
 const MaxMetadataListItems = 1024
 
-// metadataList is a list metadata value's elements: a []any or any other slice (a
-// []string, []int...) but []byte.
-func metadataList(v any) ([]any, bool) {
-	if l, ok := v.([]any); ok {
-		return l, true
-	}
-	rv := reflect.ValueOf(v)
-	if !rv.IsValid() || rv.Kind() != reflect.Slice || rv.Type().Elem().Kind() == reflect.Uint8 {
-		return nil, false
-	}
-	l := make([]any, rv.Len())
-	for i := range l {
-		l[i] = rv.Index(i).Interface()
-	}
-	return l, true
-}
-
 // metadataScalar checks one metadata value (or list element) of document id's key k and
 // normalises it (numbers to float64); n is what it adds to the document's size.
 func metadataScalar(id, k string, v any) (s any, n int, err error) {
@@ -192,7 +174,7 @@ func (dw docWrites) validate(d *Document) error {
 				return fmt.Errorf("%w: document %s metadata key %s", ErrInvalidUTF8, store.ShowKey(d.ID), store.ShowKey(k))
 			}
 			size += len(k)
-			if list, isList := metadataList(v); isList {
+			if list, isList := bm25.MetaList(v); isList {
 				if k == sourceKey {
 					return fmt.Errorf("%w: document %s: metadata %q is a list (the source is one string)", ErrInvalidMetadata, store.ShowKey(d.ID), sourceKey)
 				}

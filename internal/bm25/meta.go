@@ -76,8 +76,9 @@ func metaValue(v any) (any, bool) {
 	return nil, false
 }
 
-// metaList is a list metadata value's elements: a []any, or any other slice but []byte.
-func metaList(v any) ([]any, bool) {
+// MetaList is a list metadata value's (or list operand's) elements: a []any, or the
+// elements of any other slice but a []byte.
+func MetaList(v any) ([]any, bool) {
 	if l, ok := v.([]any); ok {
 		return l, true
 	}
@@ -137,7 +138,7 @@ func metaTerms(d Doc) ([][]byte, error) {
 		if k == "" {
 			return nil, fmt.Errorf("%w: document %q has an empty metadata key", ErrMetaFilter, d.ID)
 		}
-		if list, isList := metaList(v); isList { // one term an element: conditions match any
+		if list, isList := MetaList(v); isList { // one term an element: conditions match any
 			for _, e := range list {
 				nv, ok := metaValue(e)
 				if !ok {

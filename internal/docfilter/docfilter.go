@@ -259,7 +259,7 @@ var metaOps = map[string]bm25.MetaOp{
 // compileOp compiles one condition on key into the record predicate and the index filter.
 func compileOp(key, op string, operand any) (Pred, *bm25.MetaFilter, error) {
 	if op == "$contains" {
-		if list, isList := asList(operand); isList {
+		if list, isList := bm25.MetaList(operand); isList {
 			return compileContainsAll(key, list)
 		}
 	}
@@ -283,7 +283,7 @@ func compileContainsAll(key string, list []any) (Pred, *bm25.MetaFilter, error) 
 	ps := make([]Pred, 0, len(list))
 	ms := make([]*bm25.MetaFilter, 0, len(list))
 	for _, e := range list {
-		if _, isList := asList(e); isList {
+		if _, isList := bm25.MetaList(e); isList {
 			return nil, nil, filterErr("%q $contains: element %v (%T) is not a string, number or bool", key, e, e)
 		}
 		p, m, err := compileOp(key, "$eq", e)
@@ -294,22 +294,6 @@ func compileContainsAll(key string, list []any) (Pred, *bm25.MetaFilter, error) 
 		ms = append(ms, m)
 	}
 	return combine(true, ps), bm25.MetaAnd(ms...), nil
-}
-
-// asList is v as a list operand or list value: a []any, or any other slice's elements.
-func asList(v any) ([]any, bool) {
-	if l, ok := v.([]any); ok {
-		return l, true
-	}
-	rv := reflect.ValueOf(v)
-	if !rv.IsValid() || rv.Kind() != reflect.Slice {
-		return nil, false
-	}
-	list := make([]any, rv.Len())
-	for i := range list {
-		list[i] = rv.Index(i).Interface()
-	}
-	return list, true
 }
 
 // anyValue reports whether got (a stored metadata value: a scalar, or a list of
@@ -335,7 +319,7 @@ func compileOpPred(key, op string, operand any) (Pred, []any, error) {
 	case "$eq", "$ne", "$contains", "$not_contains":
 		want, ok := Scalar(operand)
 		if !ok {
-			if _, isList := asList(operand); isList && (op == "$eq" || op == "$ne") {
+			if _, isList := bm25.MetaList(operand); isList && (op == "$eq" || op == "$ne") {
 				return nil, nil, filterErr("%q %s: operand %v is a list (use $in or $nin for one of several values, $contains with a list for all of them)", key, op, operand)
 			}
 			return nil, nil, filterErr("%q %s: operand %v (%T) is not a string, number or bool", key, op, operand, operand)
@@ -375,7 +359,7 @@ func compileOpPred(key, op string, operand any) (Pred, []any, error) {
 			})
 		}, []any{want}, nil
 	case "$in", "$nin":
-		list, ok := asList(operand)
+		list, ok := bm25.MetaList(operand)
 		if !ok {
 			return nil, nil, filterErr("%q %s wants a list, got %T", key, op, operand)
 		}
@@ -635,7 +619,7 @@ func (fs *filterSize) node(w map[string]any, depth int) error {
 			if err := fs.addBytes(len(op)); err != nil {
 				return err
 			}
-			if _, isList := asList(operand); !isList {
+			if _, isList := bm25.MetaList(operand); !isList {
 				if err := fs.operand(operand); err != nil {
 					return err
 				}
