@@ -20,7 +20,7 @@ export MEMORY_REQUIRE_FIXTURES ?= $(if $(wildcard $(MEMORY_MODELS)/golden),1,)
 # ./... does not descend into them (a folder with its own go.mod is another module).
 ADAPTERS := langchaingo eino genkit
 
-.PHONY: all build deps demo test test-short test-adapters vet vet-adapters bench eval-scifact clean
+.PHONY: all build deps demo test test-short test-adapters test-weaviate vet vet-adapters bench eval-scifact clean
 
 all: build
 
@@ -47,6 +47,13 @@ test: deps vet test-adapters
 
 test-adapters: deps
 	@set -e; for a in $(ADAPTERS); do echo "cd adapters/$$a && $(GO) test -race -count=1 ./..."; (cd adapters/$$a && $(GO) test -race -count=1 ./...); done
+
+# Integration tests of internal/weaviate against a real three-node Weaviate cluster (issue #41):
+# builds/caches the server (scripts/weaviate.sh, ~12 min the first time), the tests start and
+# stop the cluster themselves (scripts/weaviate-cluster.sh) and fail if it cannot start.
+test-weaviate:
+	bash scripts/weaviate.sh >/dev/null
+	$(GO) test -tags weaviate -count=1 -timeout 20m -v ./internal/weaviate/
 
 test-short: deps
 	$(GO) test -short -count=1 ./...
