@@ -54,8 +54,8 @@ func (e *LockedError) Error() string {
 	var b strings.Builder
 	if e.PID > 0 && e.PID == os.Getpid() && !e.Stale {
 		// This process holds it: a second Open of a store it already has open.
-		fmt.Fprintf(&b, "%v: %s is already open in this process (pid %d, since %s): use the *Memory that is open, or Close it first",
-			ErrLocked, e.Dir, e.PID, e.Since.Format(time.RFC3339))
+		fmt.Fprintf(&b, "%v: %s is already open in this process (%s, pid %d, since %s): use the *Memory that is open, or Close it first",
+			ErrLocked, e.Dir, e.Holder, e.PID, e.Since.Format(time.RFC3339))
 		if e.Detail != "" {
 			b.WriteString("; " + e.Detail)
 		}
