@@ -205,7 +205,7 @@ func collectFiles(root string, wo walkOptions, rep *skipReport) ([]string, error
 		if err != nil {
 			if p == root {
 				if errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("%s: no such file or folder (PATH is a file or a folder to index)", root)
+					return fmt.Errorf("%s: no such file or folder (PATH is a file or a folder to index): %w", root, fs.ErrNotExist)
 				}
 				return err
 			}
