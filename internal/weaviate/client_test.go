@@ -181,10 +181,13 @@ func hang(t *testing.T) *fake {
 	})
 }
 
+// TestTimeout: hanging nodes time out and fail over. The timeouts are seconds, not
+// milliseconds, so that a node that answers always answers within them and a hanging
+// one has always received its request by then, even on a busy machine.
 func TestTimeout(t *testing.T) {
 	t.Run("every node hangs", func(t *testing.T) {
 		a, b := hang(t), hang(t)
-		c := newClient(t, Config{Endpoints: []string{a.URL, b.URL}, Timeout: 20 * time.Millisecond, MaxAttempts: 3})
+		c := newClient(t, Config{Endpoints: []string{a.URL, b.URL}, Timeout: 2 * time.Second, MaxAttempts: 3})
 		err := c.Ready(context.Background())
 		if !errors.Is(err, ErrTimeout) {
 			t.Fatalf("err = %v, want ErrTimeout", err)
@@ -199,7 +202,7 @@ func TestTimeout(t *testing.T) {
 	})
 	t.Run("a hanging node fails over", func(t *testing.T) {
 		a, b := hang(t), newFake(t, ok())
-		c := newClient(t, Config{Endpoints: []string{a.URL, b.URL}, Timeout: 20 * time.Millisecond, MaxAttempts: 3})
+		c := newClient(t, Config{Endpoints: []string{a.URL, b.URL}, Timeout: 2 * time.Second, MaxAttempts: 3})
 		if err := c.Ready(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +213,7 @@ func TestTimeout(t *testing.T) {
 	t.Run("caller's deadline", func(t *testing.T) {
 		a := hang(t)
 		c := newClient(t, Config{Endpoints: []string{a.URL}, Timeout: time.Hour, MaxAttempts: 3})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		err := c.Ready(ctx)
 		if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
@@ -410,7 +413,7 @@ func TestCreateClassRetryFindsItCreated(t *testing.T) {
 		}
 		return 422, `{"error":[{"message":"class name \"Doc\" already exists"}]}`
 	})
-	c := newClient(t, Config{Endpoints: []string{f.URL}, Timeout: 20 * time.Millisecond})
+	c := newClient(t, Config{Endpoints: []string{f.URL}, Timeout: 2 * time.Second})
 	if err := c.CreateClass(context.Background(), ClassConfig{Name: "Doc"}); err != nil {
 		t.Fatal(err)
 	}
