@@ -21,6 +21,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentmem/memory"
@@ -96,6 +97,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		}
 		for r := 1; r <= rounds; r++ {
 			lat := make([]time.Duration, 0, len(qs))
+			cpu0 := cpuTime()
 			for _, q := range qs {
 				t := time.Now()
 				if _, err := mem.Search(ctx, q, memory.WithMode(m), memory.TopK(k)); err != nil {
@@ -104,7 +106,8 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 				lat = append(lat, time.Since(t))
 			}
 			p50, p99, mean := stats(lat)
-			fmt.Printf("round %d: %d queries, k=%d, one thread: p50 %v p99 %v mean %v; %s\n", r, len(qs), k, p50, p99, mean, rss())
+			cpu := (cpuTime() - cpu0) / time.Duration(len(qs))
+			fmt.Printf("round %d: %d queries, k=%d, one thread: p50 %v p99 %v mean %v cpu/query %v; %s\n", r, len(qs), k, p50, p99, mean, cpu.Round(time.Microsecond), rss())
 		}
 	}
 	if bfile != "" {
@@ -204,4 +207,15 @@ func rss() string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cpuTime is the process's user + system CPU time so far: a round's CPU per query, less
+// sensitive to other load on the machine than its wall times (it includes the garbage
+// collector's work on other threads).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

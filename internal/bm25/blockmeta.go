@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -142,16 +145,26 @@ func writeSegmentBlockMeta(ctx context.Context, seg segment.Segment, st *BlockMe
 }
 
 // removeSidecarTemps removes the temporary files of sidecars that a writer killed while
-// writing left in the segment directory of snap (only the index's writer writes there).
+// writing left in the segment directory of snap (only the index's writer writes there),
+// and the sidecars of segments no longer there.
 func removeSidecarTemps(snap *scorch.IndexSnapshot) {
 	for _, ss := range snap.Segments() {
 		path, _, ok := sidecarHead(ss.Segment())
 		if !ok {
 			continue
 		}
-		temps, _ := filepath.Glob(filepath.Join(filepath.Dir(path), atomicfile.TempPrefix("*"+sidecarExt)+"*"))
+		dir := filepath.Dir(path)
+		temps, _ := filepath.Glob(filepath.Join(dir, atomicfile.TempPrefix("*"+sidecarExt)+"*"))
 		for _, t := range temps {
 			_ = os.Remove(t)
+		}
+		// Sidecars of segments merged away: their head names a file that is gone (a
+		// sidecar is only ever read beside its own segment, so this is disk space only).
+		cars, _ := filepath.Glob(filepath.Join(dir, "*.zap"+sidecarExt))
+		for _, c := range cars {
+			if _, err := os.Stat(strings.TrimSuffix(c, sidecarExt)); errors.Is(err, fs.ErrNotExist) {
+				_ = os.Remove(c)
+			}
 		}
 		return // one directory
 	}

@@ -86,6 +86,9 @@ const (
 	DefaultPostingsCacheBytes = 448 << 20
 )
 
+// testMergePlan, when set (by tests), is the merge plan writable opens give Bleve's merger.
+var testMergePlan map[string]any
+
 // Options configures one index. The zero value selects the defaults: k1 0.9, b 0.4
 // (Lucene/Anserini's BEIR settings), at most 1,024 distinct query terms and 64 KiB of query
 // text.
@@ -314,6 +317,9 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 			// AsyncPersist: batches return before they are persisted; applyPart waits
 			// where it must, and learns of a failed persist from the async error callback.
 			rc = map[string]interface{}{"unsafe_batch": o.AsyncPersist, "asyncErrorCallbackName": ""}
+			if testMergePlan != nil {
+				rc["scorchMergePlanOptions"] = testMergePlan
+			}
 			if o.AsyncPersist {
 				rc["asyncErrorCallbackName"] = persistErrorsName
 			}

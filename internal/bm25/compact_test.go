@@ -1,0 +1,154 @@
+package bm25
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCompact: an index written in many Applies (a segment each) compacts to one segment
+// that answers every query with the same hits and scores, exhaustive and pruned alike; the
+// sidecars of the segments merged away are gone and the merged one has a complete one; a
+// read-only open of the result answers the same; Compact on a read-only index changes
+// nothing, and a cancelled context stops it with the context's error.
+func TestCompact(t *testing.T) {
+	withChunkMode(t, 16)
+	// No background merges while the batches go in: the segments to compact stay apart.
+	testMergePlan = map[string]any{"maxSegmentsPerTier": 1000, "segmentsPerMergeTask": 10, "floorSegmentSize": 1, "floorSegmentFileSize": 1}
+	defer func() { testMergePlan = nil }()
+	dir := filepath.Join(t.TempDir(), "bm25")
+	o := Options{Analyzer: LuceneEnglishAnalyzer, Scoring: ScoringLucene}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var b *Index
+	for batch := range 8 { // a session a batch: one segment each
+		var err error
+		if b, err = OpenWith(dir, o); err != nil {
+			t.Fatal(err)
+		}
+		var docs []Doc
+		for i := range 150 {
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("d%02d-%03d", batch, i)))
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+		if batch < 7 {
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Apply(nil, []string{"d03-001", "d07-100"}, 13); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if n, _ := b.SegmentCount(); n < 8 {
+		t.Fatalf("%d segments before compacting, want several", n)
+	}
+	queries := []string{"insulin", "cell protein", "the effect of insulin on cell growth", "gene expression tumour", "zzzunknown"}
+	before := searchAll(t, b, queries)
+	// A write-time sidecar of a segment about to be merged away.
+	if _, err := b.WriteBlockMeta(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := b.SegmentCount(); n != 1 {
+		t.Fatalf("%d segments after compacting, want 1", n)
+	}
+	if after := searchAll(t, b, queries); !slices.Equal(before, after) {
+		t.Fatalf("hits changed by compacting:\nbefore %v\nafter  %v", before, after)
+	}
+	b.SetExhaustive(true)
+	if after := searchAll(t, b, queries); !slices.Equal(before, after) {
+		t.Fatalf("exhaustive hits after compacting differ:\nbefore %v\nafter  %v", before, after)
+	}
+	b.SetExhaustive(false)
+	if n, err := b.Count(); err != nil || n != 8*150-2 {
+		t.Fatalf("count %d, %v; want %d", n, err, 8*150-2)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The newest snapshot names one segment, with a complete sidecar. (The files merged
+	// away are removed by Bleve once no snapshot uses them, at the latest by the next
+	// writer's open; their sidecars then by that writer's Close.)
+	files, err := segmentFiles(dir)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("snapshot segments %v (%v): want one", files, err)
+	}
+	var cars []string
+	for name := range files {
+		cars = append(cars, filepath.Join(dir, "store", name+sidecarExt))
+	}
+	head, err := os.ReadFile(cars[0])
+	if err != nil || !strings.HasPrefix(string(head), string(sidecarMagicComplete)) {
+		t.Fatalf("the merged segment's sidecar is not complete (%v)", err)
+	}
+
+	ro, err := OpenWith(dir, Options{Analyzer: LuceneEnglishAnalyzer, Scoring: ScoringLucene, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := searchAll(t, ro, queries); !slices.Equal(before, got) {
+		t.Fatalf("read-only hits after compacting differ:\nbefore %v\nafter  %v", before, got)
+	}
+	if err := ro.Compact(ctx); err != nil {
+		t.Fatalf("Compact on a read-only index: %v, want nil (nothing done)", err)
+	}
+
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cancelled: the context's error, nothing lost.
+	w, err := OpenWith(dir, Options{Analyzer: LuceneEnglishAnalyzer, Scoring: ScoringLucene})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Apply([]Doc{randomDoc(rng, "x1")}, nil, 14); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := w.Compact(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Compact: %v, want context.Canceled", err)
+	}
+	if n, err := w.Count(); err != nil || n != 8*150-1 {
+		t.Fatalf("count after a cancelled Compact %d, %v; want %d", n, err, 8*150-1)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"+sidecarExt))
+	for _, c := range all {
+		if _, err := os.Stat(strings.TrimSuffix(c, sidecarExt)); err != nil {
+			t.Fatalf("sidecar %s of a segment merged away is still there", c)
+		}
+	}
+}
+
+// searchAll runs each query (k 20) and renders its hits, ids and scores.
+func searchAll(t *testing.T, b *Index, queries []string) []string {
+	t.Helper()
+	var out []string
+	for _, q := range queries {
+		hits, err := b.Search(context.Background(), q, 20, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sb strings.Builder
+		for _, h := range hits {
+			fmt.Fprintf(&sb, "%s:%.6f ", h.ID, h.Score)
+		}
+		out = append(out, q+" => "+sb.String())
+	}
+	return out
+}
