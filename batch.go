@@ -13,7 +13,8 @@ const maxBatchQueries = 1 << 16
 // SearchBatch runs Search for every query over GOMAXPROCS workers (one query per worker at
 // a time) and returns the results in input order: out[i] answers queries[i]. The options
 // apply to every query; WithStats is refused (the queries run concurrently: use
-// WithStatsFunc, called once per query). It stops at
+// WithStatsFunc, called once per query). WithQueryVectors gives each query its own vector
+// (see there); they are checked before any query is searched. It stops at
 // the first failing query and returns its error, naming the query's index; cancelling ctx
 // stops every worker.
 func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...SearchOption) ([][]Result, error) {
@@ -27,7 +28,13 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 	if so.stats != nil {
 		return nil, fmt.Errorf("%w: WithStats cannot be used with SearchBatch", ErrInvalidOption)
 	}
+	if err := c.checkBatchVectors(queries, so); err != nil {
+		return nil, err
+	}
 	if c.m.remote != nil {
+		if so.QueryVector != nil {
+			return nil, errRemoteVector
+		}
 		return c.remoteBatch(ctx, queries, opts)
 	}
 	shares, err := c.batchOptions(ctx, queries, so)
@@ -42,6 +49,9 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 		qopts := opts
 		if shares != nil {
 			qopts = append(opts[:len(opts):len(opts)], shares[i]...)
+		}
+		if vs := so.QueryVectors; vs != nil { // this query's vector alone
+			qopts = append(qopts[:len(qopts):len(qopts)], func(s *SearchOptions) { s.QueryVectors, s.QueryVector = nil, vs[i] })
 		}
 		return c.Search(ctx, queries[i], qopts...)
 	})

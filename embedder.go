@@ -120,14 +120,16 @@ func (op opening) resolveEmbedder() error {
 	return nil
 }
 
-// vectorsOnlyFallback lets a writable store whose vectors were imported (rec.Precomputed)
-// take more imported vectors while the model that made them is not loaded: its embedder is
-// their identity only (vectorstore.VectorsOnly), so documents that bring their vector can
-// be written, while searches that embed a query fail with ErrEmbedderNeeded. A read-only
-// store keeps no embedder (its dense index is not opened: nothing could query it).
+// vectorsOnlyFallback gives a store whose model is not loaded the identity of its vectors
+// as its embedder (vectorstore.VectorsOnly): its dense index opens, searches by a vector
+// the caller brings (WithQueryVector) work, and searches that would embed a query fail
+// with ErrEmbedderNeeded (hybrid ones fall back to BM25, saying why). A writable store
+// gets it only when its vectors were imported (rec.Precomputed), so that it takes more
+// imported vectors; a store whose model made its vectors takes no vector without it. A
+// read-only store gets it either way: it writes nothing.
 func (op opening) vectorsOnlyFallback(rec *embInfo) {
 	m := op.m
-	if rec.Precomputed && !m.opts.ReadOnly {
+	if rec.Precomputed || m.opts.ReadOnly {
 		m.opts.Embedder = vectorstore.NewVectorsOnly(rec.ID, rec.Dim)
 	}
 }

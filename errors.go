@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentmem/memory/internal/bm25"
 	"github.com/agentmem/memory/internal/docfilter"
+	"github.com/agentmem/memory/internal/errkind"
 	"github.com/agentmem/memory/internal/store"
 )
 
@@ -96,6 +97,14 @@ var (
 	// ErrQueryTooLarge: a query is over Options.MaxQueryBytes, or has more distinct terms
 	// than Options.MaxQueryTerms, or a batch has more than 65,536 queries.
 	ErrQueryTooLarge = errors.New("memory: query too large")
+	// ErrQueryVector: a query vector given to a search (WithQueryVector, WithQueryVectors)
+	// cannot be searched with: it is empty, has another length than the store's vectors
+	// (the error names both), holds NaN or ±Inf (the error names the position), has norm
+	// 0, was made by another embedder than the store's (WithQueryVectorEmbedder; the error
+	// also matches ErrEmbedderMismatch and names both), or was given to a search that does
+	// not search by vector (a BM25 search); or a batch's vectors are not one per query.
+	// It also matches ErrInvalidOption.
+	ErrQueryVector = errkind.New("memory: invalid query vector", ErrInvalidOption)
 )
 
 // Errors about backups, exports and read-only opens.

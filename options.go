@@ -254,6 +254,16 @@ type SearchOptions struct {
 	// SourceDedup keeps only the best result of each Source (see WithSourceDedup).
 	SourceDedup bool
 
+	// QueryVector, when set, is the query's embedding, made by the caller: dense recall
+	// searches with it and the query's text is not embedded (see WithQueryVector).
+	QueryVector []float32
+	// QueryVectors are a SearchBatch's query vectors, one per query (see
+	// WithQueryVectors).
+	QueryVectors [][]float32
+	// QueryEmbedder names the embedder that made QueryVector or QueryVectors ("": not
+	// stated); see WithQueryVectorEmbedder.
+	QueryEmbedder string
+
 	// Snippets fills each result's Snippet (see WithSnippets).
 	Snippets bool
 	// NoText leaves results without their title and text (see WithoutText).

@@ -90,12 +90,20 @@ type denseBatch struct {
 
 // denseBatch embeds the queries of a dense or hybrid batch together and asks the vector
 // index for all of them at once (the flat index reads its vectors once per batch, not once
-// per query). It returns nil when there is nothing to share: BM25 only, no embedder,
-// filters (each query's filter is applied on its own), or several collections (a cascade
-// too).
+// per query). The caller's query vectors (WithQueryVectors, WithQueryVector) are searched
+// as they are; only the other queries are embedded. It returns nil when there is nothing
+// to share: BM25 only, no embedder for queries without a vector, filters (each query's
+// filter is applied on its own), or several collections (a cascade too).
 func (c *Collection) denseBatch(ctx context.Context, queries []string, so SearchOptions) ([]denseBatch, error) {
 	e := c.m.opts.Embedder
-	if !c.m.em.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(so.Cascade) > 0 || len(queries) < 2 {
+	var texts []string // the queries to embed: those without the caller's vector
+	var at []int
+	for i, q := range queries {
+		if so.queryVectorOf(i) == nil {
+			texts, at = append(texts, q), append(at, i)
+		}
+	}
+	if len(texts) > 0 && !c.m.em.queryModel() || so.Where != nil || so.WhereDocument != nil || len(so.Collections) > 0 || len(so.Cascade) > 0 || len(queries) < 2 {
 		return nil, nil
 	}
 	if err := so.normalise(); err != nil {
@@ -108,17 +116,24 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 	if err != nil || s == nil {
 		return nil, err // a missing collection is reported by each query
 	}
-	t := time.Now()
-	vecs, err := vectorstore.EmbedQueries(ctx, e, queries)
-	embed := time.Since(t)
-	if err != nil {
-		return nil, fmt.Errorf("memory: embed queries: %w", err)
+	vecs := make([][]float32, len(queries))
+	for i := range queries {
+		vecs[i] = so.queryVectorOf(i) // the caller's, checked by SearchBatch
 	}
-	for _, v := range vecs {
-		if err := checkVec(v, e.Dim()); err != nil {
-			return nil, err
+	t := time.Now()
+	if len(texts) > 0 {
+		embedded, err := vectorstore.EmbedQueries(ctx, e, texts)
+		if err != nil {
+			return nil, fmt.Errorf("memory: embed queries: %w", err)
+		}
+		for j, v := range embedded {
+			if err := checkVec(v, e.Dim()); err != nil {
+				return nil, err
+			}
+			vecs[at[j]] = v
 		}
 	}
+	embed := time.Since(t)
 	k := so.retrieverWindow(so.Mode)
 	unlock, err := c.m.reg.rlockOpen(s)
 	if err != nil {

@@ -134,7 +134,8 @@ func (so *SearchOptions) collectionNames() []string {
 // Search finds the documents of the collection that best match query. By default it fuses
 // BM25 and dense recall with RRF (k 60) over the top 100 of each and returns the top 10; see
 // the SearchOption functions. Filters restrict the candidates before ranking. Each result
-// carries its explanation.
+// carries its explanation. With WithQueryVector dense recall searches the caller's vector
+// instead of an embedding of query, which may then be empty.
 func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOption) ([]Result, error) {
 	start := time.Now()
 	var so SearchOptions
@@ -145,12 +146,18 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 		return searcher{c.m}.searchCascade(ctx, query, so, opts)
 	}
 	if c.m.remote != nil {
+		if so.QueryVector != nil || so.QueryVectors != nil {
+			return nil, errRemoteVector
+		}
 		return c.remoteSearch(ctx, query, opts)
 	}
 	if err := so.normalise(); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(query) == "" {
+	if err := (searcher{c.m}).useQueryVector(&so, query); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(query) == "" && so.QueryVector == nil {
 		return nil, fmt.Errorf("%w: empty query", ErrInvalidOption)
 	}
 	if c.m.closed.Load() {
@@ -202,6 +209,9 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 		return nil, err
 	}
 	defer unlock()
+	if so.QueryVector != nil && qv != nil && s.vec == nil {
+		return nil, sr.noDenseIndex() // the caller's vector, and no index to search it in
+	}
 	tx, err := m.db.Begin()
 	if err != nil {
 		return nil, err
@@ -498,7 +508,7 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 func (sr searcher) searchMode(so *SearchOptions) (Mode, []string, error) {
 	m := sr.m
 	mode, notes := so.Mode, so.notes
-	if !anyRetriever(mode, embeds) {
+	if !anyRetriever(mode, embeds) || so.QueryVector != nil { // the caller's vector needs no embedder
 		return mode, notes, nil
 	}
 	unresolved := !m.em.queryModel() && m.man.Embedder != nil
@@ -532,11 +542,14 @@ func (sr searcher) searchMode(so *SearchOptions) (Mode, []string, error) {
 	return mode, notes, nil
 }
 
-// queryVector is the query's embedding (nil for a BM25 search): from its batch, or made
-// now.
+// queryVector is the query's embedding (nil for a BM25 search): the caller's
+// (WithQueryVector), from its batch, or made now.
 func (sr searcher) queryVector(ctx context.Context, query string, mode Mode, so *SearchOptions, st *SearchStats) ([]float32, error) {
 	if so.noEmbed || !anyRetriever(mode, embeds) {
 		return nil, nil
+	}
+	if so.QueryVector != nil {
+		return so.QueryVector, nil // the caller's: nothing to embed
 	}
 	batch := so.dense
 	if batch != nil {

@@ -126,14 +126,21 @@ type addDocumentsOutput struct {
 	Added      int    `json:"added"`
 }
 
-// queryDocumentsInput is chroma_query_documents' input.
+// queryDocumentsInput is chroma_query_documents' input. QueryEmbeddings is Chroma's
+// query_embeddings (collection.query's, which chroma-mcp's tool leaves out): the queries'
+// own vectors, made by the caller with the model of the store's vectors, searched as they
+// are (memory.WithQueryVectors). Alone, each is a query searched by dense recall; beside
+// query_texts (one per text, as many), the texts are searched by BM25 and the vectors by
+// dense recall, fused. Each vector must have the store's dimension; their size is bounded
+// by MaxArgBytes and their count by MaxQueries.
 type queryDocumentsInput struct {
-	CollectionName string               `json:"collection_name" jsonschema:"collection to query"`
-	QueryTexts     []string             `json:"query_texts" jsonschema:"one or more queries; each gets its own list of results"`
-	NResults       int                  `json:"n_results,omitempty" jsonschema:"results per query (default 5)"`
-	Where          memory.Where         `json:"where,omitempty" jsonschema:"metadata filter with Chroma's operators, e.g. {\"year\": {\"$gte\": 2020}}"`
-	WhereDocument  memory.WhereDocument `json:"where_document,omitempty" jsonschema:"text filter: {\"$contains\": \"x\"}, {\"$not_contains\": \"x\"}, $and, $or"`
-	Include        []string             `json:"include,omitempty" jsonschema:"any of documents, metadatas, distances, embeddings (default documents, metadatas, distances)"`
+	CollectionName  string               `json:"collection_name" jsonschema:"collection to query"`
+	QueryTexts      []string             `json:"query_texts,omitempty" jsonschema:"one or more queries; each gets its own list of results"`
+	QueryEmbeddings [][]float32          `json:"query_embeddings,omitempty" jsonschema:"query vectors made by the caller with the store's embedding model, one per query (searched by vector instead of embedding query_texts; alone, a vector search of each)"`
+	NResults        int                  `json:"n_results,omitempty" jsonschema:"results per query (default 5)"`
+	Where           memory.Where         `json:"where,omitempty" jsonschema:"metadata filter with Chroma's operators, e.g. {\"year\": {\"$gte\": 2020}}"`
+	WhereDocument   memory.WhereDocument `json:"where_document,omitempty" jsonschema:"text filter: {\"$contains\": \"x\"}, {\"$not_contains\": \"x\"}, $and, $or"`
+	Include         []string             `json:"include,omitempty" jsonschema:"any of documents, metadatas, distances, embeddings (default documents, metadatas, distances)"`
 }
 
 // queryDocumentsOutput is chroma_query_documents' output: list i answers query_texts[i],
@@ -216,7 +223,7 @@ func (s *server) addChromaTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaCollectionCount, Annotations: ro,
 		Description: "Number of documents in a collection."}, s.chromaCount)
 	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaQueryDocuments, Annotations: ro,
-		Description: "Search a collection with one or more queries (hybrid BM25 + dense), with optional metadata (where) and text (where_document) filters; one result list per query. distances are Chroma's cosine distances (1 - cosine similarity: 0 for an exact match, lower is closer, so a cut such as distance < 0.5 keeps close matches)."}, s.chromaQuery)
+		Description: "Search a collection with one or more queries (hybrid BM25 + dense), with optional metadata (where) and text (where_document) filters; one result list per query. query_embeddings (vectors made with the store's embedding model, one per query) are searched instead of embedding the texts, or alone as vector searches. distances are Chroma's cosine distances (1 - cosine similarity: 0 for an exact match, lower is closer, so a cut such as distance < 0.5 keeps close matches)."}, s.chromaQuery)
 	mcp.AddTool(srv, &mcp.Tool{Name: toolChromaGetDocuments, Annotations: ro,
 		Description: "Read documents by id and/or by metadata and text filters, with limit and offset."}, s.chromaGet)
 	if s.o.ReadOnly {
@@ -607,16 +614,9 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 	if err != nil {
 		return nil, queryDocumentsOutput{}, err
 	}
-	if len(in.QueryTexts) == 0 {
-		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: query_texts is empty", ErrInvalidInput)
-	}
-	if len(in.QueryTexts) > s.o.MaxQueries {
-		return nil, queryDocumentsOutput{}, fmt.Errorf("%w: %d query_texts, at most %d per call (MaxQueries)", ErrTooLarge, len(in.QueryTexts), s.o.MaxQueries)
-	}
-	for _, q := range in.QueryTexts {
-		if err := s.checkQuery(q); err != nil {
-			return nil, queryDocumentsOutput{}, err
-		}
+	texts, err := s.queryTexts(in)
+	if err != nil {
+		return nil, queryDocumentsOutput{}, err
 	}
 	k := in.NResults
 	if k == 0 {
@@ -637,7 +637,10 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 	if len(in.WhereDocument) > 0 {
 		opts = append(opts, memory.WithWhereDocument(in.WhereDocument))
 	}
-	lists, err := c.SearchBatch(ctx, in.QueryTexts, opts...)
+	if in.QueryEmbeddings != nil {
+		opts = append(opts, memory.WithQueryVectors(in.QueryEmbeddings))
+	}
+	lists, err := c.SearchBatch(ctx, texts, opts...)
 	if err != nil {
 		return nil, queryDocumentsOutput{}, err
 	}
@@ -689,6 +692,35 @@ func (s *server) chromaQuery(ctx context.Context, _ *mcp.CallToolRequest, in que
 		}
 	}
 	return nil, out, nil
+}
+
+// queryTexts are the queries of a chroma_query_documents call, checked: query_texts,
+// query_embeddings or both (one vector per text), at most MaxQueries; each text within
+// MaxQueryBytes, and not blank unless its vector is given. With query_embeddings alone the
+// texts are empty.
+func (s *server) queryTexts(in queryDocumentsInput) ([]string, error) {
+	texts, vecs := in.QueryTexts, in.QueryEmbeddings
+	n := max(len(texts), len(vecs))
+	switch {
+	case n == 0:
+		return nil, fmt.Errorf("%w: query_texts and query_embeddings are empty (give either, or both)", ErrInvalidInput)
+	case n > s.o.MaxQueries:
+		return nil, fmt.Errorf("%w: %d queries, at most %d per call (MaxQueries)", ErrTooLarge, n, s.o.MaxQueries)
+	case len(texts) > 0 && len(vecs) > 0 && len(texts) != len(vecs):
+		return nil, fmt.Errorf("%w: %d query_embeddings for %d query_texts (one per text)", ErrInvalidInput, len(vecs), len(texts))
+	}
+	if len(texts) == 0 {
+		return make([]string, n), nil
+	}
+	for i, q := range texts {
+		if len(vecs) > 0 && len(q) <= s.o.MaxQueryBytes {
+			continue // searched by its vector: its text may be blank
+		}
+		if err := s.checkQuery(q); err != nil {
+			return nil, fmt.Errorf("query_texts[%d]: %w", i, err)
+		}
+	}
+	return texts, nil
 }
 
 // chromaDistance is a result's distance as Chroma reports it in its default space, cosine:

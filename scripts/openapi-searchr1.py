@@ -58,7 +58,7 @@ def error_responses(examples):
     out = {}
     descs = {"400": "Malformed JSON, or data after the object.",
              "413": "Body over the server's cap, or queries x topk x --max-passage-bytes over --max-response-bytes.",
-             "422": "A field missing, of the wrong type or out of range; too many queries; a query over the byte cap.",
+             "422": "A field missing, of the wrong type or out of range; too many queries; a query over the byte cap; query_vectors not one per query, not of the store's dimension, or sent to a server that cannot search by vector.",
              "500": "The search failed before the answer began (a failure midway cuts the connection).",
              "501": "/rerank on a server started without a reranker.",
              "503": "Busy: no request slot (--max-concurrent) within the queue timeout; Retry-After: 1."}
@@ -80,10 +80,13 @@ def merge(a, b):
 def native():
     s = dict(common_schemas)
     s.update({
-      "RetrieveRequest": {"type": "object", "required": ["queries"], "properties": {
+      "RetrieveRequest": {"type": "object", "anyOf": [{"required": ["queries"]}, {"required": ["query_vectors"]}], "properties": {
           "queries": {"$ref": "#/components/schemas/Queries"},
           "topk": {"type": ["integer", "null"], "minimum": 1, "description": "Passages per query; null or missing: the server's --topk (3). At most the server's max topk (100): more get 422."},
-          "return_scores": {"type": ["boolean", "null"], "description": "Wrap each passage as {document, score} (default false)."}}},
+          "return_scores": {"type": ["boolean", "null"], "description": "Wrap each passage as {document, score} (default false)."},
+          "query_vectors": {"type": ["array", "null"], "description": "An extension of Search-R1's request: the queries' own embeddings, made by the client (with the model of the store's vectors), searched as they are instead of embedding the texts. query_vectors[i] belongs to queries[i] (as many as queries; null: that query's text is embedded); without queries, each vector is a query of its own, searched by dense recall alone. A hybrid server's BM25 still searches the texts. Every vector has the store's dimension, finite values and is not all zeros; all of them hold at most the server's max-query-vector-values (10,485,760: 2,560 x 4,096) values. Otherwise 422. A BM25 server, or a store without a dense index, answers 422; a server with a reranker needs the texts too.",
+              "items": {"anyOf": [{"type": "array", "items": {"type": "number"}, "minItems": 1}, {"type": "null"}]}},
+          "query_embedder": {"type": ["string", "null"], "description": "The id of the embedder that made query_vectors (e5-base-v2, or the store's embedder id): another than the store's gets 422. Missing or null: not checked."}}},
       "RetrievedDoc": {"type": "object", "required": ["id", "contents"], "properties": {
           "id": {"type": "string"},
           "contents": {"type": "string", "description": "\"Title\"\\ntext, as the original corpus stores it, cut to --max-passage-bytes at a UTF-8 boundary."}}},
@@ -109,9 +112,10 @@ def native():
     })
     q = "What is the capital of France?"
     q2 = "Where is Berlin?"
+    AXIS = [1.0] + [0.0] * 31  # a query vector of the test store's dimension (32)
     paths = {
       "/retrieve": {"post": {"operationId": "retrieve", "summary": "Search the store for each query (Search-R1's retrieval protocol).",
-        "description": "The queries of a request are searched in parallel and the answer is streamed query by query. With a reranker (serve --reranker) each query's --rerank-depth candidates are reranked and the best topk are scored sigmoid(logit).",
+        "description": "The queries of a request are searched in parallel and the answer is streamed query by query. With a reranker (serve --reranker) each query's --rerank-depth candidates are reranked and the best topk are scored sigmoid(logit). query_vectors (an extension) searches embeddings the client made.",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RetrieveRequest"}, "examples": {
             "scored": ex("Two queries, top 2 with scores", {"queries": [q, q2], "topk": 2, "return_scores": True}),
             "unscored": ex("The server's default topk, documents only", {"queries": [q]}),
@@ -121,12 +125,16 @@ def native():
             "missing-queries": ex("No queries field", {"topk": 3}, invalid=True),
             "topk-zero": ex("topk 0 (the search-r1 dialect takes it as the default)", {"queries": [q], "topk": 0}, invalid=True),
             "queries-not-strings": ex("queries is not a list of strings", {"queries": [1, 2]}, invalid=True),
+            "by-vector": ex("Query vectors alone (an extension): a dense search of each", {"query_vectors": [AXIS], "topk": 2, "return_scores": True}, "dense"),
+            "vectors-mismatch": ex("Fewer query vectors than queries", {"queries": [q, q2], "query_vectors": [AXIS]}, "dense"),
+            "vector-dimension": ex("A query vector of another dimension than the store's", {"query_vectors": [[0.6, 0.8]]}, "dense"),
         }}}},
         "responses": merge({"200": resp("One list per query.", "RetrieveResponse", {k: ex(v, PLACE, srv) for k, v, srv in [
-                ("scored", "Scored passages", None), ("unscored", "Documents only", None), ("blank-query", "An empty list for the blank query", None), ("reranked", "Reranked", "rerank")]})},
+                ("scored", "Scored passages", None), ("unscored", "Documents only", None), ("blank-query", "An empty list for the blank query", None), ("reranked", "Reranked", "rerank"), ("by-vector", "The passages nearest the vector", "dense")]})},
             error_responses(merge(static_errors, {
               "413": {"over-budget": ex("Over the response budget", {"detail": "searchr1: request over the response budget: 8192 queries x topk 100 x 16384 passage bytes = 13421772800 bytes, over the response budget of 1073741824 bytes; send fewer queries or a smaller topk"})},
-              "422": {k: ex(v, PLACE) for k, v in [("topk-over-max", "topk out of range"), ("missing-queries", "queries missing"), ("topk-zero", "topk out of range"), ("queries-not-strings", "queries of the wrong type")]}})))}},
+              "422": {k: ex(v, PLACE, srv) for k, v, srv in [("topk-over-max", "topk out of range", None), ("missing-queries", "queries missing", None), ("topk-zero", "topk out of range", None), ("queries-not-strings", "queries of the wrong type", None),
+                  ("vectors-mismatch", "Not one vector per query", "dense"), ("vector-dimension", "Not the store's dimension", "dense")]}})))}},
       "/rerank": {"post": {"operationId": "rerank", "summary": "Rerank given passages for each query with the server's cross-encoder (the layout of Search-R1's reranker server).",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RerankRequest"}, "examples": {
             "rerank-scored": ex("/retrieve hits reranked, with scores", {"queries": [q], "documents": [[

@@ -14,8 +14,9 @@ import (
 // once for the whole batch). [SearchQueries] and the /retrieve handler use SearchBatch
 // when the searcher implements it, and their own worker pool over Search otherwise.
 //
-// SearchBatch returns one result list per query, in the order of queries. The queries
-// given to it are never blank.
+// SearchBatch returns one result list per query, in the order of queries. A query given
+// to it is blank only when the caller sent a vector for it ("query_vectors", passed as
+// memory.WithQueryVectors), which then stands for the text.
 type BatchSearcher interface {
 	Searcher
 	SearchBatch(ctx context.Context, queries []string, opts ...memory.SearchOption) ([][]memory.Result, error)

@@ -314,6 +314,13 @@ func (h *retrieveHandler) decodeSearchCompat(w http.ResponseWriter, r *http.Requ
 	if req.queries, err = h.bodyQueries(raw); err != nil {
 		return req, http.StatusUnprocessableEntity, err
 	}
+	// The original retrieve-and-rerank server reranks texts: a query vector has no place
+	// in it, and ignoring one would answer another question than the caller asked.
+	for _, f := range []string{"query_vectors", "query_embedder"} {
+		if v, ok := raw[f]; ok && string(v) != "null" {
+			return req, http.StatusUnprocessableEntity, reqErr(typeValueError, fmt.Sprintf("field %q is not taken by the retrieve-and-rerank server (it reranks query texts)", f), f)
+		}
+	}
 	// optInt reads an optional integer field: present is false when it is missing, null
 	// when it is null.
 	optInt := func(name string) (k int, present, null bool, err error) {

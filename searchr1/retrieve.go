@@ -62,6 +62,10 @@ type RetrieveOptions struct {
 	// MaxQueryBytes bounds each query (default [DefaultMaxQueryBytes]); a longer one gets
 	// 422 naming the cap.
 	MaxQueryBytes int
+	// MaxQueryVectorValues bounds the values of all the query vectors of one /retrieve
+	// request, the "query_vectors" extension (default [DefaultMaxQueryVectorValues]); more
+	// get 422 naming the cap ([ErrTooManyVectorValues]).
+	MaxQueryVectorValues int
 	// MaxPassageBytes bounds the "contents" of each returned passage (default
 	// [DefaultMaxPassageBytes]); longer contents are cut at a UTF-8 boundary.
 	MaxPassageBytes int
@@ -126,6 +130,7 @@ func (o RetrieveOptions) withDefaults() RetrieveOptions {
 	o.MaxTopK = defaultInt(o.MaxTopK, DefaultMaxTopK)
 	o.MaxQueries = defaultInt(o.MaxQueries, DefaultMaxQueries)
 	o.MaxQueryBytes = defaultInt(o.MaxQueryBytes, DefaultMaxQueryBytes)
+	o.MaxQueryVectorValues = defaultInt(o.MaxQueryVectorValues, DefaultMaxQueryVectorValues)
 	o.MaxPassageBytes = defaultInt(o.MaxPassageBytes, DefaultMaxPassageBytes)
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
@@ -192,6 +197,11 @@ type retrieveRequest struct {
 	Queries      []string `json:"queries"`
 	TopK         *int     `json:"topk"`
 	ReturnScores bool     `json:"return_scores"`
+	// QueryVectors and QueryEmbedder are this server's extension (see queryvectors.go):
+	// the queries' own embeddings (nil: none, or a query's text is embedded) and the
+	// embedder that made them ("": not stated).
+	QueryVectors  [][]float32 `json:"query_vectors"`
+	QueryEmbedder string      `json:"query_embedder"`
 }
 
 // retrievedDoc is one corpus record in the original server's layout.
@@ -229,6 +239,11 @@ type retrieveHandler struct {
 //	POST /retrieve  {"queries": [...], "topk": 3, "return_scores": true}
 //	                -> {"result": [[{"document": {"id": ..., "contents": ...}, "score": ...}, ...], ...]}
 //	                   ({"result": [[{"id": ..., "contents": ...}, ...]]} when return_scores is false)
+//	                An extension beside those fields: "query_vectors" (one embedding per
+//	                query, null for a query whose text is embedded; alone, without
+//	                "queries", a dense search of each vector) and "query_embedder" (the id of
+//	                the model that made them, checked against the store's); see
+//	                [SearchQueryVectors].
 //	POST /rerank    {"queries": [...], "documents": [[doc, ...], ...], "rerank_topk": 3, "return_scores": true}
 //	                -> the same layout as /retrieve (only with a Reranker; see [rerankRequest])
 //	GET  /health    -> {"status": "ok"}
@@ -344,9 +359,17 @@ func (h *retrieveHandler) retrieve(w http.ResponseWriter, r *http.Request) {
 		depth = max(topK, h.o.RerankDepth)
 	}
 	opts := append(append([]memory.SearchOption(nil), h.o.SearchOptions...), memory.TopK(depth))
-	search := func(ctx context.Context, _ int, qs []string) ([][]memory.Result, error) {
+	if req.QueryEmbedder != "" {
+		opts = append(opts, memory.WithQueryVectorEmbedder(req.QueryEmbedder))
+	}
+	search := func(ctx context.Context, base int, qs []string) ([][]memory.Result, error) {
+		var vecs [][]float32 // the chunk's query vectors (nil: none)
+		if req.QueryVectors != nil {
+			vecs = req.QueryVectors[base : base+len(qs)]
+		}
 		t := time.Now()
-		hits, err := SearchQueries(ctx, h.s, qs, h.o.Workers, opts...)
+		hits, err := SearchQueryVectors(ctx, h.s, qs, vecs, h.o.Workers, opts...)
+		err = vectorSearchError(err, vecs != nil)
 		h.timeStage(w, "search", t)
 		if err == nil && h.o.Compat == CompatSearchR1 {
 			err = h.wholeRows(ctx, hits)
@@ -540,7 +563,8 @@ func (h *retrieveHandler) appendList(buf []byte, res []memory.Result, scores boo
 // searchFailed answers a search error that happened before the response began.
 func (h *retrieveHandler) searchFailed(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, memory.ErrInvalidOption), errors.Is(err, memory.ErrInvalidFilter), errors.Is(err, memory.ErrQueryTooLarge):
+	case errors.Is(err, memory.ErrInvalidOption), errors.Is(err, memory.ErrInvalidFilter), errors.Is(err, memory.ErrQueryTooLarge),
+		errors.Is(err, errVectorUnserved): // memory.ErrQueryVector is an ErrInvalidOption
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 	case r.Context().Err() != nil:
 		// client gone: nobody reads an answer
@@ -597,8 +621,16 @@ func (h *retrieveHandler) decode(w http.ResponseWriter, r *http.Request) (retrie
 	if err != nil {
 		return req, status, err
 	}
-	if req.Queries, err = h.bodyQueries(raw); err != nil {
+	if _, ok := raw[fieldQueryVectors]; !ok || hasQueries(raw) { // query vectors alone need no queries
+		if req.Queries, err = h.bodyQueries(raw); err != nil {
+			return req, http.StatusUnprocessableEntity, err
+		}
+	}
+	if err := h.decodeQueryVectors(raw, &req); err != nil {
 		return req, http.StatusUnprocessableEntity, err
+	}
+	if req.Queries == nil { // "query_vectors": null and no queries
+		return req, http.StatusUnprocessableEntity, reqErr(typeMissing, `field "queries" is required (or "query_vectors")`, "queries")
 	}
 	if t, ok := raw["topk"]; ok && string(t) != "null" {
 		k, err := intField("topk", t)

@@ -790,6 +790,7 @@ func FuzzRetrieveRequest(f *testing.F) {
 		pythonBody, `{"queries": [], "topk": 2}`, `{"queries": ["", " "], "topk": null, "return_scores": false}`,
 		`{"queries": ["a"], "documents": [["x", {"id": 7, "contents": "y"}, {"document": {"id": "d", "contents": "\"T\"\nz"}, "score": 1}]], "rerank_topk": 1}`,
 		`{"queries": "x"}`, `[1]`, `null`, `{"queries": ["a"], "topk": 1e3}`, `{"queries": ["a"], "documents": [[{"contents": null}]]}`,
+		`{"query_vectors": [[1, 2], null]}`, `{"queries": ["a", "b"], "query_vectors": [[0.5], null], "query_embedder": "x"}`, `{"query_vectors": [[1e39, null]]}`,
 	} {
 		f.Add(s)
 	}
