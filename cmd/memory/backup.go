@@ -6,23 +6,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/vectorstore"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func init() {
-	register(command{name: "backup", summary: "write a consistent backup of a store (while it serves and takes writes) to a file", run: runBackup})
-	register(command{name: "restore", summary: "restore a backup written by memory backup into a new store directory", run: runRestore})
-	register(command{name: "export", summary: "write a store's documents, metadata and vectors as JSON Lines, collection by collection", run: runExport})
-	register(command{name: "import", summary: "store the documents of a memory export (resumable: a re-run skips what is stored)", run: runImport})
 	commandHelp["backup"] = helpText{
 		usage: `memory backup --store DIR OUT`,
 		help: `Writes a backup of the store to OUT (a file; "-" for standard output): a tar archive of
@@ -37,6 +35,8 @@ backup is whole: a failed or killed backup leaves no OUT (and any earlier OUT as
 While another process has the store open writable (memory serve, an application), the
 backup is taken by that process, beside its searches and writes, and streamed to this one
 over its socket; if it exits during the backup, the backup fails and leaves no OUT.`,
+		example: `  memory backup --store ./s s.tar
+  memory backup --store ./s - | gzip > s.tar.gz`,
 	}
 	commandHelp["restore"] = helpText{
 		usage: `memory restore ARCHIVE --store NEWDIR [--check]`,
@@ -48,6 +48,8 @@ checks; only then is it renamed to NEWDIR. A damaged, truncated or foreign archi
 
 With --check the restored store is opened, its derived indexes built from store.db, and
 checked as memory check does.`,
+		example: `  memory restore s.tar --store ./s2 --check
+  gunzip -c s.tar.gz | memory restore - --store ./s2`,
 	}
 	commandHelp["export"] = helpText{
 		usage: `memory export --store DIR [--collection C] OUT.jsonl`,
@@ -66,6 +68,8 @@ stored vector of a document stored whole; chunked documents are exported without
 read in one read transaction (a consistent snapshot of it). OUT.jsonl is written to a
 temporary file and renamed into place when whole. Beside a process that has the store open
 writable, the export is taken by that process and streamed to this one.`,
+		example: `  memory export --store ./s out.jsonl
+  memory export --store ./s --collection kb - | gzip > kb.jsonl.gz`,
 	}
 	commandHelp["import"] = helpText{
 		usage: `memory import --store DIR [--collection C] [--batch N] IN.jsonl`,
@@ -82,13 +86,30 @@ collection without its end line, or a last line cut in the middle) or with a dam
 stores every whole document line before the cut or the damage, then fails (exit status 1)
 naming the line and the byte where it is cut and what was stored: that file holds no more,
 and importing a whole export stores the rest.`,
+		example: `  memory import --store ./s2 out.jsonl
+  memory import --store ./s2 --collection kb --batch 1000 out.jsonl`,
 	}
 }
 
-func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("backup", stderr)
-	dir := fs.String("store", "", "store directory (required)")
-	m, out, err := openCopySource(fs, args, dir, stderr)
+func newBackupCmd() *cobra.Command {
+	var dir string
+	c := newCommand("backup", "write a consistent backup of a store (while it serves and takes writes) to a file",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runBackup(ctx, dir, args, stdout, stderr)
+		})
+	addStoreDir(c.Flags(), &dir)
+	return c
+}
+
+// addStoreDir adds --store DIR alone, for the commands that copy a store out (backup,
+// export): they open it without an embedder or an index.
+func addStoreDir(fs *pflag.FlagSet, dir *string) {
+	fs.StringVarP(dir, "store", "s", "", "the store directory `DIR` (required)")
+	completeDirs(fs, "store")
+}
+
+func runBackup(ctx context.Context, dir string, args []string, stdout, stderr io.Writer) error {
+	m, out, err := openCopySource(dir, args, "OUT", stderr)
 	if err != nil {
 		return err
 	}
@@ -108,16 +129,26 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		docs = "documents not counted (a collection's counters need a recount: memory check --repair)"
 	}
 	fmt.Fprintf(stderr, "backup of %s: %s, store.db %d bytes, archive %d bytes, in %s\n",
-		*dir, docs, info.StoreBytes, info.Bytes, time.Since(start).Round(time.Millisecond))
+		dir, docs, info.StoreBytes, info.Bytes, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("restore", stderr)
+func newRestoreCmd() *cobra.Command {
 	var sf storeFlags
-	sf.register(fs, true)
-	check := fs.Bool("check", false, "open the restored store, build its derived indexes and check them (as memory check)")
-	path, err := parseStorePath(fs, args, &sf.dir)
+	var check bool
+	c := newCommand("restore", "restore a backup written by memory backup into a new store directory",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runRestore(ctx, &sf, check, args, stdout, stderr)
+		})
+	fs := c.Flags()
+	sf.addStore(fs)
+	fs.Lookup("store").Usage = "the new store directory `NEWDIR` (required; it must not exist, or be empty)"
+	fs.BoolVar(&check, "check", false, "open the restored store, build its derived indexes and check them (as memory check)")
+	return c
+}
+
+func runRestore(ctx context.Context, sf *storeFlags, check bool, args []string, stdout, stderr io.Writer) error {
+	path, err := storePath(sf.dir, args, "ARCHIVE")
 	if err != nil {
 		return err
 	}
@@ -135,7 +166,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "restored %s into %s in %s\n", path, sf.dir, time.Since(start).Round(time.Millisecond))
-	if !*check {
+	if !check {
 		fmt.Fprintln(stdout, "its derived indexes (BM25, vectors) are built from store.db when it is first opened")
 		return nil
 	}
@@ -170,21 +201,30 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("export", stderr)
-	dir := fs.String("store", "", "store directory (required)")
-	col := fs.String("collection", "", "export only this collection (default: every collection)")
-	m, out, err := openCopySource(fs, args, dir, stderr)
+func newExportCmd() *cobra.Command {
+	var dir, col string
+	c := newCommand("export", "write a store's documents, metadata and vectors as JSON Lines, collection by collection",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runExport(ctx, dir, col, args, stdout, stderr)
+		})
+	fs := c.Flags()
+	addStoreDir(fs, &dir)
+	addCollection(fs, &col, "export only the collection `C` (default: every collection)")
+	return c
+}
+
+func runExport(ctx context.Context, dir, col string, args []string, stdout, stderr io.Writer) error {
+	m, out, err := openCopySource(dir, args, "OUT.jsonl", stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	var cols []string
-	if *col != "" {
-		if _, err := openCollection(m, *col); err != nil {
+	if col != "" {
+		if _, err := openCollection(m, col); err != nil {
 			return err
 		}
-		cols = []string{*col}
+		cols = []string{col}
 	}
 	start := time.Now()
 	var st memory.ExportStats
@@ -200,13 +240,25 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("import", stderr)
+func newImportCmd() *cobra.Command {
 	var sf storeFlags
-	sf.register(fs, true)
-	col := fs.String("collection", "", "import only this collection of the export (default: every one)")
-	batch := fs.Int("batch", defaultIndexBatch, "documents per write (one transaction)")
-	path, err := parseStorePath(fs, args, &sf.dir)
+	var col string
+	var batch int
+	c := newCommand("import", "store the documents of a memory export (resumable: a re-run skips what is stored)",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runImport(ctx, &sf, col, batch, args, stdout, stderr)
+		})
+	fs := c.Flags()
+	sf.addStore(fs)
+	sf.addEmbedder(fs, true)
+	sf.addIndex(fs)
+	addCollection(fs, &col, "import only the collection `C` of the export (default: every one)")
+	fs.IntVar(&batch, "batch", defaultIndexBatch, "documents per write (one transaction)")
+	return c
+}
+
+func runImport(ctx context.Context, sf *storeFlags, col string, batch int, args []string, stdout, stderr io.Writer) error {
+	path, err := storePath(sf.dir, args, "IN.jsonl")
 	if err != nil {
 		return err
 	}
@@ -236,9 +288,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer m.Close()
-	opts := memory.ImportOptions{BatchSize: *batch}
-	if *col != "" {
-		opts.Collections = []string{*col}
+	opts := memory.ImportOptions{BatchSize: batch}
+	if col != "" {
+		opts.Collections = []string{col}
 	}
 	start, last := time.Now(), time.Now()
 	opts.Progress = func(st memory.ImportStats) {
@@ -292,34 +344,34 @@ func peekExportHeader(r io.Reader) (*memory.ExportHeader, error) {
 	}
 }
 
-// openCopySource parses the flags of a command that copies a store out (backup, export):
-// --store DIR, required, and one output path, which it returns with the store opened by
-// openForCopy.
-func openCopySource(fs *flag.FlagSet, args []string, dir *string, stderr io.Writer) (*memory.Memory, string, error) {
-	path, err := parseStorePath(fs, args, dir)
+// openCopySource checks the arguments of a command that copies a store out (backup,
+// export): --store DIR, required, and one output path (named name in messages), which it
+// returns with the store opened by openForCopy.
+func openCopySource(dir string, args []string, name string, stderr io.Writer) (*memory.Memory, string, error) {
+	path, err := storePath(dir, args, name)
 	if err != nil {
 		return nil, "", err
 	}
-	m, err := openForCopy(*dir, stderr)
+	m, err := openForCopy(dir, stderr)
 	if err != nil {
 		return nil, "", err
 	}
 	return m, path, nil
 }
 
-// parseStorePath parses args with fs for a command that takes --store (dir, required) and
-// exactly one path argument, which it returns; anything else prints the usage and is
-// errUsage.
-func parseStorePath(fs *flag.FlagSet, args []string, dir *string) (string, error) {
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return "", err
+// storePath checks the arguments of a command that takes --store (dir, required) and
+// exactly one path argument (named name in messages), which it returns; anything else is
+// a usage error.
+func storePath(dir string, args []string, name string) (string, error) {
+	switch {
+	case dir == "":
+		return "", usagef("--store DIR is required")
+	case len(args) == 0:
+		return "", usagef("no %s given (\"-\" for the standard stream)", name)
+	case len(args) > 1:
+		return "", usagef("one %s, not %d: %s", name, len(args), strings.Join(quoteAll(args), " "))
 	}
-	if *dir == "" || len(pos) != 1 {
-		fs.Usage()
-		return "", errUsage
-	}
-	return pos[0], nil
+	return args[0], nil
 }
 
 // openForCopy opens an existing store read-only for backup and export: they read the store

@@ -8,14 +8,10 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory"
+	"github.com/spf13/cobra"
 )
 
 func init() {
-	register(command{
-		name:    "check",
-		summary: "verify every derived index against the store of record; --repair rebuilds what disagrees",
-		run:     runCheck,
-	})
 	commandHelp["check"] = helpText{
 		usage: `memory check --store DIR [--repair]`,
 		help: `Compares each collection's derived indexes (BM25, vectors) with the store of record
@@ -40,7 +36,9 @@ Exit status: 0 when every index agrees (or was repaired), 1 when one disagrees a
 repaired, or the store of record is damaged (or the store cannot be opened: a damaged store.db or manifest is reported as
 corrupt, naming the file).
 
-` + storeHelp,
+` + readStoreHelp,
+		example: `  memory check --store ./s
+  memory check --store ./s --repair`,
 	}
 }
 
@@ -75,20 +73,28 @@ func checkError(rep memory.CheckReport, repaired bool) error {
 	return fmt.Errorf("%w%s", errStoreDamaged, b.String())
 }
 
-func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("check", stderr)
+func newCheckCmd() *cobra.Command {
 	var sf storeFlags
-	sf.register(fs, true)
-	repair := fs.Bool("repair", false, "rebuild every index that disagrees with the store of record (opens the store for writing)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if sf.dir == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return errUsage
-	}
+	var repair bool
+	c := newCommand("check", "verify every derived index against the store of record; --repair rebuilds what disagrees",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			if err := sf.need(); err != nil {
+				return err
+			}
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			return runCheck(ctx, &sf, repair, stdout, stderr)
+		})
+	fs := c.Flags()
+	sf.addStore(fs)
+	fs.BoolVar(&repair, "repair", false, "rebuild every index that disagrees with the store of record (opens the store for writing)")
+	return c
+}
+
+func runCheck(ctx context.Context, sf *storeFlags, repair bool, stdout, stderr io.Writer) error {
 	var extra []memory.Option
-	if !*repair {
+	if !repair {
 		extra = append(extra, memory.ReadOnly())
 	}
 	m, err := sf.open(sf.dir, stderr, extra...)
@@ -96,7 +102,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
-	rep, err := m.Check(ctx, *repair)
+	rep, err := m.Check(ctx, repair)
 	if err != nil {
 		return err
 	}
@@ -107,7 +113,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, "no collections")
 	}
 	if !rep.OK() {
-		return checkError(rep, *repair)
+		return checkError(rep, repair)
 	}
 	return nil
 }

@@ -8,14 +8,28 @@ import (
 	"os"
 
 	"github.com/agentmem/memory/chunker"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "chunk",
-		summary: "split source files into chunks: chunk FILE... [--json] [--budget N] [--language L]",
-		run:     runChunk,
-	})
+func newChunkCmd() *cobra.Command {
+	var asJSON bool
+	var budget int
+	var lang string
+	c := newCommand("chunk", "split source files into chunks: chunk FILE... [--json] [--budget N] [--language L]",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			switch {
+			case len(args) == 0:
+				return usagef("no FILE given")
+			case budget <= 0:
+				return usagef("--budget %d: must be at least 1", budget)
+			}
+			return runChunk(ctx, asJSON, budget, lang, args, stdout)
+		})
+	fs := c.Flags()
+	fs.BoolVar(&asJSON, "json", false, "print one JSON object per chunk")
+	fs.IntVar(&budget, "budget", chunker.DefaultBudget, "chunk budget in non-whitespace characters")
+	fs.StringVar(&lang, "language", "", "`LANGUAGE` override (default: from the file extension)")
+	return c
 }
 
 // chunkLine is the JSON form of one chunk (end_byte is exclusive).
@@ -32,23 +46,7 @@ type chunkLine struct {
 	Size          int    `json:"size"`
 }
 
-func runChunk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("chunk", stderr)
-	asJSON := fs.Bool("json", false, "print one JSON object per chunk")
-	budget := fs.Int("budget", chunker.DefaultBudget, "chunk budget in non-whitespace characters")
-	lang := fs.String("language", "", "language override (default: from the file extension)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: memory chunk FILE... [--json] [--budget N] [--language L]")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	files := fs.Args()
-	if len(files) == 0 || *budget <= 0 {
-		fs.Usage()
-		return errUsage
-	}
+func runChunk(ctx context.Context, asJSON bool, budget int, lang string, files []string, stdout io.Writer) error {
 	enc := json.NewEncoder(stdout)
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -58,12 +56,12 @@ func runChunk(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		chunks, err := chunker.Code(f, src, chunker.CodeOptions{Budget: *budget, Language: *lang})
+		chunks, err := chunker.Code(f, src, chunker.CodeOptions{Budget: budget, Language: lang})
 		if err != nil {
 			return err
 		}
 		for _, c := range chunks {
-			if *asJSON {
+			if asJSON {
 				if err := enc.Encode(chunkLine{
 					Path: c.Path, Language: c.Language, Kind: c.Kind, Name: c.Name,
 					QualifiedName: c.QualifiedName, StartByte: c.StartByte, EndByte: c.EndByte,

@@ -410,11 +410,11 @@ func TestSearchFallsBackToBM25WhenEmbedderMissing(t *testing.T) {
 }
 
 func TestHelpExitsZero(t *testing.T) {
-	for name := range commands {
-		for _, h := range []string{"-h", "--help"} {
-			code, out, errs := cli(t, name, h)
+	for _, inv := range everyInvocation(t) {
+		for _, h := range []string{"-h", "--help", "-help"} {
+			code, out, errs := cli(t, append(slices.Clone(inv), h)...)
 			if code != 0 || !strings.Contains(out+errs, "usage") {
-				t.Errorf("%s %s: exit %d\n%s%s", name, h, code, out, errs)
+				t.Errorf("%s %s: exit %d\n%s%s", inv, h, code, out, errs)
 			}
 		}
 	}

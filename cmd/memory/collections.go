@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,78 +11,105 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "collections",
-		summary: "list the collections of a store (sizes, analyzers, metadata); create, delete, rename one or set its metadata or analyzer",
-		run:     runCollections,
-	})
+func newCollectionsCmd() *cobra.Command {
+	var sf storeFlags
+	var o collectionsOptions
+	var c *cobra.Command
+	c = newCommand("collections", "list the collections of a store (sizes, analyzers, metadata); create, delete, rename one or set its metadata or analyzer",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			// A flag that names a collection, given an empty name, is an error (not "no
+			// action": --create '' would list the collections and exit 0).
+			for _, name := range []string{"create", "delete", "rename", "set-analyzer", "set-metadata", "to"} {
+				if f := c.Flags().Lookup(name); f.Changed && f.Value.String() == "" {
+					return fmt.Errorf("%w: --%s names no collection (an empty name): give its name, e.g. --%s notes", memory.ErrInvalidCollection, name, name)
+				}
+			}
+			return runCollections(ctx, &sf, o, args, stdout, stderr)
+		})
+	fs := c.Flags()
+	sf.addStore(fs)
+	fs.StringVar(&o.del, "delete", "", "delete the collection `NAME` with all its documents")
+	fs.StringVar(&o.rename, "rename", "", "rename the collection `OLD` (to the name after it, or --to)")
+	fs.StringVar(&o.to, "to", "", "the `NEW` name of the collection --rename names")
+	fs.StringVar(&o.create, "create", "", "create the collection `NAME`, empty (an existing one is an error); with --analyzer and --metadata")
+	fs.StringVar(&o.setMeta, "set-metadata", "", "replace the metadata of the collection `NAME` with the JSON object after it (or --metadata); {} clears it")
+	fs.StringVar(&o.setAna, "set-analyzer", "", "change the BM25 analyzer of the collection `NAME` to the one after it (or --analyzer) and rebuild its BM25 index")
+	fs.StringVar(&o.analyzer, "analyzer", "", "BM25 analyzer for --create or --set-analyzer ("+analyzerList()+")")
+	fs.StringVar(&o.metadata, "metadata", "", "collection metadata as a `JSON` object for --create or --set-metadata, e.g. '{\"kind\":\"gold\"}'")
+	fs.BoolVar(&o.asJSON, "json", false, `one JSON object per collection: {"name": ..., "count": ..., "analyzer": ..., "metadata": {...}}`)
+	completeValues(fs, memory.Analyzers(), "analyzer")
+	return c
 }
 
-func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("collections", stderr)
-	var sf storeFlags
-	sf.register(fs, true)
-	del := fs.String("delete", "", "delete this collection with all its documents")
-	rename := fs.String("rename", "", "rename this collection (to the name after it, or --to)")
-	to := fs.String("to", "", "the new name of the collection --rename names")
-	create := fs.String("create", "", "create this collection, empty (an existing one is an error); with --analyzer and --metadata")
-	setMeta := fs.String("set-metadata", "", "replace this collection's metadata with the JSON object after it (or --metadata); {} clears it")
-	setAna := fs.String("set-analyzer", "", "change this collection's BM25 analyzer to the one after it (or --analyzer) and rebuild its BM25 index")
-	analyzer := fs.String("analyzer", "", "BM25 analyzer for --create or --set-analyzer ("+analyzerList()+")")
-	metadata := fs.String("metadata", "", `collection metadata as a JSON object for --create or --set-metadata, e.g. '{"kind":"gold"}'`)
-	asJSON := fs.Bool("json", false, `one JSON object per collection: {"name": ..., "count": ..., "analyzer": ..., "metadata": {...}}`)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	// A flag that names a collection, given an empty name, is an error (not "no action":
-	// --create '' would list the collections and exit 0).
-	var empty error
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "delete", "rename", "to", "create", "set-metadata", "set-analyzer":
-			if empty == nil && f.Value.String() == "" {
-				empty = fmt.Errorf("%w: --%s names no collection (an empty name): give its name, e.g. --%s notes", memory.ErrInvalidCollection, f.Name, f.Name)
-			}
-		}
-	})
-	if empty != nil {
-		return empty
-	}
-	actions := 0
-	for _, a := range []string{*del, *rename, *create, *setMeta, *setAna} {
-		if a != "" {
-			actions++
-		}
+// collectionsOptions are the flags of memory collections beside the store's.
+type collectionsOptions struct {
+	del, rename, to, create, setMeta, setAna, analyzer, metadata string
+	asJSON                                                       bool
+}
+
+// check takes an action's argument (--rename OLD NEW, --set-metadata NAME JSON,
+// --set-analyzer NAME X) from args, and reports a combination of flags that makes no sense
+// as a usage error.
+func (o *collectionsOptions) check(args []string) error {
+	switch {
+	case o.rename != "" && o.to == "" && len(args) == 1:
+		o.to = args[0] // --rename OLD NEW
+	case o.setMeta != "" && o.metadata == "" && len(args) == 1:
+		o.metadata = args[0] // --set-metadata NAME JSON
+	case o.setAna != "" && o.analyzer == "" && len(args) == 1:
+		o.analyzer = args[0] // --set-analyzer NAME X
+	case len(args) != 0:
+		return usagef("unexpected argument %q (only --rename OLD NEW, --set-metadata NAME JSON and --set-analyzer NAME X take one)", capEcho(args[0]))
 	}
 	switch {
-	case *rename != "" && *to == "" && fs.NArg() == 1:
-		*to = fs.Arg(0) // --rename OLD NEW
-	case *setMeta != "" && *metadata == "" && fs.NArg() == 1:
-		*metadata = fs.Arg(0) // --set-metadata NAME JSON
-	case *setAna != "" && *analyzer == "" && fs.NArg() == 1:
-		*analyzer = fs.Arg(0) // --set-analyzer NAME X
-	case fs.NArg() != 0:
-		fs.Usage()
-		return errUsage
+	case o.actions() > 1:
+		return usagef("one action per call: --create, --delete, --rename, --set-metadata or --set-analyzer")
+	case o.rename != "" && o.to == "":
+		return usagef("--rename OLD needs the NEW name (after it, or --to NEW)")
+	case o.to != "" && o.rename == "":
+		return usagef("--to NEW goes with --rename OLD")
+	case o.setMeta != "" && o.metadata == "":
+		return usagef("--set-metadata NAME needs a JSON object (after it, or --metadata JSON)")
+	case o.setAna != "" && o.analyzer == "":
+		return usagef("--set-analyzer NAME needs an analyzer (after it, or --analyzer X)")
+	case o.analyzer != "" && o.create == "" && o.setAna == "":
+		return usagef("--analyzer goes with --create or --set-analyzer")
+	case o.metadata != "" && o.create == "" && o.setMeta == "":
+		return usagef("--metadata goes with --create or --set-metadata")
 	}
-	if sf.dir == "" || actions > 1 || (*rename != "") != (*to != "") ||
-		(*setMeta != "" && *metadata == "") || (*setAna != "" && *analyzer == "") ||
-		(*analyzer != "" && *create == "" && *setAna == "") || (*metadata != "" && *create == "" && *setMeta == "") {
-		fs.Usage()
-		return errUsage
+	return nil
+}
+
+// actions is the number of actions the flags ask for (one at most).
+func (o collectionsOptions) actions() int {
+	n := 0
+	for _, a := range []string{o.del, o.rename, o.create, o.setMeta, o.setAna} {
+		if a != "" {
+			n++
+		}
+	}
+	return n
+}
+
+func runCollections(ctx context.Context, sf *storeFlags, o collectionsOptions, args []string, stdout, stderr io.Writer) error {
+	if err := sf.need(); err != nil {
+		return err
+	}
+	if err := o.check(args); err != nil {
+		return err
 	}
 	var md map[string]any
-	if *metadata != "" {
+	if o.metadata != "" {
 		var err error
-		if md, err = parseCollectionMetadata(*metadata); err != nil {
+		if md, err = parseCollectionMetadata(o.metadata); err != nil {
 			return err
 		}
 	}
 	var extra []memory.Option
-	if actions == 0 { // listing only reads: beside a writer it reads through it
+	if o.actions() == 0 { // listing only reads: beside a writer it reads through it
 		extra = append(extra, memory.ReadOnly())
 	}
 	m, err := sf.open(sf.dir, stderr, extra...)
@@ -92,27 +118,27 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer m.Close()
 	switch {
-	case *create != "":
-		if _, err := m.GetCollection(*create); err == nil {
-			return fmt.Errorf("%w: %q", memory.ErrCollectionExists, capEcho(*create))
+	case o.create != "":
+		if _, err := m.GetCollection(o.create); err == nil {
+			return fmt.Errorf("%w: %q", memory.ErrCollectionExists, capEcho(o.create))
 		} else if !errors.Is(err, memory.ErrCollectionNotFound) {
 			return err
 		}
 		var opts []memory.CollectionOption
-		if *analyzer != "" {
-			opts = append(opts, memory.WithCollectionAnalyzer(*analyzer))
+		if o.analyzer != "" {
+			opts = append(opts, memory.WithCollectionAnalyzer(o.analyzer))
 		}
 		if md != nil {
 			opts = append(opts, memory.WithCollectionMetadata(md))
 		}
-		c, err := m.CreateCollection(*create, opts...)
+		c, err := m.CreateCollection(o.create, opts...)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "created collection %q (analyzer %s)\n", escapeControls(capEcho(c.Name()), false), c.Analyzer())
 		return nil
-	case *setMeta != "":
-		c, err := openCollection(m, *setMeta)
+	case o.setMeta != "":
+		c, err := openCollection(m, o.setMeta)
 		if err != nil {
 			return err
 		}
@@ -121,14 +147,14 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		fmt.Fprintf(stdout, "set the metadata of collection %q (%d keys)\n", escapeControls(capEcho(c.Name()), false), len(md))
 		return nil
-	case *setAna != "":
-		c, err := openCollection(m, *setAna)
+	case o.setAna != "":
+		c, err := openCollection(m, o.setAna)
 		if err != nil {
 			return err
 		}
 		old := c.Analyzer()
 		start := time.Now()
-		if err := m.SetCollectionAnalyzer(ctx, c.Name(), *analyzer); err != nil {
+		if err := m.SetCollectionAnalyzer(ctx, c.Name(), o.analyzer); err != nil {
 			return err
 		}
 		n, err := c.Count(ctx)
@@ -142,8 +168,8 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 				escapeControls(capEcho(c.Name()), false), old, now, n, time.Since(start).Round(time.Millisecond))
 		}
 		return nil
-	case *rename != "":
-		c, err := openCollection(m, *rename)
+	case o.rename != "":
+		c, err := openCollection(m, o.rename)
 		if err != nil {
 			return err
 		}
@@ -151,13 +177,13 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		if err := m.RenameCollection(ctx, c.Name(), *to); err != nil {
+		if err := m.RenameCollection(ctx, c.Name(), o.to); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "renamed collection %q to %q (%d documents)\n", escapeControls(capEcho(c.Name()), false), escapeControls(capEcho(*to), false), n)
+		fmt.Fprintf(stdout, "renamed collection %q to %q (%d documents)\n", escapeControls(capEcho(c.Name()), false), escapeControls(capEcho(o.to), false), n)
 		return nil
-	case *del != "":
-		c, err := openCollection(m, *del)
+	case o.del != "":
+		c, err := openCollection(m, o.del)
 		if err != nil {
 			return err
 		}
@@ -165,7 +191,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return err
 		}
-		if err := m.DeleteCollection(ctx, *del); err != nil {
+		if err := m.DeleteCollection(ctx, o.del); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "deleted collection %q (%d documents)\n", escapeControls(capEcho(c.Name()), false), n)
@@ -192,7 +218,7 @@ func runCollections(ctx context.Context, args []string, stdout, stderr io.Writer
 			return err
 		}
 	}
-	if *asJSON {
+	if o.asJSON {
 		enc := json.NewEncoder(stdout)
 		for _, in := range infos {
 			if err := enc.Encode(in); err != nil {

@@ -70,10 +70,10 @@ func TestCollectionsSettings(t *testing.T) {
 		{"set the same analyzer", []string{"--set-analyzer", "kb", "--analyzer", "de"}, 0, "already has analyzer de", "kb", row{"kb", 2, "de", map[string]any{}}},
 		{"set an unknown analyzer", []string{"--set-analyzer", "kb", "klingon"}, 1, `unknown analyzer "klingon"`, "kb", row{"kb", 2, "de", map[string]any{}}},
 		{"set analyzer of a missing collection", []string{"--set-analyzer", "nope", "de"}, 1, "collection not found", "", row{}},
-		{"two actions", []string{"--create", "y", "--set-analyzer", "kb", "de"}, 2, "usage:", "", row{}},
-		{"analyzer without an action", []string{"--analyzer", "de"}, 2, "usage:", "", row{}},
-		{"metadata with delete", []string{"--delete", "plain", "--metadata", "{}"}, 2, "usage:", "plain", row{"plain", 0, "en", map[string]any{"a": true}}},
-		{"set metadata without JSON", []string{"--set-metadata", "kb"}, 2, "usage:", "", row{}},
+		{"two actions", []string{"--create", "y", "--set-analyzer", "kb", "de"}, 2, "one action per call", "", row{}},
+		{"analyzer without an action", []string{"--analyzer", "de"}, 2, "--analyzer goes with --create or --set-analyzer", "", row{}},
+		{"metadata with delete", []string{"--delete", "plain", "--metadata", "{}"}, 2, "--metadata goes with --create or --set-metadata", "plain", row{"plain", 0, "en", map[string]any{"a": true}}},
+		{"set metadata without JSON", []string{"--set-metadata", "kb"}, 2, "--set-metadata NAME needs a JSON object", "", row{}},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {

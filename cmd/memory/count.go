@@ -4,29 +4,30 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "count",
-		summary: "print the number of documents in a collection",
-		run:     runCount,
+func newCountCmd() *cobra.Command {
+	var sf storeFlags
+	var col string
+	c := newCommand("count", "print the number of documents in a collection", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := sf.need(); err != nil {
+			return err
+		}
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		return runCount(ctx, &sf, col, stdout, stderr)
 	})
+	fs := c.Flags()
+	sf.addStore(fs)
+	addCollection(fs, &col, "the collection `C` (default: the default collection)")
+	return c
 }
 
-func runCount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("count", stderr)
-	var sf storeFlags
-	sf.register(fs, true)
-	col := fs.String("collection", "", "collection (default: the default collection)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if sf.dir == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return errUsage
-	}
-	m, c, err := sf.readCollection(*col, stderr)
+func runCount(ctx context.Context, sf *storeFlags, col string, stdout, stderr io.Writer) error {
+	m, c, err := sf.readCollection(col, stderr)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/agentmem/memory/webui"
 	"io"
 	"sort"
 	"time"
@@ -10,14 +11,21 @@ import (
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/internal/beir"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "eval",
-		summary: "evaluate retrieval on a BEIR folder (nDCG@10, Recall@100, MRR@10, timings)",
-		run:     runEval,
-	})
+func newEvalCmd() *cobra.Command {
+	var cfg evalConfig
+	c := newCommand("eval", "evaluate retrieval on a BEIR folder (nDCG@10, Recall@100, MRR@10, timings)",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			if err := cfg.check(args); err != nil {
+				return err
+			}
+			return runEval(ctx, cfg, stdout, stderr)
+		})
+	cfg.addFlags(c.Flags())
+	return c
 }
 
 // evalConfig holds the parsed flags of `memory eval`.
@@ -27,6 +35,7 @@ type evalConfig struct {
 	split     string
 	mode      string
 	runOut    string
+	reportOut string // --report-out: a webui.EvalReport for memory serve --ui
 	analyzer  string // BM25 analyzer of the store built (--analyzer)
 	mappedMB  int64  // --mapped-mb
 	k         int
@@ -41,11 +50,7 @@ type evalConfig struct {
 	qa        evalQAConfig
 }
 
-func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseEvalFlags(args, stderr)
-	if err != nil {
-		return err
-	}
+func runEval(ctx context.Context, cfg evalConfig, stdout, stderr io.Writer) error {
 	if cfg.qa.file != "" {
 		return runEvalQA(ctx, cfg, stdout, stderr)
 	}
@@ -108,50 +113,77 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stdout, "index        none (the store was already filled; the corpus was not read)\n")
 	}
+	if cfg.reportOut != "" { // before printTimings, which sorts sr.lat
+		rep := webui.NewEvalReport(webui.EvalInput{Dataset: cfg.data, Mode: string(sr.stats.Mode), Docs: docs, K: cfg.k,
+			Queries: queries, Qrels: qrels, Run: sr.run, Latencies: sr.lat})
+		if err := webui.WriteEvalReport(cfg.reportOut, rep); err != nil {
+			return err
+		}
+	}
 	sr.printTimings(stdout, cfg.k)
 	if cfg.runOut != "" {
 		fmt.Fprintf(stdout, "run file     %s\n", cfg.runOut)
 	}
+	if cfg.reportOut != "" {
+		fmt.Fprintf(stdout, "report       %s (memory serve --ui ADDR --ui-report %s)\n", cfg.reportOut, cfg.reportOut)
+	}
 	return nil
 }
 
-// parseEvalFlags parses the flags of `memory eval`; a bad flag is errUsage.
-func parseEvalFlags(args []string, stderr io.Writer) (evalConfig, error) {
-	var cfg evalConfig
-	fs := newFlags("eval", stderr)
-	cfg.store.register(fs, false)
-	fs.StringVar(&cfg.data, "data", "", "BEIR folder with corpus.jsonl, queries.jsonl, qrels/")
+// addFlags adds the flags of memory eval to fs.
+func (cfg *evalConfig) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&cfg.data, "data", "", "BEIR folder `DIR` with corpus.jsonl, queries.jsonl, qrels/")
 	fs.StringVar(&cfg.split, "split", "test", "qrels split")
-	fs.StringVar(&cfg.mode, "mode", "bm25", "hybrid, bm25 or dense")
-	fs.StringVar(&cfg.runOut, "run-out", "", "write the TREC run file here")
-	fs.IntVar(&cfg.k, "k", 100, "results per query (Recall@100 needs 100)")
+	fs.StringVar(&cfg.mode, "mode", "bm25", "retrieval `MODE`: hybrid, bm25 or dense")
+	fs.StringVar(&cfg.runOut, "run-out", "", "write the TREC run file to `FILE`")
+	fs.StringVar(&cfg.reportOut, "report-out", "", "write the evaluation report `FILE` (JSON: metrics, per-query figures, latencies) that memory serve --ui --ui-report shows as charts")
+	fs.IntVarP(&cfg.k, "k", "k", 100, "results per query (Recall@100 needs 100)")
 	fs.IntVar(&cfg.window, "window", 0, "candidates per retriever (default max(100, k))")
 	fs.Float64Var(&cfg.rrfK, "rrf-k", 0, "RRF rank constant (default 60)")
 	fs.IntVar(&cfg.rerankTop, "rerank-top", 100, "with --reranker: rerank this many fused candidates")
 	fs.Float64Var(&cfg.k1, "k1", 0.9, "BM25 k1")
-	fs.Float64Var(&cfg.b, "b", 0.4, "BM25 b")
-	fs.IntVar(&cfg.limit, "queries", 0, "evaluate only the first N queries (0: all)")
-	fs.StringVar(&cfg.storeDir, "store", "", "evaluate this existing store (never created; an empty one is filled with the corpus)")
-	fs.StringVar(&cfg.keepDir, "keep", "", "build the store in this new directory and keep it (default: a temporary store)")
+	fs.Float64VarP(&cfg.b, "b", "b", 0.4, "BM25 b")
+	fs.IntVar(&cfg.limit, "queries", 0, "evaluate only the first `N` queries (0: all)")
+	grouped(fs, groupStore, func() {
+		fs.StringVarP(&cfg.storeDir, "store", "s", "", "evaluate the existing store `DIR` (never created; an empty one is filled with the corpus)")
+		fs.StringVar(&cfg.keepDir, "keep", "", "build the store in the new directory `DIR` and keep it (default: a temporary store)")
+		cfg.store.addOpen(fs)
+	})
 	fs.StringVar(&cfg.analyzer, "analyzer", "", "BM25 analyzer of the store built (default en; "+analyzerList()+")")
-	fs.Int64Var(&cfg.mappedMB, "mapped-mb", 512, "keep at most about this many MiB of index files mapped into memory (Linux; 0: no bound): an evaluation sweeps the whole index, and the pages it has read stay in the page cache either way")
+	fs.Int64Var(&cfg.mappedMB, "mapped-mb", 512, "keep at most about this many MiB of index files mapped into memory (Linux; 0: no bound): "+
+		"an evaluation sweeps the whole index, and the pages it has read stay in the page cache either way")
 	fs.BoolVar(&cfg.chunk, "chunk", false, "split long documents into chunks on add (BEIR judges whole documents, so off by default)")
-	cfg.qa.register(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return cfg, err
+	cfg.store.addEmbedder(fs, true)
+	cfg.store.addIndex(fs)
+	cfg.store.addReranker(fs, "cross-encoder `MODEL` (a name or a directory) that reranks the top --rerank-top fused candidates")
+	cfg.store.addScoring(fs)
+	grouped(fs, groupQA, func() { cfg.qa.register(fs) })
+	completeDirs(fs, "data", "store", "keep")
+	completeValues(fs, modeValues, "mode")
+	completeValues(fs, memory.Analyzers(), "analyzer")
+}
+
+// check reports a combination of flags and arguments that makes no sense as a usage error.
+func (cfg evalConfig) check(args []string) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if cfg.storeDir != "" && cfg.keepDir != "" {
+		return usagef("--store evaluates an existing store, --keep builds a new one: not both")
 	}
 	if cfg.qa.file != "" {
-		if cfg.qa.generator == "" || (cfg.data == "" && cfg.storeDir == "") || (cfg.storeDir != "" && cfg.keepDir != "") {
-			fs.Usage()
-			return cfg, errUsage
+		switch {
+		case cfg.qa.generator == "":
+			return usagef("--qa needs --generator URL (the model that answers)")
+		case cfg.data == "" && cfg.storeDir == "":
+			return usagef("--qa needs the store to search: --store DIR, or --data DIR to build one")
 		}
-		return cfg, nil
+		return nil
 	}
-	if cfg.data == "" || (cfg.storeDir != "" && cfg.keepDir != "") {
-		fs.Usage()
-		return cfg, errUsage
+	if cfg.data == "" {
+		return usagef("--data DIR (a BEIR folder) is required")
 	}
-	return cfg, nil
+	return nil
 }
 
 // openEvalStore opens the existing --store, or creates the --keep (else a temporary)

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/agentmem/memory/internal/qa"
 	"github.com/agentmem/memory/searchr1"
+	"github.com/spf13/pflag"
 )
 
 // evalQAConfig holds the flags of `memory eval --qa`.
@@ -31,11 +31,12 @@ type evalQAConfig struct {
 	trajectories string
 }
 
-func (c *evalQAConfig) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.file, "qa", "", "QA JSONL ({\"id\",\"question\",\"golden_answers\":[...],\"data_source\"}): run the Search-R1 loop over it and print EM/F1")
-	fs.StringVar(&c.generator, "generator", "", "with --qa: OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1 (vLLM)")
-	fs.StringVar(&c.model, "model", "", "with --qa: model name sent to the generator")
-	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "with --qa: environment variable holding the generator's API key (unset: none)")
+// register adds the flags of --qa to fs.
+func (c *evalQAConfig) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.file, "qa", "", "QA JSONL `FILE` ({\"id\",\"question\",\"golden_answers\":[...],\"data_source\"}): run the Search-R1 loop over it and print EM/F1")
+	fs.StringVar(&c.generator, "generator", "", "with --qa: OpenAI-compatible API root `URL`, e.g. http://127.0.0.1:8000/v1 (vLLM)")
+	fs.StringVar(&c.model, "model", "", "with --qa: `MODEL` name sent to the generator")
+	fs.StringVar(&c.apiKeyEnv, "api-key-env", "OPENAI_API_KEY", "with --qa: environment `VARIABLE` holding the generator's API key (unset: none)")
 	fs.BoolVar(&c.chat, "chat", false, "with --qa: use /chat/completions (default /completions)")
 	fs.StringVar(&c.tags, "tags", "original", "with --qa: passage tags: original (<information>) or seed (<context>)")
 	fs.IntVar(&c.topK, "topk", 3, "with --qa: passages per search")
@@ -45,8 +46,9 @@ func (c *evalQAConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.concurrency, "concurrency", 32, "with --qa: generations in flight")
 	fs.IntVar(&c.maxTokens, "max-tokens", 500, "with --qa: tokens per generation (Search-R1's max_response_length)")
 	fs.Float64Var(&c.temperature, "temperature", 0, "with --qa: sampling temperature")
-	fs.IntVar(&c.limit, "limit", 0, "with --qa: only the first N questions (0: all)")
-	fs.StringVar(&c.trajectories, "trajectories", "", "with --qa: write every episode here as JSONL")
+	fs.IntVar(&c.limit, "limit", 0, "with --qa: only the first `N` questions (0: all)")
+	fs.StringVar(&c.trajectories, "trajectories", "", "with --qa: write every episode to `FILE` as JSONL")
+	completeValues(fs, []string{"original", "seed"}, "tags")
 }
 
 // runEvalQA runs `memory eval --qa`: the questions of the file through a searchr1.Runner
@@ -60,7 +62,7 @@ func runEvalQA(ctx context.Context, cfg evalConfig, stdout, stderr io.Writer) er
 	case "seed":
 		tags = searchr1.DefaultTags()
 	default:
-		return fmt.Errorf("%w: --tags %q: want original or seed", errUsage, c.tags)
+		return usagef("--tags %q: want original or seed", c.tags)
 	}
 	questions, err := qa.LoadFile(c.file)
 	if err != nil {

@@ -2,24 +2,30 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"io"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestInterspersed(t *testing.T) {
-	newFS := func() *flag.FlagSet {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		fs.String("store", "", "")
-		fs.Bool("json", false, "")
-		fs.Int("k", 10, "")
-		return fs
+	// A command with the flags of the old TestInterspersed, parsed as the CLI parses: the
+	// single-dash long flags rewritten (gnuArgs), then cobra and pflag.
+	run := func(args []string) (pos []string, store string, js bool, k int, err error) {
+		root := &cobra.Command{Use: "memory", SilenceErrors: true, SilenceUsage: true}
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		c := &cobra.Command{Use: "t", RunE: func(_ *cobra.Command, a []string) error { pos = a; return nil }}
+		c.Flags().StringVar(&store, "store", "", "")
+		c.Flags().BoolVar(&js, "json", false, "")
+		c.Flags().IntVarP(&k, "k", "k", 10, "")
+		root.AddCommand(c)
+		root.SetArgs(gnuArgs(root, append([]string{"t"}, args...)))
+		err = root.Execute()
+		return pos, store, js, k, err
 	}
 	tests := []struct {
 		name       string
@@ -35,18 +41,20 @@ func TestInterspersed(t *testing.T) {
 		{"flags between", []string{"--store", "s", "how do I deploy", "--json", "-k", "3", "x"}, []string{"how do I deploy", "x"}, "s", true, 3, ""},
 		{"equals form", []string{"q", "--store=s", "-json=false", "-k=4"}, []string{"q"}, "s", false, 4, ""},
 		{"single dash", []string{"q", "-store", "s", "-json"}, []string{"q"}, "s", true, 10, ""},
+		{"single dash long k", []string{"q", "--k", "7"}, []string{"q"}, "", false, 7, ""},
 		{"double dash ends flags", []string{"--store", "s", "--", "-deploy", "--json"}, []string{"-deploy", "--json"}, "s", false, 10, ""},
+		{"single dash after double dash stays", []string{"--", "-store", "x"}, []string{"-store", "x"}, "", false, 10, ""},
 		{"dash alone is an argument", []string{"-", "--json"}, []string{"-"}, "", true, 10, ""},
 		{"value that looks like a flag", []string{"--store", "--json", "q"}, []string{"q"}, "--json", false, 10, ""},
+		{"single-dash value is not rewritten", []string{"--store", "-json", "q"}, []string{"q"}, "-json", false, 10, ""},
 		{"no arguments", nil, nil, "", false, 10, ""},
-		{"unknown flag after an argument", []string{"q", "--nope"}, nil, "", false, 10, "-nope"},
+		{"unknown flag after an argument", []string{"q", "--nope"}, nil, "", false, 10, "unknown flag: --nope"},
 		{"missing value at the end", []string{"q", "--store"}, nil, "", false, 10, "needs an argument"},
-		{"bad int after an argument", []string{"q", "-k", "x"}, nil, "", false, 10, "invalid value"},
+		{"bad int after an argument", []string{"q", "-k", "x"}, nil, "", false, 10, "invalid argument"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := newFS()
-			err := fs.Parse(interspersed(fs, tt.args))
+			pos, store, js, k, err := run(tt.args)
 			if tt.wantErrSub != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
 					t.Fatalf("err %v, want one containing %q", err, tt.wantErrSub)
@@ -56,48 +64,38 @@ func TestInterspersed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := fs.Args(); !slices.Equal(got, tt.wantPos) && (len(got) != 0 || len(tt.wantPos) != 0) {
-				t.Errorf("args %q, want %q", got, tt.wantPos)
+			if !slices.Equal(pos, tt.wantPos) && (len(pos) != 0 || len(tt.wantPos) != 0) {
+				t.Errorf("args %q, want %q", pos, tt.wantPos)
 			}
-			store := fs.Lookup("store").Value.String()
-			js := fs.Lookup("json").Value.String() == "true"
-			k := fs.Lookup("k").Value.String()
-			if store != tt.wantStore || js != tt.wantJSON || k != strconv.Itoa(tt.wantK) {
-				t.Errorf("store %q json %v k %s, want %q %v %d", store, js, k, tt.wantStore, tt.wantJSON, tt.wantK)
+			if store != tt.wantStore || js != tt.wantJSON || k != tt.wantK {
+				t.Errorf("store %q json %v k %d, want %q %v %d", store, js, k, tt.wantStore, tt.wantJSON, tt.wantK)
 			}
 		})
 	}
 }
 
-// subcommandWords are the words that select a subcommand of the commands that take one.
-var subcommandWords = map[string][]string{
-	"models":  {"list", "pull", "path", "info"},
-	"sop":     {"match", "list", "render"},
-	"runtime": {"pull", "path"},
-}
-
-// everyInvocation is each registered command, or each subcommand of a command that takes
-// one: every way the CLI parses flags. A command added later is covered without an edit.
+// everyInvocation is every command and subcommand of the CLI (its path under memory, as
+// arguments), hidden ones left out: every way the CLI parses flags. A command added later
+// is covered without an edit.
 func everyInvocation(t *testing.T) [][]string {
 	t.Helper()
 	var out [][]string
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		for _, s := range c.Commands() {
+			if s.Hidden {
+				continue
+			}
+			p := append(slices.Clone(path), s.Name())
+			out = append(out, p)
+			walk(s, p)
+		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		if !subcommandHelp[n] {
-			out = append(out, []string{n})
-			continue
-		}
-		words, ok := subcommandWords[n]
-		if !ok {
-			t.Fatalf("command %q takes subcommands: list them in subcommandWords", n)
-		}
-		for _, w := range words {
-			out = append(out, []string{n, w})
-		}
+	root := newRootCmd(io.Discard, io.Discard)
+	root.InitDefaultHelpCmd()
+	walk(root, nil)
+	if len(out) < 25 {
+		t.Fatalf("only %d commands: %q", len(out), out)
 	}
 	return out
 }
@@ -109,7 +107,7 @@ func TestFlagsAfterArgumentsEveryCommand(t *testing.T) {
 	for _, inv := range everyInvocation(t) {
 		t.Run(strings.Join(inv, "_"), func(t *testing.T) {
 			code, out, errs := cli(t, append(slices.Clone(inv), "some-argument", "--no-such-flag-xyz")...)
-			if code != 2 || !strings.Contains(errs, "flag provided but not defined: -no-such-flag-xyz") {
+			if code != 2 || !strings.Contains(errs, "unknown flag: --no-such-flag-xyz") {
 				t.Errorf("unknown flag after an argument: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 			}
 			code, out, errs = cli(t, append(slices.Clone(inv), "some-argument", "-h")...)

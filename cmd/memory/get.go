@@ -10,38 +10,45 @@ import (
 	"strings"
 
 	"github.com/agentmem/memory"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "get",
-		summary: "print stored documents by id (--json for JSON lines)",
-		run:     runGet,
+func newGetCmd() *cobra.Command {
+	var sf storeFlags
+	var o getOptions
+	c := newCommand("get", "print stored documents by id (--json for JSON lines)", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return runGet(ctx, &sf, o, args, stdout, stderr)
 	})
+	fs := c.Flags()
+	sf.addStore(fs)
+	addCollection(fs, &o.col, "the collection `C` (default: the default collection)")
+	fs.BoolVar(&o.asJSON, "json", false, "one JSON document per line")
+	fs.BoolVar(&o.withVecs, "vectors", false, "also print each document's stored vectors (JSON: \"embedding\" for a document stored whole, "+
+		"\"chunk_embeddings\" for a chunked one; text: the dimension and first values)")
+	return c
 }
 
-func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("get", stderr)
-	var sf storeFlags
-	sf.register(fs, true)
-	col := fs.String("collection", "", "collection (default: the default collection)")
-	asJSON := fs.Bool("json", false, "one JSON document per line")
-	withVecs := fs.Bool("vectors", false, "also print each document's stored vectors (JSON: \"embedding\" for a document stored whole,\n\"chunk_embeddings\" for a chunked one; text: the dimension and first values)")
-	if err := parseFlags(fs, args); err != nil {
+// getOptions are the flags of memory get beside the store's.
+type getOptions struct {
+	col              string
+	asJSON, withVecs bool
+}
+
+func runGet(ctx context.Context, sf *storeFlags, o getOptions, args []string, stdout, stderr io.Writer) error {
+	if err := sf.need(); err != nil {
 		return err
 	}
-	if sf.dir == "" || fs.NArg() == 0 {
-		fs.Usage()
-		return errUsage
+	if len(args) == 0 {
+		return usagef("no ID given")
 	}
-	m, c, err := sf.readCollection(*col, stderr)
+	m, c, err := sf.readCollection(o.col, stderr)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	enc := json.NewEncoder(stdout)
 	var missing []string
-	for i, id := range fs.Args() {
+	for i, id := range args {
 		d, err := c.Get(ctx, id)
 		if errors.Is(err, memory.ErrNotFound) {
 			missing = append(missing, id)
@@ -51,12 +58,12 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		var vecs [][]float32
-		if *withVecs {
+		if o.withVecs {
 			if vecs, err = c.Vectors(ctx, id); err != nil {
 				return err
 			}
 		}
-		if *asJSON {
+		if o.asJSON {
 			out := docWithVectors{Document: d}
 			if len(vecs) == 1 {
 				out.Embedding = vecs[0]

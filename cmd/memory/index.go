@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,95 +23,116 @@ import (
 	"github.com/agentmem/memory/searchr1"
 	"github.com/agentmem/memory/vectorstore"
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
 )
-
-func init() {
-	register(command{
-		name:    "index",
-		summary: "add documents from .txt/.md/.jsonl, HTML, PDF and code files or folders to a store",
-		run:     runIndex,
-	})
-}
 
 // defaultIndexBatch is the documents of one write of memory index: at 10,000 (two BM25
 // segments of 5,000 built at once) a 1M-passage ingest takes 13 % less CPU than at 4,096
 // (fewer, larger segments to merge; fewer transactions), for about 250 MB more memory.
 const defaultIndexBatch = 10000
 
-func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("index", stderr)
+// indexOptions are the flags of memory index beside the store's.
+type indexOptions struct {
+	col, analyzer, code, vectors, embedderID, compatName string
+	batch                                                int
+	autoCode, sync, strict, chunk, compact               bool
+	chunkSet                                             bool // --chunk was given
+}
+
+// compactMin is the least documents a memory index run stores before it compacts the
+// collection's BM25 index (memory.Collection.Compact): a bulk load leaves tens of segments
+// that every query pays for; a small update is not worth rewriting the index.
+var compactMin = 10000 // a variable for tests
+
+func newIndexCmd() *cobra.Command {
 	var sf storeFlags
-	sf.register(fs, true)
-	col := fs.String("collection", "", "collection (default: the default collection; created on the first write)")
-	analyzer := fs.String("analyzer", "", "BM25 analyzer of a new store (with --collection: of a new collection), recorded there;\n"+
+	var o indexOptions
+	var c *cobra.Command
+	c = newCommand("index", "add documents from .txt/.md/.jsonl, HTML, PDF and code files or folders to a store",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			o.chunkSet = c.Flags().Changed("chunk")
+			return runIndex(ctx, &sf, o, args, stdout, stderr)
+		})
+	fs := c.Flags()
+	sf.addStore(fs)
+	fs.Lookup("verbose").Usage = "verbose logging, and every file skipped listed with its reason"
+	sf.addEmbedder(fs, true)
+	sf.addIndex(fs)
+	addCollection(fs, &o.col, "the collection `C` (default: the default collection; created on the first write)")
+	fs.StringVar(&o.analyzer, "analyzer", "", "BM25 analyzer of a new store (with --collection: of a new collection), recorded there; "+
 		"another than the recorded one is an error (default en; "+analyzerList()+")")
-	batch := fs.Int("batch", defaultIndexBatch, "documents per write (one transaction; a large batch builds its BM25 segments on all cores)")
-	code := fs.String("code", "", "index a source tree: chunk it with tree-sitter (respects .gitignore); PATH arguments are then not read")
-	autoCode := fs.Bool("auto-code", true, "chunk the code files found among PATH (the languages of memory chunk: .go, .py, .js, .ts, .java, .rs, .c, .cpp, .cs, .rb...)\n"+
-		"with tree-sitter, a document per chunk as --code makes; --auto-code=false skips them (and says so).\n"+
-		"HTML files (.html, .htm, .xhtml) are read as their title and visible text, PDF files as a document per page with text;\n"+
+	fs.IntVar(&o.batch, "batch", defaultIndexBatch, "documents per write (one transaction; a large batch builds its BM25 segments on all cores)")
+	fs.StringVar(&o.code, "code", "", "index the source tree `DIR`: chunk it with tree-sitter (respects .gitignore); PATH arguments are then not read")
+	fs.BoolVar(&o.autoCode, "auto-code", true, "chunk the code files found among PATH (the languages of memory chunk: .go, .py, .js, .ts, .java, .rs, .c, .cpp, .cs, .rb...) "+
+		"with tree-sitter, a document per chunk as --code makes; --auto-code=false skips them (and says so). "+
+		"HTML files (.html, .htm, .xhtml) are read as their title and visible text, PDF files as a document per page with text; "+
 		"every file not read is reported at the end, grouped by type and reason (-v: each one)")
-	fs.BoolVar(&sf.verbose, "verbose", false, "same as -v: verbose logging, and every file skipped listed with its reason")
-	sync := fs.Bool("sync", false, "also delete the documents of sources under the given folders that are gone")
-	strict := fs.Bool("strict", false, "exit with status 1 when any document was skipped")
-	vectors := fs.String("vectors", "", "precomputed vectors aligned with the one .jsonl file given (row i is the vector of line i+1):\n"+
-		"a .npy (float32, 2-D, C order), an .fvecs file, or a FAISS IndexFlatIP/IndexFlatL2 file (faiss.write_index).\n"+
+	fs.BoolVar(&o.sync, "sync", false, "also delete the documents of sources under the given folders that are gone")
+	fs.BoolVar(&o.strict, "strict", false, "exit with status 1 when any document was skipped")
+	fs.BoolVar(&o.compact, "compact", true, fmt.Sprintf("after a run that stored at least %d documents, merge the collection's BM25 index into one segment "+
+		"(first queries about twice as fast after a bulk load, a smaller index; costs about a fifth of the indexing time); --compact=false skips it", compactMin))
+	fs.StringVar(&o.vectors, "vectors", "", "precomputed vectors aligned with the one .jsonl file given (row i is the vector of line i+1): "+
+		"a .npy (float32, 2-D, C order), an .fvecs file, or a FAISS IndexFlatIP/IndexFlatL2 file (faiss.write_index). "+
 		"Without it, a JSONL line's \"embedding\" field (an array of numbers) is its vector")
-	embedderID := fs.String("embedder-id", "", "the model that made the precomputed vectors (a name in $MEMORY_MODELS / the model cache, or hash:DIM):\n"+
-		"queries are embedded by it; when it cannot be loaded now, the vectors are recorded under this name\n"+
+	fs.StringVar(&o.embedderID, "embedder-id", "", "the `MODEL` that made the precomputed vectors (a name in $MEMORY_MODELS / the model cache, or hash:DIM): "+
+		"queries are embedded by it; when it cannot be loaded now, the vectors are recorded under this name "+
 		"and searches use BM25 until it can")
-	compatName := fs.String("compat", "", "search-r1: index a Search-R1 / pyserini corpus ({\"id\", \"contents\"} rows) to be served with serve --compat search-r1:\n"+
-		"each row's contents stored byte for byte as its text (no title split off), rows not chunked (unless --chunk), a new store's or\n"+
-		"collection's analyzer en_lucene (Lucene's EnglishAnalyzer, as pyserini), and with --embedder passages embedded\n"+
+	fs.StringVar(&o.compatName, "compat", "", "search-r1: index a Search-R1 / pyserini corpus ({\"id\", \"contents\"} rows) to be served with serve --compat search-r1: "+
+		"each row's contents stored byte for byte as its text (no title split off), rows not chunked (unless --chunk), a new store's or "+
+		"collection's analyzer en_lucene (Lucene's EnglishAnalyzer, as pyserini), and with --embedder passages embedded "+
 		"whole as the original's index builder does (E5: \"passage: \" + contents, at most 256 tokens)")
-	chunk := fs.Bool("chunk", true, "split long prose documents into chunks (over 1,000 non-space characters); --chunk=false stores each whole.\n"+
+	fs.BoolVar(&o.chunk, "chunk", true, "split long prose documents into chunks (over 1,000 non-space characters); --chunk=false stores each whole. "+
 		"Default: chunk, except a passage corpus (every file .jsonl of {\"id\", \"contents\"} rows) or with --compat search-r1")
-	if err := parseFlags(fs, args); err != nil {
+	completeValues(fs, memory.Analyzers(), "analyzer")
+	completeValues(fs, compatValues, "compat")
+	completeValuesOrFiles(fs, modelNames("embedder"), "embedder-id")
+	completeDirs(fs, "code")
+	return c
+}
+
+func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string, stdout, stderr io.Writer) error {
+	compat, err := searchr1.ParseCompat(o.compatName)
+	if err != nil {
+		return usagef("--compat: %v", err)
+	}
+	if err := sf.need(); err != nil {
 		return err
 	}
-	compat, err := searchr1.ParseCompat(*compatName)
-	if err != nil {
-		fmt.Fprintf(stderr, "memory index: --compat: %v\n", err)
-		return errUsage
+	if len(args) == 0 && o.code == "" {
+		return usagef("nothing to index: give PATHs (files or folders) or --code DIR")
 	}
-	chunkSet := false
-	fs.Visit(func(f *flag.Flag) { chunkSet = chunkSet || f.Name == "chunk" })
-	if sf.dir == "" || (fs.NArg() == 0 && *code == "") {
-		fs.Usage()
-		return errUsage
-	}
-	if *batch <= 0 {
-		*batch = defaultIndexBatch
+	if o.batch <= 0 {
+		o.batch = defaultIndexBatch
 	}
 	rep := &skipReport{}
-	files, err := collectRoots(fs.Args(), *sync, walkOptions{autoCode: *autoCode, store: sourceOf(sf.dir)}, rep, stderr)
+	files, err := collectRoots(args, o.sync, walkOptions{autoCode: o.autoCode, store: sourceOf(sf.dir)}, rep, stderr)
 	if err != nil {
 		return err
 	}
-	if *code == "" {
+	if o.code == "" {
 		defer rep.write(stderr, sf.verbose) // at the end of the run, whatever its outcome
 	}
-	if *code == "" && len(files) == 0 && !*sync {
-		return fmt.Errorf("no file to index under %v (.txt, .md, .jsonl, .html, .pdf and code files are read)", fs.Args())
+	if o.code == "" && len(files) == 0 && !o.sync {
+		return fmt.Errorf("no file to index under %v (.txt, .md, .jsonl, .html, .pdf and code files are read)", args)
 	}
 	scan, err := scanFiles(files)
 	if err != nil {
 		return err
 	}
-	cs := compatSettings(compat, &sf, *analyzer, *col, chunkSet, *chunk, *code != "", scan, stderr)
+	cs := compatSettings(compat, sf, o.analyzer, o.col, o.chunkSet, o.chunk, o.code != "", scan, stderr)
 	var vr *vecfile.Reader
-	if *vectors != "" {
-		if vr, err = openAlignedVectors(*vectors, files, scan, *code); err != nil {
+	if o.vectors != "" {
+		if vr, err = openAlignedVectors(o.vectors, files, scan, o.code); err != nil {
 			return err
 		}
 		defer vr.Close()
 	}
-	extra, err := importEmbedder(ctx, &sf, *embedderID, vr, files, stderr)
+	extra, err := importEmbedder(ctx, sf, o.embedderID, vr, files, stderr)
 	if err != nil {
 		return err
 	}
-	if *analyzer != "" && *col == "" {
-		extra = append(extra, memory.WithAnalyzer(*analyzer))
+	if o.analyzer != "" && o.col == "" {
+		extra = append(extra, memory.WithAnalyzer(o.analyzer))
 	}
 	extra = append(extra, cs.options...)
 	m, err := sf.create(sf.dir, stderr, extra...)
@@ -120,19 +140,19 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer m.Close()
-	c := m.Collection(*col)
-	if *analyzer != "" && *col != "" {
-		if c, err = m.CreateCollection(*col, memory.WithCollectionAnalyzer(*analyzer)); err != nil {
+	c := m.Collection(o.col)
+	if o.analyzer != "" && o.col != "" {
+		if c, err = m.CreateCollection(o.col, memory.WithCollectionAnalyzer(o.analyzer)); err != nil {
 			return err
 		}
 	}
-	if c, err = cs.collection(m, c, *col, stderr); err != nil {
+	if c, err = cs.collection(m, c, o.col, stderr); err != nil {
 		return err
 	}
-	if *code != "" {
-		return indexCode(ctx, c, *code, *batch, stdout, stderr)
+	if o.code != "" {
+		return indexCode(ctx, c, o.code, o.batch, stdout, stderr)
 	}
-	ix := &indexer{ctx: ctx, c: c, batch: *batch, stderr: stderr, seen: newIDSeen(), vecs: vr, verbatim: cs.verbatim, skips: rep}
+	ix := &indexer{ctx: ctx, c: c, batch: o.batch, stderr: stderr, seen: newIDSeen(), vecs: vr, verbatim: cs.verbatim, skips: rep}
 	if e := m.Embedder(); vr != nil && (e == nil || e.Dim() != vr.Dim()) {
 		return fmt.Errorf("%w: %s holds vectors of dimension %d; the store's embedder is %s (name the model that made them with --embedder-id)",
 			vecfile.ErrDim, vr.Path(), vr.Dim(), describeEmbedder(e))
@@ -153,8 +173,8 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	removed := 0
-	if *sync {
-		if removed, err = ix.syncRoots(fs.Args(), files, rep.unreadable()); err != nil {
+	if o.sync {
+		if removed, err = ix.syncRoots(args, files, rep.unreadable()); err != nil {
 			ix.reportFailure()
 			return err
 		}
@@ -162,7 +182,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	el := time.Since(start)
 	fmt.Fprintf(stdout, "stored %d documents from %d files into %q in %s (%.0f docs/s); skipped %d; removed %d stale documents of re-indexed sources",
 		ix.stored, len(files), c.Name(), el.Round(time.Millisecond), float64(ix.stored)/max(el.Seconds(), 1e-9), ix.skipped, ix.replaced)
-	if *sync {
+	if o.sync {
 		fmt.Fprintf(stdout, "; removed %d documents of %d vanished sources", removed, ix.vanished)
 	}
 	n, err := c.Count(ctx)
@@ -171,7 +191,14 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	fmt.Fprintf(stdout, "; collection now holds %d\n", n)
-	return ix.outcome(ix.scan.total, *sync, *strict)
+	if o.compact && ix.stored >= compactMin {
+		t := time.Now()
+		if err := c.Compact(ctx); err != nil {
+			return fmt.Errorf("compact the BM25 index (every document is stored; the index answers as it is): %w", err)
+		}
+		fmt.Fprintf(stdout, "compacted the BM25 index of %q in %s\n", c.Name(), time.Since(t).Round(time.Millisecond))
+	}
+	return ix.outcome(ix.scan.total, o.sync, o.strict)
 }
 
 // reportFailure tells, on stderr, what a run that fails has stored and what it has not:

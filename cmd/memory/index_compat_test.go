@@ -12,6 +12,7 @@ import (
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/searchr1"
 	"github.com/agentmem/memory/vectorstore"
+	"github.com/spf13/pflag"
 )
 
 // issue43Corpus are the Search-R1 rows whose contents came back changed (issue #43), and
@@ -232,8 +233,9 @@ func TestIndexCompatEmbedText(t *testing.T) {
 		{nil, 0},                               // the store's recorded embedder, reloaded as recorded
 	} {
 		var sf storeFlags
-		fs := newFlags("index", io.Discard)
-		sf.register(fs, true)
+		fs := pflag.NewFlagSet("index", pflag.ContinueOnError)
+		sf.addStore(fs)
+		sf.addEmbedder(fs, true)
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}

@@ -10,64 +10,48 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/agentmem/memory/models"
 )
 
-func init() {
-	register(command{
-		name:    "models",
-		summary: "list, download (pull) and locate pretrained models",
-		run:     runModels,
+func newModelsCmd() *cobra.Command {
+	list := newCommand("models list", "list the models memory knows and where each one is", func(_ context.Context, args []string, stdout, _ io.Writer) error {
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		return modelsList(stdout)
 	})
+	list.Aliases = []string{"ls"}
+	list.ValidArgsFunction = cobra.NoFileCompletions
+
+	var po models.Options
+	pull := newCommand("models pull", "download models into the cache, verifying their pinned checksums", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if len(args) == 0 {
+			return usagef("no model NAME given (memory models list names them)")
+		}
+		return modelsPull(ctx, po, args, stdout, stderr)
+	})
+	pull.ValidArgsFunction = completeModelArgs
+	fs := pull.Flags()
+	fs.StringVar(&po.BaseURL, "base-url", "", "server root `URL` (default $HF_ENDPOINT, else https://huggingface.co)")
+	fs.StringVar(&po.CacheDir, "cache", "", "cache folder `DIR` (default $MEMORY_CACHE/models or the user cache folder)")
+	fs.IntVar(&po.Retries, "retries", 0, "retries per file on transient errors (0 = 5, -1 = none)")
+	completeDirs(fs, "cache")
+
+	path := newCommand("models path", "print the folder of a ready model", func(_ context.Context, args []string, stdout, _ io.Writer) error {
+		if len(args) != 1 {
+			return usagef("want one model NAME, not %d", len(args))
+		}
+		return modelsPath(args[0], stdout)
+	})
+	path.ValidArgsFunction = completeModelArgs
+
+	return newParentCommand("models", "list, download (pull) and locate pretrained models", list, pull, path, newModelsInfoCmd())
 }
 
-const modelsUsage = `usage: memory models list
-       memory models pull [--base-url URL] [--cache DIR] [--retries N] NAME...
-       memory models path NAME
-       memory models info [--model-preset P] [--query-max-tokens N] [--passage-max-tokens N] NAME_OR_DIR
-       memory models info --store DIR
-
-pull downloads a model into the cache ($MEMORY_CACHE/models, else the user cache
-folder), verifying each file's pinned sha256; interrupted downloads resume.
-path prints the folder of a ready model ($MEMORY_MODELS/NAME first, then the cache).
-info shows how the ONNX embedder handles text with a model: its preset (chosen by the
-name as Search-R1 does: e5, bge, or none), prefixes, pooling, normalisation and token caps;
-with --store, the embedder a store records and the settings it is reloaded with.
-`
-
-func runModels(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, modelsUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "list", "ls":
-		return modelsList(args[1:], stdout, stderr)
-	case "pull":
-		return modelsPull(ctx, args[1:], stdout, stderr)
-	case "path":
-		return modelsPath(args[1:], stdout, stderr)
-	case "info":
-		return modelsInfo(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stderr, modelsUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "memory models: unknown subcommand %q\n%s", args[0], modelsUsage)
-	return errUsage
-}
-
-func modelsList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("models list", stderr)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprint(stderr, modelsUsage)
-		return errUsage
-	}
+func modelsList(stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tDIM\tSIZE\tREPOSITORY\tLOCAL")
 	for _, m := range models.List() {
@@ -93,23 +77,11 @@ func modelsList(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
-func modelsPull(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("models pull", stderr)
-	base := fs.String("base-url", "", "server root (default $HF_ENDPOINT, else https://huggingface.co)")
-	cache := fs.String("cache", "", "cache folder (default $MEMORY_CACHE/models or the user cache folder)")
-	retries := fs.Int("retries", 0, "retries per file on transient errors (0 = 5, -1 = none)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fmt.Fprint(stderr, modelsUsage)
-		return errUsage
-	}
-	for _, name := range fs.Args() {
+func modelsPull(ctx context.Context, opts models.Options, names []string, stdout, stderr io.Writer) error {
+	for _, name := range names {
 		rep := newModelsReporter(stderr)
-		dir, err := models.Pull(ctx, name, models.Options{
-			BaseURL: *base, CacheDir: *cache, Retries: *retries, Progress: rep.update,
-		})
+		opts.Progress = rep.update
+		dir, err := models.Pull(ctx, name, opts)
 		rep.close()
 		if err != nil {
 			return err
@@ -119,16 +91,8 @@ func modelsPull(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
-func modelsPath(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("models path", stderr)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, modelsUsage)
-		return errUsage
-	}
-	dir, err := models.Resolve(fs.Arg(0))
+func modelsPath(name string, stdout io.Writer) error {
+	dir, err := models.Resolve(name)
 	if err != nil {
 		return err
 	}

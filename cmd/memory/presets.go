@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +12,8 @@ import (
 	"github.com/agentmem/memory/internal/environ"
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/vectorstore"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // modelFlags are the flags of an ONNX embedder's text handling beyond its prompts: the
@@ -21,8 +23,11 @@ type modelFlags struct {
 	queryMaxTokens, passageMaxTokens int
 }
 
-func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.preset, "model-preset", "", "ONNX embedder preset: auto (by the model's name, as Search-R1: a name with e5 gets\n\"query: \"/\"passage: \", mean pooling and 256/180-token caps, one with bge the BGE query instruction\nand CLS pooling), e5, bge, or none (the folder's sentence-transformers files) (default auto)")
+// register adds --model-preset, --query-max-tokens and --passage-max-tokens to fs.
+func (m *modelFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&m.preset, "model-preset", "", "ONNX embedder `PRESET`: auto (by the model's name, as Search-R1: a name with e5 gets "+
+		"\"query: \"/\"passage: \", mean pooling and 256/180-token caps, one with bge the BGE query instruction "+
+		"and CLS pooling), e5, bge, or none (the folder's sentence-transformers files) (default auto)")
 	fs.Var((*tokenCap)(&m.queryMaxTokens), "query-max-tokens", "ONNX embedder: cap on a query's tokens (default: the preset's, else the model's)")
 	fs.Var((*tokenCap)(&m.passageMaxTokens), "passage-max-tokens", "ONNX embedder: cap on a passage's tokens (default: the preset's, else the model's); part of the embedder's identity")
 }
@@ -31,6 +36,9 @@ func (m *modelFlags) register(fs *flag.FlagSet) {
 type tokenCap int
 
 func (c *tokenCap) String() string { return strconv.Itoa(int(*c)) }
+
+// Type names the value in the help.
+func (c *tokenCap) Type() string { return "N" }
 
 func (c *tokenCap) Set(s string) error {
 	n, err := strconv.Atoi(s)
@@ -47,39 +55,55 @@ func (m modelFlags) apply(spec embedderSpec) embedderSpec {
 	return spec
 }
 
+func newModelsInfoCmd() *cobra.Command {
+	var mf modelFlags
+	var store string
+	c := newCommand("models info", "show how the ONNX embedder handles text with a model, or the embedder a store records",
+		func(_ context.Context, args []string, stdout, _ io.Writer) error {
+			switch {
+			case store != "" && len(args) > 0:
+				return usagef("a model NAME_OR_DIR or --store DIR, not both")
+			case store == "" && len(args) != 1:
+				return usagef("want one model NAME_OR_DIR (or --store DIR), not %d", len(args))
+			}
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return modelsInfo(mf, store, name, stdout)
+		})
+	c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return modelNames(""), cobra.ShellCompDirectiveDefault
+	}
+	fs := c.Flags()
+	mf.register(fs)
+	fs.StringVarP(&store, "store", "s", "", "show the embedder the store `DIR` records (and how it is reloaded) instead of a model")
+	completeDirs(fs, "store")
+	completeValues(fs, presetValues, "model-preset")
+	return c
+}
+
 // modelsInfo is `memory models info [--model-preset P] [--query-max-tokens N]
 // [--passage-max-tokens N] NAME_OR_DIR` and `memory models info --store DIR`: what the
 // manifest says of a model and how the ONNX embedder handles text with it (preset,
 // prefixes, pooling, normalisation, token caps, what its identity records), or the
 // embedder a store records and the settings it is reloaded with.
-func modelsInfo(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("models info", stderr)
-	var mf modelFlags
-	mf.register(fs)
-	store := fs.String("store", "", "show the embedder this store records (and how it is reloaded) instead of a model")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if (*store == "") == (fs.NArg() != 1) || fs.NArg() > 1 {
-		fmt.Fprint(stderr, modelsUsage)
-		return errUsage
-	}
+func modelsInfo(mf modelFlags, store, name string, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	defer tw.Flush()
 	spec := mf.apply(embedderSpec{})
-	name := fs.Arg(0)
-	if *store != "" {
-		m, err := memory.OpenExisting(*store, memory.ReadOnly())
+	if store != "" {
+		m, err := memory.OpenExisting(store, memory.ReadOnly())
 		if err != nil {
 			return err
 		}
 		id, dim, ok := m.StoredEmbedder()
 		m.Close()
 		if !ok {
-			fmt.Fprintf(tw, "store\t%s\nembedder\tnone (BM25 only)\n", *store)
+			fmt.Fprintf(tw, "store\t%s\nembedder\tnone (BM25 only)\n", store)
 			return nil
 		}
-		fmt.Fprintf(tw, "store\t%s\nembedder\t%s\ndimension\t%d\n", *store, id, dim)
+		fmt.Fprintf(tw, "store\t%s\nembedder\t%s\ndimension\t%d\n", store, id, dim)
 		rec, ok := vectorstore.ParseONNXIdentity(id)
 		if !ok {
 			return nil // a hashing or static embedder: no text handling to show

@@ -8,40 +8,43 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/onnx"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "runtime",
-		summary: "download (pull) the pinned ONNX Runtime library, or show which one is used",
-		run:     runRuntime,
-	})
-}
-
-const runtimeHelp = `pull downloads ONNX Runtime ` + onnx.RuntimeVersion + ` for linux/x64 (the npm package
+// The help of memory runtime and its subcommands.
+const (
+	runtimePullHelp = `Downloads ONNX Runtime ` + onnx.RuntimeVersion + ` for linux/x64 (the npm package
 onnxruntime-node@` + onnx.RuntimeVersion + ` from registry.npmjs.org), extracts
 libonnxruntime.so.1, checks its pinned sha256 and installs it atomically into the user cache
 ($MEMORY_CACHE/onnxruntime/` + onnx.RuntimeVersion + `, else ~/.cache/memory/onnxruntime/` + onnx.RuntimeVersion + `),
 where the library and the CLI look for it. A verified copy already there is kept (--force
-downloads again).
-
-path prints the library that would be loaded: $MEMORY_ORT_LIB, else .deps/onnxruntime in a
+downloads again).`
+	runtimePathHelp = `Prints the library that would be loaded: $MEMORY_ORT_LIB, else .deps/onnxruntime in a
 checkout, else the user cache, else the system's libonnxruntime.so.1.`
+	runtimeHelp = `The ONNX Runtime library the embedders and rerankers run on: pull downloads the pinned
+build, path shows which one is loaded.
 
-// runtimePullOptions are the options of `runtime pull` (tests point them at a fake server).
-var runtimePullOptions = onnx.PullOptions{}
+pull: ` + runtimePullHelp + `
 
-func runRuntime(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		printCommandHelp(stderr, "runtime", nil)
-		return errUsage
-	}
-	switch args[0] {
-	case "pull":
-		return runtimePull(ctx, args[1:], stdout, stderr)
-	case "path":
-		fs := newFlags("runtime", stderr)
-		if err := parseFlags(fs, args[1:]); err != nil {
+path: ` + runtimePathHelp
+)
+
+func newRuntimeCmd() *cobra.Command {
+	var force bool
+	var url, dir string
+	pull := newCommand("runtime pull", "download and install the pinned ONNX Runtime library", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := noArgs(args); err != nil {
+			return err
+		}
+		return runtimePull(ctx, url, dir, force, stdout, stderr)
+	})
+	fs := pull.Flags()
+	fs.StringVar(&url, "url", "", "tarball `URL` (default "+onnx.RuntimeURL+")")
+	fs.StringVar(&dir, "dir", "", "install folder `DIR` (default the user cache)")
+	fs.BoolVar(&force, "force", false, "download even when a verified copy is installed")
+	completeDirs(fs, "dir")
+	path := newCommand("runtime path", "print the ONNX Runtime library that would be loaded", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		if err := noArgs(args); err != nil {
 			return err
 		}
 		p := onnx.ResolveLibrary("")
@@ -50,35 +53,22 @@ func runRuntime(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stderr, "no library file found; the dynamic loader will search for %s (run `%s` to install the pinned build)\n", p, onnx.PullCommand)
 		}
 		return nil
-	case "help", "-h", "-help", "--help":
-		printCommandHelp(stdout, "runtime", nil)
-		return nil
-	}
-	fmt.Fprintf(stderr, "memory runtime: unknown subcommand %q\n", args[0])
-	printCommandHelp(stderr, "runtime", nil)
-	return errUsage
+	})
+	return newParentCommand("runtime", "download (pull) the pinned ONNX Runtime library, or show which one is used", pull, path)
 }
 
-func runtimePull(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("runtime", stderr)
-	url := fs.String("url", "", "tarball URL (default "+onnx.RuntimeURL+")")
-	dir := fs.String("dir", "", "install folder (default the user cache)")
-	force := fs.Bool("force", false, "download even when a verified copy is installed")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return errUsage
-	}
+// runtimePullOptions are the options of `runtime pull` (tests point them at a fake server).
+var runtimePullOptions = onnx.PullOptions{}
+
+func runtimePull(ctx context.Context, url, dir string, force bool, stdout, stderr io.Writer) error {
 	opts := runtimePullOptions
-	if *url != "" {
-		opts.URL = *url
+	if url != "" {
+		opts.URL = url
 	}
-	if *dir != "" {
-		opts.Dir = *dir
+	if dir != "" {
+		opts.Dir = dir
 	}
-	opts.Force = opts.Force || *force
+	opts.Force = opts.Force || force
 	last := time.Now()
 	opts.Progress = func(done, total int64) {
 		if time.Since(last) < 2*time.Second {

@@ -110,8 +110,8 @@ func TestSearchStrategies(t *testing.T) {
 			[]hit{{"k1", "kb", 0}, {"k3", "kb", 0}}, "", "-"},
 		{"cascade of a missing collection", []string{"--cascade", "gold,nope", "--cascade-threshold", "100", "deploy"}, 1, nil, "collection not found", "-"},
 		{"cascade of nothing", []string{"--cascade", ",", "deploy"}, 1, nil, "a cascade without collections", "-"},
-		{"cascade with --collection", []string{"--cascade", "gold", "--collection", "kb", "deploy"}, 2, nil, "usage:", "-"},
-		{"threshold without cascade", []string{"--cascade-threshold", "1", "deploy"}, 2, nil, "usage:", "-"},
+		{"cascade with --collection", []string{"--cascade", "gold", "--collection", "kb", "deploy"}, 2, nil, "--cascade names the collections to search: not with --collection", "-"},
+		{"threshold without cascade", []string{"--cascade-threshold", "1", "deploy"}, 2, nil, "--cascade-threshold goes with --cascade", "-"},
 		{"llm pointwise puts the kraken first", []string{"--collection", "kb", "deploy", "--llm-reranker", srv.URL + "/v1", "--llm-model", "m1"}, 0,
 			[]hit{{"k3", "kb", 0}, {"k1", "kb", 0}, {"k2", "kb", 0}}, "", "Bearer " + key},
 		{"llm listwise, key from another variable (empty: none)", []string{"--collection", "kb", "--llm-mode", "listwise", "--llm-api-key-env", "OTHER_KEY", "--llm-reranker", srv.URL + "/v1", "--llm-model", "m1", "deploy"}, 0,
@@ -120,8 +120,8 @@ func TestSearchStrategies(t *testing.T) {
 			[]hit{{"k3", "kb", 2}, {"g1", "gold", 1}, {"k1", "kb", 2}, {"k2", "kb", 2}}, "", "Bearer " + key},
 		{"llm without a model", []string{"--llm-reranker", srv.URL + "/v1", "deploy"}, 1, nil, "no model", "-"},
 		{"llm with a bad mode", []string{"--llm-reranker", srv.URL + "/v1", "--llm-model", "m", "--llm-mode", "both", "deploy"}, 1, nil, `mode "both"`, "-"},
-		{"llm model without a URL", []string{"--llm-model", "m", "deploy"}, 2, nil, "usage:", "-"},
-		{"llm with --reranker", []string{"--llm-reranker", srv.URL + "/v1", "--llm-model", "m", "--reranker", "x", "deploy"}, 2, nil, "usage:", "-"},
+		{"llm model without a URL", []string{"--llm-model", "m", "deploy"}, 2, nil, "--llm-model and --llm-mode go with --llm-reranker URL", "-"},
+		{"llm with --reranker", []string{"--llm-reranker", srv.URL + "/v1", "--llm-model", "m", "--reranker", "x", "deploy"}, 2, nil, "--llm-reranker and --reranker: one reranker at a time", "-"},
 		{"llm server down", []string{"--collection", "kb", "--llm-reranker", "http://127.0.0.1:1/v1", "--llm-model", "m", "deploy"}, 1, nil, "127.0.0.1:1", "-"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

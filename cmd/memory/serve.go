@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/agentmem/memory/webui"
 	"io"
 	"log/slog"
 	"net"
@@ -18,14 +18,22 @@ import (
 	"github.com/agentmem/memory/searchr1"
 	"github.com/agentmem/memory/sop"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "serve",
-		summary: "serve a store: Search-R1 /retrieve over HTTP, MCP over stdio or HTTP",
-		run:     runServe,
-	})
+func newServeCmd() *cobra.Command {
+	var cfg serveConfig
+	var c *cobra.Command
+	c = newCommand("serve", "serve a store: Search-R1 /retrieve over HTTP, MCP over stdio or HTTP",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			if err := cfg.settle(args, c.Flags().Changed("rerank-depth")); err != nil {
+				return err
+			}
+			return serveStore(ctx, cfg, stdout, stderr)
+		})
+	cfg.addFlags(c.Flags())
+	return c
 }
 
 // serveStdin is the MCP stdio input (a variable so tests can feed it).
@@ -40,6 +48,7 @@ type serveConfig struct {
 	collection   string
 	retrieveAddr string
 	mode         string
+	compatName   string // --compat as given
 	compat       searchr1.Compat
 	retrieve     searchr1.RetrieveOptions // the /retrieve limits given on the command line
 	idleTimeout  time.Duration
@@ -50,13 +59,11 @@ type serveConfig struct {
 	readOnly     bool
 	maxFrame     int  // MCP: cap on one stdio frame or HTTP body
 	pprof        bool // serve /debug/pprof/ on every listener
+	uiAddr       string
+	uiReports    []string // --ui-report files (webui.WriteEvalReport's)
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseServeFlags(args, stderr)
-	if err != nil {
-		return err
-	}
+func serveStore(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// The reranker is loaded here, once, so /retrieve and /rerank can use it as well as
 	// the store's own searches.
@@ -73,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		extra = append(extra, memory.WithReranker(r))
 		cfg.store.reranker = ""
 	}
-	if cfg.readOnly || (!cfg.mcpStdio && cfg.mcpHTTP == "") {
+	if cfg.readOnly || (!cfg.mcpStdio && cfg.mcpHTTP == "") { // (--ui only reads)
 		// Nothing it serves writes: open the store read-only, so that several servers
 		// (and CLI searches) share it.
 		extra = append(extra, memory.ReadOnly())
@@ -127,6 +134,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return g.stop(err)
 		}
 	}
+	if cfg.uiAddr != "" {
+		h, err := webui.New(m, webui.Options{EvalReports: cfg.uiReports, Logger: logger})
+		if err != nil {
+			return g.stop(err)
+		}
+		if !isLoopback(cfg.uiAddr) {
+			fmt.Fprintln(stderr, "memory serve: warning: --ui on a non-loopback address: anyone who can reach it can read the store's documents")
+		}
+		if err := g.serveHTTP("ui", cfg.uiAddr, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}); err != nil {
+			return g.stop(err)
+		}
+	}
 	mopts := mcpserver.Options{Collection: cfg.collection, SOPs: lib, ReadOnly: cfg.readOnly, Logger: logger}
 	if cfg.mcpHTTP != "" {
 		if cfg.token == "" && !isLoopback(cfg.mcpHTTP) {
@@ -146,19 +165,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return g.wait()
 }
 
-// parseServeFlags parses and checks the flags of `memory serve`; a bad flag is reported
-// on stderr as errUsage.
-func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
-	var cfg serveConfig
-	fs := newFlags("serve", stderr)
-	cfg.store.register(fs, true)
-	fs.StringVar(&cfg.collection, "collection", "", "collection to serve (default: the store's default collection)")
-	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve (and /rerank, /health, /ready, /metrics, /openapi.json)\non this address (e.g. 127.0.0.1:8000)")
+// addFlags adds the flags of memory serve to fs.
+func (cfg *serveConfig) addFlags(fs *pflag.FlagSet) {
+	cfg.store.addStore(fs)
+	cfg.store.addEmbedder(fs, true)
+	cfg.store.addIndex(fs)
+	cfg.store.addReranker(fs, "cross-encoder `MODEL` (a name or a directory): /retrieve reranks --rerank-depth candidates with it, and /rerank serves it")
+	cfg.store.addScoring(fs)
+	addCollection(fs, &cfg.collection, "the collection `C` to serve (default: the store's default collection)")
+	fs.StringVar(&cfg.retrieveAddr, "retrieve", "", "serve Search-R1 POST /retrieve (and /rerank, /health, /ready, /metrics, /openapi.json) "+
+		"on the address `ADDR` (e.g. 127.0.0.1:8000)")
 	r := &cfg.retrieve
 	fs.IntVar(&r.DefaultTopK, "topk", searchr1.DefaultTopK, "/retrieve: results per query when a request's topk is null")
-	fs.IntVar(&r.MaxTopK, "max-topk", 0, fmt.Sprintf("/retrieve: most results per query a request may ask for (more get 422)\n(default %d; %d with --compat search-r1, whose original takes any topk)", searchr1.DefaultMaxTopK, searchr1.DefaultCompatMaxTopK))
-	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval mode hybrid|bm25|dense (default: hybrid; with --compat search-r1,\ndense when the store has an embedder, else bm25)")
-	compat := fs.String("compat", "", "/retrieve: native (default) or search-r1: answer as the original Search-R1 servers\n(raw BM25 or inner-product scores, BM25 scored as pyserini does unless --bm25-scoring says otherwise,\ntopk 0 = --topk, BM25 documents as title/text/contents, whole corpus rows, FastAPI's 422 bodies;\nwith --reranker, /retrieve takes topk_retrieval/topk_rerank and /rerank answers strings and raw logits)")
+	fs.IntVar(&r.MaxTopK, "max-topk", 0, fmt.Sprintf("/retrieve: most results per query a request may ask for (more get 422) "+
+		"(default %d; %d with --compat search-r1, whose original takes any topk)", searchr1.DefaultMaxTopK, searchr1.DefaultCompatMaxTopK))
+	fs.StringVar(&cfg.mode, "mode", "", "/retrieve: retrieval `MODE` hybrid|bm25|dense (default: hybrid; with --compat search-r1, "+
+		"dense when the store has an embedder, else bm25)")
+	fs.StringVar(&cfg.compatName, "compat", "", "/retrieve: `DIALECT` native (default) or search-r1: answer as the original Search-R1 servers "+
+		"(raw BM25 or inner-product scores, BM25 scored as pyserini does unless --bm25-scoring says otherwise, "+
+		"topk 0 = --topk, BM25 documents as title/text/contents, whole corpus rows, FastAPI's 422 bodies; "+
+		"with --reranker, /retrieve takes topk_retrieval/topk_rerank and /rerank answers strings and raw logits)")
 	fs.IntVar(&r.MaxConcurrent, "max-concurrent", 0, "/retrieve: requests searched at once (default 2 x GOMAXPROCS)")
 	fs.IntVar(&r.MaxQueries, "max-queries", searchr1.DefaultMaxQueries, "/retrieve: most queries in one request (more get 422)")
 	fs.IntVar(&r.MaxQueryBytes, "max-query-bytes", searchr1.DefaultMaxQueryBytes, "/retrieve: most bytes in one query (more get 422)")
@@ -169,70 +195,70 @@ func parseServeFlags(args []string, stderr io.Writer) (serveConfig, error) {
 	fs.DurationVar(&r.ReadTimeout, "read-timeout", 0, "/retrieve: time to read a whole request (default 30s + body cap at 256 KiB/s)")
 	fs.DurationVar(&r.WriteTimeout, "write-timeout", 0, "/retrieve: time to search and write a response (default 2m + response budget at 2 MiB/s)")
 	fs.DurationVar(&cfg.idleTimeout, "idle-timeout", 0, "HTTP servers: keep-alive connections idle this long are closed (default 60s)")
+	fs.StringVar(&cfg.uiAddr, "ui", "", "serve a read-only web page on the address `ADDR` (e.g. 127.0.0.1:8090): collections and documents, "+
+		"a search box with each result's per-stage explanation, and --ui-report evaluations as charts")
+	fs.StringArrayVar(&cfg.uiReports, "ui-report", nil, "--ui: show the evaluation report `FILE` (written by memory eval --report-out); repeat for several")
 	fs.BoolVar(&cfg.mcpStdio, "mcp", false, "serve MCP over stdin/stdout")
-	fs.StringVar(&cfg.mcpHTTP, "mcp-http", "", "serve MCP streamable HTTP on this address")
-	fs.StringVar(&cfg.token, "token", "", "bearer token required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
-	fs.StringVar(&cfg.sopDir, "sops", "", "directory of SOP files for the sop_match tool (default: the store's own sops/)")
+	fs.StringVar(&cfg.mcpHTTP, "mcp-http", "", "serve MCP streamable HTTP on the address `ADDR`")
+	fs.StringVar(&cfg.token, "token", "", "bearer `TOKEN` required by --mcp-http (default: $MEMORY_MCP_TOKEN)")
+	fs.StringVar(&cfg.sopDir, "sops", "", "the folder `DIR` of SOP files for the sop_match tool (default: the store's own sops/)")
 	fs.IntVar(&cfg.maxFrame, "mcp-max-frame-bytes", mcpserver.DefaultMaxFrameBytes, "MCP: most bytes in one stdio frame or HTTP request body (more get a JSON-RPC error or 413)")
 	fs.BoolVar(&cfg.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on every HTTP listener (with --token, the MCP listener's needs it)")
 	fs.BoolVar(&cfg.readOnly, "read-only", false, "MCP: leave out memory_add and memory_delete, and open the store read-only (a --retrieve-only server always does)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: memory serve --store DIR [--retrieve ADDR] [--mcp] [--mcp-http ADDR [--token T]] [flags]")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "memory serve: unexpected arguments %q\n", fs.Args())
-		return cfg, errUsage
+	completeValues(fs, modeValues, "mode")
+	completeValues(fs, compatValues, "compat")
+	completeDirs(fs, "sops")
+}
+
+// settle checks the flags and arguments of memory serve (a usage error for the first that
+// is wrong) and settles what depends on others: the dialect, the rerank depth of --compat
+// search-r1 (unless depthSet, --rerank-depth given), the token from $MEMORY_MCP_TOKEN.
+func (cfg *serveConfig) settle(args []string, depthSet bool) error {
+	if len(args) > 0 {
+		return usagef("unexpected arguments %q (serve takes flags only)", args)
 	}
 	var err error
-	if cfg.compat, err = searchr1.ParseCompat(*compat); err != nil {
-		fmt.Fprintf(stderr, "memory serve: --compat: %v\n", err)
-		return cfg, errUsage
+	if cfg.compat, err = searchr1.ParseCompat(cfg.compatName); err != nil {
+		return usagef("--compat: %v", err)
 	}
+	r := &cfg.retrieve
 	if cfg.compat == searchr1.CompatSearchR1 {
-		depthSet := false
-		fs.Visit(func(f *flag.Flag) { depthSet = depthSet || f.Name == "rerank-depth" })
 		if !depthSet {
 			r.RerankDepth = searchr1.DefaultCompatRetrievalTopK // the original's topk_retrieval
 		}
 		if memory.Mode(cfg.mode) == memory.Hybrid {
-			fmt.Fprintln(stderr, "memory serve: --compat search-r1 reports the scores the original does (BM25 or inner product): use --mode bm25 or dense, not hybrid")
-			return cfg, errUsage
+			return usagef("--compat search-r1 reports the scores the original does (BM25 or inner product): use --mode bm25 or dense, not hybrid")
 		}
 	}
-	if err := cfg.check(stderr); err != nil {
-		return cfg, err
+	if err := cfg.check(); err != nil {
+		return err
 	}
 	r.IdleTimeout = cfg.idleTimeout
 	if cfg.token == "" {
 		cfg.token = os.Getenv("MEMORY_MCP_TOKEN")
 	}
-	return cfg, nil
+	return nil
 }
 
-// check reports the first flag out of range on stderr as errUsage.
-func (cfg serveConfig) check(stderr io.Writer) error {
+// check reports the first flag out of range as a usage error.
+func (cfg serveConfig) check() error {
 	r := cfg.retrieve
 	if cfg.store.dir == "" {
-		fmt.Fprintln(stderr, "memory serve: --store is required")
-		return errUsage
+		return cfg.store.need()
 	}
-	if cfg.retrieveAddr == "" && !cfg.mcpStdio && cfg.mcpHTTP == "" {
-		fmt.Fprintln(stderr, "memory serve: nothing to serve: give --retrieve, --mcp and/or --mcp-http")
-		return errUsage
+	if cfg.retrieveAddr == "" && !cfg.mcpStdio && cfg.mcpHTTP == "" && cfg.uiAddr == "" {
+		return usagef("nothing to serve: give --retrieve, --mcp, --mcp-http and/or --ui")
+	}
+	if len(cfg.uiReports) > 0 && cfg.uiAddr == "" {
+		return usagef("--ui-report needs --ui")
 	}
 	switch memory.Mode(cfg.mode) {
 	case "", memory.Hybrid, memory.BM25, memory.Dense:
 	default:
-		fmt.Fprintf(stderr, "memory serve: --mode %q: want hybrid, bm25 or dense\n", cfg.mode)
-		return errUsage
+		return usagef("--mode %q: want hybrid, bm25 or dense", cfg.mode)
 	}
 	if r.DefaultTopK < 1 {
-		fmt.Fprintf(stderr, "memory serve: --topk %d: must be at least 1\n", r.DefaultTopK)
-		return errUsage
+		return usagef("--topk %d: must be at least 1", r.DefaultTopK)
 	}
 	for _, c := range []struct {
 		name string
@@ -240,13 +266,11 @@ func (cfg serveConfig) check(stderr io.Writer) error {
 	}{{"max-queries", int64(r.MaxQueries)}, {"max-query-bytes", int64(r.MaxQueryBytes)}, {"max-passage-bytes", int64(r.MaxPassageBytes)},
 		{"max-response-bytes", r.MaxResponseBytes}, {"rerank-depth", int64(r.RerankDepth)}, {"mcp-max-frame-bytes", int64(cfg.maxFrame)}} {
 		if c.v < 1 {
-			fmt.Fprintf(stderr, "memory serve: --%s %d: must be at least 1\n", c.name, c.v)
-			return errUsage
+			return usagef("--%s %d: must be at least 1", c.name, c.v)
 		}
 	}
 	if r.Workers < 0 || r.MaxTopK < 0 || r.ReadTimeout < 0 || r.WriteTimeout < 0 || cfg.idleTimeout < 0 {
-		fmt.Fprintln(stderr, "memory serve: --workers, --max-topk and the timeouts must not be negative")
-		return errUsage
+		return usagef("--workers, --max-topk and the timeouts must not be negative")
 	}
 	return nil
 }

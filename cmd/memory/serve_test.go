@@ -437,3 +437,9 @@ func TestServeRerankFlag(t *testing.T) {
 		t.Fatalf("/retrieve with reranker (scores are sigmoids): %d %s", resp.StatusCode, data)
 	}
 }
+
+// runServe runs `memory serve ARGS...` in this process as the CLI does (a usage error is
+// printed on stderr and matches errUsage) and returns its error.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return execute(ctx, append([]string{"serve"}, args...), stdout, stderr)
+}

@@ -4,59 +4,57 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/agentmem/memory/sop"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(command{
-		name:    "sop",
-		summary: "procedural memory: sop match|list|render --dir DIR",
-		run:     runSOP,
+func newSOPCmd() *cobra.Command {
+	var mf sopFlags
+	var mo sopMatchOptions
+	match := newCommand("sop match", "print the procedures that apply to a task, best first", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+		return sopMatch(ctx, mf, mo, args, stdout, stderr)
 	})
+	match.ValidArgsFunction = cobra.NoFileCompletions
+	fs := match.Flags()
+	mf.register(fs)
+	fs.BoolVar(&mo.asJSON, "json", false, "print one JSON object per match")
+	fs.IntVarP(&mo.n, "n", "n", 5, "most matches to print (0 = all)")
+	fs.StringVar(&mo.category, "category", "", "only procedures of this `CATEGORY`")
+
+	var lf sopFlags
+	var lo sopMatchOptions
+	list := newCommand("sop list", "list the procedures of a folder", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		return sopList(lf, lo, args, stdout, stderr)
+	})
+	list.ValidArgsFunction = cobra.NoFileCompletions
+	fs = list.Flags()
+	lf.register(fs)
+	fs.BoolVar(&lo.asJSON, "json", false, "print each procedure as one JSON object")
+	fs.StringVar(&lo.category, "category", "", "only procedures of this `CATEGORY`")
+
+	var rf sopFlags
+	var query string
+	render := newCommand("sop render", "print a procedure as the steps an agent follows", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		return sopRender(rf, query, args, stdout, stderr)
+	})
+	render.ValidArgsFunction = cobra.NoFileCompletions
+	fs = render.Flags()
+	rf.register(fs)
+	fs.StringVar(&query, "query", "", "the task to show above the steps")
+
+	return newParentCommand("sop", "procedural memory: sop match|list|render --dir DIR", match, list, render)
 }
 
-const sopUsage = `usage:
-  memory sop match  --dir DIR [--json] [-n N] [--category C] [--strict] QUERY
-  memory sop list   --dir DIR [--json] [--category C] [--strict]
-  memory sop render --dir DIR [--query Q] [--strict] NAME
-
-match prints the procedures that apply to QUERY, best first (name, score, matched
-triggers; one JSON object each with --json). When none applies it prints
-"no procedure matches QUERY" on stderr, nothing on stdout, and exits with status 0.
-`
-
-func runSOP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, sopUsage)
-		return errUsage
-	}
-	switch args[0] {
-	case "match":
-		return sopMatch(ctx, args[1:], stdout, stderr)
-	case "list":
-		return sopList(args[1:], stdout, stderr)
-	case "render":
-		return sopRender(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, sopUsage)
-		return nil
-	}
-	fmt.Fprintf(stderr, "memory sop: unknown subcommand %q\n%s", args[0], sopUsage)
-	return errUsage
-}
-
-// parseInterspersed parses flags that may come after positional arguments
-// ("match QUERY --dir D", see parseFlags) and returns the positional arguments.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	if err := parseFlags(fs, args); err != nil {
-		return nil, err
-	}
-	return fs.Args(), nil
+// sopMatchOptions are the flags of sop match and sop list beside sopFlags.
+type sopMatchOptions struct {
+	asJSON   bool
+	n        int
+	category string
 }
 
 // sopFlags are the flags every sop subcommand takes.
@@ -65,17 +63,18 @@ type sopFlags struct {
 	strict bool
 }
 
-func (f *sopFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.dir, "dir", "", "directory of procedure files (*.json, *.yaml, *.yml)")
+// register adds --dir and --strict to fs.
+func (f *sopFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dir, "dir", "", "the folder `DIR` of procedure files (*.json, *.yaml, *.yml) (required)")
 	fs.BoolVar(&f.strict, "strict", false, "reject procedures with unknown fields")
+	completeDirs(fs, "dir")
 }
 
 // load loads the library, reporting invalid procedures on stderr without failing: the
 // valid ones are still used. A missing or unreadable directory is an error.
 func (f *sopFlags) load(stderr io.Writer) (*sop.Library, error) {
 	if f.dir == "" {
-		fmt.Fprintln(stderr, "memory sop: --dir is required")
-		return nil, errUsage
+		return nil, usagef("--dir DIR is required")
 	}
 	return loadSOPs(f.dir, sop.Options{Strict: f.strict}, stderr)
 }
@@ -95,27 +94,16 @@ func loadSOPs(dir string, opts sop.Options, stderr io.Writer) (*sop.Library, err
 	return lib, nil
 }
 
-func sopMatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sop match", stderr)
-	var f sopFlags
-	f.register(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object per match")
-	n := fs.Int("n", 5, "most matches to print (0 = all)")
-	category := fs.String("category", "", "only procedures of this category")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	query := strings.TrimSpace(strings.Join(pos, " "))
+func sopMatch(ctx context.Context, f sopFlags, o sopMatchOptions, args []string, stdout, stderr io.Writer) error {
+	query := strings.TrimSpace(strings.Join(args, " "))
 	if query == "" {
-		fmt.Fprintln(stderr, "memory sop match: a QUERY is required")
-		return errUsage
+		return usagef("a QUERY is required")
 	}
 	lib, err := f.load(stderr)
 	if err != nil {
 		return err
 	}
-	ms, err := lib.MatchContext(ctx, query, *n, sop.MatchOptions{Category: *category})
+	ms, err := lib.MatchContext(ctx, query, o.n, sop.MatchOptions{Category: o.category})
 	if err != nil {
 		return err
 	}
@@ -125,7 +113,7 @@ func sopMatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	enc := json.NewEncoder(stdout)
 	for _, m := range ms {
-		if *asJSON {
+		if o.asJSON {
 			trig := m.MatchedTriggers
 			if trig == nil {
 				trig = []string{}
@@ -144,27 +132,17 @@ func sopMatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func sopList(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sop list", stderr)
-	var f sopFlags
-	f.register(fs)
-	asJSON := fs.Bool("json", false, "print each procedure as one JSON object")
-	category := fs.String("category", "", "only procedures of this category")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
+func sopList(f sopFlags, o sopMatchOptions, args []string, stdout, stderr io.Writer) error {
+	if err := noArgs(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "memory sop list: unexpected argument %q\n", pos[0])
-		return errUsage
 	}
 	lib, err := f.load(stderr)
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(stdout)
-	for _, s := range lib.List(*category) {
-		if *asJSON {
+	for _, s := range lib.List(o.category) {
+		if o.asJSON {
 			if err := enc.Encode(s); err != nil {
 				return err
 			}
@@ -175,27 +153,18 @@ func sopList(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func sopRender(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("sop render", stderr)
-	var f sopFlags
-	f.register(fs)
-	query := fs.String("query", "", "task to show above the steps")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "memory sop render: exactly one procedure NAME is required")
-		return errUsage
+func sopRender(f sopFlags, query string, args []string, stdout, stderr io.Writer) error {
+	if len(args) != 1 {
+		return usagef("exactly one procedure NAME is required")
 	}
 	lib, err := f.load(stderr)
 	if err != nil {
 		return err
 	}
-	s, err := lib.Get(pos[0])
+	s, err := lib.Get(args[0])
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(stdout, sop.Render(s, sop.RenderContext{Query: *query}))
+	_, err = io.WriteString(stdout, sop.Render(s, sop.RenderContext{Query: query}))
 	return err
 }

@@ -120,12 +120,3 @@ func TestSOPErrors(t *testing.T) {
 		t.Errorf("mixed dir: %d %q %q", code, out, errOut)
 	}
 }
-
-func TestParseInterspersed(t *testing.T) {
-	fs := newFlags("x", &bytes.Buffer{})
-	dir := fs.String("dir", "", "")
-	pos, err := parseInterspersed(fs, []string{"a", "--dir", "d", "b", "--", "--c", "-n"})
-	if err != nil || *dir != "d" || strings.Join(pos, " ") != "a b --c -n" {
-		t.Errorf("got %q %q %v", pos, *dir, err)
-	}
-}

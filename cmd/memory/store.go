@@ -3,17 +3,18 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/vectorstore"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -49,6 +50,9 @@ func (o *optString) Set(s string) error {
 	return nil
 }
 
+// Type names the value in the help.
+func (o *optString) Type() string { return "string" }
+
 // ptr is the flag's value, nil when it was not given.
 func (o *optString) ptr() *string {
 	if !o.set {
@@ -58,25 +62,98 @@ func (o *optString) ptr() *string {
 	return &v
 }
 
-func (f *storeFlags) register(fs *flag.FlagSet, needDir bool) {
-	if needDir {
-		fs.StringVar(&f.dir, "store", "", "store directory (required)")
+// The flag groups of storeFlags: each adds one group to a command's flag set, so that a
+// command gets the flags it uses and no others.
+
+// addStore adds --store DIR (required: the command checks it with need) and the flags of
+// opening a store, --lock-timeout and -v/--verbose.
+func (f *storeFlags) addStore(fs *pflag.FlagSet) {
+	grouped(fs, groupStore, func() {
+		fs.StringVarP(&f.dir, "store", "s", "", "the store directory `DIR` (required)")
+		f.addOpen(fs)
+	})
+	completeDirs(fs, "store")
+}
+
+// addOpen adds the flags of opening a store without --store: --lock-timeout and
+// -v/--verbose.
+func (f *storeFlags) addOpen(fs *pflag.FlagSet) {
+	grouped(fs, groupStore, func() {
+		fs.BoolVarP(&f.verbose, "verbose", "v", false, "verbose logging")
+		fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes; "+
+			"a writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
+	})
+}
+
+// addEmbedder adds the flags of the embedder: the model, its text handling (prefixes,
+// preset, token caps), the device it runs on, and with reembed --reembed (a command that
+// opens the store for writing).
+func (f *storeFlags) addEmbedder(fs *pflag.FlagSet, reembed bool) {
+	grouped(fs, groupEmbedder, func() {
+		fs.StringVar(&f.embedder, "embedder", "", "embedding `MODEL`: a name in $MEMORY_MODELS / the model cache, a directory, hash[:DIM], "+
+			"openai:MODEL/DIM ($OPENAI_BASE_URL, $OPENAI_API_KEY) or any registered kind "+
+			"(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
+		fs.Var(&f.queryPrefix, "query-prefix", "`TEXT` put before each query for an ONNX embedder (default: the --model-preset's, e.g. E5's \"query: \", "+
+			"else the folder's config_sentence_transformers.json prompts; \"\" for none)")
+		fs.Var(&f.passagePrefix, "passage-prefix", "`TEXT` put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's "+
+			"\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
+		f.modelFlags.register(fs)
+		f.device = "cpu"
+		fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a "+
+			"-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none); "+
+			"auto (the GPU where available, else the CPU)")
+		if reembed {
+			fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
+		}
+	})
+	completeValuesOrFiles(fs, modelNames("embedder"), "embedder")
+	completeValues(fs, deviceValues, "device")
+	completeValues(fs, presetValues, "model-preset")
+}
+
+// addIndex adds the flags of the dense index: its backend and FAISS factory, rebuilding it
+// with another, and the precision of stored vectors.
+func (f *storeFlags) addIndex(fs *pflag.FlagSet) {
+	grouped(fs, groupIndex, func() {
+		fs.StringVar(&f.backend, "index", "", "dense index `BACKEND` (disk, flat, chromem, faiss when built with -tags faiss; default: the store's recorded one, else disk)")
+		fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory `STRING` (Flat, IVF1024,Flat, HNSW32)")
+		fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records "+
+			"(a store remembers its index: without --index it uses it; another one is an error without this flag)")
+		fs.StringVar(&f.precision, "vector-precision", "", "`PRECISION` store.db keeps vectors in: float32, or float16 (half the bytes; exact search then ranks by "+
+			"the float16-rounded vectors). Set when a store first gets vectors (default: the store's recorded one, else float32)")
+	})
+	backends := vectorstore.Backends()
+	if !slices.Contains(backends, vectorstore.FaissBackend) {
+		backends = append(backends, vectorstore.FaissBackend)
 	}
-	fs.StringVar(&f.embedder, "embedder", "", "embedding model: a name in $MEMORY_MODELS / the model cache, a directory, hash[:DIM],\nopenai:MODEL/DIM ($OPENAI_BASE_URL, $OPENAI_API_KEY) or any registered kind\n(needed only to create a store or with --reembed; a store reloads the embedder it was built with)")
-	fs.StringVar(&f.reranker, "reranker", "", "cross-encoder model: a name or a directory (default: none)")
-	fs.StringVar(&f.backend, "index", "", "dense index backend (disk, flat, chromem, faiss when built with -tags faiss; default: the store's recorded one, else disk)")
-	fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory string (Flat, IVF1024,Flat, HNSW32)")
-	fs.BoolVar(&f.reembed, "reembed", false, "re-embed the store when it was made with another embedder")
-	fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records\n(a store remembers its index: without --index it uses it; another one is an error without this flag)")
-	fs.StringVar(&f.precision, "vector-precision", "", "precision store.db keeps vectors in: float32, or float16 (half the bytes; exact search then ranks by\nthe float16-rounded vectors). Set when a store first gets vectors (default: the store's recorded one, else float32)")
-	fs.Var(&f.queryPrefix, "query-prefix", "text put before each query for an ONNX embedder (default: the --model-preset's, e.g. E5's \"query: \",\nelse the folder's config_sentence_transformers.json prompts; \"\" for none)")
-	fs.Var(&f.passagePrefix, "passage-prefix", "text put before each passage for an ONNX embedder (default: the --model-preset's, e.g. E5's\n\"passage: \", else the folder's prompts; \"\" for none). Part of the embedder's identity")
-	f.modelFlags.register(fs)
-	fs.StringVar(&f.scoring, "bm25-scoring", "", "BM25 formula: classic (textbook, exact lengths) or lucene (Lucene 8's BM25Similarity, Anserini's and\nPyserini's); default: lucene for collections with the en_lucene analyzer, classic for the others")
-	fs.BoolVar(&f.verbose, "v", false, "verbose logging")
-	fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes;\na writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
-	f.device = "cpu"
-	fs.Var(&f.device, "device", "where dense search and ONNX models run: cpu; cuda (the GPU: FAISS with --index faiss in a\n-tags faiss,faissgpu build, ONNX Runtime through its CUDA provider; an error when ONNX Runtime has none);\nauto (the GPU where available, else the CPU)")
+	completeValues(fs, backends, "index")
+	completeValues(fs, precisionValues, "vector-precision")
+}
+
+// addReranker adds --reranker, a cross-encoder model.
+func (f *storeFlags) addReranker(fs *pflag.FlagSet, usage string) {
+	fs.StringVar(&f.reranker, "reranker", "", usage)
+	completeValuesOrFiles(fs, modelNames("cross-encoder"), "reranker")
+}
+
+// addScoring adds --bm25-scoring.
+func (f *storeFlags) addScoring(fs *pflag.FlagSet) {
+	fs.StringVar(&f.scoring, "bm25-scoring", "", "BM25 `FORMULA`: classic (textbook, exact lengths) or lucene (Lucene 8's BM25Similarity, Anserini's and "+
+		"Pyserini's); default: lucene for collections with the en_lucene analyzer, classic for the others")
+	completeValues(fs, scoringValues, "bm25-scoring")
+}
+
+// need is the usage error of a command run without --store.
+func (f *storeFlags) need() error {
+	if f.dir == "" {
+		return usagef("--store DIR is required")
+	}
+	return nil
+}
+
+// addCollection adds -c/--collection NAME to fs with usage.
+func addCollection(fs *pflag.FlagSet, col *string, usage string) {
+	fs.StringVarP(col, "collection", "c", "", usage)
 }
 
 // spec is the embedder the flags name (name "" when --embedder is not given).
@@ -250,6 +327,9 @@ func isTerminal(w io.Writer) bool {
 type deviceFlag string
 
 func (d *deviceFlag) String() string { return string(*d) }
+
+// Type names the value in the help.
+func (d *deviceFlag) Type() string { return "DEVICE" }
 
 func (d *deviceFlag) Set(s string) error {
 	switch s {

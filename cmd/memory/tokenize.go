@@ -12,14 +12,31 @@ import (
 
 	"github.com/agentmem/memory/internal/wordpiece"
 	"github.com/agentmem/memory/vectorstore"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "tokenize",
-		summary: "print the WordPiece token ids of texts (--model NAME_OR_DIR [--pair] TEXT...)",
-		run:     runTokenize,
-	})
+// tokenizeOptions are the flags of memory tokenize.
+type tokenizeOptions struct {
+	model                       string
+	pair, noSpecial, withTokens bool
+	maxLen                      int
+}
+
+func newTokenizeCmd() *cobra.Command {
+	var o tokenizeOptions
+	c := newCommand("tokenize", "print the WordPiece token ids of texts (--model NAME_OR_DIR [--pair] TEXT...)",
+		func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runTokenize(ctx, o, args, stdout, stderr)
+		})
+	c.ValidArgsFunction = cobra.NoFileCompletions
+	fs := c.Flags()
+	fs.StringVar(&o.model, "model", "", "model `NAME` in $MEMORY_MODELS, or a model folder, tokenizer.json or vocab.txt path")
+	fs.BoolVar(&o.pair, "pair", false, "each TEXT is \"query<TAB>passage\": encode [CLS] q [SEP] p [SEP] with token_type_ids")
+	fs.IntVar(&o.maxLen, "max-length", 0, "maximum tokens including [CLS]/[SEP] (0 = the model's configuration, else 512)")
+	fs.BoolVar(&o.noSpecial, "no-special", false, "word-piece ids only: no [CLS]/[SEP], no truncation (the Model2Vec input; always so for a static model)")
+	fs.BoolVar(&o.withTokens, "tokens", false, "also print the token strings")
+	completeValuesOrFiles(fs, modelNames(""), "model")
+	return c
 }
 
 // tokenizeOutput is one JSON line of `memory tokenize`.
@@ -38,68 +55,47 @@ type tokenizeOutput struct {
 // else a path to a model folder or to a tokenizer.json / vocab.txt file. A static
 // (Model2Vec) model (see vectorstore.IsModel2Vec) never sees [CLS]/[SEP]: its ids are the word
 // pieces alone, as with --no-special, and --pair and --max-length do not apply to it.
-func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("tokenize", stderr)
-	model := fs.String("model", "", "model `NAME` in $MEMORY_MODELS, or a model folder, tokenizer.json or vocab.txt path")
-	pair := fs.Bool("pair", false, "each TEXT is \"query<TAB>passage\": encode [CLS] q [SEP] p [SEP] with token_type_ids")
-	maxLen := fs.Int("max-length", 0, "maximum tokens including [CLS]/[SEP] (0 = the model's configuration, else 512)")
-	noSpecial := fs.Bool("no-special", false, "word-piece ids only: no [CLS]/[SEP], no truncation (the Model2Vec input; always so for a static model)")
-	withTokens := fs.Bool("tokens", false, "also print the token strings")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: memory tokenize --model NAME_OR_DIR [--pair] [--max-length N] [--no-special] [--tokens] TEXT...")
-		fs.PrintDefaults()
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	texts := fs.Args()
+func runTokenize(ctx context.Context, o tokenizeOptions, texts []string, stdout, stderr io.Writer) error {
 	switch {
-	case *model == "":
-		fmt.Fprintln(stderr, "memory tokenize: --model is required")
-		return errUsage
+	case o.model == "":
+		return usagef("--model is required")
 	case len(texts) == 0:
-		fmt.Fprintln(stderr, "memory tokenize: no TEXT given")
-		return errUsage
-	case *pair && *noSpecial:
-		fmt.Fprintln(stderr, "memory tokenize: --pair and --no-special cannot be combined")
-		return errUsage
-	case *maxLen < 0:
-		fmt.Fprintln(stderr, "memory tokenize: --max-length must be >= 0")
-		return errUsage
+		return usagef("no TEXT given")
+	case o.pair && o.noSpecial:
+		return usagef("--pair and --no-special cannot be combined")
+	case o.maxLen < 0:
+		return usagef("--max-length must be >= 0")
 	}
-	if *pair {
+	if o.pair {
 		for i, s := range texts {
 			if !strings.Contains(s, "\t") {
-				fmt.Fprintf(stderr, "memory tokenize: --pair input %d has no TAB between query and passage\n", i+1)
-				return errUsage
+				return usagef("--pair input %d has no TAB between query and passage", i+1)
 			}
 		}
 	}
-	path := tokenizeResolveModel(*model)
+	path := tokenizeResolveModel(o.model)
 	if tokenizeStaticModel(path) {
 		switch {
-		case *pair:
-			fmt.Fprintf(stderr, "memory tokenize: --pair does not apply to %s: a static (Model2Vec) model encodes single texts\n", *model)
-			return errUsage
-		case *maxLen > 0:
-			fmt.Fprintf(stderr, "memory tokenize: --max-length does not apply to %s: a static (Model2Vec) model reads word pieces, without [CLS]/[SEP]\n", *model)
-			return errUsage
+		case o.pair:
+			return usagef("--pair does not apply to %s: a static (Model2Vec) model encodes single texts", o.model)
+		case o.maxLen > 0:
+			return usagef("--max-length does not apply to %s: a static (Model2Vec) model reads word pieces, without [CLS]/[SEP]", o.model)
 		}
-		*noSpecial = true
+		o.noSpecial = true
 	}
 	tok, err := tokenizeLoadTokenizer(path)
 	if err != nil {
 		return err
 	}
-	if *maxLen > 0 {
-		tok.SetMaxLength(*maxLen)
+	if o.maxLen > 0 {
+		tok.SetMaxLength(o.maxLen)
 	}
 	enc := json.NewEncoder(stdout)
 	for _, s := range texts {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := enc.Encode(tokenizeText(tok, s, *noSpecial, *pair, *withTokens)); err != nil {
+		if err := enc.Encode(tokenizeText(tok, s, o.noSpecial, o.pair, o.withTokens)); err != nil {
 			return err
 		}
 	}

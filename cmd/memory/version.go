@@ -10,25 +10,22 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/onnx"
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(command{
-		name:    "version",
-		summary: "print the version of memory (also memory --version), Go and the ONNX Runtime library in use",
-		run:     runVersion,
-	})
+func newVersionCmd() *cobra.Command {
+	c := newCommand("version", "print the version of memory (also memory --version), Go and the ONNX Runtime library in use",
+		func(_ context.Context, args []string, stdout, _ io.Writer) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			return runVersion(stdout)
+		})
+	c.ValidArgsFunction = cobra.NoFileCompletions
+	return c
 }
 
-func runVersion(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", stderr)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return errUsage
-	}
+func runVersion(stdout io.Writer) error {
 	module, revision := "", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		// The version the go command built (a tag, a pseudo-version or "(devel)"), shown
