@@ -17,7 +17,9 @@ export MEMORY_REQUIRE_FIXTURES ?= $(if $(wildcard $(MEMORY_MODELS)/golden),1,)
 
 # Framework adapters, each its own Go module under adapters/ (so the core module does not
 # depend on the frameworks); `vet` and `test` run in each with the same environment. The root's
-# ./... does not descend into them (a folder with its own go.mod is another module).
+# ./... does not descend into them (a folder with its own go.mod is another module). Each
+# adapter's go.mod requires the core's release; the go.work beside it builds it against the
+# core of this checkout (see CONTRIBUTING.md), which `cd adapters/NAME && go ...` picks up.
 ADAPTERS := langchaingo eino genkit
 
 .PHONY: all build deps demo test test-short test-adapters test-weaviate vet vet-adapters bench eval-scifact clean
@@ -27,6 +29,7 @@ all: build
 deps:
 	@bash scripts/deps.sh
 	@bash scripts/deps-node.sh
+	@if [ -f scripts/deps-chromium.sh ]; then bash scripts/deps-chromium.sh; fi
 
 build:
 	$(GO) build ./...

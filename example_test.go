@@ -135,8 +135,9 @@ func (wordOverlap) Score(ctx context.Context, query string, passages []string) (
 	return out, nil
 }
 
-// Example_readme is the README's first example, as written there (with a stand-in embedder
-// and reranker).
+// Example_readme is the README's quickstart flow (add, hybrid search with reranking, the
+// per-stage explanation) with a stand-in embedder and reranker, so that it runs without
+// models; internal/release's TestReadmeGoBlocks builds the README's own code as written.
 func Example_readme() {
 	ctx := context.Background()
 	dir := tempDir()

@@ -3,7 +3,7 @@ module github.com/agentmem/memory/adapters/eino
 go 1.26.0
 
 require (
-	github.com/agentmem/memory v0.0.0
+	github.com/agentmem/memory v0.1.0
 	github.com/cloudwego/eino v0.7.36
 )
 
@@ -68,5 +68,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/agentmem/memory => ../..

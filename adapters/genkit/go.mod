@@ -3,7 +3,7 @@ module github.com/agentmem/memory/adapters/genkit
 go 1.26.0
 
 require (
-	github.com/agentmem/memory v0.0.0
+	github.com/agentmem/memory v0.1.0
 	github.com/firebase/genkit/go v1.4.0
 )
 
@@ -33,7 +33,7 @@ require (
 	github.com/buger/jsonparser v1.6.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/goccy/go-yaml v1.17.1 // indirect
+	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
 	github.com/google/dotprompt/go v0.0.0-20251014011017-8d056e027254 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -66,5 +66,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/agentmem/memory => ../..
