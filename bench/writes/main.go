@@ -20,6 +20,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -36,7 +37,19 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every engine and writer count once, in alternating order")
 	dir := flag.String("dir", "", "scratch directory (default: a temporary one); must be on the disk being measured")
 	embedder := flag.String("embedder", "", "memory's embedder (e.g. hash:384); default none (BM25 only)")
+	engineList := flag.String("engines", "memory,sqlite-wal-full,sqlite-wal-full+fts5", "engines to run, comma-separated")
+	cpuProf := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	base := *dir
 	if base == "" {
 		var err error
@@ -46,7 +59,7 @@ func main() {
 		defer os.RemoveAll(base)
 	}
 	texts := makeTexts(*docs)
-	engines := []string{"memory", "sqlite-wal-full", "sqlite-wal-full+fts5"}
+	engines := strings.Split(*engineList, ",")
 	fmt.Printf("%-22s %7s %9s %9s %9s %8s\n", "engine", "writers", "docs/s", "p50 ms", "p99 ms", "cpu s")
 	type key struct {
 		engine  string

@@ -86,6 +86,14 @@ const (
 	DefaultPostingsCacheBytes = 448 << 20
 )
 
+// mergeFloorDocs is the merge planner's floor segment size, in documents: smaller segments
+// count as this large when it sizes its tiers. With Bleve's 2,000 every index under 2,000
+// documents was one tier allowed one segment, so each small write (an agent's Add) rewrote
+// the whole index, and merging took about half the CPU of one-document Adds; at 64 a small
+// index keeps up to ten segments a tier, each document rewritten a few times. Bulk loads
+// write segments of thousands of documents, above either floor.
+const mergeFloorDocs = 64
+
 // testMergePlan, when set (by tests), is the merge plan writable opens give Bleve's merger.
 var testMergePlan map[string]any
 
@@ -316,7 +324,8 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 		} else {
 			// AsyncPersist: batches return before they are persisted; applyPart waits
 			// where it must, and learns of a failed persist from the async error callback.
-			rc = map[string]interface{}{"unsafe_batch": o.AsyncPersist, "asyncErrorCallbackName": ""}
+			rc = map[string]interface{}{"unsafe_batch": o.AsyncPersist, "asyncErrorCallbackName": "",
+				"scorchMergePlanOptions": map[string]any{"FloorSegmentSize": mergeFloorDocs}}
 			if testMergePlan != nil {
 				rc["scorchMergePlanOptions"] = testMergePlan
 			}

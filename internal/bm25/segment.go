@@ -190,8 +190,20 @@ type segBuilder struct {
 	order   []uint32
 	groups  []roaringGroup
 	fst     bytes.Buffer
-	builder *vellum.Builder
+	builder *vellum.Builder // large or small: the one this build uses
+	large   *vellum.Builder // vellum's default registry (10,000 x 2 cells)
+	small   *vellum.Builder // a registry of smallRegistryCells, for small segments
 }
+
+// smallSegmentDocs is the most documents of a segment whose term dictionaries are built
+// with the small registry: a builder clears its whole registry at every dictionary, which
+// for vellum's default (20,000 cells) cost a one-document Add more than the rest of its
+// segment (a tenth of a single-writer run's CPU); a small segment's few thousand terms
+// lose nothing to a smaller one (the registry only finds shared suffixes to reuse).
+const (
+	smallSegmentDocs   = 1000
+	smallRegistryCells = 1024
+)
 
 var segBuilders = sync.Pool{New: func() any { return &segBuilder{} }}
 
@@ -353,7 +365,7 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 	}
 	sb, size, err := b.write(n)
 	if err != nil {
-		b.builder, b.fst = nil, bytes.Buffer{} // in an unknown state: start afresh next time
+		b.builder, b.large, b.small, b.fst = nil, nil, nil, bytes.Buffer{} // in an unknown state: start afresh next time
 	}
 	return sb, size, true, err
 }
@@ -394,11 +406,22 @@ func (b *segBuilder) write(n int) (segment.Segment, uint64, error) {
 	}
 
 	// The inverted index, field by field.
-	if b.builder == nil {
-		var err error
-		if b.builder, err = vellum.New(&b.fst, nil); err != nil {
-			return nil, 0, err
+	// Both builders are left reset onto b.fst after each dictionary: either may be taken.
+	var err error
+	if n <= smallSegmentDocs {
+		if b.small == nil {
+			if b.small, err = vellum.New(&b.fst, &vellum.BuilderOpts{Encoder: 1, RegistryTableSize: smallRegistryCells, RegistryMRUSize: 2}); err != nil {
+				return nil, 0, err
+			}
 		}
+		b.builder = b.small
+	} else {
+		if b.large == nil {
+			if b.large, err = vellum.New(&b.fst, nil); err != nil {
+				return nil, 0, err
+			}
+		}
+		b.builder = b.large
 	}
 	addrs := make([]uint64, len(b.fields))
 	for fi, f := range b.fields {
