@@ -72,7 +72,8 @@ func newIndexCmd() *cobra.Command {
 	fs.BoolVar(&o.compact, "compact", true, fmt.Sprintf("after a run that stored at least %d documents, merge the collection's BM25 index into one segment "+
 		"(first queries about twice as fast after a bulk load, a smaller index; costs about a fifth of the indexing time); --compact=false skips it", compactMin))
 	fs.StringVar(&o.vectors, "vectors", "", "precomputed vectors aligned with the one .jsonl file given (row i is the vector of line i+1): "+
-		"a .npy (float32, 2-D, C order), an .fvecs file, or a FAISS IndexFlatIP/IndexFlatL2 file (faiss.write_index). "+
+		"a .npy (float32 or float16, 2-D, C order), an .fvecs file, or a FAISS IndexFlatIP/IndexFlatL2 file (faiss.write_index); "+
+		"a named pipe is read as it streams, and \"-\" reads an .npy or FAISS file from stdin. "+
 		"Without it, a JSONL line's \"embedding\" field (an array of numbers) is its vector")
 	fs.StringVar(&o.embedderID, "embedder-id", "", "the `MODEL` that made the precomputed vectors (a name in $MEMORY_MODELS / the model cache, or hash:DIM): "+
 		"queries are embedded by it; when it cannot be loaded now, the vectors are recorded under this name "+
@@ -166,6 +167,9 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 	start := time.Now()
 	if err := ix.indexFiles(files, scan); err != nil {
 		ix.reportFailure()
+		return err
+	}
+	if err := checkVectorsEnd(vr, scan.total); err != nil {
 		return err
 	}
 	if err := ix.removeStale(); err != nil {
@@ -995,6 +999,10 @@ func (ix *indexer) indexFile(i int) error {
 		var vecErr error
 		if ix.vecs != nil {
 			if vec, vecErr = ix.vecs.Next(nil); vecErr != nil && !errors.Is(vecErr, vecfile.ErrValue) {
+				if vecErr == io.EOF { // a stream of unknown length ended first
+					return fmt.Errorf("%w: %s ended after %d rows, before line %d of %s (row i is the vector of line i+1)",
+						vecfile.ErrRowCount, ix.vecs.Path(), ix.vecs.Row(), dl.n, ix.files[ix.file])
+				}
 				return vecErr
 			}
 		}

@@ -25,9 +25,20 @@ func openAlignedVectors(path string, files []string, scan fileScan, code string)
 	if code != "" || len(files) != 1 || !strings.EqualFold(filepath.Ext(files[0]), ".jsonl") {
 		return nil, fmt.Errorf("--vectors %s: give exactly one .jsonl file to align it with (row i is the vector of line i+1), not %d files", path, len(files))
 	}
-	vr, err := vecfile.Open(path)
+	var (
+		vr  *vecfile.Reader
+		err error
+	)
+	if path == "-" { // a stream on stdin: an .npy or FAISS flat file (their magic says which)
+		vr, err = vecfile.NewReader(os.Stdin, -1, "stdin")
+	} else {
+		vr, err = vecfile.Open(path)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if vr.Rows() == vecfile.MaxRows {
+		return vr, nil // an .fvecs stream: its rows are counted as they are read (checkVectorsEnd)
 	}
 	if vr.Rows() != int64(scan.docs[0]) {
 		vr.Close()
@@ -124,4 +135,19 @@ func describeEmbedder(e vectorstore.Embedder) string {
 		return "none"
 	}
 	return fmt.Sprintf("%q (dimension %d)", e.ID(), e.Dim())
+}
+
+// checkVectorsEnd is the end of an aligned vector stream once every line was read: it
+// must hold no row more.
+func checkVectorsEnd(vr *vecfile.Reader, lines int) error {
+	if vr == nil {
+		return nil
+	}
+	if _, err := vr.Next(nil); err != io.EOF {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %s has more rows than the %d lines of its .jsonl (row i is the vector of line i+1)", vecfile.ErrRowCount, vr.Path(), lines)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ var (
 	npyFortran = regexp.MustCompile(`['"]fortran_order['"]\s*:\s*(True|False)`)
 	npyShape   = regexp.MustCompile(`['"]shape['"]\s*:\s*\(([^)]*)\)`)
 	npyDims    = regexp.MustCompile(`^\s*(\d+)\s*,\s*(\d+)\s*,?\s*$`)
+	npyDim     = regexp.MustCompile(`^\s*(\d+)\s*,\s*$`)
 )
 
 // npyHeader reads an .npy header: magic, version, header length, then a Python dict
@@ -56,8 +57,12 @@ func (r *Reader) npyHeader(size int64) error {
 	if m == nil {
 		return r.errf(-1, ErrHeader, "no descr in %q", h)
 	}
-	if d := string(m[1]); d != "<f4" {
-		return r.errf(-1, ErrHeader, "dtype %q: want little-endian float32 ('<f4'; numpy: arr.astype('<f4'))", d)
+	switch d := string(m[1]); d {
+	case "<f4":
+	case "<f2":
+		r.half = true
+	default:
+		return r.errf(-1, ErrHeader, "dtype %q: want little-endian float32 or float16 ('<f4', '<f2'; numpy: arr.astype('<f4'))", d)
 	}
 	if m := npyFortran.FindSubmatch(h); m == nil || string(m[1]) != "False" {
 		return r.errf(-1, ErrHeader, "not C order (fortran_order must be False; numpy: np.ascontiguousarray)")
@@ -66,16 +71,21 @@ func (r *Reader) npyHeader(size int64) error {
 	if m == nil {
 		return r.errf(-1, ErrHeader, "no shape in %q", h)
 	}
-	dm := npyDims.FindSubmatch(m[1])
-	if dm == nil {
-		return r.errf(-1, ErrHeader, "shape (%s): want 2-D (rows, dim)", m[1])
+	var rows, dim int64
+	var err1, err2 error
+	if dm := npyDims.FindSubmatch(m[1]); dm != nil {
+		rows, err1 = strconv.ParseInt(string(dm[1]), 10, 64)
+		dim, err2 = strconv.ParseInt(string(dm[2]), 10, 64)
+	} else if dm := npyDim.FindSubmatch(m[1]); dm != nil { // one vector: a row
+		rows = 1
+		dim, err2 = strconv.ParseInt(string(dm[1]), 10, 64)
+	} else {
+		return r.errf(-1, ErrHeader, "shape (%s): want 2-D (rows, dim) or one vector (dim,)", m[1])
 	}
-	rows, err1 := strconv.ParseInt(string(dm[1]), 10, 64)
-	dim, err2 := strconv.ParseInt(string(dm[2]), 10, 64)
 	if err := r.setShape(rows, dim, err1, err2); err != nil {
 		return err
 	}
-	return r.checkSize(size, off, int64(r.dim)*4)
+	return r.checkSize(size, off, int64(r.dim)*r.elemBytes())
 }
 
 // setShape checks and sets the declared rows and dimension.

@@ -2,13 +2,16 @@
 // can take vectors computed elsewhere (on a GPU, by another program) instead of embedding
 // its passages again:
 //
-//   - NumPy .npy files of float32 ('<f4'), 2-D, C order (numpy.save of an (N, D) array);
+//   - NumPy .npy files of float32 or float16 ('<f4', '<f2'), 2-D, C order (numpy.save of an
+//     (N, D) array; a 1-D (D,) array is one row);
 //   - .fvecs files (each row: its dimension as a little-endian int32, then its floats);
 //   - FAISS IndexFlatIP / IndexFlatL2 files (faiss.write_index of a flat index: the format
 //     of Search-R1's published e5 index), read in pure Go.
 //
-// A [Reader] streams rows: it never holds more than one row, whatever the file's size. A
-// header is checked against the file's size before any row is read, and no allocation is
+// A [Reader] streams rows: it never holds more than one row, whatever the file's size, and
+// reads pipes and FIFOs as well as files (a 21M x 768 matrix need not be written to disk
+// first). A header is checked against the file's size, when it has one, before any row is
+// read, and no allocation is
 // sized by a header beyond one row of at most [MaxDim] floats. Every problem is an [*Error]
 // naming the file and the row, wrapping one of the sentinel errors below.
 package vecfile
@@ -36,7 +39,7 @@ var (
 	// FAISS file, an index type other than a flat one).
 	ErrFormat = errors.New("vecfile: unsupported file format")
 	// ErrHeader: the header is malformed or declares what the file cannot hold (a dtype
-	// other than float32, Fortran order, a dimension of 0 or over MaxDim, trailing bytes).
+	// other than float32 or float16, Fortran order, a dimension of 0 or over MaxDim, trailing bytes).
 	ErrHeader = errors.New("vecfile: bad header")
 	// ErrTruncated: the file ends before the rows its header declares.
 	ErrTruncated = errors.New("vecfile: file is truncated")
@@ -94,6 +97,15 @@ type Reader struct {
 	br     *bufio.Reader
 	c      io.Closer // nil for NewReader
 	buf    []byte
+	half   bool // the rows hold float16 values (an .npy of '<f2')
+}
+
+// elemBytes is the bytes of one value of a row.
+func (r *Reader) elemBytes() int64 {
+	if r.half {
+		return 2
+	}
+	return 4
 }
 
 // Open opens a vector file, telling its format from its first bytes (NumPy's and FAISS's
@@ -108,7 +120,11 @@ func Open(path string) (*Reader, error) {
 		f.Close()
 		return nil, err
 	}
-	r, err := NewReader(f, fi.Size(), path)
+	size := fi.Size()
+	if !fi.Mode().IsRegular() { // a pipe, a FIFO, /dev/stdin: a stream of unknown length
+		size = -1
+	}
+	r, err := NewReader(f, size, path)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -118,7 +134,9 @@ func Open(path string) (*Reader, error) {
 }
 
 // NewReader reads the vector file of size bytes that src streams; name is its path (errors
-// name it; an ".fvecs" extension selects that format).
+// name it; an ".fvecs" extension selects that format). A size of -1 is a stream of unknown
+// length (a pipe): an .npy or FAISS header still declares its rows, an .fvecs stream is
+// read until it ends (Rows is then MaxRows until Next returns io.EOF).
 func NewReader(src io.Reader, size int64, name string) (*Reader, error) {
 	r := &Reader{path: name, br: bufio.NewReaderSize(src, 1<<20)}
 	head, _ := r.br.Peek(6)
@@ -166,7 +184,11 @@ func (r *Reader) Next(dst []float32) ([]float32, error) {
 	row := r.row
 	if r.format == FVecs {
 		var d [4]byte
-		if _, err := io.ReadFull(r.br, d[:]); err != nil {
+		if n, err := io.ReadFull(r.br, d[:]); err != nil {
+			if n == 0 && errors.Is(err, io.EOF) && r.rows == MaxRows { // a stream's clean end
+				r.rows = row
+				return nil, io.EOF
+			}
 			return nil, r.readErr(row, err)
 		}
 		if got := int32(le32(d[:])); int(got) != r.dim {
@@ -174,7 +196,7 @@ func (r *Reader) Next(dst []float32) ([]float32, error) {
 			return nil, r.errf(row, ErrDim, "dimension %d, the file's first row has %d", got, r.dim)
 		}
 	}
-	need := r.dim * 4
+	need := r.dim * int(r.elemBytes())
 	if cap(r.buf) < need {
 		r.buf = make([]byte, need)
 	}
@@ -189,7 +211,12 @@ func (r *Reader) Next(dst []float32) ([]float32, error) {
 	dst = dst[:r.dim]
 	bad := -1
 	for i := range dst {
-		v := math.Float32frombits(le32(b[4*i:]))
+		var v float32
+		if r.half {
+			v = halfToFloat(uint16(b[2*i]) | uint16(b[2*i+1])<<8)
+		} else {
+			v = math.Float32frombits(le32(b[4*i:]))
+		}
 		if bad < 0 && (v != v || math.IsInf(float64(v), 0)) {
 			bad = i
 		}
@@ -242,4 +269,26 @@ func (r *Reader) checkSize(size, off, rowBytes int64) error {
 		return r.errf(-1, ErrHeader, "%d trailing bytes after the %d rows the header declares", left-need, r.rows)
 	}
 	return nil
+}
+
+// halfToFloat converts an IEEE 754 binary16 value to float32 (exactly: every half is a
+// float32).
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // infinity or NaN
+		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
+	case exp != 0: // normal
+		return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)
+	case frac == 0: // zero
+		return math.Float32frombits(sign)
+	}
+	// subnormal: frac * 2^-24
+	v := float32(frac) * (1.0 / (1 << 24))
+	if sign != 0 {
+		v = -v
+	}
+	return v
 }

@@ -194,7 +194,9 @@ func TestBadInput(t *testing.T) {
 		{"npy float64", "a.npy", npyRaw(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 3), }", floats(m)), true, ErrHeader, -1, "<f8"},
 		{"npy big-endian", "a.npy", npyRaw(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (4, 3), }", floats(m)), true, ErrHeader, -1, ">f4"},
 		{"npy Fortran order", "a.npy", npyRaw(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (4, 3), }", floats(m)), true, ErrHeader, -1, "C order"},
-		{"npy 1-D", "a.npy", npyRaw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (12,), }", floats(m)), true, ErrHeader, -1, "2-D"},
+		{"npy 1-D of fewer values than the data", "a.npy", npyRaw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", floats(m)), true, ErrHeader, -1, "trailing"},
+		{"npy float16 truncated", "a.npy", npyRaw(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (4, 3), }", make([]byte, 23)), true, ErrTruncated, 3, "row 3"},
+		{"npy float16 infinity", "a.npy", npyRaw(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 3), }", []byte{0, 0x3c, 0, 0x7c, 0, 0}), false, ErrValue, 0, "component 1"},
 		{"npy 3-D", "a.npy", npyRaw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 3), }", floats(m)), true, ErrHeader, -1, "2-D"},
 		{"npy dimension 0", "a.npy", npyRaw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 0), }", nil), true, ErrHeader, -1, "dimension 0"},
 		{"npy dimension too large", "a.npy", npyRaw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 99999999), }", nil), true, ErrHeader, -1, "dimension"},
@@ -345,4 +347,64 @@ func FuzzFaissFlat(f *testing.F) {
 	f.Add(faissBytes("IxF2", 2, 2, 1, 4, floats(matrix(2, 2))))
 	f.Add(faissBytes("IxFl", 1<<16, 1<<40, 0, 1<<56, nil))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, "f.index") })
+}
+
+// TestFloat16AndOneVector: an .npy of float16 reads as the float32 values the halves are
+// (normal, subnormal, signed zero, the extremes), and a 1-D .npy as one row.
+func TestFloat16AndOneVector(t *testing.T) {
+	halves := []uint16{0x3c00, 0xc000, 0x0001, 0x8000, 0x7bff, 0x3555, 0x0400, 0xfbff}
+	want := []float32{1, -2, 1.0 / (1 << 24), float32(math.Copysign(0, -1)), 65504, 0.333251953125, 1.0 / (1 << 14), -65504}
+	var data []byte
+	for _, h := range halves {
+		data = binary.LittleEndian.AppendUint16(data, h)
+	}
+	file := npyRaw(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 4), }", data)
+	r, err := NewReader(bytes.NewReader(file), int64(len(file)), "h.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readAll(r)
+	if err != nil || len(rows) != 2 || r.Dim() != 4 {
+		t.Fatalf("rows %v, %v", rows, err)
+	}
+	for i, v := range append(rows[0], rows[1]...) {
+		if math.Float32bits(v) != math.Float32bits(want[i]) {
+			t.Fatalf("value %d: %v (%08x), want %v", i, v, math.Float32bits(v), want[i])
+		}
+	}
+	one := npyRaw(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", floats([][]float32{{1, 2, 3}}))
+	r, err = NewReader(bytes.NewReader(one), int64(len(one)), "v.npy")
+	if err != nil || r.Rows() != 1 || r.Dim() != 3 {
+		t.Fatalf("1-D: %v rows %d dim %d", err, r.Rows(), r.Dim())
+	}
+	if rows, err := readAll(r); err != nil || len(rows) != 1 || rows[0][2] != 3 {
+		t.Fatalf("1-D rows %v, %v", rows, err)
+	}
+}
+
+// TestStreams: a reader of unknown length (a pipe) reads an .npy by its header and an
+// .fvecs until it ends, cleanly at a row's end and as ErrTruncated inside one.
+func TestStreams(t *testing.T) {
+	m := matrix(5, 3)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"s.npy", npyBytes(t, m, 3)}, {"s.fvecs", fvecsBytes(m)}} {
+		r, err := NewReader(bytes.NewReader(c.data), -1, c.name)
+		if err != nil {
+			t.Fatal(c.name, err)
+		}
+		rows, err := readAll(r)
+		if err != nil || len(rows) != 5 || rows[4][2] != m[4][2] {
+			t.Fatalf("%s: %d rows, %v", c.name, len(rows), err)
+		}
+		r, err = NewReader(bytes.NewReader(c.data[:len(c.data)-3]), -1, c.name)
+		if err != nil {
+			t.Fatal(c.name, err)
+		}
+		var fe *Error
+		if _, err := readAll(r); !errors.Is(err, ErrTruncated) || !errors.As(err, &fe) || fe.Row != 4 {
+			t.Fatalf("%s cut inside the last row: %v", c.name, err)
+		}
+	}
 }
