@@ -239,6 +239,7 @@ type Index struct {
 	stats        statsCache
 	postings     *postingsCache
 	filters      filterCache
+	held         deferred // AsyncPersist: small writes not yet given to Bleve (deferred.go)
 }
 
 // newMapping is the index mapping of an index whose body field is analysed by the analyzer
@@ -426,6 +427,12 @@ func (b *Index) Apply(puts []Doc, deletes []string, seq uint64) (err error) {
 	if b.opts.ReadOnly {
 		return fmt.Errorf("%w: the index is opened read-only", ErrBM25)
 	}
+	if ok, err := b.deferApply(puts, deletes, seq); ok {
+		return err
+	}
+	if err := b.flushHeld(); err != nil { // the held changes come first
+		return err
+	}
 	return b.apply(puts, deletes, seq)
 }
 
@@ -486,6 +493,9 @@ func (b *Index) searchBleve(ctx context.Context, q string, k int, allow []string
 		qq = bleve.NewConjunctionQuery(mq, bleve.NewDocIDQuery(allow))
 	}
 	req := bleve.NewSearchRequestOptions(qq, k, 0, false)
+	if err := b.flushHeld(); err != nil {
+		return nil, err
+	}
 	res, err := b.idx.SearchInContext(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -503,6 +513,9 @@ func (b *Index) searchBleve(ctx context.Context, q string, k int, allow []string
 // Count is the number of indexed documents.
 func (b *Index) Count() (n uint64, err error) {
 	defer recoverCorrupt(&err, "count")
+	if err := b.flushHeld(); err != nil {
+		return 0, err
+	}
 	return b.idx.DocCount()
 }
 
@@ -510,6 +523,9 @@ func (b *Index) Count() (n uint64, err error) {
 func (b *Index) Close() (err error) {
 	defer recoverCorrupt(&err, "close")
 	defer b.postings.release()
+	if err := b.closeHeld(); err != nil {
+		slog.Warn("hybrid: cannot index the last writes before closing (the store replays them at the next open)", "err", err)
+	}
 	if b.async() {
 		defer persistWatch.Delete(b.scorchPath)
 		if err := b.persistAll(); err != nil {

@@ -79,9 +79,15 @@ func (b *Index) analyzeQuery(q string) ([]termCount, error) {
 	return out, nil
 }
 
-// withSnapshot runs fn on the index's current scorch snapshot, released afterwards. It
-// returns errNotScorch when the reader is not a scorch snapshot.
+// withSnapshot runs fn on the index's current scorch snapshot (after the held writes:
+// deferred.go), released afterwards. It returns errNotScorch when the reader is not a
+// scorch snapshot.
 func (b *Index) withSnapshot(fn func(*scorch.IndexSnapshot) error) error {
+	// Every reader of the index comes here (or to Count, Missing, Bleve's search): it sees
+	// every write acknowledged before it.
+	if err := b.flushHeld(); err != nil {
+		return err
+	}
 	adv, err := b.idx.Advanced()
 	if err != nil {
 		return fmt.Errorf("%w: advanced index: %v", ErrBM25, err)
