@@ -41,6 +41,7 @@ func main() {
 		readOnly = flag.Bool("read-only", true, "open read-only")
 		cacheMB  = flag.Int("cache-mb", 0, "BM25 postings cache in MiB (0: the default)")
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the timed searches (after open) to this file")
+		noText   = flag.Bool("no-text", false, "return ids and scores only (memory.WithoutText): what Lucene's tool times, the top k's ids")
 		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
 	)
 	flag.Parse()
@@ -63,14 +64,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: querybench -store S -queries Q.jsonl [-batch B.jsonl] [-k 10] [-rounds 3] [-limit 300] [-mode bm25]")
 		os.Exit(2)
 	}
-	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly); err != nil {
+	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly, *noText); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly bool) error {
+func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly, noText bool) error {
 	m, err := parseMode(mode)
 	if err != nil {
 		return err
@@ -100,7 +101,11 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 			cpu0 := cpuTime()
 			for _, q := range qs {
 				t := time.Now()
-				if _, err := mem.Search(ctx, q, memory.WithMode(m), memory.TopK(k)); err != nil {
+				sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
+				if noText {
+					sopts = append(sopts, memory.WithoutText())
+				}
+				if _, err := mem.Search(ctx, q, sopts...); err != nil {
 					return fmt.Errorf("search %q: %w", q, err)
 				}
 				lat = append(lat, time.Since(t))
