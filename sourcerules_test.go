@@ -28,6 +28,7 @@ func TestOneAtomicWritePath(t *testing.T) {
 		"bench/rollout/main.go":             "trajectories are streamed as the run goes",
 		"bench/querybench/main.go":          "a CPU profile is streamed by runtime/pprof while the run goes",
 		"bench/openstore/main.go":           "a CPU profile is streamed by runtime/pprof while the run goes",
+		"bench/writes/main.go":              "a CPU profile is streamed by runtime/pprof while the run goes",
 		"bench/flipfuzz/main.go":            "its findings log and sample corpus are written as the run goes (scratch files)",
 		"bench/weaviate/scifact/main.go":    "its run files and the Weaviate node's log are scratch output written as the run goes",
 	}
