@@ -55,7 +55,8 @@ import org.apache.lucene.store.FSDirectory;
 public final class LuceneBatch {
   public static void main(String[] args) throws Exception {
     String index = null, queries = null, corpus = null;
-    int threads = 2, k = 10, warmup = 3, rounds = 5;
+    int threads = 2, k = 10, warmup = 3, rounds = 5, indexThreads = 1;
+    boolean indexOnly = false;
     float k1 = 0.9f, b = 0.4f;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -68,12 +69,15 @@ public final class LuceneBatch {
         case "--rounds": rounds = Integer.parseInt(args[++i]); break;
         case "--k1": k1 = Float.parseFloat(args[++i]); break;
         case "--b": b = Float.parseFloat(args[++i]); break;
+        case "--index-threads": indexThreads = Integer.parseInt(args[++i]); break;
+        case "--index-only": indexOnly = true; break;
         default: throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
-    if (index == null || queries == null) throw new IllegalArgumentException("--index and --queries are required");
+    if (index == null || (queries == null && !indexOnly)) throw new IllegalArgumentException("--index and --queries are required");
+    if (corpus != null) buildIfMissing(Paths.get(index), Paths.get(corpus), new BM25Similarity(k1, b), indexThreads);
+    if (indexOnly) return;
     List<String> qs = readQueries(queries);
-    if (corpus != null) buildIfMissing(Paths.get(index), Paths.get(corpus), new BM25Similarity(k1, b));
     BooleanQuery.setMaxClauseCount(1 << 16);
     try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
       IndexSearcher searcher = new IndexSearcher(reader);
@@ -152,34 +156,68 @@ public final class LuceneBatch {
     return ids;
   }
 
-  /** Indexes the corpus into dir unless dir already holds an index. */
-  static void buildIfMissing(java.nio.file.Path dir, java.nio.file.Path corpus, BM25Similarity sim) throws IOException {
+  /**
+   * Indexes the corpus into dir unless dir already holds an index, with threads indexing
+   * threads sharing one IndexWriter (thread-safe; merges run in the thread that triggers
+   * them, SerialMergeScheduler), and prints the docs/s and the JVM's CPU seconds.
+   */
+  static void buildIfMissing(java.nio.file.Path dir, java.nio.file.Path corpus, BM25Similarity sim, int threads) throws IOException {
     Files.createDirectories(dir);
     try (FSDirectory d = FSDirectory.open(dir)) {
       if (DirectoryReader.indexExists(d)) return;
       long t = System.nanoTime();
+      long cpu0 = processCpuNanos();
       IndexWriterConfig cfg = new IndexWriterConfig(new EnglishAnalyzer());
       cfg.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
       cfg.setSimilarity(sim);
       cfg.setRAMBufferSizeMB(256);
       cfg.setMergeScheduler(new SerialMergeScheduler());
-      int n = 0;
+      AtomicLong n = new AtomicLong();
       try (IndexWriter w = new IndexWriter(d, cfg);
            java.io.BufferedReader r = Files.newBufferedReader(corpus, StandardCharsets.UTF_8)) {
-        for (String line; (line = r.readLine()) != null; ) {
-          Map<String, String> f = parseFlat(line);
-          if (f.get("_id") == null) continue;
-          Document doc = new Document();
-          doc.add(new StringField("id", f.get("_id"), Field.Store.YES));
-          doc.add(new BinaryDocValuesField("id", new BytesRef(f.get("_id"))));
-          doc.add(new TextField("contents", f.getOrDefault("title", "") + " " + f.getOrDefault("text", ""), Field.Store.NO));
-          w.addDocument(doc);
-          n++;
+        Thread[] ts = new Thread[threads];
+        IOException[] fail = new IOException[1];
+        for (int i = 0; i < threads; i++) {
+          ts[i] = new Thread(() -> {
+            try {
+              while (true) {
+                String line;
+                synchronized (r) { line = r.readLine(); }
+                if (line == null) return;
+                Map<String, String> f = parseFlat(line);
+                if (f.get("_id") == null) continue;
+                Document doc = new Document();
+                doc.add(new StringField("id", f.get("_id"), Field.Store.YES));
+                doc.add(new BinaryDocValuesField("id", new BytesRef(f.get("_id"))));
+                doc.add(new TextField("contents", f.getOrDefault("title", "") + " " + f.getOrDefault("text", ""), Field.Store.NO));
+                w.addDocument(doc);
+                n.incrementAndGet();
+              }
+            } catch (IOException e) {
+              synchronized (fail) { fail[0] = e; }
+            }
+          });
+          ts[i].start();
         }
+        for (Thread th : ts) {
+          try { th.join(); } catch (InterruptedException e) { throw new IOException(e); }
+        }
+        if (fail[0] != null) throw fail[0];
         w.commit();
       }
-      System.err.printf(Locale.ROOT, "indexed %d docs in %.1f s%n", n, (System.nanoTime() - t) / 1e9);
+      double secs = (System.nanoTime() - t) / 1e9;
+      System.err.printf(Locale.ROOT, "indexed %d docs in %.1f s (%.0f docs/s) with %d indexing threads, %.1f CPU-s%n",
+          n.get(), secs, n.get() / secs, threads, (processCpuNanos() - cpu0) / 1e9);
     }
+  }
+
+  /** The JVM's CPU time so far, all threads (0 where the platform does not say). */
+  static long processCpuNanos() {
+    java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    if (os instanceof com.sun.management.OperatingSystemMXBean) {
+      return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
+    }
+    return 0;
   }
 
   /** The "text" string of each JSONL line. */

@@ -3,7 +3,9 @@
 # from a BEIR folder as ../shared/tools/lucene-bm25 builds its flat variant:
 #   bash bench/lucene/run.sh /tmp/corpus1m /tmp/lucene-batch-index [threads] [k]
 # The queries are the folder's batch-queries.jsonl (bench/corpusgen writes it).
-# Needs Debian's liblucene8-java and a JDK. Environment: JAVA_OPTS, WARMUP, ROUNDS.
+# Needs Debian's liblucene8-java and a JDK. Environment: JAVA_OPTS, WARMUP, ROUNDS;
+# INDEX_THREADS (indexing threads of the build, default 1); INDEX_ONLY=1 builds and exits:
+#   INDEX_ONLY=1 INDEX_THREADS=2 bash bench/lucene/run.sh /tmp/zipf1m-report /tmp/luc-idx
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?BEIR folder}; index=${2:?index dir}; threads=${3:-2}; k=${4:-10}
@@ -12,5 +14,11 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 javac -Xlint:all -d "$build" -cp "$CP" "$here/LuceneBatch.java"
 # shellcheck disable=SC2086
+if [ -n "${INDEX_ONLY:-}" ]; then # build only: INDEX_THREADS indexing threads (ingest beside ours)
+  # shellcheck disable=SC2086
+  java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" \
+    --index-threads "${INDEX_THREADS:-1}" --index-only
+  exit 0
+fi
 java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/batch-queries.jsonl" \
-  --threads "$threads" --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-5}"
+  --threads "$threads" --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-5}" --index-threads "${INDEX_THREADS:-1}"
