@@ -41,6 +41,7 @@ func main() {
 		readOnly = flag.Bool("read-only", true, "open read-only")
 		cacheMB  = flag.Int("cache-mb", 0, "BM25 postings cache in MiB (0: the default)")
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the timed searches (after open) to this file")
+		scoring  = flag.String("bm25-scoring", "", "BM25 formula for this run (memory.WithBM25Scoring: classic or lucene; default: by the store's analyzer)")
 		noText   = flag.Bool("no-text", false, "return ids and scores only (memory.WithoutText): what Lucene's tool times, the top k's ids")
 		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
 	)
@@ -64,14 +65,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: querybench -store S -queries Q.jsonl [-batch B.jsonl] [-k 10] [-rounds 3] [-limit 300] [-mode bm25]")
 		os.Exit(2)
 	}
-	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly, *noText); err != nil {
+	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly, *noText, *scoring); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly, noText bool) error {
+func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly, noText bool, bm25Scoring string) error {
 	m, err := parseMode(mode)
 	if err != nil {
 		return err
@@ -84,6 +85,9 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		opts = append(opts, func(o *memory.Options) { o.PostingsCacheBytes = cacheMB << 20 })
 	}
 	t := time.Now()
+	if bm25Scoring != "" {
+		opts = append(opts, memory.WithBM25Scoring(bm25Scoring))
+	}
 	mem, err := memory.OpenExisting(dir, opts...)
 	if err != nil {
 		return err
