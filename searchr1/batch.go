@@ -33,20 +33,36 @@ var (
 // GOMAXPROCS). The first failing search cancels the others; its error names the index of
 // its query and wraps the searcher's error.
 func SearchQueries(ctx context.Context, s Searcher, queries []string, workers int, opts ...memory.SearchOption) ([][]memory.Result, error) {
+	return searchQueries(ctx, s, queries, nil, workers, opts)
+}
+
+// searchQueries is SearchQueries and, with vectors (one per query, nil where a query has
+// none), SearchQueryVectors: a query is searched when it has a text or a vector.
+func searchQueries(ctx context.Context, s Searcher, queries []string, vectors [][]float32, workers int, opts []memory.SearchOption) ([][]memory.Result, error) {
+	searched := func(i int) bool {
+		return (vectors != nil && vectors[i] != nil) || strings.TrimSpace(queries[i]) != ""
+	}
 	out := make([][]memory.Result, len(queries))
 	if bs, ok := s.(BatchSearcher); ok {
-		idx := make([]int, 0, len(queries))
-		qs := make([]string, 0, len(queries))
+		var idx []int
+		var qs []string
+		var vs [][]float32
 		for i, q := range queries {
-			if strings.TrimSpace(q) != "" {
-				idx = append(idx, i)
-				qs = append(qs, q)
+			if searched(i) {
+				idx, qs = append(idx, i), append(qs, q)
+				if vectors != nil {
+					vs = append(vs, vectors[i])
+				}
 			}
 		}
 		if len(qs) == 0 {
 			return out, nil
 		}
-		res, err := bs.SearchBatch(ctx, qs, opts...)
+		bopts := opts
+		if vectors != nil {
+			bopts = append(opts[:len(opts):len(opts)], memory.WithQueryVectors(vs))
+		}
+		res, err := bs.SearchBatch(ctx, qs, bopts...)
 		if err != nil {
 			return nil, err
 		}
@@ -59,10 +75,14 @@ func SearchQueries(ctx context.Context, s Searcher, queries []string, workers in
 		return out, nil
 	}
 	err := parallel.For(ctx, len(queries), workers, func(ctx context.Context, i int) error {
-		if strings.TrimSpace(queries[i]) == "" {
+		if !searched(i) {
 			return nil
 		}
-		res, err := s.Search(ctx, queries[i], opts...)
+		qopts := opts
+		if vectors != nil && vectors[i] != nil {
+			qopts = append(opts[:len(opts):len(opts)], memory.WithQueryVector(vectors[i]))
+		}
+		res, err := s.Search(ctx, queries[i], qopts...)
 		if err != nil {
 			return fmt.Errorf("queries[%d]: %w", i, err)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/errkind"
-	"github.com/agentmem/memory/internal/parallel"
 )
 
 // Query vectors on /retrieve: an extension of the Search-R1 request, beside its fields,
@@ -160,47 +159,7 @@ func SearchQueryVectors(ctx context.Context, s Searcher, queries []string, vecto
 	if len(vectors) != len(queries) {
 		return nil, fmt.Errorf("%w: %d query vectors for %d queries", memory.ErrQueryVector, len(vectors), len(queries))
 	}
-	searched := func(i int) bool { return vectors[i] != nil || strings.TrimSpace(queries[i]) != "" }
-	out := make([][]memory.Result, len(queries))
-	if bs, ok := s.(BatchSearcher); ok {
-		var idx []int
-		var qs []string
-		var vs [][]float32
-		for i, q := range queries {
-			if searched(i) {
-				idx, qs, vs = append(idx, i), append(qs, q), append(vs, vectors[i])
-			}
-		}
-		if len(qs) == 0 {
-			return out, nil
-		}
-		res, err := bs.SearchBatch(ctx, qs, append(opts[:len(opts):len(opts)], memory.WithQueryVectors(vs))...)
-		if err != nil {
-			return nil, err
-		}
-		if len(res) != len(qs) {
-			return nil, fmt.Errorf("searchr1: batch search returned %d lists for %d queries", len(res), len(qs))
-		}
-		for j, i := range idx {
-			out[i] = res[j]
-		}
-		return out, nil
-	}
-	err := parallel.For(ctx, len(queries), workers, func(ctx context.Context, i int) error {
-		if !searched(i) {
-			return nil
-		}
-		res, err := s.Search(ctx, queries[i], append(opts[:len(opts):len(opts)], memory.WithQueryVector(vectors[i]))...)
-		if err != nil {
-			return fmt.Errorf("queries[%d]: %w", i, err)
-		}
-		out[i] = res
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return searchQueries(ctx, s, queries, vectors, workers, opts)
 }
 
 // vectorSearchError is err, the failure of a search of a request with query vectors:

@@ -600,14 +600,22 @@ func (f fakeEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, e
 	return out, nil
 }
 
-func TestEvalStoreAndKeep(t *testing.T) {
-	dir := t.TempDir()
+// tinyBEIR writes a two-document BEIR folder in dir/beir whose one query ("sleeping
+// otters") has document "1" as its answer, and returns the folder.
+func tinyBEIR(t *testing.T, dir string) string {
+	t.Helper()
 	beirDir := filepath.Join(dir, "beir")
 	writeFile(t, filepath.Join(beirDir, "corpus.jsonl"),
 		`{"_id":"1","title":"Otters","text":"Sea otters hold hands while sleeping."}`+"\n"+
 			`{"_id":"2","title":"Walrus","text":"Walruses use their tusks to haul out."}`+"\n")
 	writeFile(t, filepath.Join(beirDir, "queries.jsonl"), `{"_id":"q1","text":"sleeping otters"}`+"\n")
 	writeFile(t, filepath.Join(beirDir, "qrels", "test.tsv"), "query-id\tcorpus-id\tscore\nq1\t1\t1\n")
+	return beirDir
+}
+
+func TestEvalStoreAndKeep(t *testing.T) {
+	dir := t.TempDir()
+	beirDir := tinyBEIR(t, dir)
 	out, _ := mustCLI(t, 0, "eval", "--data", beirDir)
 	if !strings.Contains(out, "nDCG@10      1.0000") {
 		t.Fatalf("eval:\n%s", out)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,20 +85,20 @@ func TestSearchByVectorFlag(t *testing.T) {
 		t.Fatalf("--vector: want d7 first:\n%s", out)
 	}
 	npy := filepath.Join(dir, "v.npy")
-	if err := os.WriteFile(npy, npyBytes(t, [][]float32{vs[0]}), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeMatrix(t, npy, vecfile.NPY, [][]float32{vs[0]})
 	if out2, _ := mustCLI(t, 0, "search", "--store", store, "--vector", npy, "-k", "3", "--json"); out2 != out {
 		t.Fatalf("--vector .npy answers otherwise:\n%s\n%s", out2, out)
 	}
 	mustCLI(t, 0, "search", "--store", store, "--vector", vfile, "--vector-embedder", "hash-bigram-v1/16", "otters", "-k", "3")
+	two := filepath.Join(dir, "two.npy")
+	writeMatrix(t, two, vecfile.NPY, [][]float32{vs[0], vs[0]})
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--vector", writeTemp(t, dir, "short.json", "[1, 2]")}, "have 16"},
 		{[]string{"--vector", vfile, "--vector-embedder", "e5-base-v2"}, `"e5-base-v2"`},
-		{[]string{"--vector", writeTemp(t, dir, "two.npy", string(npyBytes(t, [][]float32{vs[0], vs[0]})))}, "holds 2 vectors"},
+		{[]string{"--vector", two}, "holds 2 vectors"},
 		{[]string{"--vector", writeTemp(t, dir, "junk.json", "[1, \"x\"]")}, "not a JSON array of numbers"},
 	} {
 		_, errs := mustCLI(t, 1, append([]string{"search", "--store", store}, c.args...)...)
@@ -115,12 +113,7 @@ func TestSearchByVectorFlag(t *testing.T) {
 // the page and its API answer from the store.
 func TestEvalReportServedByUI(t *testing.T) {
 	dir := t.TempDir()
-	beirDir := filepath.Join(dir, "beir")
-	writeFile(t, filepath.Join(beirDir, "corpus.jsonl"),
-		`{"_id":"1","title":"Otters","text":"Sea otters hold hands while sleeping."}`+"\n"+
-			`{"_id":"2","title":"Walrus","text":"Walruses use their tusks to haul out."}`+"\n")
-	writeFile(t, filepath.Join(beirDir, "queries.jsonl"), `{"_id":"q1","text":"sleeping otters"}`+"\n")
-	writeFile(t, filepath.Join(beirDir, "qrels", "test.tsv"), "query-id\tcorpus-id\tscore\nq1\t1\t1\n")
+	beirDir := tinyBEIR(t, dir)
 	kept, report := filepath.Join(dir, "kept"), filepath.Join(dir, "report.json")
 	out, _ := mustCLI(t, 0, "eval", "--data", beirDir, "--keep", kept, "--report-out", report)
 	if !strings.Contains(out, "report       "+report) {
@@ -168,23 +161,4 @@ func writeTemp(t *testing.T, dir, name, content string) string {
 	p := filepath.Join(dir, name)
 	writeFile(t, p, content)
 	return p
-}
-
-// npyBytes is an .npy file (float32, 2-D) of the rows m.
-func npyBytes(t *testing.T, m [][]float32) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	w, err := vecfile.NewWriter(&b, vecfile.NPY, int64(len(m)), len(m[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range m {
-		if err := w.Write(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,10 @@ type deferred struct {
 	err     error // a failed background flush, reported by the next call
 	closed  bool
 	flushMu sync.Mutex // one flush at a time, in order
+	// dirty is set while changes are held (or a failure waits to be reported), and cleared
+	// only once a flush has given them to Bleve: a reader that finds it clear has nothing
+	// to wait for, and takes no lock (every search comes through flushHeld).
+	dirty atomic.Bool
 }
 
 // deferApply holds puts and deletes when the index defers small writes; ok is false when
@@ -75,6 +80,7 @@ func (b *Index) deferApply(puts []Doc, deletes []string, seq uint64) (ok bool, e
 		d.ops[id] = nil
 	}
 	d.seq = seq
+	d.dirty.Store(true)
 	n := len(d.ops)
 	if n < deferMaxDocs && d.timer == nil {
 		d.timer = time.AfterFunc(deferDelay, func() {
@@ -83,6 +89,7 @@ func (b *Index) deferApply(puts []Doc, deletes []string, seq uint64) (ok bool, e
 				if d.err == nil {
 					d.err = err
 				}
+				d.dirty.Store(true)
 				d.mu.Unlock()
 			}
 		})
@@ -102,8 +109,18 @@ func (b *Index) deferApply(puts []Doc, deletes []string, seq uint64) (ok bool, e
 // catches the index up or rebuilds it).
 func (b *Index) flushHeld() error {
 	d := &b.held
+	if !d.dirty.Load() {
+		return nil
+	}
 	d.flushMu.Lock()
 	defer d.flushMu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		if len(d.ops) == 0 && d.err == nil {
+			d.dirty.Store(false)
+		}
+		d.mu.Unlock()
+	}()
 	d.mu.Lock()
 	if d.timer != nil {
 		d.timer.Stop()
