@@ -101,15 +101,20 @@ func resultKeys(rs []Result) []string {
 	return out
 }
 
-// countingEmbedder counts the embedding calls of the embedder it wraps.
+// countingEmbedder counts the embedding calls of the embedder it wraps. Searches of a batch
+// embed on several goroutines: the counts are taken under mu (tests read them once the
+// searches have returned).
 type countingEmbedder struct {
 	vectorstore.Embedder
+	mu           sync.Mutex
 	calls, texts int
 }
 
 func (c *countingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	c.mu.Lock()
 	c.calls++
 	c.texts += len(texts)
+	c.mu.Unlock()
 	return c.Embedder.Embed(ctx, texts)
 }
 
