@@ -157,6 +157,80 @@ func TestGroupCommitCancelled(t *testing.T) {
 	}
 }
 
+// TestGroupCommitLeaderPanics: when the writer about to commit a group panics, its own
+// write fails, the writer lock is released and the lead passes on: the writes queued
+// behind it commit instead of waiting forever, and later writes work. A panic in the
+// middle of a group's commit fails that group's writes with ErrIndexUpdate.
+func TestGroupCommitLeaderPanics(t *testing.T) {
+	for _, mid := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mid=%v", mid), func(t *testing.T) {
+			m, err := Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			var once sync.Once
+			groupCommitHook = func(m *Memory) {
+				once.Do(func() {
+					for m.queued() < 3 {
+						runtime.Gosched()
+					}
+					if mid {
+						m.gq.mu.Lock()
+						q := m.gq.pending
+						m.gq.mu.Unlock()
+						q[0].c = nil // commitGroup panics on the group's collection
+						return
+					}
+					panic("planted")
+				})
+			}
+			defer func() { groupCommitHook = nil }()
+			errs := make([]error, 3)
+			panics := make([]any, 3)
+			var wg sync.WaitGroup
+			for i := range 3 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { panics[i] = recover() }()
+					errs[i] = m.Add(context.Background(), Document{ID: fmt.Sprintf("p%d", i), Text: "text"})
+				}()
+			}
+			wg.Wait()
+			leaders, failed, stored := 0, 0, 0
+			for i := range 3 {
+				switch {
+				case panics[i] != nil:
+					leaders++
+				case errs[i] == nil:
+					stored++
+				case errors.Is(errs[i], ErrIndexUpdate):
+					failed++
+				default:
+					t.Errorf("write %d: %v", i, errs[i])
+				}
+			}
+			wantFailed, wantStored := 0, 2
+			if mid {
+				wantFailed, wantStored = 2, 0
+			}
+			if leaders != 1 || failed != wantFailed || stored != wantStored {
+				t.Fatalf("panicked %d, failed %d, stored %d; want 1, %d, %d (%v)", leaders, failed, stored, wantFailed, wantStored, errs)
+			}
+			if n, _ := m.Count(context.Background()); n != wantStored {
+				t.Fatalf("Count %d, want %d", n, wantStored)
+			}
+			if err := m.Add(context.Background(), Document{ID: "after", Text: "text"}); err != nil {
+				t.Fatalf("a write after the failed group: %v", err)
+			}
+			if q := m.queued(); q != 0 {
+				t.Fatalf("%d writes left queued", q)
+			}
+		})
+	}
+}
+
 // The group commit kill test runs this test binary as a child whose groupWriters
 // goroutines each Add one document at a time and print "ack ID" once Add returned; the
 // parent kills it with SIGKILL after a random number of acknowledgements and checks that
