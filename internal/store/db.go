@@ -158,6 +158,7 @@ func (db *DB) encodeVector(uid string, v []float32) ([]byte, error) {
 // Close closes the file and releases its lock. A writable store first takes the census of
 // the file it leaves, and records it when clean (verified.go).
 func (db *DB) Close() error {
+	releaseLookupMap(db.bolt)
 	if db.ro {
 		return db.bolt.Close()
 	}

@@ -370,7 +370,7 @@ func checkLookup(b *bolt.Bucket, key []byte, name string) error {
 	if tx.Writable() || b.Root() == 0 {
 		return nil
 	}
-	w, done, err := rawWalk(tx)
+	w, done, err := lookupWalk(tx)
 	if err != nil {
 		return err
 	}
@@ -407,7 +407,7 @@ func checkMissingCollection(tx *bolt.Tx, name string) error {
 	if tx.Writable() {
 		return nil
 	}
-	w, done, err := rawWalk(tx)
+	w, done, err := lookupWalk(tx)
 	if err != nil {
 		return err
 	}

@@ -21,4 +21,5 @@ func (db *DB) DropResident() {
 		return
 	}
 	syscall.Syscall(syscall.SYS_MADVISE, addr, size, syscall.MADV_DONTNEED)
+	dropLookupResident(db.bolt, func(b []byte) { syscall.Madvise(b, syscall.MADV_DONTNEED) })
 }
