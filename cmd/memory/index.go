@@ -105,6 +105,7 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 	if o.batch <= 0 {
 		o.batch = defaultIndexBatch
 	}
+	defer ingestGC()()
 	rep := &skipReport{}
 	files, err := collectRoots(args, o.sync, walkOptions{autoCode: o.autoCode, store: sourceOf(sf.dir)}, rep, stderr)
 	if err != nil {
