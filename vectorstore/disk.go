@@ -131,7 +131,7 @@ type DiskIndex struct {
 	nprobe     int
 	threads    int
 	segRows    int
-	budget     int64 // float32 bytes up to which DiskQuantAuto searches exactly
+	budget     int64     // float32 bytes up to which DiskQuantAuto searches exactly
 	rows       RowSource // the rows of the segments (nil: their .f32 files)
 
 	segs  []*diskSeg

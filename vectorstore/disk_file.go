@@ -125,10 +125,10 @@ type diskMeta struct {
 	Segs    []diskSegMeta `json:"segs"`
 	IDs     diskFileMeta  `json:"ids"`
 	Tomb    diskFileMeta  `json:"tomb"`
-	Block   int           `json:"block,omitempty"` // bytes a block checksum covers (version 2)
-	Sums    *diskFileMeta `json:"sums,omitempty"`  // the segment files' block checksums (version 2)
+	Block   int           `json:"block,omitempty"`   // bytes a block checksum covers (version 2)
+	Sums    *diskFileMeta `json:"sums,omitempty"`    // the segment files' block checksums (version 2)
 	Rowless bool          `json:"rowless,omitempty"` // no .f32 files: rows from IndexConfig.Rows
-	CRC     uint32        `json:"crc"`             // of this JSON encoded with CRC 0
+	CRC     uint32        `json:"crc"`               // of this JSON encoded with CRC 0
 }
 
 func (m diskMeta) checksum() uint32 {
