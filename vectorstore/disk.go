@@ -707,7 +707,11 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
 	}
 	if x.rows != nil {
-		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the vectors of the store of record", mode, n, lists, os)
+		prec := ""
+		if rp, ok := x.rows.(RowPrecision); ok {
+			prec = rp.Precision() + " "
+		}
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the %svectors of the store of record", mode, n, lists, os, prec)
 	}
 	if x.quant == DiskQuantAuto {
 		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, lists, os, bytes>>20, x.budget>>20)

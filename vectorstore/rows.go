@@ -20,6 +20,12 @@ type RowSource interface {
 	Rows(ctx context.Context, ids []string, dst [][]float32) error
 }
 
+// RowPrecision is an optional ability of a RowSource: the precision its vectors are kept
+// in ("float32", "float16", "int8"), which a disk index's SearchPlan names.
+type RowPrecision interface {
+	Precision() string
+}
+
 // ErrNoRow reports an id a RowSource has no vector for.
 var ErrNoRow = errors.New("vectorstore: the row source has no vector for an id")
 
