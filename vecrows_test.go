@@ -294,3 +294,69 @@ func TestStoreRowsInTx(t *testing.T) {
 		t.Fatal(r.Precision())
 	}
 }
+
+// TestInt8IndexBehindStore: the dense index of an int8 store left behind store.db (its
+// files as of an earlier write, as a kill between the store's commit and the index's
+// write leaves them) is caught up on open from the change log, reading the vectors it
+// needs from store.db; deleted and replaced documents are never rescored with a vector
+// the store no longer holds: its answers are those of an index rebuilt from store.db.
+func TestInt8IndexBehindStore(t *testing.T) {
+	ctx := context.Background()
+	emb := vectorstore.NewHashEmbedder(48)
+	dir := t.TempDir()
+	open := func() *Memory { return openT(t, dir, WithEmbedder(emb), WithVectorPrecision(Int8)) }
+	m := open()
+	docs := int8Docs(200)
+	must(t, m.Add(ctx, docs...))
+	must(t, m.Close())
+	saved := filepath.Join(t.TempDir(), "vec")
+	must(t, os.CopyFS(saved, os.DirFS(filepath.Join(dir, vecDir))))
+
+	m = open()
+	var dels []string
+	for i := 0; i < 200; i += 4 {
+		dels = append(dels, docs[i].ID)
+	}
+	must(t, m.Delete(ctx, dels...))
+	for i := 1; i < 200; i += 4 {
+		must(t, m.Upsert(ctx, Document{ID: docs[i].ID, Text: "replaced text about theme3 and word5 " + docs[i].ID}))
+	}
+	more := int8Docs(260)[200:]
+	for i := range more {
+		more[i].ID = fmt.Sprintf("n%03d", i)
+	}
+	must(t, m.Add(ctx, more...))
+	must(t, m.Close())
+
+	queries := []string{"topic3 theme4", "replaced theme3 word5", "passage about word7"}
+	ask := func() map[string][]Result {
+		m := open()
+		defer m.Close()
+		out := map[string][]Result{}
+		for _, q := range queries {
+			for _, mode := range []Mode{Dense, Hybrid} {
+				rs, err := m.Search(ctx, q, WithMode(mode), TopK(20))
+				if err != nil {
+					t.Fatalf("%q: %v", q, err)
+				}
+				out[fmt.Sprint(mode, q)] = rs
+			}
+		}
+		return out
+	}
+	must(t, os.RemoveAll(filepath.Join(dir, vecDir)))
+	must(t, os.CopyFS(filepath.Join(dir, vecDir), os.DirFS(saved)))
+	behind := ask()
+	must(t, os.RemoveAll(filepath.Join(dir, vecDir)))
+	rebuilt := ask()
+	for k, w := range rebuilt {
+		if !sameResults(behind[k], w) {
+			t.Fatalf("%s: caught up %v, rebuilt %v", k, ids(behind[k]), ids(w))
+		}
+		for _, r := range w {
+			if slices.Contains(dels, r.ID) {
+				t.Fatalf("%s: deleted %s returned", k, r.ID)
+			}
+		}
+	}
+}

@@ -206,6 +206,23 @@ func (db *DB) FillVectors(col string, ids []string, dst [][]float32) error {
 	return inCollection(col, db.view(func(tx *bolt.Tx) error { return fillVectors(tx, col, ids, dst) }))
 }
 
+// VectorBytes is the bytes of the pages collection col's vectors take in the file: its
+// vecs bucket's branch and leaf pages, overflow pages included, or the bytes of a small
+// bucket kept inline in its parent's page (measurements).
+func (db *DB) VectorBytes(col string) (int64, error) {
+	var n int64
+	err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		st := b.Bucket(bkVecs).Stats()
+		n = int64(st.BranchAlloc + st.LeafAlloc + st.InlineBucketInuse)
+		return nil
+	})
+	return n, inCollection(col, err)
+}
+
 // FillVectors is DB.FillVectors in this transaction (a search that holds one reads the
 // vectors it rescores in it: a second read transaction of the same goroutine could wait
 // forever on a writer that grows the file, which waits for the first).

@@ -873,6 +873,9 @@ func TestInt8VectorsSetting(t *testing.T) {
 	if err := db.FillVectors("nocol", []string{"i"}, dst[:1]); !errors.Is(err, ErrCollectionNotFound) {
 		t.Errorf("no collection: %v", err)
 	}
+	if n, err := db.VectorBytes("c"); err != nil || n < 4*12+3 {
+		t.Errorf("VectorBytes: %d, %v", n, err)
+	}
 	if err := write("bad", []float32{1, float32(math.NaN())}); !errors.Is(err, vecmath.ErrNonFinite) {
 		t.Errorf("a NaN in an int8 store: %v", err)
 	}
