@@ -360,3 +360,21 @@ func TestInt8IndexBehindStore(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexRowsNotRecorded: IndexConfig.Rows is a runtime setting: the manifest's record
+// of the index is the same with it or without, and a configuration that sets it matches
+// the record.
+func TestIndexRowsNotRecorded(t *testing.T) {
+	cfg := vectorstore.IndexConfig{Backend: "disk", Params: map[string]int{"nlist": 16}}
+	with := cfg
+	with.Rows = vectorstore.RowMap{}
+	if a, b := normalIndex(cfg), normalIndex(with); a.String() != b.String() {
+		t.Fatalf("recorded %s with Rows, %s without", b, a)
+	}
+	if _, ok := mergeIndex(normalIndex(cfg), with); !ok {
+		t.Fatal("a configuration with Rows does not match its record")
+	}
+	if got := normalIndex(cfg).config(with); got.Rows != nil {
+		t.Fatal("the recorded configuration carries Rows")
+	}
+}
