@@ -245,7 +245,7 @@ func main() {
 		if exact == nil && *qexact != *nq {
 			check(fmt.Errorf("-store measures recall over every query: leave -qexact unset"))
 		}
-		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, *oversample, *nprobes, *rebuild, *lat)
+		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat)
 	}
 	if *faissFactory != "" {
 		if runFaiss == nil {

@@ -78,7 +78,7 @@ func storePrecision(p string) store.Precision {
 
 // runStores runs the -store comparison.
 func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, qs [][]float32, exact [][]vectorstore.Hit,
-	dir, oversample, nprobes string, rebuild bool, lat int) {
+	dir, exactPath, oversample, nprobes string, rebuild bool, lat int) {
 	for _, p := range precs {
 		sdir := filepath.Join(dir, fmt.Sprintf("store-%s-n%d-c%d-l%d", p, n, len(g.cs), nlist))
 		dbPath := filepath.Join(sdir, "store.db")
@@ -117,6 +117,7 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 			exact, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
 			check(err)
 			fmt.Printf("exact float32 batch of %d: %v\n", len(qs), time.Since(t).Round(time.Millisecond))
+			saveExact(exactPath, exact)
 		}
 		probes := []string{"0"}
 		if nlist > 0 {
