@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,6 +138,7 @@ func main() {
 	vectors := flag.String("vectors", "clustered", "clustered (Gaussian clusters) or hash (the hash:DIM embedder over generated texts: -centres names the set only)")
 	stores := flag.String("store", "", "also compare the dense part of stores of these precisions (float32,float16,int8: int8's index reads its rows from store.db; binary codes, -nlist lists)")
 	lat := flag.Int("latency", 256, "with -store: queries timed one at a time on one thread (p50, p99)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the -store searches to this file")
 	flag.Parse()
 	ctx := context.Background()
 	if *centres == 0 {
@@ -244,6 +246,12 @@ func main() {
 	if *stores != "" {
 		if exact == nil && *qexact != *nq {
 			check(fmt.Errorf("-store measures recall over every query: leave -qexact unset"))
+		}
+		if *cpuprofile != "" {
+			f, err := os.Create(*cpuprofile)
+			check(err)
+			check(pprof.StartCPUProfile(f))
+			defer pprof.StopCPUProfile()
 		}
 		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat)
 	}
