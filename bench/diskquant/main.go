@@ -18,6 +18,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"flag"
@@ -247,13 +248,15 @@ func main() {
 		if exact == nil && *qexact != *nq {
 			check(fmt.Errorf("-store measures recall over every query: leave -qexact unset"))
 		}
+		var prof bytes.Buffer
 		if *cpuprofile != "" {
-			f, err := os.Create(*cpuprofile)
-			check(err)
-			check(pprof.StartCPUProfile(f))
-			defer pprof.StopCPUProfile()
+			check(pprof.StartCPUProfile(&prof))
 		}
 		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat)
+		if *cpuprofile != "" {
+			pprof.StopCPUProfile()
+			check(atomicfile.WriteFile(*cpuprofile, prof.Bytes(), atomicfile.Options{}))
+		}
 	}
 	if *faissFactory != "" {
 		if runFaiss == nil {
