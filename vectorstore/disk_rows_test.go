@@ -9,21 +9,23 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentmem/memory/internal/vectest"
 )
 
-// countingRows is a RowMap that counts its calls and the ids asked for.
+// countingRows is a RowMap that counts its calls and the ids asked for (searches call it
+// concurrently).
 type countingRows struct {
 	m     RowMap
-	calls int
-	ids   int
+	calls atomic.Int64
+	ids   atomic.Int64
 }
 
 func (c *countingRows) Rows(ctx context.Context, ids []string, dst [][]float32) error {
-	c.calls++
-	c.ids += len(ids)
+	c.calls.Add(1)
+	c.ids.Add(int64(len(ids)))
 	return c.m.Rows(ctx, ids, dst)
 }
 
@@ -100,8 +102,8 @@ func TestDiskRowlessMatchesRowful(t *testing.T) {
 				}
 				compareRowless(t, ctx, rng, a, b, tc.dim)
 			}
-			if len(b.segs) == 0 || src.calls == 0 {
-				t.Fatalf("the row-less index wrote %d segments, read its rows %d times", len(b.segs), src.calls)
+			if len(b.segs) == 0 || src.calls.Load() == 0 {
+				t.Fatalf("the row-less index wrote %d segments, read its rows %d times", len(b.segs), src.calls.Load())
 			}
 			ents, _ := os.ReadDir(less.Dir)
 			for _, e := range ents {
@@ -235,12 +237,13 @@ func TestDiskRowlessConfig(t *testing.T) {
 	if plan, approx := x.SearchPlan(); !approx || !strings.Contains(plan, "store of record") {
 		t.Fatalf("plan %q approx %v", plan, approx)
 	}
-	src.calls, src.ids = 0, 0
+	src.calls.Store(0)
+	src.ids.Store(0)
 	if _, err := x.SearchWith(ctx, vecs[0], 3, nil, DiskSearchOptions{Oversample: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if src.calls != 1 || src.ids != 15 {
-		t.Fatalf("a search read %d rows in %d calls, want 15 in 1", src.ids, src.calls)
+	if src.calls.Load() != 1 || src.ids.Load() != 15 {
+		t.Fatalf("a search read %d rows in %d calls, want 15 in 1", src.ids.Load(), src.calls.Load())
 	}
 	delete(src.m, ids[0])
 	if _, err := x.SearchWith(ctx, vecs[0], 3, nil, DiskSearchOptions{Oversample: 100}); !errors.Is(err, ErrNoRow) {
