@@ -35,7 +35,10 @@ type storeTxKey struct{}
 // storeRows then reads in. A search holds a read transaction of store.db while it asks the
 // vector index; a second one begun on the same goroutine could wait forever behind a
 // writer that grows the file (bbolt's remap waits for every read transaction, and blocks
-// new ones meanwhile).
+// new ones meanwhile). A bbolt transaction is not safe for concurrent use: ctx must
+// reach the index only on the goroutine that holds tx, as one search's retrievers run
+// (hybrid.Retrieve runs them in turn; the disk index reads its rows on the caller's
+// goroutine), never a batch (SearchBatch searches its queries on several goroutines).
 func withStoreTx(ctx context.Context, tx *store.Tx) context.Context {
 	return context.WithValue(ctx, storeTxKey{}, tx)
 }
