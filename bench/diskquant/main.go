@@ -139,6 +139,7 @@ func main() {
 	vectors := flag.String("vectors", "clustered", "clustered (Gaussian clusters) or hash (the hash:DIM embedder over generated texts: -centres names the set only)")
 	stores := flag.String("store", "", "also compare the dense part of stores of these precisions (float32,float16,int8: int8's index reads its rows from store.db; binary codes, -nlist lists)")
 	lat := flag.Int("latency", 256, "with -store: queries timed one at a time on one thread (p50, p99)")
+	storeCodes := flag.String("storecodes", "binary", "with -store: the codes the indexes scan (binary or int8)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the -store searches to this file")
 	flag.Parse()
 	ctx := context.Background()
@@ -252,7 +253,7 @@ func main() {
 		if *cpuprofile != "" {
 			check(pprof.StartCPUProfile(&prof))
 		}
-		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat)
+		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat, *storeCodes)
 		if *cpuprofile != "" {
 			pprof.StopCPUProfile()
 			check(atomicfile.WriteFile(*cpuprofile, prof.Bytes(), atomicfile.Options{}))

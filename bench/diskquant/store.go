@@ -20,8 +20,8 @@ import (
 // The -store comparison (issue 40): the dense part of a store, its store of record
 // included. For each precision named (float32, float16, int8) it writes the generated
 // vectors into a store.db of that precision (as an ingest does: Write, a record and a
-// vector a passage, 65,536 a transaction) and a disk index of binary codes (with lists
-// when -nlist is set) beside it: with float32 and float16 one that keeps its own float32
+// vector a passage, 65,536 a transaction) and a disk index of binary codes (-storecodes
+// int8: per-dimension int8 codes; with lists when -nlist is set) beside it: with float32 and float16 one that keeps its own float32
 // rows (the default), with int8 one without rows, which rescores with the vectors it reads
 // from store.db (IndexConfig.Rows). It reports the bytes a vector of the store's vecs
 // bucket, of the whole store.db (allocated blocks) and of the index files; recall@10
@@ -78,12 +78,23 @@ func storePrecision(p string) store.Precision {
 
 // runStores runs the -store comparison.
 func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, qs [][]float32, exact [][]vectorstore.Hit,
-	dir, exactPath, oversample, nprobes string, rebuild bool, lat int) {
+	dir, exactPath, oversample, nprobes string, rebuild bool, lat int, codes string) {
+	quant, mode := vectorstore.DiskQuantBinary, vectorstore.DiskBinary
+	switch codes {
+	case "int8":
+		quant, mode = vectorstore.DiskQuantInt8, vectorstore.DiskInt8
+	case "binary":
+	default:
+		check(fmt.Errorf("-storecodes %q: binary or int8", codes))
+	}
 	for _, p := range precs {
 		sdir := filepath.Join(dir, fmt.Sprintf("store-%s-n%d-c%d-l%d", p, n, len(g.cs), nlist))
+		if codes != "binary" {
+			sdir += "-" + codes
+		}
 		dbPath := filepath.Join(sdir, "store.db")
 		cfg := vectorstore.IndexConfig{Backend: "disk", Dim: dim, Dir: filepath.Join(sdir, "vec"),
-			Params: map[string]int{"quant": vectorstore.DiskQuantBinary}}
+			Params: map[string]int{"quant": quant}}
 		if nlist > 0 {
 			cfg.Params["nlist"] = nlist
 		}
@@ -123,13 +134,13 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 		if nlist > 0 {
 			probes = strings.Split(nprobes, ",")
 		}
-		_, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskBinary}) // warm-up
+		_, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: mode}) // warm-up
 		check(err)
 		for _, ps := range probes {
 			np, _ := strconv.Atoi(ps)
 			for _, os := range strings.Split(oversample, ",") {
 				o, _ := strconv.Atoi(os)
-				so := vectorstore.DiskSearchOptions{Mode: vectorstore.DiskBinary, Oversample: o, NProbe: np}
+				so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np}
 				t := time.Now()
 				got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
 				check(err)
