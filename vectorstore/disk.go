@@ -119,6 +119,9 @@ const (
 // finds more than a quarter of the rows dead rewrites the live ones (compaction).
 // With an empty Dir the index keeps everything in memory. Searches run concurrently;
 // Add, Delete, Commit and Close take a write lock.
+//
+// Opened with IndexConfig.Rows (and a Dir), it keeps no float32 rows of its own on disk:
+// only codes, lists and ids, rescoring with rows read from the RowSource (disk_rows.go).
 type DiskIndex struct {
 	mu         sync.RWMutex
 	dim        int
@@ -173,9 +176,11 @@ var (
 // NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
 // cfg.Dir is ""). Params: "quant" (DiskQuant*), "oversample", "threads" (as the flat
 // index), "segrows" (rows per segment file), "exactmb" (the float32 size in MiB up to which
-// DiskQuantAuto searches exactly; default a quarter of physical memory). Files that fail
-// their checks give an error matching errDiskCorrupt, files of another configuration
-// errDiskConfig.
+// DiskQuantAuto searches exactly; default a quarter of physical memory). With cfg.Rows
+// (and a Dir) it writes no float32 rows (see disk_rows.go; quant DiskQuantNone is then
+// ErrBadConfig). Files that fail their checks give an error matching errDiskCorrupt, files
+// of another configuration errDiskConfig, files whose rows are not where cfg says
+// ErrRowSource.
 func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if err := checkDimMetric(&cfg, "disk"); err != nil {
 		return nil, err

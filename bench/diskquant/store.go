@@ -130,6 +130,19 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 			fmt.Printf("exact float32 batch of %d: %v\n", len(qs), time.Since(t).Round(time.Millisecond))
 			saveExact(exactPath, exact)
 		}
+		if p == "float32" {
+			// Ties at the 10th place make recall@10 ambiguous: a search that ranks tied
+			// vectors in another order (other rounding) loses them.
+			t11, err := x.SearchBatchWith(ctx, qs, 11, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
+			check(err)
+			ties := 0
+			for _, hs := range t11 {
+				if len(hs) == 11 && hs[9].Score == hs[10].Score {
+					ties++
+				}
+			}
+			fmt.Printf("exact float32: %d of %d queries have a tie between their 10th and 11th scores\n", ties, len(qs))
+		}
 		probes := []string{"0"}
 		if nlist > 0 {
 			probes = strings.Split(nprobes, ",")
