@@ -189,6 +189,9 @@ func openVectorDerived(m *Memory, s *colState, dir string) (store.Index, error) 
 	cfg.Dim = e.Dim()
 	cfg.Dir = dir
 	cfg.ReadOnly = m.opts.ReadOnly
+	if m.rowlessIndex(dir) {
+		cfg.Rows = storeRows{db: m.db, s: s, prec: m.em.precision()} // each vector stored once (vecrows.go)
+	}
 	ix, err := vectorstore.NewIndex(cfg)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,8 @@ type EmbedderResolver func(ctx context.Context, id string, dim int) (vectorstore
 func (op opening) checkPrecision() error {
 	m := op.m
 	want := m.opts.VectorPrecision
-	if want != "" && want != Float32 && want != Float16 {
-		return fmt.Errorf("%w: %q (want %q or %q)", ErrVectorPrecision, want, Float32, Float16)
+	if want != "" && want != Float32 && want != Float16 && want != Int8 {
+		return fmt.Errorf("%w: %q (want %q, %q or %q)", ErrVectorPrecision, want, Float32, Float16, Int8)
 	}
 	rec := cmpOr(m.man.VectorPrecision, Float32)
 	if want != "" && want != rec {
@@ -48,27 +48,49 @@ func (op opening) checkPrecision() error {
 		}
 		m.man, rec = &man, want
 	}
-	m.db.SetHalfVectors(rec == Float16)
+	switch rec {
+	case Float16:
+		m.db.SetPrecision(store.PrecisionFloat16)
+	case Int8:
+		m.db.SetPrecision(store.PrecisionInt8)
+	default:
+		m.db.SetPrecision(store.PrecisionFloat32)
+	}
 	return nil
 }
 
-// halfVectors reports whether the store keeps its vectors in float16.
-func (eb embedding) halfVectors() bool { return eb.m.man.VectorPrecision == Float16 }
+// halfVectors reports whether the store keeps its vectors in a precision below float32
+// (float16 or int8): the vectors written are rounded to it first (roundVectors).
+func (eb embedding) halfVectors() bool {
+	p := eb.m.man.VectorPrecision
+	return p == Float16 || p == Int8
+}
 
-// roundVectors rounds vecs (one per index id) to the store's precision: with float16,
-// each to new float16-rounded values (the caller's slices are not changed), so that the
-// vector indexes hold what store.db holds.
+// precision is the precision the store keeps its vectors in.
+func (eb embedding) precision() VectorPrecision { return cmpOr(eb.m.man.VectorPrecision, Float32) }
+
+// roundVectors rounds vecs (one per index id) to the store's precision: with float16 or
+// int8, each to new rounded values (the caller's slices are not changed), so that the
+// vector indexes hold what store.db holds, bit for bit (store.db decodes an int8 vector
+// to vecmath.RoundInt8 of it, and rounding that again changes nothing).
 func (eb embedding) roundVectors(vecs [][]float32) error {
-	if !eb.halfVectors() {
+	prec := eb.precision()
+	if prec != Float16 && prec != Int8 {
 		return nil
 	}
 	for i, v := range vecs {
 		if v == nil {
 			continue
 		}
-		r, err := vecmath.RoundHalf(v)
+		var r []float32
+		var err error
+		if prec == Int8 {
+			r, err = vecmath.RoundInt8(v)
+		} else {
+			r, err = vecmath.RoundHalf(v)
+		}
 		if err != nil {
-			return fmt.Errorf("%w: this store keeps float16 vectors: %w", ErrBadVector, err)
+			return fmt.Errorf("%w: this store keeps %s vectors: %w", ErrBadVector, prec, err)
 		}
 		vecs[i] = r
 	}

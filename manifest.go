@@ -34,7 +34,7 @@ type manifest struct {
 	// yet, a store of an older version or one without vectors; see index.go).
 	Index *indexInfo `json:"index,omitempty"`
 	// VectorPrecision is the precision store.db keeps vectors in ("": float32, every store
-	// of an older version).
+	// of an older version; "float16"; "int8").
 	VectorPrecision VectorPrecision `json:"vector_precision,omitempty"`
 	// Analyzer is the BM25 analyzer of collections that record none in Analyzers (""
 	// English: stores of older versions), set when the store is created (WithAnalyzer).

@@ -119,6 +119,9 @@ const (
 // finds more than a quarter of the rows dead rewrites the live ones (compaction).
 // With an empty Dir the index keeps everything in memory. Searches run concurrently;
 // Add, Delete, Commit and Close take a write lock.
+//
+// Opened with IndexConfig.Rows (and a Dir), it keeps no float32 rows of its own on disk:
+// only codes, lists and ids, rescoring with rows read from the RowSource (disk_rows.go).
 type DiskIndex struct {
 	mu         sync.RWMutex
 	dim        int
@@ -131,7 +134,8 @@ type DiskIndex struct {
 	nprobe     int
 	threads    int
 	segRows    int
-	budget     int64 // float32 bytes up to which DiskQuantAuto searches exactly
+	budget     int64     // float32 bytes up to which DiskQuantAuto searches exactly
+	rows       RowSource // the rows of the segments (nil: their .f32 files)
 
 	segs  []*diskSeg
 	n0    int     // rows in segments (= ids in the id table)
@@ -172,9 +176,11 @@ var (
 // NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
 // cfg.Dir is ""). Params: "quant" (DiskQuant*), "oversample", "threads" (as the flat
 // index), "segrows" (rows per segment file), "exactmb" (the float32 size in MiB up to which
-// DiskQuantAuto searches exactly; default a quarter of physical memory). Files that fail
-// their checks give an error matching errDiskCorrupt, files of another configuration
-// errDiskConfig.
+// DiskQuantAuto searches exactly; default a quarter of physical memory). With cfg.Rows
+// (and a Dir) it writes no float32 rows (see disk_rows.go; quant DiskQuantNone is then
+// ErrBadConfig). Files that fail their checks give an error matching errDiskCorrupt, files
+// of another configuration errDiskConfig, files whose rows are not where cfg says
+// ErrRowSource.
 func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if err := checkDimMetric(&cfg, "disk"); err != nil {
 		return nil, err
@@ -183,12 +189,18 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,
 		quant: p["quant"], oversample: p["oversample"], threads: p["threads"], segRows: p["segrows"],
 		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}}
+	if cfg.Dir != "" {
+		x.rows = cfg.Rows // in memory, every row stays in memory
+	}
 	if x.quant < DiskQuantAuto || x.quant > DiskQuantBinary || x.oversample < 0 || x.threads < 0 || x.segRows < 0 ||
 		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 {
 		return nil, fmt.Errorf("%w: disk: params %v", ErrBadConfig, p)
 	}
 	if x.segRows == 0 {
 		x.segRows = diskSegRowsDefault
+	}
+	if x.rows != nil && x.quant == DiskQuantNone {
+		return nil, fmt.Errorf("%w: disk: an index without rows of its own (IndexConfig.Rows) needs codes to scan (quant %d, %d or %d)", ErrBadConfig, DiskQuantAuto, DiskQuantInt8, DiskQuantBinary)
 	}
 	if x.quant == DiskQuantInt8 && x.dim > 4100 {
 		return nil, fmt.Errorf("%w: disk: int8 codes of %d dimensions (at most 4100)", ErrBadConfig, x.dim)
@@ -475,6 +487,14 @@ func (x *DiskIndex) Vector(id string) ([]float32, bool) {
 	if !ok {
 		return nil, false
 	}
+	if x.rows != nil && int(o) < x.n0 {
+		row := make([]float32, x.dim)
+		if err := x.fetchRows(context.Background(), []int32{o}, [][]float32{row}); err != nil {
+			slog.Warn("vectorstore: disk: cannot read a vector from the row source", "id", id, "err", err)
+			return nil, false
+		}
+		return row, true
+	}
 	row, err := x.rowAt(o)
 	if err != nil {
 		// A damaged row is not the id's vector: the caller (the store's checks) sees it
@@ -572,6 +592,12 @@ func (x *DiskIndex) searchLocked(ctx context.Context, q []float32, k int, acc di
 		return x.searchCodes(ctx, q, k, acc, mode, os, threads, o)
 	}
 	h := x.newHeap(k)
+	if x.rows != nil {
+		if err := x.exactRowless(ctx, q, acc, &h); err != nil {
+			return nil, err
+		}
+		return x.results(&h)
+	}
 	if acc.allow != nil {
 		it := acc.allow.Iterator()
 		var one [1]float32
@@ -639,6 +665,12 @@ func (x *DiskIndex) choose(o DiskSearchOptions) (DiskMode, int, error) {
 
 // defaultMode is the scan a search uses when not told.
 func (x *DiskIndex) defaultMode() DiskMode {
+	if x.rows != nil { // no float32 rows to scan: codes, then rescoring, always
+		if x.quant == DiskQuantInt8 {
+			return DiskInt8
+		}
+		return DiskBinary
+	}
 	switch x.quant {
 	case DiskQuantInt8:
 		return DiskInt8
@@ -670,12 +702,21 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	switch {
 	case mode == DiskExact && x.quant == DiskQuantAuto:
 		return fmt.Sprintf("dense: exact float32 scan of %d vectors (%d MiB, within the %d MiB kept for exact search)", n, bytes>>20, x.budget>>20)
+	case mode == DiskExact && x.rows != nil:
+		return fmt.Sprintf("dense: exact scan of %d vectors, read from the store of record", n)
 	case mode == DiskExact:
 		return fmt.Sprintf("dense: exact float32 scan of %d vectors", n)
 	}
 	lists := ""
 	if x.lists != nil {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
+	}
+	if x.rows != nil {
+		prec := ""
+		if rp, ok := x.rows.(RowPrecision); ok {
+			prec = rp.Precision() + " "
+		}
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the %svectors of the store of record", mode, n, lists, os, prec)
 	}
 	if x.quant == DiskQuantAuto {
 		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, lists, os, bytes>>20, x.budget>>20)
@@ -697,6 +738,9 @@ func (x *DiskIndex) results(h *flatHeap) ([]Hit, error) {
 	for i, it := range items {
 		id := x.idView(it.Value)
 		if s := float64(it.Score); math.IsNaN(s) || math.IsInf(s, 0) {
+			if x.rows != nil && int(it.Value) < x.n0 {
+				return nil, fmt.Errorf("%w: the score of %q is %v (its vector from the row source is not finite, or the product overflows)", ErrNonFinite, id, s)
+			}
 			if err := vecmath.Check(x.row(it.Value), x.dim); err != nil {
 				return nil, x.corrupt("the row of %q: %v", id, err)
 			}
@@ -1024,13 +1068,13 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	}
 	final := x.newHeap(k)
 	var one [1]float32
-	for _, it := range cand.Sorted() {
-		row, err := x.rowAt(it.Value)
-		if err != nil {
-			return nil, err
-		}
-		flatDots(q, row, one[:])
-		final.Offer(one[0], it.Value)
+	items := cand.Sorted()
+	ords := make([]int32, len(items))
+	for i, it := range items {
+		ords[i] = it.Value
+	}
+	if err := x.scoreOrdinals(ctx, q, ords, &final); err != nil {
+		return nil, err
 	}
 	if t := len(x.tailIDs); t > 0 {
 		if acc.allow != nil {
@@ -1182,7 +1226,7 @@ func (x *DiskIndex) SearchBatchWith(ctx context.Context, qs [][]float32, k int, 
 	if x.n()-x.dead == 0 {
 		return out, nil
 	}
-	if mode != DiskExact {
+	if mode != DiskExact || x.rows != nil {
 		workers := cmp.Or(x.threads, runtime.GOMAXPROCS(0))
 		var next atomic.Int64
 		errs := make([]error, workers)

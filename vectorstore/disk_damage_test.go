@@ -25,9 +25,7 @@ func diskDamageIndex(t *testing.T, cfg IndexConfig) []string {
 	smallDiskWrites(t, 16)
 	ctx := context.Background()
 	x := openDisk(t, cfg)
-	rng := rand.New(rand.NewPCG(11, uint64(cfg.Dim)))
-	ids := vectest.IDs(70)
-	vecs := diskClustered(rng, 70, cfg.Dim, 5, 0.3)
+	ids, vecs := diskDamageVectors(cfg.Dim)
 	for lo := 0; lo < 70; lo += 20 {
 		hi := min(lo+20, 70)
 		if err := x.Add(ctx, ids[lo:hi], vecs[lo:hi]); err != nil {
@@ -44,6 +42,22 @@ func diskDamageIndex(t *testing.T, cfg IndexConfig) []string {
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// diskDamageVectors are the ids and vectors diskDamageIndex writes.
+func diskDamageVectors(dim int) ([]string, [][]float32) {
+	rng := rand.New(rand.NewPCG(11, uint64(dim)))
+	return vectest.IDs(70), diskClustered(rng, 70, dim, 5, 0.3)
+}
+
+// diskDamageRows is a RowSource of diskDamageIndex's vectors.
+func diskDamageRows(dim int) RowMap {
+	ids, vecs := diskDamageVectors(dim)
+	m := RowMap{}
+	for i, id := range ids {
+		m[id] = vecs[i]
+	}
+	return m
 }
 
 // diskAnswers is every answer a test asks of an index: exact, filtered, allowed, batched
@@ -96,7 +110,8 @@ func diskAsk(x *DiskIndex, ids []string, dim int) diskAnswers {
 // diskDamageConfigs are the shapes of index the damage tests write: binary codes (the
 // default), int8 codes with inverted lists, binary codes with inverted lists; at 32
 // dimensions (rows of a multiple of 64 bytes: the exact scan checks blocks as it scores)
-// and 24 (checked first, then scored).
+// and 24 (checked first, then scored); and at 32 dimensions, binary codes and int8 codes
+// with lists of an index without rows of its own (IndexConfig.Rows).
 func diskDamageConfigs(dir string) []IndexConfig {
 	var out []IndexConfig
 	for _, dim := range []int{32, 24} {
@@ -108,6 +123,10 @@ func diskDamageConfigs(dir string) []IndexConfig {
 			name := fmt.Sprintf("d%d-q%d-l%d", dim, p["quant"], p["nlist"])
 			out = append(out, IndexConfig{Dim: dim, Dir: filepath.Join(dir, name), Params: p})
 		}
+	}
+	for _, p := range []map[string]int{{"segrows": 16}, {"segrows": 16, "quant": DiskQuantInt8, "nlist": 3}} {
+		name := fmt.Sprintf("rowless-q%d-l%d", p["quant"], p["nlist"])
+		out = append(out, IndexConfig{Dim: 32, Dir: filepath.Join(dir, name), Params: p, Rows: diskDamageRows(32)})
 	}
 	return out
 }
@@ -200,7 +219,17 @@ func TestDiskTamperInPlace(t *testing.T) {
 					})
 				}
 			}
-			for _, k := range []string{"seg.f32", "ids.bin", "tomb.bin", "sums.bin", "disk.json"} {
+			need := []string{"seg.f32", "ids.bin", "tomb.bin", "sums.bin", "disk.json"}
+			if cfg.Rows != nil {
+				need[0] = "seg.b1"
+				if cfg.Params["quant"] == DiskQuantInt8 {
+					need[0] = "seg.i8"
+				}
+				if kinds["seg.f32"] {
+					t.Errorf("%s: a row-less index wrote rows", cfg.Dir)
+				}
+			}
+			for _, k := range need {
 				if !kinds[k] {
 					t.Errorf("%s: no %s file was damaged (%v)", cfg.Dir, k, kinds)
 				}
@@ -338,23 +367,29 @@ func TestDiskWritesNoDamagedRow(t *testing.T) {
 			return x.Close()
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := IndexConfig{Dim: 32, Dir: t.TempDir(), Params: map[string]int{"segrows": 16}}
-			diskDamageIndex(t, cfg)
-			smallDiskWrites(t, 4)
-			damageKeepMTime(t, filepath.Join(cfg.Dir, "seg-000004.f32"), 7, 0x04) // row 64, the last segment's first
-			before, _ := os.ReadFile(filepath.Join(cfg.Dir, diskMetaFile))
-			x := openDisk(t, cfg)
-			err := tc.write(x)
-			x.Close()
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("write: %v, want ErrCorrupt", err)
-			}
-			after, _ := os.ReadFile(filepath.Join(cfg.Dir, diskMetaFile))
-			if !slices.Equal(before, after) {
-				t.Fatal("disk.json was rewritten")
-			}
-		})
+		for _, rowless := range []bool{false, true} {
+			t.Run(fmt.Sprint(tc.name, "/rowless=", rowless), func(t *testing.T) {
+				cfg := IndexConfig{Dim: 32, Dir: t.TempDir(), Params: map[string]int{"segrows": 16}}
+				file := "seg-000004.f32" // row 64, the last segment's first
+				if rowless {             // its binary code (8 bytes a row)
+					cfg.Rows, file = diskDamageRows(32), "seg-000004.b1"
+				}
+				diskDamageIndex(t, cfg)
+				smallDiskWrites(t, 4)
+				damageKeepMTime(t, filepath.Join(cfg.Dir, file), 7, 0x04)
+				before, _ := os.ReadFile(filepath.Join(cfg.Dir, diskMetaFile))
+				x := openDisk(t, cfg)
+				err := tc.write(x)
+				x.Close()
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("write: %v, want ErrCorrupt", err)
+				}
+				after, _ := os.ReadFile(filepath.Join(cfg.Dir, diskMetaFile))
+				if !slices.Equal(before, after) {
+					t.Fatal("disk.json was rewritten")
+				}
+			})
+		}
 	}
 }
 

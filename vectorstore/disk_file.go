@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,8 @@ import (
 // file, each with its CRC-32C, so a crash mid-write leaves the previous state in force
 // (bytes past a segment's committed rows are ignored, then overwritten).
 //
-//	seg-NNNNNN.f32  rows of dim float32 (little endian), for Cosine normalised
+//	seg-NNNNNN.f32  rows of dim float32 (little endian), for Cosine normalised; none in
+//	                an index without rows of its own ("rowless": disk_rows.go)
 //	seg-NNNNNN.b1   binary sign codes, ceil(dim/64) uint64 words a row
 //	seg-NNNNNN.i8   int8 codes, dim bytes a row (value = code x disk.json's scale)
 //	ids-G.bin       the id table: "MVIDS001", n, n+1 uint64 offsets, n uint32 ordinals
@@ -99,7 +101,7 @@ func diskBlocks(n int64) int { return int((n + diskBlock - 1) >> diskBlockShift)
 type diskSegMeta struct {
 	Num  int           `json:"num"`
 	Rows int           `json:"rows"`
-	F32  diskFileMeta  `json:"f32"`
+	F32  diskFileMeta  `json:"f32,omitzero"` // zero: none (a rowless index)
 	B1   *diskFileMeta `json:"b1,omitempty"`
 	I8   *diskFileMeta `json:"i8,omitempty"`
 	IVL  *diskFileMeta `json:"ivl,omitempty"` // list numbers (inverted lists)
@@ -123,9 +125,10 @@ type diskMeta struct {
 	Segs    []diskSegMeta `json:"segs"`
 	IDs     diskFileMeta  `json:"ids"`
 	Tomb    diskFileMeta  `json:"tomb"`
-	Block   int           `json:"block,omitempty"` // bytes a block checksum covers (version 2)
-	Sums    *diskFileMeta `json:"sums,omitempty"`  // the segment files' block checksums (version 2)
-	CRC     uint32        `json:"crc"`             // of this JSON encoded with CRC 0
+	Block   int           `json:"block,omitempty"`   // bytes a block checksum covers (version 2)
+	Sums    *diskFileMeta `json:"sums,omitempty"`    // the segment files' block checksums (version 2)
+	Rowless bool          `json:"rowless,omitempty"` // no .f32 files: rows from IndexConfig.Rows
+	CRC     uint32        `json:"crc"`               // of this JSON encoded with CRC 0
 }
 
 func (m diskMeta) checksum() uint32 {
@@ -152,6 +155,9 @@ type diskSeg struct {
 func (s *diskSeg) file(k int) *diskFileMeta {
 	switch k {
 	case diskF32:
+		if s.meta.F32.Name == "" {
+			return nil // a rowless index
+		}
 		return &s.meta.F32
 	case diskB1:
 		return s.meta.B1
@@ -231,6 +237,12 @@ func (x *DiskIndex) load() error {
 		return fmt.Errorf("%w: %s holds v%d dim %d %s quant %d nlist %d, want v%d dim %d %s quant %d nlist %d", errDiskConfig, x.dir,
 			m.Version, m.Dim, m.Metric, m.Quant, m.NList, diskMetaVersion, x.dim, x.metric, x.quant, x.nlist)
 	}
+	if m.Rowless != (x.rows != nil) {
+		if m.Rowless {
+			return fmt.Errorf("%w: %s keeps no rows of its own (written with IndexConfig.Rows); opened without a row source", ErrRowSource, x.dir)
+		}
+		return fmt.Errorf("%w: %s keeps its own rows; opened with a row source (IndexConfig.Rows)", ErrRowSource, x.dir)
+	}
 	v1 := m.Version == diskMetaVersionV1
 	if !v1 && len(m.Segs) > 0 {
 		if m.Block != diskBlock || m.Sums == nil {
@@ -254,7 +266,7 @@ func (x *DiskIndex) load() error {
 		if sm.Rows <= 0 || sm.Rows > m.SegRows || (i < len(m.Segs)-1 && sm.Rows != m.SegRows) {
 			return x.corrupt("segment %d holds %d rows", sm.Num, sm.Rows)
 		}
-		if x.keepsBinary() != (sm.B1 != nil) || x.keepsInt8() != (sm.I8 != nil) || (m.IVF != nil) != (sm.IVL != nil) {
+		if x.keepsBinary() != (sm.B1 != nil) || x.keepsInt8() != (sm.I8 != nil) || (m.IVF != nil) != (sm.IVL != nil) || m.Rowless != (sm.F32.Name == "") {
 			return x.corrupt("segment %d lacks its codes", sm.Num)
 		}
 		s, stale, err := x.mapSeg(sm)
@@ -497,14 +509,20 @@ func (x *DiskIndex) persistFiles() error {
 	}
 	m := x.meta
 	m.Version, m.Dim, m.Metric, m.Quant, m.SegRows, m.NList = diskMetaVersion, x.dim, x.metric, x.quant, x.segRows, x.nlist
+	m.Rowless = x.rows != nil
 	m.Gen++
 	n := x.n()
 	compact := x.dead > 0 && x.dead*4 > n && n >= 64
 	var order []int32 // compaction: the live ordinals, in order
 	if compact {
 		// The live rows are copied into new segments with new checksums: each is checked
-		// first, so that a damaged row is not written out as a sound one.
-		if err := x.checkAllRows(); err != nil {
+		// first, so that a damaged row is not written out as a sound one (without rows of
+		// its own, the codes and list numbers it copies).
+		check := x.checkAllRows
+		if x.rows != nil {
+			check = x.checkAllCodes
+		}
+		if err := check(); err != nil {
 			return err
 		}
 		order = make([]int32, 0, n-x.dead)
@@ -513,7 +531,16 @@ func (x *DiskIndex) persistFiles() error {
 				order = append(order, o)
 			}
 		}
-		segs, err := x.writeRows(&m, nil, len(order), func(i int) []float32 { return x.row(order[i]) })
+		row := func(i int) []float32 { return x.row(order[i]) }
+		if x.rows != nil {
+			row = func(i int) []float32 {
+				if int(order[i]) < x.n0 {
+					return nil // its codes are copied
+				}
+				return x.row(order[i])
+			}
+		}
+		segs, err := x.writeRowsFrom(&m, nil, len(order), row, func(i int) int32 { return order[i] })
 		if err != nil {
 			return err
 		}
@@ -759,11 +786,25 @@ func (a *diskAppender) finish(dir string) error {
 // room, then new segments numbered from m.NextSeg. It returns the new list with every
 // segment it wrote mapped again (new diskSeg values; the caller unmaps the old ones).
 func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(i int) []float32) ([]*diskSeg, error) {
+	return x.writeRowsFrom(m, segs, count, row, nil)
+}
+
+// writeRowsFrom is writeRows where row(i) may be nil (an index without rows of its own,
+// compacting): row i's codes and list number are then copied from those of ordinal
+// from(i) of x.segs.
+func (x *DiskIndex) writeRowsFrom(m *diskMeta, segs []*diskSeg, count int, row func(i int) []float32, from func(i int) int32) ([]*diskSeg, error) {
+	train, tc := row, count
+	if from != nil && ((x.keepsInt8() && x.scale == nil) || (x.nlist > 0 && x.centroids == nil && count > 0)) {
+		var err error
+		if train, tc, err = x.trainingSample(count, row, from); err != nil {
+			return nil, err
+		}
+	}
 	if x.keepsInt8() && x.scale == nil {
-		x.scale = trainScale(x.dim, min(count, 1<<16), row)
+		x.scale = trainScale(x.dim, min(tc, 1<<16), train)
 	}
 	if x.nlist > 0 && x.centroids == nil && count > 0 {
-		x.centroids = x.trainCentroids(count, row)
+		x.centroids = x.trainCentroids(tc, train)
 		fm, err := x.writeCentroids(m)
 		if err != nil {
 			x.centroids = nil
@@ -792,7 +833,9 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 			sm = diskSegMeta{Num: m.NextSeg}
 			m.NextSeg++
 			base := fmt.Sprintf("seg-%06d", sm.Num)
-			sm.F32 = diskFileMeta{Name: base + ".f32"}
+			if x.rows == nil {
+				sm.F32 = diskFileMeta{Name: base + ".f32"}
+			}
 			if x.keepsBinary() {
 				sm.B1 = &diskFileMeta{Name: base + ".b1"}
 			}
@@ -816,7 +859,8 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 			sm.IVL = &c
 		}
 		var apps []*diskAppender
-		for _, fm := range []*diskFileMeta{&sm.F32, sm.B1, sm.I8, sm.IVL} {
+		var f32, b1, ci8, ivl *diskAppender // the appenders of the files sm keeps
+		for k, fm := range []*diskFileMeta{sm.f32File(), sm.B1, sm.I8, sm.IVL} {
 			if fm == nil {
 				continue
 			}
@@ -828,34 +872,52 @@ func (x *DiskIndex) writeRows(m *diskMeta, segs []*diskSeg, count int, row func(
 				return fail(err)
 			}
 			apps = append(apps, a)
+			*[]**diskAppender{&f32, &b1, &ci8, &ivl}[k] = a
 		}
 		take := min(count-i, x.segRows-sm.Rows)
 		if sm.IVL != nil {
 			batch = batch[:0]
+			at := assign[:0]
 			for j := i; j < i+take; j++ {
-				batch = append(batch, row(j))
+				if r := row(j); r != nil {
+					batch = append(batch, r)
+				}
 			}
-			assign = slices.Grow(assign[:0], take)[:take]
+			assign = slices.Grow(at, len(batch))[:len(batch)]
 			x.assignTo(x.centroids, batch, assign)
 		}
 		var err error
-		for j := i; j < i+take && err == nil; j++ {
+		for j, a := i, 0; j < i+take && err == nil; j++ {
 			r := row(j)
-			err = apps[0].write(float32Bytes(r))
-			k := 1
-			if err == nil && sm.B1 != nil {
+			if r == nil { // copied: its codes and list number as they are
+				o := from(j)
+				s, oj := x.segs[int(o)/x.segRows], int(o)%x.segRows
+				if b1 != nil {
+					err = b1.write(uint64Bytes(s.b1[oj*W : (oj+1)*W]))
+				}
+				if err == nil && ci8 != nil {
+					err = ci8.write(unsafe.Slice((*byte)(unsafe.Pointer(&s.i8[oj*d])), d))
+				}
+				if err == nil && ivl != nil {
+					err = ivl.write(uint32Bytes(s.ivl[oj : oj+1]))
+				}
+				continue
+			}
+			if f32 != nil {
+				err = f32.write(float32Bytes(r))
+			}
+			if err == nil && b1 != nil {
 				binaryCode(r, code)
-				err = apps[k].write(unsafe.Slice((*byte)(unsafe.Pointer(&code[0])), 8*W))
-				k++
+				err = b1.write(unsafe.Slice((*byte)(unsafe.Pointer(&code[0])), 8*W))
 			}
-			if err == nil && sm.I8 != nil {
+			if err == nil && ci8 != nil {
 				int8Code(r, x.scale, i8)
-				err = apps[k].write(unsafe.Slice((*byte)(unsafe.Pointer(&i8[0])), d))
-				k++
+				err = ci8.write(unsafe.Slice((*byte)(unsafe.Pointer(&i8[0])), d))
 			}
-			if err == nil && sm.IVL != nil {
-				c := [1]uint32{uint32(assign[j-i])}
-				err = apps[k].write(uint32Bytes(c[:]))
+			if err == nil && ivl != nil {
+				c := [1]uint32{uint32(assign[a])}
+				a++
+				err = ivl.write(uint32Bytes(c[:]))
 			}
 		}
 		for _, a := range apps {
@@ -1018,4 +1080,54 @@ func (x *DiskIndex) removeStale() {
 			slog.Warn("vectorstore: disk: cannot remove a stale file", "file", n, "err", err)
 		}
 	}
+}
+
+// uint64Bytes views v as its bytes.
+func uint64Bytes(v []uint64) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*8)
+}
+
+// trainingSample is the rows a first write trains its int8 scale or its lists on when
+// some of its rows are not in memory (row nil: an index without rows of its own,
+// compacting): up to max(65536, 256 x nlist) of the count rows at even steps, those not in
+// memory read from the row source, as a row function over the sample and its size. Under
+// the write lock. A first write trains on the rows in memory, so this reads only when it
+// has none (an index whose disk.json records codes and no scale or lists is refused on
+// open before).
+func (x *DiskIndex) trainingSample(count int, row func(i int) []float32, from func(i int) int32) (func(i int) []float32, int, error) {
+	ns := min(count, max(1<<16, 256*x.nlist))
+	sample := make([][]float32, ns)
+	var need []int32
+	var at []int
+	for s := range ns {
+		i := int(int64(s) * int64(count) / int64(ns))
+		if sample[s] = row(i); sample[s] == nil {
+			need, at = append(need, from(i)), append(at, s)
+		}
+	}
+	for lo := 0; lo < len(need); lo += diskFetchRows {
+		hi := min(lo+diskFetchRows, len(need))
+		dst := make([][]float32, hi-lo)
+		for i := range dst {
+			dst[i] = make([]float32, x.dim)
+		}
+		if err := x.fetchRows(context.Background(), need[lo:hi], dst); err != nil {
+			return nil, 0, err
+		}
+		for i, v := range dst {
+			sample[at[lo+i]] = v
+		}
+	}
+	return func(i int) []float32 { return sample[i] }, ns, nil
+}
+
+// f32File is the record of the segment's .f32 file (nil: none, a rowless index).
+func (sm *diskSegMeta) f32File() *diskFileMeta {
+	if sm.F32.Name == "" {
+		return nil
+	}
+	return &sm.F32
 }

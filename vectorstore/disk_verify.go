@@ -213,8 +213,8 @@ func (x *DiskIndex) loadSums(fm diskFileMeta, segs []diskSegMeta) error {
 
 // files are the records of sm's files, in diskF32... order (those it keeps).
 func (sm *diskSegMeta) files() []*diskFileMeta {
-	out := []*diskFileMeta{&sm.F32}
-	for _, f := range []*diskFileMeta{sm.B1, sm.I8, sm.IVL} {
+	var out []*diskFileMeta
+	for _, f := range []*diskFileMeta{sm.f32File(), sm.B1, sm.I8, sm.IVL} {
 		if f != nil {
 			out = append(out, f)
 		}

@@ -196,6 +196,12 @@ type IndexConfig struct {
 	// (a read-only store: other processes share the files). Changes stay in memory, and
 	// Commit and Close keep nothing but the sequence number.
 	ReadOnly bool
+	// Rows, when set, is where a disk index with a Dir reads the float32 vectors it
+	// rescores: it keeps no float32 rows of its own on disk (only codes, lists and ids;
+	// the rows added since its last write stay in memory), so each vector is stored once,
+	// by the caller. A runtime setting, not a build parameter: the store's manifest does
+	// not record it. Other backends ignore it.
+	Rows RowSource
 }
 
 // DefaultBackend is the backend used when IndexConfig.Backend is empty: the disk index,

@@ -3,6 +3,8 @@
 // for each scan (int8 codes, binary codes, each then rescored exactly; with or without
 // inverted lists) the batch time and recall@10 against the exact float32 search, with the
 // process's RssAnon. With -faiss (a build with -tags faiss) it runs FAISS on the same vectors.
+// With -store it compares the dense part of stores of record (store.db and index) by
+// precision (store.go).
 //
 // The vectors are generated a chunk at a time from their ordinal (vector i is drawn from
 // its own seeded generator), so no run holds the whole set in memory: 10M x 384 float32 is
@@ -16,6 +18,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"flag"
@@ -24,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +43,30 @@ type gen struct {
 	dim   int
 	sigma float64
 	cs    [][]float32
+	hash  *vectorstore.HashEmbedder // -vectors hash: vectors of generated texts instead
+	n     int                       // the set's size (later ordinals are queries)
+}
+
+// hashVocab is the vocabulary of -vectors hash's texts: words drawn by a Zipf law.
+const hashVocab = 50000
+
+// text is the generated text of vector i (-vectors hash): a passage of 40 to 120 words,
+// or for a query (i >= the set's size) of 3 to 8, drawn from its own generator.
+func (g *gen) text(i, n int) string {
+	r := rand.New(rand.NewPCG(uint64(i), 0x51ed270b27e1ea55))
+	z := rand.NewZipf(r, 1.1, 2, hashVocab-1)
+	words := 40 + r.IntN(81)
+	if i >= n {
+		words = 3 + r.IntN(6)
+	}
+	var b strings.Builder
+	for w := range words {
+		if w > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "w%d", z.Uint64())
+	}
+	return b.String()
 }
 
 func newGen(dim, centres int, sigma float64) *gen {
@@ -53,8 +81,17 @@ func newGen(dim, centres int, sigma float64) *gen {
 	return g
 }
 
-// chunk returns vectors [lo, hi), drawn on all cores.
+// chunk returns vectors [lo, hi), drawn on all cores (queries: of ordinals from n on).
 func (g *gen) chunk(lo, hi int) [][]float32 {
+	if g.hash != nil {
+		texts := make([]string, hi-lo)
+		for i := range texts {
+			texts[i] = g.text(lo+i, g.n)
+		}
+		vs, err := g.hash.Embed(context.Background(), texts)
+		check(err)
+		return vs
+	}
 	d := g.dim
 	slab := make([]float32, (hi-lo)*d)
 	out := make([][]float32, hi-lo)
@@ -99,6 +136,11 @@ func main() {
 	rounds := flag.Int("rounds", 1, "timed batches per setting (after one untimed warm-up batch per index)")
 	faissFactory := flag.String("faiss", "", "also run FAISS with this factory string (-tags faiss), e.g. IVF1024,SQ8,RFlat")
 	kfactors := flag.String("kfactor", "1,4", "FAISS refine factors tried")
+	vectors := flag.String("vectors", "clustered", "clustered (Gaussian clusters) or hash (the hash:DIM embedder over generated texts: -centres names the set only)")
+	stores := flag.String("store", "", "also compare the dense part of stores of these precisions (float32,float16,int8: int8's index reads its rows from store.db; binary codes, -nlist lists)")
+	lat := flag.Int("latency", 256, "with -store: queries timed one at a time on one thread (p50, p99)")
+	storeCodes := flag.String("storecodes", "binary", "with -store: the codes the indexes scan (binary or int8)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the -store searches to this file")
 	flag.Parse()
 	ctx := context.Background()
 	if *centres == 0 {
@@ -109,9 +151,19 @@ func main() {
 	}
 	check(os.MkdirAll(*dir, 0o755))
 	g := newGen(*dim, *centres, *sigma)
+	g.n = *n
+	switch *vectors {
+	case "hash":
+		g.hash = vectorstore.NewHashEmbedder(*dim)
+		g.cs = g.cs[:1] // names the files: c1
+		*centres = 1
+	case "clustered":
+	default:
+		check(fmt.Errorf("-vectors %q: clustered or hash", *vectors))
+	}
 	qs := g.chunk(*n, *n+*nq)
-	fmt.Printf("%s: %d x %d, %d clusters, sigma %g; %d queries (recall over %d); GOMAXPROCS %d\n",
-		time.Now().UTC().Format(time.RFC3339), *n, *dim, *centres, *sigma, *nq, *qexact, runtime.GOMAXPROCS(0))
+	fmt.Printf("%s: %d x %d %s vectors, %d clusters, sigma %g; %d queries (recall over %d); GOMAXPROCS %d\n",
+		time.Now().UTC().Format(time.RFC3339), *n, *dim, *vectors, *centres, *sigma, *nq, *qexact, runtime.GOMAXPROCS(0))
 
 	exactPath := filepath.Join(*dir, fmt.Sprintf("exact-n%d-d%d-c%d-s%g-q%d.bin", *n, *dim, *centres, *sigma, *qexact))
 	exact := loadExact(exactPath, *qexact)
@@ -192,6 +244,20 @@ func main() {
 			}
 		}
 		check(x.Close())
+	}
+	if *stores != "" {
+		if exact == nil && *qexact != *nq {
+			check(fmt.Errorf("-store measures recall over every query: leave -qexact unset"))
+		}
+		var prof bytes.Buffer
+		if *cpuprofile != "" {
+			check(pprof.StartCPUProfile(&prof))
+		}
+		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat, *storeCodes)
+		if *cpuprofile != "" {
+			pprof.StopCPUProfile()
+			check(atomicfile.WriteFile(*cpuprofile, prof.Bytes(), atomicfile.Options{}))
+		}
 	}
 	if *faissFactory != "" {
 		if runFaiss == nil {

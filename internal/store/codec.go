@@ -28,6 +28,9 @@ import (
 //	        values as little-endian float32s
 //	        or, in a store that keeps float16 vectors (Options.HalfVectors), vecMagicHalf,
 //	        the CRC-32C of key and values, the values as little-endian IEEE binary16
+//	        or, in a store that keeps int8 vectors (PrecisionInt8), vecMagicInt8, the
+//	        CRC-32C of key, scale and values, the scale as a little-endian float32, then
+//	        an int8 a value (value i is q[i] x scale: vecmath.QuantizeInt8)
 //
 // A compressed record (zrecord.go) starts with 0x03. Older layouts are still read: a record of 0x01 and a CRC-32C of the JSON alone, or the
 // JSON alone (written before checksums); a vector of vecMagic and a CRC-32C of the values
@@ -39,6 +42,10 @@ const (
 	vecMagic      = 0x7fc0cafe // a quiet NaN as a float32: CRC of the values alone
 	vecMagicKey   = 0x7fc0caff // another quiet NaN: CRC of the key and the values
 	vecMagicHalf  = 0x7fc0cb00 // a third: CRC of the key and the values, float16 values
+	// vecMagicInt8 is a fourth quiet NaN, at least 4 bits from each other tag (no flip of
+	// one or two bits turns one layout's tag into another's): CRC of the key, the scale
+	// and the values, int8 values.
+	vecMagicInt8 = 0x7fc0cb1e
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -108,7 +115,7 @@ func EncodeVector(uid string, v []float32) []byte {
 
 // nearTag reports whether w is within two flipped bits of a vector layout tag.
 func nearTag(w uint32) bool {
-	for _, tag := range []uint32{vecMagic, vecMagicKey, vecMagicHalf} {
+	for _, tag := range []uint32{vecMagic, vecMagicKey, vecMagicHalf, vecMagicInt8} {
 		if bits.OnesCount32(w^tag) <= 2 {
 			return true
 		}
@@ -117,13 +124,30 @@ func nearTag(w uint32) bool {
 }
 
 // keyBoundVector reports whether stored vector v is in a layout whose checksum covers its
-// key (float32 or float16).
+// key (float32, float16 or int8).
 func keyBoundVector(v []byte) bool {
 	if len(v) < 4 {
 		return false
 	}
 	m := binary.LittleEndian.Uint32(v)
-	return m == vecMagicKey || m == vecMagicHalf
+	return m == vecMagicKey || m == vecMagicHalf || m == vecMagicInt8
+}
+
+// EncodeVectorInt8 is the stored form of v, the vector of index id uid, in int8: one
+// float32 scale and an int8 a value (vecmath.QuantizeInt8), 1 byte a value plus 12 bytes
+// instead of 4 a value. A NaN or Inf is an error matching vecmath.ErrNonFinite. Decoded,
+// it is vecmath.RoundInt8(v) bit for bit.
+func EncodeVectorInt8(uid string, v []float32) ([]byte, error) {
+	b := make([]byte, 12+len(v))
+	binary.LittleEndian.PutUint32(b, vecMagicInt8)
+	q := unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b[12:]))), len(v))
+	scale, err := vecmath.QuantizeInt8(v, q)
+	if err != nil {
+		return nil, fmt.Errorf("index id %s: %w", ShowKey(uid), err)
+	}
+	binary.LittleEndian.PutUint32(b[8:], math.Float32bits(scale))
+	binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC(uid), castagnoli, b[8:]))
+	return b, nil
 }
 
 // EncodeVectorHalf is the stored form of v, the vector of index id uid, in float16: each
@@ -146,10 +170,37 @@ func EncodeVectorHalf(uid string, v []float32) ([]byte, error) {
 // DecodeVector decodes b, the stored vector of index id uid, after checking its checksum;
 // ErrCorrupt when it does not match.
 func DecodeVector(uid string, b []byte) ([]float32, error) {
+	return decodeVectorInto(uid, b, nil)
+}
+
+// vecOut is dst[:n] when it has room for n values, else a new slice.
+func vecOut(dst []float32, n int) []float32 {
+	if cap(dst) >= n {
+		return dst[:n]
+	}
+	return make([]float32, n)
+}
+
+// decodeVectorInto is DecodeVector writing into dst when it has room.
+func decodeVectorInto(uid string, b []byte, dst []float32) ([]float32, error) {
 	tagged := false
 	if len(b) >= 8 {
 		tagged = true
 		switch binary.LittleEndian.Uint32(b) {
+		case vecMagicInt8:
+			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
+				return nil, fmt.Errorf("%w: index id %s: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, ShowKey(uid))
+			}
+			if len(b) < 12 {
+				return nil, fmt.Errorf("%w: index id %s: int8 vector of %d bytes", ErrCorrupt, ShowKey(uid), len(b)-8)
+			}
+			scale := math.Float32frombits(binary.LittleEndian.Uint32(b[8:]))
+			if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) || scale < 0 {
+				return nil, fmt.Errorf("%w: index id %s: int8 vector of scale %v", ErrCorrupt, ShowKey(uid), scale)
+			}
+			v := vecOut(dst, len(b)-12)
+			vecmath.DequantizeInt8(unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b[12:]))), len(v)), scale, v)
+			return v, nil
 		case vecMagicHalf:
 			if crc32.Update(keyCRC(uid), castagnoli, b[8:]) != binary.BigEndian.Uint32(b[4:]) {
 				return nil, fmt.Errorf("%w: index id %s: stored vector fails its checksum (its id or its values are damaged)", ErrCorrupt, ShowKey(uid))
@@ -157,7 +208,7 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 			if len(b)%2 != 0 {
 				return nil, fmt.Errorf("%w: index id %s: float16 vector of %d bytes", ErrCorrupt, ShowKey(uid), len(b)-8)
 			}
-			v := make([]float32, (len(b)-8)/2)
+			v := vecOut(dst, (len(b)-8)/2)
 			for i := range v {
 				v[i] = vecmath.HalfFloat(binary.LittleEndian.Uint16(b[8+2*i:]))
 			}
@@ -184,7 +235,7 @@ func DecodeVector(uid string, b []byte) ([]float32, error) {
 	if len(b)%4 != 0 {
 		return nil, fmt.Errorf("%w: index id %s: vector of %d bytes", ErrCorrupt, ShowKey(uid), len(b))
 	}
-	v := make([]float32, len(b)/4)
+	v := vecOut(dst, len(b)/4)
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}

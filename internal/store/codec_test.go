@@ -7,7 +7,10 @@ import (
 	"errors"
 	"hash/crc32"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -195,6 +198,20 @@ func TestStoredValuesChecked(t *testing.T) {
 			}
 		}
 	}
+	i8 := must(EncodeVectorInt8("id", v))
+	want8, _ := vecmath.RoundInt8(v)
+	if got, err := DecodeVector("id", i8); err != nil || !slices.Equal(got, want8) {
+		t.Fatalf("int8 vector round trip: %v, %v; want %v", got, err, want8)
+	}
+	for i := range i8 {
+		for bit := range 8 {
+			bad := append([]byte(nil), i8...)
+			bad[i] ^= 1 << bit
+			if got, err := DecodeVector("id", bad); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("int8 vector byte %d bit %d flipped: %v, %v; want ErrCorrupt", i, bit, got, err)
+			}
+		}
+	}
 	old := venc[8:] // the values alone, as written before checksums
 	if got, err := DecodeVector("id", old); err != nil || !reflect.DeepEqual(got, v) {
 		t.Fatalf("a vector written before checksums: %v, %v", got, err)
@@ -337,7 +354,7 @@ func TestVectorTagFlip(t *testing.T) {
 	for _, enc := range []struct {
 		name string
 		b    []byte
-	}{{"float32", EncodeVector(id, v)}, {"float16", must(EncodeVectorHalf(id, v))}} {
+	}{{"float32", EncodeVector(id, v)}, {"float16", must(EncodeVectorHalf(id, v))}, {"int8", must(EncodeVectorInt8(id, v))}} {
 		for i := range 4 {
 			for bit := range 8 {
 				bad := bytes.Clone(enc.b)
@@ -387,6 +404,8 @@ func FuzzDecodeVector(f *testing.F) {
 	v := []float32{0.25, -1, 3.5, 0}
 	f.Add("id", EncodeVector("id", v), false)
 	f.Add("id", must(EncodeVectorHalf("id", v)), false)
+	f.Add("id", must(EncodeVectorInt8("id", v)), false)
+	f.Add("id", append(binary.LittleEndian.AppendUint32(nil, vecMagicInt8), 0, 0, 0, 0, 0, 0, 0x80, 0x3f, 0x7f, 0x81, 3), true)
 	f.Add("id", EncodeVector("other", v), false)
 	f.Add("id", EncodeVector("id", nil), false)
 	f.Add("id", []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}, false)
@@ -399,7 +418,7 @@ func FuzzDecodeVector(f *testing.F) {
 		tag := uint32(0)
 		if len(b) >= 8 {
 			tag = binary.LittleEndian.Uint32(b)
-			if fix && (tag == vecMagicKey || tag == vecMagicHalf) {
+			if fix && (tag == vecMagicKey || tag == vecMagicHalf || tag == vecMagicInt8) {
 				binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC(uid), castagnoli, b[8:]))
 			}
 		}
@@ -414,6 +433,19 @@ func FuzzDecodeVector(f *testing.F) {
 		switch tag {
 		case vecMagicKey:
 			again = EncodeVector(uid, got)
+		case vecMagicInt8:
+			// Any scale decodes (not only those the encoder writes): each value is its
+			// int8 times the scale, and nothing else is read.
+			scale := math.Float32frombits(binary.LittleEndian.Uint32(b[8:]))
+			if len(got) != len(b)-12 {
+				t.Fatalf("%x decoded to %d values", b, len(got))
+			}
+			for i, f := range got {
+				if want := float32(int8(b[12+i])) * scale; math.Float32bits(f) != math.Float32bits(want) {
+					t.Fatalf("%x: value %d decoded to %v, want %v", b, i, f, want)
+				}
+			}
+			return
 		case vecMagicHalf:
 			for _, f := range got {
 				if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
@@ -515,7 +547,7 @@ func TestTruncatedValues(t *testing.T) {
 		}
 	}
 	vec := []float32{1, -2, 0.5, 8}
-	for name, full := range map[string][]byte{"float32": EncodeVector("id", vec), "float16": must(EncodeVectorHalf("id", vec))} {
+	for name, full := range map[string][]byte{"float32": EncodeVector("id", vec), "float16": must(EncodeVectorHalf("id", vec)), "int8": must(EncodeVectorInt8("id", vec))} {
 		for n := 1; n < len(full); n++ {
 			if got, err := DecodeVector("id", full[:n]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("vector %s cut to %d bytes: %v, %v", name, n, got, err)
@@ -542,6 +574,24 @@ func TestDecodeVectorLayouts(t *testing.T) {
 		}(), nil},
 		{"bound, odd bytes", func() []byte {
 			b := append(EncodeVector("id", []float32{1}), 7)
+			binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC("id"), castagnoli, b[8:]))
+			return b
+		}(), nil},
+		{"int8", must(EncodeVectorInt8("id", []float32{1.27, -2.54})), must(vecmath.RoundInt8([]float32{1.27, -2.54}))},
+		{"int8, no values", must(EncodeVectorInt8("id", nil)), []float32{}},
+		{"int8, no scale", func() []byte {
+			b := binary.LittleEndian.AppendUint32(nil, vecMagicInt8)
+			return binary.BigEndian.AppendUint32(b, crc32.Update(keyCRC("id"), castagnoli, nil))
+		}(), nil},
+		{"int8, NaN scale", func() []byte {
+			b := must(EncodeVectorInt8("id", []float32{1, 2}))
+			binary.LittleEndian.PutUint32(b[8:], 0x7fc00000)
+			binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC("id"), castagnoli, b[8:]))
+			return b
+		}(), nil},
+		{"int8, negative scale", func() []byte {
+			b := must(EncodeVectorInt8("id", []float32{1, 2}))
+			binary.LittleEndian.PutUint32(b[8:], math.Float32bits(-1))
 			binary.BigEndian.PutUint32(b[4:], crc32.Update(keyCRC("id"), castagnoli, b[8:]))
 			return b
 		}(), nil},
@@ -575,7 +625,7 @@ func TestNearTagAndKeyBound(t *testing.T) {
 		w    uint32
 		near bool
 	}{
-		{vecMagic, true}, {vecMagicKey, true}, {vecMagicHalf, true},
+		{vecMagic, true}, {vecMagicKey, true}, {vecMagicHalf, true}, {vecMagicInt8, true}, {vecMagicInt8 ^ 0x21, true},
 		{vecMagicKey ^ 1, true}, {vecMagicKey ^ 0x80000001, true}, {vecMagicHalf ^ 0x300, true},
 		{vecMagicKey ^ 0x70000000, false}, {vecMagicHalf ^ 0x7, false}, {0, false}, {math.Float32bits(1), false}, {math.Float32bits(float32(math.NaN())), false},
 	} {
@@ -589,6 +639,7 @@ func TestNearTagAndKeyBound(t *testing.T) {
 	}{
 		{EncodeVector("k", []float32{1}), true},
 		{must(EncodeVectorHalf("k", []float32{1})), true},
+		{must(EncodeVectorInt8("k", []float32{1})), true},
 		{legacyVector([]float32{1}, false), false},
 		{legacyVector([]float32{1, 2}, true), false},
 		{binary.LittleEndian.AppendUint32(nil, vecMagicKey)[:3], false},
@@ -771,6 +822,43 @@ func TestByteClassifiers(t *testing.T) {
 	}{{'t', 1}, {'x', 2}, {'m', 3}, {'c', 4}, {'h', 0}, {0, 0}} {
 		if got := keyRank(tc.k); got != tc.rank {
 			t.Errorf("keyRank(%q) = %d", tc.k, got)
+		}
+	}
+}
+
+// TestInt8Vectors: a vector stored in int8 decodes to vecmath.RoundInt8 of its values, bit
+// for bit; the rounded vector encodes to the same bytes (what an index holds is what the
+// store decodes); 12 + dim bytes; a NaN or Inf is refused with vecmath.ErrNonFinite; under
+// another id it is ErrCorrupt; and the tag is at least 3 bits from every other layout's.
+func TestInt8Vectors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		v := make([]float32, 1+rng.IntN(800))
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		b, err := EncodeVectorInt8("doc", v)
+		if err != nil || len(b) != 12+len(v) {
+			t.Fatalf("trial %d: %d bytes, %v", trial, len(b), err)
+		}
+		got, err := DecodeVector("doc", b)
+		want, _ := vecmath.RoundInt8(v)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("trial %d: decoded %v, want RoundInt8", trial, err)
+		}
+		if again := must(EncodeVectorInt8("doc", got)); !bytes.Equal(again, b) {
+			t.Fatalf("trial %d: the decoded vector encodes to other bytes", trial)
+		}
+		if _, err := DecodeVector("dod", b); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("trial %d: under another id: %v", trial, err)
+		}
+	}
+	if _, err := EncodeVectorInt8("x", []float32{1, float32(math.Inf(1))}); !errors.Is(err, vecmath.ErrNonFinite) {
+		t.Fatalf("Inf: %v", err)
+	}
+	for _, tag := range []uint32{vecMagic, vecMagicKey, vecMagicHalf} {
+		if d := bits.OnesCount32(tag ^ vecMagicInt8); d < 3 {
+			t.Fatalf("int8 tag %d bits from %08x", d, tag)
 		}
 	}
 }

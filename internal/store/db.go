@@ -29,7 +29,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,9 +74,30 @@ type Options struct {
 	// Logger receives rebuilds and repairs (nil: slog.Default()).
 	Logger *slog.Logger
 	// HalfVectors stores the vectors written from now on in float16 (EncodeVectorHalf;
-	// SetHalfVectors changes it on an open store). Vectors are read in either layout.
+	// SetHalfVectors changes it on an open store): Precision PrecisionFloat16, kept for
+	// callers that set it. Vectors are read in every layout.
 	HalfVectors bool
+	// Precision is the layout the vectors written from now on are stored in (SetPrecision
+	// changes it on an open store); PrecisionFloat32 with HalfVectors is PrecisionFloat16.
+	Precision Precision
 }
+
+// Precision is the layout a store writes its vectors in (Options.Precision). Every layout
+// is read whatever the setting.
+type Precision uint32
+
+// The vector precisions of a store.
+const (
+	// PrecisionFloat32 stores 4 bytes a value (EncodeVector).
+	PrecisionFloat32 Precision = iota
+	// PrecisionFloat16 stores 2 bytes a value (EncodeVectorHalf).
+	PrecisionFloat16
+	// PrecisionInt8 stores 1 byte a value and a scale a vector (EncodeVectorInt8).
+	PrecisionInt8
+)
+
+// ErrNoVector reports an index id without a stored vector where one is needed (FillVectors).
+var ErrNoVector = errors.New("memory: no stored vector")
 
 // DB is an open store of record.
 type DB struct {
@@ -82,7 +105,7 @@ type DB struct {
 	path string
 	ro   bool
 	log  *slog.Logger
-	half atomic.Bool // vectors are written in float16
+	prec atomic.Uint32 // the Precision vectors are written in
 
 	dicts dictSet // compression dictionaries of records (zrecord.go)
 
@@ -139,20 +162,111 @@ func Open(path string, o Options) (*DB, error) {
 		log = slog.Default()
 	}
 	db := &DB{bolt: bdb, path: path, ro: o.ReadOnly, log: log}
-	db.half.Store(o.HalfVectors)
+	p := o.Precision
+	if p == PrecisionFloat32 && o.HalfVectors {
+		p = PrecisionFloat16
+	}
+	db.prec.Store(uint32(p))
 	return db, nil
 }
 
 // SetHalfVectors sets whether the vectors written from now on are stored in float16
-// (Options.HalfVectors): the store's owner sets it once it has read what the store records.
-func (db *DB) SetHalfVectors(half bool) { db.half.Store(half) }
+// (Options.HalfVectors), else float32.
+func (db *DB) SetHalfVectors(half bool) {
+	p := PrecisionFloat32
+	if half {
+		p = PrecisionFloat16
+	}
+	db.SetPrecision(p)
+}
+
+// SetPrecision sets the layout the vectors written from now on are stored in
+// (Options.Precision): the store's owner sets it once it has read what the store records.
+func (db *DB) SetPrecision(p Precision) { db.prec.Store(uint32(p)) }
 
 // encodeVector is the stored form of vector v of index id uid in db's precision.
 func (db *DB) encodeVector(uid string, v []float32) ([]byte, error) {
-	if db.half.Load() {
+	switch Precision(db.prec.Load()) {
+	case PrecisionFloat16:
 		return EncodeVectorHalf(uid, v)
+	case PrecisionInt8:
+		return EncodeVectorInt8(uid, v)
 	}
 	return EncodeVector(uid, v), nil
+}
+
+// FillVectors decodes the stored vectors of index ids ids of collection col into dst
+// (dst[i] for ids[i], each of the collection's dimension), in one read transaction, the
+// ids looked up in key order. An id without a vector is ErrNoVector, a vector of another
+// length than len(dst[i]) or one that fails its checksum ErrCorrupt.
+func (db *DB) FillVectors(col string, ids []string, dst [][]float32) error {
+	if len(ids) != len(dst) {
+		return fmt.Errorf("store: FillVectors of %d ids into %d vectors", len(ids), len(dst))
+	}
+	return inCollection(col, db.view(func(tx *bolt.Tx) error { return fillVectors(tx, col, ids, dst) }))
+}
+
+// VectorBytes is the bytes of the pages collection col's vectors take in the file: its
+// vecs bucket's branch and leaf pages, overflow pages included, or the bytes of a small
+// bucket kept inline in its parent's page (measurements).
+func (db *DB) VectorBytes(col string) (int64, error) {
+	var n int64
+	err := db.view(func(tx *bolt.Tx) error {
+		b, err := colBucket(tx, col, false)
+		if err != nil || b == nil {
+			return err
+		}
+		st := b.Bucket(bkVecs).Stats()
+		n = int64(st.BranchAlloc + st.LeafAlloc + st.InlineBucketInuse)
+		return nil
+	})
+	return n, inCollection(col, err)
+}
+
+// FillVectors is DB.FillVectors in this transaction (a search that holds one reads the
+// vectors it rescores in it: a second read transaction of the same goroutine could wait
+// forever on a writer that grows the file, which waits for the first).
+func (t *Tx) FillVectors(col string, ids []string, dst [][]float32) error {
+	if len(ids) != len(dst) {
+		return fmt.Errorf("store: FillVectors of %d ids into %d vectors", len(ids), len(dst))
+	}
+	return inCollection(col, Guard("store.db read", func() error { return fillVectors(t.tx, col, ids, dst) }))
+}
+
+// fillVectors is FillVectors in tx.
+func fillVectors(tx *bolt.Tx, col string, ids []string, dst [][]float32) error {
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
+	b, err := colBucket(tx, col, false)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(col))
+	}
+	vb := b.Bucket(bkVecs)
+	for _, i := range order {
+		id := ids[i]
+		raw, err := lookupVector(vb, id)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			return fmt.Errorf("%w: index id %s", ErrNoVector, ShowKey(id))
+		}
+		want := len(dst[i])
+		v, err := decodeVectorInto(id, raw, dst[i][:0])
+		if err != nil {
+			return err
+		}
+		if len(v) != want {
+			return fmt.Errorf("%w: the stored vector of %s has %d values, want %d", ErrCorrupt, ShowKey(id), len(v), want)
+		}
+	}
+	return nil
 }
 
 // Close closes the file and releases its lock. A writable store first takes the census of

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -800,5 +801,82 @@ func TestClosedStore(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Errorf("a second Close: %v", err)
+	}
+}
+
+// TestInt8VectorsSetting: with PrecisionInt8 (an option, or SetPrecision) vectors are
+// written in int8 and read back as vecmath.RoundInt8 of their values; SetHalfVectors still
+// switches float16 on and off; every layout reads side by side. FillVectors reads a batch
+// (in any id order) into the caller's slices; a missing id is ErrNoVector, a slice of
+// another length ErrCorrupt; Tx.FillVectors reads the same in the caller's transaction.
+func TestInt8VectorsSetting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	db, err := Open(path, Options{NoSync: true, Precision: PrecisionInt8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	v := []float32{0.1, -2.5, 1000.3}
+	i8, _ := vecmath.RoundInt8(v)
+	half, _ := vecmath.RoundHalf(v)
+	write := func(id string, vec []float32) error {
+		_, err := db.Write("c", []Put{{ID: id, Record: &Record{Text: id}, Units: []string{id}, Vecs: [][]float32{vec}}}, 1, 1)
+		return err
+	}
+	if err := write("i", v); err != nil {
+		t.Fatal(err)
+	}
+	db.SetHalfVectors(true)
+	if err := write("h", v); err != nil {
+		t.Fatal(err)
+	}
+	db.SetHalfVectors(false)
+	if err := write("f", v); err != nil {
+		t.Fatal(err)
+	}
+	db.SetPrecision(PrecisionInt8)
+	if err := db.PutVectors("c", []string{"p"}, [][]float32{v}); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"p", "f", "i", "h"}
+	want := [][]float32{i8, v, i8, half}
+	dst := make([][]float32, len(ids))
+	for i := range dst {
+		dst[i] = make([]float32, 3)
+	}
+	if err := db.FillVectors("c", ids, dst); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ids {
+		if !slices.Equal(dst[i], want[i]) {
+			t.Errorf("%s: %v, want %v", ids[i], dst[i], want[i])
+		}
+		if got, err := db.Vector("c", ids[i]); err != nil || !slices.Equal(got, want[i]) {
+			t.Errorf("Vector(%s): %v, %v", ids[i], got, err)
+		}
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(dst[0])
+	if err := tx.FillVectors("c", ids[:1], dst[:1]); err != nil || !slices.Equal(dst[0], i8) {
+		t.Errorf("Tx.FillVectors: %v, %v", dst[0], err)
+	}
+	tx.Rollback()
+	if err := db.FillVectors("c", []string{"i", "nope"}, dst[:2]); !errors.Is(err, ErrNoVector) {
+		t.Errorf("a missing id: %v, want ErrNoVector", err)
+	}
+	if err := db.FillVectors("c", []string{"i"}, [][]float32{make([]float32, 4)}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("another length: %v, want ErrCorrupt", err)
+	}
+	if err := db.FillVectors("nocol", []string{"i"}, dst[:1]); !errors.Is(err, ErrCollectionNotFound) {
+		t.Errorf("no collection: %v", err)
+	}
+	if n, err := db.VectorBytes("c"); err != nil || n < 4*12+3 {
+		t.Errorf("VectorBytes: %d, %v", n, err)
+	}
+	if err := write("bad", []float32{1, float32(math.NaN())}); !errors.Is(err, vecmath.ErrNonFinite) {
+		t.Errorf("a NaN in an int8 store: %v", err)
 	}
 }

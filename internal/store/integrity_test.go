@@ -223,6 +223,9 @@ func TestVectorMissChecksNeighbourhood(t *testing.T) {
 		if _, _, err := db.StoredVectors("c", []string{id}, 64); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("StoredVectors(%s) beside a damaged key: %v", id, err)
 		}
+		if err := db.FillVectors("c", []string{id}, [][]float32{make([]float32, 64)}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("FillVectors(%s) beside a damaged key: %v", id, err)
+		}
 	}
 	if _, _, err := db.Document("c", "k0100"); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Document(k0100) whose vector is under a damaged key: %v", err)
@@ -247,6 +250,13 @@ func TestVerifyElems(t *testing.T) {
 		{"nested bucket in docs", verifyRecordElem([]byte("k"), nil), true},
 		{"vector", verifyVectorElem([]byte("k"), vec), false},
 		{"vector under another key", verifyVectorElem([]byte("j"), vec), true},
+		{"int8 vector", verifyVectorElem([]byte("k"), must(EncodeVectorInt8("k", []float32{1, -0.5}))), false},
+		{"int8 vector under another key", verifyVectorElem([]byte("j"), must(EncodeVectorInt8("k", []float32{1}))), true},
+		{"int8 vector, a flipped value", verifyVectorElem([]byte("k"), func() []byte {
+			b := must(EncodeVectorInt8("k", []float32{1, -0.5}))
+			b[13] ^= 4
+			return b
+		}()), true},
 		{"nested bucket in vecs", verifyVectorElem([]byte("k"), nil), true},
 	} {
 		if (tc.err != nil) != tc.bad {

@@ -1,0 +1,147 @@
+package vectorstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentmem/memory/internal/vecmath"
+)
+
+// A disk index opened with IndexConfig.Rows (and a Dir) keeps no float32 rows of its own
+// on disk: its segments hold the codes (binary sign codes, or int8 codes), the list
+// numbers when it has inverted lists, and the id table and tombstones as always, and
+// disk.json records "rowless": true (such files opened without a RowSource, or rowful ones
+// with one, are ErrRowSource). The rows added since the last write stay in memory, as in
+// any disk index. Its searches scan the codes and rescore the best k x oversample
+// candidates with their vectors read from the RowSource in one call (normalised there
+// for Cosine, as Add normalises the rows it keeps), so its hits are a rowful index's hits
+// for the same vectors, scores bit for bit; its default scan is the codes whatever its
+// size (DiskQuantAuto: binary). DiskExact reads every live row through the RowSource (a
+// chunk at a time: slow, for ground truth), Vector one. Compaction copies the live rows'
+// codes and list numbers, checked first, into new segments.
+
+// diskFetchRows is how many rows a read from the RowSource asks for at most (the
+// candidates of one search fit: k x oversample).
+const diskFetchRows = 8192
+
+// fetchRows reads the rows of segment ordinals ords from the row source into dst, each
+// normalised for Cosine as the index keeps its own rows.
+func (x *DiskIndex) fetchRows(ctx context.Context, ords []int32, dst [][]float32) error {
+	ids := make([]string, len(ords))
+	for i, o := range ords {
+		ids[i] = strings.Clone(x.idView(o))
+	}
+	if err := x.rows.Rows(ctx, ids, dst); err != nil {
+		return fmt.Errorf("vectorstore: disk: reading %d rows from the row source: %w", len(ids), err)
+	}
+	if x.metric == Cosine {
+		for _, r := range dst {
+			vecmath.NormalizeInto(r, r)
+		}
+	}
+	return nil
+}
+
+// scoreOrdinals scores q against the rows of ords (live, accepted) and offers them to h:
+// rows in memory as they are, the others from their segment files or, without rows of
+// their own, read from the row source, diskFetchRows of them a call.
+func (x *DiskIndex) scoreOrdinals(ctx context.Context, q []float32, ords []int32, h *flatHeap) error {
+	var one [1]float32
+	if x.rows == nil {
+		for _, o := range ords {
+			row, err := x.rowAt(o)
+			if err != nil {
+				return err
+			}
+			flatDots(q, row, one[:])
+			h.Offer(one[0], o)
+		}
+		return nil
+	}
+	d := x.dim
+	var seg []int32
+	for _, o := range ords {
+		if int(o) >= x.n0 {
+			flatDots(q, x.row(o), one[:])
+			h.Offer(one[0], o)
+			continue
+		}
+		seg = append(seg, o)
+	}
+	if len(seg) == 0 {
+		return nil
+	}
+	n := min(len(seg), diskFetchRows)
+	buf := make([]float32, n*d)
+	dst := make([][]float32, n)
+	scores := make([]float32, n)
+	for lo := 0; lo < len(seg); lo += n {
+		part := seg[lo:min(lo+n, len(seg))]
+		for i := range part {
+			dst[i] = buf[i*d : (i+1)*d : (i+1)*d]
+		}
+		if err := x.fetchRows(ctx, part, dst[:len(part)]); err != nil {
+			return err
+		}
+		flatDots(q, buf[:len(part)*d], scores[:len(part)])
+		for i, o := range part {
+			h.Offer(scores[i], o)
+		}
+	}
+	return nil
+}
+
+// exactRowless scores every live row acc accepts (DiskExact without rows of its own):
+// those of the segments read from the row source, a chunk at a time.
+func (x *DiskIndex) exactRowless(ctx context.Context, q []float32, acc diskAccept, h *flatHeap) error {
+	chunk := make([]int32, 0, diskFetchRows)
+	flush := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := x.scoreOrdinals(ctx, q, chunk, h)
+		chunk = chunk[:0]
+		return err
+	}
+	offer := func(o int32) error {
+		if x.isDead(o) || (acc.f != nil && !acc.f(x.idView(o))) {
+			return nil
+		}
+		chunk = append(chunk, o)
+		if len(chunk) == cap(chunk) {
+			return flush()
+		}
+		return nil
+	}
+	if acc.allow != nil {
+		it := acc.allow.Iterator()
+		for it.HasNext() {
+			if err := offer(int32(it.Next())); err != nil {
+				return err
+			}
+		}
+	} else {
+		for o := range int32(x.n()) {
+			if err := offer(o); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// checkAllCodes checks every block of the codes and list numbers not checked yet (a
+// compaction without rows of its own copies them).
+func (x *DiskIndex) checkAllCodes() error {
+	for _, s := range x.segs {
+		for _, k := range []int{diskB1, diskI8, diskIVL} {
+			if s.file(k) != nil {
+				if err := x.checkRange(s, k, 0, len(s.maps[k])); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
