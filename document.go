@@ -94,6 +94,10 @@ type StageScore struct {
 	// before weighting: BM25's score over the search's best BM25 score, dense recall's
 	// max(0, cosine).
 	Norm float64 `json:"norm"`
+	// Precision, on dense recall's score, is the precision of the vectors that gave it:
+	// the store's (Options.VectorPrecision: "float32", "float16" or "int8"), which the
+	// vector index ranks or rescores its candidates with. Empty on other stages.
+	Precision string `json:"precision,omitempty"`
 }
 
 // RerankScore is the cross-encoder's view of a result.

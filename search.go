@@ -223,7 +223,9 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 		return nil, err
 	}
 	st.Filter = time.Since(t)
-	lists, err := s.runRetrievers(ctx, &retrieval{query: query, vec: qv, scope: sc, so: &so, st: st}, mode)
+	// The retrievers run in turn on this goroutine: a row-less vector index reads the
+	// vectors it rescores in tx (withStoreTx), not in a second read transaction.
+	lists, err := s.runRetrievers(withStoreTx(ctx, tx), &retrieval{query: query, vec: qv, scope: sc, so: &so, st: st}, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +243,12 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 	}
 	rel := m.newRelevanceScorer(tx, col, qv, lists)
 	cands, err := candidates(tx, col, fused, mode, notes, so.AllChunks, so.NoText && !so.Rerank, sc, rel)
+	prec := string(m.em.precision())
+	for i := range cands {
+		if d := cands[i].res.Explain.Dense; d != nil {
+			d.Precision = prec
+		}
+	}
 	st.Fuse = time.Since(tf)
 	return cands, err
 }

@@ -103,6 +103,14 @@ func TestVectorPrecisionInt8(t *testing.T) {
 			if dd := math.Abs(r.Score - rs32[i].Score); dd > bound {
 				t.Fatalf("%q: result %d scores %v in int8, %v in float32", q, i, r.Score, rs32[i].Score)
 			}
+			if r.Explain.Dense == nil || r.Explain.Dense.Precision != "int8" || rs32[i].Explain.Dense == nil || rs32[i].Explain.Dense.Precision != "float32" {
+				t.Fatalf("%q: result %d explains its dense score as %+v (int8 store) and %+v (float32): want the precisions named", q, i, r.Explain.Dense, rs32[i].Explain.Dense)
+			}
+		}
+	}
+	for _, r := range before["hybrid "+queries[0]] {
+		if r.Explain.BM25 != nil && r.Explain.BM25.Precision != "" {
+			t.Fatalf("a BM25 stage names a vector precision: %+v", r.Explain.BM25)
 		}
 	}
 	must(t, m8.Close())
