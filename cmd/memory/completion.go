@@ -80,7 +80,7 @@ func completeModelArgs(_ *cobra.Command, _ []string, _ string) ([]cobra.Completi
 var (
 	modeValues      = []string{string(memory.Hybrid), string(memory.BM25), string(memory.Dense)}
 	deviceValues    = []string{"cpu", "cuda", "auto"}
-	precisionValues = []string{string(memory.Float32), string(memory.Float16)}
+	precisionValues = []string{string(memory.Float32), string(memory.Float16), string(memory.Int8)}
 	scoringValues   = []string{memory.ScoringClassic, memory.ScoringLucene}
 	compatValues    = []string{"native", "search-r1"}
 	presetValues    = []string{"auto", "e5", "bge", vectorstore.PresetNone}

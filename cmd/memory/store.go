@@ -119,8 +119,10 @@ func (f *storeFlags) addIndex(fs *pflag.FlagSet) {
 		fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory `STRING` (Flat, IVF1024,Flat, HNSW32)")
 		fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records "+
 			"(a store remembers its index: without --index it uses it; another one is an error without this flag)")
-		fs.StringVar(&f.precision, "vector-precision", "", "`PRECISION` store.db keeps vectors in: float32, or float16 (half the bytes; exact search then ranks by "+
-			"the float16-rounded vectors). Set when a store first gets vectors (default: the store's recorded one, else float32)")
+		fs.StringVar(&f.precision, "vector-precision", "", "`PRECISION` store.db keeps vectors in: float32, float16 (half the bytes; exact search then ranks by "+
+			"the float16-rounded vectors), or int8 (a scale and one byte a value; each vector is stored once: the disk index keeps "+
+			"binary codes and rescores its candidates with store.db's int8 vectors). Set when a store first gets vectors "+
+			"(default: the store's recorded one, else float32)")
 	})
 	backends := vectorstore.Backends()
 	if !slices.Contains(backends, vectorstore.FaissBackend) {

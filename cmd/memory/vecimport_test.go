@@ -247,24 +247,36 @@ func TestServeVectorsWithoutModelServesBM25(t *testing.T) {
 	}
 }
 
-// --vector-precision float16 makes a store that keeps float16 vectors (recorded: later
-// commands need no flag), and another precision on it is an error naming both.
+// --vector-precision float16 or int8 makes a store that keeps its vectors so (recorded:
+// later commands need no flag; int8's disk index keeps no float32 rows of its own), and
+// another precision on it is an error naming both.
 func TestVectorPrecisionFlag(t *testing.T) {
-	dir := t.TempDir()
-	docs := filepath.Join(dir, "c.jsonl")
-	jsonl(t, docs, 20, nil)
-	store := filepath.Join(dir, "s")
-	mustCLI(t, 0, "index", "--store", store, "--embedder", "hash:32", "--vector-precision", "float16", docs)
-	man, err := os.ReadFile(filepath.Join(store, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(man), `"vector_precision": "float16"`) {
-		t.Fatalf("manifest: %s", man)
-	}
-	mustCLI(t, 0, "search", "--store", store, "--mode", "dense", "otters")
-	_, errs := mustCLI(t, 1, "search", "--store", store, "--vector-precision", "float32", "otters")
-	if !strings.Contains(errs, "float16") || !strings.Contains(errs, "float32") {
-		t.Fatalf("another precision: %s", errs)
+	for _, prec := range []string{"float16", "int8"} {
+		t.Run(prec, func(t *testing.T) {
+			dir := t.TempDir()
+			docs := filepath.Join(dir, "c.jsonl")
+			jsonl(t, docs, 20, nil)
+			store := filepath.Join(dir, "s")
+			mustCLI(t, 0, "index", "--store", store, "--embedder", "hash:32", "--vector-precision", prec, docs)
+			man, err := os.ReadFile(filepath.Join(store, "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(man), `"vector_precision": "`+prec+`"`) {
+				t.Fatalf("manifest: %s", man)
+			}
+			out, _ := mustCLI(t, 0, "search", "--store", store, "--mode", "dense", "--json", "otters")
+			if !strings.Contains(out, `"precision":"`+prec+`"`) && !strings.Contains(out, `"precision": "`+prec+`"`) {
+				t.Fatalf("dense results do not name the precision %s: %s", prec, out)
+			}
+			f32, _ := filepath.Glob(filepath.Join(store, "vectors", "*", "*.f32"))
+			if (prec == "int8") != (len(f32) == 0) {
+				t.Fatalf("%s store: float32 row files %v", prec, f32)
+			}
+			_, errs := mustCLI(t, 1, "search", "--store", store, "--vector-precision", "float32", "otters")
+			if !strings.Contains(errs, prec) || !strings.Contains(errs, "float32") {
+				t.Fatalf("another precision: %s", errs)
+			}
+		})
 	}
 }
