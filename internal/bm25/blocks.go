@@ -402,6 +402,8 @@ type blockSource struct {
 	direct bool
 	z      zapList
 	docs   roaring.IntPeekable
+	// scratch holds a chunk's documents while buildBlocksDirect reads its postings.
+	scratch []uint32
 }
 
 // open reads term's posting list in the segment of dict, checks it against tb, and sets

@@ -1036,6 +1036,8 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 			for i, blk := range blks {
 				if blk != nil && i < len(tb.slots) && tb.slots[i].Load() == nil {
 					cache.putBlock(tb, i, blk)
+				} else {
+					dropBlock(blk) // (another query cached it first: nobody has seen this one)
 				}
 			}
 		}

@@ -162,7 +162,7 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 	}()
 	// The block's documents: from the bitmap's bytes, else through roaring's iterator.
 	if z.docsOK {
-		if d, ok := z.docs.appendRange(blk.docs[:0], lo, hi); !ok || len(d) != n {
+		if m, ok := z.docs.fillRange(blk.docs[:n], lo, hi); !ok || m != n {
 			return nil, errBlockMeta
 		}
 	} else {
@@ -433,6 +433,8 @@ func skipVarints(b []byte, n int) int {
 // kind zapListOf reads, or its bytes disagree with its bitmap: the caller then takes zap's
 // iterator (buildBlocksIter), which also decides what such a list's blocks are.
 func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc, keep bool) (_ *termBlocks, _ []*postBlock, ok bool) {
+	// (Kept blocks are in arena slots: on a false ok they go back, see below; the caller
+	// hands back those it does not cache.)
 	cs := chunkSizeOf(pl)
 	if cs == 0 || !zapListOf(pl, &src.z) || !src.z.docsOK {
 		return nil, nil, false
@@ -441,10 +443,18 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 	tb := &termBlocks{total: pl.Count(), cs: cs, fstart: []uint32{0}}
 	var (
 		blks  []*postBlock
-		docs  []uint32
 		total uint64
 		last  = -1 // the last block with postings
 	)
+	defer func() {
+		if !ok {
+			for _, b := range blks {
+				dropBlock(b)
+			}
+		}
+	}()
+	docs := src.scratch[:0]
+	defer func() { src.scratch = docs[:0] }()
 	acc.flush(nil)
 	for c := range uint64(len(z.ends)) {
 		buf, ok := z.chunk(c)
@@ -456,10 +466,15 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		}
 		var blk *postBlock
 		if keep && len(docs) > 0 {
-			blk = &postBlock{docs: make([]uint32, 0, len(docs)), packed: make([]uint32, 0, len(docs))}
+			// Straight into an arena slot (the cache keeps it as it is), not the heap.
+			blk = newBlock(len(docs), true)
+			copy(blk.docs, docs)
+		}
+		if keep {
+			blks = append(blks, blk)
 		}
 		p := 0
-		for _, d := range docs {
+		for j := range docs {
 			f, dl, k := postingAt(buf, p)
 			if k <= 0 {
 				return nil, nil, false
@@ -467,7 +482,7 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 			p += k
 			acc.add(f, dl)
 			if blk != nil {
-				blk.add(d, f, dl)
+				blk.set(j, f, dl)
 			}
 		}
 		if p != len(buf) {
@@ -475,9 +490,6 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		}
 		if blk != nil {
 			blk.finish()
-		}
-		if keep {
-			blks = append(blks, blk)
 		}
 		tb.count = append(tb.count, uint32(len(docs)))
 		tb.front = acc.flush(tb.front)
@@ -494,6 +506,9 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 	tb.count, tb.fstart = tb.count[:last+1], tb.fstart[:last+2]
 	tb.front = tb.front[:tb.fstart[last+1]]
 	if keep {
+		for _, b := range blks[last+1:] {
+			dropBlock(b) // (nil: past the last posting every block is empty)
+		}
 		blks = blks[:last+1]
 	}
 	tb.slots = make([]atomic.Pointer[postBlock], len(tb.count))
@@ -502,4 +517,21 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		return nil, nil, false
 	}
 	return tb, blks, true
+}
+
+// set stores posting j's frequency and length in a block made by newBlock(n, true),
+// moving the block's postings to wide when they do not fit 16 bits each.
+func (p *postBlock) set(j int, f, dl uint32) {
+	if p.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
+		p.wide = make([]fl, len(p.docs))
+		for q, v := range p.packed[:j] {
+			p.wide[q] = fl{f: v >> 16, dl: v & 0xffff}
+		}
+		p.packed = nil
+	}
+	if p.wide != nil {
+		p.wide[j] = fl{f: f, dl: dl}
+	} else {
+		p.packed[j] = f<<16 | dl
+	}
 }

@@ -335,6 +335,7 @@ func TestBuildBlocksDirect(t *testing.T) {
 			r := snapshotReader(t, b)
 			defer r.Close()
 			var direct, multi int
+			_, before := blockArena.stats()
 			eachBodyTerm(t, r.(*scorch.IndexSnapshot), func(dict segment.TermDictionary, term []byte) {
 				{
 					for _, keep := range []bool{false, true} {
@@ -372,11 +373,15 @@ func TestBuildBlocksDirect(t *testing.T) {
 								if (g == nil) != (w == nil) || (g != nil && (!slices.Equal(g.docs, w.docs) || !slices.Equal(g.packed, w.packed))) {
 									t.Fatalf("%q block %d: direct %+v, iterator %+v", term, i, g, w)
 								}
+								dropBlock(g)
 							}
 						}
 					}
 				}
 			})
+			if _, after := blockArena.stats(); after != before {
+				t.Fatalf("kept blocks hold %d bytes of arena slots after each was handed back", after-before)
+			}
 			if direct < 100 || (mode == 16 && multi < 20) {
 				t.Fatalf("only %d lists read directly (%d of several blocks)", direct, multi)
 			}
