@@ -127,13 +127,28 @@ type postBlock struct {
 	// otherwise wide holds f and dl in full.
 	packed []uint32
 	wide   []fl
+	// narrow, when not nil, holds f<<narrowShift | dl per posting instead of packed: a
+	// block decoded whole from zap (decodeDirect) whose every f is below narrowFreqs and
+	// every dl below narrowLen.
+	narrow []uint16
 	ref    atomic.Bool // CLOCK reference bit
 	bytes  int
 	slot   []uint32 // the arena slot holding docs and packed (nil: they are on the heap)
 }
 
+// The narrow form of a block's frequencies and lengths (postBlock.narrow).
+const (
+	narrowShift = 11
+	narrowFreqs = 1 << (16 - narrowShift) // frequencies below 32
+	narrowLen   = 1 << narrowShift        // lengths below 2,048
+)
+
 // at returns the frequency and length of posting i.
 func (p *postBlock) at(i int) (f, dl uint32) {
+	if p.narrow != nil {
+		v := uint32(p.narrow[i])
+		return v >> narrowShift, v & (narrowLen - 1)
+	}
 	if p.wide != nil {
 		return p.wide[i].f, p.wide[i].dl
 	}
@@ -158,7 +173,7 @@ func (p *postBlock) add(doc, f, dl uint32) {
 }
 
 func (p *postBlock) finish() {
-	p.bytes = 4*cap(p.docs) + 4*cap(p.packed) + 8*cap(p.wide) + 64
+	p.bytes = 4*cap(p.docs) + 4*cap(p.packed) + 2*cap(p.narrow) + 8*cap(p.wide) + 64
 }
 
 // errBlockMeta: a term's block metadata disagrees with its postings (a stale or damaged

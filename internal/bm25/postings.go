@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 )
@@ -157,6 +158,22 @@ func newBlock(n int, full bool) *postBlock {
 	return &postBlock{docs: make([]uint32, l, n), packed: make([]uint32, l, n)}
 }
 
+// newNarrowBlock returns a block of n postings (docs and narrow of length n), in an arena
+// slot of n + ⌈n/2⌉ words when n fits one: the documents, then the narrow frequencies
+// and lengths, two a word.
+func newNarrowBlock(n int) *postBlock {
+	words := n + (n+1)/2
+	var s []uint32
+	if n > 0 {
+		s = blockArena.alloc(words)
+	}
+	slot := s
+	if s == nil {
+		s = make([]uint32, words)
+	}
+	return &postBlock{docs: s[:n:n], narrow: unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(s[n:]))), n), slot: slot}
+}
+
 // dropBlock hands back the arena slot of a block nobody else has seen (a decode that
 // failed, or lost the race to cache).
 func dropBlock(p *postBlock) {
@@ -171,7 +188,7 @@ func dropBlock(p *postBlock) {
 // (wide frequencies or lengths, or too large).
 func offHeap(p *postBlock) *postBlock {
 	n := len(p.docs)
-	if p.slot != nil || p.wide != nil || len(p.packed) != n || n == 0 {
+	if p.slot != nil || p.wide != nil || p.narrow != nil || len(p.packed) != n || n == 0 {
 		return p
 	}
 	q := newBlock(n, true)

@@ -253,10 +253,17 @@ func TestDominatedOrdered(t *testing.T) {
 // postings at the chunk's end.
 func TestDecodeShapes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
+	var narrowed, givenUp int
+	defer func() {
+		if !t.Failed() && (narrowed < 20 || givenUp < 5) {
+			t.Errorf("%d blocks decoded narrow, %d given up for a long length: too few to tell", narrowed, givenUp)
+		}
+	}()
 	lengths := [][2]uint32{{0, 128}, {128, 1 << 14}, {1 << 14, 1 << 21}, {1 << 21, math.MaxUint32 - 1}}
 	for iter := range 400 {
 		n := 1 + rng.IntN(300)
 		shortOnly := iter%3 == 0 // only the fast path's shapes
+		narrowOnly := iter%4 == 0 // (with shortOnly) frequencies a narrow block holds
 		var docs []uint32
 		for d := uint32(rng.IntN(5)); len(docs) < n; d += 1 + uint32(rng.IntN(9)) {
 			docs = append(docs, d)
@@ -266,14 +273,23 @@ func TestDecodeShapes(t *testing.T) {
 		var chunk []byte
 		for j := range want {
 			f := 1 + uint32(rng.IntN(63))
+			if narrowOnly {
+				f = 1 + uint32(rng.IntN(narrowFreqs-1))
+			}
 			if !shortOnly && rng.IntN(10) == 0 {
 				f = 64 + uint32(rng.IntN(1000))
 			}
 			r := lengths[rng.IntN(2)]
+			if narrowOnly && rng.IntN(n) != 0 {
+				r = [2]uint32{0, narrowLen} // (now and then one longer: the narrow decode is given up)
+			}
 			if !shortOnly && rng.IntN(10) == 0 {
 				r = lengths[2+rng.IntN(2)]
 			}
 			dl := r[0] + uint32(rng.Uint64N(uint64(r[1]-r[0])))
+			if narrowOnly && j == n-1 && rng.IntN(3) == 0 {
+				dl = narrowLen + uint32(rng.IntN(1<<14-narrowLen)) // too long, in the last bytes (the general loop)
+			}
 			want[j] = post{f, dl}
 			chunk = binary.AppendUvarint(chunk, uint64(f)<<1|uint64(rng.IntN(2)))
 			chunk = binary.AppendUvarint(chunk, uint64(dl))
@@ -287,6 +303,38 @@ func TestDecodeShapes(t *testing.T) {
 			t.Fatal("bitmap not parsed")
 		}
 		tb := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: math.MaxUint32, dl: 0}}}
+		// The postings' own frontier (as a metadata pass writes it): a block whose
+		// frequencies are all below narrowFreqs is decoded narrow, unless a length is
+		// narrowLen or more.
+		var acc frontAcc
+		maxF, maxDL := uint32(0), uint32(0)
+		for _, w := range want {
+			acc.add(w.f, w.dl)
+			maxF, maxDL = max(maxF, w.f), max(maxDL, w.dl)
+		}
+		own := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, front: acc.flush(nil)}
+		own.fstart = []uint32{0, uint32(len(own.front))}
+		nb, err := decodeDirect(&z, nil, own, 0)
+		if err != nil {
+			t.Fatalf("chunk %d, its own frontier: %v", iter, err)
+		}
+		if isNarrow := nb.narrow != nil; isNarrow != (maxF < narrowFreqs && maxDL < narrowLen) {
+			t.Fatalf("chunk %d (frequencies to %d, lengths to %d): narrow %v", iter, maxF, maxDL, isNarrow)
+		}
+		narrowed += b2i(nb.narrow != nil)
+		givenUp += b2i(maxF < narrowFreqs && maxDL >= narrowLen)
+		for j, w := range want {
+			if f, dl := nb.at(j); nb.docs[j] != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d (own frontier): (%d, %d, %d), want (%d, %d, %d)", iter, j, nb.docs[j], f, dl, docs[j], w.f, w.dl)
+			}
+		}
+		dropBlock(nb)
+		if maxF > 1 && maxF < narrowFreqs { // a frontier one below the largest frequency: refused narrow too
+			bad := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: maxF - 1, dl: 0}}}
+			if _, err := decodeDirect(&z, nil, bad, 0); !errors.Is(err, errBlockMeta) {
+				t.Fatalf("chunk %d: a frontier below frequency %d decoded narrow: %v", iter, maxF, err)
+			}
+		}
 		blk, err := decodeDirect(&z, nil, tb, 0)
 		if err != nil {
 			t.Fatalf("chunk %d: %v", iter, err)
@@ -310,10 +358,6 @@ func TestDecodeShapes(t *testing.T) {
 		}
 		dropBlock(blk)
 		// A frontier that does not cover the largest frequency fails both readers.
-		maxF := uint32(0)
-		for _, w := range want {
-			maxF = max(maxF, w.f)
-		}
 		tb.front = []fl{{f: maxF - 1, dl: 0}}
 		if maxF > 1 {
 			if _, err := decodeDirect(&z, nil, tb, 0); !errors.Is(err, errBlockMeta) {
@@ -321,6 +365,14 @@ func TestDecodeShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestBuildBlocksDirect: block metadata read straight from the segment's bytes equals what
