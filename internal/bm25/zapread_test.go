@@ -262,7 +262,7 @@ func TestDecodeShapes(t *testing.T) {
 	lengths := [][2]uint32{{0, 128}, {128, 1 << 14}, {1 << 14, 1 << 21}, {1 << 21, math.MaxUint32 - 1}}
 	for iter := range 400 {
 		n := 1 + rng.IntN(300)
-		shortOnly := iter%3 == 0 // only the fast path's shapes
+		shortOnly := iter%3 == 0  // only the fast path's shapes
 		narrowOnly := iter%4 == 0 // (with shortOnly) frequencies a narrow block holds
 		var docs []uint32
 		for d := uint32(rng.IntN(5)); len(docs) < n; d += 1 + uint32(rng.IntN(9)) {
