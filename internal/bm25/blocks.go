@@ -122,7 +122,11 @@ func (t *termBlocks) check() error {
 
 // postBlock is one decoded block: ascending document numbers, frequencies and lengths.
 type postBlock struct {
+	// docs holds the documents, unless d16 does: each document less base, in 16 bits (a
+	// narrow block of a list whose blocks span at most 1<<16 documents).
 	docs []uint32
+	d16  []uint16
+	base uint32
 	// packed holds f<<16 | dl per posting when every f and dl of the block is below 1<<16;
 	// otherwise wide holds f and dl in full.
 	packed []uint32
@@ -134,6 +138,62 @@ type postBlock struct {
 	ref    atomic.Bool // CLOCK reference bit
 	bytes  int
 	slot   []uint32 // the arena slot holding docs and packed (nil: they are on the heap)
+}
+
+// count returns the block's postings.
+func (p *postBlock) count() int {
+	if p.d16 != nil {
+		return len(p.d16)
+	}
+	return len(p.docs)
+}
+
+// doc returns posting i's document.
+func (p *postBlock) doc(i int) uint32 {
+	if p.d16 != nil {
+		return p.base + uint32(p.d16[i])
+	}
+	return p.docs[i]
+}
+
+// search returns the first posting at or after from whose document is at least d
+// (p.count() when none), galloping from from, then by binary search.
+func (p *postBlock) search(from int, d uint32) int {
+	if p.d16 != nil {
+		if d <= p.base {
+			return from
+		}
+		if d-p.base > 0xffff {
+			return len(p.d16)
+		}
+		return gallop(p.d16, from, uint16(d-p.base))
+	}
+	return gallop(p.docs, from, d)
+}
+
+// gallop returns the first index at or after lo of docs (rising) whose value is at least d.
+func gallop[T uint16 | uint32](docs []T, lo int, d T) int {
+	if lo >= len(docs) || docs[lo] >= d {
+		return lo
+	}
+	step := 1
+	hi := lo + 1
+	for hi < len(docs) && docs[hi] < d {
+		lo = hi
+		step <<= 1
+		hi = lo + step
+	}
+	hi = min(hi, len(docs))
+	// docs[lo] < d; the answer is in (lo, hi]
+	for lo+1 < hi {
+		m := int(uint(lo+hi) >> 1)
+		if docs[m] < d {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return hi
 }
 
 // The narrow form of a block's frequencies and lengths (postBlock.narrow).
@@ -173,7 +233,7 @@ func (p *postBlock) add(doc, f, dl uint32) {
 }
 
 func (p *postBlock) finish() {
-	p.bytes = 4*cap(p.docs) + 4*cap(p.packed) + 2*cap(p.narrow) + 8*cap(p.wide) + 64
+	p.bytes = 4*cap(p.docs) + 2*cap(p.d16) + 4*cap(p.packed) + 2*cap(p.narrow) + 8*cap(p.wide) + 64
 }
 
 // errBlockMeta: a term's block metadata disagrees with its postings (a stale or damaged

@@ -383,6 +383,20 @@ func rankRuns(c []byte, from, to uint32, want bool) (int, bool, bool) {
 // container's values stored by index without growing a slice. ok is false when the
 // bitmap's bytes are damaged or hold more values in the range than dst has room for.
 func (v *roaringView) fillRange(dst []uint32, lo, hi uint64) (n int, ok bool) {
+	return fillRangeOf(v, dst, lo, hi, 0)
+}
+
+// fillRange16 is fillRange writing each value less lo in 16 bits: hi - lo must be at
+// most 1<<16.
+func (v *roaringView) fillRange16(dst []uint16, lo, hi uint64) (n int, ok bool) {
+	if hi-lo > 1<<16 || lo > 0xffffffff {
+		return 0, false
+	}
+	return fillRangeOf(v, dst, lo, hi, uint32(lo))
+}
+
+// fillRangeOf is fillRange writing each value less sub.
+func fillRangeOf[T uint16 | uint32](v *roaringView, dst []T, lo, hi uint64, sub uint32) (n int, ok bool) {
 	if lo >= hi || lo > 0xffffffff {
 		return 0, true
 	}
@@ -408,18 +422,18 @@ func (v *roaringView) fillRange(dst []uint32, lo, hi uint64) (n int, ok bool) {
 		var m int
 		switch {
 		case v.isRun(i):
-			m, ok = fillRuns(dst[n:], c[2:], uint32(base), from, to)
+			m, ok = fillRuns(dst[n:], c[2:], uint32(base)-sub, from, to)
 		case v.card(i) > roaringArrayMax:
-			m, ok = fillBits(dst[n:], c, uint32(base), from, to)
+			m, ok = fillBits(dst[n:], c, uint32(base)-sub, from, to)
 		default:
-			m, ok = fillArray(dst[n:], c, uint32(base), from, to)
+			m, ok = fillArray(dst[n:], c, uint32(base)-sub, from, to)
 		}
 		if !ok {
 			return n, false
 		}
 		n += m
 		if m > 0 {
-			last = uint64(dst[n-1]) + 1
+			last = uint64(dst[n-1]) + uint64(sub) + 1
 		}
 	}
 	return n, true
@@ -428,7 +442,7 @@ func (v *roaringView) fillRange(dst []uint32, lo, hi uint64) (n int, ok bool) {
 // fillArray writes an array container's values in [from, to) (low bits) to dst: the
 // run between the two bounds' binary searches, which must rise (then, the searches having
 // found it, every value lies within the bounds).
-func fillArray(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
+func fillArray[T uint16 | uint32](dst []T, c []byte, base, from, to uint32) (int, bool) {
 	n := len(c) / 2
 	lower := func(x uint32) int {
 		a, z := 0, n
@@ -463,14 +477,14 @@ func fillArray(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
 		x := int32(binary.LittleEndian.Uint16(src[2*j:]))
 		bad |= b2u(x <= prev)
 		prev = x
-		d[j] = base | uint32(x)
+		d[j] = T(base + uint32(x))
 	}
 	return m, bad == 0
 }
 
 // fillBits writes a bitmap container's set bits in [from, to) to dst, a word at a time:
 // the word's count first, then its bits by trailing zeros into a slice of that length.
-func fillBits(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
+func fillBits[T uint16 | uint32](dst []T, c []byte, base, from, to uint32) (int, bool) {
 	n := 0
 	for w := from / 64; w < (to+63)/64; w++ {
 		x := bitsWord(c, w, from, to)
@@ -481,10 +495,10 @@ func fillBits(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
 		if k > len(dst)-n {
 			return n, false
 		}
-		hb := base | w*64
+		hb := base + w*64
 		d := dst[n : n+k]
 		for j := range d {
-			d[j] = hb | uint32(bits.TrailingZeros64(x))
+			d[j] = T(hb + uint32(bits.TrailingZeros64(x)))
 			x &= x - 1
 		}
 		n += k
@@ -494,7 +508,7 @@ func fillBits(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
 
 // fillRuns writes a run container's values in [from, to) to dst; runs are (start,
 // length-1) pairs, which must rise without overlapping.
-func fillRuns(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
+func fillRuns[T uint16 | uint32](dst []T, c []byte, base, from, to uint32) (int, bool) {
 	n := 0
 	next := uint32(0) // the least start the next run may have
 	for r := 0; r+4 <= len(c); r += 4 {
@@ -516,7 +530,7 @@ func fillRuns(dst []uint32, c []byte, base, from, to uint32) (int, bool) {
 		}
 		d := dst[n : n+int(e-s)]
 		for j := range d {
-			d[j] = base | (s + uint32(j))
+			d[j] = T(base + s + uint32(j))
 		}
 		n += len(d)
 	}

@@ -174,7 +174,7 @@ func decodeBlock(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int, narr
 	n := int(tb.count[i])
 	var blk *postBlock
 	if narrow {
-		blk = newNarrowBlock(n)
+		blk = newNarrowBlock(n, hi-lo <= 1<<16)
 	} else {
 		blk = newBlock(n, true)
 	}
@@ -184,7 +184,12 @@ func decodeBlock(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int, narr
 		}
 	}()
 	// The block's documents: from the bitmap's bytes, else through roaring's iterator.
-	if z.docsOK {
+	if blk.d16 != nil {
+		if m, ok := z.docs.fillRange16(blk.d16, lo, hi); !ok || m != n {
+			return nil, false, errBlockMeta
+		}
+		blk.base = uint32(lo)
+	} else if z.docsOK {
 		if m, ok := z.docs.fillRange(blk.docs[:n], lo, hi); !ok || m != n {
 			return nil, false, errBlockMeta
 		}
@@ -206,7 +211,7 @@ func decodeBlock(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int, narr
 		return nil, false, errBlockMeta
 	}
 	minDL := smallFront(front)
-	if n > 0 && blk.docs[n-1] == math.MaxUint32 { // (the documents rise)
+	if n > 0 && blk.doc(n-1) == math.MaxUint32 { // (the documents rise; noDoc is none of them)
 		return nil, false, errBlockMeta
 	}
 	// bad is set by a posting of a small frequency the frontier does not cover.

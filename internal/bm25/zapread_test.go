@@ -39,7 +39,7 @@ func TestZapBlocksDirect(t *testing.T) {
 	r := snapshotReader(t, b)
 	defer r.Close()
 	snap := r.(*scorch.IndexSnapshot)
-	var direct, blocks, lookups int
+	var direct, blocks, lookups, short int
 	for _, ss := range snap.Segments() {
 		dict, err := ss.Segment().Dictionary(bodyField)
 		if err != nil {
@@ -84,14 +84,15 @@ func TestZapBlocksDirect(t *testing.T) {
 					t.Fatalf("%q: not read directly (list %v, bitmap %v)", term, src.direct, src.z.docsOK)
 				}
 				w := want[i]
-				if len(got.docs) != len(w.docs) {
-					t.Fatalf("%q block %d: %d postings, want %d", term, i, len(got.docs), len(w.docs))
+				if got.count() != len(w.docs) {
+					t.Fatalf("%q block %d: %d postings, want %d", term, i, got.count(), len(w.docs))
 				}
+				short += b2i(got.d16 != nil)
 				for j := range w.docs {
 					gf, gdl := got.at(j)
 					wf, wdl := w.at(j)
-					if got.docs[j] != w.docs[j] || gf != wf || gdl != wdl {
-						t.Fatalf("%q block %d posting %d: (%d, %d, %d), want (%d, %d, %d)", term, i, j, got.docs[j], gf, gdl, w.docs[j], wf, wdl)
+					if got.doc(j) != w.docs[j] || gf != wf || gdl != wdl {
+						t.Fatalf("%q block %d posting %d: (%d, %d, %d), want (%d, %d, %d)", term, i, j, got.doc(j), gf, gdl, w.docs[j], wf, wdl)
 					}
 				}
 				// Every document of the block's span, looked up alone, as decoded.
@@ -166,8 +167,8 @@ func TestZapBlocksDirect(t *testing.T) {
 			}
 		}
 	}
-	if direct < 10 || blocks < 100 || lookups < 1000 {
-		t.Fatalf("%d lists, %d blocks read directly, %d postings looked up: too few to tell", direct, blocks, lookups)
+	if direct < 10 || blocks < 100 || lookups < 1000 || short < 100 {
+		t.Fatalf("%d lists, %d blocks read directly (%d with 16-bit documents), %d postings looked up: too few to tell", direct, blocks, short, lookups)
 	}
 	t.Logf("%d lists, %d blocks read directly, %d postings looked up alone", direct, blocks, lookups)
 }
@@ -312,7 +313,11 @@ func TestDecodeShapes(t *testing.T) {
 			acc.add(w.f, w.dl)
 			maxF, maxDL = max(maxF, w.f), max(maxDL, w.dl)
 		}
-		own := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, front: acc.flush(nil)}
+		cs := uint64(1 << 20)
+		if iter%2 == 0 {
+			cs = 1 << 16 // a narrow block's documents in 16 bits
+		}
+		own := &termBlocks{cs: cs, total: uint64(n), count: []uint32{uint32(n)}, front: acc.flush(nil)}
 		own.fstart = []uint32{0, uint32(len(own.front))}
 		nb, err := decodeDirect(&z, nil, own, 0)
 		if err != nil {
@@ -321,11 +326,14 @@ func TestDecodeShapes(t *testing.T) {
 		if isNarrow := nb.narrow != nil; isNarrow != (maxF < narrowFreqs && maxDL < narrowLen) {
 			t.Fatalf("chunk %d (frequencies to %d, lengths to %d): narrow %v", iter, maxF, maxDL, isNarrow)
 		}
+		if (nb.d16 != nil) != (nb.narrow != nil && cs <= 1<<16) {
+			t.Fatalf("chunk %d: narrow %v, 16-bit documents %v, blocks of %d documents", iter, nb.narrow != nil, nb.d16 != nil, cs)
+		}
 		narrowed += b2i(nb.narrow != nil)
 		givenUp += b2i(maxF < narrowFreqs && maxDL >= narrowLen)
 		for j, w := range want {
-			if f, dl := nb.at(j); nb.docs[j] != docs[j] || f != w.f || dl != w.dl {
-				t.Fatalf("chunk %d posting %d (own frontier): (%d, %d, %d), want (%d, %d, %d)", iter, j, nb.docs[j], f, dl, docs[j], w.f, w.dl)
+			if f, dl := nb.at(j); nb.doc(j) != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d (own frontier): (%d, %d, %d), want (%d, %d, %d)", iter, j, nb.doc(j), f, dl, docs[j], w.f, w.dl)
 			}
 		}
 		dropBlock(nb)
@@ -341,8 +349,8 @@ func TestDecodeShapes(t *testing.T) {
 		}
 		var st lookupState
 		for j, w := range want {
-			if f, dl := blk.at(j); blk.docs[j] != docs[j] || f != w.f || dl != w.dl {
-				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.docs[j], f, dl, docs[j], w.f, w.dl)
+			if f, dl := blk.at(j); blk.doc(j) != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.doc(j), f, dl, docs[j], w.f, w.dl)
 			}
 			// in rising order, counting on; and each again from a state past it (a lower
 			// document starts again from the block's first)
@@ -364,6 +372,56 @@ func TestDecodeShapes(t *testing.T) {
 				t.Fatalf("chunk %d: a frontier below frequency %d decoded: %v", iter, maxF, err)
 			}
 		}
+	}
+}
+
+// TestBlockSearch holds postBlock.search to a linear scan, over blocks of both forms (the
+// documents in 32 bits, and in 16 bits above a base), from every start, for documents
+// below, inside, between and past the block's.
+func TestBlockSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	for iter := range 200 {
+		base := uint32(rng.IntN(1 << 20))
+		var docs []uint32
+		for d := base + uint32(rng.IntN(3)); len(docs) < rng.IntN(300) && d < base+1<<16; d += 1 + uint32(rng.IntN(1+rng.IntN(600))) {
+			docs = append(docs, d)
+		}
+		n := len(docs)
+		wide := &postBlock{docs: docs}
+		short := newNarrowBlock(n, true)
+		short.base = base
+		for j, d := range docs {
+			short.d16[j] = uint16(d - base)
+		}
+		for _, p := range []*postBlock{wide, short} {
+			if p.count() != n {
+				t.Fatalf("block %d: count %d, want %d", iter, p.count(), n)
+			}
+			for j := range docs {
+				if p.doc(j) != docs[j] {
+					t.Fatalf("block %d: doc %d is %d, want %d", iter, j, p.doc(j), docs[j])
+				}
+			}
+			targets := []uint32{0, base, base + 1<<16, base + 1<<16 + 5, math.MaxUint32}
+			for range 30 {
+				targets = append(targets, base+uint32(rng.IntN(1<<16+10)))
+			}
+			for _, d := range docs[:min(n, 5)] {
+				targets = append(targets, d, d+1, d-1)
+			}
+			for _, d := range targets {
+				for from := range n + 1 {
+					want := from
+					for want < n && docs[want] < d {
+						want++
+					}
+					if got := p.search(from, d); got != want {
+						t.Fatalf("block %d (16-bit %v): search from %d for %d = %d, want %d", iter, p.d16 != nil, from, d, got, want)
+					}
+				}
+			}
+		}
+		dropBlock(short)
 	}
 }
 
