@@ -341,11 +341,17 @@ type bytesReader interface{ BytesRead() uint64 }
 // keep is set or the list is one block. It checks that zap's chunks are the blocks it assumes (the iterator
 // loads a chunk exactly where the block changes); where they are not, the list is one block.
 func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
+	src.next = -1
+	if h := src.have; h != nil {
+		if tb, blks, ok := buildBlocksDirect(h, src, acc, keep); ok { // (a plain list only)
+			return tb, blks, nil
+		}
+	}
 	pl, err := dict.PostingsList(term, nil, src.pl)
 	if err != nil {
 		return nil, nil, err
 	}
-	src.pl, src.next = pl, -1
+	src.pl = pl
 	if tb, blks, ok := buildBlocksDirect(pl, src, acc, keep); ok {
 		return tb, blks, nil
 	}
@@ -479,11 +485,22 @@ type blockSource struct {
 	docs   roaring.IntPeekable
 	// scratch holds a chunk's documents while buildBlocksDirect reads its postings.
 	scratch []uint32
+	// have is the term's list as the query's term lookup read it (nil: none), taken
+	// instead of reading it again when it is the whole list (no deletions excepted).
+	have segment.PostingsList
 }
 
 // open reads term's posting list in the segment of dict, checks it against tb, and sets
 // the source at the start of its first block.
 func (s *blockSource) open(dict segment.TermDictionary, term []byte, tb *termBlocks) error {
+	if h := s.have; h != nil && tb.cs != 0 && h.Count() == tb.total && chunkSizeOf(h) == tb.cs && zapListOf(h, &s.z) {
+		// (zapListOf takes only plain lists: none with deletions excepted.)
+		s.direct, s.docs, s.next = true, nil, 0
+		if !s.z.docsOK {
+			s.docs = s.z.bm.Iterator()
+		}
+		return nil
+	}
 	pl, err := dict.PostingsList(term, nil, s.pl)
 	if err != nil {
 		return err

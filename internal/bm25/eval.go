@@ -993,6 +993,7 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 			continue
 		}
 		tc.src.next = -1 // the iterator is repositioned before its first use in this query
+		tc.src.have = tc.pl
 		term := terms[ti].term
 		tb := cache.terms(ss, term)
 		if tb == nil {
