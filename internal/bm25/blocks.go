@@ -137,7 +137,7 @@ type postBlock struct {
 	narrow []uint16
 	ref    atomic.Bool // CLOCK reference bit
 	bytes  int
-	slot   []uint32 // the arena slot holding docs and packed (nil: they are on the heap)
+	slot   []uint32 // the arena slot holding docs (or d16) and packed (or narrow); nil: on the heap
 }
 
 // count returns the block's postings.
