@@ -6,7 +6,7 @@
 //
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
 //	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
-//	    [-cpuprofile FILE]
+//	    [-cpuprofile FILE] [-run-out FILE]
 package main
 
 import (
@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,9 +45,10 @@ func main() {
 		scoring  = flag.String("bm25-scoring", "", "BM25 formula for this run (memory.WithBM25Scoring: classic or lucene; default: by the store's analyzer)")
 		noText   = flag.Bool("no-text", false, "return ids and scores only (memory.WithoutText): what Lucene's tool times, the top k's ids")
 		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
+		runOut   = flag.String("run-out", "", "write the first round's results to this file as a TREC run (scores printed exactly: a byte comparison between builds)")
 	)
 	flag.Parse()
-	heapProfile = *memProf
+	heapProfile, runFile = *memProf, *runOut
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -96,23 +98,35 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	fmt.Printf("open %v; %s\n", time.Since(t).Round(time.Microsecond), rss())
 	ctx := context.Background()
 	if qfile != "" {
-		qs, err := readQueries(qfile, limit)
+		qs, ids, err := readQueryIDs(qfile, limit)
 		if err != nil {
 			return err
 		}
+		var run []byte // -run-out: the first round's results
 		for r := 1; r <= rounds; r++ {
 			lat := make([]time.Duration, 0, len(qs))
 			cpu0 := cpuTime()
-			for _, q := range qs {
+			for qi, q := range qs {
 				t := time.Now()
 				sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
 				if noText {
 					sopts = append(sopts, memory.WithoutText())
 				}
-				if _, err := mem.Search(ctx, q, sopts...); err != nil {
+				res, err := mem.Search(ctx, q, sopts...)
+				if err != nil {
 					return fmt.Errorf("search %q: %w", q, err)
 				}
 				lat = append(lat, time.Since(t))
+				if r == 1 && runFile != "" {
+					for rank, x := range res {
+						run = fmt.Appendf(run, "%s Q0 %s %d %s querybench\n", ids[qi], x.ID, rank+1, strconv.FormatFloat(x.Score, 'g', -1, 64))
+					}
+				}
+			}
+			if r == 1 && runFile != "" {
+				if err := os.WriteFile(runFile, run, 0o644); err != nil {
+					return err
+				}
 			}
 			p50, p99, mean := stats(lat)
 			cpu := (cpuTime() - cpu0) / time.Duration(len(qs))
@@ -142,8 +156,8 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	return nil
 }
 
-// heapProfile is -memprofile's file ("": none).
-var heapProfile string
+// heapProfile is -memprofile's file, runFile -run-out's ("": none).
+var heapProfile, runFile string
 
 func parseMode(s string) (memory.Mode, error) {
 	switch s {
@@ -159,33 +173,39 @@ func parseMode(s string) (memory.Mode, error) {
 
 // readQueries reads the text field of each JSONL line (BEIR: {"_id": ..., "text": ...}).
 func readQueries(path string, limit int) ([]string, error) {
+	qs, _, err := readQueryIDs(path, limit)
+	return qs, err
+}
+
+// readQueryIDs is readQueries with each query's _id.
+func readQueryIDs(path string, limit int) (qs, ids []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	var out []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for line := 1; sc.Scan(); line++ {
 		var q struct {
+			ID   string `json:"_id"`
 			Text string `json:"text"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			return nil, nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		out = append(out, q.Text)
-		if limit > 0 && len(out) == limit {
+		qs, ids = append(qs, q.Text), append(ids, q.ID)
+		if limit > 0 && len(qs) == limit {
 			break
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(out) == 0 {
-		return nil, errors.New(path + ": no queries")
+	if len(qs) == 0 {
+		return nil, nil, errors.New(path + ": no queries")
 	}
-	return out, nil
+	return qs, ids, nil
 }
 
 func stats(lat []time.Duration) (p50, p99, mean time.Duration) {

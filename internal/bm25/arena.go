@@ -14,15 +14,16 @@ import (
 //
 // Slots come from slabs mapped anonymously (mmap; on platforms without it, or when a map
 // fails, from the heap) in size classes, four per doubling, so a slot wastes at most a
-// fifth of its words. A slot the cache drops goes back to its class's free list once no
+// fifth of its words; a class's slots are cut from its last slab as they are asked for. A slot the cache drops goes back to its class's free list once no
 // query can still be reading it (the cache's epochs, bm25_postings.go). Slabs are never
 // unmapped: a freed slot is reused by the next block of its class, in any index of the
 // process, so the mapped bytes stay at the peak the caches reached.
 
 const (
-	arenaMinWords = 64      // the smallest slot, in uint32s (256 bytes)
-	arenaMaxWords = 1 << 17 // larger blocks stay on the heap (512 KiB)
-	arenaSlab     = 4 << 20 // bytes mapped at a time for a class (or one slot, when larger)
+	arenaMinWords  = 64        // the smallest slot, in uint32s (256 bytes)
+	arenaMaxWords  = 1 << 17   // larger blocks stay on the heap (512 KiB)
+	arenaSlab      = 4 << 20   // bytes mapped at a time for a class (or one slot, when larger)
+	arenaFirstSlab = 256 << 10 // bytes of a class's first slab, in small pages
 )
 
 // arenaSizes is each class's slot size in words, ascending: 64, 80, 96, 112, 128, 160, …
@@ -37,13 +38,20 @@ var arenaSizes = func() []int {
 // slabArena hands out word slots by size class.
 type slabArena struct {
 	mu     sync.Mutex
-	free   [][][]uint32 // per class: slots not in use
+	free   [][][]uint32 // per class: slots handed back
+	bump   [][]uint32   // per class: the part of its last slab no slot has taken yet
+	slabs  []int        // per class: slabs mapped
 	mapped int64        // bytes taken from the OS (or the heap) so far
 	inUse  int64        // bytes of slots handed out and not freed
 }
 
+// newSlabArena returns an empty arena.
+func newSlabArena() *slabArena {
+	return &slabArena{free: make([][][]uint32, len(arenaSizes)), bump: make([][]uint32, len(arenaSizes)), slabs: make([]int, len(arenaSizes))}
+}
+
 // blockArena is the process's arena: every index's cache takes its slots here.
-var blockArena = &slabArena{free: make([][][]uint32, len(arenaSizes))}
+var blockArena = newSlabArena()
 
 // arenaClass returns the class whose slots hold n words (ok false: too large for the arena).
 func arenaClass(n int) (int, bool) {
@@ -64,18 +72,29 @@ func (a *slabArena) alloc(n int) []uint32 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	size := arenaSizes[c]
-	if len(a.free[c]) == 0 {
-		words := max(arenaSlab/4/size, 1) * size
-		slab := mapWords(words)
-		a.mapped += int64(4 * len(slab))
-		for off := 0; off+size <= len(slab); off += size {
-			a.free[c] = append(a.free[c], slab[off:off+size:off+size])
+	var s []uint32
+	if last := len(a.free[c]) - 1; last >= 0 {
+		s = a.free[c][last]
+		a.free[c][last] = nil
+		a.free[c] = a.free[c][:last]
+	} else {
+		// Slots are cut from the class's last slab as they are asked for (no list of them
+		// made ahead). A class's first slab is small and in small pages: the memory a
+		// huge page would zero at its first touch is not spent on a class little used
+		// (an index's first queries touch a score of classes); its later slabs are large
+		// and in huge pages.
+		if len(a.bump[c]) < size {
+			bytes, huge := arenaSlab, true
+			if a.slabs[c] == 0 {
+				bytes, huge = arenaFirstSlab, false
+			}
+			a.bump[c] = mapWords(max(bytes/4/size, 1)*size, huge)
+			a.slabs[c]++
+			a.mapped += int64(4 * len(a.bump[c]))
 		}
+		s = a.bump[c][:size:size]
+		a.bump[c] = a.bump[c][size:]
 	}
-	last := len(a.free[c]) - 1
-	s := a.free[c][last]
-	a.free[c][last] = nil
-	a.free[c] = a.free[c][:last]
 	a.inUse += int64(4 * len(s))
 	return s
 }

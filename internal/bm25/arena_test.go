@@ -13,7 +13,7 @@ import (
 // a released slot is the next one its class hands out; blocks too large for the arena, and
 // slots it never handed out, are refused.
 func TestArenaClasses(t *testing.T) {
-	a := &slabArena{free: make([][][]uint32, len(arenaSizes))}
+	a := newSlabArena()
 	for _, n := range []int{1, 63, 64, 65, 80, 81, 127, 128, 129, 1000, 1024, 1025, 4097, arenaMaxWords - 1, arenaMaxWords} {
 		s := a.alloc(n)
 		if len(s) < n || cap(s) != len(s) {
@@ -42,6 +42,45 @@ func TestArenaClasses(t *testing.T) {
 		}
 	}()
 	a.release(make([]uint32, 70))
+}
+
+// TestArenaSlabs: a class's slots are cut from a small first slab, then from large ones,
+// each slot its own words (no two overlap, across slabs), and handed-back slots are reused
+// before any new one is cut.
+func TestArenaSlabs(t *testing.T) {
+	a := newSlabArena()
+	const n = 2048 // 8 KiB slots: 32 in the first slab, 512 in each later one
+	first := a.alloc(n)
+	if mapped, _ := a.stats(); mapped != arenaFirstSlab {
+		t.Fatalf("one slot mapped %d bytes, want a first slab of %d", mapped, arenaFirstSlab)
+	}
+	slots := [][]uint32{first}
+	for range 540 { // past the first slab and into the second
+		slots = append(slots, a.alloc(n))
+	}
+	if mapped, inUse := a.stats(); mapped != arenaFirstSlab+arenaSlab || inUse != int64(4*n*len(slots)) {
+		t.Fatalf("541 slots: mapped %d, in use %d; want %d and %d", mapped, inUse, arenaFirstSlab+arenaSlab, 4*n*len(slots))
+	}
+	for i, s := range slots {
+		for j := range s {
+			s[j] = uint32(i)
+		}
+	}
+	for i, s := range slots {
+		if len(s) != n || cap(s) != n || s[0] != uint32(i) || s[n-1] != uint32(i) {
+			t.Fatalf("slot %d: len %d cap %d, holds %d..%d", i, len(s), cap(s), s[0], s[n-1])
+		}
+	}
+	a.release(slots[5], slots[7])
+	if s := a.alloc(n); &s[0] != &slots[7][0] {
+		t.Fatal("a new slot was cut while a handed-back one waited")
+	}
+	if s := a.alloc(n); &s[0] != &slots[5][0] {
+		t.Fatal("a new slot was cut while a handed-back one waited")
+	}
+	if mapped, _ := a.stats(); mapped != arenaFirstSlab+arenaSlab {
+		t.Fatalf("reusing slots mapped more: %d", mapped)
+	}
 }
 
 // testBlock is a decoded block of n postings, document numbers from base.

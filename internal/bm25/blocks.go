@@ -122,18 +122,93 @@ func (t *termBlocks) check() error {
 
 // postBlock is one decoded block: ascending document numbers, frequencies and lengths.
 type postBlock struct {
+	// docs holds the documents, unless d16 does: each document less base, in 16 bits (a
+	// narrow block of a list whose blocks span at most 1<<16 documents).
 	docs []uint32
+	d16  []uint16
+	base uint32
 	// packed holds f<<16 | dl per posting when every f and dl of the block is below 1<<16;
 	// otherwise wide holds f and dl in full.
 	packed []uint32
 	wide   []fl
+	// narrow, when not nil, holds f<<narrowShift | dl per posting instead of packed: a
+	// block decoded whole from zap (decodeDirect) whose every f is below narrowFreqs and
+	// every dl below narrowLen.
+	narrow []uint16
 	ref    atomic.Bool // CLOCK reference bit
 	bytes  int
-	slot   []uint32 // the arena slot holding docs and packed (nil: they are on the heap)
+	slot   []uint32 // the arena slot holding docs (or d16) and packed (or narrow); nil: on the heap
 }
+
+// count returns the block's postings.
+func (p *postBlock) count() int {
+	if p.d16 != nil {
+		return len(p.d16)
+	}
+	return len(p.docs)
+}
+
+// doc returns posting i's document.
+func (p *postBlock) doc(i int) uint32 {
+	if p.d16 != nil {
+		return p.base + uint32(p.d16[i])
+	}
+	return p.docs[i]
+}
+
+// search returns the first posting at or after from whose document is at least d
+// (p.count() when none), galloping from from, then by binary search.
+func (p *postBlock) search(from int, d uint32) int {
+	if p.d16 != nil {
+		if d <= p.base {
+			return from
+		}
+		if d-p.base > 0xffff {
+			return len(p.d16)
+		}
+		return gallop(p.d16, from, uint16(d-p.base))
+	}
+	return gallop(p.docs, from, d)
+}
+
+// gallop returns the first index at or after lo of docs (rising) whose value is at least d.
+func gallop[T uint16 | uint32](docs []T, lo int, d T) int {
+	if lo >= len(docs) || docs[lo] >= d {
+		return lo
+	}
+	step := 1
+	hi := lo + 1
+	for hi < len(docs) && docs[hi] < d {
+		lo = hi
+		step <<= 1
+		hi = lo + step
+	}
+	hi = min(hi, len(docs))
+	// docs[lo] < d; the answer is in (lo, hi]
+	for lo+1 < hi {
+		m := int(uint(lo+hi) >> 1)
+		if docs[m] < d {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return hi
+}
+
+// The narrow form of a block's frequencies and lengths (postBlock.narrow).
+const (
+	narrowShift = 11
+	narrowFreqs = 1 << (16 - narrowShift) // frequencies below 32
+	narrowLen   = 1 << narrowShift        // lengths below 2,048
+)
 
 // at returns the frequency and length of posting i.
 func (p *postBlock) at(i int) (f, dl uint32) {
+	if p.narrow != nil {
+		v := uint32(p.narrow[i])
+		return v >> narrowShift, v & (narrowLen - 1)
+	}
 	if p.wide != nil {
 		return p.wide[i].f, p.wide[i].dl
 	}
@@ -158,7 +233,7 @@ func (p *postBlock) add(doc, f, dl uint32) {
 }
 
 func (p *postBlock) finish() {
-	p.bytes = 4*cap(p.docs) + 4*cap(p.packed) + 8*cap(p.wide) + 64
+	p.bytes = 4*cap(p.docs) + 2*cap(p.d16) + 4*cap(p.packed) + 2*cap(p.narrow) + 8*cap(p.wide) + 64
 }
 
 // errBlockMeta: a term's block metadata disagrees with its postings (a stale or damaged
@@ -266,11 +341,17 @@ type bytesReader interface{ BytesRead() uint64 }
 // keep is set or the list is one block. It checks that zap's chunks are the blocks it assumes (the iterator
 // loads a chunk exactly where the block changes); where they are not, the list is one block.
 func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
+	src.next = -1
+	if h := src.have; h != nil {
+		if tb, blks, ok := buildBlocksDirect(h, src, acc, keep); ok { // (a plain list only)
+			return tb, blks, nil
+		}
+	}
 	pl, err := dict.PostingsList(term, nil, src.pl)
 	if err != nil {
 		return nil, nil, err
 	}
-	src.pl, src.next = pl, -1
+	src.pl = pl
 	if tb, blks, ok := buildBlocksDirect(pl, src, acc, keep); ok {
 		return tb, blks, nil
 	}
@@ -402,11 +483,24 @@ type blockSource struct {
 	direct bool
 	z      zapList
 	docs   roaring.IntPeekable
+	// scratch holds a chunk's documents while buildBlocksDirect reads its postings.
+	scratch []uint32
+	// have is the term's list as the query's term lookup read it (nil: none), taken
+	// instead of reading it again when it is the whole list (no deletions excepted).
+	have segment.PostingsList
 }
 
 // open reads term's posting list in the segment of dict, checks it against tb, and sets
 // the source at the start of its first block.
 func (s *blockSource) open(dict segment.TermDictionary, term []byte, tb *termBlocks) error {
+	if h := s.have; h != nil && tb.cs != 0 && h.Count() == tb.total && chunkSizeOf(h) == tb.cs && zapListOf(h, &s.z) {
+		// (zapListOf takes only plain lists: none with deletions excepted.)
+		s.direct, s.docs, s.next = true, nil, 0
+		if !s.z.docsOK {
+			s.docs = s.z.bm.Iterator()
+		}
+		return nil
+	}
 	pl, err := dict.PostingsList(term, nil, s.pl)
 	if err != nil {
 		return err

@@ -117,8 +117,9 @@ type Options struct {
 	// ErrQueryTooLong before it is analysed.
 	MaxQueryBytes int
 	// PostingsCacheBytes is the budget of the cache of decoded posting blocks that dynamic
-	// pruning reads (0 = 448 MiB): the blocks (zap chunks, about 1,024 postings at 8 bytes
-	// a posting) that recent queries scored, evicted in CLOCK order. It never holds more
+	// pruning reads (0 = 448 MiB): the blocks (zap chunks, about 1,024 postings at 4 bytes
+	// a posting, 6 or 8 where documents, frequencies or lengths are large: see postBlock)
+	// that recent queries scored, evicted in CLOCK order. It never holds more
 	// than the blocks queries scored, so a small index keeps it small. Negative keeps none
 	// (every query decodes the blocks it needs). The block metadata of queried terms (a few
 	// bytes a block, persisted beside each segment file) counts within the same budget, up

@@ -675,13 +675,13 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 			if p, err = c.src.decode(sc.dict, sc.termBuf, c.tb, c.blk); err != nil {
 				return err
 			}
-			sc.cache.decoded.Add(uint64(len(p.docs)))
+			sc.cache.decoded.Add(uint64(p.count()))
 			p = sc.cache.putBlock(c.tb, c.blk, p)
 		}
 		c.cur = p
 		c.pos = 0
-		if len(p.docs) > 0 && p.docs[0] < d {
-			c.pos, _ = slices.BinarySearch(p.docs, d)
+		if p.count() > 0 && p.doc(0) < d {
+			c.pos = p.search(0, d)
 		}
 		c.setDoc()
 		return nil
@@ -723,8 +723,8 @@ func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64,
 }
 
 func (c *blockCursor) setDoc() {
-	if c.pos < len(c.cur.docs) {
-		c.doc = c.cur.docs[c.pos]
+	if c.pos < c.cur.count() {
+		c.doc = c.cur.doc(c.pos)
 	} else {
 		c.doc = noDoc
 	}
@@ -747,29 +747,10 @@ func (c *blockCursor) score(st *snapStats) float64 {
 // advance moves to the first posting of the block at or after d (galloping, then binary
 // search).
 func (c *blockCursor) advance(d uint32) {
-	docs := c.cur.docs
-	lo := c.pos
-	if lo >= len(docs) || docs[lo] >= d {
+	if c.doc >= d {
 		return
 	}
-	step := 1
-	hi := lo + 1
-	for hi < len(docs) && docs[hi] < d {
-		lo = hi
-		step <<= 1
-		hi = lo + step
-	}
-	hi = min(hi, len(docs))
-	// docs[lo] < d; the answer is in (lo, hi]
-	for lo+1 < hi {
-		m := int(uint(lo+hi) >> 1)
-		if docs[m] < d {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	c.pos = hi
+	c.pos = c.cur.search(c.pos, d)
 	c.setDoc()
 }
 
@@ -1012,6 +993,7 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 			continue
 		}
 		tc.src.next = -1 // the iterator is repositioned before its first use in this query
+		tc.src.have = tc.pl
 		term := terms[ti].term
 		tb := cache.terms(ss, term)
 		if tb == nil {
@@ -1036,6 +1018,8 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 			for i, blk := range blks {
 				if blk != nil && i < len(tb.slots) && tb.slots[i].Load() == nil {
 					cache.putBlock(tb, i, blk)
+				} else {
+					dropBlock(blk) // (another query cached it first: nobody has seen this one)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 )
@@ -157,6 +158,37 @@ func newBlock(n int, full bool) *postBlock {
 	return &postBlock{docs: make([]uint32, l, n), packed: make([]uint32, l, n)}
 }
 
+// newNarrowBlock returns a block of n postings (docs, or d16 when short, and narrow, of
+// length n), in an arena slot when n fits one: the documents (n words, or ⌈n/2⌉ short),
+// then the narrow frequencies and lengths, two a word.
+func newNarrowBlock(n int, short bool) *postBlock {
+	half := (n + 1) / 2
+	dw := n
+	if short {
+		dw = half
+	}
+	var s []uint32
+	if n > 0 {
+		s = blockArena.alloc(dw + half)
+	}
+	slot := s
+	if s == nil {
+		s = make([]uint32, dw+half)
+	}
+	p := &postBlock{narrow: u16s(s[dw:], n), slot: slot}
+	if short {
+		p.d16 = u16s(s, n)
+	} else {
+		p.docs = s[:n:n]
+	}
+	return p
+}
+
+// u16s returns the first n uint16s of w's words (2n <= 2*len(w)).
+func u16s(w []uint32, n int) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(w))), 2*len(w))[:n:n]
+}
+
 // dropBlock hands back the arena slot of a block nobody else has seen (a decode that
 // failed, or lost the race to cache).
 func dropBlock(p *postBlock) {
@@ -171,7 +203,7 @@ func dropBlock(p *postBlock) {
 // (wide frequencies or lengths, or too large).
 func offHeap(p *postBlock) *postBlock {
 	n := len(p.docs)
-	if p.slot != nil || p.wide != nil || len(p.packed) != n || n == 0 {
+	if p.slot != nil || p.wide != nil || p.narrow != nil || p.d16 != nil || len(p.packed) != n || n == 0 {
 		return p
 	}
 	q := newBlock(n, true)

@@ -377,3 +377,162 @@ func rankRuns(c []byte, from, to uint32, want bool) (int, bool, bool) {
 	}
 	return n, has, true
 }
+
+// fillRange writes the values in [lo, hi) to dst, rising, and returns how many it wrote:
+// appendRange into a destination sized beforehand (a block's posting count), each
+// container's values stored by index without growing a slice. ok is false when the
+// bitmap's bytes are damaged or hold more values in the range than dst has room for.
+func (v *roaringView) fillRange(dst []uint32, lo, hi uint64) (n int, ok bool) {
+	return fillRangeOf(v, dst, lo, hi, 0)
+}
+
+// fillRange16 is fillRange writing each value less lo in 16 bits: hi - lo must be at
+// most 1<<16.
+func (v *roaringView) fillRange16(dst []uint16, lo, hi uint64) (n int, ok bool) {
+	if hi-lo > 1<<16 || lo > 0xffffffff {
+		return 0, false
+	}
+	return fillRangeOf(v, dst, lo, hi, uint32(lo))
+}
+
+// fillRangeOf is fillRange writing each value less sub.
+func fillRangeOf[T uint16 | uint32](v *roaringView, dst []T, lo, hi uint64, sub uint32) (n int, ok bool) {
+	if lo >= hi || lo > 0xffffffff {
+		return 0, true
+	}
+	hi = min(hi, 1<<32)
+	last := uint64(0) // the least value the next container may hold
+	for i := v.firstContainer(lo); i < v.n; i++ {
+		base := uint64(v.key(i)) << 16
+		if base >= hi {
+			break
+		}
+		if base < last {
+			return n, false // keys must rise
+		}
+		from := uint32(0)
+		if lo > base {
+			from = uint32(lo - base)
+		}
+		to := uint32(min(hi-base, 1<<16))
+		c, ok := v.container(i)
+		if !ok {
+			return n, false
+		}
+		var m int
+		switch {
+		case v.isRun(i):
+			m, ok = fillRuns(dst[n:], c[2:], uint32(base)-sub, from, to)
+		case v.card(i) > roaringArrayMax:
+			m, ok = fillBits(dst[n:], c, uint32(base)-sub, from, to)
+		default:
+			m, ok = fillArray(dst[n:], c, uint32(base)-sub, from, to)
+		}
+		if !ok {
+			return n, false
+		}
+		n += m
+		if m > 0 {
+			last = uint64(dst[n-1]) + uint64(sub) + 1
+		}
+	}
+	return n, true
+}
+
+// fillArray writes an array container's values in [from, to) (low bits) to dst: the
+// run between the two bounds' binary searches, which must rise (then, the searches having
+// found it, every value lies within the bounds).
+func fillArray[T uint16 | uint32](dst []T, c []byte, base, from, to uint32) (int, bool) {
+	n := len(c) / 2
+	lower := func(x uint32) int {
+		a, z := 0, n
+		for a < z {
+			m := int(uint(a+z) >> 1)
+			if uint32(binary.LittleEndian.Uint16(c[2*m:])) < x {
+				a = m + 1
+			} else {
+				z = m
+			}
+		}
+		return a
+	}
+	a, b := lower(from), n
+	if to < 1<<16 {
+		b = lower(to)
+	}
+	if b <= a {
+		return 0, true
+	}
+	m := b - a
+	if m > len(dst) {
+		return 0, false
+	}
+	prev := int32(-1)
+	if a > 0 {
+		prev = int32(binary.LittleEndian.Uint16(c[2*a-2:]))
+	}
+	src, d := c[2*a:2*b], dst[:m]
+	bad := uint32(0)
+	for j := range d {
+		x := int32(binary.LittleEndian.Uint16(src[2*j:]))
+		bad |= b2u(x <= prev)
+		prev = x
+		d[j] = T(base + uint32(x))
+	}
+	return m, bad == 0
+}
+
+// fillBits writes a bitmap container's set bits in [from, to) to dst, a word at a time:
+// the word's count first, then its bits by trailing zeros into a slice of that length.
+func fillBits[T uint16 | uint32](dst []T, c []byte, base, from, to uint32) (int, bool) {
+	n := 0
+	for w := from / 64; w < (to+63)/64; w++ {
+		x := bitsWord(c, w, from, to)
+		if x == 0 {
+			continue
+		}
+		k := bits.OnesCount64(x)
+		if k > len(dst)-n {
+			return n, false
+		}
+		hb := base + w*64
+		d := dst[n : n+k]
+		for j := range d {
+			d[j] = T(hb + uint32(bits.TrailingZeros64(x)))
+			x &= x - 1
+		}
+		n += k
+	}
+	return n, true
+}
+
+// fillRuns writes a run container's values in [from, to) to dst; runs are (start,
+// length-1) pairs, which must rise without overlapping.
+func fillRuns[T uint16 | uint32](dst []T, c []byte, base, from, to uint32) (int, bool) {
+	n := 0
+	next := uint32(0) // the least start the next run may have
+	for r := 0; r+4 <= len(c); r += 4 {
+		start := uint32(binary.LittleEndian.Uint16(c[r:]))
+		end := start + uint32(binary.LittleEndian.Uint16(c[r+2:])) + 1 // exclusive
+		if start < next || end > 1<<16 {
+			return n, false
+		}
+		next = end + 1
+		if end <= from {
+			continue
+		}
+		if start >= to {
+			break
+		}
+		s, e := max(start, from), min(end, to)
+		if int(e-s) > len(dst)-n {
+			return n, false
+		}
+		d := dst[n : n+int(e-s)]
+		for j := range d {
+			d[j] = T(base + s + uint32(j))
+		}
+		n += len(d)
+	}
+	return n, true
+}

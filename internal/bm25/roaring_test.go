@@ -1,6 +1,7 @@
 package bm25
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -76,6 +77,7 @@ func TestRoaringView(t *testing.T) {
 			if !ok || !slices.Equal(got, want) {
 				t.Fatalf("bitmap %d [%d, %d): ok %v, %d values, want %d", iter, lo, hi, ok, len(got), len(want))
 			}
+			checkFill(t, &v, lo, hi, want)
 			// rank: from lo to a value held, to one not held, and to the range's end
 			ds := []uint64{hi, lo + uint64(rng.IntN(1<<16))}
 			if len(want) > 0 {
@@ -93,6 +95,102 @@ func TestRoaringView(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// checkFill holds fillRange over [lo, hi) to want (the values there, rising): into a
+// destination of exactly their count, of more room (the values, the rest untouched), and of
+// one fewer (refused).
+func checkFill(t *testing.T, v *roaringView, lo, hi uint64, want []uint32) {
+	t.Helper()
+	for _, extra := range []int{0, 3, -1} {
+		if len(want)+extra < 0 {
+			continue
+		}
+		dst := make([]uint32, len(want)+extra)
+		for i := range dst {
+			dst[i] = 7
+		}
+		n, ok := v.fillRange(dst, lo, hi)
+		switch {
+		case extra < 0:
+			if ok && len(want) > 0 {
+				t.Fatalf("[%d, %d): %d values filled into room for %d", lo, hi, len(want), len(dst))
+			}
+		case !ok || n != len(want) || !slices.Equal(dst[:n], want):
+			t.Fatalf("[%d, %d): filled %d (ok %v) %v, want %d %v", lo, hi, n, ok, dst[:min(n, 8)], len(want), want[:min(len(want), 8)])
+		case slices.ContainsFunc(dst[n:], func(x uint32) bool { return x != 7 }):
+			t.Fatalf("[%d, %d): wrote past the %d values", lo, hi, n)
+		}
+	}
+}
+
+// TestFillRangeContainers holds fillRange to the values of bitmaps of one kind of
+// container each (array, bitmap, run; empty, one value, a full 65,536, the largest array
+// and the smallest bitmap), over ranges at the containers' edges: starting and ending on a
+// value, just before and after one, at a 64-bit word's edge, across two containers.
+func TestFillRangeContainers(t *testing.T) {
+	every := func(step, n uint32) []uint32 {
+		var v []uint32
+		for x := range n {
+			v = append(v, x*step)
+		}
+		return v
+	}
+	cases := []struct {
+		name string
+		vals []uint32
+		runs bool
+	}{
+		{"empty", nil, false},
+		{"one", []uint32{65535}, false},
+		{"array", every(13, 300), false},
+		{"array max", every(16, roaringArrayMax), false},
+		{"bitmap min", every(13, roaringArrayMax+1), false},
+		{"bitmap", every(3, 20000), false},
+		{"full", every(1, 1<<16), false},
+		{"full run", every(1, 1<<16), true},
+		{"runs", append(append(every(1, 100), every(1, 64)[10:]...), 70000, 70001, 70002, 1<<17+5), true},
+		{"two containers", append(every(7, 9000), every(5, 4000)...), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bm := roaring.BitmapOf(tc.vals...)
+			for _, x := range tc.vals {
+				bm.Add(x + 1<<16) // a second container of the same kind
+			}
+			if tc.runs {
+				bm.RunOptimize()
+			}
+			b, err := bm.ToBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v roaringView
+			if !v.parse(b) {
+				t.Fatal("not parsed")
+			}
+			all := bm.ToArray()
+			bounds := []uint64{0, 1, 63, 64, 65, 127, 128, 1000, 4095, 65535, 1 << 16, 1<<16 + 1, 1<<16 + 64, 1<<17 - 1, 1 << 17, 1<<17 + 6, 1 << 20}
+			for _, x := range all[:min(len(all), 3)] {
+				bounds = append(bounds, uint64(x), uint64(x)+1)
+			}
+			if len(all) > 0 {
+				l := uint64(all[len(all)-1])
+				bounds = append(bounds, l, l+1)
+			}
+			for _, lo := range bounds {
+				for _, hi := range bounds {
+					var want []uint32
+					for _, x := range all {
+						if uint64(x) >= lo && uint64(x) < hi {
+							want = append(want, x)
+						}
+					}
+					checkFill(t, &v, lo, hi, want)
+				}
+			}
+		})
 	}
 }
 
@@ -123,6 +221,14 @@ func TestRoaringViewDamage(t *testing.T) {
 			if n, _, ok := v.rank(lo, uint32(min(hi, 0xffffffff))); ok && (n < 0 || uint64(n) > hi-lo) {
 				t.Fatalf("damaged bitmap ranked %d values in [%d, %d)", n, lo, hi)
 			}
+			dst := make([]uint32, rng.IntN(3000))
+			if n, ok := v.fillRange(dst, lo, hi); ok {
+				for i, x := range dst[:n] {
+					if uint64(x) < lo || uint64(x) >= hi || (i > 0 && x <= dst[i-1]) {
+						t.Fatalf("damaged bitmap filled %d at %d of [%d, %d)", x, i, lo, hi)
+					}
+				}
+			}
 			got, ok := v.appendRange(nil, lo, hi)
 			if !ok {
 				continue
@@ -147,7 +253,47 @@ func FuzzRoaringView(f *testing.F) {
 		var v roaringView
 		if v.parse(b) {
 			v.appendRange(nil, uint64(lo), uint64(lo)+uint64(span))
+			v.fillRange(make([]uint32, span%5000), uint64(lo), uint64(lo)+uint64(span))
 			v.rank(uint64(lo), uint32(min(uint64(lo)+uint64(span), 0xffffffff)))
 		}
 	})
+}
+
+// BenchmarkRoaringRange reads a block of about 1,024 documents from a bitmap of each
+// density (an array container at 2 %, a bitmap container at 20 %), growing a slice
+// (appendRange) and into one sized beforehand (fillRange, as decodeDirect reads).
+func BenchmarkRoaringRange(b *testing.B) {
+	for _, density := range []int{50, 5} { // one document in density
+		rng := rand.New(rand.NewPCG(1, 2))
+		bm := roaring.New()
+		for x := range uint32(1 << 20) {
+			if rng.IntN(density) == 0 {
+				bm.Add(x)
+			}
+		}
+		buf, err := bm.ToBytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v roaringView
+		if !v.parse(buf) {
+			b.Fatal("not parsed")
+		}
+		span := uint64(1024 * density)
+		lo := uint64(3 << 16)
+		want, _ := v.appendRange(nil, lo, lo+span)
+		dst := make([]uint32, len(want))
+		b.Run(fmt.Sprintf("1in%d/append", density), func(b *testing.B) {
+			for b.Loop() {
+				v.appendRange(dst[:0], lo, lo+span)
+			}
+		})
+		b.Run(fmt.Sprintf("1in%d/fill", density), func(b *testing.B) {
+			for b.Loop() {
+				if n, ok := v.fillRange(dst, lo, lo+span); !ok || n != len(want) {
+					b.Fatal(n, ok)
+				}
+			}
+		})
+	}
 }

@@ -144,77 +144,105 @@ func bitmapBytes(mem []byte, off uint64) []byte {
 // before the block's first document) moved past the block. It checks what decode checks:
 // the block's count, its documents inside its span, every posting covered by its frontier,
 // and, besides, that the chunk's bytes hold exactly its postings.
-func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ *postBlock, err error) {
+//
+// A block whose frontier bounds its frequencies under narrowFreqs is decoded narrow first
+// (frequency and length in 16 bits: 6 bytes a posting in the cache, not 8; the memory a
+// first-seen query fills with decoded blocks is most of what it costs); a length of
+// narrowLen or more then has the block decoded again in full.
+func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (*postBlock, error) {
+	if front := tb.blockFront(i); z.docsOK && len(front) > 0 && front[0].f < narrowFreqs {
+		blk, long, err := decodeBlock(z, it, tb, i, true)
+		if !long {
+			return blk, err
+		}
+	}
+	blk, _, err := decodeBlock(z, it, tb, i, false)
+	return blk, err
+}
+
+// decodeBlock is decodeDirect into a narrow block or a full one; long reports a narrow
+// decode given up for a posting that does not fit (the block is dropped: nil, nil).
+func decodeBlock(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int, narrow bool) (_ *postBlock, long bool, err error) {
 	lo, hi := tb.span(i)
 	if tb.cs == 0 || lo > math.MaxUint32 {
-		return nil, errBlockMeta
+		return nil, false, errBlockMeta
 	}
 	buf, ok := z.chunk(lo / tb.cs)
 	if !ok {
-		return nil, errBlockMeta
+		return nil, false, errBlockMeta
 	}
 	n := int(tb.count[i])
-	blk := newBlock(n, true)
+	var blk *postBlock
+	if narrow {
+		blk = newNarrowBlock(n, hi-lo <= 1<<16)
+	} else {
+		blk = newBlock(n, true)
+	}
 	defer func() {
-		if err != nil {
+		if err != nil || long {
 			dropBlock(blk)
 		}
 	}()
 	// The block's documents: from the bitmap's bytes, else through roaring's iterator.
-	if z.docsOK {
-		if d, ok := z.docs.appendRange(blk.docs[:0], lo, hi); !ok || len(d) != n {
-			return nil, errBlockMeta
+	if blk.d16 != nil {
+		if m, ok := z.docs.fillRange16(blk.d16, lo, hi); !ok || m != n {
+			return nil, false, errBlockMeta
+		}
+		blk.base = uint32(lo)
+	} else if z.docsOK {
+		if m, ok := z.docs.fillRange(blk.docs[:n], lo, hi); !ok || m != n {
+			return nil, false, errBlockMeta
 		}
 	} else {
 		it.AdvanceIfNeeded(uint32(lo))
 		for j := range n {
 			if !it.HasNext() {
-				return nil, errBlockMeta
+				return nil, false, errBlockMeta
 			}
 			doc := it.Next()
 			if uint64(doc) >= hi {
-				return nil, errBlockMeta
+				return nil, false, errBlockMeta
 			}
 			blk.docs[j] = doc
 		}
 	}
 	front := tb.blockFront(i)
 	if !frontOrdered(front) {
-		return nil, errBlockMeta
+		return nil, false, errBlockMeta
 	}
 	minDL := smallFront(front)
-	// bad is set by a posting of a small frequency the frontier does not cover.
-	bad := uint32(0)
-	if n > 0 && blk.docs[n-1] == math.MaxUint32 { // (the documents rise)
-		return nil, errBlockMeta
+	if n > 0 && blk.doc(n-1) == math.MaxUint32 { // (the documents rise; noDoc is none of them)
+		return nil, false, errBlockMeta
 	}
-	// Nearly every posting is a one-byte frequency (f < 64, no locations bit beyond it) and
-	// a length of one or two bytes: read four bytes at once and take both without a call
-	// or a branch on the length. The first posting of another shape ends this loop; the
-	// one after it reads the rest, whatever their shape.
-	p, j := 0, 0
-	for ; j < n && p+4 <= len(buf); j++ {
-		w := binary.LittleEndian.Uint32(buf[p:])
-		b0, b1, b2 := w&0xff, w>>8&0xff, w>>16&0xff
-		two := b1 >> 7 // the length takes two bytes
-		if b0 >= 0x80 || b0 < 2 || b2&(two<<7) != 0 {
-			break
+	// bad is set by a posting of a small frequency the frontier does not cover.
+	var j, p int
+	var bad uint32
+	if narrow {
+		var lens uint64
+		j, p, bad, lens = fastPostings(buf, blk.narrow[:n], &minDL, narrowShift)
+		if lens >= narrowLen {
+			return nil, true, nil
 		}
-		f, dl := b0>>1, b1&0x7f|(b2&0x7f)<<7*two
-		bad |= b2u(dl < minDL[f])
-		blk.packed[j] = f<<16 | dl
-		p += 2 + int(two)
+	} else {
+		j, p, bad, _ = fastPostings(buf, blk.packed[:n], &minDL, 16)
 	}
 	for ; j < n; j++ {
 		f, dl, k := postingAt(buf, p)
 		if k <= 0 {
-			return nil, errBlockMeta
+			return nil, false, errBlockMeta
 		}
 		p += k
 		if f < smallFreqs {
 			bad |= b2u(uint32(dl) < minDL[f])
 		} else if !dominatedOrdered(front, uint32(f), uint32(dl)) {
-			return nil, errBlockMeta
+			return nil, false, errBlockMeta
+		}
+		if narrow {
+			if f >= narrowFreqs || dl >= narrowLen {
+				return nil, true, nil
+			}
+			blk.narrow[j] = uint16(f<<narrowShift | dl)
+			continue
 		}
 		if blk.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
 			blk.wide = make([]fl, n)
@@ -230,10 +258,58 @@ func decodeDirect(z *zapList, it roaring.IntPeekable, tb *termBlocks, i int) (_ 
 		}
 	}
 	if p != len(buf) || bad != 0 {
-		return nil, errBlockMeta // the chunk holds postings the metadata does not count or cover
+		return nil, false, errBlockMeta // the chunk holds postings the metadata does not count or cover
 	}
 	blk.finish()
-	return blk, nil
+	return blk, false, nil
+}
+
+// fastPostings decodes into dst, as f<<shift | dl, the postings at the start of buf of
+// the common shape: a one-byte frequency (f < 64, no locations bit beyond it) and a
+// length of one or two bytes. It reads eight bytes at once and takes two postings from
+// them without a call or a branch on their lengths (the second's place depends on the
+// first's length only through a shift, not a load: the loop's chain of dependent loads
+// is half as long), then four bytes for a last one. It stops at the first posting of
+// another shape (the caller reads the rest, whatever their shape) and returns the
+// postings read (j), their bytes (p), bad set when one of them is not covered by the
+// frontier minDL tabulates (smallFront), and lens, the OR of their lengths (a narrow
+// caller's test that every one fits).
+func fastPostings[T uint16 | uint32](buf []byte, dst []T, minDL *[smallFreqs]uint32, shift uint) (j, p int, bad uint32, lens uint64) {
+	// (Written for the compiler: no bounds checks, no branch but the loops' and the
+	// shape test, dl < minDL[f] as the sign of a 64-bit difference.)
+	for ; j+2 <= len(dst) && p+8 <= len(buf); j += 2 {
+		w := binary.LittleEndian.Uint64(buf[p : p+8])
+		a0, a1, a2 := w&0xff, w>>8&0xff, w>>16&0xff
+		twoA := a1 >> 7 // the first length takes two bytes
+		sa := 2 + twoA  // the first posting's bytes
+		v := w >> (8 * sa)
+		b0, b1, b2 := v&0xff, v>>8&0xff, v>>16&0xff
+		twoB := b1 >> 7
+		if a0 >= 0x80 || a0 < 2 || a2&(twoA<<7) != 0 || b0 >= 0x80 || b0 < 2 || b2&(twoB<<7) != 0 {
+			break
+		}
+		fa, dla := a0>>1&(smallFreqs-1), a1&0x7f|(a2&0x7f)<<7&-twoA
+		fb, dlb := b0>>1&(smallFreqs-1), b1&0x7f|(b2&0x7f)<<7&-twoB
+		bad |= uint32((dla-uint64(minDL[fa]))>>63) | uint32((dlb-uint64(minDL[fb]))>>63)
+		lens |= dla | dlb
+		dst[j] = T(fa<<shift | dla)
+		dst[j+1] = T(fb<<shift | dlb)
+		p += int(sa + 2 + twoB)
+	}
+	for ; j < len(dst) && p+4 <= len(buf); j++ {
+		w := uint64(binary.LittleEndian.Uint32(buf[p : p+4]))
+		b0, b1, b2 := w&0xff, w>>8&0xff, w>>16&0xff
+		two := b1 >> 7 // the length takes two bytes
+		if b0 >= 0x80 || b0 < 2 || b2&(two<<7) != 0 {
+			break
+		}
+		f, dl := b0>>1&(smallFreqs-1), b1&0x7f|(b2&0x7f)<<7&-two
+		bad |= uint32((dl - uint64(minDL[f])) >> 63)
+		lens |= dl
+		dst[j] = T(f<<shift | dl)
+		p += int(2 + two)
+	}
+	return j, p, bad, lens
 }
 
 // uvarintAt decodes the uvarint at b[p:] (k <= 0: none there, as binary.Uvarint), a
@@ -433,6 +509,8 @@ func skipVarints(b []byte, n int) int {
 // kind zapListOf reads, or its bytes disagree with its bitmap: the caller then takes zap's
 // iterator (buildBlocksIter), which also decides what such a list's blocks are.
 func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc, keep bool) (_ *termBlocks, _ []*postBlock, ok bool) {
+	// (Kept blocks are in arena slots: on a false ok they go back, see below; the caller
+	// hands back those it does not cache.)
 	cs := chunkSizeOf(pl)
 	if cs == 0 || !zapListOf(pl, &src.z) || !src.z.docsOK {
 		return nil, nil, false
@@ -441,10 +519,18 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 	tb := &termBlocks{total: pl.Count(), cs: cs, fstart: []uint32{0}}
 	var (
 		blks  []*postBlock
-		docs  []uint32
 		total uint64
 		last  = -1 // the last block with postings
 	)
+	defer func() {
+		if !ok {
+			for _, b := range blks {
+				dropBlock(b)
+			}
+		}
+	}()
+	docs := src.scratch[:0]
+	defer func() { src.scratch = docs[:0] }()
 	acc.flush(nil)
 	for c := range uint64(len(z.ends)) {
 		buf, ok := z.chunk(c)
@@ -456,10 +542,15 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		}
 		var blk *postBlock
 		if keep && len(docs) > 0 {
-			blk = &postBlock{docs: make([]uint32, 0, len(docs)), packed: make([]uint32, 0, len(docs))}
+			// Straight into an arena slot (the cache keeps it as it is), not the heap.
+			blk = newBlock(len(docs), true)
+			copy(blk.docs, docs)
+		}
+		if keep {
+			blks = append(blks, blk)
 		}
 		p := 0
-		for _, d := range docs {
+		for j := range docs {
 			f, dl, k := postingAt(buf, p)
 			if k <= 0 {
 				return nil, nil, false
@@ -467,7 +558,7 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 			p += k
 			acc.add(f, dl)
 			if blk != nil {
-				blk.add(d, f, dl)
+				blk.set(j, f, dl)
 			}
 		}
 		if p != len(buf) {
@@ -475,9 +566,6 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		}
 		if blk != nil {
 			blk.finish()
-		}
-		if keep {
-			blks = append(blks, blk)
 		}
 		tb.count = append(tb.count, uint32(len(docs)))
 		tb.front = acc.flush(tb.front)
@@ -494,6 +582,9 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 	tb.count, tb.fstart = tb.count[:last+1], tb.fstart[:last+2]
 	tb.front = tb.front[:tb.fstart[last+1]]
 	if keep {
+		for _, b := range blks[last+1:] {
+			dropBlock(b) // (nil: past the last posting every block is empty)
+		}
 		blks = blks[:last+1]
 	}
 	tb.slots = make([]atomic.Pointer[postBlock], len(tb.count))
@@ -502,4 +593,21 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		return nil, nil, false
 	}
 	return tb, blks, true
+}
+
+// set stores posting j's frequency and length in a block made by newBlock(n, true),
+// moving the block's postings to wide when they do not fit 16 bits each.
+func (p *postBlock) set(j int, f, dl uint32) {
+	if p.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
+		p.wide = make([]fl, len(p.docs))
+		for q, v := range p.packed[:j] {
+			p.wide[q] = fl{f: v >> 16, dl: v & 0xffff}
+		}
+		p.packed = nil
+	}
+	if p.wide != nil {
+		p.wide[j] = fl{f: f, dl: dl}
+	} else {
+		p.packed[j] = f<<16 | dl
+	}
 }

@@ -39,7 +39,7 @@ func TestZapBlocksDirect(t *testing.T) {
 	r := snapshotReader(t, b)
 	defer r.Close()
 	snap := r.(*scorch.IndexSnapshot)
-	var direct, blocks, lookups int
+	var direct, blocks, lookups, short int
 	for _, ss := range snap.Segments() {
 		dict, err := ss.Segment().Dictionary(bodyField)
 		if err != nil {
@@ -84,14 +84,15 @@ func TestZapBlocksDirect(t *testing.T) {
 					t.Fatalf("%q: not read directly (list %v, bitmap %v)", term, src.direct, src.z.docsOK)
 				}
 				w := want[i]
-				if len(got.docs) != len(w.docs) {
-					t.Fatalf("%q block %d: %d postings, want %d", term, i, len(got.docs), len(w.docs))
+				if got.count() != len(w.docs) {
+					t.Fatalf("%q block %d: %d postings, want %d", term, i, got.count(), len(w.docs))
 				}
+				short += b2i(got.d16 != nil)
 				for j := range w.docs {
 					gf, gdl := got.at(j)
 					wf, wdl := w.at(j)
-					if got.docs[j] != w.docs[j] || gf != wf || gdl != wdl {
-						t.Fatalf("%q block %d posting %d: (%d, %d, %d), want (%d, %d, %d)", term, i, j, got.docs[j], gf, gdl, w.docs[j], wf, wdl)
+					if got.doc(j) != w.docs[j] || gf != wf || gdl != wdl {
+						t.Fatalf("%q block %d posting %d: (%d, %d, %d), want (%d, %d, %d)", term, i, j, got.doc(j), gf, gdl, w.docs[j], wf, wdl)
 					}
 				}
 				// Every document of the block's span, looked up alone, as decoded.
@@ -166,8 +167,8 @@ func TestZapBlocksDirect(t *testing.T) {
 			}
 		}
 	}
-	if direct < 10 || blocks < 100 || lookups < 1000 {
-		t.Fatalf("%d lists, %d blocks read directly, %d postings looked up: too few to tell", direct, blocks, lookups)
+	if direct < 10 || blocks < 100 || lookups < 1000 || short < 100 {
+		t.Fatalf("%d lists, %d blocks read directly (%d with 16-bit documents), %d postings looked up: too few to tell", direct, blocks, short, lookups)
 	}
 	t.Logf("%d lists, %d blocks read directly, %d postings looked up alone", direct, blocks, lookups)
 }
@@ -253,10 +254,17 @@ func TestDominatedOrdered(t *testing.T) {
 // postings at the chunk's end.
 func TestDecodeShapes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
+	var narrowed, givenUp int
+	defer func() {
+		if !t.Failed() && (narrowed < 20 || givenUp < 5) {
+			t.Errorf("%d blocks decoded narrow, %d given up for a long length: too few to tell", narrowed, givenUp)
+		}
+	}()
 	lengths := [][2]uint32{{0, 128}, {128, 1 << 14}, {1 << 14, 1 << 21}, {1 << 21, math.MaxUint32 - 1}}
 	for iter := range 400 {
 		n := 1 + rng.IntN(300)
-		shortOnly := iter%3 == 0 // only the fast path's shapes
+		shortOnly := iter%3 == 0  // only the fast path's shapes
+		narrowOnly := iter%4 == 0 // (with shortOnly) frequencies a narrow block holds
 		var docs []uint32
 		for d := uint32(rng.IntN(5)); len(docs) < n; d += 1 + uint32(rng.IntN(9)) {
 			docs = append(docs, d)
@@ -266,14 +274,23 @@ func TestDecodeShapes(t *testing.T) {
 		var chunk []byte
 		for j := range want {
 			f := 1 + uint32(rng.IntN(63))
+			if narrowOnly {
+				f = 1 + uint32(rng.IntN(narrowFreqs-1))
+			}
 			if !shortOnly && rng.IntN(10) == 0 {
 				f = 64 + uint32(rng.IntN(1000))
 			}
 			r := lengths[rng.IntN(2)]
+			if narrowOnly && rng.IntN(n) != 0 {
+				r = [2]uint32{0, narrowLen} // (now and then one longer: the narrow decode is given up)
+			}
 			if !shortOnly && rng.IntN(10) == 0 {
 				r = lengths[2+rng.IntN(2)]
 			}
 			dl := r[0] + uint32(rng.Uint64N(uint64(r[1]-r[0])))
+			if narrowOnly && j == n-1 && rng.IntN(3) == 0 {
+				dl = narrowLen + uint32(rng.IntN(1<<14-narrowLen)) // too long, in the last bytes (the general loop)
+			}
 			want[j] = post{f, dl}
 			chunk = binary.AppendUvarint(chunk, uint64(f)<<1|uint64(rng.IntN(2)))
 			chunk = binary.AppendUvarint(chunk, uint64(dl))
@@ -287,14 +304,53 @@ func TestDecodeShapes(t *testing.T) {
 			t.Fatal("bitmap not parsed")
 		}
 		tb := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: math.MaxUint32, dl: 0}}}
+		// The postings' own frontier (as a metadata pass writes it): a block whose
+		// frequencies are all below narrowFreqs is decoded narrow, unless a length is
+		// narrowLen or more.
+		var acc frontAcc
+		maxF, maxDL := uint32(0), uint32(0)
+		for _, w := range want {
+			acc.add(w.f, w.dl)
+			maxF, maxDL = max(maxF, w.f), max(maxDL, w.dl)
+		}
+		cs := uint64(1 << 20)
+		if iter%2 == 0 {
+			cs = 1 << 16 // a narrow block's documents in 16 bits
+		}
+		own := &termBlocks{cs: cs, total: uint64(n), count: []uint32{uint32(n)}, front: acc.flush(nil)}
+		own.fstart = []uint32{0, uint32(len(own.front))}
+		nb, err := decodeDirect(&z, nil, own, 0)
+		if err != nil {
+			t.Fatalf("chunk %d, its own frontier: %v", iter, err)
+		}
+		if isNarrow := nb.narrow != nil; isNarrow != (maxF < narrowFreqs && maxDL < narrowLen) {
+			t.Fatalf("chunk %d (frequencies to %d, lengths to %d): narrow %v", iter, maxF, maxDL, isNarrow)
+		}
+		if (nb.d16 != nil) != (nb.narrow != nil && cs <= 1<<16) {
+			t.Fatalf("chunk %d: narrow %v, 16-bit documents %v, blocks of %d documents", iter, nb.narrow != nil, nb.d16 != nil, cs)
+		}
+		narrowed += b2i(nb.narrow != nil)
+		givenUp += b2i(maxF < narrowFreqs && maxDL >= narrowLen)
+		for j, w := range want {
+			if f, dl := nb.at(j); nb.doc(j) != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d (own frontier): (%d, %d, %d), want (%d, %d, %d)", iter, j, nb.doc(j), f, dl, docs[j], w.f, w.dl)
+			}
+		}
+		dropBlock(nb)
+		if maxF > 1 && maxF < narrowFreqs { // a frontier one below the largest frequency: refused narrow too
+			bad := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: maxF - 1, dl: 0}}}
+			if _, err := decodeDirect(&z, nil, bad, 0); !errors.Is(err, errBlockMeta) {
+				t.Fatalf("chunk %d: a frontier below frequency %d decoded narrow: %v", iter, maxF, err)
+			}
+		}
 		blk, err := decodeDirect(&z, nil, tb, 0)
 		if err != nil {
 			t.Fatalf("chunk %d: %v", iter, err)
 		}
 		var st lookupState
 		for j, w := range want {
-			if f, dl := blk.at(j); blk.docs[j] != docs[j] || f != w.f || dl != w.dl {
-				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.docs[j], f, dl, docs[j], w.f, w.dl)
+			if f, dl := blk.at(j); blk.doc(j) != docs[j] || f != w.f || dl != w.dl {
+				t.Fatalf("chunk %d posting %d: (%d, %d, %d), want (%d, %d, %d)", iter, j, blk.doc(j), f, dl, docs[j], w.f, w.dl)
 			}
 			// in rising order, counting on; and each again from a state past it (a lower
 			// document starts again from the block's first)
@@ -310,10 +366,6 @@ func TestDecodeShapes(t *testing.T) {
 		}
 		dropBlock(blk)
 		// A frontier that does not cover the largest frequency fails both readers.
-		maxF := uint32(0)
-		for _, w := range want {
-			maxF = max(maxF, w.f)
-		}
 		tb.front = []fl{{f: maxF - 1, dl: 0}}
 		if maxF > 1 {
 			if _, err := decodeDirect(&z, nil, tb, 0); !errors.Is(err, errBlockMeta) {
@@ -321,6 +373,64 @@ func TestDecodeShapes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBlockSearch holds postBlock.search to a linear scan, over blocks of both forms (the
+// documents in 32 bits, and in 16 bits above a base), from every start, for documents
+// below, inside, between and past the block's.
+func TestBlockSearch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	for iter := range 200 {
+		base := uint32(rng.IntN(1 << 20))
+		var docs []uint32
+		for d := base + uint32(rng.IntN(3)); len(docs) < rng.IntN(300) && d < base+1<<16; d += 1 + uint32(rng.IntN(1+rng.IntN(600))) {
+			docs = append(docs, d)
+		}
+		n := len(docs)
+		wide := &postBlock{docs: docs}
+		short := newNarrowBlock(n, true)
+		short.base = base
+		for j, d := range docs {
+			short.d16[j] = uint16(d - base)
+		}
+		for _, p := range []*postBlock{wide, short} {
+			if p.count() != n {
+				t.Fatalf("block %d: count %d, want %d", iter, p.count(), n)
+			}
+			for j := range docs {
+				if p.doc(j) != docs[j] {
+					t.Fatalf("block %d: doc %d is %d, want %d", iter, j, p.doc(j), docs[j])
+				}
+			}
+			targets := []uint32{0, base, base + 1<<16, base + 1<<16 + 5, math.MaxUint32}
+			for range 30 {
+				targets = append(targets, base+uint32(rng.IntN(1<<16+10)))
+			}
+			for _, d := range docs[:min(n, 5)] {
+				targets = append(targets, d, d+1, d-1)
+			}
+			for _, d := range targets {
+				for from := range n + 1 {
+					want := from
+					for want < n && docs[want] < d {
+						want++
+					}
+					if got := p.search(from, d); got != want {
+						t.Fatalf("block %d (16-bit %v): search from %d for %d = %d, want %d", iter, p.d16 != nil, from, d, got, want)
+					}
+				}
+			}
+		}
+		dropBlock(short)
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestBuildBlocksDirect: block metadata read straight from the segment's bytes equals what
@@ -335,6 +445,7 @@ func TestBuildBlocksDirect(t *testing.T) {
 			r := snapshotReader(t, b)
 			defer r.Close()
 			var direct, multi int
+			_, before := blockArena.stats()
 			eachBodyTerm(t, r.(*scorch.IndexSnapshot), func(dict segment.TermDictionary, term []byte) {
 				{
 					for _, keep := range []bool{false, true} {
@@ -372,11 +483,15 @@ func TestBuildBlocksDirect(t *testing.T) {
 								if (g == nil) != (w == nil) || (g != nil && (!slices.Equal(g.docs, w.docs) || !slices.Equal(g.packed, w.packed))) {
 									t.Fatalf("%q block %d: direct %+v, iterator %+v", term, i, g, w)
 								}
+								dropBlock(g)
 							}
 						}
 					}
 				}
 			})
+			if _, after := blockArena.stats(); after != before {
+				t.Fatalf("kept blocks hold %d bytes of arena slots after each was handed back", after-before)
+			}
 			if direct < 100 || (mode == 16 && multi < 20) {
 				t.Fatalf("only %d lists read directly (%d of several blocks)", direct, multi)
 			}
