@@ -321,7 +321,7 @@ func TestCreateClassRequest(t *testing.T) {
 	err := c.CreateClass(context.Background(), ClassConfig{
 		Name: "Doc", Replication: 3, BM25: &BM25Params{K1: 0.9, B: 0.4}, Tokenization: "lowercase",
 		Stopwords: "none", Distance: "dot", BlockMaxWAND: ptr(false),
-		Fields: []Field{{"tags", TypeTextList}, {"year", TypeInt}},
+		Fields: []Field{{Name: "tags", Type: TypeTextList}, {Name: "year", Type: TypeInt}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -380,9 +380,9 @@ func TestCreateClassInvalid(t *testing.T) {
 	cases := []ClassConfig{
 		{Name: "doc"},
 		{Name: "Doc", Replication: -1},
-		{Name: "Doc", Fields: []Field{{"text", TypeText}}},
-		{Name: "Doc", Fields: []Field{{"id", TypeText}}},
-		{Name: "Doc", Fields: []Field{{"x", "geo"}}},
+		{Name: "Doc", Fields: []Field{{Name: "text", Type: TypeText}}},
+		{Name: "Doc", Fields: []Field{{Name: "id", Type: TypeText}}},
+		{Name: "Doc", Fields: []Field{{Name: "x", Type: "geo"}}},
 	}
 	f := newFake(t, ok())
 	c := newClient(t, Config{Endpoints: []string{f.URL}})
