@@ -1,0 +1,370 @@
+//go:build weaviate
+
+// The behaviour suite (behaviour_test.go) and the cluster's own tests against a real
+// three-node Weaviate cluster, started by scripts/weaviate-cluster.sh in a temporary
+// directory (run: go test -tags weaviate -run TestBehaviour .).
+//
+// The root package already has a TestMain (crash_test.go), so the cluster is started by
+// the top-level test TestBehaviourCluster and stopped by its cleanup, which runs when it
+// passes, fails or calls t.Fatal; a panic in a subtest is turned into a failure first
+// (noPanic), and a signal handler stops the cluster on SIGINT, SIGTERM and SIGHUP. (A
+// `go test -timeout` panic kills the binary without cleanups: the nodes, started under
+// setsid, are then stopped by the next `weaviate-cluster.sh stop DIR`, which also finds
+// orphans.) If the cluster cannot start, the test fails with the script's output; it never
+// skips. MEMORY_WEAVIATE_URL, when set, names a running cluster to use instead (nothing is
+// started or stopped then).
+
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentmem/memory/internal/weaviate"
+)
+
+// testCluster is the cluster of this test binary.
+var testCluster struct {
+	mu     sync.Mutex
+	addr   string // weaviate://... ("" until started)
+	dir    string
+	script string
+	owned  bool // started here: stopped here
+	stop   sync.Once
+}
+
+// clusterAddr starts the cluster (once per top-level test that calls it; the top-level
+// test's cleanup stops it) and returns its weaviate:// address.
+func clusterAddr(t *testing.T) string {
+	t.Helper()
+	testCluster.mu.Lock()
+	defer testCluster.mu.Unlock()
+	if testCluster.addr != "" {
+		return testCluster.addr
+	}
+	if u := os.Getenv("MEMORY_WEAVIATE_URL"); u != "" {
+		testCluster.addr = u
+		return u
+	}
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testCluster.script = filepath.Join(root, "scripts", "weaviate-cluster.sh")
+	testCluster.dir, err = os.MkdirTemp("", "memory-weaviate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testCluster.owned = true
+	testCluster.stop = sync.Once{}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		s, ok := <-sig
+		if !ok {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "%v: stopping the weaviate cluster in %s\n", s, testCluster.dir)
+		stopTestCluster(false)
+		os.Exit(1)
+	}()
+	t.Cleanup(func() {
+		signal.Stop(sig)
+		stopTestCluster(!t.Failed())
+		testCluster.mu.Lock()
+		testCluster.addr = ""
+		testCluster.mu.Unlock()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, testCluster.script, "start", testCluster.dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("could not start the weaviate cluster (%s start %s): %v\n%s", testCluster.script, testCluster.dir, err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], ClusterScheme) {
+			testCluster.addr = f[0]
+		}
+	}
+	if testCluster.addr == "" {
+		t.Fatalf("no endpoint line from the cluster script:\n%s", out)
+	}
+	t.Logf("weaviate cluster up: %s (dir %s)", testCluster.addr, testCluster.dir)
+	return testCluster.addr
+}
+
+// stopTestCluster stops the cluster this binary started; its directory is removed when
+// the tests passed (else kept, with the nodes' logs).
+func stopTestCluster(passed bool) {
+	if !testCluster.owned {
+		return
+	}
+	testCluster.stop.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, testCluster.script, "stop", testCluster.dir).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "weaviate-cluster.sh stop %s: %v\n%s", testCluster.dir, err, out)
+		}
+		if passed {
+			os.RemoveAll(testCluster.dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "weaviate cluster data and logs kept in %s\n", testCluster.dir)
+		}
+	})
+}
+
+// noPanic turns a panic in a subtest into its failure, so that the top-level test's
+// cleanup still stops the cluster.
+func noPanic(t *testing.T) {
+	if r := recover(); r != nil {
+		t.Errorf("panic: %v\n%s", r, debug.Stack())
+	}
+}
+
+var prefixSeq atomic.Int64
+
+// clusterOpener opens stores on the test cluster, each under a class prefix of its own
+// (its classes are deleted when the test ends).
+type clusterOpener struct{ addr string }
+
+func (co clusterOpener) newAddr(t *testing.T) string {
+	p := fmt.Sprintf("T%dx%d", time.Now().UnixNano()%1e9, prefixSeq.Add(1))
+	addr := co.addr + "/" + p
+	t.Cleanup(func() { dropPrefix(t, addr, p) })
+	return addr
+}
+
+func (co clusterOpener) open(t *testing.T, opts ...Option) *Memory {
+	t.Helper()
+	m, err := Open(co.newAddr(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func (co clusterOpener) reopen(t *testing.T, m *Memory, opts ...Option) (*Memory, error) {
+	m2, err := Open(m.Dir(), opts...)
+	if err == nil {
+		t.Cleanup(func() { m2.Close() })
+	}
+	return m2, err
+}
+
+// dropPrefix deletes the classes of a test's store.
+func dropPrefix(t *testing.T, addr, prefix string) {
+	nodes, _, err := parseClusterAddress(addr)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	wc, err := weaviate.New(context.Background(), weaviate.Config{Endpoints: nodes})
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	infos, err := wc.Classes(ctx, prefix+"_")
+	if err != nil {
+		t.Errorf("cleanup: %v", err)
+		return
+	}
+	for _, ci := range infos {
+		if err := wc.DeleteClass(ctx, ci.Name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+}
+
+// TestBehaviourCluster runs the behaviour suite on the three-node cluster, and the
+// cluster's own tests after it (one cluster for all).
+func TestBehaviourCluster(t *testing.T) {
+	co := clusterOpener{addr: clusterAddr(t)}
+	for _, bt := range behaviourTests {
+		t.Run(bt.name, func(t *testing.T) {
+			defer noPanic(t)
+			bt.run(t, co)
+		})
+	}
+	for _, ct := range clusterTests {
+		t.Run(ct.name, func(t *testing.T) {
+			defer noPanic(t)
+			ct.run(t, co)
+		})
+	}
+}
+
+// clusterTests are the tests of what only a store on a cluster does.
+var clusterTests = []struct {
+	name string
+	run  func(t *testing.T, co clusterOpener)
+}{
+	{"NotSupported", clusterNotSupported},
+	{"Options", clusterOptions},
+	{"Replicated", clusterReplicated},
+}
+
+// clusterNotSupported: every operation not built for a cluster fails with ErrNotSupported
+// naming it, and none panics.
+func clusterNotSupported(t *testing.T, co clusterOpener) {
+	m := co.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	mustAdd(t, m, zoo()...)
+	c := m.Collection("")
+	calls := map[string]func() error{
+		"Collection.Find":              func() error { _, err := c.Find(ctx, FindOptions{}); return err },
+		"Collection.Compact":           func() error { return c.Compact(ctx) },
+		"Memory.Compact":               func() error { return m.Compact(ctx) },
+		"Collection.Replace":           func() error { _, err := c.Replace(ctx, Where{"a": "b"}, Document{ID: "r", Text: "x"}); return err },
+		"Collection.ReplaceSource":     func() error { _, err := c.ReplaceSource(ctx, "s", Document{ID: "r", Text: "x"}); return err },
+		"Collection.Sources":           func() error { _, err := c.Sources(ctx); return err },
+		"Collection.Vectors":           func() error { _, err := c.Vectors(ctx, "z01"); return err },
+		"Memory.CollectionMetadata":    func() error { _, err := m.CollectionMetadata(ctx, ""); return err },
+		"Memory.SetCollectionMetadata": func() error { return m.SetCollectionMetadata(ctx, "", map[string]any{"a": "b"}) },
+		"Memory.SetCollectionAnalyzer": func() error { return m.SetCollectionAnalyzer(ctx, "", "en") },
+		"Memory.RenameCollection":      func() error { return m.RenameCollection(ctx, DefaultCollection, "other") },
+		"Collection.AddCode": func() error {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644); err != nil {
+				return err
+			}
+			_, err := c.AddCode(ctx, dir, CodeOptions{})
+			return err
+		},
+		"CreateCollection metadata": func() error {
+			_, err := m.CreateCollection("x", WithCollectionMetadata(map[string]any{"a": 1}))
+			return err
+		},
+		"CreateCollection analyzer": func() error { _, err := m.CreateCollection("x", WithCollectionAnalyzer("en")); return err },
+		"WithWhereDocument": func() error {
+			_, err := m.Search(ctx, "zoo", WithWhereDocument(WhereDocument{"$contains": "zoo"}))
+			return err
+		},
+		"$ne": func() error {
+			_, err := m.Search(ctx, "zoo", WithWhere(Where{"kind": Where{"$ne": "bird"}}))
+			return err
+		},
+		"$nin":            func() error { _, err := m.DeleteWhere(ctx, Where{"kind": Where{"$nin": []any{"bird"}}}); return err },
+		"$gt on a string": func() error { _, err := m.Search(ctx, "zoo", WithWhere(Where{"kind": Where{"$gt": "a"}})); return err },
+		"InCollections": func() error {
+			_, err := m.Search(ctx, "zoo", InCollections(map[string]float64{"a": 1, "b": 1}))
+			return err
+		},
+		"WithCascade":  func() error { _, err := m.Search(ctx, "zoo", WithCascade(0.5, "a", "b")); return err },
+		"WithCollapse": func() error { _, err := m.Search(ctx, "zoo", WithCollapse(0.9)); return err },
+	}
+	for name, call := range calls {
+		err := func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			return call()
+		}()
+		if !errors.Is(err, ErrNotSupported) {
+			t.Errorf("%s: %v, want ErrNotSupported", name, err)
+			continue
+		}
+		word := strings.Fields(strings.TrimPrefix(name, "CreateCollection "))[0]
+		if word == "CreateCollection" || strings.HasPrefix(name, "CreateCollection") {
+			word = map[string]string{"metadata": "WithCollectionMetadata", "analyzer": "WithCollectionAnalyzer"}[strings.Fields(name)[1]]
+		}
+		if !strings.Contains(err.Error(), word) && !strings.Contains(err.Error(), strings.TrimPrefix(word, "Collection.")) {
+			t.Errorf("%s: error %q does not name it", name, err)
+		}
+	}
+	if n, _ := m.Count(ctx); n != 10 {
+		t.Errorf("Count after the refused calls = %d, want 10", n)
+	}
+	for _, o := range []Option{ReadOnly(), WithAnalyzer("en"), WithLuceneBM25(), WithIndexRebuild(), WithConsistency("SOME")} {
+		if _, err := Open(m.Dir(), o); err == nil {
+			t.Errorf("Open with an option the cluster cannot honour succeeded")
+		}
+	}
+}
+
+// clusterOptions: the replication factor, consistency level and BM25 constants reach
+// Weaviate.
+func clusterOptions(t *testing.T, co clusterOpener) {
+	addr := co.newAddr(t)
+	m, err := Open(addr, behaviourEmbedder(), WithReplication(2), WithConsistency("ALL"), WithBM25(1.1, 0.6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mustAdd(t, m, Document{ID: "a", Text: "x"})
+	cs := m.cluster
+	if cs.level != weaviate.All {
+		t.Errorf("consistency %q, want ALL", cs.level)
+	}
+	ci, err := cs.wc.Class(bctx(t), cs.className(DefaultCollection))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.Replication != 2 {
+		t.Errorf("replication factor %d, want 2", ci.Replication)
+	}
+	m2, err := Open(co.newAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	if m2.cluster.repl != 3 || m2.cluster.level != weaviate.Quorum {
+		t.Errorf("defaults: replication %d, consistency %q; want 3, QUORUM", m2.cluster.repl, m2.cluster.level)
+	}
+}
+
+// clusterReplicated: each document is on every node (factor 3): every node alone, read at
+// ONE, counts, lists and finds them all.
+func clusterReplicated(t *testing.T, co clusterOpener) {
+	addr := co.newAddr(t)
+	m, err := Open(addr, behaviourEmbedder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mustAdd(t, m, zoo()...)
+	want, err := m.Collection("").IDs(bctx(t))
+	if err != nil || len(want) != 10 {
+		t.Fatalf("IDs = %v, %v", want, err)
+	}
+	nodes, prefix, _ := parseClusterAddress(addr)
+	for _, n := range nodes {
+		mi, err := Open(ClusterScheme+n+"/"+prefix, behaviourEmbedder(), WithConsistency("ONE"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := bctx(t)
+		ids, err := mi.Collection("").IDs(ctx)
+		if err != nil || !reflect.DeepEqual(ids, want) {
+			t.Errorf("node %s: IDs %v, %v; want %v", n, ids, err, want)
+		}
+		if c, err := mi.Count(ctx); err != nil || c != 10 {
+			t.Errorf("node %s: Count %d, %v", n, c, err)
+		}
+		for _, q := range []string{"heron", "camel"} {
+			res, err := mi.Search(ctx, q, WithMode(BM25))
+			if err != nil || len(res) != 1 {
+				t.Errorf("node %s: %q: %v, %v", n, q, resultIDs(res), err)
+			}
+		}
+		mi.Close()
+	}
+}
