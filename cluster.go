@@ -83,6 +83,7 @@ func isClusterAddress(dir string) bool { return strings.HasPrefix(dir, ClusterSc
 // clusterStore is the backend of a Memory opened on a cluster.
 type clusterStore struct {
 	wc     *weaviate.Client
+	nodes  []*weaviate.Client // one per node, without failover: to ask each node itself
 	prefix string
 	repl   int
 	level  weaviate.Consistency
@@ -217,6 +218,13 @@ func openCluster(addr string, opts ...Option) (*Memory, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOption, addr, err)
 	}
 	cs := &clusterStore{wc: wc, prefix: prefix, repl: o.Cluster.Replication, classes: map[string]*clusterClass{}}
+	for _, n := range nodes {
+		nc, err := weaviate.New(context.Background(), weaviate.Config{Endpoints: []string{n}, Timeout: o.Cluster.Timeout, MaxAttempts: 2})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOption, addr, err)
+		}
+		cs.nodes = append(cs.nodes, nc)
+	}
 	if cs.repl == 0 {
 		cs.repl = min(3, len(nodes))
 	}
@@ -408,7 +416,7 @@ func (cs *clusterStore) create(ctx context.Context, m *Memory, name string) (*cl
 		return nil, false, err
 	}
 	err = cs.wc.CreateClass(ctx, weaviate.ClassConfig{
-		Name: cn, Replication: cs.repl, Description: string(desc),
+		Name: cn, Replication: cs.repl, Description: string(desc), DeletionStrategy: "TimeBasedResolution",
 		BM25:   &weaviate.BM25Params{K1: m.opts.BM25K1, B: m.opts.BM25B},
 		Fields: []weaviate.Field{{Name: propChunk, Type: weaviate.TypeInt}, {Name: propRec, Type: weaviate.TypeText, Stored: true}},
 	})
@@ -416,11 +424,38 @@ func (cs *clusterStore) create(ctx context.Context, m *Memory, name string) (*cl
 	if err != nil && !(errors.Is(err, weaviate.ErrInvalid) && strings.Contains(strings.ToLower(err.Error()), "already exists")) {
 		return nil, false, fmt.Errorf("memory: create collection %s: %w", store.ShowKey(name), err)
 	}
+	if created {
+		if err := cs.awaitClass(ctx, cn); err != nil {
+			return nil, false, fmt.Errorf("memory: create collection %s: %w", store.ShowKey(name), err)
+		}
+	}
 	cc, err := cs.loadClass(ctx, name)
 	if err == nil && cc == nil {
 		err = fmt.Errorf("%w: collection %s: its class %s vanished after its creation", ErrClusterUnavailable, store.ShowKey(name), cn)
 	}
 	return cc, created, err
+}
+
+// awaitClass waits until every node given answers a query on class cn: a class is
+// created through Raft, and a node that has not applied it yet would not take its
+// replica's share of the first writes (Weaviate replicates nothing afterwards unless
+// asynchronous replication is on). A node that does not answer at all is skipped (a
+// QUORUM write does not need it); ctx bounds the wait.
+func (cs *clusterStore) awaitClass(ctx context.Context, cn string) error {
+	for _, nc := range cs.nodes {
+		for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+			_, err := nc.Fetch(ctx, weaviate.Query{Class: cn, Limit: 1})
+			if err == nil || !errors.Is(err, weaviate.ErrNotFound) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
+	return nil
 }
 
 // ensureProps adds the metadata properties docs need that the class lacks.
@@ -815,22 +850,28 @@ func (cs *clusterStore) ids(ctx context.Context, m *Memory, col string) ([]strin
 	if err != nil || cc == nil {
 		return nil, err
 	}
+	// Pages of the documents' first objects sorted by id, each after the last id of the one
+	// before (Weaviate's cursor reads one replica's shards only).
 	var out []string
-	after := ""
+	last, first := "", true
 	for {
-		hits, err := cs.wc.Fetch(ctx, weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: 1000, After: after, Fields: []string{propChunk}})
+		q := weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: 1000, Where: headFilter, SortBy: weaviate.PropID}
+		if !first {
+			q.Where = weaviate.AllOf(headFilter, weaviate.Where(weaviate.PropID, weaviate.GreaterThan, last))
+		}
+		hits, err := cs.wc.Fetch(ctx, q)
 		if err != nil {
 			return nil, cs.classErr(err)
 		}
 		for _, h := range hits {
-			if c, ok := h.Props[propChunk].(float64); ok && c <= 0 {
-				out = append(out, h.ID)
+			out = append(out, h.ID)
+			if first || h.ID > last {
+				last, first = h.ID, false
 			}
 		}
-		if len(hits) < 1000 {
+		if len(hits) < q.Limit {
 			break
 		}
-		after = hits[len(hits)-1].UUID
 	}
 	sort.Strings(out)
 	return slices.Compact(out), nil

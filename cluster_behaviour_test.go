@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/weaviate"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // testCluster is the cluster of this test binary.
@@ -137,6 +139,14 @@ func noPanic(t *testing.T) {
 
 var prefixSeq atomic.Int64
 
+// testConsistency is the consistency level of the suite's stores. Weaviate answers a
+// search (and a count) from one replica of each shard, whatever the level: only a write
+// acknowledged by every replica (ALL) is seen by every later search. At QUORUM a search
+// right after a write may miss it on the replica that has not applied it yet (seen here:
+// a dense search returning 5 of 10 documents just written), which would make the suite
+// depend on timing.
+const testConsistency = "ALL"
+
 // clusterOpener opens stores on the test cluster, each under a class prefix of its own
 // (its classes are deleted when the test ends).
 type clusterOpener struct{ addr string }
@@ -150,7 +160,7 @@ func (co clusterOpener) newAddr(t *testing.T) string {
 
 func (co clusterOpener) open(t *testing.T, opts ...Option) *Memory {
 	t.Helper()
-	m, err := Open(co.newAddr(t), opts...)
+	m, err := Open(co.newAddr(t), append([]Option{WithConsistency(testConsistency)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +169,7 @@ func (co clusterOpener) open(t *testing.T, opts ...Option) *Memory {
 }
 
 func (co clusterOpener) reopen(t *testing.T, m *Memory, opts ...Option) (*Memory, error) {
-	m2, err := Open(m.Dir(), opts...)
+	m2, err := Open(m.Dir(), append([]Option{WithConsistency(testConsistency)}, opts...)...)
 	if err == nil {
 		t.Cleanup(func() { m2.Close() })
 	}
@@ -218,6 +228,69 @@ var clusterTests = []struct {
 	{"NotSupported", clusterNotSupported},
 	{"Options", clusterOptions},
 	{"Replicated", clusterReplicated},
+	{"ParityWithEmbedded", clusterParity},
+}
+
+// clusterParity: the same documents in the embedded store and on the cluster give the
+// same dense results (ids, scores, relevance, cosines) and the same hybrid explanations
+// (fused score, cosine, relevance) for documents that one retriever did not return
+// (dense's share then comes from the stored vector).
+func clusterParity(t *testing.T, co clusterOpener) {
+	ctx := bctx(t)
+	emb := embeddedOpener{}.open(t, behaviourEmbedder())
+	cl := co.open(t, behaviourEmbedder())
+	docs := zoo()
+	mustAdd(t, emb, docs...)
+	mustAdd(t, cl, docs...)
+	for _, q := range []string{"gecko food", "a bird of the zoo", "number 7"} {
+		e, err1 := emb.Search(ctx, q, WithMode(Dense), TopK(10))
+		c, err2 := cl.Search(ctx, q, WithMode(Dense), TopK(10))
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if !reflect.DeepEqual(resultIDs(e), resultIDs(c)) {
+			t.Errorf("dense %q: embedded %v, cluster %v", q, resultIDs(e), resultIDs(c))
+			continue
+		}
+		for i := range e {
+			if math.Abs(e[i].Score-c[i].Score) > 1e-5 || math.Abs(e[i].Relevance-c[i].Relevance) > 1e-5 || e[i].Explain.Cosine == nil || c[i].Explain.Cosine == nil {
+				t.Errorf("dense %q #%d: embedded %v/%v/%v, cluster %v/%v/%v", q, i, e[i].Score, e[i].Relevance, e[i].Explain.Cosine, c[i].Score, c[i].Relevance, c[i].Explain.Cosine)
+			}
+		}
+	}
+	// Hybrid, each retriever asked for 1: BM25 finds p1 (the only document with "quasar"),
+	// dense recall z01 (the query vector is z01's own), so each result is missing from one
+	// list and dense's share of p1's Relevance is p1's stored vector's cosine.
+	p1 := Document{ID: "p1", Text: "quasar quasar quasar"}
+	mustAdd(t, emb, p1)
+	mustAdd(t, cl, p1)
+	qv, err := vectorstore.NewHashEmbedder(behaviourDim).Embed(ctx, []string{embedText(docs[1].Title, docs[1].Text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err1 := emb.Search(ctx, "quasar", WithQueryVector(qv[0]), WithWindow(1), TopK(2))
+	c, err2 := cl.Search(ctx, "quasar", WithQueryVector(qv[0]), WithWindow(1), TopK(2))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if got := sortedIDs(c); !reflect.DeepEqual(got, []string{"p1", "z01"}) || !reflect.DeepEqual(sortedIDs(e), got) {
+		t.Fatalf("hybrid: embedded %v, cluster %v; want p1 and z01", resultIDs(e), resultIDs(c))
+	}
+	byID := map[string]Result{}
+	for _, r := range e {
+		byID[r.ID] = r
+	}
+	for _, r := range c {
+		o := byID[r.ID]
+		if r.Explain.Cosine == nil || o.Explain.Cosine == nil || math.Abs(*o.Explain.Cosine-*r.Explain.Cosine) > 1e-5 ||
+			math.Abs(o.Relevance-r.Relevance) > 1e-5 || math.Abs(o.Explain.Fused-r.Explain.Fused) > 1e-12 {
+			t.Errorf("hybrid %s: embedded cosine %v relevance %v fused %v, cluster %v %v %v", r.ID,
+				o.Explain.Cosine, o.Relevance, o.Explain.Fused, r.Explain.Cosine, r.Relevance, r.Explain.Fused)
+		}
+		if r.ID == "p1" && (r.Explain.Dense != nil || r.Explain.BM25 == nil) {
+			t.Errorf("p1: %+v, want a BM25 hit only", r.Explain)
+		}
+	}
 }
 
 // clusterNotSupported: every operation not built for a cluster fails with ErrNotSupported
@@ -331,11 +404,11 @@ func clusterOptions(t *testing.T, co clusterOpener) {
 	}
 }
 
-// clusterReplicated: each document is on every node (factor 3): every node alone, read at
-// ONE, counts, lists and finds them all.
+// clusterReplicated: a write acknowledged at ALL is on every node (factor 3): every node
+// alone, read at ONE, counts, lists and finds every document.
 func clusterReplicated(t *testing.T, co clusterOpener) {
 	addr := co.newAddr(t)
-	m, err := Open(addr, behaviourEmbedder())
+	m, err := Open(addr, behaviourEmbedder(), WithConsistency("ALL"))
 	if err != nil {
 		t.Fatal(err)
 	}

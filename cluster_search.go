@@ -11,6 +11,7 @@ import (
 	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/snippet"
 	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/internal/weaviate"
 )
 
@@ -126,7 +127,7 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 	fused := so.Fusion(lists, hybrid.FusionOptions{K: so.RRFK, Window: so.retrieverWindow(mode)})
 	st.Candidates = len(fused)
 	fused = fused[:min(len(fused), so.keep())]
-	cands, err := cs.candidates(ctx, m, cc, col, fused, best, lists, mode, notes, so)
+	cands, err := cs.candidates(ctx, m, cc, col, fused, best, lists, qv, mode, notes, so)
 	st.Fuse = time.Since(tf)
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (cs *clusterStore) recall(ctx context.Context, cc *clusterClass, name, quer
 // documents' first objects), as the embedded store's candidates does: a result whose
 // document is gone, or whose record the Where no longer matches, is left out.
 func (cs *clusterStore) candidates(ctx context.Context, m *Memory, cc *clusterClass, col string, fused []hybrid.Fused,
-	best map[string]map[string]string, lists []hybrid.List, mode Mode, notes []string, so SearchOptions) ([]candidate, error) {
+	best map[string]map[string]string, lists []hybrid.List, qv []float32, mode Mode, notes []string, so SearchOptions) ([]candidate, error) {
 	uids := make([]string, len(fused))
 	parents := make([]string, 0, len(fused))
 	seen := map[string]bool{}
@@ -221,6 +222,10 @@ func (cs *clusterStore) candidates(ctx context.Context, m *Memory, cc *clusterCl
 		where = c
 	}
 	rel := m.newRelevanceScorer(nil, col, nil, lists)
+	vecs, err := cs.missedVectors(ctx, cc, fused, uids, rel, qv)
+	if err != nil {
+		return nil, err
+	}
 	cands := make([]candidate, 0, len(fused))
 	for i, f := range fused {
 		uid := uids[i]
@@ -234,11 +239,87 @@ func (cs *clusterStore) candidates(ctx context.Context, m *Memory, cc *clusterCl
 		if err != nil {
 			return nil, err
 		}
+		if vecs != nil {
+			relevance = rescoreMissed(f, &ex, rel, qv, vecs[uid])
+		}
 		res := chunkResult(col, parent, uid, r, ci, score, ex)
 		res.Relevance = relevance
 		cands = append(cands, candidate{id: uid, rec: r, res: res})
 	}
 	return cands, nil
+}
+
+// missedVectors reads, when dense recall ran with query vector qv, the stored vectors of
+// the units it did not return (nil when there are none), by unit id: as the embedded
+// store, such a result's dense share of Relevance is its stored vector's cosine.
+func (cs *clusterStore) missedVectors(ctx context.Context, cc *clusterClass, fused []hybrid.Fused, uids []string,
+	rel *relevanceScorer, qv []float32) (map[string][]float32, error) {
+	if _, ran := rel.best["dense"]; !ran || qv == nil {
+		return nil, nil
+	}
+	var parents []string
+	seen := map[string]bool{}
+	for i, f := range fused {
+		for _, c := range f.Contributions {
+			if c.List == "dense" && c.Rank == 0 {
+				if p, _ := store.SplitUnit(uids[i]); !seen[p] {
+					seen[p] = true
+					parents = append(parents, p)
+				}
+			}
+		}
+	}
+	if len(parents) == 0 {
+		return nil, nil
+	}
+	out := map[string][]float32{}
+	for len(parents) > 0 {
+		part := parents[:min(len(parents), clusterBatch)]
+		parents = parents[len(part):]
+		hits, err := cs.wc.Fetch(ctx, weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: 10000,
+			Where: weaviate.Where(weaviate.PropID, weaviate.ContainsAny, part), Fields: []string{propChunk}, WithVector: true})
+		if err != nil {
+			return nil, cs.classErr(err)
+		}
+		for _, h := range hits {
+			uid := h.ID
+			if c, _ := h.Props[propChunk].(float64); c >= 0 {
+				uid = store.UnitID(h.ID, int(c))
+			}
+			out[uid] = h.Vector
+		}
+	}
+	return out, nil
+}
+
+// rescoreMissed is relevanceScorer.score for a result of a search whose dense recall did
+// not return it, given its unit's stored vector (nil: none): the dense share is the
+// vector's cosine with the query, which ex.Cosine shows. (The embedded store reads the
+// vector from its store of record; the weights, norms and mean are the same.)
+func rescoreMissed(f hybrid.Fused, ex *Explanation, rel *relevanceScorer, qv, vec []float32) float64 {
+	var mean weightedMean
+	for _, c := range f.Contributions {
+		best, ran := rel.best[c.List]
+		if !ran {
+			continue
+		}
+		w := c.Weight
+		if w == 0 {
+			w = 1
+		}
+		r := retrieverNamed(c.List)
+		norm := 0.0
+		switch {
+		case c.Rank > 0 && r != nil:
+			norm = r.normOf(c.Score, best)
+		case c.List == "dense" && r != nil && len(vec) == len(qv) && len(vec) > 0:
+			cos := vecmath.Cosine(qv, vec)
+			norm = r.normOf(cos, best)
+			ex.Cosine = &cos
+		}
+		mean.add(w, norm)
+	}
+	return mean.value()
 }
 
 // searchBatch is SearchBatch on a cluster: the searches one after another.

@@ -464,3 +464,26 @@ func TestNewInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestKindOfMessage: how errors found in 200 answers are classified.
+func TestKindOfMessage(t *testing.T) {
+	for _, c := range []struct {
+		msg   string
+		kind  error
+		retry bool
+	}{
+		{`Cannot query field "Memory_x" on type "GetObjectsObj". Did you mean "Memory_y"?`, ErrNotFound, true},
+		{`Cannot query field "Memory_x" on type "AggregateObjectsObj".`, ErrNotFound, true},
+		{`Cannot query field "nope" on type "Memory_x".`, ErrInvalid, false},
+		{`cannot achieve consistency level "ALL": read error`, ErrConsistency, true},
+		{`broadcast: cannot reach enough replicas`, ErrConsistency, true},
+		{`connection refused`, ErrUnavailable, true},
+		{`class Foo does not exist`, ErrNotFound, false},
+		{`invalid filter`, ErrInvalid, false},
+	} {
+		kind, retry := kindOfMessage(c.msg)
+		if kind != c.kind || retry != c.retry {
+			t.Errorf("%q: %v, %v; want %v, %v", c.msg, kind, retry, c.kind, c.retry)
+		}
+	}
+}

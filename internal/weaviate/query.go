@@ -232,6 +232,8 @@ type Query struct {
 	Fields []string
 	// WithVector returns each hit's vector (Hit.Vector).
 	WithVector bool
+	// SortBy sorts Fetch's results by this property, ascending ("": Weaviate's order).
+	SortBy string
 	// After is Fetch's cursor: the UUID of the last object of the previous page ("" starts
 	// at the beginning). Weaviate takes no Where with it.
 	After string
@@ -321,8 +323,10 @@ type hitJSON struct {
 	} `json:"_additional"`
 }
 
-// Fetch reads objects without ranking them: those matching q.Where (at most q.Limit), or,
-// with q.After set or no Where, a page of the class in UUID order after q.After.
+// Fetch reads objects without ranking them: those matching q.Where (at most q.Limit,
+// sorted by q.SortBy when set), or, with q.After set, a page of the class in UUID order
+// after q.After. (The cursor reads one replica's shards: on a class of several shards it
+// may not list every object; page with SortBy and a Where on the sorted property.)
 func (c *Client) Fetch(ctx context.Context, q Query) ([]Hit, error) {
 	if q.After != "" && !q.Where.IsZero() {
 		return nil, invalid("fetch", "a cursor (After) with a Where filter")
@@ -353,6 +357,12 @@ func (c *Client) get(ctx context.Context, op string, q Query, arg, scoreField st
 	}
 	if q.Consistency != "" {
 		args = append(args, "consistencyLevel: "+string(q.Consistency))
+	}
+	if q.SortBy != "" {
+		if !propNameRE.MatchString(q.SortBy) {
+			return nil, invalid(op, "sort by %q", q.SortBy)
+		}
+		args = append(args, "sort: [{path: ["+gqlString(q.SortBy)+"], order: asc}]")
 	}
 	fields := "id " + scoreField
 	if q.Explain && scoreField == "score" {

@@ -72,6 +72,11 @@ type ClassConfig struct {
 	// BlockMaxWAND sets invertedIndexConfig.usingBlockMaxWAND (nil: Weaviate's default, on
 	// for new classes in v1.35). docs/weaviate.md has what it changes on SciFact.
 	BlockMaxWAND *bool
+	// DeletionStrategy is replicationConfig.deletionStrategy: how replicas that disagree
+	// on a deleted object resolve it ("": Weaviate's default, NoAutomatedResolution, under
+	// which a read that meets the disagreement fails; "DeleteOnConflict";
+	// "TimeBasedResolution": the latest write or delete wins).
+	DeletionStrategy string
 	// Description is the class's description, kept by Weaviate and returned by Classes
 	// (callers record what they need to find again there).
 	Description string
@@ -100,7 +105,8 @@ type classJSON struct {
 }
 
 type replicationJSON struct {
-	Factor int `json:"factor"`
+	Factor           int    `json:"factor,omitempty"`
+	DeletionStrategy string `json:"deletionStrategy,omitempty"`
 }
 
 type invertedIndexJSON struct {
@@ -134,8 +140,8 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 		},
 		InvertedIndexConfig: invertedIndexJSON{BM25: cfg.BM25, BlockMaxWAND: cfg.BlockMaxWAND},
 	}
-	if cfg.Replication > 0 {
-		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication}
+	if cfg.Replication > 0 || cfg.DeletionStrategy != "" {
+		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication, DeletionStrategy: cfg.DeletionStrategy}
 	}
 	if cfg.Stopwords != "" {
 		body.InvertedIndexConfig.Stopwords = map[string]any{"preset": cfg.Stopwords}
