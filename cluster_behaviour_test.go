@@ -50,7 +50,7 @@ var testCluster struct {
 
 // clusterAddr starts the cluster (once per top-level test that calls it; the top-level
 // test's cleanup stops it) and returns its weaviate:// address.
-func clusterAddr(t *testing.T) string {
+func clusterAddr(t testing.TB) string {
 	t.Helper()
 	testCluster.mu.Lock()
 	defer testCluster.mu.Unlock()
@@ -151,7 +151,7 @@ const testConsistency = "ALL"
 // (its classes are deleted when the test ends).
 type clusterOpener struct{ addr string }
 
-func (co clusterOpener) newAddr(t *testing.T) string {
+func (co clusterOpener) newAddr(t testing.TB) string {
 	p := fmt.Sprintf("T%dx%d", time.Now().UnixNano()%1e9, prefixSeq.Add(1))
 	addr := co.addr + "/" + p
 	t.Cleanup(func() { dropPrefix(t, addr, p) })
@@ -177,7 +177,7 @@ func (co clusterOpener) reopen(t *testing.T, m *Memory, opts ...Option) (*Memory
 }
 
 // dropPrefix deletes the classes of a test's store.
-func dropPrefix(t *testing.T, addr, prefix string) {
+func dropPrefix(t testing.TB, addr, prefix string) {
 	nodes, _, err := parseClusterAddress(addr)
 	if err != nil {
 		t.Error(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentmem/memory/hybrid"
@@ -119,7 +120,7 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 			})
 		}})
 	}
-	lists, err := hybrid.Retrieve(ctx, struct{}{}, so.retrieverWindow(mode), rs...)
+	lists, err := retrieveAll(ctx, so.retrieverWindow(mode), rs)
 	if err != nil {
 		return nil, cs.classErr(err)
 	}
@@ -157,9 +158,36 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 	return out, nil
 }
 
+// retrieveAll is hybrid.Retrieve with the retrievers run at once (each is a round trip to
+// the cluster); the lists come in the retrievers' order, and the first error in that
+// order is returned.
+func retrieveAll(ctx context.Context, k int, rs []hybrid.Retriever[struct{}]) ([]hybrid.List, error) {
+	lists := make([]hybrid.List, len(rs))
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hits, err := r.Search(ctx, struct{}{}, k)
+			lists[i], errs[i] = hybrid.List{Name: r.Name, Weight: r.Weight, Hits: hits}, err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return lists, nil
+}
+
 // recall runs retriever name in Weaviate for its k best units.
 func (cs *clusterStore) recall(ctx context.Context, cc *clusterClass, name, query string, qv []float32, wf clusterFilter, k int) ([]hybrid.Hit, error) {
-	q := weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: k, Fields: []string{propChunk}}
+	// No consistency level: Weaviate ranks on one replica of each shard whatever the level,
+	// and at QUORUM or ALL it would then compare every hit (hundreds) with the other
+	// replicas. The records of the results are read at the store's level (heads).
+	q := weaviate.Query{Class: cc.name, Limit: k, Fields: []string{propChunk}}
 	if !wf.all {
 		q.Where = wf.f
 	}
