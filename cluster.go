@@ -922,6 +922,7 @@ func (cs *clusterStore) deleteWhere(ctx context.Context, m *Memory, col string, 
 		f = wf.f
 	}
 	total := 0
+	done := map[string]bool{} // deleted: a replica that has not applied the delete may list them again
 	for {
 		q := weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: 1000, Where: headFilter}
 		if !wf.all {
@@ -931,17 +932,20 @@ func (cs *clusterStore) deleteWhere(ctx context.Context, m *Memory, col string, 
 		if err != nil {
 			return total, cs.classErr(err)
 		}
-		if len(hits) == 0 {
-			return total, nil
+		var ids []string
+		for _, h := range hits {
+			if !done[h.ID] {
+				done[h.ID] = true
+				ids = append(ids, h.ID)
+			}
 		}
-		ids := make([]string, len(hits))
-		for i, h := range hits {
-			ids[i] = h.ID
+		if len(ids) == 0 {
+			return total, nil
 		}
 		if err := cs.delete(ctx, m, col, ids); err != nil {
 			return total, err
 		}
-		total += len(slices.Compact(slices.Sorted(slices.Values(ids))))
+		total += len(ids)
 	}
 }
 
