@@ -43,6 +43,7 @@ var behaviourTests = []struct {
 	{"ExplainRRF", behaviourExplain},
 	{"Filters", behaviourFilters},
 	{"Chunking", behaviourChunking},
+	{"Vectors", behaviourVectors},
 	{"Errors", behaviourErrors},
 	{"EmbedderMismatch", behaviourEmbedderMismatch},
 	{"Closed", behaviourClosed},
@@ -547,6 +548,48 @@ func behaviourChunking(t *testing.T, so storeOpener) {
 	if n, _ := m.Count(ctx); n != 2 {
 		t.Errorf("Count = %d, want 2", n)
 	}
+}
+
+func behaviourVectors(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	mustAdd(t, m, Document{ID: "long", Title: "Long", Text: behaviourLongText()}, Document{ID: "short", Text: "a short note"})
+	c := m.Collection("")
+	short, err := c.Vectors(ctx, "short")
+	if err != nil || len(short) != 1 {
+		t.Fatalf("Vectors(short) = %d vectors, %v", len(short), err)
+	}
+	if d, _ := m.Get(ctx, "short"); !slices.Equal(d.Embedding, short[0]) {
+		t.Errorf("Vectors(short) is not Get's embedding")
+	}
+	long, err := c.Vectors(ctx, "long")
+	if err != nil || len(long) < 2 {
+		t.Fatalf("Vectors(long) = %d vectors, %v", len(long), err)
+	}
+	res, err := m.Search(ctx, "quokka", WithMode(BM25), TopK(1))
+	if err != nil || len(res) != 1 || res[0].Chunks != len(long) {
+		t.Fatalf("the long document's chunks: %+v, %v; %d vectors", res, err, len(long))
+	}
+	want, err := vectorstore.NewHashEmbedder(behaviourDim).Embed(ctx, []string{"Long\n" + strings.Join(res[0].Headings, " > ") + "\n" + res[0].Text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := long[res[0].ChunkIndex]; len(got) != behaviourDim || math.Abs(vecmathCos(got, want[0])-1) > 1e-5 {
+		t.Errorf("chunk %d's vector is not its text's embedding", res[0].ChunkIndex)
+	}
+	if _, err := c.Vectors(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Vectors of a missing id: %v, want ErrNotFound", err)
+	}
+}
+
+func vecmathCos(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
 }
 
 func behaviourErrors(t *testing.T, so storeOpener) {

@@ -816,6 +816,48 @@ func (cs *clusterStore) get(ctx context.Context, m *Memory, col, id string) (Doc
 	return Document{}, fmt.Errorf("%w: %s in collection %s", ErrNotFound, store.ShowKey(id), store.ShowKey(col))
 }
 
+// vectors returns the stored vectors of document id, one per chunk in order.
+func (cs *clusterStore) vectors(ctx context.Context, m *Memory, col, id string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := validCollectionName(col); err != nil {
+		return nil, err
+	}
+	cc, err := cs.class(ctx, col)
+	if err != nil {
+		return nil, err
+	}
+	notFound := fmt.Errorf("%w: %s in collection %s", ErrNotFound, store.ShowKey(id), store.ShowKey(col))
+	if cc == nil {
+		return nil, notFound
+	}
+	recs, err := cs.heads(ctx, cc, []string{id}, nil)
+	if err != nil {
+		return nil, err
+	}
+	r := recs[id]
+	if r == nil {
+		return nil, notFound
+	}
+	out := make([][]float32, max(1, len(r.Chunks)))
+	hits, err := cs.wc.Fetch(ctx, weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: len(out) + 1,
+		Where: weaviate.Where(weaviate.PropID, weaviate.Equal, id), Fields: []string{propChunk}, WithVector: true})
+	if err != nil {
+		return nil, cs.classErr(err)
+	}
+	for _, h := range hits {
+		c, _ := h.Props[propChunk].(float64)
+		if i := max(0, int(c)); i < len(out) && len(h.Vector) > 0 {
+			out[i] = h.Vector
+		}
+	}
+	return out, nil
+}
+
 // headFilter matches the documents' first objects (one per document).
 var headFilter = weaviate.Where(propChunk, weaviate.LessThanEqual, 0)
 

@@ -307,7 +307,6 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 		"Collection.Replace":           func() error { _, err := c.Replace(ctx, Where{"a": "b"}, Document{ID: "r", Text: "x"}); return err },
 		"Collection.ReplaceSource":     func() error { _, err := c.ReplaceSource(ctx, "s", Document{ID: "r", Text: "x"}); return err },
 		"Collection.Sources":           func() error { _, err := c.Sources(ctx); return err },
-		"Collection.Vectors":           func() error { _, err := c.Vectors(ctx, "z01"); return err },
 		"Memory.CollectionMetadata":    func() error { _, err := m.CollectionMetadata(ctx, ""); return err },
 		"Memory.SetCollectionMetadata": func() error { return m.SetCollectionMetadata(ctx, "", map[string]any{"a": "b"}) },
 		"Memory.SetCollectionAnalyzer": func() error { return m.SetCollectionAnalyzer(ctx, "", "en") },

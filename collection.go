@@ -807,7 +807,7 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 // collection has no such document.
 func (c *Collection) Vectors(ctx context.Context, id string) ([][]float32, error) {
 	if c.m.cluster != nil {
-		return nil, c.m.clusterUnsupported("Collection.Vectors")
+		return c.m.cluster.vectors(ctx, c.m, c.name, id)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
