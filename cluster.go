@@ -907,9 +907,9 @@ func (cs *clusterStore) ids(ctx context.Context, m *Memory, col string) ([]strin
 		}
 		for _, h := range hits {
 			out = append(out, h.ID)
-			if first || h.ID > last {
-				last, first = h.ID, false
-			}
+		}
+		if len(hits) > 0 { // the next page begins after the last id in Weaviate's own order
+			last, first = hits[len(hits)-1].ID, false
 		}
 		if len(hits) < q.Limit {
 			break

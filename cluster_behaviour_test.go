@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,6 +230,61 @@ var clusterTests = []struct {
 	{"Options", clusterOptions},
 	{"Replicated", clusterReplicated},
 	{"ParityWithEmbedded", clusterParity},
+	{"Paging", clusterPaging},
+}
+
+// clusterPaging: IDs and DeleteWhere page past Weaviate's 1,000 a request (IDs by id
+// order: ids of every case and of non-ASCII letters must all come back, sorted as Go
+// sorts them), and Delete's batches of 200.
+func clusterPaging(t *testing.T, co clusterOpener) {
+	m := co.open(t)
+	ctx := bctx(t)
+	const n = 2100
+	var docs []Document
+	var want []string
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%s-%04d", []string{"a", "B", "é", "日本", "z z", "A"}[i%6], i)
+		want = append(want, id)
+		docs = append(docs, Document{ID: id, Text: "paging text", Metadata: map[string]any{"odd": i%2 == 1}})
+	}
+	sort.Strings(want)
+	for i := 0; i < n; i += 500 {
+		mustAdd(t, m, docs[i:min(i+500, n)]...)
+	}
+	got, err := m.Collection("").IDs(ctx)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("IDs: %d ids, %v; want %d (first differences: %v)", len(got), err, len(want), firstDiff(got, want))
+	}
+	if c, err := m.Count(ctx); err != nil || c != n {
+		t.Errorf("Count = %d, %v", c, err)
+	}
+	k, err := m.DeleteWhere(ctx, Where{"odd": true})
+	if err != nil || k != n/2 {
+		t.Fatalf("DeleteWhere(odd) = %d, %v; want %d", k, err, n/2)
+	}
+	var even []string
+	for i := 0; i < n; i += 2 {
+		even = append(even, docs[i].ID)
+	}
+	if err := m.Delete(ctx, even[:700]...); err != nil {
+		t.Fatal(err)
+	}
+	want = append([]string(nil), even[700:]...)
+	sort.Strings(want)
+	got, err = m.Collection("").IDs(ctx)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("IDs after the deletes: %d ids, %v; want %d (%v)", len(got), err, len(want), firstDiff(got, want))
+	}
+}
+
+// firstDiff shows where two id lists first differ.
+func firstDiff(a, b []string) string {
+	for i := 0; i < min(len(a), len(b)); i++ {
+		if a[i] != b[i] {
+			return fmt.Sprintf("#%d: %q vs %q", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d, %d", len(a), len(b))
 }
 
 // clusterParity: the same documents in the embedded store and on the cluster give the
