@@ -18,6 +18,9 @@ const maxBatchQueries = 1 << 16
 // the first failing query and returns its error, naming the query's index; cancelling ctx
 // stops every worker.
 func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...SearchOption) ([][]Result, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.searchBatch(ctx, c.m, c.name, queries, opts)
+	}
 	if len(queries) > maxBatchQueries {
 		return nil, fmt.Errorf("%w: %d queries in one batch, the cap is %d", ErrQueryTooLarge, len(queries), maxBatchQueries)
 	}

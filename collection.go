@@ -63,6 +63,9 @@ func (c *Collection) stateWith(create bool, ana string) (*colState, error) {
 	if m.closed.Load() {
 		return nil, ErrClosed
 	}
+	if m.cluster != nil { // every method built for a cluster is answered before this
+		return nil, m.clusterUnsupported(callerMethod())
+	}
 	if m.remote != nil { // every read a remote store serves is answered before this
 		return nil, m.errNotRemote("this operation")
 	}
@@ -241,6 +244,9 @@ func (c *Collection) Upsert(ctx context.Context, docs ...Document) error {
 }
 
 func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error {
+	if c.m.cluster != nil {
+		return c.m.cluster.put(ctx, c.m, c.name, in, upsert)
+	}
 	if len(in) == 0 {
 		if err := c.m.writable(); err != nil {
 			return err
@@ -258,6 +264,9 @@ func (c *Collection) put(ctx context.Context, in []Document, upsert bool) error 
 // Without documents, a collection that does not exist is not created (nothing is removed
 // from it; a named one is ErrCollectionNotFound).
 func (c *Collection) write(ctx context.Context, in []Document, upsert bool, remove func(*colState, *docWrite) ([]string, error)) (int, error) {
+	if c.m.cluster != nil {
+		return 0, c.m.clusterUnsupported(callerMethod())
+	}
 	m := c.m
 	if err := m.writable(); err != nil {
 		return 0, err
@@ -523,6 +532,9 @@ func (w *docWrite) store(m *Memory, col string) error {
 
 // Delete removes documents (with all their chunks); unknown ids are ignored.
 func (c *Collection) Delete(ctx context.Context, ids ...string) error {
+	if c.m.cluster != nil {
+		return c.m.cluster.delete(ctx, c.m, c.name, ids)
+	}
 	m := c.m
 	if err := m.writable(); err != nil {
 		return err
@@ -589,6 +601,9 @@ func (c *Collection) deleteDocs(ctx context.Context, s *colState, ids []string) 
 // collection that does not exist is ErrCollectionNotFound (the default collection is
 // always there, empty until written).
 func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.deleteWhere(ctx, c.m, c.name, where)
+	}
 	m := c.m
 	if err := m.writable(); err != nil {
 		return 0, err
@@ -689,6 +704,9 @@ func (m *Memory) DeleteWhere(ctx context.Context, where Where) (int, error) {
 // document without one is not listed). With DeleteWhere it syncs a collection with a
 // folder: delete the sources that are no longer there.
 func (c *Collection) Sources(ctx context.Context) ([]string, error) {
+	if c.m.cluster != nil {
+		return nil, c.m.clusterUnsupported("Collection.Sources")
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -759,6 +777,9 @@ func (c *Collection) existing() (*colState, error) {
 // collection that does not exist, also matches ErrCollectionNotFound). Its Embedding is
 // filled when one vector is stored for it (a chunked document has one per chunk: nil).
 func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.get(ctx, c.m, c.name, id)
+	}
 	if c.m.remote != nil {
 		return c.remoteGet(ctx, id)
 	}
@@ -785,6 +806,9 @@ func (c *Collection) Get(ctx context.Context, id string) (Document, error) {
 // document stored whole); nil vectors in a store without an embedder. ErrNotFound when the
 // collection has no such document.
 func (c *Collection) Vectors(ctx context.Context, id string) ([][]float32, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.vectors(ctx, c.m, c.name, id)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -848,6 +872,9 @@ func cloneMeta(md map[string]any) map[string]any {
 // ErrCollectionNotFound for a named collection that does not exist (the default collection
 // counts 0 before its first write).
 func (c *Collection) Count(ctx context.Context) (int, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.count(ctx, c.m, c.name)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -870,6 +897,9 @@ func (c *Collection) Count(ctx context.Context) (int, error) {
 // IDs lists the collection's document ids, sorted, or the error that keeps them from
 // being read (as Count's; an empty default collection lists none).
 func (c *Collection) IDs(ctx context.Context) ([]string, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.ids(ctx, c.m, c.name)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

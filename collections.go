@@ -70,6 +70,9 @@ func (m *Memory) Collection(name string) *Collection {
 // GetCollection returns the named collection ("" is the default collection) when it exists,
 // else ErrCollectionNotFound. The default collection always exists (empty until written).
 func (m *Memory) GetCollection(name string) (*Collection, error) {
+	if m.cluster != nil {
+		return m.cluster.getCollection(m, name)
+	}
 	c := m.Collection(name)
 	if _, err := c.existing(); err != nil {
 		return nil, err
@@ -84,6 +87,9 @@ func (m *Memory) GetCollection(name string) (*Collection, error) {
 // recorded with another analyzer than the one named is ErrAnalyzerMismatch; an unknown one
 // ErrUnknownAnalyzer.
 func (m *Memory) CreateCollection(name string, opts ...CollectionOption) (*Collection, error) {
+	if m.cluster != nil {
+		return m.cluster.createCollection(m, name, opts)
+	}
 	if err := m.writable(); err != nil {
 		return nil, err
 	}
@@ -136,6 +142,9 @@ func (rg *registry) lockCollection(ctx context.Context, name, what string) (unlo
 	if m.closed.Load() {
 		return nil, false, ErrClosed
 	}
+	if m.cluster != nil {
+		return nil, false, m.clusterUnsupported(callerMethod())
+	}
 	if m.remote != nil {
 		return nil, false, m.errNotRemote(what)
 	}
@@ -157,6 +166,9 @@ func (rg *registry) lockCollection(ctx context.Context, name, what string) (unlo
 // default collection empties it. Searches running on it finish first; later ones of the
 // name fail with ErrCollectionNotFound until it is written again.
 func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
+	if m.cluster != nil {
+		return m.cluster.deleteCollection(ctx, m, name)
+	}
 	if err := m.writable(); err != nil {
 		return err
 	}
@@ -203,6 +215,9 @@ func (m *Memory) DeleteCollection(ctx context.Context, name string) error {
 // not deleted), sorted, or the error that keeps them from being read (ErrClosed,
 // ErrCorrupt).
 func (m *Memory) Collections(ctx context.Context) ([]string, error) {
+	if m.cluster != nil {
+		return m.cluster.collections(ctx, m)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

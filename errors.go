@@ -155,4 +155,7 @@ var (
 	ErrWriterUnsupported = errors.New("memory: the writer this read-only store reads through does not serve this operation (an older version)")
 	// ErrNoReranker: a search asked to rerank and the store has no reranker.
 	ErrNoReranker = errors.New("memory: no reranker configured")
+	// ErrNotSupported: the store's backend (a Weaviate cluster: Open with a weaviate://
+	// address) cannot do the operation or honour the option the error names.
+	ErrNotSupported = errors.New("memory: not supported by this store's backend")
 )

@@ -93,6 +93,8 @@ type Memory struct {
 
 	remote *remoteClient // a read-only store that reads through its writer (remote.go)
 	srv    *readServer   // a writer's answers to other processes' reads
+
+	cluster *clusterStore // a store on a Weaviate cluster (cluster.go)
 }
 
 // Open opens the store in dir, creating it when dir is missing or empty. dir "" makes a
@@ -112,6 +114,9 @@ type Memory struct {
 // that fails (a full disk) or is killed leaves nothing that stops the next Open from
 // creating the store; read-only opens of it meanwhile are ErrStoreNotFound.
 func Open(dir string, opts ...Option) (*Memory, error) {
+	if isClusterAddress(dir) {
+		return openCluster(dir, opts...)
+	}
 	o := Options{}
 	for _, fn := range opts {
 		fn(&o)
@@ -446,7 +451,7 @@ func (rg *registry) closeCollection(c *colState) error {
 
 // Close persists the derived indexes and closes the store. A temporary store is removed.
 func (m *Memory) Close() error {
-	if m.closed.Swap(true) {
+	if m.closed.Swap(true) || m.cluster != nil {
 		return nil
 	}
 	if m.remote != nil {

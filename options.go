@@ -116,6 +116,8 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process's lock on the store (see
 	// WithLockTimeout; 0: 200 ms).
 	LockTimeout time.Duration
+	// Cluster configures a store on a Weaviate cluster (see ClusterOptions).
+	Cluster ClusterOptions
 
 	extraKinds []derivedKind // derived indexes beyond the built-in ones (tests; see derived.go)
 }

@@ -137,6 +137,9 @@ func (so *SearchOptions) collectionNames() []string {
 // carries its explanation. With WithQueryVector dense recall searches the caller's vector
 // instead of an embedding of query, which may then be empty.
 func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOption) ([]Result, error) {
+	if c.m.cluster != nil {
+		return c.m.cluster.search(ctx, c.m, c.name, query, opts)
+	}
 	start := time.Now()
 	var so SearchOptions
 	for _, fn := range opts {

@@ -405,6 +405,13 @@ func isConsistencyMsg(msg string) bool {
 	return strings.Contains(low, "consistency level") || strings.Contains(low, "enough replicas")
 }
 
+// isUnknownClassMsg recognises GraphQL's answer for a class its schema does not hold:
+// `Cannot query field "C" on type "GetObjectsObj"` (or AggregateObjectsObj).
+func isUnknownClassMsg(msg string) bool {
+	return strings.Contains(msg, "Cannot query field") &&
+		(strings.Contains(msg, `on type "GetObjectsObj"`) || strings.Contains(msg, `on type "AggregateObjectsObj"`))
+}
+
 // unavailableWords mark a GraphQL or per-object error that another node or a later attempt
 // may not have.
 var unavailableWords = []string{
@@ -419,6 +426,11 @@ func kindOfMessage(msg string) (kind error, retry bool) {
 	low := strings.ToLower(msg)
 	if isConsistencyMsg(low) {
 		return ErrConsistency, true
+	}
+	if isUnknownClassMsg(msg) {
+		// A class just created may not be in a node's GraphQL schema yet: another node or
+		// a later attempt may know it.
+		return ErrNotFound, true
 	}
 	for _, w := range unavailableWords {
 		if strings.Contains(low, w) {

@@ -321,7 +321,7 @@ func TestCreateClassRequest(t *testing.T) {
 	err := c.CreateClass(context.Background(), ClassConfig{
 		Name: "Doc", Replication: 3, BM25: &BM25Params{K1: 0.9, B: 0.4}, Tokenization: "lowercase",
 		Stopwords: "none", Distance: "dot", BlockMaxWAND: ptr(false),
-		Fields: []Field{{"tags", TypeTextList}, {"year", TypeInt}},
+		Fields: []Field{{Name: "tags", Type: TypeTextList}, {Name: "year", Type: TypeInt}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -380,9 +380,9 @@ func TestCreateClassInvalid(t *testing.T) {
 	cases := []ClassConfig{
 		{Name: "doc"},
 		{Name: "Doc", Replication: -1},
-		{Name: "Doc", Fields: []Field{{"text", TypeText}}},
-		{Name: "Doc", Fields: []Field{{"id", TypeText}}},
-		{Name: "Doc", Fields: []Field{{"x", "geo"}}},
+		{Name: "Doc", Fields: []Field{{Name: "text", Type: TypeText}}},
+		{Name: "Doc", Fields: []Field{{Name: "id", Type: TypeText}}},
+		{Name: "Doc", Fields: []Field{{Name: "x", Type: "geo"}}},
 	}
 	f := newFake(t, ok())
 	c := newClient(t, Config{Endpoints: []string{f.URL}})
@@ -461,6 +461,29 @@ func TestNewInvalid(t *testing.T) {
 	for _, eps := range [][]string{nil, {""}, {"ftp://x:1"}, {"http://"}} {
 		if _, err := New(context.Background(), Config{Endpoints: eps}); !errors.Is(err, ErrInvalid) {
 			t.Errorf("New(%q): err = %v, want ErrInvalid", eps, err)
+		}
+	}
+}
+
+// TestKindOfMessage: how errors found in 200 answers are classified.
+func TestKindOfMessage(t *testing.T) {
+	for _, c := range []struct {
+		msg   string
+		kind  error
+		retry bool
+	}{
+		{`Cannot query field "Memory_x" on type "GetObjectsObj". Did you mean "Memory_y"?`, ErrNotFound, true},
+		{`Cannot query field "Memory_x" on type "AggregateObjectsObj".`, ErrNotFound, true},
+		{`Cannot query field "nope" on type "Memory_x".`, ErrInvalid, false},
+		{`cannot achieve consistency level "ALL": read error`, ErrConsistency, true},
+		{`broadcast: cannot reach enough replicas`, ErrConsistency, true},
+		{`connection refused`, ErrUnavailable, true},
+		{`class Foo does not exist`, ErrNotFound, false},
+		{`invalid filter`, ErrInvalid, false},
+	} {
+		kind, retry := kindOfMessage(c.msg)
+		if kind != c.kind || retry != c.retry {
+			t.Errorf("%q: %v, %v; want %v, %v", c.msg, kind, retry, c.kind, c.retry)
 		}
 	}
 }

@@ -188,7 +188,7 @@ func TestCluster(t *testing.T) {
 	}
 	err := c.CreateClass(ctx, ClassConfig{
 		Name: testClass, Replication: 3, BM25: &BM25Params{K1: 1.2, B: 0.75}, Tokenization: "word",
-		Fields: []Field{{"tags", TypeTextList}, {"year", TypeInt}, {"group", TypeText}},
+		Fields: []Field{{Name: "tags", Type: TypeTextList}, {Name: "year", Type: TypeInt}, {Name: "group", Type: TypeText}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,9 @@ type Object struct {
 	Text     string         // property text
 	Metadata map[string]any // values of the class's metadata fields (see Field)
 	Vector   []float32      // nil: no vector
+	// Key is the string the UUID is derived from ("": ID), for several objects that share
+	// one docId (the chunks of one document).
+	Key string
 }
 
 // objectJSON is an object as the REST API reads and writes it.
@@ -42,7 +45,11 @@ func (o Object) toJSON(class string) (objectJSON, error) {
 		props[k] = v
 	}
 	props[PropID], props[PropTitle], props[PropText] = o.ID, o.Title, o.Text
-	return objectJSON{Class: class, ID: UUID(o.ID), Properties: props, Vector: o.Vector}, nil
+	key := o.Key
+	if key == "" {
+		key = o.ID
+	}
+	return objectJSON{Class: class, ID: UUID(key), Properties: props, Vector: o.Vector}, nil
 }
 
 func objectFromJSON(props map[string]any, vector []float32) Object {
@@ -124,6 +131,9 @@ func (c *Client) PutBatch(ctx context.Context, class string, cl Consistency, obj
 		}
 		pending[j.ID] = j
 		byUUID[j.ID] = o.ID
+		if o.Key != "" {
+			byUUID[j.ID] = o.Key
+		}
 	}
 	failed := map[string]string{}
 	var kinds []error

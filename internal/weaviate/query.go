@@ -228,6 +228,15 @@ type Query struct {
 	Alpha float64
 	// Explain asks for explainScore (BM25 and hybrid).
 	Explain bool
+	// Fields are more properties to return in Hit.Props (docId always comes back).
+	Fields []string
+	// WithVector returns each hit's vector (Hit.Vector).
+	WithVector bool
+	// SortBy sorts Fetch's results by this property, ascending ("": Weaviate's order).
+	SortBy string
+	// After is Fetch's cursor: the UUID of the last object of the previous page ("" starts
+	// at the beginning). Weaviate takes no Where with it.
+	After string
 }
 
 // Hit is one search result.
@@ -237,6 +246,10 @@ type Hit struct {
 	Score    float64 // BM25 and hybrid: Weaviate's score; nearVector: 1 - Distance
 	Distance float64 // nearVector only
 	Explain  string  // explainScore when asked for (capped at MaxMessage bytes)
+	// Props holds the properties of Query.Fields that the object has (JSON numbers as
+	// float64, arrays as []any).
+	Props  map[string]any
+	Vector []float32 // with Query.WithVector
 }
 
 var boostedPropRE = regexp.MustCompile(`^[_A-Za-z][_0-9A-Za-z]*(\^[0-9]+(\.[0-9]+)?)?$`)
@@ -306,7 +319,23 @@ type hitJSON struct {
 		Score        json.RawMessage `json:"score"`
 		Distance     *float64        `json:"distance"`
 		ExplainScore string          `json:"explainScore"`
+		Vector       []float32       `json:"vector"`
 	} `json:"_additional"`
+}
+
+// Fetch reads objects without ranking them: those matching q.Where (at most q.Limit,
+// sorted by q.SortBy when set), or, with q.After set, a page of the class in UUID order
+// after q.After. (The cursor reads one replica's shards: on a class of several shards it
+// may not list every object; page with SortBy and a Where on the sorted property.)
+func (c *Client) Fetch(ctx context.Context, q Query) ([]Hit, error) {
+	if q.After != "" && !q.Where.IsZero() {
+		return nil, invalid("fetch", "a cursor (After) with a Where filter")
+	}
+	arg := ""
+	if q.After != "" {
+		arg = "after: " + gqlString(q.After)
+	}
+	return c.get(ctx, "fetch", q, arg, "")
 }
 
 // get runs a GraphQL Get with the search argument arg.
@@ -314,7 +343,11 @@ func (c *Client) get(ctx context.Context, op string, q Query, arg, scoreField st
 	if !classNameRE.MatchString(q.Class) || !q.Consistency.valid() || q.Limit <= 0 {
 		return nil, invalid(op, "class %q, consistency %q, limit %d", q.Class, q.Consistency, q.Limit)
 	}
-	args := []string{arg, "limit: " + strconv.Itoa(q.Limit)}
+	var args []string
+	if arg != "" {
+		args = append(args, arg)
+	}
+	args = append(args, "limit: "+strconv.Itoa(q.Limit))
 	if !q.Where.IsZero() {
 		w, err := q.Where.graphQL()
 		if err != nil {
@@ -325,11 +358,29 @@ func (c *Client) get(ctx context.Context, op string, q Query, arg, scoreField st
 	if q.Consistency != "" {
 		args = append(args, "consistencyLevel: "+string(q.Consistency))
 	}
+	if q.SortBy != "" {
+		if !propNameRE.MatchString(q.SortBy) {
+			return nil, invalid(op, "sort by %q", q.SortBy)
+		}
+		args = append(args, "sort: [{path: ["+gqlString(q.SortBy)+"], order: asc}]")
+	}
 	fields := "id " + scoreField
 	if q.Explain && scoreField == "score" {
 		fields += " explainScore"
 	}
-	gql := fmt.Sprintf("{ Get { %s(%s) { %s _additional { %s } } } }", q.Class, strings.Join(args, ", "), PropID, fields)
+	if q.WithVector {
+		fields += " vector"
+	}
+	props := PropID
+	for _, f := range q.Fields {
+		if !propNameRE.MatchString(f) {
+			return nil, invalid(op, "field %q", f)
+		}
+		if f != PropID {
+			props += " " + f
+		}
+	}
+	gql := fmt.Sprintf("{ Get { %s(%s) { %s _additional { %s } } } }", q.Class, strings.Join(args, ", "), props, strings.TrimSpace(fields))
 	var rows []json.RawMessage
 	if err := c.graphQL(ctx, op, gql, "Get", q.Class, &rows); err != nil {
 		return nil, err
@@ -340,7 +391,19 @@ func (c *Client) get(ctx context.Context, op string, q Query, arg, scoreField st
 		if err := json.Unmarshal(raw, &h); err != nil {
 			return nil, &Error{Op: op, Kind: ErrUnavailable, Msg: capMsg("malformed hit: " + err.Error()), Cause: err}
 		}
-		hit := Hit{ID: h.DocID, UUID: h.Additional.ID, Explain: capMsg(h.Additional.ExplainScore)}
+		hit := Hit{ID: h.DocID, UUID: h.Additional.ID, Explain: capMsg(h.Additional.ExplainScore), Vector: h.Additional.Vector}
+		if len(q.Fields) > 0 {
+			var all map[string]any
+			if err := json.Unmarshal(raw, &all); err != nil {
+				return nil, &Error{Op: op, Kind: ErrUnavailable, Msg: capMsg("malformed hit: " + err.Error()), Cause: err}
+			}
+			hit.Props = make(map[string]any, len(q.Fields))
+			for _, f := range q.Fields {
+				if v, ok := all[f]; ok && v != nil {
+					hit.Props[f] = v
+				}
+			}
+		}
 		if h.Additional.Distance != nil {
 			hit.Distance = *h.Additional.Distance
 			hit.Score = 1 - hit.Distance

@@ -32,6 +32,7 @@ const (
 	TypeBool      DataType = "boolean"
 	TypeDate      DataType = "date"
 	TypeNumberArr DataType = "number[]"
+	TypeBoolList  DataType = "boolean[]"
 )
 
 // Field is a filterable metadata property of a class. Text fields are stored with "field"
@@ -39,6 +40,9 @@ const (
 type Field struct {
 	Name string
 	Type DataType
+	// Stored: the property is kept and returned but neither filterable nor searchable (a
+	// blob the client reads back, such as a serialised record).
+	Stored bool
 }
 
 // BM25Params are Weaviate's BM25 parameters (defaults k1 1.2, b 0.75).
@@ -68,6 +72,14 @@ type ClassConfig struct {
 	// BlockMaxWAND sets invertedIndexConfig.usingBlockMaxWAND (nil: Weaviate's default, on
 	// for new classes in v1.35). docs/weaviate.md has what it changes on SciFact.
 	BlockMaxWAND *bool
+	// DeletionStrategy is replicationConfig.deletionStrategy: how replicas that disagree
+	// on a deleted object resolve it ("": Weaviate's default, NoAutomatedResolution, under
+	// which a read that meets the disagreement fails; "DeleteOnConflict";
+	// "TimeBasedResolution": the latest write or delete wins).
+	DeletionStrategy string
+	// Description is the class's description, kept by Weaviate and returned by Classes
+	// (callers record what they need to find again there).
+	Description string
 }
 
 var classNameRE = regexp.MustCompile(`^[A-Z][_0-9A-Za-z]*$`)
@@ -84,6 +96,7 @@ type propertyJSON struct {
 // classJSON is the body of POST /v1/schema.
 type classJSON struct {
 	Class               string            `json:"class"`
+	Description         string            `json:"description,omitempty"`
 	Vectorizer          string            `json:"vectorizer"`
 	ReplicationConfig   *replicationJSON  `json:"replicationConfig,omitempty"`
 	InvertedIndexConfig invertedIndexJSON `json:"invertedIndexConfig"`
@@ -92,7 +105,8 @@ type classJSON struct {
 }
 
 type replicationJSON struct {
-	Factor int `json:"factor"`
+	Factor           int    `json:"factor,omitempty"`
+	DeletionStrategy string `json:"deletionStrategy,omitempty"`
 }
 
 type invertedIndexJSON struct {
@@ -116,8 +130,9 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 		tok = "word"
 	}
 	body := classJSON{
-		Class:      cfg.Name,
-		Vectorizer: "none",
+		Class:       cfg.Name,
+		Description: cfg.Description,
+		Vectorizer:  "none",
 		Properties: []propertyJSON{
 			{Name: PropID, DataType: []string{"text"}, Tokenization: "field", IndexFilterable: ptr(true), IndexSearchable: ptr(false)},
 			{Name: PropTitle, DataType: []string{"text"}, Tokenization: tok, IndexFilterable: ptr(true), IndexSearchable: ptr(true)},
@@ -125,8 +140,8 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 		},
 		InvertedIndexConfig: invertedIndexJSON{BM25: cfg.BM25, BlockMaxWAND: cfg.BlockMaxWAND},
 	}
-	if cfg.Replication > 0 {
-		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication}
+	if cfg.Replication > 0 || cfg.DeletionStrategy != "" {
+		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication, DeletionStrategy: cfg.DeletionStrategy}
 	}
 	if cfg.Stopwords != "" {
 		body.InvertedIndexConfig.Stopwords = map[string]any{"preset": cfg.Stopwords}
@@ -136,21 +151,42 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 	}
 	seen := map[string]bool{PropID: true, PropTitle: true, PropText: true, "id": true, "_id": true}
 	for _, f := range cfg.Fields {
-		if !propNameRE.MatchString(f.Name) || seen[f.Name] {
+		if seen[f.Name] {
 			return classJSON{}, fmt.Errorf("field name %q: invalid or taken", f.Name)
 		}
 		seen[f.Name] = true
-		p := propertyJSON{Name: f.Name, DataType: []string{string(f.Type)}, IndexFilterable: ptr(true)}
-		switch f.Type {
-		case TypeText, TypeTextList:
-			p.Tokenization, p.IndexSearchable = "field", ptr(false)
-		case TypeInt, TypeIntList, TypeNumber, TypeNumberArr, TypeBool, TypeDate:
-		default:
-			return classJSON{}, fmt.Errorf("field %q: unsupported type %q", f.Name, f.Type)
+		p, err := fieldProperty(f)
+		if err != nil {
+			return classJSON{}, err
 		}
 		body.Properties = append(body.Properties, p)
 	}
 	return body, nil
+}
+
+// fieldProperty is the schema property of a metadata field.
+func fieldProperty(f Field) (propertyJSON, error) {
+	if !propNameRE.MatchString(f.Name) || f.Name == PropID || f.Name == PropTitle || f.Name == PropText || f.Name == "id" || f.Name == "_id" {
+		return propertyJSON{}, fmt.Errorf("field name %q: invalid or taken", f.Name)
+	}
+	p := propertyJSON{Name: f.Name, DataType: []string{string(f.Type)}, IndexFilterable: ptr(!f.Stored)}
+	switch f.Type {
+	case TypeText, TypeTextList:
+		p.Tokenization, p.IndexSearchable = "field", ptr(false)
+	case TypeInt, TypeIntList, TypeNumber, TypeNumberArr, TypeBool, TypeBoolList, TypeDate:
+	default:
+		return propertyJSON{}, fmt.Errorf("field %q: unsupported type %q", f.Name, f.Type)
+	}
+	if f.Stored {
+		p.IndexFilterable = ptr(false)
+		if p.IndexSearchable != nil {
+			p.IndexSearchable = ptr(false)
+		}
+		if p.Tokenization != "" {
+			p.Tokenization = ""
+		}
+	}
+	return p, nil
 }
 
 // CreateClass creates the class cfg describes. A retried create that finds the class already
