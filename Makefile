@@ -30,6 +30,7 @@ deps:
 	@bash scripts/deps.sh
 	@bash scripts/deps-node.sh
 	@if [ -f scripts/deps-chromium.sh ]; then bash scripts/deps-chromium.sh; fi
+	@bash scripts/weaviate.sh >/dev/null
 
 build:
 	$(GO) build ./...
@@ -47,16 +48,20 @@ vet-adapters: deps
 test: deps vet test-adapters
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -race -count=1 -timeout 30m -tags faiss . ./vectorstore/...
+	$(MAKE) test-weaviate
 
 test-adapters: deps
 	@set -e; for a in $(ADAPTERS); do echo "cd adapters/$$a && $(GO) test -race -count=1 ./..."; (cd adapters/$$a && $(GO) test -race -count=1 ./...); done
 
-# Integration tests of internal/weaviate against a real three-node Weaviate cluster (issue #41):
-# builds/caches the server (scripts/weaviate.sh, ~12 min the first time), the tests start and
-# stop the cluster themselves (scripts/weaviate-cluster.sh) and fail if it cannot start.
+# Integration tests against a real three-node Weaviate cluster (issue #41), part of `make
+# test`: the client (internal/weaviate) and the memory API's behaviour suite on the cluster
+# (the root package's cluster tests). Builds/caches the server (scripts/weaviate.sh, ~12 min
+# the first time); the tests start and stop the cluster themselves
+# (scripts/weaviate-cluster.sh) and fail, never skip, if it cannot start.
 test-weaviate:
 	bash scripts/weaviate.sh >/dev/null
-	$(GO) test -tags weaviate -count=1 -timeout 20m -v ./internal/weaviate/
+	$(GO) test -tags weaviate -count=1 -timeout 20m ./internal/weaviate/
+	$(GO) test -race -tags weaviate -count=1 -timeout 20m -run 'Cluster' .
 
 test-short: deps
 	$(GO) test -short -count=1 ./...

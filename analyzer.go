@@ -110,7 +110,17 @@ func (m *Memory) recordAnalyzer(name, ana string) error {
 
 // Analyzer is the collection's BM25 analyzer, as the manifest records it ("en" unless the
 // collection was created with another).
-func (c *Collection) Analyzer() string { return c.m.collectionAnalyzer(c.name) }
+func (c *Collection) Analyzer() string {
+	if c.m.cluster != nil {
+		return ClusterAnalyzer
+	}
+	return c.m.collectionAnalyzer(c.name)
+}
+
+// ClusterAnalyzer is what [Collection.Analyzer] reports on a store on a Weaviate cluster:
+// BM25 runs in Weaviate, on its "word" tokenization (lower-cased alphanumeric words, no
+// stemming) with its default English stop words, not on one of this package's analyzers.
+const ClusterAnalyzer = "weaviate:word"
 
 // SetCollectionAnalyzer changes the BM25 analyzer of an existing collection and rebuilds
 // its BM25 index from the store of record with it (searches wait meanwhile). An unknown

@@ -89,6 +89,9 @@ func (m *Memory) Backup(ctx context.Context, w io.Writer) (BackupInfo, error) {
 	if m.closed.Load() {
 		return BackupInfo{}, ErrClosed
 	}
+	if m.cluster != nil {
+		return BackupInfo{}, m.clusterUnsupported("Memory.Backup")
+	}
 	if err := ctx.Err(); err != nil {
 		return BackupInfo{}, err
 	}

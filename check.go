@@ -177,6 +177,9 @@ func (m *Memory) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	if m.closed.Load() {
 		return rep, ErrClosed
 	}
+	if m.cluster != nil {
+		return rep, m.clusterUnsupported("Memory.Check")
+	}
 	if m.remote != nil {
 		return rep, m.errNotRemote("check")
 	}

@@ -100,6 +100,9 @@ func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string)
 	if m.closed.Load() {
 		return st, ErrClosed
 	}
+	if m.cluster != nil {
+		return st, m.clusterUnsupported("Memory.Export")
+	}
 	if m.remote != nil { // a read-only store beside a writer: the writer exports
 		return m.rs.remoteExport(ctx, w, collections)
 	}
@@ -257,6 +260,9 @@ const maxExportLine = 64 << 20
 // finishes the job.
 func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (ImportStats, error) {
 	var st ImportStats
+	if m.cluster != nil {
+		return st, m.clusterUnsupported("Memory.Import")
+	}
 	if err := m.writable(); err != nil {
 		return st, err
 	}

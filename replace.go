@@ -120,6 +120,9 @@ type Replacement struct {
 // BeginReplace starts a replacement of the documents that where matches (see
 // [Replacement]); it writes nothing. An empty where is ErrInvalidFilter.
 func (c *Collection) BeginReplace(where Where) (*Replacement, error) {
+	if c.m.cluster != nil {
+		return nil, c.m.clusterUnsupported("Collection.BeginReplace")
+	}
 	cw, err := replaceFilter(where)
 	if err != nil {
 		return nil, err

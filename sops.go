@@ -15,7 +15,8 @@ const sopDir = "sops"
 // store's sops/ directory (procedure files that fail validation are logged and skipped).
 // With an embedder configured, matching can fall back to semantic similarity. Triggers and
 // queries are matched word by word with the store's BM25 analyzer (the default
-// collection's; English too). Call [Memory.SaveSOPs] to persist changes.
+// collection's; English too). Call [Memory.SaveSOPs] to persist changes. A store on a
+// cluster keeps its procedures in memory only.
 func (m *Memory) SOPs() *sop.Library {
 	m.sopMu.Lock()
 	defer m.sopMu.Unlock()
@@ -25,6 +26,10 @@ func (m *Memory) SOPs() *sop.Library {
 	opts := sop.Options{Terms: analyzerTerms(m.collectionAnalyzer(DefaultCollection))}
 	if m.em.queryModel() {
 		opts.Embedder = m.opts.Embedder
+	}
+	if m.cluster != nil { // procedures are not kept on a cluster (SaveSOPs: ErrNotSupported)
+		m.sops = sop.NewLibrary(opts)
+		return m.sops
 	}
 	dir := filepath.Join(m.dir, sopDir)
 	if _, err := os.Stat(dir); err == nil {
@@ -65,6 +70,9 @@ func analyzerTerms(name string) func(string) []string {
 func (m *Memory) SaveSOPs() error {
 	if m.closed.Load() {
 		return ErrClosed
+	}
+	if m.cluster != nil {
+		return m.clusterUnsupported("Memory.SaveSOPs")
 	}
 	if err := m.writable(); err != nil {
 		return err
