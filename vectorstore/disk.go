@@ -137,6 +137,14 @@ type DiskIndex struct {
 	budget     int64     // float32 bytes up to which DiskQuantAuto searches exactly
 	rows       RowSource // the rows of the segments (nil: their .f32 files)
 
+	code      int               // DiskCodeSigns or DiskCodeRotated (binary codes; disk_code.go)
+	codeSeed  uint64            // the rotation's seed (rotated codes)
+	codeBits  int               // bits of a binary code: dim, or the rotation's padded dimension
+	rot       *vecmath.Rotation // the rotation of rotated codes (nil: sign codes)
+	codeParam int               // Params["code"]
+	seedParam bool              // Params["codeseed"] is set
+	bitsParam int               // Params["codebits"] (0: dim)
+
 	segs  []*diskSeg
 	n0    int     // rows in segments (= ids in the id table)
 	ids   diskIDs // id table of ordinals [0, n0)
@@ -188,12 +196,12 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	p := cfg.Params
 	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,
 		quant: p["quant"], oversample: p["oversample"], threads: p["threads"], segRows: p["segrows"],
-		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}}
+		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}, codeParam: p["code"], bitsParam: p["codebits"]}
 	if cfg.Dir != "" {
 		x.rows = cfg.Rows // in memory, every row stays in memory
 	}
 	if x.quant < DiskQuantAuto || x.quant > DiskQuantBinary || x.oversample < 0 || x.threads < 0 || x.segRows < 0 ||
-		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 {
+		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 || x.codeParam < DiskCodeAuto || x.codeParam > DiskCodeRotated || p["codeseed"] < 0 || x.bitsParam < 0 {
 		return nil, fmt.Errorf("%w: disk: params %v", ErrBadConfig, p)
 	}
 	if x.segRows == 0 {
@@ -207,6 +215,21 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	}
 	if x.nprobe == 0 {
 		x.nprobe = max(1, x.nlist/16)
+	}
+	seed, ok := p["codeseed"]
+	x.seedParam = ok
+	if !ok {
+		seed = diskCodeSeedDefault
+	}
+	code := x.codeParam
+	if code == DiskCodeAuto {
+		code = DiskCodeRotated
+	}
+	if !x.keepsBinary() {
+		code = DiskCodeSigns // no binary codes: nothing to rotate
+	}
+	if err := x.setCode(code, uint64(seed), x.bitsParam); err != nil {
+		return nil, err
 	}
 	if mb := p["exactmb"]; mb > 0 {
 		x.budget = int64(mb) << 20
@@ -228,7 +251,7 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 }
 
 // codeWords is the number of uint64 words of a binary code.
-func (x *DiskIndex) codeWords() int { return (x.dim + 63) / 64 }
+func (x *DiskIndex) codeWords() int { return (x.codeBits + 63) / 64 }
 
 // keepsBinary and keepsInt8 say which codes the segments hold.
 func (x *DiskIndex) keepsBinary() bool { return x.quant == DiskQuantAuto || x.quant == DiskQuantBinary }
@@ -707,6 +730,10 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	case mode == DiskExact:
 		return fmt.Sprintf("dense: exact float32 scan of %d vectors", n)
 	}
+	codes := mode.String()
+	if mode == DiskBinary && x.rot != nil {
+		codes = "rotated binary" // the signs of a seeded random rotation (disk_code.go)
+	}
 	lists := ""
 	if x.lists != nil {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
@@ -716,12 +743,12 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 		if rp, ok := x.rows.(RowPrecision); ok {
 			prec = rp.Precision() + " "
 		}
-		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the %svectors of the store of record", mode, n, lists, os, prec)
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the %svectors of the store of record", codes, n, lists, os, prec)
 	}
 	if x.quant == DiskQuantAuto {
-		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, lists, os, bytes>>20, x.budget>>20)
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", codes, n, lists, os, bytes>>20, x.budget>>20)
 	}
-	return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows", mode, n, lists, os)
+	return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows", codes, n, lists, os)
 }
 
 // newHeap is a heap of ordinals whose ties rank by id.
@@ -922,7 +949,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	var lut []float32 // binary: the query's byte tables (binaryLUT)
 	var qi []int16
 	if mode == DiskBinary {
-		lut = binaryLUT(q, nil)
+		lut = x.binaryQuery(q)
 	} else {
 		qi = int8Query(q, x.scale)
 	}
