@@ -158,12 +158,13 @@ func sparseVecs(rng *rand.Rand, n, d int) [][]float32 {
 }
 
 // TestDiskCodeKinds: an index of each code kind (sign codes as every index before them,
-// rotated ones, rotated with every padded bit), with its own rows and without, written in
+// rotated ones, rotated with every padded bit, and the default: signs with rows of its
+// own, rotated with every padded bit without), with its own rows and without, written in
 // several segments, reopens with default params to the same answers (binary searches at
-// several oversamplings, the default plan), records its kind in disk.json (a sign-coded
-// index records nothing, as indexes did before: its disk.json has the keys it had), names
-// it in SearchPlan, and refuses params that ask for another kind, seed or width
-// (ErrConfigMismatch).
+// several oversamplings), records its kind in disk.json (a sign-coded index records
+// nothing, as indexes did before: its disk.json has the keys it had), names it and its
+// default oversampling in SearchPlan, and refuses params that ask for another kind, seed
+// or width (ErrConfigMismatch).
 func TestDiskCodeKinds(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -173,12 +174,23 @@ func TestDiskCodeKinds(t *testing.T) {
 		planWord string
 	}{
 		{"signs", map[string]int{"code": DiskCodeSigns}, "", 0, "dense: binary codes"},
-		{"rotated", map[string]int{}, "rotated", 0, "dense: rotated binary codes"},
+		{"auto", map[string]int{}, "auto", 0, ""},
+		{"rotated", map[string]int{"code": DiskCodeRotated}, "rotated", 0, "dense: rotated binary codes"},
 		{"rotated-explicit", map[string]int{"code": DiskCodeRotated, "codeseed": 5}, "rotated", 0, "dense: rotated binary codes"},
 		{"rotated-padded", map[string]int{"code": DiskCodeRotated, "codebits": 64}, "rotated", 64, "dense: rotated binary codes"},
 	} {
 		for _, rowless := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s-rowless%v", tc.name, rowless), func(t *testing.T) {
+				tc := tc
+				if tc.code == "auto" && rowless {
+					tc.code, tc.bits, tc.planWord = "rotated", 64, "dense: rotated binary codes"
+				} else if tc.code == "auto" {
+					tc.code, tc.planWord = "", "dense: binary codes"
+				}
+				over := diskOversampleBinary
+				if rowless && tc.code != "" {
+					over = diskOversampleRowless
+				}
 				smallDiskWrites(t, 9)
 				ctx := context.Background()
 				const dim = 40
@@ -228,8 +240,8 @@ func TestDiskCodeKinds(t *testing.T) {
 				want := ask(x)
 				plan, approx := x.SearchPlan()
 				x.Close()
-				if !approx || !strings.HasPrefix(plan, tc.planWord) {
-					t.Fatalf("plan %q (approximate %v), want it to start %q", plan, approx, tc.planWord)
+				if !approx || !strings.HasPrefix(plan, tc.planWord) || !strings.Contains(plan, fmt.Sprintf("the best %dx k", over)) {
+					t.Fatalf("plan %q (approximate %v), want it to start %q and rescore %dx k", plan, approx, tc.planWord, over)
 				}
 				raw, err := os.ReadFile(filepath.Join(cfg.Dir, diskMetaFile))
 				if err != nil {
@@ -260,7 +272,7 @@ func TestDiskCodeKinds(t *testing.T) {
 				}
 				y.Close()
 				for _, other := range []map[string]int{
-					{"code": 3 - orDefault(tc.params["code"], DiskCodeRotated)},
+					{"code": map[bool]int{true: DiskCodeRotated, false: DiskCodeSigns}[tc.code == ""]},
 					{"codeseed": orDefault(tc.params["codeseed"], diskCodeSeedDefault) + 1},
 					{"codebits": map[bool]int{true: 64, false: dim}[tc.bits == 0]},
 				} {
@@ -321,13 +333,13 @@ func TestDiskCodeMetaDamage(t *testing.T) {
 		edit   func(*diskMeta)
 		fixCRC bool
 	}{
-		{"unknown kind", map[string]int{"segrows": 16}, func(m *diskMeta) { m.Code = "rotated2" }, true},
+		{"unknown kind", map[string]int{"segrows": 16, "code": DiskCodeRotated}, func(m *diskMeta) { m.Code = "rotated2" }, true},
 		{"signs with a seed", map[string]int{"segrows": 16, "code": DiskCodeSigns}, func(m *diskMeta) { m.CodeSeed = 9 }, true},
 		{"signs with bits", map[string]int{"segrows": 16, "code": DiskCodeSigns}, func(m *diskMeta) { m.CodeBits = 32 }, true},
-		{"rotated, bad width", map[string]int{"segrows": 16}, func(m *diskMeta) { m.CodeBits = 40 }, true},
-		{"rotated, width dim", map[string]int{"segrows": 16}, func(m *diskMeta) { m.CodeBits = 24 }, true},
+		{"rotated, bad width", map[string]int{"segrows": 16, "code": DiskCodeRotated}, func(m *diskMeta) { m.CodeBits = 40 }, true},
+		{"rotated, width dim", map[string]int{"segrows": 16, "code": DiskCodeRotated}, func(m *diskMeta) { m.CodeBits = 24 }, true},
 		{"int8 with a code", map[string]int{"segrows": 16, "quant": DiskQuantInt8}, func(m *diskMeta) { m.Code = "rotated" }, true},
-		{"rotated, seed changed", map[string]int{"segrows": 16}, func(m *diskMeta) { m.CodeSeed++ }, false},
+		{"rotated, seed changed", map[string]int{"segrows": 16, "code": DiskCodeRotated}, func(m *diskMeta) { m.CodeSeed++ }, false},
 		{"signs to rotated", map[string]int{"segrows": 16, "code": DiskCodeSigns}, func(m *diskMeta) { m.Code = "rotated" }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,7 +92,7 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 	}
 	for _, p := range precs {
 		if p == "int8" && exact == nil {
-			exact = exactInMemory(ctx, g, n, dim, qs)
+			exact = exactInMemory(ctx, g, n, dim, qs, p)
 			saveExact(exactPath, exact)
 		}
 		sdir := filepath.Join(dir, fmt.Sprintf("store-%s-n%d-c%d-l%d", p, n, len(g.cs), nlist))
@@ -189,23 +189,49 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 
 // exactInMemory is the exact float32 top 10 of each query over the n generated vectors
 // (an index in memory: the -store int8 run needs no float32 store for its ground truth).
-func exactInMemory(ctx context.Context, g *gen, n, dim int, qs [][]float32) [][]vectorstore.Hit {
+// It also reports the queries whose 10th and 11th scores tie, and the ceiling of a store
+// of precision p: the recall@10 of the exact search over the vectors as the store decodes
+// them (what rescoring every vector with them would reach).
+func exactInMemory(ctx context.Context, g *gen, n, dim int, qs [][]float32, p string) [][]vectorstore.Hit {
 	t := time.Now()
-	x, err := vectorstore.NewDiskIndex(vectorstore.IndexConfig{Backend: "disk", Dim: dim, Params: map[string]int{"quant": vectorstore.DiskQuantNone}})
-	check(err)
-	defer x.Close()
-	for lo := 0; lo < n; lo += 1 << 16 {
-		hi := min(n, lo+1<<16)
-		vs := g.chunk(lo, hi)
-		ids := make([]string, hi-lo)
-		for i := range ids {
-			ids[i] = idOf(lo + i)
+	top := func(rounded bool) [][]vectorstore.Hit {
+		x, err := vectorstore.NewDiskIndex(vectorstore.IndexConfig{Backend: "disk", Dim: dim, Params: map[string]int{"quant": vectorstore.DiskQuantNone}})
+		check(err)
+		defer x.Close()
+		for lo := 0; lo < n; lo += 1 << 16 {
+			hi := min(n, lo+1<<16)
+			vs := g.chunk(lo, hi)
+			ids := make([]string, hi-lo)
+			for i := range ids {
+				ids[i] = idOf(lo + i)
+				if rounded {
+					vs[i] = round(p, vs[i])
+				}
+			}
+			check(x.Add(ctx, ids, vs))
 		}
-		check(x.Add(ctx, ids, vs))
+		res, err := x.SearchBatch(ctx, qs, 11, nil)
+		check(err)
+		return res
 	}
-	exact, err := x.SearchBatch(ctx, qs, 10, nil)
-	check(err)
-	fmt.Printf("exact float32 (in memory) batch of %d: %v\n", len(qs), time.Since(t).Round(time.Millisecond))
+	t11 := top(false)
+	ties := 0
+	exact := make([][]vectorstore.Hit, len(t11))
+	for i, hs := range t11 {
+		if len(hs) == 11 && hs[9].Score == hs[10].Score {
+			ties++
+		}
+		exact[i] = hs[:min(10, len(hs))]
+	}
+	fmt.Printf("exact float32 (in memory) batch of %d: %v; %d queries have a tie between their 10th and 11th scores\n",
+		len(qs), time.Since(t).Round(time.Millisecond), ties)
+	if p != "float32" {
+		r := top(true)
+		for i := range r {
+			r[i] = r[i][:min(10, len(r[i]))]
+		}
+		fmt.Printf("ceiling of a %s store: exact search over its vectors, recall@10 %.4f\n", p, recall(r, exact))
+	}
 	return exact
 }
 
