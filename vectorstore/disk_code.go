@@ -15,8 +15,8 @@ const (
 	// DiskCodeRotated with every padded bit for an index without rows of its own
 	// (IndexConfig.Rows), DiskCodeSigns for one with its rows. The default.
 	//
-	// Measured (bench/diskquant -store int8, 200k x 768, int8 store, no lists, recall@10
-	// against exact float32 at oversample 32 / 64): on clustered vectors signs 0.861 /
+	// Measured (bench/diskquant -store int8, 200k x 768, int8 store, no lists, query set
+	// 0, recall@10 against exact float32 at oversample 32 / 64): on clustered vectors signs 0.861 /
 	// 0.962, rotated (dim bits) 0.831 / 0.952, rotated (every padded bit) 0.879 / 0.965;
 	// on hash:768 vectors signs 0.076 / 0.126, rotated 0.909 / 0.931, padded 0.937 /
 	// 0.944. Rotated codes of dim bits lose a little on clustered vectors, hence signs

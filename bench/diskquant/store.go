@@ -27,7 +27,11 @@ import (
 // from store.db (IndexConfig.Rows). It reports the bytes a vector of the store's vecs
 // bucket, of the whole store.db (allocated blocks) and of the index files; recall@10
 // against the exact float32 search at each oversampling (and nprobe), and one-thread
-// latency per query (p50, p99), each search alone.
+// latency per query (p50, p99), each search alone. -code names the binary codes of the
+// indexes (signs, rotated, rotatedpad: every bit of the rotation padded to a power of
+// two), one index of each beside the same store.db; an int8 run without a float32 one
+// before it computes the exact results in memory, and reports the int8 store's ceiling
+// (the recall of an exact search over its own vectors).
 
 // storeCol is the collection the vectors go in.
 const storeCol = "c"
