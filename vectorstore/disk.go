@@ -111,10 +111,10 @@ const (
 // in segment files addressed by ordinal, memory-mapped, with an ordinal-to-id table (sorted
 // for lookups), a tombstone bitmap, and optionally quantized codes of each row (binary
 // codes: the signs of the row's components, or of its seeded random rotation, see
-// DiskCodeAuto; or per-dimension int8). Opening it maps its files and reads no vector, so the first
-// search costs what later ones do once the files are in the page cache. Every file carries a
-// CRC-32C in disk.json, the commit point, and every 8 KiB block of a segment file a checksum
-// (sums-G.bin): a segment whose size and modification time are those recorded at its write
+// DiskCodeAuto; or per-dimension int8). Opening it maps its files and reads no vector, so
+// the first search costs what later ones do once the files are in the page cache. Every
+// file carries a CRC-32C in disk.json, the commit point, and every 8 KiB block of a
+// segment file a checksum (sums-G.bin): a segment whose size and modification time are those recorded at its write
 // is not read on open, each block being checked the first time a search reads it; a block
 // that fails makes the search fail with an error matching [ErrCorrupt] (never a result
 // computed from it). [DiskIndex.Verify] checks every block.
@@ -196,11 +196,10 @@ var (
 // rotation's seed), "codebits" (bits of a rotated code: dim, or dim padded to a power of
 // two), "oversample", "threads" (as the flat index), "segrows" (rows per segment file),
 // "exactmb" (the float32 size in MiB up to which DiskQuantAuto searches exactly; default
-// a quarter of physical memory). With cfg.Rows
-// (and a Dir) it writes no float32 rows (see disk_rows.go; quant DiskQuantNone is then
-// ErrBadConfig). Files that fail their checks give an error matching errDiskCorrupt, files
-// of another configuration errDiskConfig, files whose rows are not where cfg says
-// ErrRowSource.
+// a quarter of physical memory). With cfg.Rows (and a Dir) it writes no float32 rows (see
+// disk_rows.go; quant DiskQuantNone is then ErrBadConfig). Files that fail their checks
+// give an error matching errDiskCorrupt, files of another configuration errDiskConfig,
+// files whose rows are not where cfg says ErrRowSource.
 func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if err := checkDimMetric(&cfg, "disk"); err != nil {
 		return nil, err

@@ -33,8 +33,9 @@ import (
 //
 //	seg-NNNNNN.f32  rows of dim float32 (little endian), for Cosine normalised; none in
 //	                an index without rows of its own ("rowless": disk_rows.go)
-//	seg-NNNNNN.b1   binary codes, ceil(dim/64) uint64 words a row: the signs of each row's
-//	                components, or of its rotation (disk.json's "code"; disk_code.go)
+//	seg-NNNNNN.b1   binary codes, ceil(bits/64) uint64 words a row (bits: dim, or
+//	                disk.json's "code_bits"): the signs of each row's components, or of
+//	                its rotation (disk.json's "code" and "code_seed"; disk_code.go)
 //	seg-NNNNNN.i8   int8 codes, dim bytes a row (value = code x disk.json's scale)
 //	ids-G.bin       the id table: "MVIDS001", n, n+1 uint64 offsets, n uint32 ordinals
 //	                sorted by id, the id bytes
