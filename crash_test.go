@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/memtest"
+	"github.com/agentmem/memory/internal/vecmath"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // The crash test runs this test binary as a child that writes to a store and prints
@@ -22,6 +25,15 @@ import (
 // one of its lines (killedChild), then reopens the store and checks that every
 // acknowledged document survived, is searchable, and that nothing half-written is visible.
 const crashEnv = "MEMORY_CRASH_CHILD"
+
+// crashInt8Env makes the crash child's store embed its documents (crashInt8Options): its
+// vectors in int8 in store.db, its dense index without rows of its own.
+const crashInt8Env = "MEMORY_CRASH_INT8"
+
+// crashInt8Options open the store of the int8 crash test, in the child and the parent.
+func crashInt8Options() []Option {
+	return []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), WithVectorPrecision(Int8)}
+}
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashEnv); dir != "" {
@@ -57,7 +69,11 @@ func crashChild(dir string) {
 	seed, _ := strconv.ParseInt(os.Getenv("MEMORY_CRASH_SEED"), 10, 64)
 	rng := rand.New(rand.NewSource(seed))
 	childStarted()
-	m, err := Open(dir)
+	var opts []Option
+	if os.Getenv(crashInt8Env) != "" {
+		opts = crashInt8Options()
+	}
+	m, err := Open(dir, opts...)
 	if err != nil {
 		fmt.Println("open error:", err)
 		os.Exit(3)
@@ -203,4 +219,102 @@ func TestCrashDurability(t *testing.T) {
 		t.Fatal("the child never acknowledged a write: the test proved nothing")
 	}
 	t.Logf("%d kill -9 runs, %d documents survived", runs, acked)
+}
+
+// TestCrashDurabilityInt8 is TestCrashDurability for a store that embeds its documents
+// and keeps their vectors in int8 (its dense index reads the vectors it rescores from
+// store.db): after each kill -9 every acknowledged document is whole, its vector reads
+// back as the embedder's rounded to int8 (vecmath.RoundInt8), and a dense search of its
+// text finds it at the top (tied at most with a document of the same vector) — each
+// document searched in the first run after its write, and a few older ones every run.
+func TestCrashDurabilityInt8(t *testing.T) {
+	runs := 8
+	if testing.Short() {
+		runs = 3
+	}
+	ctx := context.Background()
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	dir := filepath.Join(t.TempDir(), "store")
+	emb := vectorstore.NewHashEmbedder(64)
+	acked, searched := 0, 0
+	for run := 0; run < runs; run++ {
+		kill := 1 + rng.Intn(6)
+		if run%3 == 0 {
+			kill = rng.Intn(2)
+		}
+		lines := killedChild(t, kill, crashEnv+"="+dir, crashInt8Env+"=1", fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))
+		for _, l := range lines {
+			if n, ok := strings.CutPrefix(l, "ack "); ok {
+				v, _ := strconv.Atoi(n)
+				acked = max(acked, v)
+			} else {
+				t.Fatalf("run %d: child said %q", run, l)
+			}
+		}
+		m, err := Open(dir, crashInt8Options()...)
+		if err != nil {
+			t.Fatalf("run %d: store does not open after kill -9: %v", run, err)
+		}
+		count := memtest.Count(t, m)
+		if count < acked {
+			m.Close()
+			t.Fatalf("run %d: %d documents acknowledged, %d present", run, acked, count)
+		}
+		texts := make([]string, count)
+		for n := range count {
+			d := crashDoc(n)
+			texts[n] = embedText(d.Title, d.Text) // what the store embeds
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range count {
+			want := crashDoc(n)
+			got, err := m.Get(ctx, want.ID)
+			if err != nil || got.Text != want.Text || got.Metadata["n"] != want.Metadata["n"] {
+				m.Close()
+				t.Fatalf("run %d: document %d: %+v %v", run, n, got, err)
+			}
+			wv, err := vecmath.RoundInt8(vecs[n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Embedding, wv) {
+				m.Close()
+				t.Fatalf("run %d: document %d's vector reads back as %v, want the embedder's in int8 %v", run, n, got.Embedding, wv)
+			}
+		}
+		// Dense searches: the documents not searched yet, and a few older ones.
+		check := []int{}
+		for n := searched; n < count; n++ {
+			check = append(check, n)
+		}
+		for range min(3, searched) {
+			check = append(check, rng.Intn(searched))
+		}
+		for _, n := range check {
+			res, err := m.Search(ctx, texts[n], WithMode(Dense), TopK(3))
+			found := false
+			for _, r := range res {
+				if r.ID == crashDoc(n).ID && r.Score >= res[0].Score-1e-6 {
+					found = true
+				}
+			}
+			if err != nil || !found {
+				m.Close()
+				t.Fatalf("run %d: a dense search of document %d's text does not find it first: %+v %v", run, n, res, err)
+			}
+		}
+		acked, searched = count, count
+		if err := m.Close(); err != nil {
+			t.Fatalf("run %d: close: %v", run, err)
+		}
+	}
+	if acked == 0 {
+		t.Fatal("the child never acknowledged a write: the test proved nothing")
+	}
+	t.Logf("%d kill -9 runs, %d documents survived with their int8 vectors", runs, acked)
 }

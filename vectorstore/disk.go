@@ -77,7 +77,8 @@ type DiskSearchOptions struct {
 	// DiskQuantBinary); asking for others is ErrBadConfig.
 	Mode DiskMode
 	// Oversample is how many candidates per result the code scan passes to exact
-	// rescoring (0: IndexConfig.Params["oversample"], else 4 for int8 and 64 for binary).
+	// rescoring (0: IndexConfig.Params["oversample"], else 4 for int8, 64 for binary, and
+	// diskOversampleRowless for rotated binary codes rescored from a RowSource).
 	Oversample int
 	// NProbe is how many inverted lists a quantized search of an index with lists
 	// (Params["nlist"]) scans (0: Params["nprobe"], else nlist/16).
@@ -96,15 +97,24 @@ var diskFlushRows = 1 << 16
 const (
 	diskOversampleInt8   = 4
 	diskOversampleBinary = 64
+	// diskOversampleRowless is the default of an index without rows of its own that
+	// keeps rotated codes (its default: disk_code.go), whose candidates are rescored
+	// with vectors read from the store of record: the smallest oversampling that reached
+	// recall@10 0.95 against exact float32 on both 200k x 768 sets in an int8 store,
+	// every padded bit (bench/diskquant -store int8 -code rotatedpad). Tuned on query
+	// set 0 (clustered: 0.938 at 48, 0.955 at 56; hash:768 0.943 at 56, at the plateau
+	// of its int8 rescoring), checked on set 1 (-qseed 1): clustered 0.962, hash 0.952.
+	diskOversampleRowless = 56
 )
 
 // DiskIndex is an Index that lives in files (IndexConfig.Dir): float32 rows of fixed width
 // in segment files addressed by ordinal, memory-mapped, with an ordinal-to-id table (sorted
-// for lookups), a tombstone bitmap, and optionally quantized codes of each row (binary sign
-// codes or per-dimension int8). Opening it maps its files and reads no vector, so the first
-// search costs what later ones do once the files are in the page cache. Every file carries a
-// CRC-32C in disk.json, the commit point, and every 8 KiB block of a segment file a checksum
-// (sums-G.bin): a segment whose size and modification time are those recorded at its write
+// for lookups), a tombstone bitmap, and optionally quantized codes of each row (binary
+// codes: the signs of the row's components, or of its seeded random rotation, see
+// DiskCodeAuto; or per-dimension int8). Opening it maps its files and reads no vector, so
+// the first search costs what later ones do once the files are in the page cache. Every
+// file carries a CRC-32C in disk.json, the commit point, and every 8 KiB block of a
+// segment file a checksum (sums-G.bin): a segment whose size and modification time are those recorded at its write
 // is not read on open, each block being checked the first time a search reads it; a block
 // that fails makes the search fail with an error matching [ErrCorrupt] (never a result
 // computed from it). [DiskIndex.Verify] checks every block.
@@ -136,6 +146,14 @@ type DiskIndex struct {
 	segRows    int
 	budget     int64     // float32 bytes up to which DiskQuantAuto searches exactly
 	rows       RowSource // the rows of the segments (nil: their .f32 files)
+
+	code      int               // DiskCodeSigns or DiskCodeRotated (binary codes; disk_code.go)
+	codeSeed  uint64            // the rotation's seed (rotated codes)
+	codeBits  int               // bits of a binary code: dim, or the rotation's padded dimension
+	rot       *vecmath.Rotation // the rotation of rotated codes (nil: sign codes)
+	codeParam int               // Params["code"]
+	seedParam bool              // Params["codeseed"] is set
+	bitsParam int               // Params["codebits"] (0: dim)
 
 	segs  []*diskSeg
 	n0    int     // rows in segments (= ids in the id table)
@@ -174,13 +192,14 @@ var (
 )
 
 // NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
-// cfg.Dir is ""). Params: "quant" (DiskQuant*), "oversample", "threads" (as the flat
-// index), "segrows" (rows per segment file), "exactmb" (the float32 size in MiB up to which
-// DiskQuantAuto searches exactly; default a quarter of physical memory). With cfg.Rows
-// (and a Dir) it writes no float32 rows (see disk_rows.go; quant DiskQuantNone is then
-// ErrBadConfig). Files that fail their checks give an error matching errDiskCorrupt, files
-// of another configuration errDiskConfig, files whose rows are not where cfg says
-// ErrRowSource.
+// cfg.Dir is ""). Params: "quant" (DiskQuant*), "code" (DiskCode*), "codeseed" (the
+// rotation's seed), "codebits" (bits of a rotated code: dim, or dim padded to a power of
+// two), "oversample", "threads" (as the flat index), "segrows" (rows per segment file),
+// "exactmb" (the float32 size in MiB up to which DiskQuantAuto searches exactly; default
+// a quarter of physical memory). With cfg.Rows (and a Dir) it writes no float32 rows (see
+// disk_rows.go; quant DiskQuantNone is then ErrBadConfig). Files that fail their checks
+// give an error matching errDiskCorrupt, files of another configuration errDiskConfig,
+// files whose rows are not where cfg says ErrRowSource.
 func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if err := checkDimMetric(&cfg, "disk"); err != nil {
 		return nil, err
@@ -188,12 +207,12 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	p := cfg.Params
 	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,
 		quant: p["quant"], oversample: p["oversample"], threads: p["threads"], segRows: p["segrows"],
-		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}}
+		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}, codeParam: p["code"], bitsParam: p["codebits"]}
 	if cfg.Dir != "" {
 		x.rows = cfg.Rows // in memory, every row stays in memory
 	}
 	if x.quant < DiskQuantAuto || x.quant > DiskQuantBinary || x.oversample < 0 || x.threads < 0 || x.segRows < 0 ||
-		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 {
+		x.nlist < 0 || x.nlist > 1<<20 || x.nprobe < 0 || x.codeParam < DiskCodeAuto || x.codeParam > DiskCodeRotated || p["codeseed"] < 0 || x.bitsParam < 0 {
 		return nil, fmt.Errorf("%w: disk: params %v", ErrBadConfig, p)
 	}
 	if x.segRows == 0 {
@@ -207,6 +226,29 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	}
 	if x.nprobe == 0 {
 		x.nprobe = max(1, x.nlist/16)
+	}
+	seed, ok := p["codeseed"]
+	x.seedParam = ok
+	if !ok {
+		seed = diskCodeSeedDefault
+	}
+	code, nbits := x.codeParam, x.bitsParam
+	if code == DiskCodeAuto {
+		// Rotated codes, every padded bit, for an index without rows of its own (the
+		// measurements in disk_code.go); sign codes, as always, for the others.
+		code = DiskCodeSigns
+		if x.rows != nil || nbits > x.dim {
+			code = DiskCodeRotated
+			if nbits == 0 {
+				nbits = 1 << bits.Len(uint(x.dim-1))
+			}
+		}
+	}
+	if !x.keepsBinary() {
+		code, nbits = DiskCodeSigns, x.bitsParam // no binary codes: nothing to rotate
+	}
+	if err := x.setCode(code, uint64(seed), nbits); err != nil {
+		return nil, err
 	}
 	if mb := p["exactmb"]; mb > 0 {
 		x.budget = int64(mb) << 20
@@ -228,7 +270,7 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 }
 
 // codeWords is the number of uint64 words of a binary code.
-func (x *DiskIndex) codeWords() int { return (x.dim + 63) / 64 }
+func (x *DiskIndex) codeWords() int { return (x.codeBits + 63) / 64 }
 
 // keepsBinary and keepsInt8 say which codes the segments hold.
 func (x *DiskIndex) keepsBinary() bool { return x.quant == DiskQuantAuto || x.quant == DiskQuantBinary }
@@ -655,9 +697,13 @@ func (x *DiskIndex) choose(o DiskSearchOptions) (DiskMode, int, error) {
 		os = x.oversample
 	}
 	if os <= 0 {
-		os = diskOversampleBinary
-		if mode == DiskInt8 {
+		switch {
+		case mode == DiskInt8:
 			os = diskOversampleInt8
+		case x.rows != nil && x.rot != nil:
+			os = diskOversampleRowless
+		default:
+			os = diskOversampleBinary
 		}
 	}
 	return mode, os, nil
@@ -707,6 +753,10 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	case mode == DiskExact:
 		return fmt.Sprintf("dense: exact float32 scan of %d vectors", n)
 	}
+	codes := mode.String()
+	if mode == DiskBinary && x.rot != nil {
+		codes = "rotated binary" // the signs of a seeded random rotation (disk_code.go)
+	}
 	lists := ""
 	if x.lists != nil {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
@@ -716,12 +766,12 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 		if rp, ok := x.rows.(RowPrecision); ok {
 			prec = rp.Precision() + " "
 		}
-		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the %svectors of the store of record", mode, n, lists, os, prec)
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with the %svectors of the store of record", codes, n, lists, os, prec)
 	}
 	if x.quant == DiskQuantAuto {
-		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", mode, n, lists, os, bytes>>20, x.budget>>20)
+		return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows (%d MiB of float32 rows exceed the %d MiB kept for exact search)", codes, n, lists, os, bytes>>20, x.budget>>20)
 	}
-	return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows", mode, n, lists, os)
+	return fmt.Sprintf("dense: %s codes of %d vectors%s, the best %dx k rescored with float32 rows", codes, n, lists, os)
 }
 
 // newHeap is a heap of ordinals whose ties rank by id.
@@ -922,7 +972,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	var lut []float32 // binary: the query's byte tables (binaryLUT)
 	var qi []int16
 	if mode == DiskBinary {
-		lut = binaryLUT(q, nil)
+		lut = x.binaryQuery(q)
 	} else {
 		qi = int8Query(q, x.scale)
 	}

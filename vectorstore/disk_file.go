@@ -33,7 +33,9 @@ import (
 //
 //	seg-NNNNNN.f32  rows of dim float32 (little endian), for Cosine normalised; none in
 //	                an index without rows of its own ("rowless": disk_rows.go)
-//	seg-NNNNNN.b1   binary sign codes, ceil(dim/64) uint64 words a row
+//	seg-NNNNNN.b1   binary codes, ceil(bits/64) uint64 words a row (bits: dim, or
+//	                disk.json's "code_bits"): the signs of each row's components, or of
+//	                its rotation (disk.json's "code" and "code_seed"; disk_code.go)
 //	seg-NNNNNN.i8   int8 codes, dim bytes a row (value = code x disk.json's scale)
 //	ids-G.bin       the id table: "MVIDS001", n, n+1 uint64 offsets, n uint32 ordinals
 //	                sorted by id, the id bytes
@@ -128,7 +130,13 @@ type diskMeta struct {
 	Block   int           `json:"block,omitempty"`   // bytes a block checksum covers (version 2)
 	Sums    *diskFileMeta `json:"sums,omitempty"`    // the segment files' block checksums (version 2)
 	Rowless bool          `json:"rowless,omitempty"` // no .f32 files: rows from IndexConfig.Rows
-	CRC     uint32        `json:"crc"`               // of this JSON encoded with CRC 0
+	// Code names the binary codes (absent or "signs": the vector's own signs, as every
+	// index written before codes had names; "rotated": the signs of the rotation of
+	// CodeSeed, disk_code.go). Absent for an index without binary codes.
+	Code     string `json:"code,omitempty"`
+	CodeSeed uint64 `json:"code_seed,omitempty"`
+	CodeBits int    `json:"code_bits,omitempty"` // bits of a rotated code, when not dim
+	CRC      uint32 `json:"crc"`                 // of this JSON encoded with CRC 0
 }
 
 func (m diskMeta) checksum() uint32 {
@@ -242,6 +250,9 @@ func (x *DiskIndex) load() error {
 			return fmt.Errorf("%w: %s keeps no rows of its own (written with IndexConfig.Rows); opened without a row source", ErrRowSource, x.dir)
 		}
 		return fmt.Errorf("%w: %s keeps its own rows; opened with a row source (IndexConfig.Rows)", ErrRowSource, x.dir)
+	}
+	if err := x.loadCode(&m); err != nil {
+		return err
 	}
 	v1 := m.Version == diskMetaVersionV1
 	if !v1 && len(m.Segs) > 0 {
@@ -510,6 +521,13 @@ func (x *DiskIndex) persistFiles() error {
 	m := x.meta
 	m.Version, m.Dim, m.Metric, m.Quant, m.SegRows, m.NList = diskMetaVersion, x.dim, x.metric, x.quant, x.segRows, x.nlist
 	m.Rowless = x.rows != nil
+	m.Code, m.CodeSeed, m.CodeBits = "", 0, 0
+	if x.keepsBinary() && x.rot != nil {
+		m.Code, m.CodeSeed = diskCodeName(x.code), x.codeSeed
+		if x.codeBits != x.dim {
+			m.CodeBits = x.codeBits
+		}
+	}
 	m.Gen++
 	n := x.n()
 	compact := x.dead > 0 && x.dead*4 > n && n >= 64
@@ -816,6 +834,7 @@ func (x *DiskIndex) writeRowsFrom(m *diskMeta, segs []*diskSeg, count int, row f
 	var batch [][]float32
 	W, d := x.codeWords(), x.dim
 	code := make([]uint64, W)
+	rtmp := x.rotScratch()
 	i8 := make([]int8, d)
 	var fresh []*diskSeg
 	fail := func(err error) ([]*diskSeg, error) {
@@ -907,7 +926,7 @@ func (x *DiskIndex) writeRowsFrom(m *diskMeta, segs []*diskSeg, count int, row f
 				err = f32.write(float32Bytes(r))
 			}
 			if err == nil && b1 != nil {
-				binaryCode(r, code)
+				x.encodeBinary(r, code, rtmp)
 				err = b1.write(unsafe.Slice((*byte)(unsafe.Pointer(&code[0])), 8*W))
 			}
 			if err == nil && ci8 != nil {

@@ -20,7 +20,10 @@ import (
 // trained on the first rows written, each row assigned to its nearest centroid (by inner
 // product; the centroids are normalised for Cosine), and a quantized search scans only the
 // codes of the nprobe lists whose centroids are nearest the query, then rescores as
-// usual (binary codes are the signs of the rows, as without lists). The centroids live in
+// usual (binary codes as without lists: the signs of the rows or of their rotation). The
+// centroids stay in the rows' own space, rotated codes or not: the rotation preserves
+// inner products, so rotating the centroids and the query would probe the same lists at
+// the cost of a rotation per centroid. The centroids live in
 // ivf-G.bin ("MVIVF001", nlist, dim, nlist x dim float32), each segment's list numbers in
 // seg-NNNNNN.ivl (a uint32 a row), both checked like the other files; the lists themselves
 // are built in memory on open (4 bytes a row). A list's codes lie scattered over the

@@ -43,9 +43,12 @@ func TestDiskRowlessMatchesRowful(t *testing.T) {
 		dim    int
 		params map[string]int
 	}{
-		{"cosine-binary", Cosine, 40, map[string]int{}},
+		// Rotated codes (the row-less default: every padded bit), and sign codes (the
+		// default with rows), the same kind on both sides.
+		{"cosine-binary", Cosine, 40, map[string]int{"code": DiskCodeRotated, "codebits": 64}},
+		{"cosine-binary-signs", Cosine, 40, map[string]int{"code": DiskCodeSigns}},
 		{"ip-int8", InnerProduct, 24, map[string]int{"quant": DiskQuantInt8}},
-		{"cosine-binary-ivf", Cosine, 20, map[string]int{"quant": DiskQuantBinary, "nlist": 3}},
+		{"cosine-binary-ivf", Cosine, 20, map[string]int{"quant": DiskQuantBinary, "nlist": 3, "code": DiskCodeRotated}},
 		{"cosine-int8-ivf", Cosine, 33, map[string]int{"quant": DiskQuantInt8, "nlist": 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -141,6 +141,8 @@ func main() {
 	lat := flag.Int("latency", 256, "with -store: queries timed one at a time on one thread (p50, p99)")
 	storeCodes := flag.String("storecodes", "binary", "with -store: the codes the indexes scan (binary or int8)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the -store searches to this file")
+	codes := flag.String("code", "rotated", "binary codes of the indexes (signs, rotated, rotatedpad: every bit of the padded rotation; several: signs,rotated with -store, the first for the binary modes)")
+	qseed := flag.Int("qseed", 0, "query set: the queries are the generator's vectors n+qseed*q.. (tune on one, report on another)")
 	flag.Parse()
 	ctx := context.Background()
 	if *centres == 0 {
@@ -161,11 +163,21 @@ func main() {
 	default:
 		check(fmt.Errorf("-vectors %q: clustered or hash", *vectors))
 	}
-	qs := g.chunk(*n, *n+*nq)
-	fmt.Printf("%s: %d x %d %s vectors, %d clusters, sigma %g; %d queries (recall over %d); GOMAXPROCS %d\n",
-		time.Now().UTC().Format(time.RFC3339), *n, *dim, *vectors, *centres, *sigma, *nq, *qexact, runtime.GOMAXPROCS(0))
+	q0 := *n + *qseed**nq
+	qs := g.chunk(q0, q0+*nq)
+	fmt.Printf("%s: %d x %d %s vectors, %d clusters, sigma %g; %d queries (set %d, recall over %d); GOMAXPROCS %d\n",
+		time.Now().UTC().Format(time.RFC3339), *n, *dim, *vectors, *centres, *sigma, *nq, *qseed, *qexact, runtime.GOMAXPROCS(0))
 
 	exactPath := filepath.Join(*dir, fmt.Sprintf("exact-n%d-d%d-c%d-s%g-q%d.bin", *n, *dim, *centres, *sigma, *qexact))
+	if *qseed != 0 {
+		exactPath = strings.TrimSuffix(exactPath, ".bin") + fmt.Sprintf("-qs%d.bin", *qseed)
+	}
+	codeKinds := map[string]int{"signs": vectorstore.DiskCodeSigns, "rotated": vectorstore.DiskCodeRotated, "rotatedpad": vectorstore.DiskCodeRotated}
+	for _, c := range strings.Split(*codes, ",") {
+		if _, ok := codeKinds[c]; !ok {
+			check(fmt.Errorf("-code %q: signs or rotated", c))
+		}
+	}
 	exact := loadExact(exactPath, *qexact)
 	for _, q := range []struct {
 		name  string
@@ -183,6 +195,11 @@ func main() {
 		}
 		name := q.name
 		cfg := vectorstore.IndexConfig{Backend: "disk", Dim: *dim, Params: map[string]int{"quant": q.quant}}
+		if q.quant == vectorstore.DiskQuantBinary { // the first of -code
+			c := strings.Split(*codes, ",")[0]
+			cfg.Params["code"] = codeKinds[c]
+			name += "-" + c
+		}
 		probes := []string{"0"}
 		if q.ivf {
 			cfg.Params["nlist"] = *nlist
@@ -253,7 +270,7 @@ func main() {
 		if *cpuprofile != "" {
 			check(pprof.StartCPUProfile(&prof))
 		}
-		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat, *storeCodes)
+		runStores(ctx, strings.Split(*stores, ","), g, *n, *dim, *nlist, qs[:*qexact], exact, *dir, exactPath, *oversample, *nprobes, *rebuild, *lat, *storeCodes, strings.Split(*codes, ","))
 		if *cpuprofile != "" {
 			pprof.StopCPUProfile()
 			check(atomicfile.WriteFile(*cpuprofile, prof.Bytes(), atomicfile.Options{}))

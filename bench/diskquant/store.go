@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,11 @@ import (
 // from store.db (IndexConfig.Rows). It reports the bytes a vector of the store's vecs
 // bucket, of the whole store.db (allocated blocks) and of the index files; recall@10
 // against the exact float32 search at each oversampling (and nprobe), and one-thread
-// latency per query (p50, p99), each search alone.
+// latency per query (p50, p99), each search alone. -code names the binary codes of the
+// indexes (signs, rotated, rotatedpad: every bit of the rotation padded to a power of
+// two), one index of each beside the same store.db; an int8 run without a float32 one
+// before it computes the exact results in memory, and reports the int8 store's ceiling
+// (the recall of an exact search over its own vectors).
 
 // storeCol is the collection the vectors go in.
 const storeCol = "c"
@@ -76,100 +81,162 @@ func storePrecision(p string) store.Precision {
 	return 0
 }
 
-// runStores runs the -store comparison.
+// runStores runs the -store comparison: for each precision a store.db (built once) and an
+// index beside it for each kind of binary code in codeKinds (-code; int8 codes: one).
 func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, qs [][]float32, exact [][]vectorstore.Hit,
-	dir, exactPath, oversample, nprobes string, rebuild bool, lat int, codes string) {
+	dir, exactPath, oversample, nprobes string, rebuild bool, lat int, codes string, codeKinds []string) {
 	quant, mode := vectorstore.DiskQuantBinary, vectorstore.DiskBinary
 	switch codes {
 	case "int8":
 		quant, mode = vectorstore.DiskQuantInt8, vectorstore.DiskInt8
+		codeKinds = []string{"int8"}
 	case "binary":
 	default:
 		check(fmt.Errorf("-storecodes %q: binary or int8", codes))
 	}
 	for _, p := range precs {
+		if p == "int8" && exact == nil {
+			exact = exactInMemory(ctx, g, n, dim, qs, p)
+			saveExact(exactPath, exact)
+		}
 		sdir := filepath.Join(dir, fmt.Sprintf("store-%s-n%d-c%d-l%d", p, n, len(g.cs), nlist))
-		if codes != "binary" {
-			sdir += "-" + codes
-		}
 		dbPath := filepath.Join(sdir, "store.db")
-		cfg := vectorstore.IndexConfig{Backend: "disk", Dim: dim, Dir: filepath.Join(sdir, "vec"),
-			Params: map[string]int{"quant": quant}}
-		if nlist > 0 {
-			cfg.Params["nlist"] = nlist
+		var cfgs []vectorstore.IndexConfig
+		var missing []vectorstore.IndexConfig
+		for _, ck := range codeKinds {
+			cfg := vectorstore.IndexConfig{Backend: "disk", Dim: dim, Dir: filepath.Join(sdir, "vec-"+ck),
+				Params: map[string]int{"quant": quant}}
+			switch ck {
+			case "signs":
+				cfg.Params["code"] = vectorstore.DiskCodeSigns
+			case "rotated":
+				cfg.Params["code"] = vectorstore.DiskCodeRotated
+			case "rotatedpad": // every bit of the rotation, padded to a power of two
+				cfg.Params["code"] = vectorstore.DiskCodeRotated
+				cfg.Params["codebits"] = 1 << bits.Len(uint(dim-1))
+			}
+			if nlist > 0 {
+				cfg.Params["nlist"] = nlist
+			}
+			cfgs = append(cfgs, cfg)
+			if _, err := os.Stat(filepath.Join(cfg.Dir, "disk.json")); err != nil || rebuild {
+				check(os.RemoveAll(cfg.Dir))
+				missing = append(missing, cfg)
+			}
 		}
-		built := false
-		if _, err := os.Stat(filepath.Join(cfg.Dir, "disk.json")); err != nil || rebuild {
+		_, err := os.Stat(dbPath)
+		writeDB := err != nil || rebuild
+		if writeDB {
 			check(os.RemoveAll(sdir))
 			check(os.MkdirAll(sdir, 0o755))
-			buildStore(ctx, p, dbPath, cfg, g, n, nlist)
-			built = true
+			missing = cfgs
+		}
+		if len(missing) > 0 {
+			buildStore(ctx, p, dbPath, missing, writeDB, g, n, nlist)
+		} else {
+			fmt.Printf("store %s: found in %s, not built again\n", p, sdir)
 		}
 		db, err := store.Open(dbPath, store.Options{NoSync: true, Precision: storePrecision(p)})
 		check(err)
-		if p == "int8" {
-			cfg.Rows = dbRows{db}
-		}
-		if !built {
-			fmt.Printf("store %s: found in %s, not built again\n", p, sdir)
-		}
 		vb, err := db.VectorBytes(storeCol)
 		check(err)
-		ib, sb := dirSize(cfg.Dir), allocated(dbPath)
-		fmt.Printf("store %s: vecs bucket %.1f B/vector, store.db %.1f B/vector (allocated), index files %.1f B/vector; dense part (vecs bucket + index) %.1f B/vector\n",
-			p, float64(vb)/float64(n), float64(sb)/float64(n), float64(ib)/float64(n), float64(vb+ib)/float64(n))
-		x, err := vectorstore.NewDiskIndex(cfg)
-		check(err)
-		if exact == nil {
+		sb := allocated(dbPath)
+		for ci, cfg := range cfgs {
 			if p == "int8" {
-				check(fmt.Errorf("-store: the exact float32 results are needed first: put float32 before int8"))
+				cfg.Rows = dbRows{db}
 			}
-			t := time.Now()
-			exact, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
+			ck := codeKinds[ci]
+			ib := dirSize(cfg.Dir)
+			fmt.Printf("store %s, %s codes: vecs bucket %.1f B/vector, store.db %.1f B/vector (allocated), index files %.1f B/vector; dense part (vecs bucket + index) %.1f B/vector\n",
+				p, ck, float64(vb)/float64(n), float64(sb)/float64(n), float64(ib)/float64(n), float64(vb+ib)/float64(n))
+			x, err := vectorstore.NewDiskIndex(cfg)
 			check(err)
-			fmt.Printf("exact float32 batch of %d: %v\n", len(qs), time.Since(t).Round(time.Millisecond))
-			saveExact(exactPath, exact)
-		}
-		if p == "float32" {
-			// Ties at the 10th place make recall@10 ambiguous: a search that ranks tied
-			// vectors in another order (other rounding) loses them.
-			t11, err := x.SearchBatchWith(ctx, qs, 11, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
-			check(err)
-			ties := 0
-			for _, hs := range t11 {
-				if len(hs) == 11 && hs[9].Score == hs[10].Score {
-					ties++
-				}
+			if plan, _ := x.SearchPlan(); plan != "" {
+				fmt.Printf("  plan: %s\n", plan)
 			}
-			fmt.Printf("exact float32: %d of %d queries have a tie between their 10th and 11th scores\n", ties, len(qs))
-		}
-		probes := []string{"0"}
-		if nlist > 0 {
-			probes = strings.Split(nprobes, ",")
-		}
-		_, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: mode}) // warm-up
-		check(err)
-		for _, ps := range probes {
-			np, _ := strconv.Atoi(ps)
-			for _, os := range strings.Split(oversample, ",") {
-				o, _ := strconv.Atoi(os)
-				so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np}
+			if exact == nil {
 				t := time.Now()
-				got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
+				exact, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: vectorstore.DiskExact})
 				check(err)
-				el := time.Since(t)
-				line := fmt.Sprintf("  store %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s)", p, np, o,
-					recall(got, exact), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds())
-				if lat > 0 {
-					p50, p99 := oneThread(ctx, cfg, x, qs[:min(lat, len(qs))], so)
-					line += fmt.Sprintf("; one thread p50 %v p99 %v", p50, p99)
-				}
-				fmt.Printf("%s, RssAnon %s\n", line, status("RssAnon"))
+				fmt.Printf("exact float32 batch of %d: %v\n", len(qs), time.Since(t).Round(time.Millisecond))
+				saveExact(exactPath, exact)
 			}
+			probes := []string{"0"}
+			if nlist > 0 {
+				probes = strings.Split(nprobes, ",")
+			}
+			_, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: mode}) // warm-up
+			check(err)
+			for _, ps := range probes {
+				np, _ := strconv.Atoi(ps)
+				for _, os := range strings.Split(oversample, ",") {
+					o, _ := strconv.Atoi(os)
+					so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np}
+					t := time.Now()
+					got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
+					check(err)
+					el := time.Since(t)
+					line := fmt.Sprintf("  store %s %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s)", p, ck, np, o,
+						recall(got, exact), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds())
+					if lat > 0 {
+						p50, p99 := oneThread(ctx, cfg, x, qs[:min(lat, len(qs))], so)
+						line += fmt.Sprintf("; one thread p50 %v p99 %v", p50, p99)
+					}
+					fmt.Printf("%s, RssAnon %s\n", line, status("RssAnon"))
+				}
+			}
+			check(x.Close())
 		}
-		check(x.Close())
 		check(db.Close())
 	}
+}
+
+// exactInMemory is the exact float32 top 10 of each query over the n generated vectors
+// (an index in memory: the -store int8 run needs no float32 store for its ground truth).
+// It also reports the queries whose 10th and 11th scores tie, and the ceiling of a store
+// of precision p: the recall@10 of the exact search over the vectors as the store decodes
+// them (what rescoring every vector with them would reach).
+func exactInMemory(ctx context.Context, g *gen, n, dim int, qs [][]float32, p string) [][]vectorstore.Hit {
+	t := time.Now()
+	top := func(rounded bool) [][]vectorstore.Hit {
+		x, err := vectorstore.NewDiskIndex(vectorstore.IndexConfig{Backend: "disk", Dim: dim, Params: map[string]int{"quant": vectorstore.DiskQuantNone}})
+		check(err)
+		defer x.Close()
+		for lo := 0; lo < n; lo += 1 << 16 {
+			hi := min(n, lo+1<<16)
+			vs := g.chunk(lo, hi)
+			ids := make([]string, hi-lo)
+			for i := range ids {
+				ids[i] = idOf(lo + i)
+				if rounded {
+					vs[i] = round(p, vs[i])
+				}
+			}
+			check(x.Add(ctx, ids, vs))
+		}
+		res, err := x.SearchBatch(ctx, qs, 11, nil)
+		check(err)
+		return res
+	}
+	t11 := top(false)
+	ties := 0
+	exact := make([][]vectorstore.Hit, len(t11))
+	for i, hs := range t11 {
+		if len(hs) == 11 && hs[9].Score == hs[10].Score {
+			ties++
+		}
+		exact[i] = hs[:min(10, len(hs))]
+	}
+	fmt.Printf("exact float32 (in memory) batch of %d: %v; %d queries have a tie between their 10th and 11th scores\n",
+		len(qs), time.Since(t).Round(time.Millisecond), ties)
+	if p != "float32" {
+		r := top(true)
+		for i := range r {
+			r[i] = r[i][:min(10, len(r[i]))]
+		}
+		fmt.Printf("ceiling of a %s store: exact search over its vectors, recall@10 %.4f\n", p, recall(r, exact))
+	}
+	return exact
 }
 
 // oneThread times each query alone on one thread (the index's threads 1).
@@ -196,16 +263,21 @@ func oneThread(ctx context.Context, cfg vectorstore.IndexConfig, x *vectorstore.
 	return at(0.50).Round(time.Microsecond), at(0.99).Round(time.Microsecond)
 }
 
-// buildStore writes n generated vectors into store.db (precision p) and the index cfg.
-func buildStore(ctx context.Context, p, dbPath string, cfg vectorstore.IndexConfig, g *gen, n, nlist int) {
+// buildStore writes n generated vectors into store.db (precision p; unless writeDB is
+// false: it holds them already) and the indexes cfgs.
+func buildStore(ctx context.Context, p, dbPath string, cfgs []vectorstore.IndexConfig, writeDB bool, g *gen, n, nlist int) {
 	t := time.Now()
 	db, err := store.Open(dbPath, store.Options{NoSync: true, Precision: storePrecision(p)})
 	check(err)
-	if p == "int8" {
-		cfg.Rows = dbRows{db}
+	var xs []*vectorstore.DiskIndex
+	for _, cfg := range cfgs {
+		if p == "int8" {
+			cfg.Rows = dbRows{db}
+		}
+		x, err := vectorstore.NewDiskIndex(cfg)
+		check(err)
+		xs = append(xs, x)
 	}
-	x, err := vectorstore.NewDiskIndex(cfg)
-	check(err)
 	train := max(1<<16, 64*nlist)
 	for lo := 0; lo < n; {
 		hi := min(n, lo+1<<16)
@@ -220,13 +292,19 @@ func buildStore(ctx context.Context, p, dbPath string, cfg vectorstore.IndexConf
 			vs[i] = round(p, vs[i]) // the index holds what store.db decodes
 			puts[i] = store.Put{ID: ids[i], Record: &store.Record{Text: ids[i]}, Units: []string{ids[i]}, Vecs: [][]float32{vs[i]}}
 		}
-		_, err := db.Write(storeCol, puts, len(puts), len(puts))
-		check(err)
-		check(x.Add(ctx, ids, vs))
-		check(x.Commit(uint64(hi)))
+		if writeDB {
+			_, err := db.Write(storeCol, puts, len(puts), len(puts))
+			check(err)
+		}
+		for _, x := range xs {
+			check(x.Add(ctx, ids, vs))
+			check(x.Commit(uint64(hi)))
+		}
 		lo = hi
 	}
-	check(x.Close())
+	for _, x := range xs {
+		check(x.Close())
+	}
 	check(db.Close())
-	fmt.Printf("build store %s: %v, VmHWM %s\n", p, time.Since(t).Round(time.Millisecond), status("VmHWM"))
+	fmt.Printf("build store %s (%d indexes): %v, VmHWM %s\n", p, len(xs), time.Since(t).Round(time.Millisecond), status("VmHWM"))
 }

@@ -1,0 +1,103 @@
+package vecmath
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+)
+
+// ErrRotation reports a rotation that cannot be built (a dimension out of range).
+var ErrRotation = errors.New("vecmath: bad rotation")
+
+// RotationRounds is how many rounds of (random sign flips, Walsh–Hadamard transform) a
+// [Rotation] applies. One round already spreads a vector's mass over every component;
+// three make the result close to a uniformly random rotation for the sign codes built on
+// it (sign random projections), at 3 x n log2 n additions a vector.
+const RotationRounds = 3
+
+// MaxRotationDim is the largest dimension a [Rotation] takes.
+const MaxRotationDim = 1 << 16
+
+// Rotation is a fixed pseudo-random orthogonal transform of dim-dimensional vectors into
+// n dimensions, n the next power of two from dim: the vector, padded with zeros, goes
+// through RotationRounds rounds of a diagonal of random ±1 (drawn from the seed) followed
+// by the normalised fast Walsh–Hadamard transform (H/sqrt(n), orthogonal). Norms and dot
+// products are preserved (up to float32 rounding), and the same seed always gives the same
+// transform. A Rotation is read-only after NewRotation: safe for concurrent use.
+type Rotation struct {
+	dim, n int
+	seed   uint64
+	flips  [RotationRounds][]uint32 // per round and component: 0 or the float32 sign bit
+	scale  float32                  // n^(-rounds/2): the rounds' normalisation, applied once
+}
+
+// NewRotation returns the rotation of seed for vectors of dim dimensions (1 to
+// MaxRotationDim; else an error matching ErrRotation).
+func NewRotation(dim int, seed uint64) (*Rotation, error) {
+	if dim < 1 || dim > MaxRotationDim {
+		return nil, fmt.Errorf("%w: %d dimensions (1 to %d)", ErrRotation, dim, MaxRotationDim)
+	}
+	n := 1 << bits.Len(uint(dim-1))
+	r := &Rotation{dim: dim, n: n, seed: seed,
+		scale: float32(math.Pow(float64(n), -float64(RotationRounds)/2))}
+	rng := rand.New(rand.NewPCG(seed, 0x726f746174696f6e)) // "rotation"
+	for k := range r.flips {
+		f := make([]uint32, n)
+		for i := 0; i < n; i += 64 {
+			w := rng.Uint64()
+			for j := i; j < min(i+64, n); j++ {
+				f[j] = uint32(w&1) << 31
+				w >>= 1
+			}
+		}
+		r.flips[k] = f
+	}
+	return r, nil
+}
+
+// Dim is the dimension of the vectors the rotation takes.
+func (r *Rotation) Dim() int { return r.dim }
+
+// Padded is the dimension of the rotated vectors: the next power of two from Dim.
+func (r *Rotation) Padded() int { return r.n }
+
+// Seed is the seed the rotation was drawn from.
+func (r *Rotation) Seed() uint64 { return r.seed }
+
+// Apply writes the rotation of src (Dim values) to dst (Padded values; it may not overlap
+// src) and returns dst. It panics on other lengths (a programming error).
+func (r *Rotation) Apply(dst, src []float32) []float32 {
+	if len(src) != r.dim || len(dst) != r.n {
+		panic(fmt.Sprintf("vecmath: rotation of %d into %d dimensions given %d into %d", r.dim, r.n, len(src), len(dst)))
+	}
+	copy(dst, src)
+	clear(dst[r.dim:])
+	for k := range r.flips {
+		f := r.flips[k][:len(dst)]
+		for i, v := range dst {
+			dst[i] = math.Float32frombits(math.Float32bits(v) ^ f[i])
+		}
+		walshHadamard(dst)
+	}
+	for i := range dst {
+		dst[i] *= r.scale
+	}
+	return dst
+}
+
+// walshHadamard applies the unnormalised Walsh–Hadamard transform to v in place (len(v)
+// a power of two): after it, v[i] = sum_j (-1)^popcount(i&j) v[j].
+func walshHadamard(v []float32) {
+	n := len(v)
+	for h := 1; h < n; h *= 2 {
+		for i := 0; i < n; i += 2 * h {
+			a, b := v[i:i+h:i+h], v[i+h:i+2*h:i+2*h]
+			for j := range a {
+				x, y := a[j], b[j]
+				a[j], b[j] = x+y, x-y
+			}
+		}
+	}
+}
