@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -187,24 +185,9 @@ func checkClusterOptions(o *Options) error {
 
 // openCluster opens a store on the Weaviate cluster addr names (see Open).
 func openCluster(addr string, opts ...Option) (*Memory, error) {
-	o := Options{}
-	for _, fn := range opts {
-		fn(&o)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.MaxDocumentBytes <= 0 {
-		o.MaxDocumentBytes = 16 << 20
-	}
-	if o.EmbedBatch <= 0 {
-		o.EmbedBatch = 32
-	}
-	if o.BM25K1 == 0 && o.BM25B == 0 {
-		o.BM25K1, o.BM25B = 0.9, 0.4
-	}
-	if !(o.BM25K1 >= 0) || math.IsInf(o.BM25K1, 0) || !(o.BM25B >= 0 && o.BM25B <= 1) {
-		return nil, fmt.Errorf("%w: BM25 k1=%v b=%v (want k1 > 0, 0 <= b <= 1)", ErrInvalidOption, o.BM25K1, o.BM25B)
+	o, err := baseOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkClusterOptions(&o); err != nil {
 		return nil, err
@@ -495,61 +478,50 @@ func (cs *clusterStore) ensureProps(ctx context.Context, cc *clusterClass, docs 
 	return nil
 }
 
+// metaKind is the kind ('s', 'n', 'b') of one normalised metadata value; 0 for another type.
+func metaKind(x any) byte {
+	switch x.(type) {
+	case string:
+		return 's'
+	case float64:
+		return 'n'
+	case bool:
+		return 'b'
+	}
+	return 0
+}
+
+// eachMeta calls fn with each value of a normalised metadata value (a list's elements, or
+// the value itself).
+func eachMeta(v any, fn func(x any)) {
+	if l, ok := v.([]any); ok {
+		for _, x := range l {
+			fn(x)
+		}
+		return
+	}
+	fn(v)
+}
+
 // metaKinds are the kinds ('s', 'n', 'b') of a normalised metadata value's values.
 func metaKinds(v any) []byte {
 	var out []byte
-	add := func(x any) {
-		var t byte
-		switch x.(type) {
-		case string:
-			t = 's'
-		case float64:
-			t = 'n'
-		case bool:
-			t = 'b'
-		default:
-			return
-		}
-		if !slices.Contains(out, t) {
+	eachMeta(v, func(x any) {
+		if t := metaKind(x); t != 0 && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
-	}
-	if l, ok := v.([]any); ok {
-		for _, x := range l {
-			add(x)
-		}
-	} else {
-		add(v)
-	}
+	})
 	return out
 }
 
 // metaValues are a normalised metadata value's values of kind t, as a JSON array.
 func metaValues(v any, t byte) []any {
 	out := []any{}
-	add := func(x any) {
-		switch x.(type) {
-		case string:
-			if t == 's' {
-				out = append(out, x)
-			}
-		case float64:
-			if t == 'n' {
-				out = append(out, x)
-			}
-		case bool:
-			if t == 'b' {
-				out = append(out, x)
-			}
+	eachMeta(v, func(x any) {
+		if metaKind(x) == t {
+			out = append(out, x)
 		}
-	}
-	if l, ok := v.([]any); ok {
-		for _, x := range l {
-			add(x)
-		}
-	} else {
-		add(v)
-	}
+	})
 	return out
 }
 

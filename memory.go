@@ -97,6 +97,32 @@ type Memory struct {
 	cluster *clusterStore // a store on a Weaviate cluster (cluster.go)
 }
 
+// baseOptions applies opts to the zero Options and fills the defaults every store shares
+// (embedded or on a cluster): the logger, document and embedding batch caps, BM25's k1
+// and b, checked.
+func baseOptions(opts []Option) (Options, error) {
+	o := Options{}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxDocumentBytes <= 0 {
+		o.MaxDocumentBytes = 16 << 20
+	}
+	if o.EmbedBatch <= 0 {
+		o.EmbedBatch = 32
+	}
+	if o.BM25K1 == 0 && o.BM25B == 0 {
+		o.BM25K1, o.BM25B = 0.9, 0.4
+	}
+	if !(o.BM25K1 >= 0) || math.IsInf(o.BM25K1, 0) || !(o.BM25B >= 0 && o.BM25B <= 1) {
+		return o, fmt.Errorf("%w: BM25 k1=%v b=%v (want k1 > 0, 0 <= b <= 1)", ErrInvalidOption, o.BM25K1, o.BM25B)
+	}
+	return o, nil
+}
+
 // Open opens the store in dir, creating it when dir is missing or empty. dir "" makes a
 // store in a temporary directory that Close removes. [OpenExisting] never creates one.
 //
@@ -117,24 +143,9 @@ func Open(dir string, opts ...Option) (*Memory, error) {
 	if isClusterAddress(dir) {
 		return openCluster(dir, opts...)
 	}
-	o := Options{}
-	for _, fn := range opts {
-		fn(&o)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.MaxDocumentBytes <= 0 {
-		o.MaxDocumentBytes = 16 << 20
-	}
-	if o.EmbedBatch <= 0 {
-		o.EmbedBatch = 32
-	}
-	if o.BM25K1 == 0 && o.BM25B == 0 {
-		o.BM25K1, o.BM25B = 0.9, 0.4
-	}
-	if !(o.BM25K1 >= 0) || math.IsInf(o.BM25K1, 0) || !(o.BM25B >= 0 && o.BM25B <= 1) {
-		return nil, fmt.Errorf("%w: BM25 k1=%v b=%v (want k1 > 0, 0 <= b <= 1)", ErrInvalidOption, o.BM25K1, o.BM25B)
+	o, err := baseOptions(opts)
+	if err != nil {
+		return nil, err
 	}
 	if o.BM25Scoring != "" && o.BM25Scoring != ScoringClassic && o.BM25Scoring != ScoringLucene {
 		return nil, fmt.Errorf("%w: BM25 scoring %q (want %q, %q, or empty: by analyzer)", ErrInvalidOption, o.BM25Scoring, ScoringClassic, ScoringLucene)
