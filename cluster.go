@@ -212,6 +212,11 @@ func openCluster(addr string, opts ...Option) (*Memory, error) {
 		cs.repl = min(3, len(nodes))
 	}
 	cs.level = weaviate.Quorum
+	if cs.repl == 1 {
+		// One replica: Weaviate has no consistency level to ask for (its GraphQL refuses
+		// the argument on a class without replication), and any level is that replica.
+		cs.level = ""
+	}
 	if l := strings.ToUpper(o.Cluster.Consistency); l != "" {
 		cs.level = weaviate.Consistency(l)
 	}

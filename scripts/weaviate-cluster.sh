@@ -24,9 +24,11 @@
 #      WEAVIATE_GOSSIP_PORT (7100) WEAVIATE_DATA_BASE (7100: node N gets base+N)
 #      WEAVIATE_RAFT_PORT (8300) WEAVIATE_RAFT_RPC_PORT (8301)
 #      WEAVIATE_NODE_ENV ("K=V K2=V2", extra environment for every node)
+#      WEAVIATE_NODES (3; 1 starts a single node, for benchmarks: bench/threeway.sh)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-NODES=3
+NODES=${WEAVIATE_NODES:-3} # 1 for a single node (bench/threeway.sh)
+case "$NODES" in 1|3) ;; *) echo "weaviate-cluster: WEAVIATE_NODES must be 1 or 3" >&2; exit 1 ;; esac
 TIMEOUT=${WEAVIATE_START_TIMEOUT:-120}
 IP_PREFIX=${WEAVIATE_IP_PREFIX:-127.0.0}
 HTTP_PORT=${WEAVIATE_HTTP_PORT:-8080}
@@ -41,6 +43,7 @@ die() { log "$*"; exit 1; }
 ip_of() { echo "$IP_PREFIX.$(( $1 + 1 ))"; }
 grpc_of() { echo $(( GRPC_BASE + $1 )); }
 data_of() { echo $(( DATA_BASE + $1 )); }
+raft_join() { local n out=(); for n in $(seq 1 "$NODES"); do out+=("node$n:$RAFT_PORT"); done; local IFS=,; echo "${out[*]}"; }
 since() { local ms=$(( ($(date +%s%N) - $1) / 1000000 )); printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)); }
 url_of() { echo "http://$(ip_of "$1"):$HTTP_PORT"; }
 
@@ -89,8 +92,8 @@ start_node() { # N [join addresses]
     CLUSTER_JOIN="$join"
     RAFT_PORT="$RAFT_PORT"
     RAFT_INTERNAL_RPC_PORT="$RAFT_RPC_PORT"
-    RAFT_JOIN="node1:$RAFT_PORT,node2:$RAFT_PORT,node3:$RAFT_PORT"
-    RAFT_BOOTSTRAP_EXPECT=3
+    RAFT_JOIN="$(raft_join)"
+    RAFT_BOOTSTRAP_EXPECT="$NODES"
     GRPC_PORT="$(grpc_of "$n")"
     AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED=true
     DEFAULT_VECTORIZER_MODULE=none
