@@ -152,3 +152,54 @@ func searchAll(t *testing.T, b *Index, queries []string) []string {
 	}
 	return out
 }
+
+// TestBulkLoadMerges: a BulkLoad index's merger leaves a load's segments apart until
+// BulkMergeFanIn of them share a tier (Bleve's default merges every ten), and Compact then
+// merges them all, in one task, into one segment with the same answers.
+func TestBulkLoadMerges(t *testing.T) {
+	if p := mergePlan(Options{BulkLoad: true}); p["MaxSegmentsPerTier"] != BulkMergeFanIn || p["SegmentsPerMergeTask"] != BulkMergeFanIn {
+		t.Fatalf("bulk merge plan %v", p)
+	}
+	if p := mergePlan(Options{}); len(p) != 1 || p["FloorSegmentSize"] != mergeFloorDocs {
+		t.Fatalf("default merge plan %v", p)
+	}
+	withChunkMode(t, 16)
+	dir := filepath.Join(t.TempDir(), "bm25")
+	rng := rand.New(rand.NewPCG(9, 9))
+	const batches = 24 // a session a batch: one persisted segment each, all of one tier
+	var b *Index
+	for batch := range batches {
+		var err error
+		if b, err = OpenWith(dir, Options{BulkLoad: true}); err != nil {
+			t.Fatal(err)
+		}
+		var docs []Doc
+		for i := range 2 * mergeFloorDocs { // above the floor: each segment its own size
+
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("d%02d-%03d", batch, i)))
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+		if batch < batches-1 {
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer b.Close()
+	if n, _ := b.SegmentCount(); n < batches {
+		t.Fatalf("%d segments after %d bulk batches: the merger merged them", n, batches)
+	}
+	queries := []string{"insulin", "cell protein", "the effect of insulin on cell growth"}
+	before := searchAll(t, b, queries)
+	if err := b.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := b.SegmentCount(); n != 1 {
+		t.Fatalf("%d segments after Compact, want 1", n)
+	}
+	if after := searchAll(t, b, queries); !slices.Equal(before, after) {
+		t.Fatalf("hits changed by compacting:\nbefore %v\nafter  %v", before, after)
+	}
+}
