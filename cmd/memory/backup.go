@@ -152,6 +152,9 @@ func runRestore(ctx context.Context, sf *storeFlags, check bool, args []string, 
 	if err != nil {
 		return err
 	}
+	if isClusterStore(sf.dir) {
+		return fmt.Errorf("%w: restore into a store on a Weaviate cluster (an archive is a directory store's files: restore it into a directory, then `memory export` it and `memory import` the export into the cluster)", memory.ErrNotSupported)
+	}
 	var r io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -378,7 +381,7 @@ func storePath(dir string, args []string, name string) (string, error) {
 // of record only, so no embedder is loaded and no index opened.
 func openForCopy(dir string, stderr io.Writer) (*memory.Memory, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := memory.OpenExisting(dir, memory.ReadOnly(), memory.WithLogger(log))
+	m, err := openExisting(dir, memory.ReadOnly(), memory.WithLogger(log))
 	if err != nil && (errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore)) {
 		return nil, storeHint(err, dir)
 	}
