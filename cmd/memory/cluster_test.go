@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -252,6 +253,15 @@ func TestClusterSearchCLI(t *testing.T) {
 	// Importing it again stores nothing (every document is there identically).
 	if out, _ := mustCLI(t, 0, "import", "--store", addr, back); !strings.Contains(out, fmt.Sprintf("0 stored, %d already stored identically", clusterDocs)) {
 		t.Fatalf("second import: %s", out)
+	}
+
+	// collections lists it; delete removes a document.
+	if out, _ := mustCLI(t, 0, "collections", "--store", addr); !regexp.MustCompile(`(?m)^default +12 +weaviate:word +-$`).MatchString(out) {
+		t.Fatalf("collections:\n%s", out)
+	}
+	mustCLI(t, 0, "delete", "--store", addr, "--consistency", "ALL", "heron")
+	if out, _ := mustCLI(t, 0, "count", "--store", addr); strings.TrimSpace(out) != fmt.Sprint(clusterDocs-1) {
+		t.Fatalf("count after delete: %q", out)
 	}
 
 	// index writes into a cluster store too.
