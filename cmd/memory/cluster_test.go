@@ -431,6 +431,18 @@ func TestClusterServeMCP(t *testing.T) {
 			t.Fatalf("memory_search %s over stdio and the library: %v", mode, err)
 		}
 	}
+	// The Chroma tools: a query is SearchBatch (built for the cluster); a get is Find,
+	// which the cluster lacks: a tool error naming it, and the server goes on.
+	if out := call("chroma_query_documents", map[string]any{"collection_name": "default", "query_texts": []string{"capital of Italy", "Nile"}, "n_results": 2}); !strings.Contains(out, `"it"`) || !strings.Contains(out, `"eg"`) {
+		t.Fatalf("chroma_query_documents: %s", out)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chroma_get_documents", Arguments: map[string]any{"collection_name": "default"}})
+	if err != nil || !res.IsError || len(res.Content) == 0 {
+		t.Fatalf("chroma_get_documents on a cluster: %v %+v", err, res)
+	}
+	if txt, ok := res.Content[0].(*mcp.TextContent); !ok || !strings.Contains(txt.Text, "not supported") || !strings.Contains(txt.Text, "Find") {
+		t.Fatalf("chroma_get_documents on a cluster: %+v", res.Content[0])
+	}
 	call("memory_add", map[string]any{"documents": []map[string]any{{"id": "nz", "text": "Wellington is the capital of New Zealand."}}})
 	if out := call("memory_get", map[string]any{"id": "nz"}); !strings.Contains(out, "Wellington") {
 		t.Fatalf("memory_get after memory_add: %s", out)
