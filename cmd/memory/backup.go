@@ -382,7 +382,7 @@ func storePath(dir string, args []string, name string) (string, error) {
 func openForCopy(dir string, stderr io.Writer) (*memory.Memory, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := openExisting(dir, memory.ReadOnly(), memory.WithLogger(log))
-	if err != nil && (errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore)) {
+	if err != nil && !isClusterStore(dir) && (errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore)) {
 		return nil, storeHint(err, dir)
 	}
 	return m, err

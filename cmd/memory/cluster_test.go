@@ -287,6 +287,9 @@ func TestClusterSearchCLI(t *testing.T) {
 		{[]string{"search", "--store", addr, "--index", "flat", "x"}, 1, "--index"},
 		{[]string{"search", "--store", addr, "--consistency", "MOST", "x"}, 1, "MOST"},
 		{[]string{"search", "--store", dir, "--consistency", "ALL", "x"}, 2, "--consistency"},
+		{[]string{"search", "--store", testCluster.Addr + "/NoSuchStore", "x"}, 1, "holds no collection of the store"},
+		{[]string{"serve", "--store", testCluster.Addr + "/NoSuchStore", "--mcp"}, 1, "holds no collection of the store"},
+		{[]string{"export", "--store", testCluster.Addr + "/NoSuchStore", "-"}, 1, "holds no collection of the store"},
 		{[]string{"index", "--store", addr, "--sync", corpus}, 1, "--sync"},
 		{[]string{"restore", "--store", addr, back}, 1, "Weaviate"},
 		{[]string{"backup", "--store", addr, filepath.Join(t.TempDir(), "b.tar")}, 1, "Memory.Backup"},
@@ -462,21 +465,27 @@ func TestClusterServeMCP(t *testing.T) {
 	}
 }
 
-// TestClusterEval: `memory eval --store` on an empty store on the cluster fills it with
-// the BEIR corpus and evaluates it; a second run evaluates the filled store as it is.
+// TestClusterEval: `memory eval --keep` on a new store on the cluster fills it with the
+// BEIR corpus and evaluates it; `eval --store` then evaluates the filled store as it is. A
+// store the cluster does not hold is not found (as a mistyped directory), never searched
+// as an empty one.
 func TestClusterEval(t *testing.T) {
 	beirDir := tinyBEIR(t, t.TempDir())
 	addr := testCluster.Store(t)
-	for run := 0; run < 2; run++ {
-		out, _ := mustCLI(t, 0, "eval", "--data", beirDir, "--store", addr, "--consistency", "ALL")
+	code, _, errs := cli(t, "eval", "--data", beirDir, "--store", addr)
+	if code != 1 || !strings.Contains(errs, "holds no collection of the store") || !strings.Contains(errs, addr) {
+		t.Fatalf("eval --store of a store the cluster does not hold: exit %d\n%s", code, errs)
+	}
+	for _, flag := range []string{"--keep", "--store"} {
+		out, _ := mustCLI(t, 0, "eval", "--data", beirDir, flag, addr, "--consistency", "ALL")
 		if !strings.Contains(out, "nDCG@10      1.0000") || !strings.Contains(out, "(2 docs, 1 queries)") {
-			t.Fatalf("eval run %d on the cluster:\n%s", run, out)
+			t.Fatalf("eval %s on the cluster:\n%s", flag, out)
 		}
 	}
 	if out, _ := mustCLI(t, 0, "count", "--store", addr); strings.TrimSpace(out) != "2" {
 		t.Fatalf("the evaluated cluster store holds %q", out)
 	}
-	code, _, errs := cli(t, "eval", "--data", beirDir, "--store", addr, "--analyzer", "en_lucene")
+	code, _, errs = cli(t, "eval", "--data", beirDir, "--store", addr, "--analyzer", "en_lucene")
 	if code != 1 || !strings.Contains(errs, "Analyzer") {
 		t.Fatalf("eval --analyzer on the cluster: exit %d, %s", code, errs)
 	}

@@ -259,13 +259,28 @@ func (f *storeFlags) checkClusterFlags(store string) error {
 // --read-only) say so to their servers, not through the store.
 func writableOnCluster(o *memory.Options) { o.ReadOnly = false }
 
-// openExisting opens the existing store at store (a directory, memory.OpenExisting: never
-// created; or a Weaviate cluster, whose classes are created only by writes) with opts.
+// openExisting opens the existing store at store with opts: a directory with
+// memory.OpenExisting (never created); a Weaviate cluster with memory.Open, and, as a
+// mistyped directory fails rather than reading an empty store, an address whose class
+// prefix has no collection there is memory.ErrStoreNotFound.
 func openExisting(store string, opts ...memory.Option) (*memory.Memory, error) {
-	if isClusterStore(store) {
-		return memory.Open(store, append(opts, writableOnCluster)...)
+	if !isClusterStore(store) {
+		return memory.OpenExisting(store, opts...)
 	}
-	return memory.OpenExisting(store, opts...)
+	m, err := memory.Open(store, append(opts, writableOnCluster)...)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := m.Collections(context.Background())
+	if err == nil && len(cols) == 0 {
+		err = fmt.Errorf("%w: the Weaviate cluster holds no collection of the store %s (none of its class prefix; create one with `memory import --store %s EXPORT.jsonl` or `memory index --store %s FILE...`)",
+			memory.ErrStoreNotFound, store, store, store)
+	}
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
 }
 
 // open opens the existing store the flags describe for a read command (search, get, count,
@@ -291,6 +306,10 @@ func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra .
 	}
 	opts = append(opts, extra...)
 	if isClusterStore(dir) {
+		if !create {
+			m, err := openExisting(dir, opts...)
+			return m, cliHint(err)
+		}
 		m, err := memory.Open(dir, append(opts, writableOnCluster)...)
 		return m, cliHint(err)
 	}
