@@ -104,7 +104,7 @@ func newBackupCmd() *cobra.Command {
 // addStoreDir adds --store DIR alone, for the commands that copy a store out (backup,
 // export): they open it without an embedder or an index.
 func addStoreDir(fs *pflag.FlagSet, dir *string) {
-	fs.StringVarP(dir, "store", "s", "", "the store directory `DIR` (required)")
+	fs.StringVarP(dir, "store", "s", "", "the store directory `DIR` (required; export also reads a store on a Weaviate cluster, weaviate://...)")
 	completeDirs(fs, "store")
 }
 
