@@ -62,6 +62,7 @@ test-weaviate:
 	bash scripts/weaviate.sh >/dev/null
 	$(GO) test -tags weaviate -count=1 -timeout 20m ./internal/weaviate/
 	$(GO) test -race -tags weaviate -count=1 -timeout 20m -run 'Cluster' .
+	$(GO) test -tags weaviate -count=1 -timeout 20m -run 'TestCluster' ./cmd/memory
 
 test-short: deps
 	$(GO) test -short -count=1 ./...

@@ -397,8 +397,6 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 		},
 		"Memory.Backup":           func() error { _, err := m.Backup(ctx, io.Discard); return err },
 		"Memory.Check":            func() error { _, err := m.Check(ctx, false); return err },
-		"Memory.Export":           func() error { _, err := m.Export(ctx, io.Discard); return err },
-		"Memory.Import":           func() error { _, err := m.Import(ctx, strings.NewReader(""), ImportOptions{}); return err },
 		"Memory.SaveSOPs":         func() error { return m.SaveSOPs() },
 		"Collection.BeginReplace": func() error { _, err := c.BeginReplace(Where{"a": "b"}); return err },
 		"WithCascade":             func() error { _, err := m.Search(ctx, "zoo", WithCascade(0.5, "a", "b")); return err },

@@ -94,14 +94,16 @@ type ExportStats struct {
 // write that must grow the file's mapping waits for it, as for [Memory.Backup]), and
 // memory stays bounded whatever its size. A named collection that does not exist is
 // ErrCollectionNotFound. A read-only store that reads through its writer (see [ReadOnly])
-// gets the export from the writer, streamed over its socket.
+// gets the export from the writer, streamed over its socket. A store on a Weaviate cluster
+// exports the same lines, collection headers without an analyzer, read in batches (not one
+// snapshot; cluster_export.go).
 func (m *Memory) Export(ctx context.Context, w io.Writer, collections ...string) (ExportStats, error) {
 	var st ExportStats
 	if m.closed.Load() {
 		return st, ErrClosed
 	}
 	if m.cluster != nil {
-		return st, m.clusterUnsupported("Memory.Export")
+		return m.cluster.export(ctx, m, w, collections)
 	}
 	if m.remote != nil { // a read-only store beside a writer: the writer exports
 		return m.rs.remoteExport(ctx, w, collections)
@@ -156,9 +158,7 @@ func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name st
 	if err := writeJSONLine(bw, exportLine{Header: hdr}); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	dw := newExportDocWriter()
 	n := 0
 	err := m.db.View(func(tx *store.Tx) error {
 		return tx.EachRecord(name, false, func(id string, r *store.Record) error {
@@ -167,11 +167,6 @@ func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name st
 					return err
 				}
 			}
-			buf.Reset()
-			if err := enc.Encode(exportDoc{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata}); err != nil {
-				return fmt.Errorf("memory: export %s of collection %s: %w", store.ShowKey(id), store.ShowKey(name), err)
-			}
-			line := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 			var vec []float32
 			if len(r.Chunks) == 0 && emb != nil {
 				var err error
@@ -179,15 +174,8 @@ func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name st
 					return err
 				}
 			}
-			if vec != nil {
-				line = appendEmbedding(line[:len(line)-1], vec)
-				st.Vectors++
-			}
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
 			n++
-			return bw.WriteByte('\n')
+			return dw.write(bw, name, id, r, vec, st)
 		})
 	})
 	if err != nil {
@@ -196,6 +184,37 @@ func (m *Memory) exportCollection(ctx context.Context, bw *bufio.Writer, name st
 	st.Collections++
 	st.Documents += n
 	return writeJSONLine(bw, exportLine{End: &ExportEnd{Collection: name, Documents: n}})
+}
+
+// exportDocWriter writes document lines, reusing its buffer.
+type exportDocWriter struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func newExportDocWriter() *exportDocWriter {
+	dw := &exportDocWriter{}
+	dw.enc = json.NewEncoder(&dw.buf)
+	dw.enc.SetEscapeHTML(false)
+	return dw
+}
+
+// write writes the line of document id (record r, vector vec: nil for none) of collection
+// col, counting a vector in st.
+func (dw *exportDocWriter) write(bw *bufio.Writer, col, id string, r *store.Record, vec []float32, st *ExportStats) error {
+	dw.buf.Reset()
+	if err := dw.enc.Encode(exportDoc{ID: id, Title: r.Title, Text: r.Text, Metadata: r.Metadata}); err != nil {
+		return fmt.Errorf("memory: export %s of collection %s: %w", store.ShowKey(id), store.ShowKey(col), err)
+	}
+	line := bytes.TrimSuffix(dw.buf.Bytes(), []byte("\n"))
+	if vec != nil {
+		line = appendEmbedding(line[:len(line)-1], vec)
+		st.Vectors++
+	}
+	if _, err := bw.Write(line); err != nil {
+		return err
+	}
+	return bw.WriteByte('\n')
 }
 
 // appendEmbedding appends `,"embedding":[...]}` to a JSON object without its closing brace.
@@ -258,11 +277,12 @@ const maxExportLine = 64 << 20
 // stored first, and the error names the line and its byte offset. Running the same import
 // again on that input stores nothing more (what it holds is stored); a whole export
 // finishes the job.
+//
+// A store on a Weaviate cluster imports too (each batch one Upsert, not one transaction);
+// a collection whose header names an analyzer other than the default one, or collection
+// metadata, is ErrNotSupported naming it, before anything of it is written.
 func (m *Memory) Import(ctx context.Context, r io.Reader, opts ImportOptions) (ImportStats, error) {
 	var st ImportStats
-	if m.cluster != nil {
-		return st, m.clusterUnsupported("Memory.Import")
-	}
 	if err := m.writable(); err != nil {
 		return st, err
 	}
@@ -370,6 +390,13 @@ func (im *importer) begin(h *ExportHeader, want map[string]bool, n int) error {
 		return nil
 	}
 	if err := im.m.checkImportEmbedder(h); err != nil {
+		return err
+	}
+	if cs := im.m.cluster; cs != nil {
+		if err := cs.checkImportCollection(im.m, h); err != nil {
+			return err
+		}
+		_, err := im.m.CreateCollection(h.Collection)
 		return err
 	}
 	var opts []CollectionOption
@@ -543,7 +570,13 @@ func (im *importer) flush() error {
 	if err := im.ctx.Err(); err != nil {
 		return err
 	}
-	changed, err := im.m.changedDocs(im.col, im.pending)
+	var changed []Document
+	var err error
+	if cs := im.m.cluster; cs != nil {
+		changed, err = cs.changedDocs(im.ctx, im.col, im.pending)
+	} else {
+		changed, err = im.m.changedDocs(im.col, im.pending)
+	}
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func newBackupCmd() *cobra.Command {
 // addStoreDir adds --store DIR alone, for the commands that copy a store out (backup,
 // export): they open it without an embedder or an index.
 func addStoreDir(fs *pflag.FlagSet, dir *string) {
-	fs.StringVarP(dir, "store", "s", "", "the store directory `DIR` (required)")
+	fs.StringVarP(dir, "store", "s", "", "the store directory `DIR` (required; export also reads a store on a Weaviate cluster, weaviate://...)")
 	completeDirs(fs, "store")
 }
 
@@ -151,6 +151,9 @@ func runRestore(ctx context.Context, sf *storeFlags, check bool, args []string, 
 	path, err := storePath(sf.dir, args, "ARCHIVE")
 	if err != nil {
 		return err
+	}
+	if isClusterStore(sf.dir) {
+		return fmt.Errorf("%w: restore into a store on a Weaviate cluster (an archive is a directory store's files: restore it into a directory, then `memory export` it and `memory import` the export into the cluster)", memory.ErrNotSupported)
 	}
 	var r io.Reader = os.Stdin
 	if path != "-" {
@@ -378,8 +381,8 @@ func storePath(dir string, args []string, name string) (string, error) {
 // of record only, so no embedder is loaded and no index opened.
 func openForCopy(dir string, stderr io.Writer) (*memory.Memory, error) {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := memory.OpenExisting(dir, memory.ReadOnly(), memory.WithLogger(log))
-	if err != nil && (errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore)) {
+	m, err := openExisting(dir, memory.ReadOnly(), memory.WithLogger(log))
+	if err != nil && !isClusterStore(dir) && (errors.Is(err, memory.ErrStoreNotFound) || errors.Is(err, memory.ErrNotAStore)) {
 		return nil, storeHint(err, dir)
 	}
 	return m, err

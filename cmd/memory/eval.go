@@ -145,8 +145,8 @@ func (cfg *evalConfig) addFlags(fs *pflag.FlagSet) {
 	fs.Float64VarP(&cfg.b, "b", "b", 0.4, "BM25 b")
 	fs.IntVar(&cfg.limit, "queries", 0, "evaluate only the first `N` queries (0: all)")
 	grouped(fs, groupStore, func() {
-		fs.StringVarP(&cfg.storeDir, "store", "s", "", "evaluate the existing store `DIR` (never created; an empty one is filled with the corpus)")
-		fs.StringVar(&cfg.keepDir, "keep", "", "build the store in the new directory `DIR` and keep it (default: a temporary store)")
+		fs.StringVarP(&cfg.storeDir, "store", "s", "", "evaluate the existing store `DIR` (never created; an empty one is filled with the corpus), or a store on a Weaviate cluster, weaviate://HOST:PORT,...[/PREFIX] (--keep makes a new one)")
+		fs.StringVar(&cfg.keepDir, "keep", "", "build the store in the new directory `DIR` (or on a Weaviate cluster, weaviate://...) and keep it (default: a temporary store)")
 		cfg.store.addOpen(fs)
 	})
 	fs.StringVar(&cfg.analyzer, "analyzer", "", "BM25 analyzer of the store built (default en; "+analyzerList()+")")
@@ -190,7 +190,7 @@ func (cfg evalConfig) check(args []string) error {
 // store, with the BM25 parameters and chunking of cfg.
 func openEvalStore(cfg evalConfig, stderr io.Writer) (*memory.Memory, error) {
 	openOpts := []memory.Option{memory.WithBM25(cfg.k1, cfg.b), memory.WithNoSync()}
-	if cfg.mappedMB > 0 {
+	if cfg.mappedMB > 0 && !isClusterStore(cfg.storeDir) && !isClusterStore(cfg.keepDir) { // a cluster maps no file
 		openOpts = append(openOpts, func(o *memory.Options) { o.MappedResidentBytes = cfg.mappedMB << 20 })
 	}
 	if !cfg.chunk {

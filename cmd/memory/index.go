@@ -99,6 +99,10 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 	if err := sf.need(); err != nil {
 		return err
 	}
+	cluster := isClusterStore(sf.dir)
+	if cluster && o.sync {
+		return fmt.Errorf("%w: --sync on a store on a Weaviate cluster (it cannot list the sources it holds)", memory.ErrNotSupported)
+	}
 	if len(args) == 0 && o.code == "" {
 		return usagef("nothing to index: give PATHs (files or folders) or --code DIR")
 	}
@@ -164,7 +168,12 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 			vecfile.ErrDim, vr.Path(), vr.Dim(), describeEmbedder(e))
 	}
 	ix.vectorsOnly, _ = m.Embedder().(*vectorstore.VectorsOnly)
-	if ix.existing, err = existingSources(ctx, c); err != nil {
+	if cluster {
+		// Sources are not listed on a cluster: a re-indexed file's documents are upserted,
+		// and those its new version no longer has are not found to be removed.
+		ix.existing = map[string]bool{}
+		fmt.Fprintln(stderr, "index: a store on a Weaviate cluster: documents are upserted by id; the documents of a re-indexed file that its new version no longer has are not removed (delete them with `memory delete`)")
+	} else if ix.existing, err = existingSources(ctx, c); err != nil {
 		return err
 	}
 	ix.prog = newProgress(stderr, scan.total, "indexing")
@@ -200,7 +209,7 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 		return err
 	}
 	fmt.Fprintf(stdout, "; collection now holds %d\n", n)
-	if o.compact && ix.stored >= compactMin {
+	if o.compact && ix.stored >= compactMin && !cluster { // Weaviate merges its own segments
 		t := time.Now()
 		if err := c.Compact(ctx); err != nil {
 			return fmt.Errorf("compact the BM25 index (every document is stored; the index answers as it is): %w", err)
@@ -729,7 +738,7 @@ func compatSettings(compat searchr1.Compat, sf *storeFlags, analyzer, col string
 	}
 	ic.verbatim = true
 	var did []string
-	if analyzer == "" {
+	if analyzer == "" && !isClusterStore(sf.dir) { // a cluster's BM25 is Weaviate's (serve --compat says so)
 		ic.check = true
 		if col != "" {
 			ic.analyzer = searchr1.CompatAnalyzer

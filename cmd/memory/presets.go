@@ -93,7 +93,7 @@ func modelsInfo(mf modelFlags, store, name string, stdout io.Writer) error {
 	defer tw.Flush()
 	spec := mf.apply(embedderSpec{})
 	if store != "" {
-		m, err := memory.OpenExisting(store, memory.ReadOnly())
+		m, err := openExisting(store, memory.ReadOnly())
 		if err != nil {
 			return err
 		}

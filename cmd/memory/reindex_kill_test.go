@@ -45,8 +45,12 @@ func TestMain(m *testing.M) {
 		ackEveryWrite()
 		os.Exit(runMain(context.Background(), a, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
 }
+
+// runTests runs the tests (TestMain); with -tags weaviate it starts the Weaviate cluster
+// first and stops it after (cluster_test.go).
+var runTests = func(m *testing.M) int { return m.Run() }
 
 // killCorpus is a generated corpus: nMD .md files (one document each) under a/, one big
 // .jsonl file b.jsonl of nBig lines (streamed in batches: it is bigger than a batch), and

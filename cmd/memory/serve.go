@@ -86,9 +86,16 @@ func serveStore(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 		extra = append(extra, memory.ReadOnly())
 	}
 	if cfg.compat == searchr1.CompatSearchR1 && cfg.store.scoring == "" {
-		// The original's BM25 retriever is pyserini's: Lucene's formula, unless
-		// --bm25-scoring asks for another.
-		extra = append(extra, memory.WithBM25Scoring(memory.ScoringLucene))
+		if isClusterStore(cfg.store.dir) {
+			// Weaviate scores BM25 itself: the scores are its own, not pyserini's.
+			if memory.Mode(cfg.mode) != memory.Dense {
+				fmt.Fprintln(stderr, "memory serve: warning: --compat search-r1 on a Weaviate cluster: BM25 scores are Weaviate's (its word tokenizer, BM25 per shard), not pyserini's")
+			}
+		} else {
+			// The original's BM25 retriever is pyserini's: Lucene's formula, unless
+			// --bm25-scoring asks for another.
+			extra = append(extra, memory.WithBM25Scoring(memory.ScoringLucene))
+		}
 	}
 	m, err := cfg.store.open(cfg.store.dir, stderr, extra...)
 	if err != nil {

@@ -30,6 +30,7 @@ type storeFlags struct {
 	precision     string // --vector-precision: float32 or float16 ("": the store's)
 	verbose       bool
 	lockTimeout   time.Duration // how long to wait for another process's lock (0: the library's 200 ms)
+	consistency   string        // --consistency: a cluster store's level ("": QUORUM)
 	scoring       string        // --bm25-scoring: classic, lucene ("": by analyzer)
 	device        deviceFlag
 	queryPrefix   optString
@@ -69,16 +70,17 @@ func (o *optString) ptr() *string {
 // opening a store, --lock-timeout and -v/--verbose.
 func (f *storeFlags) addStore(fs *pflag.FlagSet) {
 	grouped(fs, groupStore, func() {
-		fs.StringVarP(&f.dir, "store", "s", "", "the store directory `DIR` (required)")
+		fs.StringVarP(&f.dir, "store", "s", "", "the store directory `DIR` (required), or a Weaviate cluster: weaviate://HOST:PORT[,HOST:PORT...][/PREFIX]")
 		f.addOpen(fs)
 	})
 	completeDirs(fs, "store")
 }
 
-// addOpen adds the flags of opening a store without --store: --lock-timeout and
-// -v/--verbose.
+// addOpen adds the flags of opening a store without --store: --consistency (a store on a
+// Weaviate cluster), --lock-timeout and -v/--verbose.
 func (f *storeFlags) addOpen(fs *pflag.FlagSet) {
 	grouped(fs, groupStore, func() {
+		fs.StringVar(&f.consistency, "consistency", "", "with a weaviate:// store: the consistency `LEVEL` of reads and writes, ONE, QUORUM or ALL (default QUORUM)")
 		fs.BoolVarP(&f.verbose, "verbose", "v", false, "verbose logging")
 		fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes; "+
 			"a writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
@@ -163,14 +165,14 @@ func (f *storeFlags) spec() embedderSpec {
 	return f.modelFlags.apply(embedderSpec{name: f.embedder, queryPrefix: f.queryPrefix.ptr(), passagePrefix: f.passagePrefix.ptr(), device: string(f.device)})
 }
 
-// options builds the store options of the flags: logger, models, index, re-embedding, and
+// options builds the options of the flags for the store at store: logger, models, index, re-embedding, and
 // the resolver that reloads the embedder a store was built with.
-func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
+func (f *storeFlags) options(store string, stderr io.Writer) ([]memory.Option, error) {
 	level := slog.LevelWarn
 	if f.verbose {
 		level = slog.LevelDebug
 	}
-	gpu := f.device.gpu()
+	gpu := f.device.gpu() && !isClusterStore(store) // on a cluster the GPU runs ONNX models only
 	opts := []memory.Option{memory.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))}
 	if f.embedder != "" {
 		e, err := loadEmbedderSpec(context.Background(), f.spec())
@@ -214,7 +216,71 @@ func (f *storeFlags) options(stderr io.Writer) ([]memory.Option, error) {
 	if f.scoring != "" {
 		opts = append(opts, memory.WithBM25Scoring(f.scoring))
 	}
+	if f.consistency != "" {
+		opts = append(opts, memory.WithConsistency(f.consistency))
+	}
 	return opts, nil
+}
+
+// isClusterStore reports whether a --store names a Weaviate cluster (weaviate://...), not
+// a directory.
+func isClusterStore(store string) bool { return strings.HasPrefix(store, memory.ClusterScheme) }
+
+// checkClusterFlags refuses, naming them, the flags a store on a Weaviate cluster cannot
+// honour (Weaviate keeps the vectors in its own index and scores BM25 its own way); on a
+// directory it refuses --consistency, which only a cluster has.
+func (f *storeFlags) checkClusterFlags(store string) error {
+	if !isClusterStore(store) {
+		if f.consistency != "" {
+			return usagef("--consistency is for a store on a Weaviate cluster (--store weaviate://...), not the directory %s", store)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		set        bool
+		flag, what string
+	}{
+		{f.backend != "" || f.factory != "", "--index/--faiss-factory", "Weaviate keeps the vectors in its own HNSW index"},
+		{f.rebuildIndex, "--rebuild-index", "Weaviate keeps the vectors in its own HNSW index"},
+		{f.precision != "" && f.precision != string(memory.Float32), "--vector-precision " + f.precision, "Weaviate stores float32 vectors"},
+		{f.reembed, "--reembed", "the cluster cannot re-embed what it holds"},
+		{f.scoring != "", "--bm25-scoring", "Weaviate scores BM25 its own way"},
+	} {
+		if c.set {
+			return fmt.Errorf("%w: %s on a store on a Weaviate cluster (%s)", memory.ErrNotSupported, c.flag, c.what)
+		}
+	}
+	return nil
+}
+
+// writableOnCluster clears memory.ReadOnly for a store on a cluster: a read-only open is
+// how the CLI's read commands share a directory store (its lock); a cluster has no lock to
+// share, and the library refuses ReadOnly there. Commands that must not write (serve
+// --read-only) say so to their servers, not through the store.
+func writableOnCluster(o *memory.Options) { o.ReadOnly = false }
+
+// openExisting opens the existing store at store with opts: a directory with
+// memory.OpenExisting (never created); a Weaviate cluster with memory.Open, and, as a
+// mistyped directory fails rather than reading an empty store, an address whose class
+// prefix has no collection there is memory.ErrStoreNotFound.
+func openExisting(store string, opts ...memory.Option) (*memory.Memory, error) {
+	if !isClusterStore(store) {
+		return memory.OpenExisting(store, opts...)
+	}
+	m, err := memory.Open(store, append(opts, writableOnCluster)...)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := m.Collections(context.Background())
+	if err == nil && len(cols) == 0 {
+		err = fmt.Errorf("%w: the Weaviate cluster holds no collection of the store %s (none of its class prefix; create one with `memory import --store %s EXPORT.jsonl` or `memory index --store %s FILE...`)",
+			memory.ErrStoreNotFound, store, store, store)
+	}
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
 }
 
 // open opens the existing store the flags describe for a read command (search, get, count,
@@ -231,11 +297,22 @@ func (f *storeFlags) create(dir string, stderr io.Writer, extra ...memory.Option
 
 // openStore is the one place the CLI opens stores; serve uses it through storeFlags.open.
 func openStore(f *storeFlags, dir string, create bool, stderr io.Writer, extra ...memory.Option) (*memory.Memory, error) {
-	opts, err := f.options(stderr)
+	if err := f.checkClusterFlags(dir); err != nil {
+		return nil, err
+	}
+	opts, err := f.options(dir, stderr)
 	if err != nil {
 		return nil, err
 	}
 	opts = append(opts, extra...)
+	if isClusterStore(dir) {
+		if !create {
+			m, err := openExisting(dir, opts...)
+			return m, cliHint(err)
+		}
+		m, err := memory.Open(dir, append(opts, writableOnCluster)...)
+		return m, cliHint(err)
+	}
 	if create {
 		m, err := memory.Open(dir, opts...)
 		return m, cliHint(err)
