@@ -376,7 +376,6 @@ func (dv derivedIndexes) bm25Options() bm25.Options {
 		MappedResidentBytes: m.opts.MappedResidentBytes,
 		AlsoTrim:            m.dx.dropStoreResident,
 		ReadOnly:            m.opts.ReadOnly,
-		BulkLoad:            m.opts.BulkLoad,
 		// The store of record replays what a kill left unpersisted (catch-up from the
 		// change log), so a small write need not wait for the index's own fsyncs.
 		AsyncPersist: true,

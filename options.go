@@ -91,11 +91,6 @@ type Options struct {
 	MaxDocumentBytes int
 	// NoSync skips fsync on writes: faster bulk loads, but a crash may lose recent writes.
 	NoSync bool
-	// BulkLoad tunes this handle for loading many documents (what `memory index` does):
-	// the BM25 index merges its segments in fewer, larger steps (bm25.Options.BulkLoad),
-	// about a sixth less indexing CPU; searches through the handle meanwhile see more
-	// segments until Compact. Durability is unchanged. See WithBulkLoad.
-	BulkLoad bool
 	// EmbedBatch is how many texts go to the embedder per call (default 32).
 	EmbedBatch int
 	// Logger receives diagnostics (default: slog.Default()).
@@ -204,10 +199,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l 
 
 // WithNoSync trades durability of the most recent writes for write speed.
 func WithNoSync() Option { return func(o *Options) { o.NoSync = true } }
-
-// WithBulkLoad tunes the store for a bulk load: fewer, larger BM25 merges until the
-// collection is compacted (Collection.Compact). See Options.BulkLoad.
-func WithBulkLoad() Option { return func(o *Options) { o.BulkLoad = true } }
 
 // Mode selects the retrievers of a search.
 type Mode string

@@ -141,10 +141,6 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 		extra = append(extra, memory.WithAnalyzer(o.analyzer))
 	}
 	extra = append(extra, cs.options...)
-	if o.compact {
-		// Fewer, larger merges while loading; the compaction after the run merges the rest.
-		extra = append(extra, memory.WithBulkLoad())
-	}
 	m, err := sf.create(sf.dir, stderr, extra...)
 	if err != nil {
 		return err

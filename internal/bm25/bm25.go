@@ -94,20 +94,6 @@ const (
 // write segments of thousands of documents, above either floor.
 const mergeFloorDocs = 64
 
-// BulkMergeFanIn is how many segments of one tier a BulkLoad index's merger waits for and
-// merges in one task (Bleve's default: 10). On 200k held-out passages, `memory index` took
-// 42.8-44.4 CPU-s with 40-100 against 50.9-55.9 with 10 (BENCHMARKS §0zc).
-const BulkMergeFanIn = 100
-
-// mergePlan is the merge plan a writable open gives Bleve's merger (see mergeFloorDocs and
-// Options.BulkLoad).
-func mergePlan(o Options) map[string]any {
-	if o.BulkLoad {
-		return map[string]any{"FloorSegmentSize": mergeFloorDocs, "MaxSegmentsPerTier": BulkMergeFanIn, "SegmentsPerMergeTask": BulkMergeFanIn}
-	}
-	return map[string]any{"FloorSegmentSize": mergeFloorDocs}
-}
-
 // testMergePlan, when set (by tests), is the merge plan writable opens give Bleve's merger.
 var testMergePlan map[string]any
 
@@ -171,12 +157,6 @@ type Options struct {
 	// process reports while it sweeps a large index (an evaluation over 21M passages maps
 	// about 3.7 GB of it). 0 = no bound. Ignored on other systems.
 	MappedResidentBytes int64
-	// BulkLoad makes the merger of a writable index wait for BulkMergeFanIn segments of a
-	// size before merging them, in one task, instead of Bleve's ten: a bulk load (`memory
-	// index`) then rewrites each posting about half as often before its final compaction
-	// (Compact), for about a sixth less CPU. Searches meanwhile see more segments, so it
-	// is for loads, not for stores that agents search while they write.
-	BulkLoad bool
 	// AlsoTrim, when set, runs each time the index trims its mappings for
 	// MappedResidentBytes: the owner drops the resident pages of its own mappings (the
 	// store of record's) at the same moment, since the bound is the process's.
@@ -347,7 +327,7 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 			// AsyncPersist: batches return before they are persisted; applyPart waits
 			// where it must, and learns of a failed persist from the async error callback.
 			rc = map[string]interface{}{"unsafe_batch": o.AsyncPersist, "asyncErrorCallbackName": "",
-				"scorchMergePlanOptions": mergePlan(o)}
+				"scorchMergePlanOptions": map[string]any{"FloorSegmentSize": mergeFloorDocs}}
 			if testMergePlan != nil {
 				rc["scorchMergePlanOptions"] = testMergePlan
 			}

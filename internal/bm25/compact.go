@@ -27,16 +27,14 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	if !ok {
 		return nil
 	}
-	// One ForceMerge merges up to SegmentsPerMergeTask segments a task (compactFanIn: a
-	// bulk load's segments in one pass, each posting rewritten once, where Bleve's 10 a
-	// task rewrites them again for every tenfold): repeat while the count falls.
+	// One ForceMerge merges up to SegmentsPerMergeTask segments a task: repeat while the
+	// count falls.
 	n, err := b.SegmentCount()
 	if err != nil {
 		return err
 	}
 	for n > 1 {
 		mo := mergeplan.SingleSegmentMergePlanOptions
-		mo.SegmentsPerMergeTask = compactFanIn
 		if err := s.ForceMerge(ctx, &mo); err != nil {
 			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
 		}
@@ -64,9 +62,6 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	_, err = b.WriteBlockMeta(ctx)
 	return err
 }
-
-// compactFanIn is how many segments Compact merges in one task.
-const compactFanIn = 2 * BulkMergeFanIn
 
 // SegmentCount is the number of segments of the index's current snapshot.
 func (b *Index) SegmentCount() (n int, err error) {
