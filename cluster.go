@@ -51,6 +51,12 @@ type ClusterOptions struct {
 	// Replication is the replication factor of the classes this store creates (0:
 	// min(3, the number of nodes given)).
 	Replication int
+	// Shards is the number of shards of the classes this store creates (0: Weaviate's
+	// default, one a node). Weaviate scores BM25 within each shard, with that shard's IDF
+	// and mean length: with one shard (replicated on every node) BM25 ranks as one index
+	// does, as the embedded store; several shards spread a collection over the nodes'
+	// disks (needed once it outgrows one) at the cost of per-shard BM25 statistics.
+	Shards int
 	// Consistency is the consistency level of reads and writes: "ONE", "QUORUM" (the
 	// default) or "ALL".
 	Consistency string
@@ -62,6 +68,10 @@ type ClusterOptions struct {
 
 // WithReplication sets the replication factor of the classes a store on a cluster creates.
 func WithReplication(n int) Option { return func(o *Options) { o.Cluster.Replication = n } }
+
+// WithShards sets the number of shards of the classes a store on a cluster creates (see
+// ClusterOptions.Shards).
+func WithShards(n int) Option { return func(o *Options) { o.Cluster.Shards = n } }
 
 // WithConsistency sets the consistency level ("ONE", "QUORUM", "ALL") of a store on a
 // cluster.
@@ -84,6 +94,7 @@ type clusterStore struct {
 	nodes  []*weaviate.Client // one per node, without failover: to ask each node itself
 	prefix string
 	repl   int
+	shards int // ClusterOptions.Shards
 	level  weaviate.Consistency
 
 	mu      sync.Mutex
@@ -177,8 +188,8 @@ func checkClusterOptions(o *Options) error {
 	default:
 		return fmt.Errorf("%w: consistency level %q (want ONE, QUORUM or ALL)", ErrInvalidOption, o.Cluster.Consistency)
 	}
-	if o.Cluster.Replication < 0 || o.Cluster.MaxAttempts < 0 || o.Cluster.Timeout < 0 {
-		return fmt.Errorf("%w: negative replication %d, attempts %d or timeout %v", ErrInvalidOption, o.Cluster.Replication, o.Cluster.MaxAttempts, o.Cluster.Timeout)
+	if o.Cluster.Replication < 0 || o.Cluster.Shards < 0 || o.Cluster.MaxAttempts < 0 || o.Cluster.Timeout < 0 {
+		return fmt.Errorf("%w: negative replication %d, shards %d, attempts %d or timeout %v", ErrInvalidOption, o.Cluster.Replication, o.Cluster.Shards, o.Cluster.MaxAttempts, o.Cluster.Timeout)
 	}
 	return nil
 }
@@ -200,7 +211,7 @@ func openCluster(addr string, opts ...Option) (*Memory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOption, addr, err)
 	}
-	cs := &clusterStore{wc: wc, prefix: prefix, repl: o.Cluster.Replication, classes: map[string]*clusterClass{}}
+	cs := &clusterStore{wc: wc, prefix: prefix, repl: o.Cluster.Replication, shards: o.Cluster.Shards, classes: map[string]*clusterClass{}}
 	for _, n := range nodes {
 		nc, err := weaviate.New(context.Background(), weaviate.Config{Endpoints: []string{n}, Timeout: o.Cluster.Timeout, MaxAttempts: 2})
 		if err != nil {
@@ -404,7 +415,7 @@ func (cs *clusterStore) create(ctx context.Context, m *Memory, name string) (*cl
 		return nil, false, err
 	}
 	err = cs.wc.CreateClass(ctx, weaviate.ClassConfig{
-		Name: cn, Replication: cs.repl, Description: string(desc), DeletionStrategy: "TimeBasedResolution",
+		Name: cn, Replication: cs.repl, Shards: cs.shards, Description: string(desc), DeletionStrategy: "TimeBasedResolution",
 		BM25:   &weaviate.BM25Params{K1: m.opts.BM25K1, B: m.opts.BM25B},
 		Fields: []weaviate.Field{{Name: propChunk, Type: weaviate.TypeInt}, {Name: propRec, Type: weaviate.TypeText, Stored: true}},
 	})

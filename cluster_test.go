@@ -76,6 +76,7 @@ func TestClusterOptionsRefused(t *testing.T) {
 		"ReEmbed":      {WithReEmbed(nil), ErrNotSupported},
 		"Consistency":  {WithConsistency("MOST"), ErrInvalidOption},
 		"Replication":  {WithReplication(-1), ErrInvalidOption},
+		"Shards":       {WithShards(-1), ErrInvalidOption},
 		"BM25":         {WithBM25(-1, 0.5), ErrInvalidOption},
 	} {
 		_, err := Open(addr, c.opt)

@@ -31,6 +31,7 @@ type storeFlags struct {
 	verbose       bool
 	lockTimeout   time.Duration // how long to wait for another process's lock (0: the library's 200 ms)
 	consistency   string        // --consistency: a cluster store's level ("": QUORUM)
+	shards        int           // --shards: shards of the classes a cluster store creates (0: one a node)
 	scoring       string        // --bm25-scoring: classic, lucene ("": by analyzer)
 	device        deviceFlag
 	queryPrefix   optString
@@ -81,6 +82,7 @@ func (f *storeFlags) addStore(fs *pflag.FlagSet) {
 func (f *storeFlags) addOpen(fs *pflag.FlagSet) {
 	grouped(fs, groupStore, func() {
 		fs.StringVar(&f.consistency, "consistency", "", "with a weaviate:// store: the consistency `LEVEL` of reads and writes, ONE, QUORUM or ALL (default QUORUM)")
+		fs.IntVar(&f.shards, "shards", 0, "with a weaviate:// store: split the collections it creates into `N` shards (default: one a node; 1 keeps BM25 statistics global, as embedded)")
 		fs.BoolVarP(&f.verbose, "verbose", "v", false, "verbose logging")
 		fs.DurationVar(&f.lockTimeout, "lock-timeout", 0, "wait up to this long for another process that holds the store (readers, for a command that writes; "+
 			"a writer still starting, for one that reads: a read beside a running writer goes through it) (default 200ms)")
@@ -219,6 +221,9 @@ func (f *storeFlags) options(store string, stderr io.Writer) ([]memory.Option, e
 	if f.consistency != "" {
 		opts = append(opts, memory.WithConsistency(f.consistency))
 	}
+	if f.shards != 0 {
+		opts = append(opts, memory.WithShards(f.shards))
+	}
 	return opts, nil
 }
 
@@ -233,6 +238,9 @@ func (f *storeFlags) checkClusterFlags(store string) error {
 	if !isClusterStore(store) {
 		if f.consistency != "" {
 			return usagef("--consistency is for a store on a Weaviate cluster (--store weaviate://...), not the directory %s", store)
+		}
+		if f.shards != 0 {
+			return usagef("--shards is for a store on a Weaviate cluster (--store weaviate://...), not the directory %s", store)
 		}
 		return nil
 	}

@@ -319,7 +319,7 @@ func TestCreateClassRequest(t *testing.T) {
 	f := newFake(t, ok())
 	c := newClient(t, Config{Endpoints: []string{f.URL}})
 	err := c.CreateClass(context.Background(), ClassConfig{
-		Name: "Doc", Replication: 3, BM25: &BM25Params{K1: 0.9, B: 0.4}, Tokenization: "lowercase",
+		Name: "Doc", Replication: 3, Shards: 1, BM25: &BM25Params{K1: 0.9, B: 0.4}, Tokenization: "lowercase",
 		Stopwords: "none", Distance: "dot", BlockMaxWAND: ptr(false),
 		Fields: []Field{{Name: "tags", Type: TypeTextList}, {Name: "year", Type: TypeInt}},
 	})
@@ -339,6 +339,7 @@ func TestCreateClassRequest(t *testing.T) {
 		"replicationConfig":   map[string]any{"factor": 3.0},
 		"invertedIndexConfig": map[string]any{"bm25": map[string]any{"k1": 0.9, "b": 0.4}, "stopwords": map[string]any{"preset": "none"}, "usingBlockMaxWAND": false},
 		"vectorIndexConfig":   map[string]any{"distance": "dot"},
+		"shardingConfig":      map[string]any{"desiredCount": 1.0},
 	}
 	for k, v := range want {
 		if !jsonEqual(got[k], v) {
@@ -380,6 +381,7 @@ func TestCreateClassInvalid(t *testing.T) {
 	cases := []ClassConfig{
 		{Name: "doc"},
 		{Name: "Doc", Replication: -1},
+		{Name: "Doc", Shards: -1},
 		{Name: "Doc", Fields: []Field{{Name: "text", Type: TypeText}}},
 		{Name: "Doc", Fields: []Field{{Name: "id", Type: TypeText}}},
 		{Name: "Doc", Fields: []Field{{Name: "x", Type: "geo"}}},

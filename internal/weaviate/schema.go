@@ -57,6 +57,10 @@ type ClassConfig struct {
 	Name string
 	// Replication is replicationConfig.factor (0: Weaviate's default, 1).
 	Replication int
+	// Shards is shardingConfig.desiredCount (0: Weaviate's default, one shard a node).
+	// Weaviate scores BM25 within each shard (its IDF and mean length), so one shard,
+	// replicated, ranks as one index does; several spread a class over the nodes' disks.
+	Shards int
 	// BM25 sets invertedIndexConfig.bm25; nil keeps Weaviate's defaults.
 	BM25 *BM25Params
 	// Tokenization of the title and text properties: "word" (the default: split on
@@ -101,6 +105,7 @@ type classJSON struct {
 	ReplicationConfig   *replicationJSON  `json:"replicationConfig,omitempty"`
 	InvertedIndexConfig invertedIndexJSON `json:"invertedIndexConfig"`
 	VectorIndexConfig   map[string]any    `json:"vectorIndexConfig,omitempty"`
+	ShardingConfig      map[string]any    `json:"shardingConfig,omitempty"`
 	Properties          []propertyJSON    `json:"properties"`
 }
 
@@ -125,6 +130,9 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 	if cfg.Replication < 0 {
 		return classJSON{}, fmt.Errorf("replication factor %d", cfg.Replication)
 	}
+	if cfg.Shards < 0 {
+		return classJSON{}, fmt.Errorf("shard count %d", cfg.Shards)
+	}
 	tok := cfg.Tokenization
 	if tok == "" {
 		tok = "word"
@@ -142,6 +150,9 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 	}
 	if cfg.Replication > 0 || cfg.DeletionStrategy != "" {
 		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication, DeletionStrategy: cfg.DeletionStrategy}
+	}
+	if cfg.Shards > 0 {
+		body.ShardingConfig = map[string]any{"desiredCount": cfg.Shards}
 	}
 	if cfg.Stopwords != "" {
 		body.InvertedIndexConfig.Stopwords = map[string]any{"preset": cfg.Stopwords}
