@@ -32,10 +32,8 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 		fn(&so)
 	}
 	switch {
-	case so.Cascade != nil:
-		return nil, unsupported("WithCascade")
-	case len(so.Collections) > 0:
-		return nil, unsupported("a search of several collections (InCollections)")
+	case so.Cascade != nil: // each step a search of one collection (cluster_collections.go)
+		return searcher{m}.searchCascade(ctx, query, so, opts)
 	case len(so.WhereDocument) > 0:
 		return nil, unsupported("WithWhereDocument (Weaviate's text filters are token-based, not substrings)")
 	case so.CollapseThreshold > 0:
@@ -63,7 +61,13 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 	if st == nil {
 		st = &SearchStats{}
 	}
-	res, err := cs.searchOne(ctx, m, col, query, so, st)
+	var res []Result
+	var err error
+	if len(so.Collections) > 0 { // fused as the embedded store fuses them (cluster_collections.go)
+		res, err = searcher{m}.searchMany(ctx, query, so, st)
+	} else {
+		res, err = cs.searchOne(ctx, m, col, query, so, st)
+	}
 	st.Total = time.Since(start)
 	if so.statsFunc != nil {
 		so.statsFunc(*st)

@@ -719,7 +719,7 @@ func (sr searcher) searchEach(ctx context.Context, query string, so SearchOption
 	byKey = map[string]Result{}
 	for _, n := range so.collectionNames() {
 		var one SearchStats
-		res, err := sr.searchOne(ctx, n, query, sub, &one)
+		res, err := sr.searchCollection(ctx, n, query, sub, &one)
 		if err != nil {
 			return nil, nil, fmt.Errorf("collection %s: %w", store.ShowKey(n), err)
 		}
