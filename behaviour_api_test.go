@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
 )
 
@@ -22,6 +26,9 @@ func init() {
 	}{
 		{"MultiCollection", behaviourMultiCollection},
 		{"Cascade", behaviourCascade},
+		{"Replace", behaviourReplace},
+		{"BeginReplace", behaviourBeginReplace},
+		{"AddCode", behaviourAddCode},
 	}...)
 }
 
@@ -193,4 +200,209 @@ func hasNote(r Result, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// sourced is n documents of source src, ids src-0..: "<word> of <src>".
+func sourced(src string, n int, word string) []Document {
+	out := make([]Document, n)
+	for i := range out {
+		out[i] = Document{ID: fmt.Sprintf("%s-%d", src, i), Text: fmt.Sprintf("%s %d of %s", word, i, src), Source: src,
+			Metadata: map[string]any{"kind": []string{"even", "odd"}[i%2]}}
+	}
+	return out
+}
+
+// checkIDs fails the test unless the collection's ids are want (in any order).
+func checkIDs(t *testing.T, c *Collection, want ...string) {
+	t.Helper()
+	got, err := c.IDs(bctx(t))
+	sort.Strings(want)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ids %v, %v; want %v", got, err, want)
+	}
+}
+
+// behaviourReplace: Replace and ReplaceSource remove what the filter matches that is not
+// among the new documents, keep the rest, and report how many they removed; bad input is
+// refused with nothing written; Sources lists the sources.
+func behaviourReplace(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	c := m.Collection("")
+	mustAdd(t, m, append(sourced("a.md", 3, "apple"), sourced("b.md", 2, "banana")...)...)
+	mustAdd(t, m, Document{ID: "free", Text: "no source at all"})
+	if srcs, err := c.Sources(ctx); err != nil || !reflect.DeepEqual(srcs, []string{"a.md", "b.md"}) {
+		t.Fatalf("Sources = %v, %v", srcs, err)
+	}
+	// a.md-1 is kept (new text), a.md-0 and a.md-2 go, a.md-9 is new.
+	n, err := m.ReplaceSource(ctx, "a.md", Document{ID: "a.md-1", Text: "apricot now"}, Document{ID: "a.md-9", Text: "avocado"})
+	if err != nil || n != 2 {
+		t.Fatalf("ReplaceSource = %d, %v; want 2 removed", n, err)
+	}
+	checkIDs(t, c, "a.md-1", "a.md-9", "b.md-0", "b.md-1", "free")
+	if d, err := m.Get(ctx, "a.md-9"); err != nil || d.Source != "a.md" || d.Text != "avocado" {
+		t.Errorf("Get(a.md-9) = %+v, %v; want the new document with its source", d, err)
+	}
+	if res, err := m.Search(ctx, "apple", WithMode(BM25)); err != nil || len(res) != 0 {
+		t.Errorf("search of the replaced text: %v, %v; want nothing", resultIDs(res), err)
+	}
+	if res, err := m.Search(ctx, "apricot", WithMode(BM25)); err != nil || !reflect.DeepEqual(resultIDs(res), []string{"a.md-1"}) {
+		t.Errorf("search of the new text: %v, %v", resultIDs(res), err)
+	}
+	// Replace by metadata: the odd documents of b.md go, a document not matching is upserted.
+	n, err = m.Replace(ctx, Where{"$and": []any{Where{"source": "b.md"}, Where{"kind": "odd"}}}, Document{ID: "extra", Text: "x"})
+	if err != nil || n != 1 {
+		t.Fatalf("Replace(odd of b.md) = %d, %v; want 1", n, err)
+	}
+	checkIDs(t, c, "a.md-1", "a.md-9", "b.md-0", "extra", "free")
+	// Without documents: a delete of what matches.
+	if n, err := m.Replace(ctx, Where{"source": "b.md"}); err != nil || n != 1 {
+		t.Errorf("Replace without documents = %d, %v; want 1", n, err)
+	}
+	// A filter no document matches: nothing removed, the documents upserted.
+	if n, err := m.Replace(ctx, Where{"nokey": "x"}, Document{ID: "extra", Text: "y"}); err != nil || n != 0 {
+		t.Errorf("Replace(nothing matches) = %d, %v", n, err)
+	}
+	checkIDs(t, c, "a.md-1", "a.md-9", "extra", "free")
+	if srcs, err := c.Sources(ctx); err != nil || !reflect.DeepEqual(srcs, []string{"a.md"}) {
+		t.Errorf("Sources = %v, %v; want [a.md]", srcs, err)
+	}
+	// Refused, nothing written.
+	for name, call := range map[string]func() error{
+		"other source": func() error {
+			_, err := m.ReplaceSource(ctx, "a.md", Document{ID: "q", Text: "q"}, Document{ID: "r", Text: "r", Source: "z.md"})
+			return errOf(err, ErrInvalidMetadata)
+		},
+		"empty source": func() error {
+			_, err := m.ReplaceSource(ctx, "", Document{ID: "q", Text: "q"})
+			return errOf(err, ErrInvalidFilter)
+		},
+		"empty where": func() error {
+			_, err := m.Replace(ctx, Where{}, Document{ID: "q", Text: "q"})
+			return errOf(err, ErrInvalidFilter)
+		},
+		"bad where": func() error {
+			_, err := m.Replace(ctx, Where{"$bad": 1}, Document{ID: "q", Text: "q"})
+			return errOf(err, ErrInvalidFilter)
+		},
+		"bad doc": func() error {
+			_, err := m.Replace(ctx, Where{"source": "a.md"}, Document{ID: "q", Text: "q"}, Document{ID: "", Text: "r"})
+			return errOf(err, ErrEmptyID)
+		},
+		"missing collection": func() error {
+			_, err := m.Collection("nope").Replace(ctx, Where{"source": "a.md"})
+			return errOf(err, ErrCollectionNotFound)
+		},
+	} {
+		if err := call(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	checkIDs(t, c, "a.md-1", "a.md-9", "extra", "free")
+	if srcs, err := m.Collection("nope").Sources(ctx); !errors.Is(err, ErrCollectionNotFound) {
+		t.Errorf("Sources of a missing collection: %v, %v", srcs, err)
+	}
+}
+
+// errOf is nil when err is want, else an error saying what it was.
+func errOf(err, want error) error {
+	if errors.Is(err, want) {
+		return nil
+	}
+	return fmt.Errorf("got %v, want %v", err, want)
+}
+
+// behaviourBeginReplace: a Replacement's documents, upserted in several calls, replace
+// the filter's documents at Commit; until then the old ones stay.
+func behaviourBeginReplace(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	c := m.Collection("")
+	mustAdd(t, m, append(sourced("big.txt", 4, "old"), sourced("other.txt", 1, "keep")...)...)
+	r, err := c.BeginReplace(Where{"source": "big.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Upsert(ctx, Document{ID: "big.txt-0", Text: "new 0", Source: "big.txt"}, Document{ID: "big.txt-7", Text: "new 7", Source: "big.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	checkIDs(t, c, "big.txt-0", "big.txt-1", "big.txt-2", "big.txt-3", "big.txt-7", "other.txt-0")
+	n, err := r.Commit(ctx, Document{ID: "big.txt-8", Text: "new 8", Source: "big.txt"})
+	if err != nil || n != 3 {
+		t.Fatalf("Commit = %d, %v; want 3 removed", n, err)
+	}
+	if r.Upserted() != 3 {
+		t.Errorf("Upserted = %d, want 3", r.Upserted())
+	}
+	checkIDs(t, c, "big.txt-0", "big.txt-7", "big.txt-8", "other.txt-0")
+	if _, err := r.Commit(ctx); !errors.Is(err, ErrReplacementDone) {
+		t.Errorf("second Commit: %v, want ErrReplacementDone", err)
+	}
+	if _, err := c.BeginReplace(nil); !errors.Is(err, ErrInvalidFilter) {
+		t.Errorf("BeginReplace(nil): %v, want ErrInvalidFilter", err)
+	}
+}
+
+// behaviourAddCode: AddCode stores a tree's chunks (CodeDocuments' ids and sources), and
+// indexing the changed tree again replaces each file's chunks, a file bigger than a batch
+// included (its Replacement), leaving no stale chunk.
+func behaviourAddCode(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	root := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goSrc := "package geo\n\n// Area of a square.\nfunc Area(s float64) float64 { return s * s }\n\n// Perimeter of a square.\nfunc Perimeter(s float64) float64 { return 4 * s }\n\n// Diagonal of a square.\nfunc Diagonal(s float64) float64 { return s * 1.4142 }\n"
+	write("geo.go", goSrc)
+	write("words.py", "def tokenize(text):\n    return text.lower().split()\n")
+	c := m.Collection("code")
+	if _, err := c.AddCode(ctx, root, CodeOptions{Walk: chunkerWalkSmall()}); err != nil {
+		t.Fatal(err)
+	}
+	want := codeIDs(t, root)
+	checkIDs(t, c, want...)
+	if srcs, err := c.Sources(ctx); err != nil || !reflect.DeepEqual(srcs, []string{"geo.go", "words.py"}) {
+		t.Fatalf("Sources = %v, %v", srcs, err)
+	}
+	res, err := c.Search(ctx, "Perimeter", WithMode(BM25), TopK(1))
+	if err != nil || len(res) != 1 || res[0].Source != "geo.go" || !strings.Contains(res[0].Text, "4 * s") {
+		t.Fatalf("search Perimeter: %+v, %v", res, err)
+	}
+	// The changed tree: Perimeter is gone, the lines move; batches of 1 chunk make geo.go a
+	// Replacement of several batches.
+	write("geo.go", strings.Replace(goSrc, "// Perimeter of a square.\nfunc Perimeter(s float64) float64 { return 4 * s }\n\n", "", 1))
+	if _, err := c.AddCode(ctx, root, CodeOptions{Walk: chunkerWalkSmall(), BatchSize: 1}); err != nil {
+		t.Fatal(err)
+	}
+	checkIDs(t, c, codeIDs(t, root)...)
+	if res, err := c.Search(ctx, "Perimeter", WithMode(BM25)); err != nil || len(res) != 0 {
+		t.Errorf("search of the removed function: %v, %v", resultIDs(res), err)
+	}
+}
+
+// chunkerWalkSmall keeps each function in a chunk of its own.
+func chunkerWalkSmall() chunker.WalkOptions {
+	return chunker.WalkOptions{Code: chunker.CodeOptions{NoMergeDefinitions: true}}
+}
+
+// codeIDs are the ids AddCode gives the chunks of the tree under root (CodeDocuments of
+// chunker.Walk's chunks).
+func codeIDs(t *testing.T, root string) []string {
+	t.Helper()
+	var ids []string
+	if _, err := chunker.Walk(bctx(t), root, chunkerWalkSmall(), func(path string, chunks []chunker.Chunk) error {
+		for _, d := range CodeDocuments(path, chunks) {
+			ids = append(ids, d.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 3 {
+		t.Fatalf("the tree has %d chunks (%v), want one per function", len(ids), ids)
+	}
+	return ids
 }

@@ -1,0 +1,107 @@
+//go:build weaviate
+
+package memory
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+)
+
+// The cluster's own tests of what it builds from its searches and writes (see
+// behaviour_api_test.go for the suite both backends run).
+
+func init() {
+	clusterTests = append(clusterTests, []struct {
+		name string
+		run  func(t *testing.T, co clusterOpener)
+	}{
+		{"ReplaceOrder", clusterReplaceOrder},
+		{"MultiCollectionParity", clusterMultiParity},
+	}...)
+}
+
+// errCrash stands for a crash of the client between a replacement's steps.
+var errCrash = errors.New("crash")
+
+// clusterReplaceOrder: a replacement stopped between its upsert and its deletes (as by a
+// crash) leaves the old and the new documents, never neither; run again it completes. A
+// Where Weaviate cannot express is refused before anything is written.
+func clusterReplaceOrder(t *testing.T, co clusterOpener) {
+	m := co.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	c := m.Collection("")
+	mustAdd(t, m, sourced("a.md", 3, "apple")...)
+	replaceHook = func() error { return errCrash }
+	_, err := m.ReplaceSource(ctx, "a.md", Document{ID: "a.md-5", Text: "new"})
+	replaceHook = nil
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("ReplaceSource stopped after its upsert: %v", err)
+	}
+	checkIDs(t, c, "a.md-0", "a.md-1", "a.md-2", "a.md-5")
+	r, err := c.BeginReplace(Where{"source": "a.md"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaceHook = func() error { return errCrash }
+	_, err = r.Commit(ctx, Document{ID: "a.md-6", Text: "newer", Source: "a.md"})
+	replaceHook = nil
+	if !errors.Is(err, errCrash) {
+		t.Fatalf("Commit stopped after its upsert: %v", err)
+	}
+	checkIDs(t, c, "a.md-0", "a.md-1", "a.md-2", "a.md-5", "a.md-6")
+	if n, err := r.Commit(ctx, Document{ID: "a.md-6", Text: "newer", Source: "a.md"}); err != nil || n != 4 {
+		t.Fatalf("Commit again = %d, %v; want 4 removed", n, err)
+	}
+	checkIDs(t, c, "a.md-6")
+	// $ne matches documents without the key, which Weaviate's filters cannot say.
+	for name, call := range map[string]func() error{
+		"Replace": func() error {
+			_, err := m.Replace(ctx, Where{"kind": Where{"$ne": "x"}}, Document{ID: "w", Text: "w"})
+			return err
+		},
+		"BeginReplace": func() error { _, err := c.BeginReplace(Where{"kind": Where{"$nin": []any{"x"}}}); return err },
+	} {
+		if err := call(); !errors.Is(err, ErrNotSupported) {
+			t.Errorf("%s with $ne/$nin: %v, want ErrNotSupported", name, err)
+		}
+	}
+	checkIDs(t, c, "a.md-6")
+}
+
+// clusterMultiParity: a multi-collection search gives the same results, scores and
+// collection weights on the cluster as in the embedded store (dense and hybrid, whose
+// per-collection lists are the same on both).
+func clusterMultiParity(t *testing.T, co clusterOpener) {
+	ctx := bctx(t)
+	emb := embeddedOpener{}.open(t, behaviourEmbedder())
+	cl := co.open(t, behaviourEmbedder())
+	for _, m := range []*Memory{emb, cl} {
+		mustAdd(t, m.Collection("animals"), zoo()...)
+		mustAdd(t, m.Collection("garden"), plants()...)
+	}
+	w := map[string]float64{"animals": 2, "garden": 1}
+	for _, opts := range [][]SearchOption{
+		{WithMode(Dense), InCollections(w), TopK(12)},
+		{WithMode(Dense), InCollections(w), WithWhere(Where{"n": Where{"$lt": 3}})},
+		{WithMode(Dense), WithCascade(0.3, "garden", "animals"), TopK(6)},
+	} {
+		e, err1 := emb.Search(ctx, "a bird of the garden", opts...)
+		c, err2 := cl.Search(ctx, "a bird of the garden", opts...)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if len(e) == 0 || !reflect.DeepEqual(resultIDs(e), resultIDs(c)) {
+			t.Errorf("embedded %v, cluster %v", resultIDs(e), resultIDs(c))
+			continue
+		}
+		for i := range e {
+			if e[i].Collection != c[i].Collection || math.Abs(e[i].Score-c[i].Score) > 1e-6 ||
+				e[i].Explain.CollectionWeight != c[i].Explain.CollectionWeight || e[i].Explain.Cascade != c[i].Explain.Cascade {
+				t.Errorf("#%d %s: embedded %s %v %v %d, cluster %s %v %v %d", i, e[i].ID, e[i].Collection, e[i].Score,
+					e[i].Explain.CollectionWeight, e[i].Explain.Cascade, c[i].Collection, c[i].Score, c[i].Explain.CollectionWeight, c[i].Explain.Cascade)
+			}
+		}
+	}
+}
