@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
+	"github.com/agentmem/memory/sop"
 )
 
 // More of the behaviour suite (behaviour_test.go): the operations a store on a cluster
@@ -29,6 +30,7 @@ func init() {
 		{"Replace", behaviourReplace},
 		{"BeginReplace", behaviourBeginReplace},
 		{"AddCode", behaviourAddCode},
+		{"SOPs", behaviourSOPs},
 	}...)
 }
 
@@ -405,4 +407,54 @@ func codeIDs(t *testing.T, root string) []string {
 		t.Fatalf("the tree has %d chunks (%v), want one per function", len(ids), ids)
 	}
 	return ids
+}
+
+// behaviourSOPs: SaveSOPs keeps the procedures, and the store opened again loads exactly
+// those saved last (a procedure removed and saved again is gone).
+func behaviourSOPs(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	if n := m.SOPs().Len(); n != 0 {
+		t.Fatalf("a new store has %d procedures", n)
+	}
+	procs := []sop.Procedure{
+		{Name: "deploy", Description: "ship it", Trigger: sop.Triggers{"deploy", "release"}, Category: "devops", Priority: 2,
+			Steps: []sop.Step{{Action: "run the tests"}, {Action: "tag the release", Condition: "tests pass"}}},
+		{Name: "Debug Crash ü", Trigger: sop.Triggers{"crash", "panic*"}, Steps: []sop.Step{{Action: "read the stack"}}},
+	}
+	if err := m.SOPs().Add(procs...); err != nil {
+		t.Fatal(err)
+	}
+	want := m.SOPs().List("")
+	if err := m.SaveSOPs(); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	m2, err := so.reopen(t, m, behaviourEmbedder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m2.SOPs().List(""); !reflect.DeepEqual(got, want) {
+		t.Fatalf("procedures after reopening: %+v, want %+v", got, want)
+	}
+	if ms := m2.SOPs().Match("how do I release this", 1, sop.MatchOptions{}); len(ms) != 1 || ms[0].SOP.Name != "deploy" {
+		t.Errorf("Match(release) = %+v, want deploy", ms)
+	}
+	if err := m2.SOPs().Remove("Debug Crash ü"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.SaveSOPs(); err != nil {
+		t.Fatal(err)
+	}
+	m2.Close()
+	m3, err := so.reopen(t, m, behaviourEmbedder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m3.SOPs().List(""); len(got) != 1 || got[0].Name != "deploy" {
+		t.Errorf("procedures after a removal: %+v, want deploy only", got)
+	}
+	m3.Close()
+	if err := m3.SaveSOPs(); !errors.Is(err, ErrClosed) {
+		t.Errorf("SaveSOPs after Close: %v, want ErrClosed", err)
+	}
 }

@@ -88,6 +88,8 @@ type clusterStore struct {
 
 	mu      sync.Mutex
 	classes map[string]*clusterClass // by collection name: those known to exist
+
+	sopErr error // loading the procedures failed: SaveSOPs refuses (cluster_sops.go)
 }
 
 // clusterClass is what this process knows of a collection's class.

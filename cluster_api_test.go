@@ -7,6 +7,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/agentmem/memory/sop"
 )
 
 // The cluster's own tests of what it builds from its searches and writes (see
@@ -19,6 +21,7 @@ func init() {
 	}{
 		{"ReplaceOrder", clusterReplaceOrder},
 		{"MultiCollectionParity", clusterMultiParity},
+		{"SOPsShared", clusterSOPsShared},
 	}...)
 }
 
@@ -102,6 +105,46 @@ func clusterMultiParity(t *testing.T, co clusterOpener) {
 				t.Errorf("#%d %s: embedded %s %v %v %d, cluster %s %v %v %d", i, e[i].ID, e[i].Collection, e[i].Score,
 					e[i].Explain.CollectionWeight, e[i].Explain.Cascade, c[i].Collection, c[i].Score, c[i].Explain.CollectionWeight, c[i].Explain.Cascade)
 			}
+		}
+	}
+}
+
+// clusterSOPsShared: two clients of one cluster and prefix, open at once, share the
+// procedures one of them saves; their class is no collection, and collections whose names
+// look like it keep their own classes.
+func clusterSOPsShared(t *testing.T, co clusterOpener) {
+	addr := co.newAddr(t)
+	ctx := bctx(t)
+	a, err := Open(addr, WithConsistency(testConsistency))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(addr, WithConsistency(testConsistency))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, col := range []string{"sops", "_SOPs", "SOPs"} {
+		mustAdd(t, a.Collection(col), Document{ID: "d", Text: "collection " + col})
+	}
+	p := sop.Procedure{Name: "rollback", Trigger: sop.Triggers{"rollback"}, Steps: []sop.Step{{Action: "revert the deploy"}}}
+	if err := a.SOPs().Add(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SaveSOPs(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.SOPs().Get("rollback"); err != nil || got.Steps[0].Action != "revert the deploy" {
+		t.Errorf("the other client's procedure: %+v, %v", got, err)
+	}
+	cols, err := b.Collections(ctx)
+	if err != nil || !reflect.DeepEqual(cols, []string{"SOPs", "_SOPs", "sops"}) {
+		t.Errorf("Collections = %v, %v; want the three collections only", cols, err)
+	}
+	for _, col := range cols {
+		if d, err := b.Collection(col).Get(ctx, "d"); err != nil || d.Text != "collection "+col {
+			t.Errorf("collection %s: %+v, %v", col, d, err)
 		}
 	}
 }
