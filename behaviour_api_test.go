@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -31,6 +32,7 @@ func init() {
 		{"BeginReplace", behaviourBeginReplace},
 		{"AddCode", behaviourAddCode},
 		{"SOPs", behaviourSOPs},
+		{"WhereDocument", behaviourWhereDocument},
 	}...)
 }
 
@@ -456,5 +458,70 @@ func behaviourSOPs(t *testing.T, so storeOpener) {
 	m3.Close()
 	if err := m3.SaveSOPs(); !errors.Is(err, ErrClosed) {
 		t.Errorf("SaveSOPs after Close: %v, want ErrClosed", err)
+	}
+}
+
+// behaviourWhereDocument: where_document keeps exactly the documents whose title or text
+// holds the substring (inside a word, across words, case-sensitive), or matches the
+// regular expression, before ranking: a dense search so filtered is the unfiltered one
+// less the documents it drops, in the same order with the same scores.
+func behaviourWhereDocument(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	mustAdd(t, m, zoo()...)
+	for _, tc := range []struct {
+		name string
+		wd   WhereDocument
+		w    Where
+		want []string
+	}{
+		{"across words", WhereDocument{"$contains": "food number 7"}, nil, []string{"z07"}},
+		{"inside a word", WhereDocument{"$contains": "ecko"}, nil, []string{"z06"}},
+		{"title", WhereDocument{"$contains": "The camel"}, nil, []string{"z02"}},
+		{"case", WhereDocument{"$contains": "GECKO"}, nil, []string{}},
+		{"regex", WhereDocument{"$regex": `number [0-2]\.`}, nil, []string{"z00", "z01", "z02"}},
+		{"or", WhereDocument{"$or": []any{WhereDocument{"$contains": "emu "}, WhereDocument{"$contains": "ibis"}}}, nil, []string{"z04", "z08"}},
+		{"and Where", WhereDocument{"$not_contains": "heron"}, Where{"kind": "bird"}, []string{"z04", "z08"}},
+		{"not", WhereDocument{"$not_contains": "number 1."}, nil, []string{"z00", "z02", "z03", "z04", "z05", "z06", "z07", "z08", "z09"}},
+	} {
+		for _, mode := range []Mode{BM25, Dense, Hybrid} {
+			opts := []SearchOption{WithMode(mode), WithWhereDocument(tc.wd), TopK(10)}
+			if tc.w != nil {
+				opts = append(opts, WithWhere(tc.w))
+			}
+			res, err := m.Search(ctx, "animal zoo food", opts...)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tc.name, mode, err)
+			}
+			if got := sortedIDs(res); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("%s %s: %v, want %v", tc.name, mode, got, tc.want)
+			}
+		}
+	}
+	all, err := m.Search(ctx, "the gecko eats food", WithMode(Dense), TopK(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := m.Search(ctx, "the gecko eats food", WithMode(Dense), TopK(9), WithWhereDocument(WhereDocument{"$not_contains": "number 1."}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(all, func(r Result) bool { return r.ID == "z01" })
+	if !reflect.DeepEqual(resultIDs(res), resultIDs(want)) {
+		t.Fatalf("filtered %v, want the unfiltered %v less z01", resultIDs(res), resultIDs(want))
+	}
+	for i := range res {
+		if math.Abs(res[i].Score-want[i].Score) > 1e-9 {
+			t.Errorf("#%d %s: score %v, unfiltered %v", i, res[i].ID, res[i].Score, want[i].Score)
+		}
+	}
+	for name, wd := range map[string]WhereDocument{
+		"empty":   {"$contains": ""},
+		"unknown": {"$like": "x"},
+		"regex":   {"$regex": "("},
+	} {
+		if _, err := m.Search(ctx, "zoo", WithWhereDocument(wd)); !errors.Is(err, ErrInvalidFilter) {
+			t.Errorf("%s: %v, want ErrInvalidFilter", name, err)
+		}
 	}
 }

@@ -4,8 +4,10 @@ package memory
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentmem/memory/sop"
@@ -22,6 +24,7 @@ func init() {
 		{"ReplaceOrder", clusterReplaceOrder},
 		{"MultiCollectionParity", clusterMultiParity},
 		{"SOPsShared", clusterSOPsShared},
+		{"WhereDocumentPaths", clusterWhereDocumentPaths},
 	}...)
 }
 
@@ -146,5 +149,45 @@ func clusterSOPsShared(t *testing.T, co clusterOpener) {
 		if d, err := b.Collection(col).Get(ctx, "d"); err != nil || d.Text != "collection "+col {
 			t.Errorf("collection %s: %+v, %v", col, d, err)
 		}
+	}
+}
+
+// clusterWhereDocumentPaths: where_document gives the same results whether the documents
+// it leaves go to Weaviate as a filter of ids or are filtered here from longer lists; a
+// list that would need more candidates than Weaviate returns is ErrNotSupported naming it.
+func clusterWhereDocumentPaths(t *testing.T, co clusterOpener) {
+	m := co.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	docs := zoo()
+	for i := 0; i < 40; i++ {
+		docs = append(docs, Document{ID: fmt.Sprintf("f%02d", i), Text: fmt.Sprintf("filler text of the zoo, animal %d%s", i, strings.Repeat(" pad", i))}) // lengths apart: no BM25 ties
+	}
+	mustAdd(t, m, docs...)
+	defer func(ids, max int) { maxScopeIDs, clusterMaxResults = ids, max }(maxScopeIDs, clusterMaxResults)
+	for _, wd := range []WhereDocument{{"$contains": "food number"}, {"$contains": "ecko"}, {"$regex": "animal [13]"}} {
+		for _, mode := range []Mode{BM25, Dense, Hybrid} {
+			opts := []SearchOption{WithMode(mode), WithWhereDocument(wd), TopK(5), WithWindow(5)}
+			maxScopeIDs = 2000
+			a, err1 := m.Search(ctx, "animal of the zoo", opts...)
+			maxScopeIDs = 0
+			b, err2 := m.Search(ctx, "animal of the zoo", opts...)
+			if err1 != nil || err2 != nil || len(a) == 0 {
+				t.Fatalf("%v %s: %v, %v, %v", wd, mode, resultIDs(a), err1, err2)
+			}
+			if !reflect.DeepEqual(resultIDs(a), resultIDs(b)) {
+				t.Errorf("%v %s: ids in the filter %v, filtered here %v", wd, mode, resultIDs(a), resultIDs(b))
+				continue
+			}
+			for i := range a {
+				if math.Abs(a[i].Score-b[i].Score) > 1e-12 {
+					t.Errorf("%v %s #%d: scores %v, %v", wd, mode, i, a[i].Score, b[i].Score)
+				}
+			}
+		}
+	}
+	maxScopeIDs, clusterMaxResults = 0, 4
+	_, err := m.Search(ctx, "filler text", WithMode(Dense), WithWhereDocument(WhereDocument{"$contains": "ecko"}), TopK(3))
+	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "WithWhereDocument") {
+		t.Errorf("a scope beyond Weaviate's results: %v, want ErrNotSupported naming WithWhereDocument", err)
 	}
 }

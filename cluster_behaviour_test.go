@@ -370,10 +370,6 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 			return err
 		},
 		"CreateCollection analyzer": func() error { _, err := m.CreateCollection("x", WithCollectionAnalyzer("en")); return err },
-		"WithWhereDocument": func() error {
-			_, err := m.Search(ctx, "zoo", WithWhereDocument(WhereDocument{"$contains": "zoo"}))
-			return err
-		},
 		"$ne": func() error {
 			_, err := m.Search(ctx, "zoo", WithWhere(Where{"kind": Where{"$ne": "bird"}}))
 			return err

@@ -34,14 +34,15 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 	switch {
 	case so.Cascade != nil: // each step a search of one collection (cluster_collections.go)
 		return searcher{m}.searchCascade(ctx, query, so, opts)
-	case len(so.WhereDocument) > 0:
-		return nil, unsupported("WithWhereDocument (Weaviate's text filters are token-based, not substrings)")
 	case so.CollapseThreshold > 0:
 		return nil, unsupported("WithCollapse")
 	case so.QueryVectors != nil:
 		return nil, unsupported("WithQueryVectors")
 	}
 	if err := so.normalise(); err != nil {
+		return nil, err
+	}
+	if _, err := docfilter.CompileDocument(so.WhereDocument); err != nil {
 		return nil, err
 	}
 	sr := searcher{m}
@@ -103,6 +104,18 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 	if wf.none {
 		return []Result{}, nil
 	}
+	ds, err := cs.documentScope(ctx, cc, wf, so.WhereDocument) // where_document (cluster_wheredoc.go)
+	st.Filter = time.Since(tf)
+	if err != nil {
+		return nil, err
+	}
+	if ds != nil {
+		st.Allowed = len(ds.allowed)
+		if len(ds.allowed) == 0 {
+			return []Result{}, nil
+		}
+		wf = ds.narrow(wf)
+	}
 	best := map[string]map[string]string{}
 	var rs []hybrid.Retriever[struct{}]
 	for _, r := range retrievers {
@@ -119,9 +132,9 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 		rs = append(rs, hybrid.Retriever[struct{}]{Name: r.name, Weight: w, Search: func(ctx context.Context, _ struct{}, k int) ([]hybrid.Hit, error) {
 			t := time.Now()
 			defer func() { *r.elapsed(st) += time.Since(t) }()
-			return searchUnits(k, math.MaxInt32, so.AllChunks, b, func(k int) ([]hybrid.Hit, error) {
+			return searchUnits(k, math.MaxInt32, so.AllChunks, b, ds.recall(func(k int) ([]hybrid.Hit, error) {
 				return cs.recall(ctx, cc, r.name, query, qv, wf, k)
-			})
+			}))
 		}})
 	}
 	lists, err := retrieveAll(ctx, so.retrieverWindow(mode), rs)
@@ -137,6 +150,7 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 	if err != nil {
 		return nil, err
 	}
+	cands = ds.keep(cands)
 	if so.Rerank && len(cands) > 0 {
 		t := time.Now()
 		if err := sr.rerank(ctx, query, cands, so.RerankTop); err != nil {
