@@ -82,31 +82,38 @@ func behaviourMultiCollection(t *testing.T, so storeOpener) {
 		if len(res) == 0 || res[0].ID != "p00" || res[0].Collection != "garden" {
 			t.Fatalf("%s: first result %v, want p00 of the garden", mode, resultIDs(res))
 		}
-		// Each result's score is weight/(k + its rank in its collection's own search).
-		rank := map[string]map[string]int{}
+		// The results of each collection come in the order of its own list, the r-th with
+		// score weight/(k + r), and are results of its own search. (Not the same rank as a
+		// search of its own: documents that tie, as several here do in dense recall, may
+		// come back in another order from another replica.)
+		own := map[string]map[string]bool{}
 		for col := range weights {
-			own, err := m.Collection(col).Search(ctx, "gecko fern", WithMode(mode), TopK(100))
+			res, err := m.Collection(col).Search(ctx, "gecko fern", WithMode(mode), TopK(100))
 			if err != nil {
 				t.Fatal(err)
 			}
-			rank[col] = map[string]int{}
-			for i, r := range own {
-				rank[col][r.ID] = i + 1
+			own[col] = map[string]bool{}
+			for _, r := range res {
+				own[col][r.ID] = true
 			}
 		}
+		nth := map[string]int{}
 		for i, r := range res {
 			w := weights[r.Collection]
-			rk, ok := rank[r.Collection][r.ID]
-			if !ok || r.Explain.CollectionWeight != w {
-				t.Errorf("%s #%d %s: collection %q rank %d weight %v", mode, i, r.ID, r.Collection, rk, r.Explain.CollectionWeight)
+			nth[r.Collection]++
+			if !own[r.Collection][r.ID] || r.Explain.CollectionWeight != w {
+				t.Errorf("%s #%d %s: collection %q weight %v, not a result of its own search", mode, i, r.ID, r.Collection, r.Explain.CollectionWeight)
 				continue
 			}
-			if want := w / (hybrid.DefaultRRFK + float64(rk)); math.Abs(r.Score-want) > 1e-12 {
-				t.Errorf("%s #%d %s: score %v, want %v (weight %v, rank %d)", mode, i, r.ID, r.Score, want, w, rk)
+			if want := w / (hybrid.DefaultRRFK + float64(nth[r.Collection])); math.Abs(r.Score-want) > 1e-12 {
+				t.Errorf("%s #%d %s: score %v, want %v (weight %v, #%d of its collection)", mode, i, r.ID, r.Score, want, w, nth[r.Collection])
 			}
 			if i > 0 && r.Score > res[i-1].Score {
 				t.Errorf("%s: #%d scores %v above #%d's %v", mode, i, r.Score, i-1, res[i-1].Score)
 			}
+		}
+		if nth["animals"] == 0 || nth["garden"] == 0 {
+			t.Errorf("%s: %v, want results of both collections", mode, resultIDs(res))
 		}
 	}
 	// A Where applies to every collection; a collection of weight 0 is not searched.
@@ -507,12 +514,14 @@ func behaviourWhereDocument(t *testing.T, so storeOpener) {
 		t.Fatal(err)
 	}
 	want := slices.DeleteFunc(all, func(r Result) bool { return r.ID == "z01" })
-	if !reflect.DeepEqual(resultIDs(res), resultIDs(want)) {
+	if len(res) != len(want) || slices.ContainsFunc(res, func(r Result) bool { return r.ID == "z01" }) {
 		t.Fatalf("filtered %v, want the unfiltered %v less z01", resultIDs(res), resultIDs(want))
 	}
-	for i := range res {
-		if math.Abs(res[i].Score-want[i].Score) > 1e-9 {
-			t.Errorf("#%d %s: score %v, unfiltered %v", i, res[i].ID, res[i].Score, want[i].Score)
+	for i := range res { // the same scores; the same ids but where scores tie (any order)
+		tie := func(j int) bool { return j >= 0 && j < len(want) && math.Abs(want[j].Score-want[i].Score) < 1e-7 }
+		tied := tie(i-1) || tie(i+1)
+		if math.Abs(res[i].Score-want[i].Score) > 1e-9 || !tied && res[i].ID != want[i].ID {
+			t.Errorf("#%d %s: score %v, unfiltered %s %v", i, res[i].ID, res[i].Score, want[i].ID, want[i].Score)
 		}
 	}
 	for name, wd := range map[string]WhereDocument{
