@@ -15,6 +15,7 @@ import (
 	"github.com/agentmem/memory/chunker"
 	"github.com/agentmem/memory/hybrid"
 	"github.com/agentmem/memory/sop"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // More of the behaviour suite (behaviour_test.go): the operations a store on a cluster
@@ -33,6 +34,7 @@ func init() {
 		{"AddCode", behaviourAddCode},
 		{"SOPs", behaviourSOPs},
 		{"WhereDocument", behaviourWhereDocument},
+		{"QueryVectors", behaviourQueryVectors},
 	}...)
 }
 
@@ -531,6 +533,47 @@ func behaviourWhereDocument(t *testing.T, so storeOpener) {
 	} {
 		if _, err := m.Search(ctx, "zoo", WithWhereDocument(wd)); !errors.Is(err, ErrInvalidFilter) {
 			t.Errorf("%s: %v, want ErrInvalidFilter", name, err)
+		}
+	}
+}
+
+// behaviourQueryVectors: SearchBatch with WithQueryVectors searches each query by its own
+// vector (nil: its text embedded); bad vectors are refused before any search.
+func behaviourQueryVectors(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	docs := zoo()
+	mustAdd(t, m, docs...)
+	e := vectorstore.NewHashEmbedder(behaviourDim)
+	vs, err := e.Embed(ctx, []string{embedText(docs[1].Title, docs[1].Text), embedText(docs[5].Title, docs[5].Text)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.SearchBatch(ctx, []string{"", "", "heron"}, WithMode(Dense), TopK(1), WithQueryVectors([][]float32{vs[0], vs[1], nil}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, res := range out {
+		got = append(got, resultIDs(res)...)
+	}
+	if !reflect.DeepEqual(got, []string{"z01", "z05", "z07"}) {
+		t.Errorf("top hits %v, want [z01 z05 z07]", got)
+	}
+	for name, opts := range map[string][]SearchOption{
+		"count":    {WithQueryVectors([][]float32{vs[0]})},
+		"dim":      {WithQueryVectors([][]float32{vs[0][:3], nil})},
+		"both":     {WithQueryVectors([][]float32{vs[0], nil}), WithQueryVector(vs[0])},
+		"Search's": nil,
+	} {
+		var err error
+		if opts == nil {
+			_, err = m.Search(ctx, "x", WithQueryVectors([][]float32{vs[0]}))
+		} else {
+			_, err = m.SearchBatch(ctx, []string{"a", "b"}, append(opts, WithMode(Dense))...)
+		}
+		if !errors.Is(err, ErrQueryVector) {
+			t.Errorf("%s: %v, want ErrQueryVector", name, err)
 		}
 	}
 }

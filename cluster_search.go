@@ -36,8 +36,6 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 		return searcher{m}.searchCascade(ctx, query, so, opts)
 	case so.CollapseThreshold > 0:
 		return nil, unsupported("WithCollapse")
-	case so.QueryVectors != nil:
-		return nil, unsupported("WithQueryVectors")
 	}
 	if err := so.normalise(); err != nil {
 		return nil, err
@@ -368,18 +366,26 @@ func rescoreMissed(f hybrid.Fused, ex *Explanation, rel *relevanceScorer, qv, ve
 	return mean.value()
 }
 
-// searchBatch is SearchBatch on a cluster: the searches one after another.
+// searchBatch is SearchBatch on a cluster: the searches one after another, each with its
+// own vector of WithQueryVectors (checked first, as the embedded store checks them).
 func (cs *clusterStore) searchBatch(ctx context.Context, m *Memory, col string, queries []string, opts []SearchOption) ([][]Result, error) {
+	if len(queries) > maxBatchQueries {
+		return nil, fmt.Errorf("%w: %d queries in one batch, the cap is %d", ErrQueryTooLarge, len(queries), maxBatchQueries)
+	}
 	var so SearchOptions
 	for _, fn := range opts {
 		fn(&so)
 	}
-	if so.QueryVectors != nil {
-		return nil, unsupported("WithQueryVectors")
+	if err := m.Collection(col).checkBatchVectors(queries, so); err != nil {
+		return nil, err
 	}
 	out := make([][]Result, len(queries))
 	for i, q := range queries {
-		res, err := cs.search(ctx, m, col, q, opts)
+		qopts := opts
+		if vs := so.QueryVectors; vs != nil { // this query's vector alone
+			qopts = append(opts[:len(opts):len(opts)], func(s *SearchOptions) { s.QueryVectors, s.QueryVector = nil, vs[i] })
+		}
+		res, err := cs.search(ctx, m, col, q, qopts)
 		if err != nil {
 			return nil, fmt.Errorf("query %d: %w", i, err)
 		}
