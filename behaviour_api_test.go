@@ -35,6 +35,7 @@ func init() {
 		{"SOPs", behaviourSOPs},
 		{"WhereDocument", behaviourWhereDocument},
 		{"QueryVectors", behaviourQueryVectors},
+		{"Collapse", behaviourCollapse},
 	}...)
 }
 
@@ -575,5 +576,44 @@ func behaviourQueryVectors(t *testing.T, so storeOpener) {
 		if !errors.Is(err, ErrQueryVector) {
 			t.Errorf("%s: %v, want ErrQueryVector", name, err)
 		}
+	}
+}
+
+// behaviourCollapse: WithCollapse drops a result whose stored vector is a near-duplicate of
+// a better one's, in one collection and across collections; it needs an embedder.
+func behaviourCollapse(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	dups := []Document{
+		{ID: "d1", Text: "the red fox jumps over the fence"},
+		{ID: "d2", Text: "the red fox jumps over the fence"},
+		{ID: "d3", Text: "a red fox sleeps in the den"},
+	}
+	mustAdd(t, m, dups...)
+	mustAdd(t, m.Collection("other"), dups[0])
+	for _, mode := range []Mode{BM25, Dense, Hybrid} {
+		all, err := m.Search(ctx, "red fox fence", WithMode(mode))
+		if err != nil || len(all) != 3 {
+			t.Fatalf("%s: %v, %v; want 3 results", mode, resultIDs(all), err)
+		}
+		res, err := m.Search(ctx, "red fox fence", WithMode(mode), WithCollapse(0.99))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sortedIDs(res); len(got) != 2 || got[1] != "d3" || (got[0] != "d1" && got[0] != "d2") {
+			t.Errorf("%s collapsed: %v, want one of d1, d2, and d3", mode, got)
+		}
+		multi, err := m.Search(ctx, "red fox fence", WithMode(mode), WithCollapse(0.99), InCollections(map[string]float64{"default": 1, "other": 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(multi) != 2 {
+			t.Errorf("%s collapsed over two collections: %v, want 2", mode, resultIDs(multi))
+		}
+	}
+	bare := so.open(t)
+	mustAdd(t, bare, Document{ID: "x", Text: "red fox"})
+	if _, err := bare.Search(ctx, "fox", WithCollapse(0.9)); !errors.Is(err, ErrNoEmbedder) {
+		t.Errorf("collapse without an embedder: %v, want ErrNoEmbedder", err)
 	}
 }

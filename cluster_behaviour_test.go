@@ -380,7 +380,6 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 		"Memory.Check":    func() error { _, err := m.Check(ctx, false); return err },
 		"Memory.Export":   func() error { _, err := m.Export(ctx, io.Discard); return err },
 		"Memory.Import":   func() error { _, err := m.Import(ctx, strings.NewReader(""), ImportOptions{}); return err },
-		"WithCollapse":    func() error { _, err := m.Search(ctx, "zoo", WithCollapse(0.9)); return err },
 	}
 	if lib := m.SOPs(); lib == nil {
 		t.Error("SOPs: nil library on a cluster store")

@@ -34,8 +34,6 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 	switch {
 	case so.Cascade != nil: // each step a search of one collection (cluster_collections.go)
 		return searcher{m}.searchCascade(ctx, query, so, opts)
-	case so.CollapseThreshold > 0:
-		return nil, unsupported("WithCollapse")
 	}
 	if err := so.normalise(); err != nil {
 		return nil, err
@@ -55,6 +53,9 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 	}
 	if so.Rerank && m.opts.Reranker == nil {
 		return nil, ErrNoReranker
+	}
+	if so.CollapseThreshold > 0 && m.opts.Embedder == nil {
+		return nil, fmt.Errorf("%w: collapse compares the results' dense vectors", ErrNoEmbedder)
 	}
 	st := so.stats
 	if st == nil {
@@ -155,6 +156,11 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 			return nil, err
 		}
 		st.Rerank = time.Since(t)
+	}
+	if so.CollapseThreshold > 0 {
+		if cands, err = sr.collapse(ctx, cands, so.CollapseThreshold); err != nil {
+			return nil, err
+		}
 	}
 	if so.SourceDedup {
 		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
