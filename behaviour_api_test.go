@@ -36,6 +36,7 @@ func init() {
 		{"WhereDocument", behaviourWhereDocument},
 		{"QueryVectors", behaviourQueryVectors},
 		{"Collapse", behaviourCollapse},
+		{"Find", behaviourFind},
 	}...)
 }
 
@@ -615,5 +616,59 @@ func behaviourCollapse(t *testing.T, so storeOpener) {
 	mustAdd(t, bare, Document{ID: "x", Text: "red fox"})
 	if _, err := bare.Search(ctx, "fox", WithCollapse(0.9)); !errors.Is(err, ErrNoEmbedder) {
 		t.Errorf("collapse without an embedder: %v, want ErrNoEmbedder", err)
+	}
+}
+
+// behaviourFind: Find lists whole documents in id order (or in the order of IDs), filtered
+// by any Where (negations included) and where_document, with After, Offset and Limit.
+func behaviourFind(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	docs := zoo()
+	mustAdd(t, m, docs...)
+	c := m.Collection("")
+	for _, tc := range []struct {
+		name string
+		o    FindOptions
+		want []string
+	}{
+		{"all", FindOptions{}, []string{"z00", "z01", "z02", "z03", "z04", "z05", "z06", "z07", "z08", "z09"}},
+		{"where", FindOptions{Where: Where{"kind": "bird"}}, []string{"z04", "z07", "z08"}},
+		{"$ne", FindOptions{Where: Where{"legs": Where{"$ne": 4}}}, []string{"z04", "z07", "z08"}},
+		{"$nin and $gt on a string", FindOptions{Where: Where{"$and": []any{Where{"kind": Where{"$nin": []any{"bird"}}}, Where{"kind": Where{"$gt": "a"}}}}},
+			[]string{"z00", "z01", "z02", "z03", "z05", "z06", "z09"}},
+		{"where_document", FindOptions{WhereDocument: WhereDocument{"$contains": "ecko"}}, []string{"z06"}},
+		{"after", FindOptions{After: "z05", Limit: 2}, []string{"z06", "z07"}},
+		{"offset", FindOptions{Offset: 1, Limit: 2, Where: Where{"night": true}}, []string{"z03", "z06"}},
+		{"ids", FindOptions{IDs: []string{"z03", "nope", "z01", "z03"}}, []string{"z03", "z01"}},
+		{"ids and where", FindOptions{IDs: []string{"z07", "z01", "z04"}, Where: Where{"kind": "bird"}, Limit: 1}, []string{"z07"}},
+		{"none", FindOptions{Where: Where{"nokey": 1}}, []string{}},
+	} {
+		got, err := c.Find(ctx, tc.o)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		ids := make([]string, len(got))
+		for i, d := range got {
+			ids[i] = d.ID
+		}
+		if !reflect.DeepEqual(ids, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, ids, tc.want)
+		}
+	}
+	got, err := c.Find(ctx, FindOptions{IDs: []string{"z00"}})
+	if err != nil || len(got) != 1 || got[0].Text != docs[0].Text || got[0].Title != docs[0].Title || got[0].Source != docs[0].Source ||
+		got[0].Metadata["kind"] != "mammal" || got[0].Embedding != nil {
+		t.Errorf("Find(z00) = %+v, %v", got, err)
+	}
+	if _, err := m.Collection("nope").Find(ctx, FindOptions{}); !errors.Is(err, ErrCollectionNotFound) {
+		t.Errorf("Find in a missing collection: %v", err)
+	}
+	if _, err := c.Find(ctx, FindOptions{Offset: -1}); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("negative offset: %v", err)
+	}
+	if _, err := c.Find(ctx, FindOptions{Where: Where{"$bad": 1}}); !errors.Is(err, ErrInvalidFilter) {
+		t.Errorf("bad Where: %v", err)
 	}
 }

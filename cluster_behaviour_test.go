@@ -358,7 +358,6 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 	mustAdd(t, m, zoo()...)
 	c := m.Collection("")
 	calls := map[string]func() error{
-		"Collection.Find":              func() error { _, err := c.Find(ctx, FindOptions{}); return err },
 		"Collection.Compact":           func() error { return c.Compact(ctx) },
 		"Memory.Compact":               func() error { return m.Compact(ctx) },
 		"Memory.CollectionMetadata":    func() error { _, err := m.CollectionMetadata(ctx, ""); return err },
