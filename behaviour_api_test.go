@@ -37,6 +37,7 @@ func init() {
 		{"QueryVectors", behaviourQueryVectors},
 		{"Collapse", behaviourCollapse},
 		{"Find", behaviourFind},
+		{"CollectionMetadata", behaviourCollectionMeta},
 	}...)
 }
 
@@ -670,5 +671,83 @@ func behaviourFind(t *testing.T, so storeOpener) {
 	}
 	if _, err := c.Find(ctx, FindOptions{Where: Where{"$bad": 1}}); !errors.Is(err, ErrInvalidFilter) {
 		t.Errorf("bad Where: %v", err)
+	}
+}
+
+// behaviourCollectionMeta: a collection's metadata is set at creation (an existing
+// collection keeps its own), replaced by SetCollectionMetadata, kept across a reopen, and
+// leaves the documents alone; bad metadata and missing collections are refused.
+func behaviourCollectionMeta(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder())
+	ctx := bctx(t)
+	meta := func(name string) map[string]any {
+		t.Helper()
+		md, err := m.CollectionMetadata(ctx, name)
+		if err != nil {
+			t.Fatalf("CollectionMetadata(%q): %v", name, err)
+		}
+		return md
+	}
+	if md := meta(""); len(md) != 0 {
+		t.Errorf("default collection before a write: %v", md)
+	}
+	c, err := m.CreateCollection("docs", WithCollectionMetadata(map[string]any{"owner": "ana", "version": 2, "public": true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"owner": "ana", "version": 2.0, "public": true}
+	if md := meta("docs"); !reflect.DeepEqual(md, want) {
+		t.Fatalf("metadata %v, want %v", md, want)
+	}
+	mustAdd(t, c, Document{ID: "d", Text: "kept document"})
+	if _, err := m.CreateCollection("docs", WithCollectionMetadata(map[string]any{"x": 1})); err != nil {
+		t.Fatal(err)
+	}
+	if md := meta("docs"); !reflect.DeepEqual(md, want) {
+		t.Errorf("after a second CreateCollection: %v, want the first metadata %v", md, want)
+	}
+	if err := m.SetCollectionMetadata(ctx, "docs", map[string]any{"owner": "bo"}); err != nil {
+		t.Fatal(err)
+	}
+	if md, err := c.Metadata(ctx); err != nil || !reflect.DeepEqual(md, map[string]any{"owner": "bo"}) {
+		t.Errorf("replaced metadata %v, %v", md, err)
+	}
+	if err := m.SetCollectionMetadata(ctx, "docs", map[string]any{"bad": []any{1}}); !errors.Is(err, ErrInvalidMetadata) {
+		t.Errorf("a list value: %v, want ErrInvalidMetadata", err)
+	}
+	if err := m.SetCollectionMetadata(ctx, "", map[string]any{"a": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"get": func() error { _, err := m.CollectionMetadata(ctx, "nope"); return err }(),
+		"set": m.SetCollectionMetadata(ctx, "nope", map[string]any{"a": 1}),
+	} {
+		if !errors.Is(err, ErrCollectionNotFound) {
+			t.Errorf("%s of a missing collection: %v", name, err)
+		}
+	}
+	m.Close()
+	m2, err := so.reopen(t, m, behaviourEmbedder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = m2
+	if md := meta("docs"); !reflect.DeepEqual(md, map[string]any{"owner": "bo"}) {
+		t.Errorf("after reopening: %v", md)
+	}
+	if md := meta(""); !reflect.DeepEqual(md, map[string]any{"a": "b"}) {
+		t.Errorf("default collection after reopening: %v", md)
+	}
+	if err := m.SetCollectionMetadata(ctx, "docs", nil); err != nil {
+		t.Fatal(err)
+	}
+	if md := meta("docs"); len(md) != 0 {
+		t.Errorf("cleared metadata: %v", md)
+	}
+	if d, err := m.Collection("docs").Get(ctx, "d"); err != nil || d.Text != "kept document" {
+		t.Errorf("the collection's document: %+v, %v", d, err)
+	}
+	if res, err := m.Collection("docs").Search(ctx, "kept", WithMode(BM25)); err != nil || len(res) != 1 {
+		t.Errorf("search after the metadata changes: %v, %v", resultIDs(res), err)
 	}
 }

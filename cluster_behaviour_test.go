@@ -360,15 +360,9 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 	calls := map[string]func() error{
 		"Collection.Compact":           func() error { return c.Compact(ctx) },
 		"Memory.Compact":               func() error { return m.Compact(ctx) },
-		"Memory.CollectionMetadata":    func() error { _, err := m.CollectionMetadata(ctx, ""); return err },
-		"Memory.SetCollectionMetadata": func() error { return m.SetCollectionMetadata(ctx, "", map[string]any{"a": "b"}) },
 		"Memory.SetCollectionAnalyzer": func() error { return m.SetCollectionAnalyzer(ctx, "", "en") },
 		"Memory.RenameCollection":      func() error { return m.RenameCollection(ctx, DefaultCollection, "other") },
-		"CreateCollection metadata": func() error {
-			_, err := m.CreateCollection("x", WithCollectionMetadata(map[string]any{"a": 1}))
-			return err
-		},
-		"CreateCollection analyzer": func() error { _, err := m.CreateCollection("x", WithCollectionAnalyzer("en")); return err },
+		"CreateCollection analyzer":    func() error { _, err := m.CreateCollection("x", WithCollectionAnalyzer("en")); return err },
 		"$ne": func() error {
 			_, err := m.Search(ctx, "zoo", WithWhere(Where{"kind": Where{"$ne": "bird"}}))
 			return err
