@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -38,6 +39,7 @@ func init() {
 		{"Collapse", behaviourCollapse},
 		{"Find", behaviourFind},
 		{"CollectionMetadata", behaviourCollectionMeta},
+		{"Rerank", behaviourRerank},
 	}...)
 }
 
@@ -749,5 +751,44 @@ func behaviourCollectionMeta(t *testing.T, so storeOpener) {
 	}
 	if res, err := m.Collection("docs").Search(ctx, "kept", WithMode(BM25)); err != nil || len(res) != 1 {
 		t.Errorf("search after the metadata changes: %v, %v", resultIDs(res), err)
+	}
+}
+
+// lengthReranker scores a passage by its length: longer first (a reranker whose order
+// differs from the retrievers').
+type lengthReranker struct{}
+
+func (lengthReranker) Score(_ context.Context, _ string, passages []string) ([]float32, error) {
+	out := make([]float32, len(passages))
+	for i, p := range passages {
+		out[i] = float32(len(p)) / 10
+	}
+	return out, nil
+}
+
+// behaviourRerank: WithRerank reorders the fused candidates by the reranker's scores; the
+// results carry the probability as score and Relevance and the rerank rank in Explain.
+func behaviourRerank(t *testing.T, so storeOpener) {
+	m := so.open(t, behaviourEmbedder(), WithReranker(lengthReranker{}))
+	ctx := bctx(t)
+	mustAdd(t, m,
+		Document{ID: "short", Text: "otter"},
+		Document{ID: "long", Text: "otter otter, and a long story about the river and its banks"},
+		Document{ID: "mid", Text: "otter in the river"})
+	for _, mode := range []Mode{BM25, Dense, Hybrid} {
+		res, err := m.Search(ctx, "otter", WithMode(mode), WithRerank(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resultIDs(res); !reflect.DeepEqual(got, []string{"long", "mid", "short"}) {
+			t.Errorf("%s: %v, want [long mid short]", mode, got)
+			continue
+		}
+		for i, r := range res {
+			x := r.Explain.Rerank
+			if x == nil || x.Rank != i+1 || math.Abs(r.Score-x.Prob) > 1e-12 || r.Relevance != r.Score || r.Score <= 0.5 {
+				t.Errorf("%s #%d %s: score %v relevance %v rerank %+v", mode, i, r.ID, r.Score, r.Relevance, x)
+			}
+		}
 	}
 }
