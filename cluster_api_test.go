@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmem/memory/internal/weaviate"
 	"github.com/agentmem/memory/sop"
 )
 
@@ -25,6 +26,7 @@ func init() {
 		{"MultiCollectionParity", clusterMultiParity},
 		{"SOPsShared", clusterSOPsShared},
 		{"WhereDocumentPaths", clusterWhereDocumentPaths},
+		{"LargeRecords", clusterLargeRecords},
 	}...)
 }
 
@@ -203,5 +205,35 @@ func clusterWhereDocumentPaths(t *testing.T, co clusterOpener) {
 	_, err := m.Search(ctx, "filler text", WithMode(Dense), WithWhereDocument(WhereDocument{"$contains": "ecko"}), TopK(3))
 	if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "WithWhereDocument") {
 		t.Errorf("a scope beyond Weaviate's results: %v, want ErrNotSupported naming WithWhereDocument", err)
+	}
+}
+
+// clusterLargeRecords: the scans that read records (Find, Sources, where_document) ask
+// again in smaller pages when a page's answer is over the client's cap on a body.
+func clusterLargeRecords(t *testing.T, co clusterOpener) {
+	m := co.open(t)
+	ctx := bctx(t)
+	var docs []Document
+	for i := 0; i < 20; i++ {
+		docs = append(docs, Document{ID: fmt.Sprintf("big%02d", i), Text: fmt.Sprintf("word%d ", i) + strings.Repeat("lorem ipsum ", 500),
+			Source: fmt.Sprintf("s%d", i%3)})
+	}
+	mustAdd(t, m, docs...)
+	nodes, _, _ := parseClusterAddress(m.Dir())
+	small, err := weaviate.New(ctx, weaviate.Config{Endpoints: nodes, MaxBody: 40000}) // about 6 records a page
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cluster.wc = small
+	got, err := m.Collection("").Find(ctx, FindOptions{})
+	if err != nil || len(got) != 20 {
+		t.Fatalf("Find: %d documents, %v; want 20", len(got), err)
+	}
+	if srcs, err := m.Collection("").Sources(ctx); err != nil || !reflect.DeepEqual(srcs, []string{"s0", "s1", "s2"}) {
+		t.Errorf("Sources = %v, %v", srcs, err)
+	}
+	res, err := m.Search(ctx, "lorem", WithWhereDocument(WhereDocument{"$contains": "word7 "}))
+	if err != nil || !reflect.DeepEqual(resultIDs(res), []string{"big07"}) {
+		t.Errorf("where_document: %v, %v", resultIDs(res), err)
 	}
 }

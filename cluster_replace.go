@@ -2,8 +2,10 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/weaviate"
@@ -101,9 +103,10 @@ func (cs *clusterStore) replace(ctx context.Context, m *Memory, col string, wher
 // eachHead calls fn with the first object (one per document) of each document that f
 // matches, with the properties fields, once per document, in pages sorted by id (each
 // page after the last id of the one before: Weaviate's cursor reads one replica's shards
-// only).
+// only). A page whose answer is over the client's cap on a body (large records) is asked
+// again in smaller pages, down to one document.
 func (cs *clusterStore) eachHead(ctx context.Context, cc *clusterClass, f weaviate.Filter, fields []string, fn func(weaviate.Hit) error) error {
-	const page = 500
+	page := 500
 	seen := map[string]bool{}
 	last, first := "", true
 	for {
@@ -112,6 +115,10 @@ func (cs *clusterStore) eachHead(ctx context.Context, cc *clusterClass, f weavia
 			q.Where = weaviate.AllOf(f, weaviate.Where(weaviate.PropID, weaviate.GreaterThan, last))
 		}
 		hits, err := cs.wc.Fetch(ctx, q)
+		if err != nil && page > 1 && errors.Is(err, weaviate.ErrInvalid) && strings.Contains(err.Error(), "response body over") {
+			page = max(1, page/8)
+			continue
+		}
 		if err != nil {
 			return cs.classErr(err)
 		}
