@@ -99,6 +99,8 @@ type clusterStore struct {
 
 	mu      sync.Mutex
 	classes map[string]*clusterClass // by collection name: those known to exist
+
+	sopErr error // loading the procedures failed: SaveSOPs refuses (cluster_sops.go)
 }
 
 // clusterClass is what this process knows of a collection's class.
@@ -111,9 +113,10 @@ type clusterClass struct {
 
 // classDesc is the JSON of a class's description.
 type classDesc struct {
-	Memory     int      `json:"memory"`
-	Collection string   `json:"collection"`
-	Embedder   *embInfo `json:"embedder,omitempty"`
+	Memory     int            `json:"memory"`
+	Collection string         `json:"collection"`
+	Embedder   *embInfo       `json:"embedder,omitempty"`
+	Meta       map[string]any `json:"meta,omitempty"` // the collection's metadata (cluster_colmeta.go)
 }
 
 // Properties of the objects beyond docId, title and text.
@@ -400,6 +403,12 @@ func (cs *clusterStore) existing(ctx context.Context, name string) (*clusterClas
 
 // create returns collection name's class, creating it when it does not exist.
 func (cs *clusterStore) create(ctx context.Context, m *Memory, name string) (*clusterClass, bool, error) {
+	return cs.createWith(ctx, m, name, nil)
+}
+
+// createWith is create with the collection's metadata meta (normalised) recorded with a
+// class it creates.
+func (cs *clusterStore) createWith(ctx context.Context, m *Memory, name string, meta map[string]any) (*clusterClass, bool, error) {
 	if err := creatableCollectionName(name); err != nil {
 		return nil, false, err
 	}
@@ -410,7 +419,7 @@ func (cs *clusterStore) create(ctx context.Context, m *Memory, name string) (*cl
 	if len(cn) > maxClassName {
 		return nil, false, unsupported(fmt.Sprintf("collection name %s (its class name would have %d characters, Weaviate takes at most %d)", store.ShowKey(name), len(cn), maxClassName))
 	}
-	desc, err := json.Marshal(classDesc{Memory: 1, Collection: name, Embedder: m.man.Embedder})
+	desc, err := json.Marshal(classDesc{Memory: 1, Collection: name, Embedder: m.man.Embedder, Meta: meta})
 	if err != nil {
 		return nil, false, err
 	}
@@ -1010,14 +1019,18 @@ func (cs *clusterStore) createCollection(m *Memory, name string, opts []Collecti
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.meta != nil {
-		return nil, unsupported("WithCollectionMetadata")
-	}
 	if cfg.analyzer != "" {
 		return nil, unsupported("WithCollectionAnalyzer")
 	}
+	var meta map[string]any
+	if cfg.meta != nil {
+		var err error
+		if meta, err = normalCollectionMeta(cfg.meta); err != nil {
+			return nil, err
+		}
+	}
 	c := m.Collection(name)
-	if _, _, err := cs.create(context.Background(), m, c.name); err != nil {
+	if _, _, err := cs.createWith(context.Background(), m, c.name, meta); err != nil {
 		return nil, err
 	}
 	return c, nil

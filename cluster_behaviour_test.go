@@ -358,49 +358,19 @@ func clusterNotSupported(t *testing.T, co clusterOpener) {
 	mustAdd(t, m, zoo()...)
 	c := m.Collection("")
 	calls := map[string]func() error{
-		"Collection.Find":              func() error { _, err := c.Find(ctx, FindOptions{}); return err },
 		"Collection.Compact":           func() error { return c.Compact(ctx) },
 		"Memory.Compact":               func() error { return m.Compact(ctx) },
-		"Collection.Replace":           func() error { _, err := c.Replace(ctx, Where{"a": "b"}, Document{ID: "r", Text: "x"}); return err },
-		"Collection.ReplaceSource":     func() error { _, err := c.ReplaceSource(ctx, "s", Document{ID: "r", Text: "x"}); return err },
-		"Collection.Sources":           func() error { _, err := c.Sources(ctx); return err },
-		"Memory.CollectionMetadata":    func() error { _, err := m.CollectionMetadata(ctx, ""); return err },
-		"Memory.SetCollectionMetadata": func() error { return m.SetCollectionMetadata(ctx, "", map[string]any{"a": "b"}) },
 		"Memory.SetCollectionAnalyzer": func() error { return m.SetCollectionAnalyzer(ctx, "", "en") },
 		"Memory.RenameCollection":      func() error { return m.RenameCollection(ctx, DefaultCollection, "other") },
-		"Collection.AddCode": func() error {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package a\n\nfunc A() int { return 1 }\n"), 0o644); err != nil {
-				return err
-			}
-			_, err := c.AddCode(ctx, dir, CodeOptions{})
-			return err
-		},
-		"CreateCollection metadata": func() error {
-			_, err := m.CreateCollection("x", WithCollectionMetadata(map[string]any{"a": 1}))
-			return err
-		},
-		"CreateCollection analyzer": func() error { _, err := m.CreateCollection("x", WithCollectionAnalyzer("en")); return err },
-		"WithWhereDocument": func() error {
-			_, err := m.Search(ctx, "zoo", WithWhereDocument(WhereDocument{"$contains": "zoo"}))
-			return err
-		},
+		"CreateCollection analyzer":    func() error { _, err := m.CreateCollection("x", WithCollectionAnalyzer("en")); return err },
 		"$ne": func() error {
 			_, err := m.Search(ctx, "zoo", WithWhere(Where{"kind": Where{"$ne": "bird"}}))
 			return err
 		},
 		"$nin":            func() error { _, err := m.DeleteWhere(ctx, Where{"kind": Where{"$nin": []any{"bird"}}}); return err },
 		"$gt on a string": func() error { _, err := m.Search(ctx, "zoo", WithWhere(Where{"kind": Where{"$gt": "a"}})); return err },
-		"InCollections": func() error {
-			_, err := m.Search(ctx, "zoo", InCollections(map[string]float64{"a": 1, "b": 1}))
-			return err
-		},
-		"Memory.Backup":           func() error { _, err := m.Backup(ctx, io.Discard); return err },
-		"Memory.Check":            func() error { _, err := m.Check(ctx, false); return err },
-		"Memory.SaveSOPs":         func() error { return m.SaveSOPs() },
-		"Collection.BeginReplace": func() error { _, err := c.BeginReplace(Where{"a": "b"}); return err },
-		"WithCascade":             func() error { _, err := m.Search(ctx, "zoo", WithCascade(0.5, "a", "b")); return err },
-		"WithCollapse":            func() error { _, err := m.Search(ctx, "zoo", WithCollapse(0.9)); return err },
+		"Memory.Backup":   func() error { _, err := m.Backup(ctx, io.Discard); return err },
+		"Memory.Check":    func() error { _, err := m.Check(ctx, false); return err },
 	}
 	if lib := m.SOPs(); lib == nil {
 		t.Error("SOPs: nil library on a cluster store")

@@ -32,18 +32,13 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 		fn(&so)
 	}
 	switch {
-	case so.Cascade != nil:
-		return nil, unsupported("WithCascade")
-	case len(so.Collections) > 0:
-		return nil, unsupported("a search of several collections (InCollections)")
-	case len(so.WhereDocument) > 0:
-		return nil, unsupported("WithWhereDocument (Weaviate's text filters are token-based, not substrings)")
-	case so.CollapseThreshold > 0:
-		return nil, unsupported("WithCollapse")
-	case so.QueryVectors != nil:
-		return nil, unsupported("WithQueryVectors")
+	case so.Cascade != nil: // each step a search of one collection (cluster_collections.go)
+		return searcher{m}.searchCascade(ctx, query, so, opts)
 	}
 	if err := so.normalise(); err != nil {
+		return nil, err
+	}
+	if _, err := docfilter.CompileDocument(so.WhereDocument); err != nil {
 		return nil, err
 	}
 	sr := searcher{m}
@@ -59,11 +54,20 @@ func (cs *clusterStore) search(ctx context.Context, m *Memory, col, query string
 	if so.Rerank && m.opts.Reranker == nil {
 		return nil, ErrNoReranker
 	}
+	if so.CollapseThreshold > 0 && m.opts.Embedder == nil {
+		return nil, fmt.Errorf("%w: collapse compares the results' dense vectors", ErrNoEmbedder)
+	}
 	st := so.stats
 	if st == nil {
 		st = &SearchStats{}
 	}
-	res, err := cs.searchOne(ctx, m, col, query, so, st)
+	var res []Result
+	var err error
+	if len(so.Collections) > 0 { // fused as the embedded store fuses them (cluster_collections.go)
+		res, err = searcher{m}.searchMany(ctx, query, so, st)
+	} else {
+		res, err = cs.searchOne(ctx, m, col, query, so, st)
+	}
 	st.Total = time.Since(start)
 	if so.statsFunc != nil {
 		so.statsFunc(*st)
@@ -99,6 +103,18 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 	if wf.none {
 		return []Result{}, nil
 	}
+	ds, err := cs.documentScope(ctx, cc, wf, so.WhereDocument) // where_document (cluster_wheredoc.go)
+	st.Filter = time.Since(tf)
+	if err != nil {
+		return nil, err
+	}
+	if ds != nil {
+		st.Allowed = len(ds.allowed)
+		if len(ds.allowed) == 0 {
+			return []Result{}, nil
+		}
+		wf = ds.narrow(wf)
+	}
 	best := map[string]map[string]string{}
 	var rs []hybrid.Retriever[struct{}]
 	for _, r := range retrievers {
@@ -115,9 +131,9 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 		rs = append(rs, hybrid.Retriever[struct{}]{Name: r.name, Weight: w, Search: func(ctx context.Context, _ struct{}, k int) ([]hybrid.Hit, error) {
 			t := time.Now()
 			defer func() { *r.elapsed(st) += time.Since(t) }()
-			return searchUnits(k, math.MaxInt32, so.AllChunks, b, func(k int) ([]hybrid.Hit, error) {
+			return searchUnits(k, math.MaxInt32, so.AllChunks, b, ds.recall(func(k int) ([]hybrid.Hit, error) {
 				return cs.recall(ctx, cc, r.name, query, qv, wf, k)
-			})
+			}))
 		}})
 	}
 	lists, err := retrieveAll(ctx, so.retrieverWindow(mode), rs)
@@ -133,12 +149,18 @@ func (cs *clusterStore) searchOne(ctx context.Context, m *Memory, col, query str
 	if err != nil {
 		return nil, err
 	}
+	cands = ds.keep(cands)
 	if so.Rerank && len(cands) > 0 {
 		t := time.Now()
 		if err := sr.rerank(ctx, query, cands, so.RerankTop); err != nil {
 			return nil, err
 		}
 		st.Rerank = time.Since(t)
+	}
+	if so.CollapseThreshold > 0 {
+		if cands, err = sr.collapse(ctx, cands, so.CollapseThreshold); err != nil {
+			return nil, err
+		}
 	}
 	if so.SourceDedup {
 		cands = dedupeSources(cands, func(c candidate) string { return c.res.Source })
@@ -350,18 +372,26 @@ func rescoreMissed(f hybrid.Fused, ex *Explanation, rel *relevanceScorer, qv, ve
 	return mean.value()
 }
 
-// searchBatch is SearchBatch on a cluster: the searches one after another.
+// searchBatch is SearchBatch on a cluster: the searches one after another, each with its
+// own vector of WithQueryVectors (checked first, as the embedded store checks them).
 func (cs *clusterStore) searchBatch(ctx context.Context, m *Memory, col string, queries []string, opts []SearchOption) ([][]Result, error) {
+	if len(queries) > maxBatchQueries {
+		return nil, fmt.Errorf("%w: %d queries in one batch, the cap is %d", ErrQueryTooLarge, len(queries), maxBatchQueries)
+	}
 	var so SearchOptions
 	for _, fn := range opts {
 		fn(&so)
 	}
-	if so.QueryVectors != nil {
-		return nil, unsupported("WithQueryVectors")
+	if err := m.Collection(col).checkBatchVectors(queries, so); err != nil {
+		return nil, err
 	}
 	out := make([][]Result, len(queries))
 	for i, q := range queries {
-		res, err := cs.search(ctx, m, col, q, opts)
+		qopts := opts
+		if vs := so.QueryVectors; vs != nil { // this query's vector alone
+			qopts = append(opts[:len(opts):len(opts)], func(s *SearchOptions) { s.QueryVectors, s.QueryVector = nil, vs[i] })
+		}
+		res, err := cs.search(ctx, m, col, q, qopts)
 		if err != nil {
 			return nil, fmt.Errorf("query %d: %w", i, err)
 		}

@@ -52,7 +52,9 @@ type CodeProgress struct {
 // (their line-based ids changed) in the transaction that stores the new ones. Several small
 // files share one transaction; a file with more chunks than opts.BatchSize is replaced with
 // a [Replacement] (its earlier chunks stay until its last batch is stored). Files that
-// disappeared from the tree are not touched (DeleteWhere their sources).
+// disappeared from the tree are not touched (DeleteWhere their sources). On a store on a
+// Weaviate cluster "atomically" does not hold: each replacement upserts a file's new chunks,
+// then deletes its stale ones (see [Collection.Replace]).
 //
 // Chunks that are only whitespace are skipped. The zero CodeOptions is the default. It
 // returns the walk summary; on error, the files of earlier batches stay replaced, and every

@@ -705,7 +705,7 @@ func (m *Memory) DeleteWhere(ctx context.Context, where Where) (int, error) {
 // folder: delete the sources that are no longer there.
 func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 	if c.m.cluster != nil {
-		return nil, c.m.clusterUnsupported("Collection.Sources")
+		return c.m.cluster.sources(ctx, c.m, c.name)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -110,6 +110,9 @@ func (m *Memory) createWithMeta(name, ana string, meta []byte) error {
 // collection): an empty map when it has none; ErrCollectionNotFound when a named
 // collection does not exist.
 func (m *Memory) CollectionMetadata(ctx context.Context, name string) (map[string]any, error) {
+	if cs := m.cluster; cs != nil { // cluster_colmeta.go
+		return cs.collectionMeta(ctx, m, name)
+	}
 	c := m.Collection(name)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -159,6 +162,9 @@ func (c *Collection) Metadata(ctx context.Context) (map[string]any, error) {
 // ErrCollectionNotFound when a named collection does not exist; ErrInvalidMetadata when md
 // is not valid (nothing changes).
 func (m *Memory) SetCollectionMetadata(ctx context.Context, name string, md map[string]any) error {
+	if cs := m.cluster; cs != nil { // cluster_colmeta.go
+		return cs.setCollectionMeta(ctx, m, name, md)
+	}
 	if err := m.writable(); err != nil {
 		return err
 	}

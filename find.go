@@ -54,6 +54,9 @@ func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if cs := c.m.cluster; cs != nil { // cluster_find.go
+		return cs.find(ctx, c.m, c.name, o, where, whereDoc)
+	}
 	s, err := c.existing()
 	if err != nil || s == nil {
 		return []Document{}, err

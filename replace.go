@@ -22,12 +22,19 @@ import (
 // is DeleteWhere (a named collection that does not exist is ErrCollectionNotFound); with
 // docs the collection is created when absent. A source too big for one transaction is
 // replaced with [Collection.BeginReplace].
+//
+// On a store on a Weaviate cluster, which has no transactions, a replacement is not
+// atomic: it upserts docs first, then lists the documents where matches and deletes those
+// not among docs. A failure or crash part way leaves the old documents and some or all of
+// the new, or the new and some or all of the old: never fewer than before or after, and
+// the replacement retried completes it. Readers meanwhile may see old and new documents
+// together. A Where Weaviate cannot express is ErrNotSupported before anything is written.
 func (c *Collection) Replace(ctx context.Context, where Where, docs ...Document) (int, error) {
 	cw, err := replaceFilter(where)
 	if err != nil {
 		return 0, err
 	}
-	return c.replace(ctx, cw, nil, docs)
+	return c.replaceWith(ctx, where, cw, nil, docs)
 }
 
 // ReplaceSource replaces the documents of source (Document.Source, the metadata key
@@ -106,10 +113,14 @@ func (m *Memory) ReplaceSource(ctx context.Context, source string, docs ...Docum
 // stored is replaced in place), never fewer documents than were acknowledged. A replacement
 // that is never committed needs no clean-up. It keeps the ids upserted through it (memory
 // O(ids)). Documents that match the filter and that others write meanwhile are removed by
-// Commit too. Its methods may be called from several goroutines.
+// Commit too. Its methods may be called from several goroutines. On a store on a Weaviate
+// cluster Commit is not one transaction: it upserts its documents, then deletes the others
+// the filter matches (see [Collection.Replace]); an error part way leaves documents to
+// remove, never fewer than were acknowledged, and Commit may be called again.
 type Replacement struct {
-	c  *Collection
-	cw docfilter.Compiled // the filter
+	c     *Collection
+	where Where              // the filter
+	cw    docfilter.Compiled // the filter, compiled
 
 	mu       sync.Mutex
 	kept     map[string]struct{}
@@ -120,9 +131,6 @@ type Replacement struct {
 // BeginReplace starts a replacement of the documents that where matches (see
 // [Replacement]); it writes nothing. An empty where is ErrInvalidFilter.
 func (c *Collection) BeginReplace(where Where) (*Replacement, error) {
-	if c.m.cluster != nil {
-		return nil, c.m.clusterUnsupported("Collection.BeginReplace")
-	}
 	cw, err := replaceFilter(where)
 	if err != nil {
 		return nil, err
@@ -130,7 +138,12 @@ func (c *Collection) BeginReplace(where Where) (*Replacement, error) {
 	if err := c.m.writable(); err != nil {
 		return nil, err
 	}
-	return &Replacement{c: c, cw: cw, kept: map[string]struct{}{}}, nil
+	if c.m.cluster != nil { // what Weaviate cannot express is refused now, not at Commit
+		if _, err := translateWhere(where, nil); err != nil {
+			return nil, err
+		}
+	}
+	return &Replacement{c: c, where: where, cw: cw, kept: map[string]struct{}{}}, nil
 }
 
 // BeginReplace starts a replacement in the default collection; see
@@ -178,7 +191,7 @@ func (r *Replacement) Commit(ctx context.Context, docs ...Document) (int, error)
 	if r.done {
 		return 0, ErrReplacementDone
 	}
-	n, err := r.c.replace(ctx, r.cw, r.kept, docs)
+	n, err := r.c.replaceWith(ctx, r.where, r.cw, r.kept, docs)
 	if err != nil && !errors.Is(err, ErrIndexUpdate) {
 		return 0, err
 	}

@@ -492,7 +492,7 @@ func (sr searcher) searchOne(ctx context.Context, col, query string, so SearchOp
 		st.Rerank = time.Since(t)
 	}
 	if so.CollapseThreshold > 0 {
-		if cands, err = sr.collapse(cands, so.CollapseThreshold); err != nil {
+		if cands, err = sr.collapse(ctx, cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
 	}
@@ -651,13 +651,21 @@ func rerankHead[T any](ctx context.Context, r rerank.Reranker, query string, pas
 }
 
 // collapse drops a candidate whose stored vector has cosine >= threshold with a better one.
-// Search refuses a collapse without an embedder before it gets here.
-func (sr searcher) collapse(cands []candidate, threshold float64) ([]candidate, error) {
+// Search refuses a collapse without an embedder before it gets here. (On a cluster the
+// vectors are read from it, all at once: cluster_collections.go.)
+func (sr searcher) collapse(ctx context.Context, cands []candidate, threshold float64) ([]candidate, error) {
 	m := sr.m
+	vector := func(c candidate) ([]float32, error) { return m.db.Vector(c.res.Collection, c.id) }
+	if cs := m.cluster; cs != nil {
+		var err error
+		if vector, err = cs.candidateVectors(ctx, cands); err != nil {
+			return nil, err
+		}
+	}
 	var kept []candidate
 	var keptVecs [][]float32
 	for _, c := range cands {
-		v, err := m.db.Vector(c.res.Collection, c.id)
+		v, err := vector(c)
 		if err != nil {
 			return nil, err
 		}
@@ -699,7 +707,7 @@ func (sr searcher) searchMany(ctx context.Context, query string, so SearchOption
 		cands = append(cands, candidate{id: r.unit, res: r})
 	}
 	if so.CollapseThreshold > 0 {
-		if cands, err = sr.collapse(cands, so.CollapseThreshold); err != nil {
+		if cands, err = sr.collapse(ctx, cands, so.CollapseThreshold); err != nil {
 			return nil, err
 		}
 	}
@@ -719,7 +727,7 @@ func (sr searcher) searchEach(ctx context.Context, query string, so SearchOption
 	byKey = map[string]Result{}
 	for _, n := range so.collectionNames() {
 		var one SearchStats
-		res, err := sr.searchOne(ctx, n, query, sub, &one)
+		res, err := sr.searchCollection(ctx, n, query, sub, &one)
 		if err != nil {
 			return nil, nil, fmt.Errorf("collection %s: %w", store.ShowKey(n), err)
 		}

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -16,7 +17,9 @@ const sopDir = "sops"
 // With an embedder configured, matching can fall back to semantic similarity. Triggers and
 // queries are matched word by word with the store's BM25 analyzer (the default
 // collection's; English too). Call [Memory.SaveSOPs] to persist changes. A store on a
-// cluster keeps its procedures in memory only.
+// Weaviate cluster loads them from a class of the cluster (PREFIX__SOPs), shared by every
+// client of the same cluster and prefix; if the cluster cannot be read, the error is
+// logged, the library starts empty and SaveSOPs refuses to save (it would delete them).
 func (m *Memory) SOPs() *sop.Library {
 	m.sopMu.Lock()
 	defer m.sopMu.Unlock()
@@ -27,9 +30,16 @@ func (m *Memory) SOPs() *sop.Library {
 	if m.em.queryModel() {
 		opts.Embedder = m.opts.Embedder
 	}
-	if m.cluster != nil { // procedures are not kept on a cluster (SaveSOPs: ErrNotSupported)
-		m.sops = sop.NewLibrary(opts)
-		return m.sops
+	if cs := m.cluster; cs != nil { // the procedures' class (cluster_sops.go)
+		lib := sop.NewLibrary(opts)
+		ctx, cancel := context.WithTimeout(context.Background(), sopTimeout)
+		defer cancel()
+		if err := cs.loadSOPs(ctx, m, lib); err != nil {
+			m.log.Warn("memory: the procedures on the cluster could not be loaded", "class", cs.sopClass(), "err", err)
+			cs.sopErr = err
+		}
+		m.sops = lib
+		return lib
 	}
 	dir := filepath.Join(m.dir, sopDir)
 	if _, err := os.Stat(dir); err == nil {
@@ -66,13 +76,18 @@ func analyzerTerms(name string) func(string) []string {
 }
 
 // SaveSOPs writes the procedural memory to the store's sops/ directory (one file per
-// procedure, each written atomically).
+// procedure, each written atomically), or, on a store on a Weaviate cluster, to its
+// procedures' class (every procedure, then those of the class not in the library
+// deleted; not one transaction: an error part way leaves every earlier procedure).
 func (m *Memory) SaveSOPs() error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
-	if m.cluster != nil {
-		return m.clusterUnsupported("Memory.SaveSOPs")
+	if cs := m.cluster; cs != nil {
+		lib := m.SOPs()
+		ctx, cancel := context.WithTimeout(context.Background(), sopTimeout)
+		defer cancel()
+		return cs.saveSOPs(ctx, lib)
 	}
 	if err := m.writable(); err != nil {
 		return err

@@ -129,3 +129,38 @@ func (c *Client) AddProperty(ctx context.Context, class string, f Field) error {
 			return e, retry
 		}})
 }
+
+// UpdateDescription replaces the description of class with what update makes of the
+// current one (read first, then the class written back whole with the new description:
+// Weaviate's schema update takes the full class). A class changed in between (a property
+// added) may make Weaviate reject the write: ErrInvalid, nothing changed.
+func (c *Client) UpdateDescription(ctx context.Context, class string, update func(old string) (string, error)) error {
+	const op = "update class description"
+	if !classNameRE.MatchString(class) {
+		return invalid(op, "class name %q", class)
+	}
+	path := "/v1/schema/" + url.PathEscape(class)
+	var raw map[string]any
+	err := c.do(ctx, request{op: op + " " + class, method: http.MethodGet, path: path,
+		accept: func(status int, b []byte, attempt int) (*Error, bool) {
+			if e, retry := acceptREST(status, b, attempt); e != nil {
+				return e, retry
+			}
+			raw = nil
+			return decode(b, &raw)
+		}})
+	if err != nil {
+		return err
+	}
+	old, _ := raw["description"].(string)
+	desc, err := update(old)
+	if err != nil {
+		return err
+	}
+	raw["description"] = desc
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return invalid(op, "%v", err)
+	}
+	return c.do(ctx, request{op: op + " " + class, method: http.MethodPut, path: path, body: data})
+}
