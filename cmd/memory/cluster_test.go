@@ -276,6 +276,14 @@ func TestClusterSearchCLI(t *testing.T) {
 	if !strings.Contains(out, `"id":"eg"`) {
 		t.Fatalf("search after index: %s", out)
 	}
+	// The file re-indexed without its first line: that document is removed, as from a
+	// directory store (the cluster lists the sources it holds).
+	corpusLines := strings.SplitAfter(strings.TrimSpace(clusterCorpus()), "\n")
+	writeFile(t, corpus, strings.Join(corpusLines[1:], ""))
+	out, _ = mustCLI(t, 0, "index", "--store", addr2, "--consistency", "ALL", "--embedder", fmt.Sprintf("hash:%d", clusterDim), corpus)
+	if !strings.Contains(out, fmt.Sprintf("collection now holds %d", clusterDocs-1)) || !strings.Contains(out, "removed 1 stale") {
+		t.Fatalf("re-index into the cluster: %s", out)
+	}
 
 	// Flags the cluster cannot honour fail naming them; --consistency is for a cluster.
 	for _, c := range []struct {
@@ -290,7 +298,6 @@ func TestClusterSearchCLI(t *testing.T) {
 		{[]string{"search", "--store", testCluster.Addr + "/NoSuchStore", "x"}, 1, "holds no collection of the store"},
 		{[]string{"serve", "--store", testCluster.Addr + "/NoSuchStore", "--mcp"}, 1, "holds no collection of the store"},
 		{[]string{"export", "--store", testCluster.Addr + "/NoSuchStore", "-"}, 1, "holds no collection of the store"},
-		{[]string{"index", "--store", addr, "--sync", corpus}, 1, "--sync"},
 		{[]string{"restore", "--store", addr, back}, 1, "Weaviate"},
 		{[]string{"backup", "--store", addr, filepath.Join(t.TempDir(), "b.tar")}, 1, "Memory.Backup"},
 	} {
@@ -434,17 +441,17 @@ func TestClusterServeMCP(t *testing.T) {
 			t.Fatalf("memory_search %s over stdio and the library: %v", mode, err)
 		}
 	}
-	// The Chroma tools: a query is SearchBatch (built for the cluster); a get is Find,
-	// which the cluster lacks: a tool error naming it, and the server goes on.
+	// The Chroma tools: a query is SearchBatch, a get is Find, both built for the cluster.
 	if out := call("chroma_query_documents", map[string]any{"collection_name": "default", "query_texts": []string{"capital of Italy", "Nile"}, "n_results": 2}); !strings.Contains(out, `"it"`) || !strings.Contains(out, `"eg"`) {
 		t.Fatalf("chroma_query_documents: %s", out)
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chroma_get_documents", Arguments: map[string]any{"collection_name": "default"}})
-	if err != nil || !res.IsError || len(res.Content) == 0 {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "chroma_get_documents", Arguments: map[string]any{"collection_name": "default", "where": map[string]any{"region": "asia"}}})
+	if err != nil || res.IsError {
 		t.Fatalf("chroma_get_documents on a cluster: %v %+v", err, res)
 	}
-	if txt, ok := res.Content[0].(*mcp.TextContent); !ok || !strings.Contains(txt.Text, "not supported") || !strings.Contains(txt.Text, "Find") {
-		t.Fatalf("chroma_get_documents on a cluster: %+v", res.Content[0])
+	got, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(got), `"ids":["jp","kr"]`) {
+		t.Fatalf("chroma_get_documents on a cluster, region asia: %s", got)
 	}
 	call("memory_add", map[string]any{"documents": []map[string]any{{"id": "nz", "text": "Wellington is the capital of New Zealand."}}})
 	if out := call("memory_get", map[string]any{"id": "nz"}); !strings.Contains(out, "Wellington") {

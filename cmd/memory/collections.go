@@ -214,9 +214,6 @@ func runCollections(ctx context.Context, sf *storeFlags, o collectionsOptions, a
 		if infos[i].Count, err = c.Count(ctx); err != nil {
 			return err
 		}
-		if isClusterStore(sf.dir) {
-			continue // a cluster holds no collection metadata (the library refuses to set any)
-		}
 		if infos[i].Metadata, err = c.Metadata(ctx); err != nil {
 			return err
 		}

@@ -100,9 +100,6 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 		return err
 	}
 	cluster := isClusterStore(sf.dir)
-	if cluster && o.sync {
-		return fmt.Errorf("%w: --sync on a store on a Weaviate cluster (it cannot list the sources it holds)", memory.ErrNotSupported)
-	}
 	if len(args) == 0 && o.code == "" {
 		return usagef("nothing to index: give PATHs (files or folders) or --code DIR")
 	}
@@ -164,12 +161,8 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 			vecfile.ErrDim, vr.Path(), vr.Dim(), describeEmbedder(e))
 	}
 	ix.vectorsOnly, _ = m.Embedder().(*vectorstore.VectorsOnly)
-	if cluster {
-		// Sources are not listed on a cluster: a re-indexed file's documents are upserted,
-		// and those its new version no longer has are not found to be removed.
-		ix.existing = map[string]bool{}
-		fmt.Fprintln(stderr, "index: a store on a Weaviate cluster: documents are upserted by id; the documents of a re-indexed file that its new version no longer has are not removed (delete them with `memory delete`)")
-	} else if ix.existing, err = existingSources(ctx, c); err != nil {
+	// (On a cluster, listing the sources reads every document's record: Collection.Sources.)
+	if ix.existing, err = existingSources(ctx, c); err != nil {
 		return err
 	}
 	ix.prog = newProgress(stderr, scan.total, "indexing")
