@@ -9,7 +9,8 @@
 //
 //	MEMORY_FAULT_DOCS     documents of TestClusterFaultKill (default 10000; the 100000)
 //	MEMORY_FAULT_KILLS    SIGKILLs during that ingest (default 10), plus one after it
-//	MEMORY_FAULT_WRITERS  goroutines adding batches of 100 (default 3)
+//	MEMORY_FAULT_WRITERS  goroutines adding batches (default 3)
+//	MEMORY_FAULT_BATCH    documents per Add (default 100)
 //	MEMORY_FAULT_WAIT     how long a test waits for the cluster to come right (default 5m)
 //	MEMORY_FAULT_PLANT    a fault to plant, to see the tests fail (never set in make test):
 //	  drop       the store drops every document whose id ends in 777 from its batches, and
@@ -248,7 +249,7 @@ func TestClusterFaultKill(t *testing.T) {
 	defer cancel()
 	t0 := time.Now()
 
-	const batch = 100
+	batch := max(1, envInt(t, "MEMORY_FAULT_BATCH", 100))
 	var acked ackLog
 	var nextBatch atomic.Int64
 	var retried atomic.Int64
