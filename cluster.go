@@ -719,7 +719,8 @@ var clusterFaults struct {
 // write, the node asked lists the live holders of each shard of the class: fewer than the
 // level needs of the shard's replication factor is ErrConsistency (after the write: it may
 // be stored on the replicas that are live). A member that does not answer the listing is
-// still in the membership, so Weaviate itself counts it and refuses the level without it.
+// still in the membership (as is one that has not loaded the class yet, after a restart), so
+// Weaviate itself counts it and refuses the level without it.
 // Left open: a node dropped and back in the membership within one call's span.
 func (cs *clusterStore) replicated(ctx context.Context, cc *clusterClass, write func() error) error {
 	if cs.level == weaviate.One || clusterFaults.noReplicaCheck {
@@ -738,9 +739,6 @@ func (cs *clusterStore) replicated(ctx context.Context, cc *clusterClass, write 
 func (cs *clusterStore) checkReplicas(ctx context.Context, cc *clusterClass, when string) error {
 	r, err := cs.wc.Replicas(ctx, cc.name)
 	if err != nil {
-		if errors.Is(err, weaviate.ErrNotFound) {
-			return cs.classErr(err)
-		}
 		return fmt.Errorf("%w: %s the write at %s, the replicas of class %s could not be listed: %w", ErrConsistency, when, cs.level, cc.name, err)
 	}
 	if r.Unanswered != "" {

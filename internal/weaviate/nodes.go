@@ -18,8 +18,10 @@ type Replicas struct {
 	// Shards maps each shard a live node holds to its counts (nil when Unanswered is set).
 	Shards map[string]ShardReplicas
 	// Unanswered names a node the answering node counts as a cluster member but that did
-	// not answer it ("" when every member answered). Weaviate counts such a node in the
-	// replica set of its writes, so it refuses a level the node is needed for.
+	// not answer it, or did not report the class (a node just restarted, whose shards are
+	// not loaded yet: Weaviate then answers the whole call 404); "" when every member
+	// answered. Weaviate counts such a node in the replica set of its writes, so it refuses
+	// a level the node is needed for.
 	Unanswered string
 }
 
@@ -59,6 +61,12 @@ func (c *Client) Replicas(ctx context.Context, class string) (Replicas, error) {
 					out.Unanswered = m[1]
 					return nil, false
 				}
+			}
+			if status == http.StatusNotFound {
+				// GetNodeStatus answers 404 as soon as one member has no status for the
+				// class; a class that is really gone fails the write itself.
+				out.Unanswered = "a node without class " + class
+				return nil, false
 			}
 			if e, retry := acceptREST(status, b, attempt); e != nil {
 				return e, retry

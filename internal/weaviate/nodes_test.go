@@ -10,7 +10,7 @@ import (
 
 // TestReplicas: the node status answer is read into live and wanted replicas per shard; a
 // member that did not answer the fan-out (Weaviate's 500 "node: NAME: ...") is named, not an
-// error; other failures are errors, after one pass over the nodes and no more.
+// error, nor is a 404 (a member that has not loaded the class); other failures are errors, after one pass over the nodes and no more.
 func TestReplicas(t *testing.T) {
 	const three = `{"nodes":[
 	 {"name":"node1","status":"HEALTHY","shards":[{"name":"s1","class":"C","numberOfReplicas":3,"replicationFactor":3},{"name":"s2","class":"C","numberOfReplicas":3,"replicationFactor":3}]},
@@ -28,7 +28,7 @@ func TestReplicas(t *testing.T) {
 		{"member not answering", 500, `{"error":[{"message":"node: node3: send http request: Get \"http://127.0.2.4:7303/nodes/status/C?output=verbose\": net/http: timeout awaiting response headers"}]}`,
 			Replicas{Unanswered: "node3"}, nil, 1},
 		{"other 5xx", 503, `{"error":[{"message":"shutting down"}]}`, Replicas{}, ErrUnavailable, 2},
-		{"class missing", 404, `{}`, Replicas{}, ErrNotFound, 1},
+		{"a member without the class", 404, `{"error":[{"message":"class \"C\" not found"}]}`, Replicas{Unanswered: "a node without class C"}, nil, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFake(t, func(int, *http.Request, []byte) (int, string) { return c.status, c.body })
