@@ -253,6 +253,14 @@ func TestClusterFaultKill(t *testing.T) {
 	var acked ackLog
 	var nextBatch atomic.Int64
 	var retried atomic.Int64
+	// Kill k (0-based) comes once mark(k) documents are acknowledged; batches that start
+	// below allowed may be sent.
+	var allowed atomic.Int64
+	mark := func(k int) int { return (k + 1) * n / (kills + 1) }
+	allowed.Store(int64(mark(0)))
+	if kills == 0 {
+		allowed.Store(int64(n))
+	}
 	ingestErr := make(chan error, writers)
 	var wg sync.WaitGroup
 	for range writers {
@@ -263,6 +271,11 @@ func TestClusterFaultKill(t *testing.T) {
 				lo := int(nextBatch.Add(1)-1) * batch
 				if lo >= n {
 					return
+				}
+				// Hold the ingest at the next kill's mark until that kill: the kills fall
+				// during the ingest however slow the outage checks are.
+				for lo >= int(allowed.Load()) && ctx.Err() == nil {
+					time.Sleep(50 * time.Millisecond)
 				}
 				docs := make([]Document, 0, batch)
 				for i := lo; i < min(lo+batch, n); i++ {
@@ -287,10 +300,12 @@ func TestClusterFaultKill(t *testing.T) {
 	}
 	ingestDone := make(chan struct{})
 	go func() { wg.Wait(); close(ingestDone) }()
+	defer func() { cancel(); <-ingestDone }() // no writer outlives the test (t.Logf)
 
 	checked := 0 // acked[:checked] were read during an outage
-	outage := func(k, node int, all bool) {
+	outage := func(k, node int, all bool, killed func()) {
 		clusterScript(t, "kill", strconv.Itoa(node))
+		killed()
 		down := time.Now()
 		want := acked.upto(-1)
 		from := checked
@@ -309,8 +324,9 @@ func TestClusterFaultKill(t *testing.T) {
 	}
 	k := 0
 	for ; k < kills; k++ {
-		// Spread the kills over the ingest: the k-th waits for k/(kills+1) of it.
-		for acked.len() < (k+1)*n/(kills+1) {
+		// Spread the kills over the ingest: kill k comes once mark(k) documents are
+		// acknowledged, and lets the ingest go on to the next mark.
+		for acked.len() < mark(k) {
 			select {
 			case <-ingestDone:
 			case <-time.After(200 * time.Millisecond):
@@ -318,7 +334,13 @@ func TestClusterFaultKill(t *testing.T) {
 			}
 			break
 		}
-		outage(k+1, k%3+1, false)
+		outage(k+1, k%3+1, false, func() {
+			if k+1 < kills {
+				allowed.Store(int64(mark(k + 1)))
+			} else {
+				allowed.Store(int64(n))
+			}
+		})
 	}
 	<-ingestDone
 	close(ingestErr)
@@ -332,7 +354,7 @@ func TestClusterFaultKill(t *testing.T) {
 	t.Logf("ingest: %d documents at QUORUM by %d writers in %v (%.0f docs/s) over %d kills; %d batches upserted again",
 		n, writers, ingest.Round(time.Millisecond), float64(n)/ingest.Seconds(), kills, retried.Load())
 	all := acked.upto(-1)
-	outage(kills+1, k%3+1, true)
+	outage(kills+1, k%3+1, true, func() {})
 
 	t1 := time.Now()
 	missing, failed, err := checkDocs(ctx, m.Get, all)
