@@ -704,8 +704,8 @@ func (cs *clusterStore) dropStaleChunks(ctx context.Context, cc *clusterClass, w
 	return nil
 }
 
-// clusterFaults plants faults for the fault tests (cluster_fault_test.go, which sets it
-// from MEMORY_FAULT_PLANT before any store is opened); it is zero, and so inert, otherwise.
+// clusterFaults plants faults for the fault tests (cluster_fault_test.go sets it from
+// MEMORY_FAULT_PLANT for one test, and clears it after); it is zero, and so inert, otherwise.
 var clusterFaults struct {
 	dropAcked      func([]weaviate.Object) []weaviate.Object // thins a batch that is then acknowledged whole
 	noReplicaCheck bool                                      // replicated does not check the replicas
