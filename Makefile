@@ -54,14 +54,16 @@ test-adapters: deps
 	@set -e; for a in $(ADAPTERS); do echo "cd adapters/$$a && $(GO) test -race -count=1 ./..."; (cd adapters/$$a && $(GO) test -race -count=1 ./...); done
 
 # Integration tests against a real three-node Weaviate cluster (issue #41), part of `make
-# test`: the client (internal/weaviate) and the memory API's behaviour suite on the cluster
-# (the root package's cluster tests). Builds/caches the server (scripts/weaviate.sh, ~12 min
-# the first time); the tests start and stop the cluster themselves
-# (scripts/weaviate-cluster.sh) and fail, never skip, if it cannot start.
+# test`: the client (internal/weaviate), the memory API's behaviour suite on the cluster and
+# the fault tests (TestClusterFault*: node kills during an ingest, leader kill, a node cut
+# off; each on a cluster of its own; MEMORY_FAULT_DOCS=100000 for the issue's size).
+# Builds/caches the server (scripts/weaviate.sh, ~12 min the first time); the tests start
+# and stop the cluster themselves (scripts/weaviate-cluster.sh) and fail, never skip, if it
+# cannot start.
 test-weaviate:
 	bash scripts/weaviate.sh >/dev/null
 	$(GO) test -tags weaviate -count=1 -timeout 20m ./internal/weaviate/
-	$(GO) test -race -tags weaviate -count=1 -timeout 20m -run 'Cluster' .
+	$(GO) test -race -tags weaviate -count=1 -timeout 40m -run 'Cluster' .
 	$(GO) test -tags weaviate -count=1 -timeout 20m -run 'TestCluster' ./cmd/memory
 
 test-short: deps

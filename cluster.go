@@ -64,6 +64,13 @@ type ClusterOptions struct {
 	// attempts of one call over all nodes (0: 6).
 	Timeout     time.Duration
 	MaxAttempts int
+	// AsyncReplication turns on Weaviate's asynchronous replication for the classes this
+	// store creates: the replicas of a shard compare their contents in the background, so
+	// a node back from an outage catches up on the writes it missed without being read
+	// (otherwise only the objects read at QUORUM or ALL are repaired). It costs the nodes
+	// a hash tree per shard and a comparison every ASYNC_REPLICATION_FREQUENCY (Weaviate's
+	// default 30 s).
+	AsyncReplication bool
 }
 
 // WithReplication sets the replication factor of the classes a store on a cluster creates.
@@ -72,6 +79,10 @@ func WithReplication(n int) Option { return func(o *Options) { o.Cluster.Replica
 // WithShards sets the number of shards of the classes a store on a cluster creates (see
 // ClusterOptions.Shards).
 func WithShards(n int) Option { return func(o *Options) { o.Cluster.Shards = n } }
+
+// WithAsyncReplication turns on asynchronous replication for the classes a store on a
+// cluster creates (see ClusterOptions.AsyncReplication).
+func WithAsyncReplication() Option { return func(o *Options) { o.Cluster.AsyncReplication = true } }
 
 // WithConsistency sets the consistency level ("ONE", "QUORUM", "ALL") of a store on a
 // cluster.
@@ -96,6 +107,7 @@ type clusterStore struct {
 	repl   int
 	shards int // ClusterOptions.Shards
 	level  weaviate.Consistency
+	async  bool
 
 	mu      sync.Mutex
 	classes map[string]*clusterClass // by collection name: those known to exist
@@ -214,7 +226,7 @@ func openCluster(addr string, opts ...Option) (*Memory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOption, addr, err)
 	}
-	cs := &clusterStore{wc: wc, prefix: prefix, repl: o.Cluster.Replication, shards: o.Cluster.Shards, classes: map[string]*clusterClass{}}
+	cs := &clusterStore{wc: wc, prefix: prefix, repl: o.Cluster.Replication, shards: o.Cluster.Shards, async: o.Cluster.AsyncReplication, classes: map[string]*clusterClass{}}
 	for _, n := range nodes {
 		nc, err := weaviate.New(context.Background(), weaviate.Config{Endpoints: []string{n}, Timeout: o.Cluster.Timeout, MaxAttempts: 2})
 		if err != nil {
@@ -424,7 +436,7 @@ func (cs *clusterStore) createWith(ctx context.Context, m *Memory, name string, 
 		return nil, false, err
 	}
 	err = cs.wc.CreateClass(ctx, weaviate.ClassConfig{
-		Name: cn, Replication: cs.repl, Shards: cs.shards, Description: string(desc), DeletionStrategy: "TimeBasedResolution",
+		Name: cn, Replication: cs.repl, Shards: cs.shards, Description: string(desc), DeletionStrategy: "TimeBasedResolution", AsyncReplication: cs.async,
 		BM25:   &weaviate.BM25Params{K1: m.opts.BM25K1, B: m.opts.BM25B},
 		Fields: []weaviate.Field{{Name: propChunk, Type: weaviate.TypeInt}, {Name: propRec, Type: weaviate.TypeText, Stored: true}},
 	})
@@ -604,7 +616,10 @@ func (cs *clusterStore) put(ctx context.Context, m *Memory, col string, in []Doc
 		if len(objs) == 0 {
 			return nil
 		}
-		err := cs.wc.PutBatch(ctx, cc.name, cs.level, objs)
+		if clusterFaults.dropAcked != nil {
+			objs = clusterFaults.dropAcked(objs)
+		}
+		err := cs.replicated(ctx, cc, func() error { return cs.wc.PutBatch(ctx, cc.name, cs.level, objs) })
 		objs = objs[:0]
 		if err != nil {
 			return fmt.Errorf("memory: write to collection %s: %w", store.ShowKey(col), err)
@@ -714,10 +729,67 @@ func (cs *clusterStore) dropStaleChunks(ctx context.Context, cc *clusterClass, w
 	return nil
 }
 
+// clusterFaults plants faults for the fault tests (cluster_fault_test.go sets it from
+// MEMORY_FAULT_PLANT for one test, and clears it after); it is zero, and so inert, otherwise.
+var clusterFaults struct {
+	dropAcked      func([]weaviate.Object) []weaviate.Object // thins a batch that is then acknowledged whole
+	noReplicaCheck bool                                      // replicated does not check the replicas
+}
+
+// replicated runs write, a write at the store's level, and makes the level mean what it
+// says. Weaviate counts the replicas a write needs among the nodes its gossip membership
+// lists, not among the shard's replicas: a few seconds after a node dies or is cut off it
+// is dropped, and from then on ALL is acknowledged by the two replicas left and QUORUM (of
+// three) would be by one with two nodes gone (docs/weaviate.md). So before and after the
+// write, the node asked lists the live holders of each shard of the class: fewer than the
+// level needs of the shard's replication factor is ErrConsistency (after the write: it may
+// be stored on the replicas that are live). A member that does not answer the listing is
+// still in the membership (as is one that has not loaded the class yet, after a restart), so
+// Weaviate itself counts it and refuses the level without it.
+// Left open: a node dropped and back in the membership within one call's span.
+func (cs *clusterStore) replicated(ctx context.Context, cc *clusterClass, write func() error) error {
+	if cs.level == weaviate.One || clusterFaults.noReplicaCheck {
+		return write()
+	}
+	if err := cs.checkReplicas(ctx, cc, "before"); err != nil {
+		return err
+	}
+	if err := write(); err != nil {
+		return err
+	}
+	return cs.checkReplicas(ctx, cc, "after")
+}
+
+// checkReplicas is replicated's check; when names the moment ("before", "after").
+func (cs *clusterStore) checkReplicas(ctx context.Context, cc *clusterClass, when string) error {
+	r, err := cs.wc.Replicas(ctx, cc.name)
+	if err != nil {
+		return fmt.Errorf("%w: %s the write at %s, the replicas of class %s could not be listed: %w", ErrConsistency, when, cs.level, cc.name, err)
+	}
+	if r.Unanswered != "" {
+		return nil
+	}
+	for name, s := range r.Shards {
+		need := s.Want
+		if cs.level == weaviate.Quorum {
+			need = s.Want/2 + 1
+		}
+		if s.Live < need {
+			return fmt.Errorf("%w: %s the write at %s: shard %s of class %s has %d of its %d replicas on live nodes, %s needs %d",
+				ErrConsistency, when, cs.level, name, cc.name, s.Live, s.Want, cs.level, need)
+		}
+	}
+	return nil
+}
+
 // deleteAll deletes every object f matches (Weaviate deletes a bounded number per call).
 func (cs *clusterStore) deleteAll(ctx context.Context, cc *clusterClass, f weaviate.Filter) error {
 	for {
-		n, err := cs.wc.DeleteWhere(ctx, cc.name, cs.level, f)
+		var n int
+		err := cs.replicated(ctx, cc, func() (err error) {
+			n, err = cs.wc.DeleteWhere(ctx, cc.name, cs.level, f)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("memory: delete: %w", err)
 		}

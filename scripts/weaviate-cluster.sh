@@ -13,6 +13,11 @@
 #        scripts/weaviate-cluster.sh kill    DIR N SIGKILL node N (1..3), data stays
 #        scripts/weaviate-cluster.sh restart DIR N stop node N if it runs, start it again, wait
 #        scripts/weaviate-cluster.sh endpoints DIR print the endpoint line
+#        scripts/weaviate-cluster.sh pause   DIR N SIGSTOP node N: it keeps its sockets but answers
+#                                                  nothing (a node cut off), until resume
+#        scripts/weaviate-cluster.sh resume  DIR N SIGCONT node N
+#        scripts/weaviate-cluster.sh leader  DIR   print the number (1..3) of the Raft leader the
+#                                                  running nodes agree on; exit 1 if none
 # Endpoint line: weaviate://127.0.0.2:8080,127.0.0.3:8080,127.0.0.4:8080 grpc://127.0.0.2:50051,127.0.0.3:50052,127.0.0.4:50053
 #   (also written to DIR/endpoints). The gRPC and cluster data ports are bound on all
 #   addresses by Weaviate (":PORT"), so they differ per node; HTTP, gossip and Raft are bound to
@@ -25,6 +30,8 @@
 #      WEAVIATE_RAFT_PORT (8300) WEAVIATE_RAFT_RPC_PORT (8301)
 #      WEAVIATE_NODE_ENV ("K=V K2=V2", extra environment for every node)
 #      WEAVIATE_NODES (3; 1 starts a single node, for benchmarks: bench/threeway.sh)
+#      WEAVIATE_ASYNC_FREQUENCY (default 5s: how often a class with asynchronous replication
+#        on compares its replicas; Weaviate's own default is 30s)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NODES=${WEAVIATE_NODES:-3} # 1 for a single node (bench/threeway.sh)
@@ -104,6 +111,7 @@ start_node() { # N [join addresses]
     QUERY_DEFAULTS_LIMIT=25
     LOG_LEVEL="${WEAVIATE_LOG_LEVEL:-info}"
     LOG_FORMAT=text
+    ASYNC_REPLICATION_FREQUENCY="${WEAVIATE_ASYNC_FREQUENCY:-5s}"
   )
   # shellcheck disable=SC2206
   [ -n "${WEAVIATE_NODE_ENV:-}" ] && envs+=($WEAVIATE_NODE_ENV)
@@ -114,7 +122,15 @@ start_node() { # N [join addresses]
   # node, is then right from the fork on, not only after env has exec'd the server.
   PERSISTENCE_DATA_PATH="$DIR/node$n" setsid env -i "${envs[@]}" "$BIN" --scheme http --host "$ip" --port "$HTTP_PORT" \
     --read-timeout=600s --write-timeout=600s </dev/null >>"$DIR/node$n.log" 2>&1 &
-  echo $! > "$DIR/node$n.pid"
+  local pid=$!
+  echo "$pid" > "$DIR/node$n.pid"
+  # Until setsid has exec'd, /proc/PID/environ is this script's (no PERSISTENCE_DATA_PATH), and
+  # node_pid would take the node for dead: wait for the exec (or the process's end).
+  for _ in $(seq 1 100); do
+    is_node_of_dir "$pid" "$n" && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
 }
 
 # Gossip addresses of running nodes other than N.
@@ -287,7 +303,29 @@ cmd_restart() { # N
   log "node$n back in $(since "$t0")"
 }
 
-[ $# -ge 2 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+cmd_signal() { # N SIG what
+  local p; p=$(node_pid "$1") || die "node$1 is not running"
+  log "$3 node$1 (pid $p)"
+  kill -"$2" "$p"
+}
+
+# The Raft leader the running nodes agree on, as a node number: asked of each running node in
+# turn (a stopped or paused node does not answer); every node that answers must name the same.
+cmd_leader() {
+  local n id="" got
+  for n in $(seq 1 $NODES); do
+    node_pid "$n" >/dev/null || continue
+    got=$(curl -sf -m 3 "$(url_of "$n")/v1/cluster/statistics" 2>/dev/null \
+      | jq -r --arg me "node$n" '.statistics[] | select(.name == $me) | .leaderId // ""' 2>/dev/null || true)
+    [ -n "$got" ] || continue
+    [ -z "$id" ] || [ "$id" = "$got" ] || die "nodes disagree on the Raft leader ($id, $got)"
+    id=$got
+  done
+  [[ "$id" =~ ^node([1-9])$ ]] || die "no Raft leader known to the running nodes"
+  echo "${BASH_REMATCH[1]}"
+}
+
+[ $# -ge 2 ] || { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 cmd=$1
 mkdir -p "$2"
 DIR=$(cd "$2" && pwd)
@@ -299,5 +337,8 @@ case $cmd in
   kill) cmd_kill "$(node_arg "${3:-}")" ;;
   restart) cmd_restart "$(node_arg "${3:-}")" ;;
   endpoints) endpoint_line ;;
-  *) die "unknown command $cmd (start|stop|status|kill|restart|endpoints)" ;;
+  pause) cmd_signal "$(node_arg "${3:-}")" STOP SIGSTOP ;;
+  resume) cmd_signal "$(node_arg "${3:-}")" CONT SIGCONT ;;
+  leader) cmd_leader ;;
+  *) die "unknown command $cmd (start|stop|status|kill|restart|endpoints|pause|resume|leader)" ;;
 esac

@@ -241,6 +241,8 @@ type request struct {
 	// accept maps an answer to the call's result: nil when it is a success, else an *Error
 	// (retry says whether another attempt may help). It reads the capped body.
 	accept func(status int, body []byte, attempt int) (err *Error, retry bool)
+	// tries, when > 0, caps the attempts of this call below Config.MaxAttempts.
+	tries int
 }
 
 // do runs r with failover, per-attempt timeouts, and bounded retries with backoff.
@@ -249,8 +251,12 @@ func (c *Client) do(ctx context.Context, r request) error {
 		r.accept = acceptREST
 	}
 	start := int(c.next.Load()) % len(c.nodes)
+	tries := c.tries
+	if r.tries > 0 {
+		tries = min(tries, r.tries)
+	}
 	var last *Error
-	for attempt := 1; attempt <= c.tries; attempt++ {
+	for attempt := 1; attempt <= tries; attempt++ {
 		if attempt > 1 {
 			// The first pass over the nodes fails over at once; later passes wait.
 			if attempt > len(c.nodes) || last.Kind == ErrConsistency || last.retryAfter > 0 {

@@ -81,6 +81,11 @@ type ClassConfig struct {
 	// which a read that meets the disagreement fails; "DeleteOnConflict";
 	// "TimeBasedResolution": the latest write or delete wins).
 	DeletionStrategy string
+	// AsyncReplication sets replicationConfig.asyncEnabled: the replicas of each shard
+	// compare their contents in the background and copy what one lacks (a node back from
+	// an outage catches up without being read). The nodes' ASYNC_REPLICATION_FREQUENCY sets
+	// how often.
+	AsyncReplication bool
 	// Description is the class's description, kept by Weaviate and returned by Classes
 	// (callers record what they need to find again there).
 	Description string
@@ -112,6 +117,7 @@ type classJSON struct {
 type replicationJSON struct {
 	Factor           int    `json:"factor,omitempty"`
 	DeletionStrategy string `json:"deletionStrategy,omitempty"`
+	AsyncEnabled     bool   `json:"asyncEnabled,omitempty"`
 }
 
 type invertedIndexJSON struct {
@@ -148,8 +154,8 @@ func classBody(cfg ClassConfig) (classJSON, error) {
 		},
 		InvertedIndexConfig: invertedIndexJSON{BM25: cfg.BM25, BlockMaxWAND: cfg.BlockMaxWAND},
 	}
-	if cfg.Replication > 0 || cfg.DeletionStrategy != "" {
-		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication, DeletionStrategy: cfg.DeletionStrategy}
+	if cfg.Replication > 0 || cfg.DeletionStrategy != "" || cfg.AsyncReplication {
+		body.ReplicationConfig = &replicationJSON{Factor: cfg.Replication, DeletionStrategy: cfg.DeletionStrategy, AsyncEnabled: cfg.AsyncReplication}
 	}
 	if cfg.Shards > 0 {
 		body.ShardingConfig = map[string]any{"desiredCount": cfg.Shards}
