@@ -116,6 +116,9 @@ func (g *gen) chunk(lo, hi int) [][]float32 {
 	return out
 }
 
+// exactMode is -exact: memory or stream (exactStream).
+var exactMode string
+
 func idOf(i int) string { return fmt.Sprintf("v%08d", i) }
 
 func main() {
@@ -142,6 +145,7 @@ func main() {
 	storeCodes := flag.String("storecodes", "binary", "with -store: the codes the indexes scan (binary or int8)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the -store searches to this file")
 	codes := flag.String("code", "rotated", "binary codes of the indexes (signs, rotated, rotatedpad: every bit of the padded rotation; several: signs,rotated with -store, the first for the binary modes)")
+	flag.StringVar(&exactMode, "exact", "memory", "with -store int8 first: how the exact float32 results are computed: memory (an index of every vector in memory) or stream (one pass, each query's best 11 kept: a set larger than memory)")
 	qseed := flag.Int("qseed", 0, "query set: the queries are the generator's vectors n+qseed*q.. (tune on one, report on another)")
 	flag.Parse()
 	ctx := context.Background()
@@ -150,6 +154,9 @@ func main() {
 	}
 	if *qexact == 0 || *qexact > *nq {
 		*qexact = *nq
+	}
+	if exactMode != "memory" && exactMode != "stream" {
+		check(fmt.Errorf("-exact %q: memory or stream", exactMode))
 	}
 	check(os.MkdirAll(*dir, 0o755))
 	g := newGen(*dim, *centres, *sigma)
