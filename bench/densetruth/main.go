@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -254,7 +255,7 @@ func computeExact(corpus string, qids, qtexts []string, dim, k, batch int, out s
 	fmt.Printf("exact float32 top %d of %d queries over %d passages (hash:%d): %v, %d workers; %d queries tie at rank %d\n",
 		k, len(qv), n, dim, time.Since(start).Round(time.Millisecond), workers, ties, k)
 	if out != "" {
-		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		if err := atomicfile.WriteFile(out, []byte(b.String()), atomicfile.Options{}); err != nil {
 			return nil, err
 		}
 	}
