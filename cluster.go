@@ -751,23 +751,32 @@ func (cs *clusterStore) replicated(ctx context.Context, cc *clusterClass, write 
 	if cs.level == weaviate.One || clusterFaults.noReplicaCheck {
 		return write()
 	}
-	if err := cs.checkReplicas(ctx, cc, "before"); err != nil {
+	unanswered, err := cs.checkReplicas(ctx, cc, "before")
+	if err != nil {
 		return err
 	}
 	if err := write(); err != nil {
+		if unanswered != "" && errors.Is(err, weaviate.ErrTimeout) {
+			// A member that did not answer the listing (stopped, cut off) is one the
+			// coordinator may still be waiting for: the level was not reached.
+			return fmt.Errorf("%w: the write at %s was not acknowledged in time (%s did not answer): %w", ErrConsistency, cs.level, unanswered, err)
+		}
 		return err
 	}
-	return cs.checkReplicas(ctx, cc, "after")
+	_, err = cs.checkReplicas(ctx, cc, "after")
+	return err
 }
 
-// checkReplicas is replicated's check; when names the moment ("before", "after").
-func (cs *clusterStore) checkReplicas(ctx context.Context, cc *clusterClass, when string) error {
+// checkReplicas is replicated's check; when names the moment ("before", "after"). It
+// returns the member that did not answer the listing, if one did not (Weaviate then still
+// counts it, and refuses the level itself when it is down).
+func (cs *clusterStore) checkReplicas(ctx context.Context, cc *clusterClass, when string) (string, error) {
 	r, err := cs.wc.Replicas(ctx, cc.name)
 	if err != nil {
-		return fmt.Errorf("%w: %s the write at %s, the replicas of class %s could not be listed: %w", ErrConsistency, when, cs.level, cc.name, err)
+		return "", fmt.Errorf("%w: %s the write at %s, the replicas of class %s could not be listed: %w", ErrConsistency, when, cs.level, cc.name, err)
 	}
 	if r.Unanswered != "" {
-		return nil
+		return r.Unanswered, nil
 	}
 	for name, s := range r.Shards {
 		need := s.Want
@@ -775,11 +784,11 @@ func (cs *clusterStore) checkReplicas(ctx context.Context, cc *clusterClass, whe
 			need = s.Want/2 + 1
 		}
 		if s.Live < need {
-			return fmt.Errorf("%w: %s the write at %s: shard %s of class %s has %d of its %d replicas on live nodes, %s needs %d",
+			return "", fmt.Errorf("%w: %s the write at %s: shard %s of class %s has %d of its %d replicas on live nodes, %s needs %d",
 				ErrConsistency, when, cs.level, name, cc.name, s.Live, s.Want, cs.level, need)
 		}
 	}
-	return nil
+	return "", nil
 }
 
 // deleteAll deletes every object f matches (Weaviate deletes a bounded number per call).
