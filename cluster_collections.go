@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/agentmem/memory/internal/store"
-	"github.com/agentmem/memory/internal/weaviate"
 )
 
 // Searches of several collections on a cluster. A multi-collection search (InCollections)
@@ -48,23 +47,13 @@ func (cs *clusterStore) candidateVectors(ctx context.Context, cands []candidate)
 		if cc == nil {
 			continue
 		}
-		for len(ids) > 0 {
-			part := ids[:min(len(ids), clusterBatch)]
-			ids = ids[len(part):]
-			hits, err := cs.wc.Fetch(ctx, weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: clusterMaxResults,
-				Where: weaviate.Where(weaviate.PropID, weaviate.ContainsAny, part), Fields: []string{propChunk}, WithVector: true})
-			if err != nil {
-				return nil, cs.classErr(err)
+		err = cs.unitVectors(ctx, cc, ids, clusterMaxResults, func(uid string, v []float32) {
+			if len(v) > 0 {
+				vecs[col+"\x00"+uid] = v
 			}
-			for _, h := range hits {
-				uid := h.ID
-				if c, _ := h.Props[propChunk].(float64); c >= 0 {
-					uid = store.UnitID(h.ID, int(c))
-				}
-				if len(h.Vector) > 0 {
-					vecs[col+"\x00"+uid] = h.Vector
-				}
-			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return func(c candidate) ([]float32, error) { return vecs[c.res.Collection+"\x00"+c.id], nil }, nil

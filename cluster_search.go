@@ -323,23 +323,31 @@ func (cs *clusterStore) missedVectors(ctx context.Context, cc *clusterClass, fus
 		return nil, nil
 	}
 	out := map[string][]float32{}
-	for len(parents) > 0 {
-		part := parents[:min(len(parents), clusterBatch)]
-		parents = parents[len(part):]
-		hits, err := cs.wc.Fetch(ctx, weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: 10000,
+	err := cs.unitVectors(ctx, cc, parents, 10000, func(uid string, v []float32) { out[uid] = v })
+	return out, err
+}
+
+// unitVectors reads, at the store's consistency level, the stored vector of every unit
+// (the document, or each of its chunks) of the documents ids of cc, clusterBatch documents
+// a request of at most limit results, and gives each to put by unit id.
+func (cs *clusterStore) unitVectors(ctx context.Context, cc *clusterClass, ids []string, limit int, put func(uid string, v []float32)) error {
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), clusterBatch)]
+		ids = ids[len(part):]
+		hits, err := cs.wc.Fetch(ctx, weaviate.Query{Class: cc.name, Consistency: cs.level, Limit: limit,
 			Where: weaviate.Where(weaviate.PropID, weaviate.ContainsAny, part), Fields: []string{propChunk}, WithVector: true})
 		if err != nil {
-			return nil, cs.classErr(err)
+			return cs.classErr(err)
 		}
 		for _, h := range hits {
 			uid := h.ID
 			if c, _ := h.Props[propChunk].(float64); c >= 0 {
 				uid = store.UnitID(h.ID, int(c))
 			}
-			out[uid] = h.Vector
+			put(uid, h.Vector)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // rescoreMissed is relevanceScorer.score for a result of a search whose dense recall did

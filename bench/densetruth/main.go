@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/beir"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -116,7 +116,7 @@ func dot(a, b []float32) float64 {
 }
 
 func run(corpus, queries string, limit, dim, k, batch int, out, runFile, exactFile string) error {
-	qids, qtexts, err := readQueries(queries, limit)
+	qids, qtexts, err := beir.ReadQueryFile(queries, limit)
 	if err != nil {
 		return err
 	}
@@ -274,35 +274,6 @@ func embedText(title, text string) string {
 }
 
 // readQueries reads the first limit queries (0: all) of a BEIR queries.jsonl, as querybench does.
-func readQueries(path string, limit int) (ids, texts []string, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for line := 1; sc.Scan(); line++ {
-		var q struct {
-			ID   string `json:"_id"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		ids, texts = append(ids, q.ID), append(texts, q.Text)
-		if limit > 0 && len(ids) == limit {
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, err
-	}
-	if len(ids) == 0 {
-		return nil, nil, errors.New(path + ": no queries")
-	}
-	return ids, texts, nil
-}
 
 // readRun reads a TREC run: each query's document ids in rank order.
 func readRun(path string) (map[string][]string, error) {

@@ -10,10 +10,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -27,6 +24,7 @@ import (
 
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/atomicfile"
+	"github.com/agentmem/memory/internal/beir"
 )
 
 func main() {
@@ -98,7 +96,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	fmt.Printf("open %v; %s\n", time.Since(t).Round(time.Microsecond), rss())
 	ctx := context.Background()
 	if qfile != "" {
-		qs, ids, err := readQueryIDs(qfile, limit)
+		ids, qs, err := beir.ReadQueryFile(qfile, limit)
 		if err != nil {
 			return err
 		}
@@ -134,7 +132,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		}
 	}
 	if bfile != "" {
-		qs, err := readQueries(bfile, 0)
+		_, qs, err := beir.ReadQueryFile(bfile, 0)
 		if err != nil {
 			return err
 		}
@@ -169,43 +167,6 @@ func parseMode(s string) (memory.Mode, error) {
 		return memory.Hybrid, nil
 	}
 	return "", fmt.Errorf("mode %q: want bm25, dense or hybrid", s)
-}
-
-// readQueries reads the text field of each JSONL line (BEIR: {"_id": ..., "text": ...}).
-func readQueries(path string, limit int) ([]string, error) {
-	qs, _, err := readQueryIDs(path, limit)
-	return qs, err
-}
-
-// readQueryIDs is readQueries with each query's _id.
-func readQueryIDs(path string, limit int) (qs, ids []string, err error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for line := 1; sc.Scan(); line++ {
-		var q struct {
-			ID   string `json:"_id"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			return nil, nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		qs, ids = append(qs, q.Text), append(ids, q.ID)
-		if limit > 0 && len(qs) == limit {
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, err
-	}
-	if len(qs) == 0 {
-		return nil, nil, errors.New(path + ": no queries")
-	}
-	return qs, ids, nil
 }
 
 func stats(lat []time.Duration) (p50, p99, mean time.Duration) {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/agentmem/memory"
+	"github.com/agentmem/memory/internal/beir"
 	"github.com/agentmem/memory/vectorstore"
 )
 
@@ -117,7 +118,7 @@ func run() error {
 	}
 
 	if *queries != "" {
-		qs, err := readQueries(*queries, "text")
+		_, qs, err := beir.ReadQueryFile(*queries, 0)
 		if err != nil {
 			return err
 		}
@@ -147,7 +148,7 @@ func run() error {
 		}
 	}
 	if *batch != "" {
-		qs, err := readQueries(*batch, "text")
+		_, qs, err := beir.ReadQueryFile(*batch, 0)
 		if err != nil {
 			return err
 		}
@@ -172,27 +173,6 @@ func parseMode(s string) (memory.Mode, error) {
 		return m, nil
 	}
 	return "", fmt.Errorf("mode %q: want bm25, dense or hybrid", s)
-}
-
-func readQueries(path, field string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var qs []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, len(qs)+1, err)
-		}
-		if s, ok := r[field].(string); ok && s != "" {
-			qs = append(qs, s)
-		}
-	}
-	return qs, sc.Err()
 }
 
 // ingest reads the first n rows of the corpus (0: all) and Adds them in batches of size

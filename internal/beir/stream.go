@@ -209,3 +209,36 @@ func eachLine(r io.Reader, name string, fn func(n int, line []byte) error) error
 		}
 	}
 }
+
+// ReadQueryFile reads the first limit (0: all) queries of a queries.jsonl ({"_id",
+// "text"} a line; a batch file's lines may lack the id), in file order. A file without a
+// query is an error naming it; a bad line is one naming its file and line.
+func ReadQueryFile(path string, limit int) (ids, texts []string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for line := 1; sc.Scan(); line++ {
+		var q struct {
+			ID   string `json:"_id"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		ids, texts = append(ids, q.ID), append(texts, q.Text)
+		if limit > 0 && len(ids) == limit {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil, errors.New(path + ": no queries")
+	}
+	return ids, texts, nil
+}
