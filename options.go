@@ -225,6 +225,13 @@ type SearchOptions struct {
 	TopK   int     // results returned (default 10)
 	Window int     // candidates taken from each retriever (default max(100, TopK))
 	RRFK   float64 // RRF rank constant (default 60)
+	// FullDenseWindow: an approximate dense index (quantized codes, then exact rescoring)
+	// picks the candidates it rescores for every one of the Window hits it gives fusion.
+	// By default it picks them for the results the search keeps (TopK, or RerankTop when
+	// reranking; vectorstore.FocusSearcher) and fills the rest of the window from the same
+	// rescored candidates: Window/TopK times fewer vectors read, and dense hits past the
+	// top k may miss some a full window would find. Exact indexes ignore it.
+	FullDenseWindow bool
 	// Fusion combines the retrievers' lists of a hybrid search (nil: hybrid.RRF). Any
 	// hybrid.FusionFunc serves, hybrid.WeightedScore or one of the caller's; the results'
 	// explanations are read from its Contributions, whose lists are named "bm25" and "dense".
@@ -299,6 +306,10 @@ func TopK(k int) SearchOption { return func(s *SearchOptions) { s.TopK = k } }
 
 // WithWindow sets how many candidates each retriever contributes to fusion.
 func WithWindow(w int) SearchOption { return func(s *SearchOptions) { s.Window = w } }
+
+// WithFullDenseWindow makes an approximate dense index rescore candidates for the whole
+// fusion window (see SearchOptions.FullDenseWindow).
+func WithFullDenseWindow() SearchOption { return func(s *SearchOptions) { s.FullDenseWindow = true } }
 
 // WithRRFK sets the RRF rank constant.
 func WithRRFK(k float64) SearchOption { return func(s *SearchOptions) { s.RRFK = k } }

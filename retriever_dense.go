@@ -22,7 +22,7 @@ var denseRetriever = retriever{
 	order:  20,
 	weight: func(w *Weights) float64 { return w.Dense },
 	search: func(ctx context.Context, s *colState, q *retrieval, k int) ([]hybrid.Hit, error) {
-		return s.denseSearch(ctx, q.vec, k, q.scope, q.so.dense)
+		return s.denseSearch(ctx, q.vec, k, q.so.denseFocus(k), q.scope, q.so.dense)
 	},
 	elapsed: func(st *SearchStats) *time.Duration { return &st.Dense },
 	shared: func(so *SearchOptions) time.Duration {
@@ -64,9 +64,9 @@ var denseRetriever = retriever{
 // (all without a filter), or takes them from the query's batch when it asked for as many
 // without a filter. An index that resolves an id list itself (vectorstore.AllowSearcher:
 // a bitmap over its ordinals) gets the list; others a Filter over the allowed set.
-func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, sc *searchScope, batch *denseBatch) ([]hybrid.Hit, error) {
+func (s *colState) denseSearch(ctx context.Context, qv []float32, k, focus int, sc *searchScope, batch *denseBatch) ([]hybrid.Hit, error) {
 	allow := sc.allowSet
-	if batch != nil && sc.allowIDs == nil && allow == nil && k <= batch.k { // answered with its batch
+	if batch != nil && sc.allowIDs == nil && allow == nil && k <= batch.k && focus <= batch.focus { // answered with its batch
 		return batch.hits[:min(k, len(batch.hits))], nil
 	}
 	if as, ok := s.vec.(vectorstore.AllowSearcher); ok && sc.allowIDs != nil {
@@ -76,14 +76,25 @@ func (s *colState) denseSearch(ctx context.Context, qv []float32, k int, sc *sea
 	if allow != nil {
 		f = func(id string) bool { return allow[id] }
 	}
-	return s.vec.Search(ctx, qv, k, f)
+	return vectorstore.SearchFocus(ctx, s.vec, qv, k, focus, f)
+}
+
+// denseFocus is how many of dense recall's k hits an approximate index picks its
+// candidates for (vectorstore.FocusSearcher): the results the search keeps, or k with
+// FullDenseWindow.
+func (so *SearchOptions) denseFocus(k int) int {
+	if so.FullDenseWindow {
+		return k
+	}
+	return min(k, so.keep())
 }
 
 // denseBatch is one query's share of a batch's dense retrieval.
 type denseBatch struct {
-	vec  []float32         // the query's embedding
-	k    int               // hits asked for
-	hits []vectorstore.Hit // the index's answer for vec at k, no filter
+	vec   []float32         // the query's embedding
+	k     int               // hits asked for
+	focus int               // the hits the candidates were picked for (denseFocus)
+	hits  []vectorstore.Hit // the index's answer for vec at k, no filter
 
 	embedShare, denseShare time.Duration // the batch's embedding and vector search time per query
 }
@@ -144,7 +155,8 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 		return nil, nil
 	}
 	t = time.Now()
-	hits, err := vectorstore.SearchBatch(ctx, s.vec, vecs, k, nil)
+	focus := so.denseFocus(k)
+	hits, err := vectorstore.SearchBatchFocus(ctx, s.vec, vecs, k, focus, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +164,7 @@ func (c *Collection) denseBatch(ctx context.Context, queries []string, so Search
 	embedShare, denseShare := embed/n, time.Since(t)/n
 	out := make([]denseBatch, len(queries))
 	for i := range out {
-		out[i] = denseBatch{vec: vecs[i], k: k, hits: hits[i], embedShare: embedShare, denseShare: denseShare}
+		out[i] = denseBatch{vec: vecs[i], k: k, focus: focus, hits: hits[i], embedShare: embedShare, denseShare: denseShare}
 	}
 	return out, nil
 }

@@ -242,6 +242,12 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 		}
 		if note, ok := r.plan(s); ok { // for example: recall is approximate
 			notes = append(notes[:len(notes):len(notes)], note)
+			if _, focused := s.vec.(vectorstore.FocusSearcher); focused && r == &denseRetriever {
+				k := so.retrieverWindow(mode)
+				if f := so.denseFocus(k); f < k {
+					notes = append(notes, fmt.Sprintf("dense: candidates picked for the top %d of its %d hits (WithFullDenseWindow: all)", f, k))
+				}
+			}
 		}
 	}
 	rel := m.newRelevanceScorer(tx, col, qv, lists)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -384,5 +385,73 @@ func TestIndexRowsNotRecorded(t *testing.T) {
 	}
 	if got := normalIndex(cfg).config(with); got.Rows != nil {
 		t.Fatal("the recorded configuration carries Rows")
+	}
+}
+
+// TestHybridDenseFocus: in an int8 store (codes, then rescoring from store.db) a hybrid
+// search asks dense recall for its window (100) with the candidates picked for the results
+// it keeps, and says so in each result's notes; WithFullDenseWindow, a dense search (whose
+// window is its k) and a float32 store (exact) do not focus. A focused dense list's first k hits are those of a dense search for k.
+func TestHybridDenseFocus(t *testing.T) {
+	ctx := context.Background()
+	emb := vectorstore.NewHashEmbedder(64)
+	dir := t.TempDir()
+	m, err := Open(dir, WithEmbedder(emb), WithVectorPrecision(Int8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, m.Add(ctx, int8Docs(900)...))
+	must(t, m.Close())
+	if m, err = Open(dir, WithEmbedder(emb)); err != nil { // the rows now in segments: codes
+		t.Fatal(err)
+	}
+	defer m.Close()
+	notes := func(m *Memory, opts ...SearchOption) string {
+		t.Helper()
+		rs, err := m.Search(ctx, "topic3 theme4 word7", opts...)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("search: %v, %v", rs, err)
+		}
+		return strings.Join(rs[0].Explain.Notes, "; ")
+	}
+	const focused = "dense: candidates picked for the top 5 of its 100 hits"
+	if n := notes(m, TopK(5)); !strings.Contains(n, focused) {
+		t.Fatalf("hybrid notes %q, want %q", n, focused)
+	}
+	for what, opts := range map[string][]SearchOption{
+		"full window": {TopK(5), WithFullDenseWindow()},
+		"dense":       {TopK(5), WithMode(Dense)},
+		"k = window":  {TopK(5), WithWindow(5)},
+	} {
+		if n := notes(m, opts...); strings.Contains(n, "candidates picked") {
+			t.Fatalf("%s: notes %q", what, n)
+		}
+	}
+	if n := notes(m, TopK(7), WithWindow(200)); !strings.Contains(n, "top 7 of its 200") {
+		t.Fatalf("window 200: %q", n)
+	}
+	// The focused list's first k hits: a dense search for k.
+	qv, _ := emb.Embed(ctx, []string{"topic3 theme4 word7"})
+	s, err := m.Collection("").state(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := s.vec.Search(ctx, qv[0], 5, nil)
+	must(t, err)
+	win, err := vectorstore.SearchFocus(ctx, s.vec, qv[0], 100, 5, nil)
+	must(t, err)
+	if len(win) != 100 || !reflect.DeepEqual(win[:5], top) {
+		t.Fatalf("focused window %d hits, first %v; a search for 5: %v", len(win), win[:min(5, len(win))], top)
+	}
+
+	plain := t.TempDir()
+	m32, err := Open(plain, WithEmbedder(emb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m32.Close()
+	must(t, m32.Add(ctx, int8Docs(50)...))
+	if n := notes(m32, TopK(5)); strings.Contains(n, "candidates picked") {
+		t.Fatalf("float32 store: notes %q", n)
 	}
 }

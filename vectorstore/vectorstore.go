@@ -138,6 +138,36 @@ type AllowSearcher interface {
 	SearchAllowed(ctx context.Context, q []float32, k int, allow []string) ([]Hit, error)
 }
 
+// FocusSearcher is an optional ability of an approximate Index (quantized codes, then
+// exact rescoring): SearchFocus returns up to k hits as Search does, but picks the
+// candidates it rescores for the best focus of them, so the first focus hits are what
+// Search(ctx, q, focus, f) returns and those past focus are exactly scored but may miss
+// vectors Search(ctx, q, k, f) would find. Hybrid search asks for its whole fusion window
+// and focuses on the results it returns. SearchBatchFocus is the same for a batch. Use the
+// package functions [SearchFocus] and [SearchBatchFocus] to ask any Index (one without the
+// ability answers with Search).
+type FocusSearcher interface {
+	SearchFocus(ctx context.Context, q []float32, k, focus int, f Filter) ([]Hit, error)
+	SearchBatchFocus(ctx context.Context, qs [][]float32, k, focus int, f Filter) ([][]Hit, error)
+}
+
+// SearchFocus is idx's FocusSearcher.SearchFocus when it has one, otherwise idx.Search.
+func SearchFocus(ctx context.Context, idx Index, q []float32, k, focus int, f Filter) ([]Hit, error) {
+	if fs, ok := idx.(FocusSearcher); ok && focus > 0 && focus < k {
+		return fs.SearchFocus(ctx, q, k, focus, f)
+	}
+	return idx.Search(ctx, q, k, f)
+}
+
+// SearchBatchFocus is idx's FocusSearcher.SearchBatchFocus when it has one, otherwise
+// [SearchBatch].
+func SearchBatchFocus(ctx context.Context, idx Index, qs [][]float32, k, focus int, f Filter) ([][]Hit, error) {
+	if fs, ok := idx.(FocusSearcher); ok && focus > 0 && focus < k {
+		return fs.SearchBatchFocus(ctx, qs, k, focus, f)
+	}
+	return SearchBatch(ctx, idx, qs, k, f)
+}
+
 // SearchPlanner is an optional ability of an Index to say how a search is answered and
 // why (for Explain.Notes); approximate reports a scan that may miss exact hits (quantized
 // codes).

@@ -6,7 +6,7 @@
 //
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
 //	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
-//	    [-cpuprofile FILE] [-run-out FILE]
+//	    [-cpuprofile FILE] [-run-out FILE] [-full-dense-window]
 package main
 
 import (
@@ -42,6 +42,7 @@ func main() {
 		cpuProf  = flag.String("cpuprofile", "", "write a CPU profile of the timed searches (after open) to this file")
 		scoring  = flag.String("bm25-scoring", "", "BM25 formula for this run (memory.WithBM25Scoring: classic or lucene; default: by the store's analyzer)")
 		noText   = flag.Bool("no-text", false, "return ids and scores only (memory.WithoutText): what Lucene's tool times, the top k's ids")
+		fullWin  = flag.Bool("full-dense-window", false, "hybrid: an approximate dense index rescores candidates for the whole window (memory.WithFullDenseWindow)")
 		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
 		runOut   = flag.String("run-out", "", "write the first round's results to this file as a TREC run (scores printed exactly: a byte comparison between builds)")
 	)
@@ -65,14 +66,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: querybench -store S -queries Q.jsonl [-batch B.jsonl] [-k 10] [-rounds 3] [-limit 300] [-mode bm25]")
 		os.Exit(2)
 	}
-	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly, *noText, *scoring); err != nil {
+	if err := run(*storeDir, *queries, *batch, *k, *rounds, *bRounds, *limit, *cacheMB, *mode, *readOnly, *noText, *fullWin, *scoring); err != nil {
 		fmt.Fprintln(os.Stderr, "querybench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly, noText bool, bm25Scoring string) error {
+func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly, noText, fullWin bool, bm25Scoring string) error {
 	m, err := parseMode(mode)
 	if err != nil {
 		return err
@@ -107,6 +108,9 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 			for qi, q := range qs {
 				t := time.Now()
 				sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
+				if fullWin {
+					sopts = append(sopts, memory.WithFullDenseWindow())
+				}
 				if noText {
 					sopts = append(sopts, memory.WithoutText())
 				}
@@ -138,7 +142,11 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		}
 		for r := 1; r <= max(1, bRounds); r++ {
 			t := time.Now()
-			if _, err := mem.SearchBatch(ctx, qs, memory.WithMode(m), memory.TopK(k)); err != nil {
+			bopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
+			if fullWin {
+				bopts = append(bopts, memory.WithFullDenseWindow())
+			}
+			if _, err := mem.SearchBatch(ctx, qs, bopts...); err != nil {
 				return fmt.Errorf("batch: %w", err)
 			}
 			el := time.Since(t)

@@ -40,6 +40,7 @@ type evalConfig struct {
 	mappedMB  int64  // --mapped-mb
 	k         int
 	window    int
+	fullDense bool // --full-dense-window
 	rrfK      float64
 	rerankTop int
 	k1, b     float64
@@ -139,6 +140,7 @@ func (cfg *evalConfig) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&cfg.reportOut, "report-out", "", "write the evaluation report `FILE` (JSON: metrics, per-query figures, latencies) that memory serve --ui --ui-report shows as charts")
 	fs.IntVarP(&cfg.k, "k", "k", 100, "results per query (Recall@100 needs 100)")
 	fs.IntVar(&cfg.window, "window", 0, "candidates per retriever (default max(100, k))")
+	fs.BoolVar(&cfg.fullDense, "full-dense-window", false, "an approximate dense index rescores candidates for the whole --window, not only the top -k")
 	fs.Float64Var(&cfg.rrfK, "rrf-k", 0, "RRF rank constant (default 60)")
 	fs.IntVar(&cfg.rerankTop, "rerank-top", 100, "with --reranker: rerank this many fused candidates")
 	fs.Float64Var(&cfg.k1, "k1", 0.9, "BM25 k1")
@@ -210,6 +212,9 @@ func (cfg evalConfig) searchOptions() []memory.SearchOption {
 	opts := []memory.SearchOption{memory.WithMode(memory.Mode(cfg.mode)), memory.TopK(cfg.k), memory.WithWindow(cfg.window), memory.WithRRFK(cfg.rrfK)}
 	if cfg.store.reranker != "" {
 		opts = append(opts, memory.WithRerank(cfg.rerankTop))
+	}
+	if cfg.fullDense {
+		opts = append(opts, memory.WithFullDenseWindow())
 	}
 	return opts
 }

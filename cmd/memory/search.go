@@ -25,7 +25,7 @@ type searchOptions struct {
 	vector, vectorEmbedder               string // --vector FILE|-, --vector-embedder ID
 	k, window, rerankTop                 int
 	cascadeThreshold                     float64
-	asJSON, dedupeSource                 bool
+	asJSON, dedupeSource, fullDense      bool
 }
 
 func newSearchCmd() *cobra.Command {
@@ -46,6 +46,8 @@ func newSearchCmd() *cobra.Command {
 	fs.StringVar(&o.mode, "mode", "", "retrieval `MODE`: hybrid, bm25 or dense (default hybrid; bm25 with a warning when the store's embedder cannot be loaded)")
 	fs.IntVarP(&o.k, "k", "k", 10, "results")
 	fs.IntVar(&o.window, "window", 0, "candidates per retriever (default 100)")
+	fs.BoolVar(&o.fullDense, "full-dense-window", false, "an approximate dense index (int8 stores) rescores candidates for the whole --window, "+
+		"not only for the -k results (slower; dense hits past -k then rank as a search for --window)")
 	fs.IntVar(&o.rerankTop, "rerank", 0, "rerank the top `N` fused candidates (with --reranker: none unless given; "+
 		"with --llm-reranker: 20 unless given)")
 	fs.StringVar(&o.where, "where", "", "metadata filter as `JSON`, e.g. '{\"year\":{\"$gte\":2020}}'")
@@ -165,6 +167,9 @@ func runSearch(ctx context.Context, sf *storeFlags, o searchOptions, args []stri
 		o.mode = string(memory.Hybrid)
 	}
 	opts := []memory.SearchOption{memory.TopK(o.k), memory.WithWindow(o.window), memory.WithSnippets()}
+	if o.fullDense {
+		opts = append(opts, memory.WithFullDenseWindow())
+	}
 	if o.where != "" {
 		w, err := memory.ParseWhere([]byte(o.where))
 		if err != nil {
