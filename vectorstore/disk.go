@@ -90,6 +90,13 @@ type DiskSearchOptions struct {
 	// for k would return. Hybrid search asks for its fusion window (100) with the focus on
 	// the results it returns (10): 10x fewer rows read for rescoring. 0, or >= k: k.
 	Focus int
+	// Prefilter makes a binary scan without inverted lists and without a filter pass
+	// twice over the codes: first it counts the Hamming distance of every code to the
+	// query's own code (a few popcounts a row), then it scores with the query's byte tables
+	// (binaryScore) only the rows within the distance that keeps Prefilter x k x
+	// oversample of them. 0: Params["prefilter"], else diskPrefilterDefault; negative:
+	// off (every row scored with the tables).
+	Prefilter int
 }
 
 // diskSegRowsDefault is how many rows a segment file holds (its last segment may hold
@@ -112,6 +119,12 @@ const (
 	// set 0 (clustered: 0.938 at 48, 0.955 at 56; hash:768 0.943 at 56, at the plateau
 	// of its int8 rescoring), checked on set 1 (-qseed 1): clustered 0.962, hash 0.952.
 	diskOversampleRowless = 56
+	// diskPrefilterDefault is DiskSearchOptions.Prefilter's default: tuned on query set 0
+	// of bench/diskquant's 200k x 768 int8 stores (rotated codes, every padded bit,
+	// oversample 56), recall@10 against exact float32 equal to the scan without it on
+	// clustered vectors at 4 to 32 (0.9547) and on hash:768 from 8 (0.9426; 4: 0.9414);
+	// checked on set 1 (-qseed 1): see BENCHMARKS §0zd.
+	diskPrefilterDefault = 8
 )
 
 // DiskIndex is an Index that lives in files (IndexConfig.Dir): float32 rows of fixed width
@@ -147,6 +160,7 @@ type DiskIndex struct {
 	readOnly   bool
 	quant      int
 	oversample int
+	prefilter  int // Params["prefilter"] (DiskSearchOptions.Prefilter)
 	nlist      int // inverted lists (0: none)
 	nprobe     int
 	threads    int
@@ -202,7 +216,7 @@ var (
 // NewDiskIndex opens the disk index in cfg.Dir (empty when it holds none; in memory when
 // cfg.Dir is ""). Params: "quant" (DiskQuant*), "code" (DiskCode*), "codeseed" (the
 // rotation's seed), "codebits" (bits of a rotated code: dim, or dim padded to a power of
-// two), "oversample", "threads" (as the flat index), "segrows" (rows per segment file),
+// two), "oversample", "prefilter" (DiskSearchOptions.Prefilter), "threads" (as the flat index), "segrows" (rows per segment file),
 // "exactmb" (the float32 size in MiB up to which DiskQuantAuto searches exactly; default
 // a quarter of physical memory). With cfg.Rows (and a Dir) it writes no float32 rows (see
 // disk_rows.go; quant DiskQuantNone is then ErrBadConfig). Files that fail their checks
@@ -214,7 +228,7 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	}
 	p := cfg.Params
 	x := &DiskIndex{dim: cfg.Dim, metric: cfg.Metric, dir: cfg.Dir, readOnly: cfg.ReadOnly,
-		quant: p["quant"], oversample: p["oversample"], threads: p["threads"], segRows: p["segrows"],
+		quant: p["quant"], oversample: p["oversample"], prefilter: p["prefilter"], threads: p["threads"], segRows: p["segrows"],
 		nlist: p["nlist"], nprobe: p["nprobe"], tailSlot: map[string]int32{}, codeParam: p["code"], bitsParam: p["codebits"]}
 	if cfg.Dir != "" {
 		x.rows = cfg.Rows // in memory, every row stays in memory
@@ -768,6 +782,8 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	lists := ""
 	if x.lists != nil {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
+	} else if pf := cmp.Or(x.prefilter, diskPrefilterDefault); mode == DiskBinary && pf > 0 {
+		lists = fmt.Sprintf(" (those within the Hamming distance that keeps %dx the candidates scored)", pf)
 	}
 	if x.rows != nil {
 		prec := ""
@@ -1000,11 +1016,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 		return true
 	}
 	// Runs over the segments only: the codes are per segment.
-	type run struct {
-		seg    *diskSeg
-		base   int32
-		lo, hi int
-	}
+	type run = codeRun
 	var runs []run
 	var probed [][]int32 // with inverted lists: the ordinals of each probed list
 	var probedList []int32
@@ -1029,6 +1041,22 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 		workers = cmp.Or(x.threads, runtime.GOMAXPROCS(0))
 	}
 	workers = max(1, min(workers, len(runs)+len(probed)))
+	hcut := -1 // with a prefilter: the largest Hamming distance of a row scored
+	var qcode []uint64
+	if mode == DiskBinary && len(runs) > 0 && acc.f == nil && acc.allow == nil {
+		pf := cmp.Or(o.Prefilter, x.prefilter, diskPrefilterDefault)
+		rows := 0
+		for _, r := range runs {
+			rows += r.hi - r.lo
+		}
+		if pf > 0 && int64(c)*int64(pf) < int64(rows)/2 {
+			qcode = x.binaryQueryCode(q)
+			var err error
+			if hcut, err = x.hammingCut(ctx, qcode, runs, c*pf, workers); err != nil {
+				return nil, err
+			}
+		}
+	}
 	heaps := make([]topk.Heap[int32], workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
@@ -1106,7 +1134,11 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 					o := r.base + int32(j)
 					var s float32
 					if mode == DiskBinary {
-						s = binaryScore(lut, r.seg.b1[j*W:(j+1)*W:(j+1)*W])
+						code := r.seg.b1[j*W : (j+1)*W : (j+1)*W]
+						if hcut >= 0 && hamming(qcode, code) > hcut {
+							continue
+						}
+						s = binaryScore(lut, code)
 					} else {
 						s = float32(dotInt8Q(qi, r.seg.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
 					}

@@ -2,7 +2,12 @@ package vectorstore
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
 
 	"github.com/agentmem/memory/internal/vecmath"
 )
@@ -155,4 +160,101 @@ func (x *DiskIndex) rotScratch() []float32 {
 		return nil
 	}
 	return make([]float32, x.rot.Padded())
+}
+
+// codeRun is a range of one segment's rows that a code scan hands a worker.
+type codeRun struct {
+	seg    *diskSeg
+	base   int32 // the ordinal of the segment's first row
+	lo, hi int   // rows [lo, hi) of the segment
+}
+
+// binaryQueryCode returns the binary code of query q (normalised): the signs of q, or of
+// its rotation, as the rows' codes are made.
+func (x *DiskIndex) binaryQueryCode(q []float32) []uint64 {
+	out := make([]uint64, x.codeWords())
+	if x.rot == nil {
+		binaryCode(q, out)
+		return out
+	}
+	rq := x.rot.Apply(make([]float32, x.rot.Padded()), q)
+	binaryCode(rq[:x.codeBits], out)
+	return out
+}
+
+// hammingGeneric is the number of bits in which codes a and b (of one length) differ.
+func hammingGeneric(a, b []uint64) int {
+	a = a[:len(b)]
+	var n0, n1, n2, n3 int
+	i := 0
+	for ; i+4 <= len(b); i += 4 {
+		n0 += bits.OnesCount64(a[i] ^ b[i])
+		n1 += bits.OnesCount64(a[i+1] ^ b[i+1])
+		n2 += bits.OnesCount64(a[i+2] ^ b[i+2])
+		n3 += bits.OnesCount64(a[i+3] ^ b[i+3])
+	}
+	for ; i < len(b); i++ {
+		n0 += bits.OnesCount64(a[i] ^ b[i])
+	}
+	return n0 + n1 + n2 + n3
+}
+
+// hammingSample is how sparsely the prefilter's first pass samples the rows: every
+// hammingSample-th row's distance is counted, and the cut keeps twice the rows the sample
+// predicts are needed (a sample of at least 2 x keep / hammingSample rows: the prefilter
+// runs only on scans of at least twice keep rows, keep >= 1,000 at k 10).
+const hammingSample = 8
+
+// hammingCut is the prefilter's first pass (DiskSearchOptions.Prefilter): the Hamming
+// distance to the query's code qc of every hammingSample-th row of runs, counted per
+// distance over workers goroutines, and the smallest distance within which at least
+// 2 x keep / hammingSample of the sampled rows lie (the largest distance when fewer rows
+// lie in runs): about 2 x keep rows of runs lie within it. Each range's code bytes are
+// checked as the scan checks them.
+func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun, keep, workers int) (int, error) {
+	W := x.codeWords()
+	hists := make([][]int, workers)
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		hists[w] = make([]int, 64*W+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := hists[w]
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(runs) {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					return
+				}
+				r := runs[i]
+				if err := x.checkRange(r.seg, diskB1, r.lo*8*W, r.hi*8*W); err != nil {
+					errs[w] = err
+					return
+				}
+				for j := r.lo; j < r.hi; j += hammingSample {
+					h[hamming(qc, r.seg.b1[j*W:(j+1)*W:(j+1)*W])]++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	want, sum := 2*keep/hammingSample, 0
+	for d := range hists[0] {
+		for _, h := range hists {
+			sum += h[d]
+		}
+		if sum >= want {
+			return d, nil
+		}
+	}
+	return len(hists[0]) - 1, nil
 }

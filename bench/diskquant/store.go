@@ -175,14 +175,14 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 			check(err)
 			for _, ps := range probes {
 				np, _ := strconv.Atoi(ps)
-				for _, os := range strings.Split(oversample, ",") {
-					o, _ := strconv.Atoi(os)
-					so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np}
+				for _, pair := range crossLists(oversample, prefilters) {
+					o, pf := pair[0], pair[1]
+					so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np, Prefilter: pf}
 					t := time.Now()
 					got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
 					check(err)
 					el := time.Since(t)
-					line := fmt.Sprintf("  store %s %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s)", p, ck, np, o,
+					line := fmt.Sprintf("  store %s %s nprobe %d oversample %2d prefilter %d: recall@10 %.4f, batch of %d %v (%.0f q/s)", p, ck, np, o, pf,
 						recall(got, exact), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds())
 					if lat > 0 {
 						p50, p99 := oneThread(ctx, cfg, x, qs[:min(lat, len(qs))], so)
@@ -429,4 +429,20 @@ func dot64(a, b []float32) float64 {
 		s += float64(x) * float64(b[i])
 	}
 	return s
+}
+
+// prefilters is -prefilter: the prefilter factors the store searches try.
+var prefilters = "0"
+
+// crossLists returns every pair of a value of the comma-separated integer lists a and b.
+func crossLists(a, b string) [][2]int {
+	var out [][2]int
+	for _, x := range strings.Split(a, ",") {
+		xi, _ := strconv.Atoi(strings.TrimSpace(x))
+		for _, y := range strings.Split(b, ",") {
+			yi, _ := strconv.Atoi(strings.TrimSpace(y))
+			out = append(out, [2]int{xi, yi})
+		}
+	}
+	return out
 }

@@ -1,0 +1,172 @@
+package vectorstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/agentmem/memory/internal/vectest"
+)
+
+// TestHamming: the POPCNT kernel and the portable count agree with a bit-by-bit count on
+// codes of every length from 0 to 20 words.
+func TestHamming(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for n := range 21 {
+		for range 20 {
+			a, b := make([]uint64, n), make([]uint64, n)
+			for i := range a {
+				a[i], b[i] = rng.Uint64(), rng.Uint64()
+				if rng.IntN(4) == 0 {
+					b[i] = a[i] // runs of equal words
+				}
+			}
+			want := 0
+			for i := range a {
+				for bit := range 64 {
+					if (a[i]>>bit)&1 != (b[i]>>bit)&1 {
+						want++
+					}
+				}
+			}
+			if got := hammingGeneric(a, b); got != want {
+				t.Fatalf("%d words: hammingGeneric %d, want %d", n, got, want)
+			}
+			if got := hamming(a, b); got != want {
+				t.Fatalf("%d words: hamming %d (kernel %v), want %d", n, got, hammingAsm, want)
+			}
+		}
+	}
+}
+
+// TestDiskPrefilter: a binary scan with the prefilter scores only the rows within the
+// Hamming distance hammingCut returns (every hit lies within it, while without the
+// prefilter some query has a hit beyond it), that cut is the smallest holding 2 x keep /
+// hammingSample of the sampled rows, every hit keeps its exact score, and a prefilter
+// keeping every row, a negative one, a filter or inverted lists give the plain scan's
+// answer. With the portable count too.
+func TestDiskPrefilter(t *testing.T) {
+	for _, asm := range []bool{hammingAsm, false} {
+		t.Run(fmt.Sprint("kernel=", asm), func(t *testing.T) {
+			old := hammingAsm
+			hammingAsm = asm
+			defer func() { hammingAsm = old }()
+			smallDiskWrites(t, 64)
+			ctx := context.Background()
+			const n, dim, k, os = 2000, 48, 5, 4
+			rng := rand.New(rand.NewPCG(8, 9))
+			src := RowMap{}
+			x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: filepath.Join(t.TempDir(), "x"),
+				Params: map[string]int{"segrows": 256, "code": DiskCodeRotated}, Rows: src})
+			defer x.Close()
+			ids := vectest.IDs(n)
+			vecs := diskClustered(rng, n, dim, 20, 0.8)
+			for i, id := range ids {
+				src[id] = vecs[i]
+			}
+			if err := x.Add(ctx, ids, vecs); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Commit(1); err != nil {
+				t.Fatal(err)
+			}
+			var runs []codeRun
+			for i, s := range x.segs {
+				runs = append(runs, codeRun{s, int32(i * x.segRows), 0, s.rows})
+			}
+			W := x.codeWords()
+			codeOf := func(o int32) []uint64 {
+				s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+				return s.b1[j*W : (j+1)*W]
+			}
+			ordOf := map[string]int32{}
+			for _, r := range runs {
+				for j := r.lo; j < r.hi; j++ {
+					ordOf[x.idView(r.base+int32(j))] = r.base + int32(j)
+				}
+			}
+			beyond := 0
+			for qi, q := range vectest.RandVecs(rng, 12, dim) {
+				exact, err := x.SearchWith(ctx, q, n, nil, DiskSearchOptions{Mode: DiskExact})
+				if err != nil {
+					t.Fatal(err)
+				}
+				score := map[string]float64{}
+				for _, h := range exact {
+					score[h.ID] = h.Score
+				}
+				nq, _ := x.prepQuery(q, "q")
+				qc := x.binaryQueryCode(nq)
+				for _, pf := range []int{1, 2, 3} {
+					keep := k * os * pf
+					cut, err := x.hammingCut(ctx, qc, runs, keep, 2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					// The cut: the smallest distance holding 2 x keep / hammingSample sampled rows.
+					within := func(d int) int {
+						c := 0
+						for _, r := range runs {
+							for j := r.lo; j < r.hi; j += hammingSample {
+								if hamming(qc, codeOf(r.base+int32(j))) <= d {
+									c++
+								}
+							}
+						}
+						return c
+					}
+					if want := 2 * keep / hammingSample; within(cut) < want || (cut > 0 && within(cut-1) >= want) {
+						t.Fatalf("query %d keep %d: cut %d holds %d sampled rows (%d below it), want the smallest holding %d", qi, keep, cut, within(cut), within(cut-1), want)
+					}
+					got, err := x.SearchWith(ctx, q, k, nil, DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: pf})
+					if err != nil {
+						t.Fatal(err)
+					}
+					plain, err := x.SearchWith(ctx, q, k, nil, DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: -1})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != k {
+						t.Fatalf("%d hits", len(got))
+					}
+					for _, h := range got {
+						if d := hamming(qc, codeOf(ordOf[h.ID])); d > cut {
+							t.Fatalf("query %d prefilter %d: hit %s at distance %d, beyond the cut %d", qi, pf, h.ID, d, cut)
+						}
+						if h.Score != score[h.ID] {
+							t.Fatalf("hit %s scored %v, exact %v", h.ID, h.Score, score[h.ID])
+						}
+					}
+					for _, h := range plain {
+						if hamming(qc, codeOf(ordOf[h.ID])) > cut {
+							beyond++
+						}
+					}
+				}
+				plain, err := x.SearchWith(ctx, q, k, nil, DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, o := range []DiskSearchOptions{
+					{Mode: DiskBinary, Oversample: os, Prefilter: n}, // keeps every row: no prefilter
+				} {
+					same, err := x.SearchWith(ctx, q, k, nil, o)
+					if err != nil || !reflect.DeepEqual(same, plain) {
+						t.Fatalf("%+v: %v %v, want the plain scan's %v", o, same, err, plain)
+					}
+				}
+				all := func(string) bool { return true }
+				filtered, err := x.SearchWith(ctx, q, k, all, DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: 1})
+				if err != nil || !reflect.DeepEqual(filtered, plain) {
+					t.Fatalf("with a filter: %v %v, want the plain scan's %v", filtered, err, plain)
+				}
+			}
+			if beyond == 0 {
+				t.Fatal("no hit of the plain scan lies beyond a prefilter's cut: the test cannot tell the prefilter from none")
+			}
+		})
+	}
+}
