@@ -228,9 +228,10 @@ type SearchOptions struct {
 	// FullDenseWindow: an approximate dense index (quantized codes, then exact rescoring)
 	// picks the candidates it rescores for every one of the Window hits it gives fusion.
 	// By default it picks them for the results the search keeps (TopK, or RerankTop when
-	// reranking; vectorstore.FocusSearcher) and fills the rest of the window from the same
-	// rescored candidates: Window/TopK times fewer vectors read, and dense hits past the
-	// top k may miss some a full window would find. Exact indexes ignore it.
+	// reranking), and at least a quarter of the window (vectorstore.FocusSearcher), and fills
+	// the rest of the window from the same rescored candidates: 4x fewer vectors read at the
+	// defaults, and dense hits deeper in the window may miss some a full window would find.
+	// Exact indexes ignore it.
 	FullDenseWindow bool
 	// Fusion combines the retrievers' lists of a hybrid search (nil: hybrid.RRF). Any
 	// hybrid.FusionFunc serves, hybrid.WeightedScore or one of the caller's; the results'

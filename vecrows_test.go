@@ -414,7 +414,7 @@ func TestHybridDenseFocus(t *testing.T) {
 		}
 		return strings.Join(rs[0].Explain.Notes, "; ")
 	}
-	const focused = "dense: candidates picked for the top 5 of its 100 hits"
+	const focused = "dense: candidates picked for the top 25 of its 100 hits" // a quarter of the window
 	if n := notes(m, TopK(5)); !strings.Contains(n, focused) {
 		t.Fatalf("hybrid notes %q, want %q", n, focused)
 	}
@@ -427,8 +427,11 @@ func TestHybridDenseFocus(t *testing.T) {
 			t.Fatalf("%s: notes %q", what, n)
 		}
 	}
-	if n := notes(m, TopK(7), WithWindow(200)); !strings.Contains(n, "top 7 of its 200") {
+	if n := notes(m, TopK(7), WithWindow(200)); !strings.Contains(n, "top 50 of its 200") {
 		t.Fatalf("window 200: %q", n)
+	}
+	if n := notes(m, TopK(60), WithWindow(200)); !strings.Contains(n, "top 60 of its 200") {
+		t.Fatalf("k 60, window 200: %q", n)
 	}
 	// The focused list's first k hits: a dense search for k.
 	qv, _ := emb.Embed(ctx, []string{"topic3 theme4 word7"})
