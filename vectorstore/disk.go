@@ -996,10 +996,11 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	}
 	byOrd := func(a, b int32) bool { return a < b }
 	cand := topk.New(c, byOrd)
-	var lut []float32 // binary: the query's byte tables (binaryLUT)
+	var lut, bv []float32 // binary: what the codes are the signs of, and its byte tables
 	var qi []int16
 	if mode == DiskBinary {
-		lut = x.binaryQuery(q)
+		bv = x.binaryView(q)
+		lut = binaryLUT(bv, nil)
 	} else {
 		qi = int8Query(q, x.scale)
 	}
@@ -1050,7 +1051,8 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 			rows += r.hi - r.lo
 		}
 		if pf > 0 && int64(c)*int64(pf) < int64(rows)/2 {
-			qcode = x.binaryQueryCode(q)
+			qcode = make([]uint64, x.codeWords())
+			binaryCode(bv, qcode) // the query's own code, as the rows' are made
 			var err error
 			if hcut, err = x.hammingCut(ctx, qcode, runs, c*pf, workers); err != nil {
 				return nil, err

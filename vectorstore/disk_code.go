@@ -144,14 +144,15 @@ func (x *DiskIndex) encodeBinary(r []float32, out []uint64, tmp []float32) {
 	binaryCode(x.rot.Apply(tmp, r)[:x.codeBits], out)
 }
 
-// binaryQuery returns the query's byte tables for binaryScore: of the query itself for
-// sign codes, of its rotation (its first codeBits values, as the codes) for rotated ones.
-func (x *DiskIndex) binaryQuery(q []float32) []float32 {
+// binaryView returns what the rows' binary codes are the signs of, for query q: q itself
+// for sign codes, the first codeBits values of its rotation for rotated ones. A scan makes
+// the query's byte tables (binaryLUT) and, for the prefilter, its own code (binaryCode)
+// from it: the rotation is applied once a query.
+func (x *DiskIndex) binaryView(q []float32) []float32 {
 	if x.rot == nil {
-		return binaryLUT(q, nil)
+		return q
 	}
-	rq := x.rot.Apply(make([]float32, x.rot.Padded()), q)
-	return binaryLUT(rq[:x.codeBits], nil)
+	return x.rot.Apply(make([]float32, x.rot.Padded()), q)[:x.codeBits]
 }
 
 // rotScratch is room for encodeBinary's rotated row (nil for sign codes).
@@ -167,19 +168,6 @@ type codeRun struct {
 	seg    *diskSeg
 	base   int32 // the ordinal of the segment's first row
 	lo, hi int   // rows [lo, hi) of the segment
-}
-
-// binaryQueryCode returns the binary code of query q (normalised): the signs of q, or of
-// its rotation, as the rows' codes are made.
-func (x *DiskIndex) binaryQueryCode(q []float32) []uint64 {
-	out := make([]uint64, x.codeWords())
-	if x.rot == nil {
-		binaryCode(q, out)
-		return out
-	}
-	rq := x.rot.Apply(make([]float32, x.rot.Padded()), q)
-	binaryCode(rq[:x.codeBits], out)
-	return out
 }
 
 // hammingGeneric is the number of bits in which codes a and b (of one length) differ.

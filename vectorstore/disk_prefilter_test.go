@@ -99,7 +99,8 @@ func TestDiskPrefilter(t *testing.T) {
 					score[h.ID] = h.Score
 				}
 				nq, _ := x.prepQuery(q, "q")
-				qc := x.binaryQueryCode(nq)
+				qc := make([]uint64, W)
+				binaryCode(x.binaryView(nq), qc)
 				for _, pf := range []int{1, 2, 3} {
 					keep := k * os * pf
 					cut, err := x.hammingCut(ctx, qc, runs, keep, 2)
