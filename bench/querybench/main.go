@@ -104,7 +104,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		var run []byte // -run-out: the first round's results
 		for r := 1; r <= rounds; r++ {
 			lat := make([]time.Duration, 0, len(qs))
-			cpu0 := cpuTime()
+			ru0 := usage()
 			for qi, q := range qs {
 				t := time.Now()
 				sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
@@ -131,8 +131,11 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 				}
 			}
 			p50, p99, mean := stats(lat)
-			cpu := (cpuTime() - cpu0) / time.Duration(len(qs))
-			fmt.Printf("round %d: %d queries, k=%d, one thread: p50 %v p99 %v mean %v cpu/query %v; %s\n", r, len(qs), k, p50, p99, mean, cpu.Round(time.Microsecond), rss())
+			ru := usage().minus(ru0)
+			n := time.Duration(len(qs))
+			fmt.Printf("round %d: %d queries, k=%d, one thread: p50 %v p99 %v mean %v cpu/query %v (user %v, sys %v), page faults/query %.1f minor %.2f major; %s\n",
+				r, len(qs), k, p50, p99, mean, ((ru.user + ru.sys) / n).Round(time.Microsecond), (ru.user / n).Round(time.Microsecond), (ru.sys / n).Round(time.Microsecond),
+				float64(ru.minflt)/float64(len(qs)), float64(ru.majflt)/float64(len(qs)), rss())
 		}
 	}
 	if bfile != "" {
@@ -207,13 +210,26 @@ func rss() string {
 	return strings.Join(parts, ", ")
 }
 
-// cpuTime is the process's user + system CPU time so far: a round's CPU per query, less
-// sensitive to other load on the machine than its wall times (it includes the garbage
-// collector's work on other threads).
-func cpuTime() time.Duration {
+// rusage is the process's CPU time and page faults so far (getrusage): a round's CPU per
+// query is less sensitive to other load on the machine than its wall times (it includes the
+// garbage collector's work on other threads), and its faults tell a first round's costs of
+// mapping segment pages (minor: already in the page cache; major: read from disk) from its
+// decoding.
+type rusage struct {
+	user, sys      time.Duration
+	minflt, majflt int64
+}
+
+// usage reads the process's rusage (zero if getrusage fails).
+func usage() rusage {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+		return rusage{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return rusage{user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), minflt: ru.Minflt, majflt: ru.Majflt}
+}
+
+// minus is r less an earlier reading.
+func (r rusage) minus(o rusage) rusage {
+	return rusage{user: r.user - o.user, sys: r.sys - o.sys, minflt: r.minflt - o.minflt, majflt: r.majflt - o.majflt}
 }
