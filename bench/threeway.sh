@@ -9,13 +9,13 @@
 #   layout); N rows are ingested. OUT_DIR (default /tmp/threeway) gets one log per backend
 #   and the stores (removed at the end unless KEEP=1).
 # Env: THREEWAY_SKIP ("embedded,node,cluster": backends not run), the cluster script's
-#   WEAVIATE_* variables (default here: addresses 127.0.3.x, gRPC 53051-3, data 7401-3, so a
+#   WEAVIATE_* variables (default here: addresses 127.0.3.x, gRPC 25151-3, data 7401-3, so a
 #   test cluster on 127.0.0.x can run beside it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${1:?corpus dir}; N=${2:?rows}; OUT=${3:-/tmp/threeway}
 SKIP=${THREEWAY_SKIP:-}
-export WEAVIATE_IP_PREFIX=${WEAVIATE_IP_PREFIX:-127.0.3} WEAVIATE_GRPC_BASE=${WEAVIATE_GRPC_BASE:-53050} WEAVIATE_DATA_BASE=${WEAVIATE_DATA_BASE:-7400}
+export WEAVIATE_IP_PREFIX=${WEAVIATE_IP_PREFIX:-127.0.3} WEAVIATE_GRPC_BASE=${WEAVIATE_GRPC_BASE:-25150} WEAVIATE_DATA_BASE=${WEAVIATE_DATA_BASE:-7400}
 mkdir -p "$OUT"
 BIN="$OUT/threeway"
 (cd "$ROOT" && go build -o "$BIN" ./bench/threeway)

@@ -18,14 +18,14 @@
 #        scripts/weaviate-cluster.sh resume  DIR N SIGCONT node N
 #        scripts/weaviate-cluster.sh leader  DIR   print the number (1..3) of the Raft leader the
 #                                                  running nodes agree on; exit 1 if none
-# Endpoint line: weaviate://127.0.0.2:8080,127.0.0.3:8080,127.0.0.4:8080 grpc://127.0.0.2:50051,127.0.0.3:50052,127.0.0.4:50053
+# Endpoint line: weaviate://127.0.0.2:8080,127.0.0.3:8080,127.0.0.4:8080 grpc://127.0.0.2:25051,127.0.0.3:25052,127.0.0.4:25053
 #   (also written to DIR/endpoints). The gRPC and cluster data ports are bound on all
 #   addresses by Weaviate (":PORT"), so they differ per node; HTTP, gossip and Raft are bound to
 #   the node's own address and are the same on every node.
 # Layout: DIR/nodeN/ (PERSISTENCE_DATA_PATH), DIR/nodeN.pid, DIR/nodeN.log
 # Env: WEAVIATE_BIN (default: built by scripts/weaviate.sh into .deps/weaviate/)
 #      WEAVIATE_START_TIMEOUT (s, default 120)    WEAVIATE_IP_PREFIX (default 127.0.0)
-#      WEAVIATE_HTTP_PORT (8080) WEAVIATE_GRPC_BASE (50050: node N gets base+N)
+#      WEAVIATE_HTTP_PORT (8080) WEAVIATE_GRPC_BASE (25050: node N gets base+N; below the ephemeral port range)
 #      WEAVIATE_GOSSIP_PORT (7100) WEAVIATE_DATA_BASE (7100: node N gets base+N)
 #      WEAVIATE_RAFT_PORT (8300) WEAVIATE_RAFT_RPC_PORT (8301)
 #      WEAVIATE_NODE_ENV ("K=V K2=V2", extra environment for every node)
@@ -39,7 +39,9 @@ case "$NODES" in 1|3) ;; *) echo "weaviate-cluster: WEAVIATE_NODES must be 1 or 
 TIMEOUT=${WEAVIATE_START_TIMEOUT:-120}
 IP_PREFIX=${WEAVIATE_IP_PREFIX:-127.0.0}
 HTTP_PORT=${WEAVIATE_HTTP_PORT:-8080}
-GRPC_BASE=${WEAVIATE_GRPC_BASE:-50050}
+# gRPC binds :PORT on every address, so its ports stay below Linux's ephemeral range
+# (32768-60999): a node's own outgoing connection once took 50052 before node2 bound it.
+GRPC_BASE=${WEAVIATE_GRPC_BASE:-25050}
 GOSSIP_PORT=${WEAVIATE_GOSSIP_PORT:-7100}
 DATA_BASE=${WEAVIATE_DATA_BASE:-7100}
 RAFT_PORT=${WEAVIATE_RAFT_PORT:-8300}

@@ -43,7 +43,7 @@ func mainCode() int {
 	data := flag.String("data", "/work/shared/data/beir/scifact", "BEIR folder")
 	bin := flag.String("bin", ".deps/weaviate/weaviate-server", "weaviate-server binary (scripts/weaviate.sh)")
 	ip := flag.String("ip", "127.0.0.5", "loopback address the node binds (HTTP :8080, gossip :7100, Raft :8300/8301)")
-	grpcPort := flag.Int("grpc-port", 50061, "gRPC port (bound on all addresses: must not clash with the test cluster's 50051-50053)")
+	grpcPort := flag.Int("grpc-port", 25061, "gRPC port (bound on all addresses: must not clash with the test cluster's 25051-25053; below the ephemeral port range)")
 	dataPort := flag.Int("data-port", 7111, "cluster data port (bound on all addresses)")
 	endpoint := flag.String("endpoint", "", "use this running node instead of starting one")
 	out := flag.String("out", "bench-weaviate-scifact", "folder for the run files and the node's data and log")
