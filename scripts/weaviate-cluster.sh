@@ -40,7 +40,7 @@ TIMEOUT=${WEAVIATE_START_TIMEOUT:-120}
 IP_PREFIX=${WEAVIATE_IP_PREFIX:-127.0.0}
 HTTP_PORT=${WEAVIATE_HTTP_PORT:-8080}
 # gRPC binds :PORT on every address, so its ports stay below Linux's ephemeral range
-# (32768-60999): a node's own outgoing connection once took 50052 before node2 bound it.
+# (32768-60999), where any outgoing connection can hold one before its node binds it.
 GRPC_BASE=${WEAVIATE_GRPC_BASE:-25050}
 GOSSIP_PORT=${WEAVIATE_GOSSIP_PORT:-7100}
 DATA_BASE=${WEAVIATE_DATA_BASE:-7100}
