@@ -52,9 +52,18 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // keyCRC is the CRC-32C of key's length and bytes, which a value's own bytes continue.
 func keyCRC(key string) uint32 {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(key)))
-	return crc32.Update(crc32.Update(0, castagnoli, n[:]), castagnoli, []byte(key))
+	n := uint32(len(key))
+	crc := crcByte(crcByte(crcByte(crcByte(0, byte(n>>24)), byte(n>>16)), byte(n>>8)), byte(n))
+	// crc32 only reads the key's bytes: they are passed without a copy (a copy, and a
+	// length prefix in an array the call lets escape, were two allocations a record
+	// checked, and a page check verifies a page of records for each lookup that misses).
+	return crc32.Update(crc, castagnoli, unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// crcByte is crc32.Update(crc, castagnoli, []byte{b}), without a slice.
+func crcByte(crc uint32, b byte) uint32 {
+	crc = ^crc
+	return ^(castagnoli[byte(crc)^b] ^ crc>>8)
 }
 
 // EncodeRecord is the stored form of r, the record of document id (its key in the store).

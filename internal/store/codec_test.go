@@ -862,3 +862,23 @@ func TestInt8Vectors(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyCRCUnchanged: the key checksum computed without copies equals the one every
+// stored record was written with (crc32 over the length, big-endian, then the key).
+func TestKeyCRCUnchanged(t *testing.T) {
+	for _, key := range []string{"", "k", "doc-000001", strings.Repeat("é", 300), "\x00\xff"} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(key)))
+		want := crc32.Update(crc32.Update(0, castagnoli, n[:]), castagnoli, []byte(key))
+		if got := keyCRC(key); got != want {
+			t.Errorf("keyCRC(%q) = %#x, want %#x", key, got, want)
+		}
+	}
+	for _, c := range []uint32{0, 1, 0xdeadbeef, 0xffffffff} {
+		for b := range 256 {
+			if got, want := crcByte(c, byte(b)), crc32.Update(c, castagnoli, []byte{byte(b)}); got != want {
+				t.Fatalf("crcByte(%#x, %d) = %#x, want %#x", c, b, got, want)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -72,6 +73,33 @@ func TestMissChecksNeighbourhood(t *testing.T) {
 	// Far from the damage, a miss is honest.
 	if r, _, err := db.Document("c", "k003001"); r != nil || err != nil {
 		t.Fatalf("a miss far from the damage: %v, %v", r, err)
+	}
+}
+
+// TestMissCheckReusesBuffers: the page check of a miss parses the pages a lookup descends
+// through into buffers the checks share, not fresh ones: a bulk load checks a miss for
+// every new id, and at 18M documents fresh buffers were most of its garbage. Here the
+// root branch page alone holds about 1,400 elements (90 KB parsed); a miss may allocate
+// a few small values, not the pages' elements.
+func TestMissCheckReusesBuffers(t *testing.T) {
+	db := missStore(t, 100_000, 180)
+	miss := func(i int) {
+		if r, _, err := db.Document("c", fmt.Sprintf("k%06d", 2*i+1)); r != nil || err != nil {
+			t.Fatal(r, err)
+		}
+	}
+	miss(0)
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		miss(i * 397)
+	}
+	runtime.ReadMemStats(&after)
+	per := (after.TotalAlloc - before.TotalAlloc) / n
+	t.Logf("a miss allocated %d bytes on average", per)
+	if per > 16<<10 {
+		t.Fatalf("a miss allocated %d bytes on average; want at most 16 KiB (the pages' elements parsed into fresh buffers?)", per)
 	}
 }
 

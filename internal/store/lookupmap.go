@@ -41,9 +41,20 @@ func lookupWalk(tx *bolt.Tx) (w *pageWalk, done func(), err error) {
 		lm.mu.RLock()
 	}
 	ps := int64(tx.DB().Info().PageSize)
-	w = &pageWalk{r: lm.f, data: lm.data, pageSize: ps, hwm: uint64(need) / uint64(ps), max: 1}
-	return w, lm.mu.RUnlock, nil
+	lv := lookupLevels.Get().(*[][]pageElem)
+	w = &pageWalk{r: lm.f, data: lm.data, pageSize: ps, hwm: uint64(need) / uint64(ps), max: 1, levels: *lv}
+	return w, func() {
+		*lv, w.levels = w.levels, nil
+		lookupLevels.Put(lv)
+		lm.mu.RUnlock()
+	}, nil
 }
+
+// lookupLevels recycles the element buffers (one a tree level) of lookup walks. A miss
+// check parses every page it descends through; with a fresh buffer for each page, the
+// checks of a bulk load's new ids (one each) made most of its garbage: at 18M documents,
+// page parsing and the collections it caused were about 40 % of the load's CPU.
+var lookupLevels = sync.Pool{New: func() any { return new([][]pageElem) }}
 
 // remap (re)opens and maps the file when it is not mapped or mapped shorter than need.
 func (lm *lookupMap) remap(path string, need int64) error {

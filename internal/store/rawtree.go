@@ -121,7 +121,8 @@ func inBounds(elems []pageElem, lo, hi []byte, id uint64, bucket string) error {
 
 // find looks key up in bucket b as bbolt does (in a branch page, the last element whose
 // key is at most key, or the first), checking every page on the way; e is key's element
-// when found.
+// when found. It parses into the walk's level buffers (parsedAt): e is a copy, its key
+// and value in the page's bytes, so it outlives the next find.
 func (w *pageWalk) find(b rawBucket, key []byte) (e pageElem, found bool, err error) {
 	var elems []pageElem
 	if b.root == 0 {
@@ -135,7 +136,7 @@ func (w *pageWalk) find(b rawBucket, key []byte) (e pageElem, found bool, err er
 			if depth > maxTreeDepth {
 				return e, false, corrupt("bucket %s: more than %d levels of pages (they point in a cycle)", b.name, maxTreeDepth)
 			}
-			leaf, es, err := w.parsed(id, b.name)
+			leaf, es, err := w.parsedAt(id, b.name, depth)
 			if err != nil {
 				return e, false, err
 			}

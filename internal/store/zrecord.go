@@ -236,7 +236,7 @@ func encodeRecordZ(id string, r *Record, d *recDict) ([]byte, error) {
 // checksum are rest: the CRC-32C of the key, the layout tag, rest. The tag is covered so that
 // a flipped bit there does not make a record of another layout whose checksum holds.
 func zCRC(id string, rest []byte) uint32 {
-	return crc32.Update(crc32.Update(keyCRC(id), castagnoli, []byte{recordMagicZ}), castagnoli, rest)
+	return crc32.Update(crcByte(keyCRC(id), recordMagicZ), castagnoli, rest)
 }
 
 // zrecord is a compressed record's fields, its checksum checked.
