@@ -98,8 +98,8 @@ func TestMissCheckReusesBuffers(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := (after.TotalAlloc - before.TotalAlloc) / n
 	t.Logf("a miss allocated %d bytes on average", per)
-	if per > 16<<10 {
-		t.Fatalf("a miss allocated %d bytes on average; want at most 16 KiB (the pages' elements parsed into fresh buffers?)", per)
+	if per > 8<<10 {
+		t.Fatalf("a miss allocated %d bytes on average; want at most 8 KiB (the pages' elements parsed into fresh buffers?)", per)
 	}
 }
 
