@@ -52,8 +52,8 @@ func lookupWalk(tx *bolt.Tx) (w *pageWalk, done func(), err error) {
 
 // lookupLevels recycles the element buffers (one a tree level) of lookup walks. A miss
 // check parses every page it descends through; with a fresh buffer for each page, the
-// checks of a bulk load's new ids (one each) made most of its garbage: at 18M documents,
-// page parsing and the collections it caused were about 40 % of the load's CPU.
+// checks of a bulk load's new ids (one each) made much of its garbage: at 18M documents
+// the checks were 16 % of the load's CPU, beside the collector's 27 % (BENCHMARKS §0zi).
 var lookupLevels = sync.Pool{New: func() any { return new([][]pageElem) }}
 
 // remap (re)opens and maps the file when it is not mapped or mapped shorter than need.
