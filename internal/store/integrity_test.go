@@ -98,8 +98,12 @@ func TestMissCheckReusesBuffers(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	per := (after.TotalAlloc - before.TotalAlloc) / n
 	t.Logf("a miss allocated %d bytes on average", per)
-	if per > 8<<10 {
-		t.Fatalf("a miss allocated %d bytes on average; want at most 8 KiB (the pages' elements parsed into fresh buffers?)", per)
+	limit := uint64(8 << 10)
+	if raceBuild {
+		limit = 32 << 10 // the race detector's sync.Pool drops a share of the buffers
+	}
+	if per > limit {
+		t.Fatalf("a miss allocated %d bytes on average; want at most %d (the pages' elements parsed into fresh buffers?)", per, limit)
 	}
 }
 
