@@ -52,8 +52,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // keyCRC is the CRC-32C of key's length and bytes, which a value's own bytes continue.
 func keyCRC(key string) uint32 {
-	n := uint32(len(key))
-	crc := crcByte(crcByte(crcByte(crcByte(0, byte(n>>24)), byte(n>>16)), byte(n>>8)), byte(n))
+	var crc uint32
+	for shift := 24; shift >= 0; shift -= 8 { // the length, big-endian
+		crc = crcByte(crc, byte(len(key)>>shift))
+	}
 	// crc32 only reads the key's bytes: they are passed without a copy (a copy, and a
 	// length prefix in an array the call lets escape, were two allocations a record
 	// checked, and a page check verifies a page of records for each lookup that misses).
