@@ -616,6 +616,24 @@ func (ck checker) checkStore(s *colState, cc *IndexCheck, repair bool) (IndexChe
 			cc.Notes = append(cc.Notes, "counted again from the records and persisted")
 		}
 	}
+	if t.Sources != "" {
+		// The sources index is derived (Collection.Sources): built again from the records.
+		cc.Problems = append(cc.Problems, t.Sources)
+		switch {
+		case ck.fileDamaged:
+			cc.StoreDamage = true
+			cc.Notes = append(cc.Notes, "the sources index is not rebuilt: store.db is damaged (restore it from a backup)")
+		case m.opts.ReadOnly:
+			cc.Repaired = false
+			cc.Notes = append(cc.Notes, "a writable open rebuilds the sources index from the records")
+		default:
+			if err := m.db.BuildSources(s.Name); err != nil {
+				return c, err
+			}
+			cc.Repaired = true
+			cc.Notes = append(cc.Notes, "the sources index was built again from the records")
+		}
+	}
 	if dim > 0 && t.Vectors != t.Units {
 		c.Problems = append(c.Problems, fmt.Sprintf("holds %d vectors for %d index ids", t.Vectors, t.Units))
 	}

@@ -359,6 +359,9 @@ type docWrite struct {
 	units [][]string      // each document's index ids
 	stale [][]string      // the index ids of each document's stored version that it drops
 	vecs  [][][]float32   // one vector per index id (nil without an embedder)
+	// was[i]: the stored version of document i (its metadata; nil: none), read by
+	// readStored: the sources index moves a replaced document from its old source.
+	was []*store.Record
 
 	nUnits, oldUnits, added int
 	commit                  store.Commit // set by store
@@ -442,7 +445,7 @@ func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
 				w.added++
 				continue
 			}
-			old, err := tx.RecordMeta(col, d.ID) // its chunks
+			old, err := tx.RecordMeta(col, d.ID) // its chunks and source
 			if err != nil {
 				return err
 			}
@@ -450,6 +453,10 @@ func (w *docWrite) readStored(m *Memory, col string, upsert bool) error {
 				w.added++
 				continue
 			}
+			if w.was == nil {
+				w.was = make([]*store.Record, len(w.docs))
+			}
+			w.was[i] = old
 			w.oldUnits += max(1, len(old.Chunks))
 			keep := make(map[string]bool, len(w.units[i]))
 			for _, u := range w.units[i] {
@@ -516,6 +523,9 @@ func (w *docWrite) puts() []store.Put {
 	puts := make([]store.Put, len(w.docs))
 	for i, d := range w.docs {
 		puts[i] = store.Put{ID: d.ID, Record: w.recs[i], Units: w.units[i], Stale: w.stale[i]}
+		if w.was != nil && w.was[i] != nil {
+			puts[i].Replaces, puts[i].OldSource = true, store.RecordSource(w.was[i])
+		}
 		if w.vecs != nil {
 			puts[i].Vecs = w.vecs[i]
 		}
@@ -720,6 +730,24 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 	s, err := c.existing()
 	if err != nil || s == nil {
 		return nil, err
+	}
+	// The sources index answers in O(sources); a store made before it was kept builds it
+	// once (reading every record), a read-only one reads the records each time.
+	srcs, ok, err := c.m.db.Sources(c.name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok && !c.m.opts.ReadOnly {
+		c.m.log.Info("memory: indexing the sources of a collection (once: it reads every record)", "collection", c.name)
+		if err := c.m.db.BuildSources(c.name); err != nil {
+			return nil, err
+		}
+		if srcs, ok, err = c.m.db.Sources(c.name); err != nil {
+			return nil, err
+		}
+	}
+	if ok {
+		return srcs, nil
 	}
 	set := map[string]bool{}
 	if err := c.m.forEachMeta(c.name, func(_ string, r *store.Record) {

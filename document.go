@@ -1,5 +1,7 @@
 package memory
 
+import "github.com/agentmem/memory/internal/store"
+
 // Document is the unit the store keeps and retrieves.
 type Document struct {
 	// ID is unique within a collection (required, valid UTF-8).
@@ -30,7 +32,7 @@ type Document struct {
 }
 
 // sourceKey is the metadata key that holds Document.Source.
-const sourceKey = "source"
+const sourceKey = store.SourceKey
 
 // Result is one search hit with the breakdown of how it was scored.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/store"
@@ -34,7 +35,8 @@ var errFindDone = errors.New("memory: find: limit reached")
 // Find lists the whole documents of the collection that o selects, in id order (or in
 // o.IDs' order), without their embeddings (Get has them). It reads the store of record:
 // without IDs it scans the collection's records from o.After until Limit matches are
-// found. A named collection that does not exist is ErrCollectionNotFound; a bad filter
+// found, but for a Where on metadata, whose documents the keyword index lists (each then
+// read from the store of record and checked against the filter). A named collection that does not exist is ErrCollectionNotFound; a bad filter
 // ErrInvalidFilter (ErrFilterTooLarge over its caps); too many IDs ErrInvalidOption.
 func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error) {
 	if o.Offset < 0 || o.Limit < 0 {
@@ -43,10 +45,11 @@ func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error
 	if len(o.IDs) > maxFindIDs {
 		return nil, fmt.Errorf("%w: Find with %d ids, the cap is %d (the id cap)", ErrInvalidOption, len(o.IDs), maxFindIDs)
 	}
-	where, err := docfilter.CompilePred(o.Where)
+	cw, err := docfilter.Compile(o.Where)
 	if err != nil {
 		return nil, err
 	}
+	where := cw.Pred
 	whereDoc, err := docfilter.CompileDocument(o.WhereDocument)
 	if err != nil {
 		return nil, err
@@ -77,16 +80,36 @@ func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error
 		}
 		return ctx.Err()
 	}
+	ids := o.IDs
+	if ids == nil && cw.Meta != nil {
+		// The documents the filter selects, from the index that evaluates filters (sorted;
+		// each checked against its record): a Find by source reads those documents, not
+		// every record of the collection.
+		matched, err := c.matching(ctx, s, cw)
+		if err != nil {
+			return nil, err
+		}
+		from, _ := slices.BinarySearch(matched, o.After)
+		if from < len(matched) && o.After != "" && matched[from] == o.After {
+			from++
+		}
+		ids = matched[from:]
+		if ids == nil {
+			ids = []string{}
+		}
+	}
 	err = c.m.db.View(func(tx *store.Tx) error {
-		if o.IDs == nil {
+		if ids == nil {
 			return tx.EachRecordAfter(c.name, o.After, false, keep)
 		}
-		seen := make(map[string]bool, len(o.IDs))
-		for _, id := range o.IDs {
-			if seen[id] {
-				continue
+		seen := make(map[string]bool, len(o.IDs)) // (the index's ids are distinct)
+		for _, id := range ids {
+			if o.IDs != nil {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
 			}
-			seen[id] = true
 			r, err := tx.Record(c.name, id)
 			if err != nil {
 				return err

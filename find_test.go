@@ -50,17 +50,27 @@ func TestCollectionFind(t *testing.T) {
 		{"offset and limit", FindOptions{Where: Where{"kind": "odd"}, Offset: 1, Limit: 2}, []string{"d3", "d5"}},
 		{"after", FindOptions{After: "d6", Limit: 2}, []string{"d7", "d8"}},
 		{"after an id not stored", FindOptions{After: "d55"}, []string{"d6", "d7", "d8", "d9"}},
+		{"where after an id", FindOptions{Where: Where{"kind": "odd"}, After: "d3"}, []string{"d5", "d7", "d9"}},
+		{"where after an id not stored, limit", FindOptions{Where: Where{"kind": "even"}, After: "d55", Limit: 1}, []string{"d6"}},
+		{"where after the last", FindOptions{Where: Where{"kind": "even"}, After: "d9"}, []string{}},
+		{"where matching nothing", FindOptions{Where: Where{"kind": "none"}}, []string{}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			docs, err := c.Find(ctx, tc.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := findIDs(docs); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-		})
+	// A Where on metadata is answered from the keyword index's list of the documents it
+	// selects, or (filterScan) by reading every record: both the same.
+	defer filterScan.Store(false)
+	for _, scan := range []bool{false, true} {
+		filterScan.Store(scan)
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/scan=%v", tc.name, scan), func(t *testing.T) {
+				docs, err := c.Find(ctx, tc.o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := findIDs(docs); !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			})
+		}
 	}
 	docs, err := c.Find(ctx, FindOptions{IDs: []string{"d3"}})
 	if err != nil || docs[0].Text != "number 3 is odd" || docs[0].Title != "doc" || docs[0].Metadata["n"] != 3.0 {

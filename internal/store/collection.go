@@ -147,6 +147,11 @@ type Put struct {
 	Units  []string    // its index ids (Record.UnitIDs)
 	Stale  []string    // index ids of its stored version that it drops
 	Vecs   [][]float32 // one vector per unit (nil without an embedder)
+	// Replaces says that a version of the document is stored (read by the caller under the
+	// writer lock), and OldSource is that version's source (RecordSource): the sources
+	// index moves the document from it to the new record's.
+	Replaces  bool
+	OldSource string
 }
 
 // Commit is what a durable write changed: the collection's counters after it, its last
@@ -330,9 +335,16 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte, v
 		w.Changes++
 		return cb.Put(u64b(w.Seq), append([]byte{op}, uid...))
 	}
+	srcs := sourceDelta{}
 	for i, p := range puts {
 		if err := docs.Put([]byte(p.ID), encs[i]); err != nil {
 			return err
+		}
+		if src := RecordSource(p.Record); !p.Replaces || src != p.OldSource {
+			srcs[src]++
+			if p.Replaces {
+				srcs[p.OldSource]--
+			}
 		}
 		for _, u := range p.Stale {
 			if err := vb.Delete([]byte(u)); err != nil {
@@ -353,7 +365,7 @@ func (w *Commit) putTx(tx *bolt.Tx, b *bolt.Bucket, puts []Put, encs [][]byte, v
 			}
 		}
 	}
-	return nil
+	return srcs.apply(b)
 }
 
 // addPuts adds what puts, durably written, change in the derived indexes to w.
@@ -404,6 +416,7 @@ func (w *Commit) deleteTx(tx *bolt.Tx, b *bolt.Bucket, ids []string) (gone, unit
 	docs, vb, cb := b.Bucket(bkDocs), b.Bucket(bkVecs), b.Bucket(bkChanges)
 	cb.FillPercent = appendFill
 	first := len(w.Dels)
+	srcs := sourceDelta{}
 	for _, id := range ids {
 		r, err := unitsRecord(docs, id)
 		if err != nil {
@@ -413,6 +426,7 @@ func (w *Commit) deleteTx(tx *bolt.Tx, b *bolt.Bucket, ids []string) (gone, unit
 			continue
 		}
 		gone++
+		srcs[RecordSource(r)]--
 		w.Dels = append(w.Dels, r.UnitIDs(id)...)
 		if err := docs.Delete([]byte(id)); err != nil {
 			return 0, 0, err
@@ -429,6 +443,9 @@ func (w *Commit) deleteTx(tx *bolt.Tx, b *bolt.Bucket, ids []string) (gone, unit
 		if err := cb.Put(u64b(w.Seq), append([]byte{opDel}, u...)); err != nil {
 			return 0, 0, err
 		}
+	}
+	if err := srcs.apply(b); err != nil {
+		return 0, 0, err
 	}
 	return gone, len(w.Dels) - first, nil
 }

@@ -311,6 +311,10 @@ type Tally struct {
 	// Unbound counts records and vectors stored in a layout whose checksum does not cover
 	// the key (written by an older version; rewritten when next written).
 	Unbound int
+	// Sources says how the collection's sources index (sources.go), when kept, disagrees
+	// with the records read ("": it agrees, or it is not kept). It is derived:
+	// BuildSources makes it again.
+	Sources string
 }
 
 // maxKeptKey is the most bytes of a damaged key that a Tally keeps (bbolt's keys are at
@@ -350,6 +354,12 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 				return err
 			}
 		}
+		srcs := sourceDelta{}
+		defer func() {
+			if t.Damaged == 0 { // else the records read are not all of them
+				t.Sources = checkSources(b, srcs)
+			}
+		}()
 		cur := b.Bucket(bkDocs).Cursor()
 		for k, v := cur.First(); k != nil; k, v = cur.Next() {
 			t.Docs++
@@ -361,6 +371,7 @@ func (db *DB) Tally(col string, dim int) (Tally, error) {
 				t.damaged(k, "%s", firstLine(err))
 				continue
 			}
+			srcs[RecordSource(r)]++
 			for _, u := range r.UnitIDs(string(k)) {
 				t.Units++
 				if dim > 0 && vb.Get([]byte(u)) == nil {

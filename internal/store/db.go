@@ -14,6 +14,9 @@
 //	                          counted again, never carried forward)
 //	                          cmeta -> the collection's metadata, CRC-framed JSON (colmeta.go;
 //	                          absent: none)
+//	                          srcs -> present while the sources index is complete and kept
+//	col/<name>/srcs           's' source | 'n' (none) | 'x' (too long) -> document count + CRC-32C
+//	                          (sources.go; derived; absent in a store made before it was kept)
 //
 // RenameCollection moves a collection's sub-buckets under its new name (bbolt's MoveBucket)
 // in one transaction.
@@ -523,7 +526,7 @@ func colBucket(tx *bolt.Tx, name string, create bool) (*bolt.Bucket, error) {
 	if _, _, err := addCounts(b, 0, 0); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return b, startSources(b)
 }
 
 // colSubBuckets are the sub-buckets every collection holds.

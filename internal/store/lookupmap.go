@@ -79,6 +79,7 @@ func (lm *lookupMap) remap(path string, need int64) error {
 		return err
 	}
 	lm.data, lm.unmap = mapFile(lm.f, max(fi.Size(), need))
+	adviseRandom(lm.data) // a lookup's path: a page a level
 	if lm.data != nil && int64(len(lm.data)) < need {
 		lm.unmap() // cannot happen: the file holds what a transaction reads
 		lm.data, lm.unmap = nil, nil

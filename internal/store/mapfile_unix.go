@@ -20,3 +20,16 @@ func mapFile(f *os.File, size int64) ([]byte, func()) {
 	}
 	return b, func() { syscall.Munmap(b) }
 }
+
+// adviseRandom tells the system that b, a mapping of mapFile, is read at scattered pages (a
+// lookup's path, the branch pages of a census): without it each fault reads the device's
+// whole read-ahead window around its page (8 MiB on this project's VM disks: a cold
+// writable open and close of a 21M-passage store read 9 GB of its 13 GB for the 170 MB
+// of branch pages its census needed). bbolt advises its own mapping the same way. Walks
+// of every page of a tree keep the read-ahead (a sequential read of the file is faster
+// than a fault a page).
+func adviseRandom(b []byte) {
+	if len(b) > 0 {
+		_ = syscall.Madvise(b, syscall.MADV_RANDOM)
+	}
+}

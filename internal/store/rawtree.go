@@ -320,6 +320,9 @@ func checkCollection(tx *bolt.Tx, name string, all, branchesChecked bool) error 
 		return err
 	}
 	defer done()
+	if !all {
+		adviseRandom(w.data) // branch pages only
+	}
 	col, found, err := w.rawPath(tx, bkCols, []byte(name))
 	if err != nil || !found {
 		return err
@@ -483,6 +486,7 @@ func takeCensus(tx *bolt.Tx, writable bool) *census {
 		return c
 	}
 	defer done()
+	adviseRandom(w.data) // branch pages, scattered over the file
 	owner := make([]int32, w.hwm)
 	owners := []string{""} // index 0: none
 	// name records that tree t (an owner) references page id; false when it was damage.
