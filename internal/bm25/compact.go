@@ -3,6 +3,8 @@ package bm25
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
@@ -27,6 +29,11 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	if !ok {
 		return nil
 	}
+	// A merge reads every page of the segments it merges, and the block metadata every
+	// page of the merged one, through their mappings: the process's RSS would count them
+	// all (a 21M-passage index: 9.5 GB). They stay in the page cache; the mappings drop
+	// their page-table entries as they pass compactResident.
+	defer b.trimDuring(compactResident, compactTrimEvery)()
 	// One ForceMerge merges up to SegmentsPerMergeTask segments a task: repeat while the
 	// count falls.
 	n, err := b.SegmentCount()
@@ -73,4 +80,76 @@ func (b *Index) SegmentCount() (n int, err error) {
 		return 0, nil
 	}
 	return n, err
+}
+
+// compactResident is the most resident bytes of file mappings that a compaction lets the
+// process hold (MappedResidentBytes when smaller), and compactTrimEvery how often it
+// looks: a merge reads about a GB a second here, so the RSS passes the bound by at most
+// that rate times the period.
+const (
+	compactResident  = 1 << 30
+	compactTrimEvery = 250 * time.Millisecond
+)
+
+// trimDuring starts dropping, every period, the resident pages of the index's segment
+// mappings (and the owner's, AlsoTrim) while the process's resident file-backed bytes pass
+// limit (MappedResidentBytes when smaller), and returns the function that stops it.
+func (b *Index) trimDuring(limit int64, every time.Duration) (stop func()) {
+	if l := b.trim.limit; l > 0 && l < limit {
+		limit = l
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.trimMapped(limit)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// trimMapped drops the resident pages of the mappings of the current snapshot's segments
+// (and calls AlsoTrim) when the process's resident file-backed bytes pass limit. The
+// reader it takes holds the segments mapped meanwhile; a merge under way reads segments of
+// that snapshot.
+func (b *Index) trimMapped(limit int64) {
+	if n, ok := fileResidentBytes(); !ok || n <= limit {
+		return
+	}
+	adv, err := b.idx.Advanced()
+	if err != nil {
+		return
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return
+	}
+	b.trim.mu.Lock() // one trim at a time (a search's trim: residentTrim.after)
+	defer b.trim.mu.Unlock()
+	for _, ss := range snap.Segments() {
+		if mem := segmentMapping(ss); len(mem) > 0 {
+			dropResident(mem)
+		}
+	}
+	if b.trim.also != nil {
+		b.trim.also()
+	}
+	b.trim.trims.Add(1)
 }

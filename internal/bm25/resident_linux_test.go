@@ -124,3 +124,45 @@ func TestMappedResident(t *testing.T) {
 		t.Fatalf("resident kB of the .zap mappings: %d after a search, %d after a trim (want > 0, then 0)", before, after)
 	}
 }
+
+// TestTrimDuring: while a compaction runs, the index drops its segments' resident pages
+// each period the process is over the bound (and asks the owner to drop its own), leaves
+// the answers as they were, and stops when told.
+func TestTrimDuring(t *testing.T) {
+	b, _ := openRandomOnDisk(t, 3000)
+	defer b.Close()
+	ctx := context.Background()
+	q := randomQuery(rand.New(rand.NewPCG(3, 3)), 5)
+	want, err := b.Search(ctx, q, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zapRSS(t) == 0 {
+		t.Fatal("a search left no segment page resident: nothing to trim")
+	}
+	var also atomic.Int32
+	b.trim.also = func() { also.Add(1) }
+	stop := b.trimDuring(1, time.Millisecond) // every check finds the process over it
+	// Wait for two trims, with no clock of our own (a hang is go test's -timeout).
+	for b.trim.trims.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	n := b.trim.trims.Load()
+	if kb := zapRSS(t); kb != 0 || also.Load() < 2 {
+		t.Fatalf("after the trims: %d kB of .zap mappings resident (want 0), the owner asked %d times", kb, also.Load())
+	}
+	got, err := b.Search(ctx, q, 10, nil)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after trimming: %v %v, want %v", got, err, want)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if m := b.trim.trims.Load(); m != n {
+		t.Fatalf("%d trims after stop", m-n)
+	}
+	// Under the bound nothing is dropped.
+	b.trimMapped(1 << 60)
+	if m := b.trim.trims.Load(); m != n {
+		t.Fatal("a trim under the bound")
+	}
+}
