@@ -712,7 +712,11 @@ func (m *Memory) DeleteWhere(ctx context.Context, where Where) (int, error) {
 
 // Sources lists the distinct Source values of the collection's documents, sorted (a
 // document without one is not listed). With DeleteWhere it syncs a collection with a
-// folder: delete the sources that are no longer there.
+// folder: delete the sources that are no longer there. The store keeps a count of
+// documents per source, written with the documents, so a listing costs O(sources), not
+// O(documents); a collection stored by a version before it was kept is read whole once, on
+// its first listing by a writable store, to build it (a read-only store reads the records
+// at each listing until then). On a cluster it reads every document's record.
 func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 	if c.m.cluster != nil {
 		return c.m.cluster.sources(ctx, c.m, c.name)
@@ -733,20 +737,20 @@ func (c *Collection) Sources(ctx context.Context) ([]string, error) {
 	}
 	// The sources index answers in O(sources); a store made before it was kept builds it
 	// once (reading every record), a read-only one reads the records each time.
-	srcs, ok, err := c.m.db.Sources(c.name)
+	srcs, ans, err := c.m.db.Sources(c.name)
 	if err != nil {
 		return nil, err
 	}
-	if !ok && !c.m.opts.ReadOnly {
+	if ans == store.SourcesNotKept && !c.m.opts.ReadOnly {
 		c.m.log.Info("memory: indexing the sources of a collection (once: it reads every record)", "collection", c.name)
 		if err := c.m.db.BuildSources(c.name); err != nil {
 			return nil, err
 		}
-		if srcs, ok, err = c.m.db.Sources(c.name); err != nil {
+		if srcs, ans, err = c.m.db.Sources(c.name); err != nil {
 			return nil, err
 		}
 	}
-	if ok {
+	if ans == store.SourcesListed {
 		return srcs, nil
 	}
 	set := map[string]bool{}

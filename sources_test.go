@@ -47,7 +47,7 @@ func TestSourcesOlderStore(t *testing.T) {
 	if got, err := ro.Collection("").Sources(bg); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("read-only, from the records: %q, %v", got, err)
 	}
-	if _, ok, _ := ro.db.Sources(DefaultCollection); ok {
+	if _, ans, _ := ro.db.Sources(DefaultCollection); ans != store.SourcesNotKept {
 		t.Fatal("a read-only open built the index")
 	}
 	must(t, ro.Close())
@@ -63,8 +63,8 @@ func TestSourcesOlderStore(t *testing.T) {
 		t.Fatalf("built %d times, want once:\n%s", n, logs.String())
 	}
 	must(t, w.Upsert(bg, Document{ID: "b1", Text: "two", Source: "dir/c.md"}))
-	if _, ok, err := w.db.Sources(DefaultCollection); !ok || err != nil {
-		t.Fatalf("the built index is not kept: %v %v", ok, err)
+	if _, ans, err := w.db.Sources(DefaultCollection); ans != store.SourcesListed || err != nil {
+		t.Fatalf("the built index is not kept: %v %v", ans, err)
 	}
 	if got, err := w.Collection("").Sources(bg); err != nil || !reflect.DeepEqual(got, []string{"dir/a.md", "dir/c.md"}) {
 		t.Fatalf("after an upsert that moves b1: %q, %v", got, err)
@@ -103,5 +103,22 @@ func TestCheckSourcesIndex(t *testing.T) {
 	}
 	if got, err := m.Collection("").Sources(bg); err != nil || !reflect.DeepEqual(got, []string{"dir/a.md", "dir/b.md"}) {
 		t.Fatalf("after check: %q, %v", got, err)
+	}
+}
+
+// TestSourcesLongSource: a source too long for the index to key is listed from the records,
+// and a writable store does not rebuild the index for it at each listing.
+func TestSourcesLongSource(t *testing.T) {
+	var logs syncBuffer
+	m := openT(t, t.TempDir(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	long := "dir/" + strings.Repeat("x", 5000)
+	must(t, m.Add(bg, Document{ID: "a", Text: "one", Source: long}, Document{ID: "b", Text: "two", Source: "dir/b.md"}))
+	for range 2 {
+		if got, err := m.Collection("").Sources(bg); err != nil || !reflect.DeepEqual(got, []string{"dir/b.md", long}) {
+			t.Fatalf("sources: %d of them, %v", len(got), err)
+		}
+	}
+	if strings.Contains(logs.String(), "indexing the sources") {
+		t.Fatalf("rebuilt for a long source:\n%s", logs.String())
 	}
 }

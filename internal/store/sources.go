@@ -146,59 +146,78 @@ func startSources(b *bolt.Bucket) error {
 	return b.Bucket(bkInfo).Put(keySources, []byte{1})
 }
 
+// SourcesAnswer says how a collection's sources index answered a listing (Sources).
+type SourcesAnswer int
+
+const (
+	// SourcesListed: the list is the collection's sources.
+	SourcesListed SourcesAnswer = iota
+	// SourcesNotKept: the index is not kept (a store made before it was), or is damaged or
+	// does not add up: read the records; BuildSources makes it answer.
+	SourcesNotKept
+	// SourcesUnlisted: the index is sound but cannot list them (a source too long to key,
+	// or the collection's counters not trusted yet): read the records.
+	SourcesUnlisted
+)
+
 // Sources lists the distinct sources of collection col's documents, sorted, from its sources
-// index. ok is false when the index cannot answer: not kept (a store made before it was, or
-// found wrong), damaged, not adding up to the collection's document count, or counting a
-// source too long to key; the caller then reads the records (BuildSources, on a writable
-// store, makes it answer from then on). A collection that does not exist lists nothing.
-func (db *DB) Sources(col string) (srcs []string, ok bool, err error) {
+// index, when it can (SourcesListed): it trusts the index only when every entry passes its
+// checksum and the counts add up to the collection's document count. A collection that does
+// not exist lists nothing.
+func (db *DB) Sources(col string) (srcs []string, ans SourcesAnswer, err error) {
 	err = db.view(func(tx *bolt.Tx) error {
 		b, err := colBucket(tx, col, false)
 		if err != nil || b == nil {
-			ok = err == nil
 			return err
 		}
-		srcs, ok, err = readSources(b)
+		srcs, ans, err = readSources(b)
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, SourcesNotKept, err
 	}
-	return srcs, ok, nil
+	return srcs, ans, nil
 }
 
 // readSources reads the sources index of collection bucket b (see Sources). A damaged page
-// of the index is not an error: ok is false, and the records answer.
-func readSources(b *bolt.Bucket) (srcs []string, ok bool, err error) {
+// of the index is not an error: the records answer.
+func readSources(b *bolt.Bucket) (srcs []string, ans SourcesAnswer, err error) {
 	sb := b.Bucket(bkSources)
 	if b.Bucket(bkInfo).Get(keySources) == nil || sb == nil {
-		return nil, false, nil
+		return nil, SourcesNotKept, nil
 	}
 	docs, _, st := counts(b)
 	if st != countsOK {
-		return nil, false, nil
+		return nil, SourcesUnlisted, nil
 	}
 	if err := checkTree(sb, "srcs"); errors.Is(err, ErrCorrupt) {
-		return nil, false, nil
+		return nil, SourcesNotKept, nil
 	} else if err != nil {
-		return nil, false, err
+		return nil, SourcesNotKept, err
 	}
 	var total uint64
+	long := false
 	cur := sb.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		n, err := parseSourceEntry(k, v)
-		if err != nil || k[0] == srcLong {
-			return nil, false, nil
+		if err != nil {
+			return nil, SourcesNotKept, nil
 		}
 		total += n
-		if k[0] == srcNamed {
+		switch k[0] {
+		case srcNamed:
 			srcs = append(srcs, string(k[1:]))
+		case srcLong:
+			long = true
 		}
 	}
-	if total != uint64(docs) {
-		return nil, false, nil
+	switch {
+	case total != uint64(docs):
+		return nil, SourcesNotKept, nil
+	case long:
+		return nil, SourcesUnlisted, nil
 	}
-	return srcs, true, nil // in key order: sorted
+	return srcs, SourcesListed, nil // in key order: sorted
 }
 
 // countSources counts the documents of docs bucket docs by source (the sources index's

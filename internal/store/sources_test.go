@@ -33,9 +33,9 @@ func strp(s string) *string { return &s }
 // mustSources lists col's sources from the index, failing unless the index answers.
 func mustSources(t *testing.T, db *DB, col string) []string {
 	t.Helper()
-	srcs, ok, err := db.Sources(col)
-	if err != nil || !ok {
-		t.Fatalf("Sources: ok %v, err %v", ok, err)
+	srcs, ans, err := db.Sources(col)
+	if err != nil || ans != SourcesListed {
+		t.Fatalf("Sources: answer %v, err %v", ans, err)
 	}
 	return srcs
 }
@@ -104,8 +104,8 @@ func TestSourcesKept(t *testing.T) {
 		t.Fatalf("renamed: %q", got)
 	}
 	// A collection that does not exist lists nothing.
-	if srcs, ok, err := db.Sources("c"); err != nil || !ok || len(srcs) != 0 {
-		t.Fatalf("gone: %q %v %v", srcs, ok, err)
+	if srcs, ans, err := db.Sources("c"); err != nil || ans != SourcesListed || len(srcs) != 0 {
+		t.Fatalf("gone: %q %v %v", srcs, ans, err)
 	}
 }
 
@@ -127,8 +127,8 @@ func TestSourcesNotKept(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := db.Sources("c"); ok || err != nil {
-		t.Fatalf("an index not kept answered: %v %v", ok, err)
+	if _, ans, err := db.Sources("c"); ans != SourcesNotKept || err != nil {
+		t.Fatalf("an index not kept answered: %v %v", ans, err)
 	}
 	if _, err := db.Write("c", []Put{srcPut("3", "/c", nil)}, 1, 1); err != nil {
 		t.Fatal(err)
@@ -163,13 +163,14 @@ func TestSourcesDistrusted(t *testing.T) {
 		write  []Put // a write after the damage (nil: none)
 		kept   bool  // the index is still kept after it (its key present)
 		tally  string
+		ans    SourcesAnswer // what a listing says after it
 	}{
 		{"a count's byte flipped", func(_ *bolt.Tx, b *bolt.Bucket) error {
 			k := sourceIndexKey("/a")
 			v := append([]byte(nil), b.Bucket(bkSources).Get(k)...)
 			v[7] ^= 1
 			return b.Bucket(bkSources).Put(k, v)
-		}, nil, true, "fails its checksum"},
+		}, nil, true, "fails its checksum", SourcesNotKept},
 		{"a key's byte flipped", func(_ *bolt.Tx, b *bolt.Bucket) error {
 			sb := b.Bucket(bkSources)
 			v := append([]byte(nil), sb.Get(sourceIndexKey("/a"))...)
@@ -177,23 +178,23 @@ func TestSourcesDistrusted(t *testing.T) {
 				return err
 			}
 			return sb.Put(sourceIndexKey("/q"), v)
-		}, nil, true, "fails its checksum"},
+		}, nil, true, "fails its checksum", SourcesNotKept},
 		{"an entry lost", func(_ *bolt.Tx, b *bolt.Bucket) error {
 			return b.Bucket(bkSources).Delete(sourceIndexKey("/b"))
-		}, nil, true, "no entry for"},
+		}, nil, true, "no entry for", SourcesNotKept},
 		{"a source not in the records, checksummed", func(_ *bolt.Tx, b *bolt.Bucket) error {
 			k := sourceIndexKey("/ghost")
 			return b.Bucket(bkSources).Put(k, sourceEntry(k, 1))
-		}, nil, true, "counts 1 documents of"},
+		}, nil, true, "counts 1 documents of", SourcesNotKept},
 		{"its bucket lost", func(_ *bolt.Tx, b *bolt.Bucket) error {
 			return b.DeleteBucket(bkSources)
-		}, nil, true, "bucket is missing"},
+		}, nil, true, "bucket is missing", SourcesNotKept},
 		{"a damaged entry met by a write", func(_ *bolt.Tx, b *bolt.Bucket) error {
 			k := sourceIndexKey("/a")
 			return b.Bucket(bkSources).Put(k, []byte("short"))
-		}, []Put{srcPut("9", "/a", nil)}, false, ""},
-		{"a write that removes more than it counts", nil, []Put{srcPut("1", "/z", strp("/never"))}, false, ""},
-		{"a source too long to key", nil, []Put{srcPut("8", long, nil)}, true, ""},
+		}, []Put{srcPut("9", "/a", nil)}, false, "", SourcesNotKept},
+		{"a write that removes more than it counts", nil, []Put{srcPut("1", "/z", strp("/never"))}, false, "", SourcesNotKept},
+		{"a source too long to key", nil, []Put{srcPut("8", long, nil)}, true, "", SourcesUnlisted},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,8 +221,8 @@ func TestSourcesDistrusted(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if srcs, ok, err := db.Sources("c"); ok || err != nil {
-				t.Fatalf("a wrong index answered %q (%v)", srcs, err)
+			if srcs, ans, err := db.Sources("c"); ans != tc.ans || err != nil {
+				t.Fatalf("a listing answered %v %q (%v), want %v", ans, srcs, err, tc.ans)
 			}
 			var kept bool
 			if err := db.view(func(tx *bolt.Tx) error {
@@ -255,15 +256,15 @@ func TestSourcesDistrusted(t *testing.T) {
 				t.Fatal(err)
 			}
 			slices.Sort(want)
-			srcs, ok, err := db.Sources("c")
-			if tc.name == "a source too long to key" {
-				if ok || err != nil {
-					t.Fatalf("a too long source listed from the index: %v %v", ok, err)
+			srcs, ans, err := db.Sources("c")
+			if tc.ans == SourcesUnlisted {
+				if ans != SourcesUnlisted || err != nil {
+					t.Fatalf("a too long source listed from the index: %v %v", ans, err)
 				}
 				return
 			}
-			if !ok || err != nil || !slices.Equal(srcs, want) {
-				t.Fatalf("after BuildSources: %q %v %v, want %q", srcs, ok, err, want)
+			if ans != SourcesListed || err != nil || !slices.Equal(srcs, want) {
+				t.Fatalf("after BuildSources: %q %v %v, want %q", srcs, ans, err, want)
 			}
 			agrees(t, db, "c")
 		})
