@@ -9,6 +9,11 @@
 // It runs warm-up rounds over the whole batch, then timed rounds, and prints one JSON line:
 // seconds per batch (median, min, max) and queries/s.
 //
+// --latency times each query on one thread instead: --warmup rounds over --warmup-queries
+// (the tuning half: the JIT compiles the search path on queries that are not timed), then a
+// fresh DirectoryReader answers --rounds rounds of --queries (the reported half), round 1
+// being queries this reader (and JVM) has not seen: p50, p99 and mean a round, in µs.
+//
 // Build and run: see bench/lucene/run.sh.
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -54,9 +59,9 @@ import org.apache.lucene.store.FSDirectory;
 
 public final class LuceneBatch {
   public static void main(String[] args) throws Exception {
-    String index = null, queries = null, corpus = null;
+    String index = null, queries = null, corpus = null, warmupQueries = null;
     int threads = 2, k = 10, warmup = 3, rounds = 5, indexThreads = 1;
-    boolean indexOnly = false;
+    boolean indexOnly = false, latency = false;
     float k1 = 0.9f, b = 0.4f;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -71,6 +76,8 @@ public final class LuceneBatch {
         case "--b": b = Float.parseFloat(args[++i]); break;
         case "--index-threads": indexThreads = Integer.parseInt(args[++i]); break;
         case "--index-only": indexOnly = true; break;
+        case "--latency": latency = true; break;
+        case "--warmup-queries": warmupQueries = args[++i]; break;
         default: throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
@@ -79,6 +86,10 @@ public final class LuceneBatch {
     if (indexOnly) return;
     List<String> qs = readQueries(queries);
     BooleanQuery.setMaxClauseCount(1 << 16);
+    if (latency) {
+      latency(index, qs, warmupQueries == null ? null : readQueries(warmupQueries), warmup, rounds, k, k1, b);
+      return;
+    }
     try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
       IndexSearcher searcher = new IndexSearcher(reader);
       searcher.setSimilarity(new BM25Similarity(k1, b));
@@ -98,6 +109,47 @@ public final class LuceneBatch {
       System.out.printf(Locale.ROOT,
           "{\"docs\":%d,\"queries\":%d,\"threads\":%d,\"k\":%d,\"s_per_batch_median\":%.4f,\"s_min\":%.4f,\"s_max\":%.4f,\"queries_per_s\":%.1f,\"sink\":%d}%n",
           reader.numDocs(), qs.size(), threads, k, med, secs[0], secs[rounds - 1], qs.size() / med, sink.get());
+    }
+  }
+
+  /** The --latency mode (see the header). */
+  static void latency(String index, List<String> qs, List<String> warm, int warmup, int rounds, int k, float k1, float b)
+      throws Exception {
+    Analyzer analyzer = new EnglishAnalyzer();
+    long sink = 0;
+    if (warm != null && warmup > 0) {
+      try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
+        IndexSearcher s = new IndexSearcher(reader);
+        s.setSimilarity(new BM25Similarity(k1, b));
+        s.setQueryCache(null);
+        for (int r = 0; r < warmup; r++) {
+          for (String q : warm) for (String id : search(s, reader, analyzer, q, k)) sink += id.length();
+        }
+      }
+    }
+    StringBuilder js = new StringBuilder();
+    try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
+      IndexSearcher s = new IndexSearcher(reader);
+      s.setSimilarity(new BM25Similarity(k1, b));
+      s.setQueryCache(null);
+      for (int r = 0; r < rounds; r++) {
+        long[] ns = new long[qs.size()];
+        long total = 0;
+        for (int i = 0; i < qs.size(); i++) {
+          long t = System.nanoTime();
+          for (String id : search(s, reader, analyzer, qs.get(i), k)) sink += id.length();
+          ns[i] = System.nanoTime() - t;
+          total += ns[i];
+        }
+        Arrays.sort(ns);
+        double p50 = ns[ns.length / 2] / 1e3, p99 = ns[Math.min(ns.length - 1, (int) Math.ceil(ns.length * 0.99) - 1)] / 1e3;
+        double mean = total / 1e3 / ns.length;
+        System.err.printf(Locale.ROOT, "round %d: %d queries, k=%d, one thread: p50 %.1f µs, p99 %.1f µs, mean %.1f µs%n",
+            r + 1, ns.length, k, p50, p99, mean);
+        js.append(r > 0 ? "," : "").append(String.format(Locale.ROOT, "{\"p50_us\":%.1f,\"p99_us\":%.1f,\"mean_us\":%.1f}", p50, p99, mean));
+      }
+      System.out.printf(Locale.ROOT, "{\"docs\":%d,\"queries\":%d,\"k\":%d,\"warmup_queries\":%d,\"warmup_rounds\":%d,\"rounds\":[%s],\"sink\":%d}%n",
+          reader.numDocs(), qs.size(), k, warm == null ? 0 : warm.size(), warmup, js, sink);
     }
   }
 

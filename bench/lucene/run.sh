@@ -6,6 +6,10 @@
 # Needs Debian's liblucene8-java and a JDK. Environment: JAVA_OPTS, WARMUP, ROUNDS;
 # INDEX_THREADS (indexing threads of the build, default 1); INDEX_ONLY=1 builds and exits:
 #   INDEX_ONLY=1 INDEX_THREADS=2 bash bench/lucene/run.sh /tmp/zipf1m-report /tmp/luc-idx
+# LATENCY=1 times each query on one thread (first-seen and warm rounds): WARM_QUERIES (a JSONL
+# file: the tuning half, untimed, for the JIT; WARMUP rounds of it) then ROUNDS rounds of the
+# folder's queries.jsonl on a fresh reader:
+#   LATENCY=1 WARM_QUERIES=/tmp/z1m/queries-tune.jsonl WARMUP=3 ROUNDS=3 bash bench/lucene/run.sh /tmp/z1m-report /tmp/luc-idx
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?BEIR folder}; index=${2:?index dir}; threads=${3:-2}; k=${4:-10}
@@ -18,6 +22,12 @@ if [ -n "${INDEX_ONLY:-}" ]; then # build only: INDEX_THREADS indexing threads (
   # shellcheck disable=SC2086
   java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" \
     --index-threads "${INDEX_THREADS:-1}" --index-only
+  exit 0
+fi
+if [ -n "${LATENCY:-}" ]; then
+  # shellcheck disable=SC2086
+  java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/queries.jsonl" \
+    --latency ${WARM_QUERIES:+--warmup-queries "$WARM_QUERIES"} --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-3}"
   exit 0
 fi
 java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/batch-queries.jsonl" \
