@@ -76,10 +76,11 @@ type Options struct {
 	// bm25.BM25Options.PostingsCacheBytes.
 	PostingsCacheBytes int
 	// MappedResidentBytes, when positive, bounds the file pages kept mapped into the process
-	// (Linux): past it, after a search, the BM25 index's segment mappings and the store
-	// file's mapping drop their resident pages, which stay in the OS page cache. It bounds
-	// the RSS of a process that sweeps a large store, such as `memory eval` at 21M passages.
-	// 0: no bound. See bm25.BM25Options.MappedResidentBytes.
+	// (Linux): past it, after a search and (a writable store) every quarter second while the
+	// BM25 index merges, the BM25 index's segment mappings and the store file's mapping drop
+	// their resident pages, which stay in the OS page cache. It bounds the RSS of a process
+	// that sweeps a large store, such as `memory eval` at 21M passages, or loads one
+	// (`memory index` sets 1 GiB). 0: no bound. See bm25.BM25Options.MappedResidentBytes.
 	MappedResidentBytes int64
 	// Analyzer is the BM25 analyzer (one of bm25.Analyzers: "en", "cjk", "de", "fr", ...)
 	// of the collections this handle creates without naming one ([WithCollectionAnalyzer]).

@@ -35,6 +35,7 @@ const defaultIndexBatch = 10000
 type indexOptions struct {
 	col, analyzer, code, vectors, embedderID, compatName string
 	batch                                                int
+	mappedMB                                             int64
 	autoCode, sync, strict, chunk, compact               bool
 	chunkSet                                             bool // --chunk was given
 }
@@ -71,6 +72,8 @@ func newIndexCmd() *cobra.Command {
 	fs.BoolVar(&o.strict, "strict", false, "exit with status 1 when any document was skipped")
 	fs.BoolVar(&o.compact, "compact", true, fmt.Sprintf("after a run that stored at least %d documents, merge the collection's BM25 index into one segment "+
 		"(first queries about twice as fast after a bulk load, a smaller index; costs about a fifth of the indexing time); --compact=false skips it", compactMin))
+	fs.Int64Var(&o.mappedMB, "mapped-mb", 1024, "keep at most about this many MiB of index files mapped into memory while indexing (Linux; 0: no bound): "+
+		"the BM25 index's merges read whole segments, whose pages stay in the page cache either way")
 	fs.StringVar(&o.vectors, "vectors", "", "precomputed vectors aligned with the one .jsonl file given (row i is the vector of line i+1): "+
 		"a .npy (float32 or float16, 2-D, C order), an .fvecs file, or a FAISS IndexFlatIP/IndexFlatL2 file (faiss.write_index); "+
 		"a named pipe is read as it streams, and \"-\" reads an .npy or FAISS file from stdin. "+
@@ -136,6 +139,10 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 	}
 	if o.analyzer != "" && o.col == "" {
 		extra = append(extra, memory.WithAnalyzer(o.analyzer))
+	}
+	if o.mappedMB > 0 && !cluster { // a cluster maps no file
+		mapped := o.mappedMB << 20
+		extra = append(extra, func(mo *memory.Options) { mo.MappedResidentBytes = mapped })
 	}
 	extra = append(extra, cs.options...)
 	m, err := sf.create(sf.dir, stderr, extra...)

@@ -150,9 +150,10 @@ type Options struct {
 	// ([BM25Index.SearchBatch]) already use every core, one query per worker.
 	SegmentWorkers int
 	// MappedResidentBytes, when positive, bounds the index files' pages that stay mapped
-	// into the process (Linux): after a search, when the process's resident file-backed
-	// pages (/proc/self/statm's shared) exceed it, the index drops its segment mappings'
-	// page-table entries (madvise MADV_DONTNEED). The pages stay in the OS page cache, so
+	// into the process (Linux): after a search, and every quarter second while a writable
+	// index is open (its merges read whole segments), when the process's resident
+	// file-backed pages (/proc/self/statm's shared) exceed it, the index drops its segment
+	// mappings' page-table entries (madvise MADV_DONTNEED). The pages stay in the OS page cache, so
 	// the next read of one is a minor fault, not disk I/O; what it bounds is the RSS a
 	// process reports while it sweeps a large index (an evaluation over 21M passages maps
 	// about 3.7 GB of it). 0 = no bound. Ignored on other systems.
@@ -219,6 +220,7 @@ type Index struct {
 	shadow        string
 	shadowCleanup runtime.Cleanup // removes shadow when the index is dropped unclosed
 	trim          residentTrim    // MappedResidentBytes
+	stopTrim      func()          // stops a writer's trimming (trimDuring); nil when none
 	mu            sync.Mutex      // guards seq
 	seq           uint64
 	pending       atomic.Int64 // AsyncPersist: Applies' batches not yet persisted
@@ -412,6 +414,12 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 	if len(v) == 8 {
 		b.seq = binary.BigEndian.Uint64(v)
 	}
+	if !o.ReadOnly && !b.memOnly && o.MappedResidentBytes > 0 {
+		// A writer's merges (the merger's, during a bulk load) read every page of the
+		// segments they merge through their mappings: bounded while it is open, not only
+		// after searches. Stopped by Close.
+		b.stopTrim = b.trimDuring(o.MappedResidentBytes, compactTrimEvery)
+	}
 	return b, nil
 }
 
@@ -542,6 +550,10 @@ func (b *Index) Close() (err error) {
 		} else if st.Segments > 0 {
 			slog.Debug("hybrid: wrote block metadata", "segments", st.Segments, "terms", st.Terms, "postings", st.Postings, "bytes", st.Bytes, "took", time.Since(t))
 		}
+	}
+	if stop := b.stopTrim; stop != nil {
+		b.stopTrim = nil
+		stop()
 	}
 	if b.shadow != "" {
 		b.shadowCleanup.Stop()

@@ -166,3 +166,43 @@ func TestTrimDuring(t *testing.T) {
 		t.Fatal("a trim under the bound")
 	}
 }
+
+// TestWriterTrims: a writable index with MappedResidentBytes trims its segment mappings
+// while it is open (its merges read whole segments), a read-only one only after searches;
+// Close stops the trimming, and a second Close is harmless.
+func TestWriterTrims(t *testing.T) {
+	b, dir := openRandomOnDisk(t, 3000)
+	if b.stopTrim != nil {
+		t.Fatal("a writer without MappedResidentBytes trims")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWith(dir, Options{MappedResidentBytes: 1}) // every check finds the process over it
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for a trim, with no clock of our own (a hang is go test's -timeout).
+	for w.trim.trims.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := w.trim.trims.Load()
+	time.Sleep(5 * time.Millisecond)
+	if m := w.trim.trims.Load(); m != n {
+		t.Fatalf("%d trims after Close", m-n)
+	}
+	if err := w.Close(); err != nil && !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("a second Close: %v", err)
+	}
+	r, err := OpenWith(dir, Options{MappedResidentBytes: 1, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.stopTrim != nil {
+		t.Fatal("a read-only index trims on a clock")
+	}
+}
