@@ -1,33 +1,12 @@
 package memory
 
 import (
-	"bytes"
-	"log/slog"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentmem/memory/internal/store"
 )
-
-// syncBuffer is a log output tests read while the store writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSourcesOlderStore: a collection stored before the sources index was kept lists its
 // sources from the records when opened read-only, and builds the index once on a writable
@@ -52,8 +31,8 @@ func TestSourcesOlderStore(t *testing.T) {
 	}
 	must(t, ro.Close())
 
-	var logs syncBuffer
-	w := openT(t, dir, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	var logs countLog
+	w := openT(t, dir, WithLogger(logs.logger()))
 	for range 2 {
 		if got, err := w.Collection("").Sources(bg); err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("writable: %q, %v", got, err)
@@ -109,8 +88,8 @@ func TestCheckSourcesIndex(t *testing.T) {
 // TestSourcesLongSource: a source too long for the index to key is listed from the records,
 // and a writable store does not rebuild the index for it at each listing.
 func TestSourcesLongSource(t *testing.T) {
-	var logs syncBuffer
-	m := openT(t, t.TempDir(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	var logs countLog
+	m := openT(t, t.TempDir(), WithLogger(logs.logger()))
 	long := "dir/" + strings.Repeat("x", 5000)
 	must(t, m.Add(bg, Document{ID: "a", Text: "one", Source: long}, Document{ID: "b", Text: "two", Source: "dir/b.md"}))
 	for range 2 {

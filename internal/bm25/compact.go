@@ -143,11 +143,7 @@ func (b *Index) trimMapped(limit int64) {
 	}
 	b.trim.mu.Lock() // one trim at a time (a search's trim: residentTrim.after)
 	defer b.trim.mu.Unlock()
-	for _, ss := range snap.Segments() {
-		if mem := segmentMapping(ss); len(mem) > 0 {
-			dropResident(mem)
-		}
-	}
+	dropSegmentsResident(snap)
 	if b.trim.also != nil {
 		b.trim.also()
 	}

@@ -41,17 +41,23 @@ func (t *residentTrim) after(snap *scorch.IndexSnapshot) {
 		return // another search is trimming
 	}
 	defer t.mu.Unlock()
-	for _, ss := range snap.Segments() {
-		if mem := segmentMapping(ss); len(mem) > 0 {
-			dropResident(mem)
-		}
-	}
+	dropSegmentsResident(snap)
 	if t.also != nil {
 		// On its own goroutine: the owner's trim may open a read transaction of its own,
 		// which must not nest in one the searching goroutine might hold.
 		go t.also()
 	}
 	t.trims.Add(1)
+}
+
+// dropSegmentsResident drops the resident pages of the mappings of snap's persisted
+// segments (held mapped by the caller's reader).
+func dropSegmentsResident(snap *scorch.IndexSnapshot) {
+	for _, ss := range snap.Segments() {
+		if mem := segmentMapping(ss); len(mem) > 0 {
+			dropResident(mem)
+		}
+	}
 }
 
 // segmentMapping returns the memory-mapped bytes of a persisted zap segment (nil for an
