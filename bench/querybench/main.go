@@ -6,7 +6,7 @@
 //
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
 //	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
-//	    [-cpuprofile FILE] [-run-out FILE] [-full-dense-window]
+//	    [-cpuprofile FILE] [-run-out FILE] [-lat-out FILE] [-full-dense-window]
 package main
 
 import (
@@ -45,9 +45,10 @@ func main() {
 		fullWin  = flag.Bool("full-dense-window", false, "hybrid: an approximate dense index rescores candidates for the whole window (memory.WithFullDenseWindow)")
 		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
 		runOut   = flag.String("run-out", "", "write the first round's results to this file as a TREC run (scores printed exactly: a byte comparison between builds)")
+		latOut   = flag.String("lat-out", "", "write each query's latency in every round to this file (round, query id, microseconds a line)")
 	)
 	flag.Parse()
-	heapProfile, runFile = *memProf, *runOut
+	heapProfile, runFile, latFile = *memProf, *runOut, *latOut
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -101,7 +102,8 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		if err != nil {
 			return err
 		}
-		var run []byte // -run-out: the first round's results
+		var run []byte  // -run-out: the first round's results
+		var lats []byte // -lat-out: every query's latency
 		for r := 1; r <= rounds; r++ {
 			lat := make([]time.Duration, 0, len(qs))
 			ru0 := usage()
@@ -119,6 +121,9 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 					return fmt.Errorf("search %q: %w", q, err)
 				}
 				lat = append(lat, time.Since(t))
+				if latFile != "" {
+					lats = fmt.Appendf(lats, "%d %s %.1f\n", r, ids[qi], float64(lat[len(lat)-1].Nanoseconds())/1e3)
+				}
 				if r == 1 && runFile != "" {
 					for rank, x := range res {
 						run = fmt.Appendf(run, "%s Q0 %s %d %s querybench\n", ids[qi], x.ID, rank+1, strconv.FormatFloat(x.Score, 'g', -1, 64))
@@ -136,6 +141,11 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 			fmt.Printf("round %d: %d queries, k=%d, one thread: p50 %v p99 %v mean %v cpu/query %v (user %v, sys %v), page faults/query %.1f minor %.2f major; %s\n",
 				r, len(qs), k, p50, p99, mean, ((ru.user + ru.sys) / n).Round(time.Microsecond), (ru.user / n).Round(time.Microsecond), (ru.sys / n).Round(time.Microsecond),
 				float64(ru.minflt)/float64(len(qs)), float64(ru.majflt)/float64(len(qs)), rss())
+		}
+		if latFile != "" {
+			if err := os.WriteFile(latFile, lats, 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	if bfile != "" {
@@ -165,8 +175,8 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	return nil
 }
 
-// heapProfile is -memprofile's file, runFile -run-out's ("": none).
-var heapProfile, runFile string
+// heapProfile is -memprofile's file, runFile -run-out's, latFile -lat-out's ("": none).
+var heapProfile, runFile, latFile string
 
 func parseMode(s string) (memory.Mode, error) {
 	switch s {

@@ -49,7 +49,8 @@ type termBlocks struct {
 	fstart []uint32 // block i's frontier is front[fstart[i]:fstart[i+1]]
 	front  []fl     // per block: no other posting of the block has f >= and dl <= (one strictly)
 	slots  []atomic.Pointer[postBlock]
-	bytes  int // the metadata's bytes
+	probed []atomic.Uint32 // per block: chunkChecked, and the postings looked up alone while the cache was not full
+	bytes  int             // the metadata's bytes
 	ratios atomic.Pointer[blockRatios]
 }
 
@@ -93,9 +94,20 @@ func (t *termBlocks) blockOf(d uint64) int {
 	return int(min(d/t.cs, uint64(len(t.count))))
 }
 
+// chunkChecked is the bit of termBlocks.probed set once lookupDirect has checked the
+// block's chunk (its uvarint ends): the check is a pass over the chunk's bytes, which
+// every later lookup in the block would otherwise repeat, query after query.
+const chunkChecked = 1 << 31
+
+// makeSlots gives t its per-block cache slots and lookup counts.
+func (t *termBlocks) makeSlots() {
+	t.slots = make([]atomic.Pointer[postBlock], len(t.count))
+	t.probed = make([]atomic.Uint32, len(t.count))
+}
+
 func (t *termBlocks) sizeBytes() int {
-	// count, fstart, front, slots, and one statistics' ratios (ratiosFor)
-	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 8*len(t.count) + 96
+	// count, fstart, front, slots, probed, and one statistics' ratios (ratiosFor)
+	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 4*cap(t.probed) + 8*len(t.count) + 96
 }
 
 // check validates metadata read from outside (a sidecar): counts add up, every non-empty
@@ -454,7 +466,7 @@ func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource,
 	tb.count = append(tb.count, n)
 	tb.front = acc.flush(tb.front)
 	tb.fstart = append(tb.fstart, uint32(len(tb.front)))
-	tb.slots = make([]atomic.Pointer[postBlock], len(tb.count))
+	tb.makeSlots()
 	tb.bytes = tb.sizeBytes()
 	if blk != nil {
 		blk.finish()

@@ -642,6 +642,13 @@ type blockCursor struct {
 // many times more (then each probe after the decode is a step through decoded documents).
 const directProbes = 16
 
+// warmProbes is how many documents of a block are looked up alone, over all queries,
+// before the block is decoded and cached, while the cache has room (postingsCache.full is
+// not set): a block that queries keep probing is cheaper decoded once and kept, but a
+// query that probes a long list in a few places, as first-seen queries do, reads those
+// postings alone rather than decoding whole blocks for them.
+const warmProbes = directProbes
+
 const noDoc = math.MaxUint32
 
 // moveTo makes the block holding document d current (not decoded yet).
@@ -694,14 +701,20 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 
 // lookup gives the term's BM25 contribution for document d, read alone from the current
 // block, which is neither decoded nor cached. used is false when the caller must load the
-// block instead: the cache has never been full (postingsCache.full), the block is cached,
-// was looked up directProbes times already, or cannot be read so (its list is not plain
-// zap, or its chunk fails lookupDirect's checks: decode then reads it, or reports the
-// damage).
+// block instead: the block is cached, was looked up directProbes times already in this
+// pass, or, while the cache has never been full (postingsCache.full), warmProbes times
+// over all queries, or cannot be read so (its list is not plain zap, or its chunk fails
+// lookupDirect's checks: decode then reads it, or reports the damage).
 func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64, present, used bool, err error) {
 	if c.probes >= directProbes || c.blk >= len(c.tb.count) || c.tb.count[c.blk] == 0 ||
-		!sc.cache.full.Load() || sc.cache.block(c.tb, c.blk) != nil {
+		sc.cache.block(c.tb, c.blk) != nil {
 		return 0, false, false, nil
+	}
+	if !sc.cache.full.Load() {
+		if c.tb.probed[c.blk].Load()&^chunkChecked >= warmProbes {
+			return 0, false, false, nil
+		}
+		c.tb.probed[c.blk].Add(1) // (queries racing here may count a few past warmProbes: a hint)
 	}
 	c.probes++
 	sc.termBuf = append(sc.termBuf[:0], c.term...)

@@ -22,8 +22,9 @@ import (
 // MEMORY_FIRSTSEEN_QUERIES to a BEIR queries.jsonl, it runs the queries for three rounds
 // (MEMORY_FIRSTSEEN_ROUNDS=1: one) on a fresh open and logs each round's CPU a query (user
 // and system) and what the postings cache did: postings decoded, read alone, metadata
-// passes, and the arena's and heap's memory. It checks that every round answers alike and
-// that, the cache holding everything, later rounds decode nothing. MEMORY_FIRSTSEEN_OUT
+// passes, and the arena's and heap's memory. It checks that every round answers alike
+// (later rounds may still decode: a block is decoded once it has been looked up alone
+// warmProbes times, see blockCursor.lookup). MEMORY_FIRSTSEEN_OUT
 // writes the first round's hits (ids and score bits) for a byte comparison between builds;
 // MEMORY_FIRSTSEEN_PROF a CPU profile of the first round. Without the two variables it
 // is skipped.
@@ -100,9 +101,7 @@ func TestFirstSeenRounds(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		t.Logf("  arena mapped %d MB, in use %d MB; cache %d MB of blocks, %d MB of metadata; heap in use %d MB, %d collections",
 			mapped>>20, inUse>>20, c.used>>20, c.metaBytes>>20, ms.HeapInuse>>20, ms.NumGC)
-		if round > 1 && decoded != 0 && !c.full.Load() {
-			t.Errorf("round %d decoded %d postings a query with every block cached", round, decoded)
-		}
+
 	}
 	if p := os.Getenv("MEMORY_FIRSTSEEN_OUT"); p != "" {
 		var b []byte

@@ -66,9 +66,10 @@ type postingsCache struct {
 	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (lookupDirect)
 	metaPasses   atomic.Uint64 // lists whose block metadata a query computed (not in a sidecar)
 	// full is set once the cache has had to evict (or to refuse) a block: from then on a
-	// block probed for a few documents has its postings read alone rather than decoded
-	// (blockCursor.lookup). While everything queries decode fits, decoding it once and
-	// keeping it costs less than reading its postings alone query after query.
+	// block probed for a few documents in a pass has its postings read alone rather than
+	// decoded (blockCursor.lookup). While everything queries decode fits, a block probed
+	// warmProbes times over all queries is decoded once and kept: that costs less than
+	// reading its postings alone query after query.
 	full atomic.Bool
 }
 

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
@@ -235,7 +234,7 @@ func parseSidecarRecord(b []byte) (term string, tb *termBlocks, n int) {
 	if len(r.b) != 0 || tb.check() != nil {
 		return "", nil, 0
 	}
-	tb.slots = make([]atomic.Pointer[postBlock], len(tb.count))
+	tb.makeSlots()
 	tb.bytes = tb.sizeBytes()
 	return term, tb, k + int(plen) + 4
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -387,8 +386,9 @@ func dominatedOrdered(front []fl, f, dl uint32) bool {
 // st is the caller's state for this block (zero for a block not looked up yet): a query
 // looks up a block's documents in rising order, so each lookup counts on from where the
 // last one stopped (a lower document starts again from the block's first). The first
-// lookup counts the chunk's uvarint ends: the chunk must end a uvarint and hold exactly two
-// per posting, else errBlockMeta and the caller decodes the block, which reads any chunk.
+// lookup in a block counts the chunk's uvarint ends (once: tb.probed keeps that it did):
+// the chunk must end a uvarint and hold exactly two per posting, else errBlockMeta and the
+// caller decodes the block, which reads any chunk.
 // The posting found must be covered by the block's frontier, as in decodeDirect.
 func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, st *lookupState) (f, dl uint32, present bool, err error) {
 	lo, hi := tb.span(i)
@@ -404,8 +404,11 @@ func lookupDirect(z *zapList, tb *termBlocks, i int, d uint32, st *lookupState) 
 	}
 	n := int(tb.count[i])
 	if !st.checked {
-		if len(buf) == 0 || buf[len(buf)-1] >= 0x80 || varintEnds(buf) != 2*n {
-			return 0, 0, false, errBlockMeta
+		if tb.probed[i].Load()&chunkChecked == 0 {
+			if len(buf) == 0 || buf[len(buf)-1] >= 0x80 || varintEnds(buf) != 2*n {
+				return 0, 0, false, errBlockMeta
+			}
+			tb.probed[i].Or(chunkChecked)
 		}
 		st.checked = true
 	}
@@ -587,7 +590,7 @@ func buildBlocksDirect(pl segment.PostingsList, src *blockSource, acc *frontAcc,
 		}
 		blks = blks[:last+1]
 	}
-	tb.slots = make([]atomic.Pointer[postBlock], len(tb.count))
+	tb.makeSlots()
 	tb.bytes = tb.sizeBytes()
 	if tb.check() != nil {
 		return nil, nil, false

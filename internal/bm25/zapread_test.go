@@ -142,8 +142,15 @@ func TestZapBlocksDirect(t *testing.T) {
 			if err != nil || !zapListOf(pl, &z) {
 				t.Fatalf("%q: %v", term, err)
 			}
+			// The lookups above checked the chunk's uvarint ends once for the block.
+			if tb.probed[last].Load()&chunkChecked == 0 {
+				t.Fatalf("%q: block %d looked up, its chunk not marked checked", term, last)
+			}
 			// A chunk whose uvarint ends are not two a posting (two merged into one) or
 			// that does not end one fails the lookup's count: the caller decodes instead.
+			// (The damaged bytes below are a copy: the block is marked unchecked, as a
+			// block never looked up is.)
+			tb.probed[last].Store(0)
 			for _, mut := range []func(c []byte){
 				func(c []byte) { c[0] |= 0x80 },
 				func(c []byte) { c[len(c)-1] |= 0x80 },
@@ -304,6 +311,7 @@ func TestDecodeShapes(t *testing.T) {
 			t.Fatal("bitmap not parsed")
 		}
 		tb := &termBlocks{cs: 1 << 20, total: uint64(n), count: []uint32{uint32(n)}, fstart: []uint32{0, 1}, front: []fl{{f: math.MaxUint32, dl: 0}}}
+		tb.makeSlots()
 		// The postings' own frontier (as a metadata pass writes it): a block whose
 		// frequencies are all below narrowFreqs is decoded narrow, unless a length is
 		// narrowLen or more.
