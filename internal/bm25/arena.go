@@ -79,16 +79,16 @@ func (a *slabArena) alloc(n int) []uint32 {
 		a.free[c] = a.free[c][:last]
 	} else {
 		// Slots are cut from the class's last slab as they are asked for (no list of them
-		// made ahead). A class's first slab is small and in small pages: the memory a
-		// huge page would zero at its first touch is not spent on a class little used
-		// (an index's first queries touch a score of classes); its later slabs are large
-		// and in huge pages.
+		// made ahead). A class's first slab is small and not aligned for huge pages: where
+		// the kernel backs every mapping with them, the memory a huge page would zero at
+		// its first touch is not spent on a class little used (an index's first queries
+		// touch a score of classes); its later slabs are large and aligned (mapWords).
 		if len(a.bump[c]) < size {
-			bytes, huge := arenaSlab, true
+			bytes, aligned := arenaSlab, true
 			if a.slabs[c] == 0 {
-				bytes, huge = arenaFirstSlab, false
+				bytes, aligned = arenaFirstSlab, false
 			}
-			a.bump[c] = mapWords(max(bytes/4/size, 1)*size, huge)
+			a.bump[c] = mapWords(max(bytes/4/size, 1)*size, aligned)
 			a.slabs[c]++
 			a.mapped += int64(4 * len(a.bump[c]))
 		}
