@@ -5,6 +5,8 @@ package store
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapFile maps the first size bytes of f read-only and shared, and returns them with the
@@ -30,6 +32,6 @@ func mapFile(f *os.File, size int64) ([]byte, func()) {
 // than a fault a page).
 func adviseRandom(b []byte) {
 	if len(b) > 0 {
-		_ = syscall.Madvise(b, syscall.MADV_RANDOM)
+		_ = unix.Madvise(b, unix.MADV_RANDOM) // (syscall has no Madvise on every unix)
 	}
 }
