@@ -82,8 +82,8 @@ func writeSegmentBlockMeta(ctx context.Context, seg segment.Segment, st *BlockMe
 			if n == 0 || !recordSound(old[off:off+n]) {
 				break
 			}
-			if !known[term] {
-				known[term] = true
+			if !known[string(term)] {
+				known[string(term)] = true
 				buf.Write(old[off : off+n])
 			}
 			off += n
