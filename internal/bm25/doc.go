@@ -109,6 +109,6 @@ func (f *lengthField) AnalyzedTokenFrequencies() index.TokenFrequencies {
 }
 
 func (f *lengthField) Analyze() {
-	binary.BigEndian.PutUint32(f.term[:], uint32(min(f.body.AnalyzedLength(), 1<<32-1)))
+	binary.BigEndian.PutUint32(f.term[:], uint32(min(uint64(f.body.AnalyzedLength()), 1<<32-1)))
 	f.tf = nil
 }

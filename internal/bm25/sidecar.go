@@ -156,10 +156,10 @@ const minRun = 64
 // add indexes the record at offset off of data, whose term is term; prev is the term of the
 // record before it (nil for the first). finish ends the last run.
 func (x *recordIndex) add(data, term, prev []byte, off int) {
-	if len(x.cur) > 0 && (bytes.Compare(prev, term) >= 0 || off > math.MaxUint32) {
+	if len(x.cur) > 0 && (bytes.Compare(prev, term) >= 0 || uint64(off) > math.MaxUint32) {
 		x.finish(data)
 	}
-	if off > math.MaxUint32 {
+	if uint64(off) > math.MaxUint32 {
 		x.mapRecord(term, off)
 		return
 	}
