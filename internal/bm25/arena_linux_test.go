@@ -3,12 +3,11 @@
 package bm25
 
 import (
-	"bufio"
-	"fmt"
-	"os"
-	"strings"
+	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/agentmem/memory/internal/smaps"
 )
 
 // TestArenaNotAdvisedHuge: a large slab of the arena is aligned to hugePage and its
@@ -27,46 +26,11 @@ func TestArenaNotAdvisedHuge(t *testing.T) {
 	if addr%hugePage != 0 {
 		t.Fatalf("a large slab starts at %#x, not at a multiple of %d", addr, hugePage)
 	}
-	flags, err := vmFlags(addr)
+	flags, err := smaps.VmFlags(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range strings.Fields(flags) {
-		if f == "hg" {
-			t.Fatalf("the slab's mapping is advised MADV_HUGEPAGE (VmFlags %q)", flags)
-		}
+	if slices.Contains(flags, "hg") {
+		t.Fatalf("the slab's mapping is advised MADV_HUGEPAGE (VmFlags %q)", flags)
 	}
-}
-
-// vmFlags returns the VmFlags line of the mapping of this process that holds addr.
-func vmFlags(addr uintptr) (string, error) {
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	in := false
-	for sc.Scan() {
-		line := sc.Text()
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if !strings.HasSuffix(fields[0], ":") { // a mapping's header: "lo-hi perms offset dev inode [path]"
-			var lo, hi uintptr
-			if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err != nil {
-				return "", fmt.Errorf("smaps header %q: %v", line, err)
-			}
-			in = lo <= addr && addr < hi
-			continue
-		}
-		if in && fields[0] == "VmFlags:" {
-			return strings.Join(fields[1:], " "), nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", fmt.Errorf("no mapping of /proc/self/smaps holds %#x", addr)
 }

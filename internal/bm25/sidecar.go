@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,8 +144,8 @@ func loadSidecar(seg segment.Segment, readOnly bool) *segFile {
 // minRun go to a map. At 21M passages (a 20 MB sidecar) a map of every term was half of
 // a fresh process's first query.
 type recordIndex struct {
-	runs [][]uint32     // runs of at least minRun records, terms strictly ascending
-	cur  []uint32       // the run being read (add)
+	runs [][]int        // runs of at least minRun records, terms strictly ascending
+	cur  []int          // the run being read (add)
 	tail map[string]int // term -> offset of the records of shorter runs
 }
 
@@ -156,14 +155,10 @@ const minRun = 64
 // add indexes the record at offset off of data, whose term is term; prev is the term of the
 // record before it (nil for the first). finish ends the last run.
 func (x *recordIndex) add(data, term, prev []byte, off int) {
-	if len(x.cur) > 0 && (bytes.Compare(prev, term) >= 0 || uint64(off) > math.MaxUint32) {
+	if len(x.cur) > 0 && bytes.Compare(prev, term) >= 0 {
 		x.finish(data)
 	}
-	if uint64(off) > math.MaxUint32 {
-		x.mapRecord(term, off)
-		return
-	}
-	x.cur = append(x.cur, uint32(off))
+	x.cur = append(x.cur, off)
 }
 
 // finish ends the run being read: kept as a run when long enough, else mapped.
@@ -171,21 +166,15 @@ func (x *recordIndex) finish(data []byte) {
 	if len(x.cur) >= minRun {
 		x.runs = append(x.runs, x.cur)
 	} else {
-		for _, off := range x.cur {
+		if x.tail == nil && len(x.cur) > 0 {
+			x.tail = map[string]int{}
+		}
+		for _, off := range x.cur { // (in file order: a later record of a term replaces an earlier one)
 			t, _ := scanSidecarRecord(data[off:])
-			x.mapRecord(t, int(off))
+			x.tail[string(t)] = off
 		}
 	}
 	x.cur = nil
-}
-
-func (x *recordIndex) mapRecord(term []byte, off int) {
-	if x.tail == nil {
-		x.tail = map[string]int{}
-	}
-	if old, ok := x.tail[string(term)]; !ok || off > old {
-		x.tail[string(term)] = off
-	}
 }
 
 // find returns the offset in data of term's last record (ok false: none): a later record
@@ -194,12 +183,12 @@ func (x *recordIndex) find(data []byte, term string) (int, bool) {
 	best, ok := x.tail[term]
 	key := unsafe.Slice(unsafe.StringData(term), len(term))
 	for _, run := range x.runs {
-		i, found := slices.BinarySearchFunc(run, key, func(off uint32, key []byte) int {
+		i, found := slices.BinarySearchFunc(run, key, func(off int, key []byte) int {
 			t, _ := scanSidecarRecord(data[off:])
 			return bytes.Compare(t, key)
 		})
-		if found && (!ok || int(run[i]) > best) {
-			best, ok = int(run[i]), true
+		if found && (!ok || run[i] > best) {
+			best, ok = run[i], true
 		}
 	}
 	return best, ok
@@ -210,7 +199,7 @@ func (x *recordIndex) drop(data []byte, off int) {
 	x.finish(data)
 	runs := x.runs[:0]
 	for _, run := range x.runs {
-		run = run[:sort.Search(len(run), func(i int) bool { return int(run[i]) >= off })]
+		run = run[:sort.Search(len(run), func(i int) bool { return run[i] >= off })]
 		if len(run) > 0 {
 			runs = append(runs, run)
 		}
