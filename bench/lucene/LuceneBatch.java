@@ -14,6 +14,13 @@
 // fresh DirectoryReader answers --rounds rounds of --queries (the reported half), round 1
 // being queries this reader (and JVM) has not seen: p50, p99 and mean a round, in µs.
 //
+// --store-raw stores each corpus line whole in a stored field "raw" (LZ4-compressed, as
+// pyserini's -storeRaw keeps them: what a retriever that returns passages, Search-R1's BM25
+// server among them, reads back), for an ingest that keeps the text as ours does.
+// --force-merge N merges the index down to at most N segments after the build (or, when the
+// index exists, before anything else), timed with its CPU seconds: the single-segment index
+// that ours is compacted to, and that pyserini's -optimize makes.
+//
 // Build and run: see bench/lucene/run.sh.
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -35,6 +42,7 @@ import org.apache.lucene.analysis.tokenattributes.CharTermAttribute;
 import org.apache.lucene.document.BinaryDocValuesField;
 import org.apache.lucene.document.Document;
 import org.apache.lucene.document.Field;
+import org.apache.lucene.document.StoredField;
 import org.apache.lucene.document.StringField;
 import org.apache.lucene.document.TextField;
 import org.apache.lucene.index.IndexWriter;
@@ -61,7 +69,8 @@ public final class LuceneBatch {
   public static void main(String[] args) throws Exception {
     String index = null, queries = null, corpus = null, warmupQueries = null;
     int threads = 2, k = 10, warmup = 3, rounds = 5, indexThreads = 1;
-    boolean indexOnly = false, latency = false;
+    boolean indexOnly = false, latency = false, storeRaw = false;
+    int forceMerge = 0;
     float k1 = 0.9f, b = 0.4f;
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
@@ -78,11 +87,14 @@ public final class LuceneBatch {
         case "--index-only": indexOnly = true; break;
         case "--latency": latency = true; break;
         case "--warmup-queries": warmupQueries = args[++i]; break;
+        case "--store-raw": storeRaw = true; break;
+        case "--force-merge": forceMerge = Integer.parseInt(args[++i]); break;
         default: throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
     if (index == null || (queries == null && !indexOnly)) throw new IllegalArgumentException("--index and --queries are required");
-    if (corpus != null) buildIfMissing(Paths.get(index), Paths.get(corpus), new BM25Similarity(k1, b), indexThreads);
+    if (corpus != null) buildIfMissing(Paths.get(index), Paths.get(corpus), new BM25Similarity(k1, b), indexThreads, storeRaw);
+    if (forceMerge > 0) forceMerge(Paths.get(index), new BM25Similarity(k1, b), forceMerge);
     if (indexOnly) return;
     List<String> qs = readQueries(queries);
     BooleanQuery.setMaxClauseCount(1 << 16);
@@ -213,7 +225,7 @@ public final class LuceneBatch {
    * threads sharing one IndexWriter (thread-safe; merges run in the thread that triggers
    * them, SerialMergeScheduler), and prints the docs/s and the JVM's CPU seconds.
    */
-  static void buildIfMissing(java.nio.file.Path dir, java.nio.file.Path corpus, BM25Similarity sim, int threads) throws IOException {
+  static void buildIfMissing(java.nio.file.Path dir, java.nio.file.Path corpus, BM25Similarity sim, int threads, boolean storeRaw) throws IOException {
     Files.createDirectories(dir);
     try (FSDirectory d = FSDirectory.open(dir)) {
       if (DirectoryReader.indexExists(d)) return;
@@ -242,6 +254,7 @@ public final class LuceneBatch {
                 doc.add(new StringField("id", f.get("_id"), Field.Store.YES));
                 doc.add(new BinaryDocValuesField("id", new BytesRef(f.get("_id"))));
                 doc.add(new TextField("contents", f.getOrDefault("title", "") + " " + f.getOrDefault("text", ""), Field.Store.NO));
+                if (storeRaw) doc.add(new StoredField("raw", line));
                 w.addDocument(doc);
                 n.incrementAndGet();
               }
@@ -258,8 +271,34 @@ public final class LuceneBatch {
         w.commit();
       }
       double secs = (System.nanoTime() - t) / 1e9;
-      System.err.printf(Locale.ROOT, "indexed %d docs in %.1f s (%.0f docs/s) with %d indexing threads, %.1f CPU-s%n",
-          n.get(), secs, n.get() / secs, threads, (processCpuNanos() - cpu0) / 1e9);
+      System.err.printf(Locale.ROOT, "indexed %d docs in %.1f s (%.0f docs/s) with %d indexing threads, %.1f CPU-s%s%n",
+          n.get(), secs, n.get() / secs, threads, (processCpuNanos() - cpu0) / 1e9, storeRaw ? ", raw lines stored" : "");
+    }
+  }
+
+  /** Merges the index in dir down to at most n segments (nothing when it has no more). */
+  static void forceMerge(java.nio.file.Path dir, BM25Similarity sim, int n) throws IOException {
+    try (FSDirectory d = FSDirectory.open(dir)) {
+      int before;
+      try (DirectoryReader r = DirectoryReader.open(d)) {
+        before = r.leaves().size();
+      }
+      if (before <= n) {
+        System.err.printf(Locale.ROOT, "force merge: %d segments already (<= %d)%n", before, n);
+        return;
+      }
+      long t = System.nanoTime();
+      long cpu0 = processCpuNanos();
+      IndexWriterConfig cfg = new IndexWriterConfig(new EnglishAnalyzer());
+      cfg.setOpenMode(IndexWriterConfig.OpenMode.APPEND);
+      cfg.setSimilarity(sim);
+      cfg.setMergeScheduler(new SerialMergeScheduler());
+      try (IndexWriter w = new IndexWriter(d, cfg)) {
+        w.forceMerge(n);
+        w.commit();
+      }
+      System.err.printf(Locale.ROOT, "force merge: %d -> %d segments in %.1f s, %.1f CPU-s%n",
+          before, n, (System.nanoTime() - t) / 1e9, (processCpuNanos() - cpu0) / 1e9);
     }
   }
 

@@ -10,10 +10,17 @@
 # file: the tuning half, untimed, for the JIT; WARMUP rounds of it) then ROUNDS rounds of the
 # folder's queries.jsonl on a fresh reader:
 #   LATENCY=1 WARM_QUERIES=/tmp/z1m/queries-tune.jsonl WARMUP=3 ROUNDS=3 bash bench/lucene/run.sh /tmp/z1m-report /tmp/luc-idx
+# STORE_RAW=1 stores each corpus line in the index (pyserini's -storeRaw: a passage retriever
+# reads its text back, as ours stores it); FORCE_MERGE=N merges the index to at most N segments
+# after the build, or first thing when it exists (ours is compacted to one; pyserini -optimize):
+#   INDEX_ONLY=1 STORE_RAW=1 FORCE_MERGE=1 bash bench/lucene/run.sh /tmp/z1m-report /tmp/luc-idx-1seg
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?BEIR folder}; index=${2:?index dir}; threads=${3:-2}; k=${4:-10}
 CP=$(ls /usr/share/java/lucene-core-8*.jar | head -1):$(ls /usr/share/java/lucene-analyzers-common-8*.jar | head -1)
+extra=()
+[ -n "${STORE_RAW:-}" ] && extra+=(--store-raw)
+[ -n "${FORCE_MERGE:-}" ] && extra+=(--force-merge "$FORCE_MERGE")
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 javac -Xlint:all -d "$build" -cp "$CP" "$here/LuceneBatch.java"
@@ -21,14 +28,14 @@ javac -Xlint:all -d "$build" -cp "$CP" "$here/LuceneBatch.java"
 if [ -n "${INDEX_ONLY:-}" ]; then # build only: INDEX_THREADS indexing threads (ingest beside ours)
   # shellcheck disable=SC2086
   java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" \
-    --index-threads "${INDEX_THREADS:-1}" --index-only
+    --index-threads "${INDEX_THREADS:-1}" --index-only "${extra[@]}"
   exit 0
 fi
 if [ -n "${LATENCY:-}" ]; then
   # shellcheck disable=SC2086
   java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/queries.jsonl" \
-    --latency ${WARM_QUERIES:+--warmup-queries "$WARM_QUERIES"} --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-3}"
+    --latency ${WARM_QUERIES:+--warmup-queries "$WARM_QUERIES"} --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-3}" "${extra[@]}"
   exit 0
 fi
 java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/batch-queries.jsonl" \
-  --threads "$threads" --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-5}" --index-threads "${INDEX_THREADS:-1}"
+  --threads "$threads" --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-5}" --index-threads "${INDEX_THREADS:-1}" "${extra[@]}"
