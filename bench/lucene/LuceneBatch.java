@@ -231,11 +231,8 @@ public final class LuceneBatch {
       if (DirectoryReader.indexExists(d)) return;
       long t = System.nanoTime();
       long cpu0 = processCpuNanos();
-      IndexWriterConfig cfg = new IndexWriterConfig(new EnglishAnalyzer());
-      cfg.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
-      cfg.setSimilarity(sim);
+      IndexWriterConfig cfg = writerConfig(sim, IndexWriterConfig.OpenMode.CREATE);
       cfg.setRAMBufferSizeMB(256);
-      cfg.setMergeScheduler(new SerialMergeScheduler());
       AtomicLong n = new AtomicLong();
       try (IndexWriter w = new IndexWriter(d, cfg);
            java.io.BufferedReader r = Files.newBufferedReader(corpus, StandardCharsets.UTF_8)) {
@@ -276,6 +273,15 @@ public final class LuceneBatch {
     }
   }
 
+  /** The writer's settings of both the build and the force merge: EnglishAnalyzer, sim, serial merges. */
+  static IndexWriterConfig writerConfig(BM25Similarity sim, IndexWriterConfig.OpenMode mode) {
+    IndexWriterConfig cfg = new IndexWriterConfig(new EnglishAnalyzer());
+    cfg.setOpenMode(mode);
+    cfg.setSimilarity(sim);
+    cfg.setMergeScheduler(new SerialMergeScheduler());
+    return cfg;
+  }
+
   /** Merges the index in dir down to at most n segments (nothing when it has no more). */
   static void forceMerge(java.nio.file.Path dir, BM25Similarity sim, int n) throws IOException {
     try (FSDirectory d = FSDirectory.open(dir)) {
@@ -289,11 +295,7 @@ public final class LuceneBatch {
       }
       long t = System.nanoTime();
       long cpu0 = processCpuNanos();
-      IndexWriterConfig cfg = new IndexWriterConfig(new EnglishAnalyzer());
-      cfg.setOpenMode(IndexWriterConfig.OpenMode.APPEND);
-      cfg.setSimilarity(sim);
-      cfg.setMergeScheduler(new SerialMergeScheduler());
-      try (IndexWriter w = new IndexWriter(d, cfg)) {
+      try (IndexWriter w = new IndexWriter(d, writerConfig(sim, IndexWriterConfig.OpenMode.APPEND))) {
         w.forceMerge(n);
         w.commit();
       }
