@@ -3,11 +3,14 @@
 package bm25
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/agentmem/memory/internal/smaps"
+	"golang.org/x/sys/unix"
 )
 
 // TestArenaNotAdvisedHuge: a large slab of the arena is aligned to hugePage and its
@@ -33,4 +36,60 @@ func TestArenaNotAdvisedHuge(t *testing.T) {
 	if slices.Contains(flags, "hg") {
 		t.Fatalf("the slab's mapping is advised MADV_HUGEPAGE (VmFlags %q)", flags)
 	}
+}
+
+// residentPages reports, for each page of the n bytes at p, whether it is in memory.
+func residentPages(t *testing.T, p unsafe.Pointer, n int) []bool {
+	t.Helper()
+	vec := make([]byte, (n+pageSize-1)/pageSize)
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(p), uintptr(n), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	in := make([]bool, len(vec))
+	for i, v := range vec {
+		in[i] = v&1 != 0
+	}
+	return in
+}
+
+// TestArenaPopulatesAhead: a slab's pages are in memory before its slots are touched, a
+// popStep at a time as slots are cut (one madvise instead of a fault a page), and the
+// slab's pages past the last step are not (a slab is not populated whole up front).
+func TestArenaPopulatesAhead(t *testing.T) {
+	a := newSlabArena()
+	const n = 2048 // 8 KiB slots
+	var slots [][]uint32
+	defer func() { a.release(slots...) }()
+	for range arenaFirstSlab/(4*n) + 1 { // the last one the first of the second, large slab
+		slots = append(slots, a.alloc(n))
+	}
+	if populateOff.Load() {
+		t.Skip("this kernel does not know MADV_POPULATE_WRITE (Linux < 5.14)")
+	}
+	first := unsafe.Pointer(&slots[0][0])
+	for i, in := range residentPages(t, first, arenaFirstSlab) {
+		if !in {
+			t.Fatalf("page %d of the first slab (%d bytes, all cut into slots) is not in memory", i, arenaFirstSlab)
+		}
+	}
+	// Where every mapping may get huge pages, a step's first touch can bring in its whole
+	// 2 MiB: then only the pages that must be in memory are checked.
+	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	hugeAlways := strings.Contains(string(thp), "[always]")
+	big := unsafe.Pointer(&slots[len(slots)-1][0])
+	check := func(step int) {
+		t.Helper()
+		in := residentPages(t, big, arenaSlab)
+		stepPages := popStep / pageSize
+		for i, r := range in {
+			if want := i < step*stepPages; r != want && (want || !hugeAlways) {
+				t.Fatalf("after %d steps, page %d of the large slab: in memory %v, want %v", step, i, r, want)
+			}
+		}
+	}
+	check(1) // one slot cut, never touched: its step is in memory, the rest of the slab not
+	for range popStep / (4 * n) {
+		slots = append(slots, a.alloc(n)) // the last one starts the second step
+	}
+	check(2)
 }
