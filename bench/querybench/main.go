@@ -7,6 +7,13 @@
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
 //	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
 //	    [-cpuprofile FILE] [-run-out FILE] [-lat-out FILE] [-full-dense-window]
+//	    [-warm-queries TUNE.jsonl [-warm-rounds 3]]
+//
+// -warm-queries warms the process the way bench/lucene's latency mode warms its JVM: the
+// store is opened, those queries (the tuning half: never the timed ones) are searched
+// -warm-rounds times, the store is closed (its caches dropped, their memory kept by the
+// process) and opened afresh; the timed rounds run on that fresh open, so their first round
+// is first-seen for the index, not for the process.
 package main
 
 import (
@@ -46,9 +53,12 @@ func main() {
 		memProf  = flag.String("memprofile", "", "write a heap profile (after a collection) to this file at the end")
 		runOut   = flag.String("run-out", "", "write the first round's results to this file as a TREC run (scores printed exactly: a byte comparison between builds)")
 		latOut   = flag.String("lat-out", "", "write each query's latency in every round to this file (round, query id, microseconds a line)")
+		warmQ    = flag.String("warm-queries", "", "queries (BEIR queries.jsonl) searched untimed on a first open, closed before the timed open (see the command's doc)")
+		warmR    = flag.Int("warm-rounds", 3, "rounds over -warm-queries")
 	)
 	flag.Parse()
 	heapProfile, runFile, latFile = *memProf, *runOut, *latOut
+	warmFile, warmRounds = *warmQ, *warmR
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -86,10 +96,15 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	if cacheMB != 0 {
 		opts = append(opts, func(o *memory.Options) { o.PostingsCacheBytes = cacheMB << 20 })
 	}
-	t := time.Now()
 	if bm25Scoring != "" {
 		opts = append(opts, memory.WithBM25Scoring(bm25Scoring))
 	}
+	if warmFile != "" {
+		if err := warmProcess(dir, opts, m, k, noText); err != nil {
+			return err
+		}
+	}
+	t := time.Now()
 	mem, err := memory.OpenExisting(dir, opts...)
 	if err != nil {
 		return err
@@ -177,6 +192,43 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 
 // heapProfile is -memprofile's file, runFile -run-out's, latFile -lat-out's ("": none).
 var heapProfile, runFile, latFile string
+
+// warmFile is -warm-queries' file ("": none), warmRounds -warm-rounds.
+var (
+	warmFile   string
+	warmRounds int
+)
+
+// warmProcess opens the store, searches warmFile's queries warmRounds times untimed, and
+// closes it again.
+func warmProcess(dir string, opts []memory.Option, m memory.Mode, k int, noText bool) error {
+	_, qs, err := beir.ReadQueryFile(warmFile, 0)
+	if err != nil {
+		return err
+	}
+	mem, err := memory.OpenExisting(dir, opts...)
+	if err != nil {
+		return err
+	}
+	sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
+	if noText {
+		sopts = append(sopts, memory.WithoutText())
+	}
+	t := time.Now()
+	for range warmRounds {
+		for _, q := range qs {
+			if _, err := mem.Search(context.Background(), q, sopts...); err != nil {
+				mem.Close()
+				return fmt.Errorf("warm-up search %q: %w", q, err)
+			}
+		}
+	}
+	if err := mem.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("warm-up: %d queries x %d rounds in %v on a first open, closed; %s\n", len(qs), warmRounds, time.Since(t).Round(time.Millisecond), rss())
+	return nil
+}
 
 func parseMode(s string) (memory.Mode, error) {
 	switch s {
