@@ -2,20 +2,31 @@
 // postings, terms with one posting (zap keeps those in the dictionary itself), and bytes a
 // posting, to see where an index's size goes (BENCHMARKS.md §0zj).
 //
-//	go run ./bench/zapsize /path/to/store/bm25/default/store
+// -recode FIELD also encodes each of the field's postings lists with internal/postings
+// (blocks of 128, document gaps and frequencies bit-packed) and its terms in a vellum FST
+// (term -> list offset), and reports those bytes: what the field would take in that format,
+// with a document's length kept once a document (one byte, as Lucene's norms) instead of
+// once a posting.
+//
+//	go run ./bench/zapsize [-recode body] /path/to/store/bm25/default/store
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/agentmem/memory/internal/postings"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+	"github.com/blevesearch/vellum"
 	zap "github.com/blevesearch/zapx/v16"
 )
 
 func main() {
+	recode := flag.String("recode", "", "also encode this field's postings with internal/postings and report the bytes")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: zapsize DIR (a scorch store folder holding .zap files)")
@@ -29,6 +40,7 @@ func main() {
 	type tally struct{ terms, postings, oneHit uint64 }
 	fields := map[string]*tally{}
 	var bytes, docs int64
+	var rc recoder
 	for _, f := range files {
 		fi, err := os.Stat(f)
 		if err != nil {
@@ -53,6 +65,12 @@ func main() {
 			if t == nil {
 				t = &tally{}
 				fields[field] = t
+			}
+			if field == *recode {
+				if err := rc.field(d); err != nil {
+					fmt.Fprintln(os.Stderr, "zapsize: recode:", err)
+					os.Exit(1)
+				}
 			}
 			it := d.AutomatonIterator(nil, nil, nil)
 			for {
@@ -94,4 +112,71 @@ func main() {
 		fmt.Printf("field %-12q terms %12d postings %14d one-posting terms %12d\n", n, t.terms, t.postings, t.oneHit)
 	}
 	fmt.Printf("all fields: %d postings, %.2f bytes a posting\n", all, float64(bytes)/float64(max(all, 1)))
+	if *recode != "" {
+		total := rc.lists + rc.fst + docs
+		fmt.Printf("field %q recoded: %d terms, %d postings; lists %d bytes (%.3f a posting), FST %d bytes, lengths %d bytes (one a document): %d bytes, %.3f a posting\n",
+			*recode, rc.terms, rc.postings, rc.lists, float64(rc.lists)/float64(max(rc.postings, 1)), rc.fst, docs, total, float64(total)/float64(max(rc.postings, 1)))
+	}
+}
+
+// recoder encodes one field's lists with internal/postings and its terms in an FST.
+type recoder struct {
+	terms, postings, lists, fst int64
+	w                           postings.ListWriter
+	buf                         []byte
+}
+
+// counter counts the bytes written to it.
+type counter struct{ n int64 }
+
+func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+var _ io.Writer = (*counter)(nil)
+
+// field recodes every list of d (its terms come in order).
+func (r *recoder) field(d segment.TermDictionary) error {
+	var c counter
+	fst, err := vellum.New(&c, nil)
+	if err != nil {
+		return err
+	}
+	it := d.AutomatonIterator(nil, nil, nil)
+	for {
+		e, err := it.Next()
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			break
+		}
+		pl, err := d.PostingsList([]byte(e.Term), nil, nil)
+		if err != nil {
+			return err
+		}
+		pi := pl.Iterator(true, false, false, nil)
+		for {
+			p, err := pi.Next()
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				break
+			}
+			if err := r.w.Add(uint32(p.Number()), uint32(p.Frequency())); err != nil {
+				return err
+			}
+			r.postings++
+		}
+		if err := fst.Insert([]byte(e.Term), uint64(r.lists)); err != nil {
+			return err
+		}
+		r.buf = r.w.Finish(r.buf[:0])
+		r.lists += int64(len(r.buf))
+		r.terms++
+	}
+	if err := fst.Close(); err != nil {
+		return err
+	}
+	r.fst += c.n
+	return nil
 }
