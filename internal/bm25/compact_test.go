@@ -12,8 +12,9 @@ import (
 	"testing"
 )
 
-// TestCompact: an index written in many Applies (a segment each) compacts to one segment
-// that answers every query with the same hits and scores, exhaustive and pruned alike; the
+// TestCompact: an index written in many Applies (a segment each) compacts to one segment,
+// in one merge pass though they are more than a merge task's default ten (each pass rewrites
+// every posting), that answers every query with the same hits and scores, exhaustive and pruned alike; the
 // sidecars of the segments merged away are gone and the merged one has a complete one; a
 // read-only open of the result answers the same; Compact on a read-only index changes
 // nothing, and a cancelled context stops it with the context's error.
@@ -26,7 +27,8 @@ func TestCompact(t *testing.T) {
 	o := Options{Analyzer: LuceneEnglishAnalyzer, Scoring: ScoringLucene}
 	rng := rand.New(rand.NewPCG(7, 7))
 	var b *Index
-	for batch := range 8 { // a session a batch: one segment each
+	const batches = 12           // more than SingleSegmentMergePlanOptions' ten segments a task
+	for batch := range batches { // a session a batch: one segment each
 		var err error
 		if b, err = OpenWith(dir, o); err != nil {
 			t.Fatal(err)
@@ -38,7 +40,7 @@ func TestCompact(t *testing.T) {
 		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
 			t.Fatal(err)
 		}
-		if batch < 7 {
+		if batch < batches-1 {
 			if err := b.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +50,7 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if n, _ := b.SegmentCount(); n < 8 {
+	if n, _ := b.SegmentCount(); n < batches {
 		t.Fatalf("%d segments before compacting, want several", n)
 	}
 	queries := []string{"insulin", "cell protein", "the effect of insulin on cell growth", "gene expression tumour", "zzzunknown"}
@@ -57,11 +59,15 @@ func TestCompact(t *testing.T) {
 	if _, err := b.WriteBlockMeta(ctx); err != nil {
 		t.Fatal(err)
 	}
+	passes := compactPasses.Load()
 	if err := b.Compact(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := b.SegmentCount(); n != 1 {
 		t.Fatalf("%d segments after compacting, want 1", n)
+	}
+	if p := compactPasses.Load() - passes; p != 1 {
+		t.Fatalf("compacting %d segments took %d merge passes, want 1", batches, p)
 	}
 	if after := searchAll(t, b, queries); !slices.Equal(before, after) {
 		t.Fatalf("hits changed by compacting:\nbefore %v\nafter  %v", before, after)
@@ -71,8 +77,8 @@ func TestCompact(t *testing.T) {
 		t.Fatalf("exhaustive hits after compacting differ:\nbefore %v\nafter  %v", before, after)
 	}
 	b.SetExhaustive(false)
-	if n, err := b.Count(); err != nil || n != 8*150-2 {
-		t.Fatalf("count %d, %v; want %d", n, err, 8*150-2)
+	if n, err := b.Count(); err != nil || n != batches*150-2 {
+		t.Fatalf("count %d, %v; want %d", n, err, batches*150-2)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -121,8 +127,8 @@ func TestCompact(t *testing.T) {
 	if err := w.Compact(cctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Compact: %v, want context.Canceled", err)
 	}
-	if n, err := w.Count(); err != nil || n != 8*150-1 {
-		t.Fatalf("count after a cancelled Compact %d, %v; want %d", n, err, 8*150-1)
+	if n, err := w.Count(); err != nil || n != batches*150-1 {
+		t.Fatalf("count after a cancelled Compact %d, %v; want %d", n, err, batches*150-1)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
