@@ -12,7 +12,8 @@ import (
 	"fmt"
 	"go/format"
 	"log"
-	"os"
+
+	"github.com/agentmem/memory/internal/atomicfile"
 )
 
 func main() {
@@ -48,7 +49,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := os.WriteFile("unpack_gen.go", src, 0o644); err != nil {
+	if err := atomicfile.WriteFile("unpack_gen.go", src, atomicfile.Options{}); err != nil {
 		log.Fatal(err)
 	}
 }
