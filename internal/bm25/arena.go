@@ -25,8 +25,9 @@ import (
 // madvise(MADV_POPULATE_WRITE) (Linux 5.14; elsewhere, or when refused, the first touch
 // faults them as before): a fresh process's first queries at 21M passages fill the cache
 // with ~465 MB of new pages, and one fault a page, each a trap and, once the page cache is
-// full, a reclaim, cost 0.8–0.95 ms of system time a query; populated in steps they cost
-// 0.6–0.7 ms, and the first round's p50 / p99 fell 6–20 % / ~15 % (BENCHMARKS.md §0zm).
+// full, a reclaim, cost 0.87–1.29 ms of system CPU a query; populated in steps, 0.53–0.96
+// ms, and that round's p50 / p99 went from 0.85x / 0.93x Lucene's to 0.74x / 0.82x
+// (BENCHMARKS.md §0zm).
 
 const (
 	arenaMinWords  = 64        // the smallest slot, in uint32s (256 bytes)
