@@ -36,6 +36,12 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	// all (a 21M-passage index: 9.5 GB). They stay in the page cache; the mappings drop
 	// their page-table entries as they pass compactResident.
 	defer b.trimDuring(compactResident, compactTrimEvery)()
+	// Everything written so far persisted first: a merge plans over persisted segments
+	// only, and a tail still in memory (the persister behind a bulk load: at 21M passages
+	// 1.45 GB of it) would be persisted during the merge and need a second pass over all.
+	if err := b.persistAll(); err != nil {
+		return fmt.Errorf("%w: compact: %v", ErrBM25, err)
+	}
 	// One ForceMerge merges up to SegmentsPerMergeTask segments a task: repeat while the
 	// count falls.
 	n, err := b.SegmentCount()
