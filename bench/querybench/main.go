@@ -100,7 +100,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		opts = append(opts, memory.WithBM25Scoring(bm25Scoring))
 	}
 	if warmFile != "" {
-		if err := warmProcess(dir, opts, m, k, noText); err != nil {
+		if err := warmProcess(dir, opts, m, k, noText, fullWin); err != nil {
 			return err
 		}
 	}
@@ -122,15 +122,9 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		for r := 1; r <= rounds; r++ {
 			lat := make([]time.Duration, 0, len(qs))
 			ru0 := usage()
+			sopts := searchOptions(m, k, noText, fullWin)
 			for qi, q := range qs {
 				t := time.Now()
-				sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
-				if fullWin {
-					sopts = append(sopts, memory.WithFullDenseWindow())
-				}
-				if noText {
-					sopts = append(sopts, memory.WithoutText())
-				}
 				res, err := mem.Search(ctx, q, sopts...)
 				if err != nil {
 					return fmt.Errorf("search %q: %w", q, err)
@@ -170,11 +164,7 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 		}
 		for r := 1; r <= max(1, bRounds); r++ {
 			t := time.Now()
-			bopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
-			if fullWin {
-				bopts = append(bopts, memory.WithFullDenseWindow())
-			}
-			if _, err := mem.SearchBatch(ctx, qs, bopts...); err != nil {
+			if _, err := mem.SearchBatch(ctx, qs, searchOptions(m, k, false, fullWin)...); err != nil {
 				return fmt.Errorf("batch: %w", err)
 			}
 			el := time.Since(t)
@@ -199,9 +189,21 @@ var (
 	warmRounds int
 )
 
-// warmProcess opens the store, searches warmFile's queries warmRounds times untimed, and
-// closes it again.
-func warmProcess(dir string, opts []memory.Option, m memory.Mode, k int, noText bool) error {
+// searchOptions are the options of the timed searches (and of the warm-up's).
+func searchOptions(m memory.Mode, k int, noText, fullWin bool) []memory.SearchOption {
+	o := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
+	if fullWin {
+		o = append(o, memory.WithFullDenseWindow())
+	}
+	if noText {
+		o = append(o, memory.WithoutText())
+	}
+	return o
+}
+
+// warmProcess opens the store, searches warmFile's queries warmRounds times untimed with
+// the timed searches' options, and closes it again.
+func warmProcess(dir string, opts []memory.Option, m memory.Mode, k int, noText, fullWin bool) error {
 	_, qs, err := beir.ReadQueryFile(warmFile, 0)
 	if err != nil {
 		return err
@@ -210,10 +212,7 @@ func warmProcess(dir string, opts []memory.Option, m memory.Mode, k int, noText 
 	if err != nil {
 		return err
 	}
-	sopts := []memory.SearchOption{memory.WithMode(m), memory.TopK(k)}
-	if noText {
-		sopts = append(sopts, memory.WithoutText())
-	}
+	sopts := searchOptions(m, k, noText, fullWin)
 	t := time.Now()
 	for range warmRounds {
 		for _, q := range qs {

@@ -66,8 +66,9 @@ func main() {
 				t = &tally{}
 				fields[field] = t
 			}
+			var enc *fieldEncoder // -recode: this field's lists re-encoded as the walk reads them
 			if field == *recode {
-				if err := rc.field(d); err != nil {
+				if enc, err = rc.begin(); err != nil {
 					fmt.Fprintln(os.Stderr, "zapsize: recode:", err)
 					os.Exit(1)
 				}
@@ -95,6 +96,18 @@ func main() {
 				if n == 1 {
 					t.oneHit++
 				}
+				if enc != nil {
+					if err := enc.add([]byte(e.Term), pl); err != nil {
+						fmt.Fprintln(os.Stderr, "zapsize: recode:", err)
+						os.Exit(1)
+					}
+				}
+			}
+			if enc != nil {
+				if err := enc.end(); err != nil {
+					fmt.Fprintln(os.Stderr, "zapsize: recode:", err)
+					os.Exit(1)
+				}
 			}
 		}
 		seg.Close()
@@ -119,7 +132,7 @@ func main() {
 	}
 }
 
-// recoder encodes one field's lists with internal/postings and its terms in an FST.
+// recoder totals what -recode's field takes re-encoded, over every segment.
 type recoder struct {
 	terms, postings, lists, fst int64
 	w                           postings.ListWriter
@@ -133,50 +146,55 @@ func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return le
 
 var _ io.Writer = (*counter)(nil)
 
-// field recodes every list of d (its terms come in order).
-func (r *recoder) field(d segment.TermDictionary) error {
-	var c counter
-	fst, err := vellum.New(&c, nil)
+// fieldEncoder re-encodes one segment's lists of the field, its terms in an FST.
+type fieldEncoder struct {
+	r   *recoder
+	fst *vellum.Builder
+	c   counter
+}
+
+// begin starts one segment's field.
+func (r *recoder) begin() (*fieldEncoder, error) {
+	e := &fieldEncoder{r: r}
+	fst, err := vellum.New(&e.c, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	it := d.AutomatonIterator(nil, nil, nil)
+	e.fst = fst
+	return e, nil
+}
+
+// add encodes term's list pl (terms come in order).
+func (e *fieldEncoder) add(term []byte, pl segment.PostingsList) error {
+	r := e.r
+	pi := pl.Iterator(true, false, false, nil)
 	for {
-		e, err := it.Next()
+		p, err := pi.Next()
 		if err != nil {
 			return err
 		}
-		if e == nil {
+		if p == nil {
 			break
 		}
-		pl, err := d.PostingsList([]byte(e.Term), nil, nil)
-		if err != nil {
+		if err := r.w.Add(uint32(p.Number()), uint32(p.Frequency())); err != nil {
 			return err
 		}
-		pi := pl.Iterator(true, false, false, nil)
-		for {
-			p, err := pi.Next()
-			if err != nil {
-				return err
-			}
-			if p == nil {
-				break
-			}
-			if err := r.w.Add(uint32(p.Number()), uint32(p.Frequency())); err != nil {
-				return err
-			}
-			r.postings++
-		}
-		if err := fst.Insert([]byte(e.Term), uint64(r.lists)); err != nil {
-			return err
-		}
-		r.buf = r.w.Finish(r.buf[:0])
-		r.lists += int64(len(r.buf))
-		r.terms++
+		r.postings++
 	}
-	if err := fst.Close(); err != nil {
+	if err := e.fst.Insert(term, uint64(r.lists)); err != nil {
 		return err
 	}
-	r.fst += c.n
+	r.buf = r.w.Finish(r.buf[:0])
+	r.lists += int64(len(r.buf))
+	r.terms++
+	return nil
+}
+
+// end finishes the segment's FST and counts its bytes.
+func (e *fieldEncoder) end() error {
+	if err := e.fst.Close(); err != nil {
+		return err
+	}
+	e.r.fst += e.c.n
 	return nil
 }
