@@ -1,0 +1,260 @@
+package postfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/agentmem/memory/internal/postings"
+)
+
+// closeCheckTerms and closeCheckBlocks are how often Merge looks at its
+// close channel: every so many terms, and every so many blocks of a term.
+const (
+	closeCheckTerms  = 1024
+	closeCheckBlocks = 4096
+)
+
+// Merge writes to w the file of the documents of inputs renumbered by
+// newDocNums: newDocNums[i][d] is the new number of document d of
+// inputs[i], or Dropped. The new numbers must be dense, 0..M-1, and
+// strictly increasing within each input and across the inputs in order
+// (input 0's survivors first), and len(newDocNums[i]) must be
+// inputs[i].NumDocs(); otherwise Merge writes nothing and returns an error
+// wrapping ErrInput, as it does when no document or no posting survives.
+// A term whose postings are all dropped is left out. The lengths come from
+// the inputs.
+//
+// Merge streams: it walks the inputs' dictionaries together (a k-way merge
+// on a heap), decodes each term's postings block by block, and writes the
+// term before reading the next; it holds one term's surviving postings and
+// the new dictionary in memory. w is buffered as by NewWriter.
+//
+// If closeCh (which may be nil) is closed, Merge stops within a few
+// thousand terms or blocks and returns ErrClosed. Damage found in an input
+// gives an error wrapping ErrCorrupt. Merge does not verify the inputs'
+// checksums (see Reader.Verify). After an error, what was written to w is
+// not a valid file.
+func Merge(w io.Writer, inputs []*Reader, newDocNums [][]uint64, closeCh <-chan struct{}) error {
+	if len(inputs) != len(newDocNums) {
+		return badInput("merge: %d inputs, %d renumberings", len(inputs), len(newDocNums))
+	}
+	var m uint64 // survivors so far: the next new number
+	var maxLen uint32
+	for i, r := range inputs {
+		if r == nil {
+			return badInput("merge: input %d is nil", i)
+		}
+		ndn := newDocNums[i]
+		if len(ndn) != r.NumDocs() {
+			return badInput("merge: input %d: %d new numbers for %d documents", i, len(ndn), r.NumDocs())
+		}
+		for d, v := range ndn {
+			if v == Dropped {
+				continue
+			}
+			if v != m {
+				return badInput("merge: input %d: doc %d: new number %d, want %d", i, d, v, m)
+			}
+			m++
+			maxLen = max(maxLen, r.Length(uint32(d)))
+		}
+	}
+	if closed(closeCh) {
+		return ErrClosed
+	}
+	wr := newWriter(w, m)
+	if wr.err != nil {
+		return wr.err
+	}
+	le := wr.lengthsWriter(widthFor(maxLen))
+	for i, r := range inputs {
+		for d, v := range newDocNums[i] {
+			if v != Dropped {
+				le.put(r.Length(uint32(d)))
+			}
+		}
+	}
+	le.flush()
+	if wr.err != nil {
+		return wr.err
+	}
+	mg := merger{wr: wr, closeCh: closeCh, ins: make([]mergeInput, len(inputs))}
+	for i, r := range inputs {
+		in := &mg.ins[i]
+		in.r, in.ndn, in.it = r, newDocNums[i], r.Iterator(nil, nil)
+		if err := mg.advance(i); err != nil {
+			return err
+		}
+	}
+	if err := mg.run(); err != nil {
+		return err
+	}
+	return wr.Close()
+}
+
+// closed reports whether ch is closed (never, for a nil ch).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// mergeInput is one input of a merge and its place in its dictionary.
+type mergeInput struct {
+	r   *Reader
+	ndn []uint64
+	it  *TermIterator
+	t   Term
+}
+
+// merger merges the inputs' terms through the Writer wr.
+type merger struct {
+	wr      *Writer
+	closeCh <-chan struct{}
+	ins     []mergeInput
+	heap    []int // inputs with terms left, by (current term, input index)
+	group   []int
+	term    []byte
+	docs    []uint32
+	freqs   []uint32
+	lens    []uint32
+	list    postings.List
+	dbuf    [postings.BlockSize]uint32
+	fbuf    [postings.BlockSize]uint32
+	blocks  int // blocks decoded since the last look at closeCh
+}
+
+// advance moves input i to its next term and, if it has one, onto the
+// heap.
+func (mg *merger) advance(i int) error {
+	in := &mg.ins[i]
+	if _, ok, err := in.it.Next(nil); err != nil {
+		return fmt.Errorf("merge: input %d: %w", i, err)
+	} else if ok {
+		mg.push(i)
+	}
+	return nil
+}
+
+// run merges every term.
+func (mg *merger) run() error {
+	terms := 0
+	for len(mg.heap) > 0 {
+		mg.term = append(mg.term[:0], mg.ins[mg.heap[0]].it.key...)
+		mg.group = mg.group[:0]
+		for len(mg.heap) > 0 && bytes.Equal(mg.ins[mg.heap[0]].it.key, mg.term) {
+			mg.group = append(mg.group, mg.pop()) // equal terms pop in input order
+		}
+		mg.docs, mg.freqs, mg.lens = mg.docs[:0], mg.freqs[:0], mg.lens[:0]
+		for _, i := range mg.group {
+			if err := mg.collect(i); err != nil {
+				if err == ErrClosed {
+					return err
+				}
+				return fmt.Errorf("merge: input %d: term %q: %w", i, mg.term, err)
+			}
+			if err := mg.advance(i); err != nil {
+				return err
+			}
+		}
+		if len(mg.docs) > 0 {
+			if err := mg.wr.add(mg.term, mg.docs, mg.freqs, mg.lens); err != nil {
+				return err
+			}
+		}
+		if terms++; terms%closeCheckTerms == 0 && closed(mg.closeCh) {
+			return ErrClosed
+		}
+	}
+	return nil
+}
+
+// collect appends the surviving postings of input i's current term, with
+// new document numbers and their lengths, to mg.docs, freqs and lens.
+func (mg *merger) collect(i int) error {
+	in := &mg.ins[i]
+	t := &in.t
+	if err := in.r.load(in.it.val, t); err != nil {
+		return err
+	}
+	l := &mg.list
+	for c := range t.Chunks() {
+		if err := t.Chunk(c, l); err != nil {
+			return err
+		}
+		lo := uint64(c) * t.span
+		for b := range l.Blocks() {
+			n, err := l.DecodeBlock(b, mg.dbuf[:], mg.fbuf[:])
+			if err != nil {
+				return corruptWrap(err, "chunk %d", c)
+			}
+			if b == 0 && uint64(mg.dbuf[0]) < lo {
+				return corrupt("chunk %d: first document %d below %d", c, mg.dbuf[0], lo)
+			}
+			// Chunk checked the documents are below N, len(in.ndn).
+			for k, d := range mg.dbuf[:n] {
+				nd := in.ndn[d]
+				if nd == Dropped {
+					continue
+				}
+				mg.docs = append(mg.docs, uint32(nd))
+				mg.freqs = append(mg.freqs, mg.fbuf[k])
+				mg.lens = append(mg.lens, in.r.Length(d))
+			}
+			if mg.blocks++; mg.blocks == closeCheckBlocks {
+				mg.blocks = 0
+				if closed(mg.closeCh) {
+					return ErrClosed
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// less orders inputs a and b by their current terms, then by index.
+func (mg *merger) less(a, b int) bool {
+	c := bytes.Compare(mg.ins[a].it.key, mg.ins[b].it.key)
+	return c < 0 || c == 0 && a < b
+}
+
+func (mg *merger) push(i int) {
+	h := append(mg.heap, i)
+	for k := len(h) - 1; k > 0; {
+		p := (k - 1) / 2
+		if !mg.less(h[k], h[p]) {
+			break
+		}
+		h[k], h[p] = h[p], h[k]
+		k = p
+	}
+	mg.heap = h
+}
+
+func (mg *merger) pop() int {
+	h := mg.heap
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for k := 0; ; {
+		c := 2*k + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && mg.less(h[c+1], h[c]) {
+			c++
+		}
+		if !mg.less(h[c], h[k]) {
+			break
+		}
+		h[k], h[c] = h[c], h[k]
+		k = c
+	}
+	mg.heap = h
+	return top
+}
