@@ -57,12 +57,13 @@
 //	           whose count is count minus the others'. An empty chunk is the
 //	           single byte 0 (the last, when empty, takes no byte).
 //	len      = uvarint, the byte length of the chunk's list (n > 0 only)
-//	front    = P f0 l0 (df dl)*(P-1)   (n > 0 only)
-//	           P: uvarint, 1 <= P <= n pairs; f0, l0: uvarints, the first
-//	           pair (the largest frequency and its length); df, dl:
-//	           uvarints, each later pair's frequency and length are the
-//	           previous pair's minus df+1 and minus dl+1 (so both fall
-//	           strictly; frequencies stay >= 1, lengths >= 0)
+//	front    = pair+                   (n > 0 only; 1 to n pairs)
+//	pair     = a b, two uvarints. a>>1 is the first pair's frequency
+//	           (>= 1), or for a later pair df: its frequency is the
+//	           previous one's minus df+1; b is the first pair's length, or
+//	           dl: the length is the previous one's minus dl+1 (so both fall
+//	           strictly; frequencies stay >= 1, lengths >= 0). a&1 is 1 if
+//	           another pair follows.
 //	list*    = the non-empty chunks' lists (internal/postings, documents
 //	           absolute), in chunk order, of the lengths given by len
 //

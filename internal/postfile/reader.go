@@ -379,48 +379,39 @@ func (r *Reader) parseEntry(off uint64, t *Term) error {
 // parseFront reads a frontier of at most n pairs at b[*pos:] and appends
 // it to t.pairs.
 func (r *Reader) parseFront(b []byte, pos *int, n uint64, t *Term) error {
-	p, k := binary.Uvarint(b[*pos:])
-	if k <= 0 || p == 0 || p > n || p > uint64(len(b)-*pos-k)/2 {
-		return corrupt("frontier: bad size")
-	}
-	*pos += k
-	t.pairs = growPairs(t.pairs, int(p))
 	var f, l uint64
-	for i := range int(p) {
-		df, k1 := binary.Uvarint(b[*pos:])
+	for i := uint64(0); ; i++ {
+		if i == n {
+			return corrupt("frontier: more than %d pairs", n)
+		}
+		a, k1 := binary.Uvarint(b[*pos:])
 		if k1 <= 0 {
 			return corrupt("frontier: bad varint")
 		}
 		*pos += k1
-		dl, k2 := binary.Uvarint(b[*pos:])
+		d, k2 := binary.Uvarint(b[*pos:])
 		if k2 <= 0 {
 			return corrupt("frontier: bad varint")
 		}
 		*pos += k2
+		df := a >> 1
 		if i == 0 {
-			if df == 0 || df > math.MaxUint32 || dl > math.MaxUint32 {
-				return corrupt("frontier: first pair (%d, %d)", df, dl)
+			if df == 0 || df > math.MaxUint32 || d > math.MaxUint32 {
+				return corrupt("frontier: first pair (%d, %d)", df, d)
 			}
-			f, l = df, dl
+			f, l = df, d
 		} else {
-			if df >= f-1 || dl >= l {
+			if df >= f-1 || d >= l {
 				return corrupt("frontier: pair %d does not fall", i)
 			}
-			f, l = f-df-1, l-dl-1
+			f, l = f-df-1, l-d-1
 		}
+		// Each pair took at least 2 bytes: t.pairs grows with the input.
 		t.pairs = append(t.pairs, Pair{uint32(f), uint32(l)})
+		if a&1 == 0 {
+			return nil
+		}
 	}
-	return nil
-}
-
-// growPairs makes room for n more pairs, keeping the pairs already there.
-func growPairs(p []Pair, n int) []Pair {
-	if cap(p)-len(p) >= n {
-		return p
-	}
-	q := make([]Pair, len(p), 2*cap(p)+n)
-	copy(q, p)
-	return q
 }
 
 // TermIterator walks the terms of a range in order. Make one with

@@ -335,13 +335,19 @@ func (e *encoder) encode(n uint64, docs, freqs, lens []uint32) (inline bool, v u
 }
 
 // appendFront appends the encoding of a frontier (both fields strictly
-// falling) to dst.
+// falling) to dst: each pair as two uvarints, the first with a flag in bit
+// 0 saying another pair follows.
 func appendFront(dst []byte, front []Pair) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(front)))
-	dst = binary.AppendUvarint(dst, uint64(front[0].Freq))
+	more := func(k int) uint64 {
+		if k < len(front)-1 {
+			return 1
+		}
+		return 0
+	}
+	dst = binary.AppendUvarint(dst, uint64(front[0].Freq)<<1|more(0))
 	dst = binary.AppendUvarint(dst, uint64(front[0].Len))
 	for k := 1; k < len(front); k++ {
-		dst = binary.AppendUvarint(dst, uint64(front[k-1].Freq-front[k].Freq-1))
+		dst = binary.AppendUvarint(dst, uint64(front[k-1].Freq-front[k].Freq-1)<<1|more(k))
 		dst = binary.AppendUvarint(dst, uint64(front[k-1].Len-front[k].Len-1))
 	}
 	return dst
