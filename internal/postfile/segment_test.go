@@ -290,9 +290,9 @@ func dictEntries(t *testing.T, it segment.DictionaryIterator) []index.DictEntry 
 // i < len(p) matched i bytes; len(p) matched all; -1 dead.
 type prefixAutomaton string
 
-func (p prefixAutomaton) Start() int { return 0 }
-func (p prefixAutomaton) IsMatch(s int) bool { return s == len(p) }
-func (p prefixAutomaton) CanMatch(s int) bool { return s >= 0 }
+func (p prefixAutomaton) Start() int                 { return 0 }
+func (p prefixAutomaton) IsMatch(s int) bool         { return s == len(p) }
+func (p prefixAutomaton) CanMatch(s int) bool        { return s >= 0 }
 func (p prefixAutomaton) WillAlwaysMatch(s int) bool { return s == len(p) }
 func (p prefixAutomaton) Accept(s int, b byte) int {
 	switch {
