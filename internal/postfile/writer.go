@@ -139,43 +139,44 @@ func (w *Writer) Add(term []byte, docs, freqs []uint32) error {
 	if w.err != nil {
 		return w.err
 	}
-	if err := w.check(term, docs, freqs); err != nil {
+	lens, err := w.check(term, docs, freqs)
+	if err != nil {
 		w.err = err
 		return err
 	}
-	lens := slices.Grow(w.enc.lens[:0], len(docs))[:len(docs)]
-	for k, d := range docs {
-		lens[k] = w.lengths[d]
-	}
-	w.enc.lens = lens
 	return w.add(term, docs, freqs, lens)
 }
 
-// check validates Add's arguments.
-func (w *Writer) check(term []byte, docs, freqs []uint32) error {
+// check validates Add's arguments and returns the lengths of the term's
+// documents.
+func (w *Writer) check(term []byte, docs, freqs []uint32) ([]uint32, error) {
 	if w.closed {
-		return badInput("Add after Close")
+		return nil, badInput("Add after Close")
 	}
 	if len(docs) == 0 {
-		return badInput("term %q: no postings", term)
+		return nil, badInput("term %q: no postings", term)
 	}
 	if len(docs) != len(freqs) {
-		return badInput("term %q: %d docs, %d freqs", term, len(docs), len(freqs))
+		return nil, badInput("term %q: %d docs, %d freqs", term, len(docs), len(freqs))
 	}
 	if w.terms > 0 && bytes.Compare(term, w.prev) <= 0 {
-		return badInput("term %q not above %q", term, w.prev)
+		return nil, badInput("term %q not above %q", term, w.prev)
 	}
+	lens := slices.Grow(w.enc.lens[:0], len(docs))[:len(docs)]
+	w.enc.lens = lens
+	freqs = freqs[:len(docs)]
 	prev := int64(-1)
 	for k, d := range docs {
 		if int64(d) <= prev || uint64(d) >= w.n {
-			return badInput("term %q: doc %d after %d (N = %d)", term, d, prev, w.n)
+			return nil, badInput("term %q: doc %d after %d (N = %d)", term, d, prev, w.n)
+		}
+		if freqs[k] == 0 {
+			return nil, badInput("term %q: doc %d: frequency 0", term, d)
 		}
 		prev = int64(d)
-		if freqs[k] == 0 {
-			return badInput("term %q: doc %d: frequency 0", term, d)
-		}
+		lens[k] = w.lengths[d]
 	}
-	return nil
+	return lens, nil
 }
 
 // add encodes and writes one term whose postings are valid; lens[k] is the
