@@ -62,6 +62,7 @@ func TestTopKDoesNotCacheWholeLists(t *testing.T) {
 // block metadata of queried terms beside its segment files, so a reopened index does not
 // read whole posting lists again.
 func TestBlockMetadataPersisted(t *testing.T) {
+	withBodyInZap(t) // (the sidecars of the earlier layout)
 	withChunkMode(t, 16)
 	b, dir := openRandomOnDisk(t, 1500)
 	if _, err := b.Search(context.Background(), "cell tumor protein", 10, nil); err != nil {

@@ -18,6 +18,7 @@ import (
 // the exhaustive path's hits; a second Close rewrites nothing, and a stale temporary file
 // of a killed writer is removed.
 func TestWriteBlockMetaAtClose(t *testing.T) {
+	withBodyInZap(t) // (the sidecars of the earlier layout)
 	withChunkMode(t, 16)
 	defer func(n uint64) { blockMetaMinPostings = n }(blockMetaMinPostings)
 	blockMetaMinPostings = 200

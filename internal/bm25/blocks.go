@@ -354,6 +354,10 @@ type bytesReader interface{ BytesRead() uint64 }
 // loads a chunk exactly where the block changes); where they are not, the list is one block.
 func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
 	src.next = -1
+	if src.pf != nil {
+		tb, err := pfBlocks(src.pf, term)
+		return tb, nil, err
+	}
 	if h := src.have; h != nil {
 		if tb, blks, ok := buildBlocksDirect(h, src, acc, keep); ok { // (a plain list only)
 			return tb, blks, nil
@@ -500,11 +504,21 @@ type blockSource struct {
 	// have is the term's list as the query's term lookup read it (nil: none), taken
 	// instead of reading it again when it is the whole list (no deletions excepted).
 	have segment.PostingsList
+	// pf, when not nil, reads the blocks from the segment's body file (bodyread.go)
+	// instead of zap.
+	pf *pfSource
 }
 
 // open reads term's posting list in the segment of dict, checks it against tb, and sets
 // the source at the start of its first block.
 func (s *blockSource) open(dict segment.TermDictionary, term []byte, tb *termBlocks) error {
+	if s.pf != nil {
+		if err := s.pf.open(term, tb); err != nil {
+			return err
+		}
+		s.next = 0
+		return nil
+	}
 	if h := s.have; h != nil && tb.cs != 0 && h.Count() == tb.total && chunkSizeOf(h) == tb.cs && zapListOf(h, &s.z) {
 		// (zapListOf takes only plain lists: none with deletions excepted.)
 		s.direct, s.docs, s.next = true, nil, 0
@@ -540,13 +554,21 @@ func (s *blockSource) canLookup(dict segment.TermDictionary, term []byte, tb *te
 			return false, err
 		}
 	}
-	return s.direct && s.z.docsOK, nil
+	return s.pf != nil || (s.direct && s.z.docsOK), nil
 }
 
 // decode reads block i of tb (term in the segment of dict) and checks it against the
 // metadata: its count, its documents within the block's span, every posting covered by
 // the block's frontier. A disagreement is errBlockMeta.
 func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termBlocks, i int) (*postBlock, error) {
+	if s.pf != nil {
+		if s.next < 0 {
+			if err := s.open(dict, term, tb); err != nil {
+				return nil, err
+			}
+		}
+		return s.pf.decode(tb, i)
+	}
 	if s.next < 0 || i < s.next {
 		if err := s.open(dict, term, tb); err != nil {
 			return nil, err

@@ -188,6 +188,7 @@ func TestBlockMaxSkipsBlocks(t *testing.T) {
 // files, read back by a reopened index (no pass over the postings), and a damaged or
 // foreign sidecar is never trusted: answers stay exact and the file is rebuilt or cut.
 func TestBlockMaxSidecar(t *testing.T) {
+	withBodyInZap(t) // (the zap reader of the earlier layout)
 	withChunkMode(t, 16)
 	b, dir := openRandomOnDisk(t, 1500)
 	ctx := context.Background()

@@ -225,6 +225,7 @@ type Index struct {
 	seq           uint64
 	pending       atomic.Int64 // AsyncPersist: Applies' batches not yet persisted
 	memOnly       bool         // an in-memory index (path "")
+	dir           string       // the index's folder ("" in memory)
 	scorchPath    string       // AsyncPersist: the key of persistWatch
 	failMu        sync.Mutex
 	persistFail   chan struct{} // AsyncPersist: closed (and replaced) when a persist fails
@@ -268,7 +269,8 @@ func newMapping(ana string) mapping.IndexMapping {
 
 // formatKey is the Bleve internal key holding the index layout version. Version 2 indexes
 // every document's analysed body length as a term of lenField; version 3 adds its metadata
-// as terms of metaField (see bm25_meta.go). An index of an earlier layout cannot give BM25
+// as terms of metaField (see bm25_meta.go); version 4 keeps the body's postings in a file
+// of their own beside each segment (bodyseg.go). An index of an earlier layout cannot give BM25
 // its statistics or filters without a pass over every record, so OpenBM25 refuses it with
 // ErrBM25Format and the store rebuilds it from its records.
 var formatKey = []byte("memory.bm25.format")
@@ -277,7 +279,7 @@ var formatKey = []byte("memory.bm25.format")
 // (absent in an index of an older version: English).
 var analyzerKey = []byte("memory.bm25.analyzer")
 
-const formatVersion = "3"
+const formatVersion = "4"
 
 // Open opens the index at path with default options, creating it when missing. path ""
 // keeps it in memory.
@@ -339,6 +341,9 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 		}
 		// Files Bleve cannot number (a stray "zzz.zap") fail its open: a writer removes
 		// them, a reader opens the index through links to every other file.
+		if !o.ReadOnly {
+			removeBodyLeftovers(filepath.Join(path, "store"), true)
+		}
 		if strays := strayZapFiles(path); len(strays) > 0 {
 			if !o.ReadOnly {
 				removeStrays(path, strays)
@@ -362,7 +367,7 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &Index{idx: idx, opts: o, memOnly: path == "", persistFail: make(chan struct{}), postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
+	b := &Index{idx: idx, opts: o, memOnly: path == "", dir: path, persistFail: make(chan struct{}), postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
 		trim: residentTrim{limit: o.MappedResidentBytes, also: o.AlsoTrim}, shadow: shadow}
 	b.stats.onChange = b.postings.dropSegments
 	if b.async() {
@@ -559,7 +564,12 @@ func (b *Index) Close() (err error) {
 		b.shadowCleanup.Stop()
 		defer os.RemoveAll(b.shadow)
 	}
-	return b.idx.Close()
+	err = b.idx.Close()
+	if !b.opts.ReadOnly && !b.memOnly {
+		// Bleve removed the files of segments merged away; their body files go too.
+		removeBodyLeftovers(filepath.Join(b.dir, "store"), false)
+	}
+	return err
 }
 
 // Options returns the index's options, defaults filled in.

@@ -14,9 +14,8 @@ import (
 
 // TestCompact: an index written in many Applies (a segment each) compacts to one segment,
 // in one merge pass though they are more than a merge task's default ten (each pass rewrites
-// every posting), that answers every query with the same hits and scores, exhaustive and pruned alike; the
-// sidecars of the segments merged away are gone and the merged one has a complete one; a
-// read-only open of the result answers the same; Compact on a read-only index changes
+// every posting), that answers every query with the same hits and scores, exhaustive and
+// pruned alike; the body files of the segments merged away are gone; a read-only open of the result answers the same; Compact on a read-only index changes
 // nothing, and a cancelled context stops it with the context's error.
 func TestCompact(t *testing.T) {
 	withChunkMode(t, 16)
@@ -55,10 +54,6 @@ func TestCompact(t *testing.T) {
 	}
 	queries := []string{"insulin", "cell protein", "the effect of insulin on cell growth", "gene expression tumour", "zzzunknown"}
 	before := searchAll(t, b, queries)
-	// A write-time sidecar of a segment about to be merged away.
-	if _, err := b.WriteBlockMeta(ctx); err != nil {
-		t.Fatal(err)
-	}
 	passes := compactPasses.Load()
 	if err := b.Compact(ctx); err != nil {
 		t.Fatal(err)
@@ -83,20 +78,12 @@ func TestCompact(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The newest snapshot names one segment, with a complete sidecar. (The files merged
-	// away are removed by Bleve once no snapshot uses them, at the latest by the next
-	// writer's open; their sidecars then by that writer's Close.)
+	// The newest snapshot names one segment and its body file. (The files merged away are
+	// removed by Bleve once no snapshot uses them, at the latest by the next writer's open;
+	// their body files then by that writer's Close.)
 	files, err := segmentFiles(dir)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("snapshot segments %v (%v): want one", files, err)
-	}
-	var cars []string
-	for name := range files {
-		cars = append(cars, filepath.Join(dir, "store", name+sidecarExt))
-	}
-	head, err := os.ReadFile(cars[0])
-	if err != nil || !strings.HasPrefix(string(head), string(sidecarMagicComplete)) {
-		t.Fatalf("the merged segment's sidecar is not complete (%v)", err)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("snapshot segments %v (%v): want one and its body file", files, err)
 	}
 
 	ro, err := OpenWith(dir, Options{Analyzer: LuceneEnglishAnalyzer, Scoring: ScoringLucene, ReadOnly: true})
@@ -133,10 +120,10 @@ func TestCompact(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	all, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"+sidecarExt))
+	all, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"+bodyExt))
 	for _, c := range all {
-		if _, err := os.Stat(strings.TrimSuffix(c, sidecarExt)); err != nil {
-			t.Fatalf("sidecar %s of a segment merged away is still there", c)
+		if _, err := os.Stat(strings.TrimSuffix(c, bodyExt)); err != nil {
+			t.Fatalf("body file %s of a segment merged away is still there", c)
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
+
+	"github.com/agentmem/memory/internal/postfile"
 )
 
 // This file holds the default query path of BM25Index: textbook BM25 as Lucene computes it,
@@ -138,6 +140,7 @@ type normer interface{ NormUint64() uint64 }
 type segCursor struct {
 	dict  segment.TermDictionary
 	terms []termCursor
+	pf    *postfile.Reader // the segment's body file (nil: the body is in zap)
 }
 
 // termCursor is one query term's postings in one segment.
@@ -202,6 +205,9 @@ func (e *evalState) bind(snap *scorch.IndexSnapshot, segs []*scorch.SegmentSnaps
 				return err
 			}
 			c = &segCursor{dict: dict}
+			if bs, ok := seg.(bodySegment); ok {
+				c.pf = bs.bodyPostings()
+			}
 			e.curs[seg] = c
 		}
 		e.cur = append(e.cur, c)
@@ -722,7 +728,12 @@ func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64,
 		c.probes = directProbes
 		return 0, false, false, err
 	}
-	fi, dl, present, err := lookupDirect(&c.src.z, c.tb, c.blk, d, &c.lk)
+	var fi, dl uint32
+	if c.src.pf != nil {
+		fi, dl, present, err = c.src.pf.lookup(c.tb, c.blk, d)
+	} else {
+		fi, dl, present, err = lookupDirect(&c.src.z, c.tb, c.blk, d, &c.lk)
+	}
 	if err != nil {
 		c.probes = directProbes
 		return 0, false, false, nil
@@ -1007,6 +1018,9 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 		}
 		tc.src.next = -1 // the iterator is repositioned before its first use in this query
 		tc.src.have = tc.pl
+		if c.pf != nil && (tc.src.pf == nil || tc.src.pf.r != c.pf) {
+			tc.src.pf = &pfSource{r: c.pf, chunk: -1, blk: -1}
+		}
 		term := terms[ti].term
 		tb := cache.terms(ss, term)
 		if tb == nil {

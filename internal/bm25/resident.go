@@ -57,14 +57,27 @@ func dropSegmentsResident(snap *scorch.IndexSnapshot) {
 		if mem := segmentMapping(ss); len(mem) > 0 {
 			dropResident(mem)
 		}
+		if ds, ok := ss.Segment().(*diskSegment); ok {
+			ds.mu.Lock()
+			if len(ds.mem) > 0 {
+				dropResident(ds.mem)
+			}
+			ds.mu.Unlock()
+		}
 	}
 }
 
 // segmentMapping returns the memory-mapped bytes of a persisted zap segment (nil for an
 // in-memory one, or when zap's layout is not the one this package reads).
 func segmentMapping(ss *scorch.SegmentSnapshot) []byte {
-	seg, ok := ss.Segment().(*zap.Segment)
-	if !ok || seg == nil || !zapFields.ok {
+	var seg *zap.Segment
+	switch x := ss.Segment().(type) {
+	case *zap.Segment:
+		seg = x
+	case *diskSegment:
+		seg = x.Segment
+	}
+	if seg == nil || !zapFields.ok {
 		return nil
 	}
 	return *(*[]byte)(unsafe.Add(unsafe.Pointer(&seg.SegmentBase), zapFields.mem))

@@ -3,6 +3,7 @@ package bm25
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"log/slog"
 	"math"
@@ -19,6 +20,8 @@ import (
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 	"github.com/blevesearch/vellum"
 	zap "github.com/blevesearch/zapx/v16"
+
+	"github.com/agentmem/memory/internal/postfile"
 )
 
 // Bleve's scorch turns every batch into an in-memory segment through its segment plugin's
@@ -47,23 +50,58 @@ func init() {
 func (p *segmentPlugin) Type() string    { return p.zap.Type() }
 func (p *segmentPlugin) Version() uint32 { return p.zap.Version() }
 
-func (p *segmentPlugin) Open(path string) (segment.Segment, error) { return p.zap.Open(path) }
+// Open opens the segment file at path and its body postings file (bodyseg.go).
+func (p *segmentPlugin) Open(path string) (segment.Segment, error) { return p.openSegment(path) }
 
+// Merge merges segments with zap and their body files with postfile (bodyseg.go).
 func (p *segmentPlugin) Merge(segments []segment.Segment, drops []*roaring.Bitmap, path string,
 	closeCh chan struct{}, s segment.StatsReporter) ([][]uint64, uint64, error) {
-	return p.zap.Merge(segments, drops, path, closeCh, s)
+	return p.mergeSegments(segments, drops, path, closeCh, s)
 }
 
-// New builds the in-memory segment of results: itself when every document has the shape
-// it knows and the self-check passed, else with zap's New.
+// New builds the in-memory segment of results: the body's postings file (buildBody), and
+// the zap segment of the other fields, by buildSegment when every document has the shape
+// it knows and the self-check passed, else by zap's New.
 func (p *segmentPlugin) New(results []index.Document) (segment.Segment, uint64, error) {
-	if fastSegments() {
-		if sb, n, ok, err := buildSegment(results); ok {
-			return sb, n, err
-		}
+	if bodyInZap.Load() {
+		return p.zap.New(results) // (tests of the earlier layout)
 	}
-	return p.zap.New(results)
+	docs, bodies, err := withoutBody(results)
+	if err != nil {
+		return nil, 0, err
+	}
+	var (
+		seg  segment.Segment
+		size uint64
+		ok   bool
+	)
+	if fastSegments() {
+		seg, size, ok, err = buildSegment(docs)
+	}
+	if !ok {
+		seg, size, err = p.zap.New(docs)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	sb, isBase := seg.(*zap.SegmentBase)
+	if !isBase {
+		return nil, 0, fmt.Errorf("%w: zap built a %T", ErrBM25, seg)
+	}
+	data, err := buildBody(bodies)
+	if err != nil {
+		return nil, 0, err
+	}
+	body, err := postfile.Open(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: body postings: %v", ErrBM25, err)
+	}
+	return &memSegment{SegmentBase: sb, body: body, data: data}, size + uint64(len(data)), nil
 }
+
+// bodyInZap makes New write segments of the earlier layout, the body's postings in zap
+// (set by tests of the code that reads them).
+var bodyInZap atomic.Bool
 
 var (
 	fastOnce sync.Once
@@ -92,6 +130,9 @@ func fastSegments() bool {
 func segmentSelfCheck() (bool, error) {
 	docs, err := sampleSegmentDocs()
 	if err != nil {
+		return false, err
+	}
+	if docs, _, err = withoutBody(docs); err != nil {
 		return false, err
 	}
 	var mine bytes.Buffer
@@ -282,16 +323,6 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 		segBuilders.Put(b)
 	}()
 	n := len(results)
-	bodyPosts := 0
-	for _, r := range results {
-		if d, isDoc := r.(*document.Document); isDoc {
-			for _, fl := range d.Fields {
-				if t, ok := fl.(*bodyDocField); ok {
-					bodyPosts += len(t.terms)
-				}
-			}
-		}
-	}
 	for i, r := range results {
 		d, isDoc := r.(*document.Document)
 		if !isDoc || len(d.CompositeFields) > 0 {
@@ -307,7 +338,7 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 			if err := zap.ValidateDocFields(fl); err != nil {
 				return nil, 0, true, err
 			}
-			f := b.field(name, n, bodyPosts)
+			f := b.field(name, n, 0)
 			if f.last == i {
 				return nil, 0, false, nil // twice in one document: zap merges them
 			}
@@ -315,13 +346,7 @@ func buildSegment(results []index.Document) (_ segment.Segment, _ uint64, ok boo
 			f.norms[i] = uint32(fl.AnalyzedLength())
 			switch t := fl.(type) {
 			case *bodyDocField:
-				if !t.done {
-					return nil, 0, false, nil
-				}
-				for _, tc := range t.terms {
-					f.addShared(tc.term, uint32(i), uint32(tc.n))
-				}
-				continue
+				return nil, 0, false, nil // (New takes the body out: it has a file of its own)
 			case *document.TextField:
 				if name != "_id" {
 					return nil, 0, false, nil
@@ -477,30 +502,7 @@ func (b *segBuilder) write(n int) (segment.Segment, uint64, error) {
 // writeField appends the postings of f's terms, in term order, to out and adds each term
 // to the FST builder, which it closes.
 func (b *segBuilder) writeField(out []byte, f *segField, n int) ([]byte, error) {
-	nt := len(f.terms)
-	// Group the postings by term, each term's in document order (a stable counting sort).
-	b.counts = slices.Grow(b.counts[:0], nt+1)[:nt+1]
-	clear(b.counts)
-	for _, p := range f.posts {
-		b.counts[p.term+1]++
-	}
-	for t := 1; t <= nt; t++ {
-		b.counts[t] += b.counts[t-1]
-	}
-	b.docs = slices.Grow(b.docs[:0], len(f.posts))[:len(f.posts)]
-	b.freqs = slices.Grow(b.freqs[:0], len(f.posts))[:len(f.posts)]
-	next := slices.Clone(b.counts[:nt])
-	for _, p := range f.posts {
-		j := next[p.term]
-		next[p.term]++
-		b.docs[j], b.freqs[j] = p.doc, p.freq
-	}
-	b.order = slices.Grow(b.order[:0], nt)[:nt]
-	for t := range b.order {
-		b.order[t] = uint32(t)
-	}
-	slices.SortFunc(b.order, func(x, y uint32) int { return strings.Compare(f.terms[x], f.terms[y]) })
-
+	b.group(f)
 	maxDoc := uint64(n - 1)
 	for _, t := range b.order {
 		lo, hi := b.counts[t], b.counts[t+1]
@@ -537,6 +539,34 @@ func (b *segBuilder) writeField(out []byte, f *segField, n int) ([]byte, error) 
 		}
 	}
 	return out, b.builder.Close()
+}
+
+// group groups f's postings by term: b.order lists the term ids in term order, and term
+// t's postings, in document order, are b.docs and b.freqs[b.counts[t]:b.counts[t+1]].
+func (b *segBuilder) group(f *segField) {
+	nt := len(f.terms)
+	// Group the postings by term, each term's in document order (a stable counting sort).
+	b.counts = slices.Grow(b.counts[:0], nt+1)[:nt+1]
+	clear(b.counts)
+	for _, p := range f.posts {
+		b.counts[p.term+1]++
+	}
+	for t := 1; t <= nt; t++ {
+		b.counts[t] += b.counts[t-1]
+	}
+	b.docs = slices.Grow(b.docs[:0], len(f.posts))[:len(f.posts)]
+	b.freqs = slices.Grow(b.freqs[:0], len(f.posts))[:len(f.posts)]
+	next := slices.Clone(b.counts[:nt])
+	for _, p := range f.posts {
+		j := next[p.term]
+		next[p.term]++
+		b.docs[j], b.freqs[j] = p.doc, p.freq
+	}
+	b.order = slices.Grow(b.order[:0], nt)[:nt]
+	for t := range b.order {
+		b.order[t] = uint32(t)
+	}
+	slices.SortFunc(b.order, func(x, y uint32) int { return strings.Compare(f.terms[x], f.terms[y]) })
 }
 
 // appendRoaring appends the length (a uvarint) and the portable serialization of the

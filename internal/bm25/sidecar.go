@@ -69,6 +69,9 @@ func sidecarHead(seg segment.Segment) (path string, head []byte, ok bool) {
 // sidecarHeadOf is sidecarHead with the magic and version magic (sidecarMagicComplete:
 // the head of a complete file).
 func sidecarHeadOf(seg segment.Segment, magic []byte) (path string, head []byte, ok bool) {
+	if _, body := seg.(bodySegment); body {
+		return "", nil, false // its body file holds the metadata
+	}
 	ps, isFile := seg.(persistedSegment)
 	if !isFile || ps.Path() == "" {
 		return "", nil, false
@@ -402,6 +405,9 @@ func removeOrphanSidecars(dir string) {
 		name := e.Name()
 		if seg, ok := strings.CutSuffix(name, sidecarExt); ok && strings.HasSuffix(seg, ".zap") && !have[seg] {
 			_ = os.Remove(filepath.Join(dir, name))
+		}
+		if seg, ok := strings.CutSuffix(name, bodyExt); ok && strings.HasSuffix(seg, ".zap") && !have[seg] {
+			_ = os.Remove(filepath.Join(dir, name)) // (a merge's, its zap file merged away or never written)
 		}
 	}
 }

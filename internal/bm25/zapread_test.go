@@ -31,6 +31,7 @@ func (anyTerm) Accept(int, byte) int     { return 0 }
 // back. A chunk table cut short, or a block whose count is off, is errBlockMeta, and the
 // failed decode gives its arena slot back.
 func TestZapBlocksDirect(t *testing.T) {
+	withBodyInZap(t) // (the zap reader of the earlier layout)
 	if !zapFields.ok {
 		t.Fatal("zap's PostingsList fields were not found: the direct reader is off")
 	}
@@ -446,6 +447,7 @@ func b2i(b bool) int {
 // an index of chunks of 16 documents and of one of zap's default chunking; a list whose
 // bytes disagree with its bitmap is refused (the caller falls back to the iterator).
 func TestBuildBlocksDirect(t *testing.T) {
+	withBodyInZap(t) // (the zap reader of the earlier layout)
 	for _, mode := range []uint32{16, zap.DefaultChunkMode} {
 		t.Run(fmt.Sprint("chunkmode=", mode), func(t *testing.T) {
 			withChunkMode(t, mode)

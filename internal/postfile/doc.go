@@ -17,6 +17,9 @@
 //	span   = N / (count/1024 + 1)      (integer division; count <= N, so span >= 1)
 //	chunks = (N-1)/span + 1
 //
+// unless the writer set Options.FixedSpan (tests): then span is that for
+// every term.
+//
 // and chunk c holds the postings whose document is in [c*span, (c+1)*span);
 // some chunks may be empty. Each chunk stores its posting count, its
 // frontier and its postings as one list.
@@ -69,13 +72,15 @@
 //
 // The footer, at offset size-84, is
 //
-//	 0  u64  N, documents (1 <= N <= 2^32)
-//	 8  u64  terms (>= 1; equal to the FST's own count)
+//	 0  u64  N, documents (0 <= N <= 2^32)
+//	 8  u64  terms (equal to the FST's own count; 0 when N is)
 //	16  u64  offset of lengths (8)        24  u64  its length (N*W)
 //	32  u64  offset of entries            40  u64  its length
 //	48  u64  offset of dict               56  u64  its length
 //	64  u32  CRC-32C (Castagnoli) of dict
-//	68  u8   W;  69..71: zero
+//	68  u8   W
+//	69  u16  fixed span (Options.FixedSpan; 0: the rule above)
+//	71  u8   zero
 //	72  u32  format version (1)
 //	76  4    "PSTF"
 //	80  u32  CRC-32C of every byte of the file before this field

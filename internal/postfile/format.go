@@ -100,7 +100,8 @@ type footer struct {
 	dictOff, dictLen     uint64
 	dictCRC              uint32
 	width                uint8
-	reserved             [3]byte
+	fixedSpan            uint16 // Options.FixedSpan
+	reserved             byte
 	version              uint32
 	magic                [4]byte
 }
@@ -113,7 +114,9 @@ func appendFooter(dst []byte, f *footer) []byte {
 		dst = le.AppendUint64(dst, v)
 	}
 	dst = le.AppendUint32(dst, f.dictCRC)
-	dst = append(dst, f.width, 0, 0, 0)
+	dst = append(dst, f.width)
+	dst = le.AppendUint16(dst, f.fixedSpan)
+	dst = append(dst, 0)
 	dst = le.AppendUint32(dst, Version)
 	dst = append(dst, footerMagic...)
 	return dst
@@ -130,18 +133,33 @@ func parseFooter(b []byte) footer {
 	f.dictOff, f.dictLen = u(6), u(7)
 	f.dictCRC = le.Uint32(b[64:])
 	f.width = b[68]
-	copy(f.reserved[:], b[69:72])
+	f.fixedSpan = le.Uint16(b[69:])
+	f.reserved = b[71]
 	f.version = le.Uint32(b[72:])
 	copy(f.magic[:], b[76:80])
 	return f
 }
 
 // span returns the documents a chunk of a term of count postings spans in
-// a segment of n documents, and the number of chunks. count must be in
+// a segment of n documents, and the number of chunks: fixed documents when
+// fixed > 0 (Options.FixedSpan), else zap v16's rule. count must be in
 // [1, n].
-func span(n, count uint64) (span uint64, chunks int) {
-	span = n / (count/ChunkPostings + 1)
+func span(n, count, fixed uint64) (span uint64, chunks int) {
+	if fixed > 0 {
+		span = fixed
+	} else {
+		span = n / (count/ChunkPostings + 1)
+	}
 	return span, int((n-1)/span + 1)
+}
+
+// Options tunes a Writer; the zero value writes zap v16's chunks.
+type Options struct {
+	// FixedSpan, when not 0, makes every chunk of every term span FixedSpan
+	// documents (as zap's chunk modes up to 1024 do), however many postings
+	// the term has: tests use it to get lists of many chunks from a few
+	// documents. It is recorded in the file.
+	FixedSpan uint16
 }
 
 // widthFor returns the bytes a length needs to hold max: 1, 2 or 4.

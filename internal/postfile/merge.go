@@ -64,7 +64,15 @@ func Merge(w io.Writer, inputs []*Reader, newDocNums [][]uint64, closeCh <-chan 
 	if closed(closeCh) {
 		return ErrClosed
 	}
-	wr := newWriter(w, m)
+	var o Options
+	for i, r := range inputs {
+		if i == 0 {
+			o.FixedSpan = uint16(r.fixed)
+		} else if uint64(o.FixedSpan) != r.fixed {
+			return badInput("merge: input %d has fixed span %d, input 0 %d", i, r.fixed, o.FixedSpan)
+		}
+	}
+	wr := newWriter(w, m, o)
 	if wr.err != nil {
 		return wr.err
 	}

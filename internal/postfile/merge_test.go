@@ -195,7 +195,6 @@ func TestMergeBadNumbers(t *testing.T) {
 		{"repeat", [][]uint64{{0, 1, 1, 2, 3}, {4, 5, 6, 7}}},
 		{"inputs out of order", [][]uint64{{4, 5, 6, 7, 8}, {0, 1, 2, 3}}},
 		{"interleaved", [][]uint64{{0, 2, 4, 6, 8}, {1, 3, 5, 7}}},
-		{"all dropped", [][]uint64{{D, D, D, D, D}, {D, D, D, D}}},
 	}
 	for _, tc := range cases {
 		var out bytes.Buffer
@@ -206,6 +205,14 @@ func TestMergeBadNumbers(t *testing.T) {
 		if out.Len() != 0 {
 			t.Errorf("%s: wrote %d bytes", tc.name, out.Len())
 		}
+	}
+	// Every document dropped: a valid file of no documents and no terms.
+	var none bytes.Buffer
+	if err := Merge(&none, rs, [][]uint64{{D, D, D, D, D}, {D, D, D, D}}, nil); err != nil {
+		t.Fatalf("all dropped: %v", err)
+	}
+	if r, err := Open(none.Bytes()); err != nil || r.NumDocs() != 0 || r.NumTerms() != 0 || r.Verify() != nil {
+		t.Fatalf("all dropped: open %v", err)
 	}
 	var out bytes.Buffer
 	if err := Merge(&out, []*Reader{rs[0], nil}, [][]uint64{{0, 1, 2, 3, 4}, {}}, nil); !errors.Is(err, ErrInput) {

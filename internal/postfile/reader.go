@@ -17,6 +17,7 @@ import (
 type Reader struct {
 	data    []byte
 	n       uint64 // documents
+	fixed   uint64 // Options.FixedSpan of the writer
 	terms   int
 	lens    []byte // the lengths section and the 3 bytes after it
 	lshift  uint8  // log2 of the bytes a length
@@ -45,8 +46,8 @@ func Open(data []byte) (*Reader, error) {
 	if f.version != Version {
 		return nil, corrupt("format version %d, want %d", f.version, Version)
 	}
-	if f.reserved != [3]byte{} {
-		return nil, corrupt("footer: reserved bytes not zero")
+	if f.reserved != 0 {
+		return nil, corrupt("footer: reserved byte not zero")
 	}
 	var shift uint8
 	switch f.width {
@@ -60,7 +61,7 @@ func Open(data []byte) (*Reader, error) {
 		return nil, corrupt("footer: length width %d", f.width)
 	}
 	size := uint64(len(data))
-	if f.numDocs == 0 || f.numDocs > maxDocs || f.numDocs > size {
+	if f.numDocs > maxDocs || f.numDocs > size {
 		return nil, corrupt("footer: %d documents in %d bytes", f.numDocs, size)
 	}
 	// Every length below is checked against size before it is added, so
@@ -72,7 +73,7 @@ func Open(data []byte) (*Reader, error) {
 		return nil, corrupt("footer: sections (lengths %d+%d, entries %d+%d, dictionary %d+%d) do not tile %d bytes",
 			f.lensOff, f.lensLen, f.entriesOff, f.entryLen, f.dictOff, f.dictLen, size)
 	}
-	if f.numTerms == 0 || f.numTerms > f.dictLen {
+	if f.numTerms > f.dictLen || (f.numTerms > 0 && f.numDocs == 0) {
 		return nil, corrupt("footer: %d terms in a dictionary of %d bytes", f.numTerms, f.dictLen)
 	}
 	dict := data[f.dictOff : f.dictOff+f.dictLen]
@@ -89,6 +90,7 @@ func Open(data []byte) (*Reader, error) {
 	r := &Reader{
 		data:  data,
 		n:     f.numDocs,
+		fixed: uint64(f.fixedSpan),
 		terms: int(f.numTerms),
 		// The footer follows the lengths, so the 3 bytes past the last one,
 		// which Length reads and masks off, are inside data.
@@ -326,7 +328,7 @@ func (r *Reader) parseEntry(off uint64, t *Term) error {
 	if !ok || count == 0 || count > r.n {
 		return corrupt("entry at %d: count %d (N = %d)", off, count, r.n)
 	}
-	sp, chunks := span(r.n, count)
+	sp, chunks := span(r.n, count, r.fixed)
 	// Every chunk header but the last takes at least one byte.
 	if chunks-1 > len(b)-pos {
 		return corrupt("entry at %d: %d chunks in %d bytes", off, chunks, len(b)-pos)

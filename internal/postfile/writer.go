@@ -28,6 +28,7 @@ type Writer struct {
 	bw         *bufio.Writer // our own buffer around the destination; nil if it is buffered
 	lengths    []uint32      // Add's lengths, retained until Close
 	n          uint64        // documents
+	fixed      uint64        // Options.FixedSpan
 	width      uint8         // bytes a length
 	entriesOff uint64
 	entries    uint64 // bytes of entries written
@@ -52,7 +53,12 @@ type Writer struct {
 // Close. A lengths of 0 or of more than 2^32 documents makes every call
 // fail with ErrInput.
 func NewWriter(w io.Writer, lengths []uint32) *Writer {
-	wr := newWriter(w, uint64(len(lengths)))
+	return NewWriterOptions(w, lengths, Options{})
+}
+
+// NewWriterOptions is NewWriter with options o.
+func NewWriterOptions(w io.Writer, lengths []uint32, o Options) *Writer {
+	wr := newWriter(w, uint64(len(lengths)), o)
 	if wr.err != nil {
 		return wr
 	}
@@ -71,16 +77,16 @@ func NewWriter(w io.Writer, lengths []uint32) *Writer {
 
 // newWriter starts a file of n documents: the header is written, the
 // lengths are not.
-func newWriter(w io.Writer, n uint64) *Writer {
-	wr := &Writer{n: n}
+func newWriter(w io.Writer, n uint64, o Options) *Writer {
+	wr := &Writer{n: n, fixed: uint64(o.FixedSpan)}
 	if _, ok := w.(interface{ AvailableBuffer() []byte }); ok {
 		wr.s.w = w
 	} else {
 		wr.bw = bufio.NewWriterSize(w, 1<<16)
 		wr.s.w = wr.bw
 	}
-	if n == 0 || n > maxDocs {
-		wr.err = badInput("%d documents, want 1..2^32", n)
+	if n > maxDocs {
+		wr.err = badInput("%d documents, want at most 2^32", n)
 		return wr
 	}
 	fst, err := vellum.New(&wr.fstBuf, nil)
@@ -186,7 +192,7 @@ func (w *Writer) add(term []byte, docs, freqs, lens []uint32) error {
 		w.err = badInput("term %q not above %q", term, w.prev)
 		return w.err
 	}
-	inline, v, err := w.enc.encode(w.n, docs, freqs, lens)
+	inline, v, err := w.enc.encode(w.n, w.fixed, docs, freqs, lens)
 	if err != nil {
 		w.err = err
 		return err
@@ -224,10 +230,6 @@ func (w *Writer) Close() error {
 	if w.err != nil {
 		return w.err
 	}
-	if w.terms == 0 {
-		w.err = badInput("no terms")
-		return w.err
-	}
 	if err := w.fst.Close(); err != nil {
 		w.err = fmt.Errorf("postfile: dictionary: %w", err)
 		return w.err
@@ -241,7 +243,7 @@ func (w *Writer) Close() error {
 		entriesOff: w.entriesOff, entryLen: w.entries,
 		dictOff: dictOff, dictLen: uint64(len(dict)),
 		dictCRC: crc32.Checksum(dict, castagnoli),
-		width:   w.width,
+		width:   w.width, fixedSpan: uint16(w.fixed),
 	}
 	fb := appendFooter(make([]byte, 0, footerSize), &f)
 	w.s.write(fb)
@@ -295,12 +297,12 @@ type encoder struct {
 // encode encodes a term of postings (docs, freqs) with document lengths
 // lens in a segment of n documents. A term stored inline returns its
 // dictionary value; otherwise the entry is e.hdr followed by e.lists.
-func (e *encoder) encode(n uint64, docs, freqs, lens []uint32) (inline bool, v uint64, err error) {
+func (e *encoder) encode(n, fixed uint64, docs, freqs, lens []uint32) (inline bool, v uint64, err error) {
 	count := len(docs)
 	if count == 1 && freqs[0] <= inlineMaxFreq {
 		return true, (uint64(freqs[0]-1)<<32|uint64(docs[0]))<<1 | 1, nil
 	}
-	sp, chunks := span(n, uint64(count))
+	sp, chunks := span(n, uint64(count), fixed)
 	hdr := binary.AppendUvarint(e.hdr[:0], uint64(count))
 	lists := e.lists[:0]
 	i := 0

@@ -231,7 +231,6 @@ func TestWriterBadInput(t *testing.T) {
 		terms   []tpost
 	}{
 		{"no documents", []uint32{}, []tpost{ok}},
-		{"no terms", lengths, nil},
 		{"equal terms", lengths, []tpost{ok, ok}},
 		{"descending terms", lengths, []tpost{ok, {[]byte("a"), []uint32{1}, []uint32{1}}}},
 		{"empty postings", lengths, []tpost{{[]byte("a"), nil, nil}}},
@@ -357,5 +356,100 @@ func TestTermNoAlloc(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations a lookup", allocs)
+	}
+}
+
+// TestWriterEmpty: files of no terms (every body empty) and of no documents are valid:
+// they open, verify and look nothing up.
+func TestWriterEmpty(t *testing.T) {
+	for _, lengths := range [][]uint32{{0, 0, 3}, {}} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, lengths)
+		if err := w.Close(); err != nil {
+			t.Fatalf("%d documents, no terms: %v", len(lengths), err)
+		}
+		r, err := Open(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Check(); err != nil {
+			t.Fatal(err)
+		}
+		var tm Term
+		if ok, err := r.Term([]byte("a"), &tm); ok || err != nil {
+			t.Fatalf("lookup in an empty file: %v, %v", ok, err)
+		}
+		if r.NumDocs() != len(lengths) || r.NumTerms() != 0 {
+			t.Fatalf("%d docs, %d terms", r.NumDocs(), r.NumTerms())
+		}
+		for d, l := range lengths {
+			if r.Length(uint32(d)) != l {
+				t.Fatalf("length of %d: %d, want %d", d, r.Length(uint32(d)), l)
+			}
+		}
+	}
+}
+
+// TestFixedSpan: with Options.FixedSpan every term's chunks span that many documents,
+// however few postings it has; the span is recorded in the file (a reader needs no
+// option) and carried over by Merge, which refuses inputs of different spans.
+func TestFixedSpan(t *testing.T) {
+	lengths := make([]uint32, 100)
+	for i := range lengths {
+		lengths[i] = uint32(i%7 + 1)
+	}
+	build := func(o Options) *Reader {
+		var buf bytes.Buffer
+		w := NewWriterOptions(&buf, lengths, o)
+		if err := w.Add([]byte("a"), []uint32{1, 5, 40, 41, 99}, []uint32{1, 2, 3, 1, 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := build(Options{FixedSpan: 4})
+	var tm Term
+	if ok, err := r.Term([]byte("a"), &tm); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if tm.Span() != 4 || tm.Chunks() != 25 || tm.ChunkCount(0) != 1 || tm.ChunkCount(1) != 1 || tm.ChunkCount(10) != 2 || tm.ChunkCount(24) != 1 {
+		t.Fatalf("span %d, %d chunks, counts %d %d %d %d", tm.Span(), tm.Chunks(), tm.ChunkCount(0), tm.ChunkCount(1), tm.ChunkCount(10), tm.ChunkCount(24))
+	}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	if d := build(Options{}); func() bool { d.Term([]byte("a"), &tm); return tm.Chunks() != 1 }() {
+		t.Fatalf("default: %d chunks, want 1", tm.Chunks())
+	}
+	ndn := func() []uint64 {
+		n := make([]uint64, len(lengths))
+		for i := range n {
+			n[i] = uint64(i)
+		}
+		return n
+	}
+	var out bytes.Buffer
+	if err := Merge(&out, []*Reader{r}, [][]uint64{ndn()}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Term([]byte("a"), &tm); tm.Span() != 4 {
+		t.Fatalf("merged: span %d, want 4", tm.Span())
+	}
+	second := make([]uint64, len(lengths))
+	for i := range second {
+		second[i] = uint64(len(lengths) + i)
+	}
+	if err := Merge(&out, []*Reader{r, build(Options{FixedSpan: 8})}, [][]uint64{ndn(), second}, nil); !errors.Is(err, ErrInput) {
+		t.Fatalf("inputs of two spans: %v, want ErrInput", err)
 	}
 }

@@ -1,0 +1,230 @@
+package bm25
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/agentmem/memory/internal/postfile"
+	"github.com/agentmem/memory/internal/postings"
+)
+
+// This file reads the evaluator's blocks from a segment's body postings file (bodyseg.go).
+// A block is one of the file's chunks (the documents [c·span, (c+1)·span) of the term's
+// list, as zap chunks them, so termBlocks reads the same either way); its count and
+// frontier are in the file, written with the list, so a term's metadata costs a dictionary
+// lookup and no pass over its postings (no sidecar either). A chunk's postings are blocks
+// of 128 behind a skip table (package postings): decoding one is a few nanoseconds a
+// posting, and a single document is looked up by decoding only the 128 around it.
+// Lengths come from the file's per-document table.
+
+// pfSource is blockSource's state for a body file.
+type pfSource struct {
+	r     *postfile.Reader
+	t     postfile.Term
+	list  postings.List // the chunk open (chunk)
+	chunk int           // -1: none
+	blk   int           // the 128-block of list decoded into docs and freqs, -1: none
+	n     int           // its postings
+	pos   int           // where the last lookup in it stopped
+	docs  [postings.BlockSize]uint32
+	freqs [postings.BlockSize]uint32
+}
+
+// pfBlocks returns term's block metadata from its body file (src.pf.r), ok false when the
+// term has no postings there.
+func pfBlocks(src *pfSource, term []byte) (*termBlocks, error) {
+	ok, err := src.r.Term(term, &src.t)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	src.chunk = -1
+	if !ok {
+		return nil, errBlockMeta
+	}
+	t := &src.t
+	nc := t.Chunks()
+	tb := &termBlocks{cs: t.Span(), total: t.Count(), count: make([]uint32, nc), fstart: make([]uint32, 1, nc+1)}
+	nf := 0
+	for c := range nc {
+		nf += len(t.Front(c))
+	}
+	tb.front = make([]fl, 0, nf)
+	for c := range nc {
+		tb.count[c] = uint32(t.ChunkCount(c))
+		for _, p := range t.Front(c) {
+			tb.front = append(tb.front, fl{f: p.Freq, dl: p.Len})
+		}
+		tb.fstart = append(tb.fstart, uint32(len(tb.front)))
+	}
+	if tb.cs == 0 {
+		return nil, errBlockMeta
+	}
+	if err := tb.check(); err != nil {
+		return nil, err
+	}
+	tb.makeSlots()
+	tb.bytes = tb.sizeBytes()
+	return tb, nil
+}
+
+// open finds term in the body file and checks it against tb.
+func (s *pfSource) open(term []byte, tb *termBlocks) error {
+	ok, err := s.r.Term(term, &s.t)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	s.chunk = -1
+	if !ok || s.t.Count() != tb.total || s.t.Span() != tb.cs || s.t.Chunks() != len(tb.count) {
+		return errBlockMeta
+	}
+	return nil
+}
+
+// openChunk opens chunk i's list (when it is not the one open).
+func (s *pfSource) openChunk(tb *termBlocks, i int) error {
+	if s.chunk == i {
+		return nil
+	}
+	s.chunk, s.blk = -1, -1
+	if err := s.t.Chunk(i, &s.list); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if s.list.Len() != int(tb.count[i]) {
+		return errBlockMeta
+	}
+	s.chunk = i
+	return nil
+}
+
+// decode reads block (chunk) i of tb whole, checking every posting against its frontier.
+// A block whose frontier bounds its frequencies under narrowFreqs is decoded narrow first,
+// as decodeDirect does.
+func (s *pfSource) decode(tb *termBlocks, i int) (*postBlock, error) {
+	if err := s.openChunk(tb, i); err != nil {
+		return nil, err
+	}
+	front := tb.blockFront(i)
+	if !frontOrdered(front) {
+		return nil, errBlockMeta
+	}
+	if len(front) > 0 && front[0].f < narrowFreqs {
+		blk, long, err := s.decodeInto(tb, i, front, true)
+		if !long {
+			return blk, err
+		}
+	}
+	blk, _, err := s.decodeInto(tb, i, front, false)
+	return blk, err
+}
+
+func (s *pfSource) decodeInto(tb *termBlocks, i int, front []fl, narrow bool) (_ *postBlock, long bool, err error) {
+	lo, hi := tb.span(i)
+	if lo > math.MaxUint32 {
+		return nil, false, errBlockMeta
+	}
+	n := int(tb.count[i])
+	var blk *postBlock
+	if narrow {
+		blk = newNarrowBlock(n, hi-lo <= 1<<16)
+	} else {
+		blk = newBlock(n, true)
+	}
+	defer func() {
+		if err != nil || long {
+			dropBlock(blk)
+		}
+	}()
+	if blk.d16 != nil {
+		blk.base = uint32(lo)
+	}
+	minDL := smallFront(front)
+	var bad uint32
+	at := 0
+	for j := range s.list.Blocks() {
+		m, err := s.list.DecodeBlock(j, s.docs[:], s.freqs[:])
+		if err != nil {
+			return nil, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if at+m > n {
+			return nil, false, errBlockMeta
+		}
+		for k := range m {
+			d, f := s.docs[k], s.freqs[k]
+			if uint64(d) < lo || uint64(d) >= hi {
+				return nil, false, errBlockMeta
+			}
+			dl := s.r.Length(d)
+			if f < smallFreqs {
+				bad |= b2u(dl < minDL[f])
+			} else if !dominatedOrdered(front, f, dl) {
+				return nil, false, errBlockMeta
+			}
+			switch {
+			case narrow:
+				if f >= narrowFreqs || dl >= narrowLen {
+					return nil, true, nil
+				}
+				blk.narrow[at+k] = uint16(f<<narrowShift | dl)
+			case blk.wide != nil:
+				blk.wide[at+k] = fl{f: f, dl: dl}
+			case f >= 1<<16 || dl >= 1<<16:
+				blk.wide = make([]fl, n)
+				for q, v := range blk.packed[:at+k] {
+					blk.wide[q] = fl{f: v >> 16, dl: v & 0xffff}
+				}
+				blk.packed = nil
+				blk.wide[at+k] = fl{f: f, dl: dl}
+			default:
+				blk.packed[at+k] = f<<16 | dl
+			}
+			if blk.d16 != nil {
+				blk.d16[at+k] = uint16(d - uint32(lo))
+			} else {
+				blk.docs[at+k] = d
+			}
+		}
+		at += m
+	}
+	if at != n || bad != 0 {
+		return nil, false, errBlockMeta
+	}
+	blk.finish()
+	return blk, false, nil
+}
+
+// lookup reads the posting of document d in block (chunk) i of tb without decoding the
+// block: the skip table finds the 128 postings that may hold d, and only those are
+// decoded (kept for the next lookup, which a query makes in rising order).
+func (s *pfSource) lookup(tb *termBlocks, i int, d uint32) (f, dl uint32, present bool, err error) {
+	if lo, hi := tb.span(i); uint64(d) < lo || uint64(d) >= hi {
+		return 0, 0, false, nil
+	}
+	if err := s.openChunk(tb, i); err != nil {
+		return 0, 0, false, err
+	}
+	j := s.list.Seek(d)
+	if j >= s.list.Blocks() {
+		return 0, 0, false, nil
+	}
+	if j != s.blk {
+		s.blk = -1
+		m, err := s.list.DecodeBlock(j, s.docs[:], s.freqs[:])
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		s.blk, s.n, s.pos = j, m, 0
+	}
+	if s.pos >= s.n || s.docs[s.pos] > d {
+		s.pos = 0
+	}
+	k := gallop(s.docs[:s.n], s.pos, d)
+	s.pos = k
+	if k >= s.n || s.docs[k] != d {
+		return 0, 0, false, nil
+	}
+	f, dl = s.freqs[k], s.r.Length(d)
+	if !dominated(tb.blockFront(i), f, dl) {
+		return 0, 0, false, errBlockMeta
+	}
+	return f, dl, true, nil
+}
