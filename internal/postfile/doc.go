@@ -67,8 +67,10 @@
 //	           dl: the length is the previous one's minus dl+1 (so both fall
 //	           strictly; frequencies stay >= 1, lengths >= 0). a&1 is 1 if
 //	           another pair follows.
-//	list*    = the non-empty chunks' lists (internal/postings, documents
-//	           absolute), in chunk order, of the lengths given by len
+//	list*    = the non-empty chunks' lists (internal/postings), in chunk
+//	           order, of the lengths given by len; chunk c's list counts
+//	           its documents from base c*span (postings.ListWriter.SetBase),
+//	           so its first block packs no wider than its gaps
 //
 // The footer, at offset size-84, is
 //
@@ -81,7 +83,7 @@
 //	68  u8   W
 //	69  u16  fixed span (Options.FixedSpan; 0: the rule above)
 //	71  u8   zero
-//	72  u32  format version (1)
+//	72  u32  format version (2; 1 counted every list's documents from 0)
 //	76  4    "PSTF"
 //	80  u32  CRC-32C of every byte of the file before this field
 //

@@ -14,7 +14,7 @@ import (
 const Dropped = math.MaxUint64
 
 // Version is the format version this package writes and reads.
-const Version = 1
+const Version = 2
 
 // ChunkPostings is the target number of postings a chunk: a term of count
 // postings is cut into count/ChunkPostings + 1 spans of documents (zap

@@ -226,14 +226,15 @@ func (t *Term) Chunk(c int, l *postings.List) error {
 			if t.lw == nil {
 				t.lw = new(postings.ListWriter)
 			}
+			t.lw.SetBase(uint32(uint64(c) * t.span))
 			if err := t.lw.Add(t.doc, t.freq); err != nil {
 				return corruptWrap(err, "inline posting")
 			}
 			t.buf = t.lw.Finish(t.buf[:0])
 		}
-		return l.Reset(t.buf)
+		return l.ResetBase(t.buf, uint32(uint64(c)*t.span))
 	}
-	if err := l.Reset(t.r.entries[ch.off : ch.off+ch.len]); err != nil {
+	if err := l.ResetBase(t.r.entries[ch.off:ch.off+ch.len], uint32(uint64(c)*t.span)); err != nil {
 		return corruptWrap(err, "chunk %d", c)
 	}
 	if l.Len() != int(ch.n) {

@@ -319,6 +319,7 @@ func (e *encoder) encode(n, fixed uint64, docs, freqs, lens []uint32) (inline bo
 			continue
 		}
 		start := len(lists)
+		e.lw.SetBase(uint32(uint64(c) * sp)) // (below N <= 2^32 since chunk c holds a document)
 		for k := i; k < j; k++ {
 			if err := e.lw.Add(docs[k], freqs[k]); err != nil {
 				e.lw.Reset()

@@ -29,8 +29,11 @@
 //	block   = docbits freqbits         (no header; the entry describes it)
 //	docbits = n_i values at DW bits, ceil(n_i*DW/8) bytes: value k is
 //	          doc[k] - doc[k-1] - 1, where doc[-1] is the last document of
-//	          the previous block, or -1 for block 0 (so the first value of
-//	          a list is its first document)
+//	          the previous block, or base-1 for block 0 (so the first value
+//	          of a list is its first document less base). base is not in the
+//	          bytes: it is 0 unless writer and reader agree on another
+//	          (ListWriter.SetBase, List.ResetBase), a bound the caller knows
+//	          the list's documents lie above
 //	freqbits= n_i values at FW bits, ceil(n_i*FW/8) bytes: freq[k] - 1
 //
 // Packing: the values form a little-endian bit stream; value k occupies

@@ -44,6 +44,7 @@ func corrupt(format string, args ...any) error {
 // use; Finish leaves it empty again, so one writer can encode many lists.
 type ListWriter struct {
 	n     int               // postings added
+	base  uint32            // the first document is counted from base (SetBase)
 	last  uint32            // last document added, if n > 0
 	fill  int               // postings pending in docs and freqs
 	docs  [BlockSize]uint32 // pending document gaps minus one
@@ -59,7 +60,10 @@ func (w *ListWriter) Add(doc, freq uint32) error {
 	if freq == 0 {
 		return fmt.Errorf("postings: doc %d: %w", doc, ErrFreq)
 	}
-	gap := doc // the first gap is counted from -1: doc - (-1) - 1
+	if w.n == 0 && doc < w.base {
+		return fmt.Errorf("postings: doc %d below the list's base %d: %w", doc, w.base, ErrOrder)
+	}
+	gap := doc - w.base // the first gap is counted from base-1: doc - (base-1) - 1
 	if w.n > 0 {
 		if doc <= w.last {
 			return fmt.Errorf("postings: doc %d after doc %d: %w", doc, w.last, ErrOrder)
@@ -77,12 +81,27 @@ func (w *ListWriter) Add(doc, freq uint32) error {
 	return nil
 }
 
+// SetBase makes the list's documents count from base: every document must be
+// at least base, and the first is stored as its distance from base, so a list
+// whose documents are known to lie above a bound (a chunk of a longer list)
+// packs its first block no wider than its gaps. A reader must open the list
+// with List.ResetBase and the same base. SetBase applies to the list being
+// written: call it before its first Add; Finish and Reset set the base back to
+// 0. It reports false, changing nothing, when postings were added already.
+func (w *ListWriter) SetBase(base uint32) bool {
+	if w.n > 0 {
+		return false
+	}
+	w.base = base
+	return true
+}
+
 // Len returns the number of postings added since the last Finish or Reset.
 func (w *ListWriter) Len() int { return w.n }
 
 // Reset discards the postings added since the last Finish.
 func (w *ListWriter) Reset() {
-	w.n, w.last, w.fill = 0, 0, 0
+	w.n, w.last, w.fill, w.base = 0, 0, 0, 0
 	w.skip = w.skip[:0]
 	w.data = w.data[:0]
 }
@@ -132,6 +151,7 @@ type blockInfo struct {
 // caller's slices.
 type List struct {
 	n    int         // postings
+	base uint32      // the first document counts from base-1 (ResetBase)
 	last []uint32    // last document of each block
 	info []blockInfo // one per block
 	data []byte      // the blocks
@@ -147,8 +167,11 @@ func OpenList(b []byte) (List, error) {
 }
 
 // Reset is OpenList reusing l's memory. On error l is left empty.
-func (l *List) Reset(b []byte) error {
-	l.n, l.last, l.info, l.data = 0, l.last[:0], l.info[:0], nil
+func (l *List) Reset(b []byte) error { return l.ResetBase(b, 0) }
+
+// ResetBase is Reset for a list written with ListWriter.SetBase(base).
+func (l *List) ResetBase(b []byte, base uint32) error {
+	l.n, l.last, l.info, l.data, l.base = 0, l.last[:0], l.info[:0], nil, base
 	count, k := binary.Uvarint(b)
 	if k <= 0 {
 		if k == 0 {
@@ -171,7 +194,7 @@ func (l *List) Reset(b []byte) error {
 		info = make([]blockInfo, 0, blocks)
 	}
 	pos, off := 0, 0
-	prev := int64(-1)
+	prev := int64(base) - 1
 	for i := range blocks {
 		cnt := BlockSize
 		if i == blocks-1 {
@@ -281,7 +304,7 @@ func (l *List) DecodeBlock(i int, docs, freqs []uint32) (int, error) {
 	if xorBytes(src) != bi.check {
 		return 0, corrupt("block %d: check byte mismatch", i)
 	}
-	a := ^uint64(0) // the document before the first: -1
+	a := uint64(l.base) - 1 // the document before the first: base-1 (-1 wrapped for base 0)
 	if i > 0 {
 		a = uint64(l.last[i-1])
 	}

@@ -474,3 +474,72 @@ func TestLayout(t *testing.T) {
 		t.Fatalf("encoded % x, want % x", got, want)
 	}
 }
+
+// TestBase: a list written with SetBase(base) and read with ResetBase(base) gives back
+// its documents; its first block packs the first document's distance from base (smaller
+// than with base 0 for documents far above 0); a document below base is refused; a reader
+// with another base sees damage (the documents do not end at the skip table's last), not
+// other documents; base 0 writes the bytes a writer without SetBase writes; Finish resets
+// the base.
+func TestBase(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, base := range []uint32{0, 1, 1000, 1 << 20, math.MaxUint32 - 5000} {
+		p := genList(rng, 300, base+uint32(rng.IntN(3)), 9, 4)
+		var w ListWriter
+		if !w.SetBase(base) {
+			t.Fatal("SetBase on an empty writer refused")
+		}
+		for i, d := range p.docs {
+			if err := w.Add(d, p.freqs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if w.SetBase(0) {
+			t.Fatal("SetBase after an Add accepted")
+		}
+		b := w.Finish(nil)
+		var l List
+		if err := l.ResetBase(b, base); err != nil {
+			t.Fatalf("base %d: %v", base, err)
+		}
+		var got plist
+		docs, freqs := make([]uint32, BlockSize), make([]uint32, BlockSize)
+		for i := range l.Blocks() {
+			n, err := l.DecodeBlock(i, docs, freqs)
+			if err != nil {
+				t.Fatalf("base %d block %d: %v", base, i, err)
+			}
+			got.docs = append(got.docs, docs[:n]...)
+			got.freqs = append(got.freqs, freqs[:n]...)
+		}
+		if !slices.Equal(got.docs, p.docs) || !slices.Equal(got.freqs, p.freqs) {
+			t.Fatalf("base %d: round trip differs", base)
+		}
+		plain := encode(t, p)
+		if base == 0 && !slices.Equal(plain, b) {
+			t.Fatal("base 0 wrote other bytes than no base")
+		}
+		if base >= 1<<20 && len(b) >= len(plain) {
+			t.Fatalf("base %d: %d bytes, no smaller than %d counted from 0", base, len(b), len(plain))
+		}
+		if base > 0 {
+			// The same bytes read from another base: damage, never other documents.
+			var other List
+			err := other.ResetBase(b, base-1)
+			if err == nil {
+				_, err = other.DecodeBlock(0, docs, freqs)
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("base %d read from %d: %v, want ErrCorrupt", base, base-1, err)
+			}
+			if !w.SetBase(base) || !errors.Is(w.Add(base-1, 1), ErrOrder) || w.Len() != 0 {
+				t.Fatal("a document below the base accepted")
+			}
+			w.Reset()
+			if err := w.Add(base-1, 1); err != nil { // (Reset set the base back to 0)
+				t.Fatalf("after Reset: %v", err)
+			}
+			w.Reset()
+		}
+	}
+}
