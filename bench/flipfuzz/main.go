@@ -465,6 +465,8 @@ func fileKind(rel string) string {
 		return "store.db"
 	case strings.HasSuffix(base, ".zap"):
 		return "bm25-zap"
+	case strings.HasSuffix(base, ".zap.post"):
+		return "bm25-post"
 	case strings.Contains(rel, "bm25") || strings.Contains(rel, "bleve"):
 		return "bm25-other"
 	case strings.HasSuffix(base, ".f32"):

@@ -96,7 +96,7 @@ func testBlock(base, n int) *postBlock {
 // TestCacheEpochs: a block evicted while a pass that may hold it is running keeps its
 // memory until that pass ends; a pass pinned after the eviction does not hold it back.
 func TestCacheEpochs(t *testing.T) {
-	c := newPostingsCache(3*(testBlock(0, 100).bytes), false)
+	c := newPostingsCache(3 * (testBlock(0, 100).bytes))
 	const nb = 20
 	tb := &termBlocks{count: make([]uint32, nb), slots: make([]atomic.Pointer[postBlock], nb)}
 	early := c.pin()

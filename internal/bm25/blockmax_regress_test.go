@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,25 +54,5 @@ func TestTopKDoesNotCacheWholeLists(t *testing.T) {
 	bytes, _, _, _ := b.CacheStats()
 	if whole := 8 * n; bytes*2 > whole {
 		t.Fatalf("the cache holds %d bytes after one top-10 query; the whole list is %d", bytes, whole)
-	}
-}
-
-// TestBlockMetadataPersisted (issue 22, point 1; black box): an on-disk index keeps the
-// block metadata of queried terms beside its segment files, so a reopened index does not
-// read whole posting lists again.
-func TestBlockMetadataPersisted(t *testing.T) {
-	withBodyInZap(t) // (the sidecars of the earlier layout)
-	withChunkMode(t, 16)
-	b, dir := openRandomOnDisk(t, 1500)
-	if _, err := b.Search(context.Background(), "cell tumor protein", 10, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	zaps, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap"))
-	cars, _ := filepath.Glob(filepath.Join(dir, "store", "*.zap.bmx"))
-	if len(zaps) == 0 || len(cars) == 0 {
-		t.Fatalf("%d segment files, %d block metadata files beside them", len(zaps), len(cars))
 	}
 }

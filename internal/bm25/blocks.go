@@ -1,30 +1,21 @@
 package bm25
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
 	"math"
-	"reflect"
-	"slices"
 	"sync/atomic"
-
-	"github.com/RoaringBitmap/roaring/v2"
-	segment "github.com/blevesearch/scorch_segment_api/v2"
-	zap "github.com/blevesearch/zapx/v16"
 )
 
 // This file holds the block-max view of a posting list that the MaxScore evaluator reads.
-// Zap stores a term's frequencies and norms (zap v16: the document's field length) in
-// chunks: the postings of documents [c·cs, (c+1)·cs) form chunk c, whose bytes can be read
-// without the others (cs, the chunk size, depends on the list's length; about 1,024
-// postings a chunk). A term's blocks here are those chunks. For each block the evaluator
-// keeps its posting count and the Pareto frontier of its (frequency, length) pairs, whose
-// best BM25 ratio bounds the score of every posting in the block for any avgdl, k1 and b:
-// so a block whose bound cannot lift a document into the top k is never decoded. The
-// metadata is computed by one pass over the list the first time a query needs the term in
-// the segment, and persisted beside the segment (bm25_sidecar.go); decoded blocks are
-// cached within a byte budget (bm25_postings.go).
+// A term's postings in a segment's body file are cut into chunks: the postings of
+// documents [c·cs, (c+1)·cs) form chunk c, whose bytes can be read without the others (cs,
+// the chunk size, depends on the list's length; about 1,024 postings a chunk, as zap v16
+// chunks). A term's blocks here are those chunks. For each block the evaluator keeps its
+// posting count and the Pareto frontier of its (frequency, length) pairs, whose best BM25
+// ratio bounds the score of every posting in the block for any avgdl, k1 and b: so a block
+// whose bound cannot lift a document into the top k is never decoded. The file holds the
+// metadata beside the lists (bodyread.go); decoded blocks are cached within a byte budget
+// (postings.go).
 
 // fl is a (frequency, length) pair.
 type fl struct{ f, dl uint32 }
@@ -49,7 +40,7 @@ type termBlocks struct {
 	fstart []uint32 // block i's frontier is front[fstart[i]:fstart[i+1]]
 	front  []fl     // per block: no other posting of the block has f >= and dl <= (one strictly)
 	slots  []atomic.Pointer[postBlock]
-	probed []atomic.Uint32 // per block: chunkChecked, and the postings looked up alone while the cache was not full
+	probed []atomic.Uint32 // per block: the postings looked up alone while the cache was not full
 	bytes  int             // the metadata's bytes
 	ratios atomic.Pointer[blockRatios]
 }
@@ -94,11 +85,6 @@ func (t *termBlocks) blockOf(d uint64) int {
 	return int(min(d/t.cs, uint64(len(t.count))))
 }
 
-// chunkChecked is the bit of termBlocks.probed set once lookupDirect has checked the
-// block's chunk (its uvarint ends): the check is a pass over the chunk's bytes, which
-// every later lookup in the block would otherwise repeat, query after query.
-const chunkChecked = 1 << 31
-
 // makeSlots gives t its per-block cache slots and lookup counts.
 func (t *termBlocks) makeSlots() {
 	t.slots = make([]atomic.Pointer[postBlock], len(t.count))
@@ -110,8 +96,8 @@ func (t *termBlocks) sizeBytes() int {
 	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 4*cap(t.probed) + 8*len(t.count) + 96
 }
 
-// check validates metadata read from outside (a sidecar): counts add up, every non-empty
-// block has a frontier, offsets ascend.
+// check validates metadata read from a file: counts add up, every non-empty block has a
+// frontier, offsets ascend.
 func (t *termBlocks) check() error {
 	if len(t.count) == 0 || len(t.fstart) != len(t.count)+1 || t.fstart[0] != 0 || int(t.fstart[len(t.count)]) != len(t.front) {
 		return errBlockMeta
@@ -144,7 +130,7 @@ type postBlock struct {
 	packed []uint32
 	wide   []fl
 	// narrow, when not nil, holds f<<narrowShift | dl per posting instead of packed: a
-	// block decoded whole from zap (decodeDirect) whose every f is below narrowFreqs and
+	// block decoded whole (pfSource.decode) whose every f is below narrowFreqs and
 	// every dl below narrowLen.
 	narrow []uint16
 	ref    atomic.Bool // CLOCK reference bit
@@ -248,52 +234,10 @@ func (p *postBlock) finish() {
 	p.bytes = 4*cap(p.docs) + 2*cap(p.d16) + 4*cap(p.packed) + 2*cap(p.narrow) + 8*cap(p.wide) + 64
 }
 
-// errBlockMeta: a term's block metadata disagrees with its postings (a stale or damaged
-// sidecar, or a zap layout this code does not know). The metadata is dropped and the
-// query evaluated again from the postings.
+// errBlockMeta: a term's block metadata disagrees with its postings (a damaged body file
+// whose damage its checksums did not show). The metadata is dropped and the query
+// evaluated again; a second disagreement is reported as damage.
 var errBlockMeta = errors.New("hybrid: block metadata disagrees with the postings")
-
-// frontAcc accumulates the Pareto frontier of (frequency, length) pairs.
-type frontAcc struct {
-	minLen []uint32 // minLen[f] = 1 + the smallest length among pairs of frequency f (0: none)
-	big    []fl     // pairs with f >= 1<<16 (rare)
-}
-
-func (a *frontAcc) add(f, dl uint32) {
-	if f >= 1<<16 {
-		a.big = append(a.big, fl{f: f, dl: dl})
-		return
-	}
-	if int(f) >= len(a.minLen) {
-		a.minLen = append(a.minLen, make([]uint32, int(f)+1-len(a.minLen))...)
-	}
-	if m := a.minLen[f]; m == 0 || dl+1 < m {
-		a.minLen[f] = dl + 1
-	}
-}
-
-// flush appends the frontier of the pairs added since the last flush to dst (frequency
-// descending) and resets a.
-func (a *frontAcc) flush(dst []fl) []fl {
-	best := uint32(math.MaxUint32)
-	slices.SortFunc(a.big, func(x, y fl) int { return cmp.Compare(y.f, x.f)*2 + cmp.Compare(x.dl, y.dl) })
-	for _, p := range a.big {
-		if p.dl < best {
-			dst = append(dst, p)
-			best = p.dl
-		}
-	}
-	for f := len(a.minLen) - 1; f >= 0; f-- {
-		if m := a.minLen[f]; m != 0 && m-1 < best {
-			dst = append(dst, fl{f: uint32(f), dl: m - 1})
-			best = m - 1
-		}
-	}
-	clear(a.minLen)
-	a.minLen = a.minLen[:0]
-	a.big = a.big[:0]
-	return dst
-}
 
 // dominated reports whether (f, dl) is covered by a pair of front: one with f' >= f and
 // dl' <= dl, so its BM25 ratio bounds that of (f, dl).
@@ -306,327 +250,108 @@ func dominated(front []fl, f, dl uint32) bool {
 	return false
 }
 
-// chunkSizeField is the index of zap's PostingsList.chunkSize (the documents one chunk
-// spans), read through reflection since zap does not export it; -1 when this zap has no
-// such field (every list is then one block).
-var chunkSizeField = func() int {
-	f, ok := reflect.TypeOf(zap.PostingsList{}).FieldByName("chunkSize")
-	if !ok || f.Type.Kind() != reflect.Uint64 {
-		return -1
+// frontOrdered reports whether front is in the order the body file keeps it in:
+// frequencies and lengths both strictly falling. dominatedOrdered relies on it.
+func frontOrdered(front []fl) bool {
+	for i := 1; i < len(front); i++ {
+		if front[i].f >= front[i-1].f || front[i].dl >= front[i-1].dl {
+			return false
+		}
 	}
-	return f.Index[0]
-}()
-
-// chunkSizeOf returns the documents one chunk of pl spans (0: treat the list as one block).
-func chunkSizeOf(pl segment.PostingsList) uint64 {
-	zp, ok := pl.(*zap.PostingsList)
-	if !ok || zp == nil || chunkSizeField < 0 {
-		return 0
-	}
-	return reflect.ValueOf(zp).Elem().Field(chunkSizeField).Uint()
+	return true
 }
 
-// postingOf reads a posting's document, frequency and length.
-func postingOf(p segment.Posting) (doc, f, dl uint32, err error) {
-	var num, f64, dl64 uint64
-	if zp, ok := p.(*zap.Posting); ok {
-		num, f64, dl64 = zp.Number(), zp.Frequency(), zp.NormUint64()
-	} else {
-		nm, ok := p.(normer)
-		if !ok {
-			return 0, 0, 0, errNotScorch
+// smallFreqs bounds the frequencies smallFront tabulates: nearly every posting's.
+const smallFreqs = 64
+
+// smallFront tabulates an ordered front (frontOrdered) for the frequencies under
+// smallFreqs: minDL[f] is the least length a posting of frequency f may have and still be
+// covered by the front (math.MaxUint32: none is). Checking that every decoded posting is
+// covered by the front branches on each posting's frequency; a table lookup does not.
+func smallFront(front []fl) (minDL [smallFreqs]uint32) {
+	j := len(front) - 1 // the pair of the smallest frequency >= f, scanning f upwards
+	for f := range uint32(smallFreqs) {
+		for j >= 0 && front[j].f < f {
+			j--
 		}
-		num, f64, dl64 = p.Number(), p.Frequency(), nm.NormUint64()
+		if j < 0 {
+			minDL[f] = math.MaxUint32
+		} else {
+			minDL[f] = front[j].dl
+		}
 	}
-	if num >= math.MaxUint32 || f64 > math.MaxUint32 || dl64 >= math.MaxUint32 {
-		return 0, 0, 0, fmt.Errorf("posting out of range: doc %d freq %d length %d", num, f64, dl64)
-	}
-	return uint32(num), uint32(f64), uint32(dl64), nil
+	return minDL
 }
 
-// bytesReader is zap's report of the bytes a postings iterator has read; it changes exactly
-// when the iterator loads a chunk.
-type bytesReader interface{ BytesRead() uint64 }
-
-// buildBlocks reads every posting of term in the segment of dict (deleted documents
-// included) and returns its block metadata, with the decoded blocks (nil where empty) when
-// keep is set or the list is one block. It checks that zap's chunks are the blocks it assumes (the iterator
-// loads a chunk exactly where the block changes); where they are not, the list is one block.
-func buildBlocks(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
-	src.next = -1
-	if src.pf != nil {
-		tb, err := pfBlocks(src.pf, term)
-		return tb, nil, err
+func b2u(b bool) uint32 {
+	if b {
+		return 1
 	}
-	if h := src.have; h != nil {
-		if tb, blks, ok := buildBlocksDirect(h, src, acc, keep); ok { // (a plain list only)
-			return tb, blks, nil
-		}
-	}
-	pl, err := dict.PostingsList(term, nil, src.pl)
-	if err != nil {
-		return nil, nil, err
-	}
-	src.pl = pl
-	if tb, blks, ok := buildBlocksDirect(pl, src, acc, keep); ok {
-		return tb, blks, nil
-	}
-	return buildBlocksIter(dict, term, src, acc, keep)
+	return 0
 }
 
-// buildBlocksIter is buildBlocks through zap's postings iterator (the reference the
-// direct read is tested against, and the path for lists of other kinds).
-func buildBlocksIter(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, keep bool) (*termBlocks, []*postBlock, error) {
-	for _, tryChunks := range []bool{true, false} {
-		tb, blks, ok, err := buildBlocksOnce(dict, term, src, acc, tryChunks, keep)
-		if err != nil || ok {
-			return tb, blks, err
-		}
+// dominatedOrdered is dominated for an ordered front (frontOrdered): the pairs with a
+// frequency >= f are a prefix of it, whose last pair has the smallest length, so that
+// pair alone decides. A posting of frequency 1, most of them, costs one comparison.
+func dominatedOrdered(front []fl, f, dl uint32) bool {
+	j := len(front) - 1
+	for j >= 0 && front[j].f < f {
+		j--
 	}
-	return nil, nil, errBlockMeta // not reached: one block always fits
+	return j >= 0 && front[j].dl <= dl
 }
 
-func buildBlocksOnce(dict segment.TermDictionary, term []byte, src *blockSource, acc *frontAcc, tryChunks, keep bool) (_ *termBlocks, _ []*postBlock, ok bool, err error) {
-	pl, err := dict.PostingsList(term, nil, src.pl)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	src.pl, src.next = pl, -1
-	tb := &termBlocks{total: pl.Count(), fstart: []uint32{0}}
-	if tryChunks {
-		tb.cs = chunkSizeOf(pl)
-	}
-	it := pl.Iterator(true, true, false, src.it)
-	src.it = it
-	br, _ := it.(bytesReader)
-	if br == nil {
-		tb.cs = 0
-	}
-	var (
-		blks []*postBlock // when keep (or the list is one block): the decoded blocks
-		blk  *postBlock
-	)
-	if tb.cs == 0 {
-		keep = true
-		blk = &postBlock{docs: make([]uint32, 0, tb.total), packed: make([]uint32, 0, tb.total)}
-	}
-	cur, n := -1, uint32(0)
-	var lastRead uint64
-	acc.flush(nil)
-	for {
-		p, err := it.Next()
-		if err != nil {
-			return nil, nil, false, err
-		}
-		if p == nil {
-			break
-		}
-		doc, f, dl, err := postingOf(p)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		b := 0
-		if tb.cs > 0 {
-			b = int(uint64(doc) / tb.cs)
-		}
-		if tb.cs > 0 {
-			read := br.BytesRead()
-			if (b != cur) != (read != lastRead) {
-				return nil, nil, false, nil // zap's chunks are not these blocks
-			}
-			lastRead = read
-		}
-		if b != cur {
-			if cur >= 0 {
-				tb.count = append(tb.count, n)
-				tb.front = acc.flush(tb.front)
-				tb.fstart = append(tb.fstart, uint32(len(tb.front)))
-			}
-			for len(tb.count) < b { // empty blocks in between
-				tb.count = append(tb.count, 0)
-				tb.fstart = append(tb.fstart, uint32(len(tb.front)))
-			}
-			cur, n = b, 0
-			if keep && tb.cs > 0 {
-				if blk != nil {
-					blk.finish()
-				}
-				for len(blks) < b {
-					blks = append(blks, nil)
-				}
-				blk = &postBlock{}
-				blks = append(blks, blk)
-			}
-		}
-		n++
-		acc.add(f, dl)
-		if blk != nil {
-			blk.add(doc, f, dl)
-		}
-	}
-	if cur < 0 { // no postings (not expected: callers skip empty lists)
-		cur = 0
-	}
-	tb.count = append(tb.count, n)
-	tb.front = acc.flush(tb.front)
-	tb.fstart = append(tb.fstart, uint32(len(tb.front)))
-	tb.makeSlots()
-	tb.bytes = tb.sizeBytes()
-	if blk != nil {
-		blk.finish()
-		if tb.cs == 0 {
-			blks = []*postBlock{blk}
-		}
-	}
-	if err := tb.check(); err != nil {
-		return nil, nil, false, err
-	}
-	return tb, blks, true, nil
-}
-
-// blockSource decodes one term's blocks in one segment for one query, in ascending order:
-// a zap iterator over the whole list, moved to a block's first posting by advancing its
-// document bitmap to the block's first document (zap then loads that chunk and reads it
-// from its start).
+// blockSource reads one term's blocks in one segment for one query from the segment's
+// body postings file (bodyread.go).
 type blockSource struct {
-	pl   segment.PostingsList
-	it   segment.PostingsIterator
-	next int // the iterator stands at the start of block next; -1: no iterator yet
-
-	// Blocks are read straight from the segment's bytes when the list allows it
-	// (bm25_zapread.go): direct is then set, z describes the list and docs iterates its
-	// documents (it stays unused).
-	direct bool
-	z      zapList
-	docs   roaring.IntPeekable
-	// scratch holds a chunk's documents while buildBlocksDirect reads its postings.
-	scratch []uint32
-	// have is the term's list as the query's term lookup read it (nil: none), taken
-	// instead of reading it again when it is the whole list (no deletions excepted).
-	have segment.PostingsList
-	// pf, when not nil, reads the blocks from the segment's body file (bodyread.go)
-	// instead of zap.
-	pf *pfSource
+	pf   *pfSource
+	next int // -1: the term is not looked up in the file yet in this query
 }
 
-// open reads term's posting list in the segment of dict, checks it against tb, and sets
-// the source at the start of its first block.
-func (s *blockSource) open(dict segment.TermDictionary, term []byte, tb *termBlocks) error {
-	if s.pf != nil {
-		if err := s.pf.open(term, tb); err != nil {
-			return err
-		}
-		s.next = 0
+// buildBlocks returns term's block metadata in the segment of src: read from the body
+// file, no pass over the postings.
+func buildBlocks(src *blockSource, term []byte) (*termBlocks, error) {
+	src.next = -1
+	if src.pf == nil {
+		return nil, errNotScorch // (a segment of the earlier layout: Bleve's search reads it)
+	}
+	tb, err := pfBlocks(src.pf, term)
+	if err == nil {
+		src.next = 0 // (pfBlocks looked the term up)
+	}
+	return tb, err
+}
+
+// open looks term up in the body file and checks it against tb (once a query).
+func (s *blockSource) open(term []byte, tb *termBlocks) error {
+	if s.pf == nil {
+		return errNotScorch
+	}
+	if s.next >= 0 {
 		return nil
 	}
-	if h := s.have; h != nil && tb.cs != 0 && h.Count() == tb.total && chunkSizeOf(h) == tb.cs && zapListOf(h, &s.z) {
-		// (zapListOf takes only plain lists: none with deletions excepted.)
-		s.direct, s.docs, s.next = true, nil, 0
-		if !s.z.docsOK {
-			s.docs = s.z.bm.Iterator()
-		}
-		return nil
-	}
-	pl, err := dict.PostingsList(term, nil, s.pl)
-	if err != nil {
+	if err := s.pf.open(term, tb); err != nil {
 		return err
-	}
-	s.pl = pl
-	if pl.Count() != tb.total || (tb.cs != 0 && chunkSizeOf(pl) != tb.cs) {
-		return errBlockMeta
-	}
-	if s.direct = tb.cs != 0 && zapListOf(pl, &s.z); s.direct {
-		if s.docs = nil; !s.z.docsOK { // documents through roaring's iterator
-			s.docs = s.z.bm.Iterator()
-		}
-	} else {
-		s.it = pl.Iterator(true, true, false, s.it)
 	}
 	s.next = 0
 	return nil
 }
 
-// canLookup reports whether single postings of term can be read straight from the
-// segment (lookupDirect), opening its list first when it is not open.
-func (s *blockSource) canLookup(dict segment.TermDictionary, term []byte, tb *termBlocks) (bool, error) {
-	if s.next < 0 {
-		if err := s.open(dict, term, tb); err != nil {
-			return false, err
-		}
+// decode reads block i of tb (term in the segment) and checks it against the metadata:
+// its count, its documents within the block's span, every posting covered by the block's
+// frontier. A disagreement is errBlockMeta.
+func (s *blockSource) decode(term []byte, tb *termBlocks, i int) (*postBlock, error) {
+	if err := s.open(term, tb); err != nil {
+		return nil, err
 	}
-	return s.pf != nil || (s.direct && s.z.docsOK), nil
+	return s.pf.decode(tb, i)
 }
 
-// decode reads block i of tb (term in the segment of dict) and checks it against the
-// metadata: its count, its documents within the block's span, every posting covered by
-// the block's frontier. A disagreement is errBlockMeta.
-func (s *blockSource) decode(dict segment.TermDictionary, term []byte, tb *termBlocks, i int) (*postBlock, error) {
-	if s.pf != nil {
-		if s.next < 0 {
-			if err := s.open(dict, term, tb); err != nil {
-				return nil, err
-			}
-		}
-		return s.pf.decode(tb, i)
+// lookup reads the posting of document d in block i of tb alone (present false: d is not
+// in the list).
+func (s *blockSource) lookup(term []byte, tb *termBlocks, i int, d uint32) (f, dl uint32, present bool, err error) {
+	if err := s.open(term, tb); err != nil {
+		return 0, 0, false, err
 	}
-	if s.next < 0 || i < s.next {
-		if err := s.open(dict, term, tb); err != nil {
-			return nil, err
-		}
-	}
-	if s.direct {
-		blk, err := decodeDirect(&s.z, s.docs, tb, i)
-		if err != nil {
-			s.next = -1 // start again from the list at the next decode
-			return nil, err
-		}
-		s.next = i + 1
-		return blk, nil
-	}
-	lo, hi := tb.span(i)
-	if i > s.next {
-		zi, ok := s.it.(*zap.PostingsIterator)
-		if !ok || zi.Actual == nil || zi.ActualBM == nil || lo > math.MaxUint32 {
-			return nil, errBlockMeta
-		}
-		zi.Actual.AdvanceIfNeeded(uint32(lo))
-		s.next = i
-	}
-	n := int(tb.count[i])
-	blk := newBlock(n, false)
-	ok := false
-	defer func() {
-		if !ok {
-			dropBlock(blk)
-		}
-	}()
-	front := tb.blockFront(i)
-	zi, _ := s.it.(*zap.PostingsIterator)
-	for range n {
-		var p segment.Posting
-		var err error
-		if zi != nil {
-			p, err = zi.Next() // (a direct call: this loop is the decoder's hot path)
-		} else {
-			p, err = s.it.Next()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if p == nil {
-			return nil, errBlockMeta
-		}
-		doc, f, dl, err := postingOf(p)
-		if err != nil {
-			return nil, err
-		}
-		if uint64(doc) < lo || uint64(doc) >= hi || !dominated(front, f, dl) {
-			return nil, errBlockMeta
-		}
-		blk.add(doc, f, dl)
-	}
-	s.next = i + 1
-	blk.finish()
-	ok = true
-	return blk, nil
+	return s.pf.lookup(tb, i, d)
 }

@@ -16,7 +16,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentmem/memory/internal/rank"
 	"github.com/agentmem/memory/internal/store"
@@ -367,7 +366,7 @@ func OpenWith(path string, o Options) (_ *Index, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %q: %v", ErrBM25, path, err)
 	}
-	b := &Index{idx: idx, opts: o, memOnly: path == "", dir: path, persistFail: make(chan struct{}), postings: newPostingsCache(max(o.PostingsCacheBytes, 0), o.ReadOnly),
+	b := &Index{idx: idx, opts: o, memOnly: path == "", dir: path, persistFail: make(chan struct{}), postings: newPostingsCache(max(o.PostingsCacheBytes, 0)),
 		trim: residentTrim{limit: o.MappedResidentBytes, also: o.AlsoTrim}, shadow: shadow}
 	b.stats.onChange = b.postings.dropSegments
 	if b.async() {
@@ -544,16 +543,6 @@ func (b *Index) Close() (err error) {
 		defer persistWatch.Delete(b.scorchPath)
 		if err := b.persistAll(); err != nil {
 			slog.Warn("hybrid: cannot persist the last changes before closing (the store replays them at the next open)", "err", err)
-		}
-	}
-	if !b.opts.ReadOnly {
-		// The segments this writer leaves get complete block metadata (blockmeta.go).
-		t := time.Now()
-		st, err := b.WriteBlockMeta(context.Background())
-		if err != nil {
-			slog.Warn("hybrid: cannot write block metadata (queries compute it when first needed)", "err", err)
-		} else if st.Segments > 0 {
-			slog.Debug("hybrid: wrote block metadata", "segments", st.Segments, "terms", st.Terms, "postings", st.Postings, "bytes", st.Bytes, "took", time.Since(t))
 		}
 	}
 	if stop := b.stopTrim; stop != nil {

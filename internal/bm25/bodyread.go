@@ -12,7 +12,7 @@ import (
 // A block is one of the file's chunks (the documents [c·span, (c+1)·span) of the term's
 // list, as zap chunks them, so termBlocks reads the same either way); its count and
 // frontier are in the file, written with the list, so a term's metadata costs a dictionary
-// lookup and no pass over its postings (no sidecar either). A chunk's postings are blocks
+// lookup and no pass over its postings. A chunk's postings are blocks
 // of 128 behind a skip table (package postings): decoding one is a few nanoseconds a
 // posting, and a single document is looked up by decoding only the 128 around it.
 // Lengths come from the file's per-document table.
@@ -97,8 +97,9 @@ func (s *pfSource) openChunk(tb *termBlocks, i int) error {
 }
 
 // decode reads block (chunk) i of tb whole, checking every posting against its frontier.
-// A block whose frontier bounds its frequencies under narrowFreqs is decoded narrow first,
-// as decodeDirect does.
+// A block whose frontier bounds its frequencies under narrowFreqs is decoded narrow first
+// (frequency and length in 16 bits: 6 bytes a posting in the cache, not 8); a length of
+// narrowLen or more then has it decoded again in full.
 func (s *pfSource) decode(tb *termBlocks, i int) (*postBlock, error) {
 	if err := s.openChunk(tb, i); err != nil {
 		return nil, err

@@ -81,8 +81,7 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
 		}
 	}
-	_, err = b.WriteBlockMeta(ctx)
-	return err
+	return nil
 }
 
 // compactPasses counts Compact's merge passes (ForceMerge calls), for tests.

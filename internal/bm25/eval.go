@@ -636,14 +636,13 @@ type blockCursor struct {
 	bub    float64 // w · the current block's best ratio: its score bound
 	cur    *postBlock
 	pos    int
-	doc    uint32      // cur.docs[pos]; noDoc when the block is exhausted or not loaded
-	ratios []float64   // each block's best BM25 ratio under the query's statistics
-	probes int         // documents of the current block looked up without decoding it
-	lk     lookupState // how far lookups in the current block have counted
+	doc    uint32    // cur.docs[pos]; noDoc when the block is exhausted or not loaded
+	ratios []float64 // each block's best BM25 ratio under the query's statistics
+	probes int       // documents of the current block looked up without decoding it
 }
 
 // directProbes is how many documents of a block not decoded yet are looked up alone
-// (lookupDirect) before the block is decoded: a lookup costs a few hundred nanoseconds,
+// (blockCursor.lookup) before the block is decoded: a lookup costs a few hundred nanoseconds,
 // a decode about as many microseconds, and a block probed this often is usually probed
 // many times more (then each probe after the decode is a step through decoded documents).
 const directProbes = 16
@@ -661,7 +660,7 @@ const noDoc = math.MaxUint32
 func (c *blockCursor) moveTo(st *snapStats, d, segDocs uint64) {
 	c.blk = c.tb.blockOf(d)
 	c.cur, c.doc = nil, noDoc
-	c.probes, c.lk = 0, lookupState{}
+	c.probes = 0
 	if c.blk >= len(c.tb.count) {
 		c.end, c.bub = noMore, 0
 		return
@@ -685,7 +684,7 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 			sc.misses++
 			sc.termBuf = append(sc.termBuf[:0], c.term...)
 			var err error
-			if p, err = c.src.decode(sc.dict, sc.termBuf, c.tb, c.blk); err != nil {
+			if p, err = c.src.decode(sc.termBuf, c.tb, c.blk); err != nil {
 				return err
 			}
 			sc.cache.decoded.Add(uint64(p.count()))
@@ -709,33 +708,23 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 // block, which is neither decoded nor cached. used is false when the caller must load the
 // block instead: the block is cached, was looked up directProbes times already in this
 // pass, or, while the cache has never been full (postingsCache.full), warmProbes times
-// over all queries, or cannot be read so (its list is not plain zap, or its chunk fails
-// lookupDirect's checks: decode then reads it, or reports the damage).
+// over all queries, or cannot be read so (damage: decode then reports it).
 func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64, present, used bool, err error) {
 	if c.probes >= directProbes || c.blk >= len(c.tb.count) || c.tb.count[c.blk] == 0 ||
 		sc.cache.block(c.tb, c.blk) != nil {
 		return 0, false, false, nil
 	}
 	if !sc.cache.full.Load() {
-		if c.tb.probed[c.blk].Load()&^chunkChecked >= warmProbes {
+		if c.tb.probed[c.blk].Load() >= warmProbes {
 			return 0, false, false, nil
 		}
 		c.tb.probed[c.blk].Add(1) // (queries racing here may count a few past warmProbes: a hint)
 	}
 	c.probes++
 	sc.termBuf = append(sc.termBuf[:0], c.term...)
-	if ok, err := c.src.canLookup(sc.dict, sc.termBuf, c.tb); !ok || err != nil {
-		c.probes = directProbes
-		return 0, false, false, err
-	}
-	var fi, dl uint32
-	if c.src.pf != nil {
-		fi, dl, present, err = c.src.pf.lookup(c.tb, c.blk, d)
-	} else {
-		fi, dl, present, err = lookupDirect(&c.src.z, c.tb, c.blk, d, &c.lk)
-	}
+	fi, dl, present, err := c.src.lookup(sc.termBuf, c.tb, c.blk, d)
 	if err != nil {
-		c.probes = directProbes
+		c.probes = directProbes // (the decode reads the block, or reports the damage)
 		return 0, false, false, nil
 	}
 	sc.lookups++
@@ -788,10 +777,9 @@ type segScorer struct {
 	contrib []float64 // per query term index: the current document's contribution
 	present []int     // query term indexes with a contribution for the current document
 	termBuf []byte
-	acc     frontAcc // buildBlocks' scratch
-	hits    uint64   // block cache hits and misses of the current run
+	hits    uint64 // block cache hits and misses of the current run
 	misses  uint64
-	lookups uint64 // postings read alone (lookupDirect) in the current run
+	lookups uint64 // postings read alone (blockCursor.lookup) in the current run
 }
 
 // run scores segment ss (cursor c, global numbers from off) into top. bound, when not
@@ -1016,8 +1004,7 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 		if w == 0 || tc.pl.Count() == 0 {
 			continue
 		}
-		tc.src.next = -1 // the iterator is repositioned before its first use in this query
-		tc.src.have = tc.pl
+		tc.src.next = -1 // the term is looked up in the body file again in this query
 		if c.pf != nil && (tc.src.pf == nil || tc.src.pf.r != c.pf) {
 			tc.src.pf = &pfSource{r: c.pf, chunk: -1, blk: -1}
 		}
@@ -1025,30 +1012,14 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 		tb := cache.terms(ss, term)
 		if tb == nil {
 			sc.termBuf = append(sc.termBuf[:0], term...)
-			// A list small beside the cache budget keeps its decoded blocks: the pass reads
-			// them all anyway.
-			keep := tc.pl.Count()*8*16 <= uint64(cache.budget)
-			var (
-				blks []*postBlock
-				err  error
-			)
-			tb, blks, err = buildBlocks(c.dict, sc.termBuf, &tc.src, &sc.acc, keep)
-			if err != nil {
+			var err error
+			if tb, err = buildBlocks(&tc.src, sc.termBuf); err != nil {
 				if errors.Is(err, errNotScorch) {
 					return err
 				}
 				return fmt.Errorf("%w: postings %q: %v", ErrBM25, term, err)
 			}
-			cache.decoded.Add(tb.total)
-			cache.metaPasses.Add(1)
 			tb = cache.addTerms(ss, term, tb)
-			for i, blk := range blks {
-				if blk != nil && i < len(tb.slots) && tb.slots[i].Load() == nil {
-					cache.putBlock(tb, i, blk)
-				} else {
-					dropBlock(blk) // (another query cached it first: nobody has seen this one)
-				}
-			}
 		}
 		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti, ratios: tb.ratiosFor(st)})
 	}

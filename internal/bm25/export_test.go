@@ -5,7 +5,6 @@ package bm25
 
 import (
 	"sync"
-	"testing"
 
 	"github.com/blevesearch/bleve/v2/search"
 )
@@ -43,10 +42,3 @@ func (b *Index) SetBleveScoring(on bool) { b.bleveScoring.Store(on) }
 // the same hits with the same scores; exhaustive evaluation is the reference the pruned
 // one is tested against, and a baseline for benchmarks. Safe to call while searches run.
 func (b *Index) SetExhaustive(on bool) { b.exhaustive.Store(on) }
-
-// withBodyInZap makes the segments the test writes keep the body's postings in zap (the
-// earlier layout), for the tests of the code that reads them there.
-func withBodyInZap(t testing.TB) {
-	bodyInZap.Store(true)
-	t.Cleanup(func() { bodyInZap.Store(false) })
-}

@@ -23,8 +23,7 @@ import (
 // bm25/default index is opened read-only, with the analyzer its manifest names) and
 // MEMORY_FIRSTSEEN_QUERIES to a BEIR queries.jsonl, it runs the queries for three rounds
 // (MEMORY_FIRSTSEEN_ROUNDS=1: one) on a fresh open and logs each round's CPU a query (user
-// and system) and what the postings cache did: postings decoded, read alone, metadata
-// passes, and the arena's and heap's memory. It checks that every round answers alike
+// and system) and what the postings cache did: postings decoded, read alone, and the arena's and heap's memory. It checks that every round answers alike
 // (later rounds may still decode: a block is decoded once it has been looked up alone
 // warmProbes times, see blockCursor.lookup). MEMORY_FIRSTSEEN_OUT
 // writes the first round's hits (ids and score bits) for a byte comparison between builds;
@@ -77,7 +76,7 @@ func TestFirstSeenRounds(t *testing.T) {
 			}
 		}
 		u0, s0, f0 := usage()
-		d0, l0, m0 := c.decoded.Load(), c.lookups.Load(), c.metaPasses.Load()
+		d0, l0 := c.decoded.Load(), c.lookups.Load()
 		for i, q := range qs {
 			hits, err := idx.Search(ctx, q, 10, nil)
 			if err != nil {
@@ -95,9 +94,9 @@ func TestFirstSeenRounds(t *testing.T) {
 		}
 		n := int64(len(qs))
 		decoded := (c.decoded.Load() - d0) / uint64(n)
-		t.Logf("round %d: cpu/query %v (user %v, sys %v, faults %d), decoded/query %d, lookups/query %d, meta passes %d",
+		t.Logf("round %d: cpu/query %v (user %v, sys %v, faults %d), decoded/query %d, lookups/query %d",
 			round, (u1+s1-u0-s0)/time.Duration(n), (u1-u0)/time.Duration(n), (s1-s0)/time.Duration(n), (f1-f0)/n,
-			decoded, (c.lookups.Load()-l0)/uint64(n), c.metaPasses.Load()-m0)
+			decoded, (c.lookups.Load()-l0)/uint64(n))
 		mapped, inUse := blockArena.stats()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)

@@ -14,8 +14,7 @@ import (
 
 // This file holds what the MaxScore evaluator keeps between queries: each queried term's
 // block metadata per segment (bm25_blocks.go; small: a count and a few (frequency, length)
-// pairs per block of about 1,024 postings), loaded from the segment's sidecar or computed
-// once, and the decoded blocks queries have scored, within a byte budget
+// pairs per block of about 1,024 postings), read from the segment's body file, and the decoded blocks queries have scored, within a byte budget
 // (BM25Options.PostingsCacheBytes). Blocks, not whole lists, are cached: a query decodes
 // only the blocks whose bound can reach its top k, so the cache holds what queries score
 // rather than every posting of every term they name, and a large index does not thrash it.
@@ -47,13 +46,11 @@ type blockRef struct {
 type postingsCache struct {
 	mu        sync.Mutex
 	budget    int
-	readOnly  bool // never write sidecars
-	used      int  // bytes of the cached decoded blocks
+	used      int // bytes of the cached decoded blocks
 	metaBytes int
 	metaCap   int // metaBytes beyond which metadata is dropped (recomputed or reread when needed)
 	meta      map[postingsKey]*termBlocks
-	files     map[uint64]*segFile // per segment id: its sidecar (loaded)
-	ring      []blockRef          // the cached blocks, in CLOCK order
+	ring      []blockRef // the cached blocks, in CLOCK order
 	hand      int
 	epoch     uint64         // advances at each retirement
 	pins      map[uint64]int // epoch -> passes pinned at it and still running
@@ -62,9 +59,8 @@ type postingsCache struct {
 	closed    bool           // released: nothing is cached any more
 
 	hits, misses atomic.Uint64
-	decoded      atomic.Uint64 // postings read from zap (block decodes and metadata passes)
-	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (lookupDirect)
-	metaPasses   atomic.Uint64 // lists whose block metadata a query computed (not in a sidecar)
+	decoded      atomic.Uint64 // postings decoded (whole blocks)
+	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (blockCursor.lookup)
 	// full is set once the cache has had to evict (or to refuse) a block: from then on a
 	// block probed for a few documents in a pass has its postings read alone rather than
 	// decoded (blockCursor.lookup). While everything queries decode fits, a block probed
@@ -73,9 +69,9 @@ type postingsCache struct {
 	full atomic.Bool
 }
 
-func newPostingsCache(budget int, readOnly bool) *postingsCache {
-	return &postingsCache{budget: budget, readOnly: readOnly, metaCap: max(budget/2, 16<<20),
-		meta: map[postingsKey]*termBlocks{}, files: map[uint64]*segFile{}, pins: map[uint64]int{}}
+func newPostingsCache(budget int) *postingsCache {
+	return &postingsCache{budget: budget, metaCap: max(budget/2, 16<<20),
+		meta: map[postingsKey]*termBlocks{}, pins: map[uint64]int{}}
 }
 
 // retiredSlot is the arena slot of a block dropped at epoch.
@@ -232,35 +228,15 @@ func (c *postingsCache) release() {
 	c.reclaim()
 }
 
-// terms returns the block metadata of term in ss (nil: not known yet), reading the
-// segment's sidecar the first time the segment is seen.
+// terms returns the block metadata of term in ss (nil: not read yet).
 func (c *postingsCache) terms(ss *scorch.SegmentSnapshot, term string) *termBlocks {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := ss.Id()
-	sf := c.files[id]
-	if sf == nil {
-		sf = loadSidecar(ss.Segment(), c.readOnly)
-		c.files[id] = sf
-	}
-	k := postingsKey{seg: id, term: term}
-	if tb := c.meta[k]; tb != nil {
-		return tb
-	}
-	tb := sf.lookup(term)
-	if tb == nil {
-		return nil
-	}
-	c.meta[k] = tb
-	c.metaBytes += tb.bytes
-	if c.metaBytes > c.metaCap {
-		c.shedMeta(k)
-	}
-	return tb
+	return c.meta[postingsKey{seg: ss.Id(), term: term}]
 }
 
-// addTerms records tb as term's metadata in ss (unless another query did first) and, for a
-// list of several blocks, appends it to the segment's sidecar. It returns the entry kept.
+// addTerms records tb as term's metadata in ss (unless another query did first). It
+// returns the entry kept.
 func (c *postingsCache) addTerms(ss *scorch.SegmentSnapshot, term string, tb *termBlocks) *termBlocks {
 	k := postingsKey{seg: ss.Id(), term: term}
 	c.mu.Lock()
@@ -270,20 +246,16 @@ func (c *postingsCache) addTerms(ss *scorch.SegmentSnapshot, term string, tb *te
 	}
 	c.meta[k] = tb
 	c.metaBytes += tb.bytes
-	sf := c.files[k.seg]
 	if c.metaBytes > c.metaCap {
 		c.shedMeta(k)
 	}
 	c.mu.Unlock()
-	if sf != nil && len(tb.count) > 1 {
-		sf.appendRecord(term, tb)
-	}
 	return tb
 }
 
 // shedMeta drops block metadata (and its cached blocks) until metaBytes is under half of
-// metaCap, one-block lists first (rebuilt by decoding their one block), keeping keep (c.mu
-// held). A recorded list shed is parsed again from its segment's sidecar when next used.
+// metaCap, one-block lists first, keeping keep (c.mu held). A list shed is read again
+// from its segment's body file when next used.
 func (c *postingsCache) shedMeta(keep postingsKey) {
 	for _, oneBlock := range []bool{true, false} {
 		for k, tb := range c.meta {
@@ -304,8 +276,8 @@ func (c *postingsCache) shedMeta(keep postingsKey) {
 	}
 }
 
-// dropTerms forgets term's metadata in segment seg, and the segment's sidecar (it
-// disagreed with the postings): what is still needed is computed again.
+// dropTerms forgets term's metadata in segment seg (it disagreed with the postings): it
+// is read again when next needed.
 func (c *postingsCache) dropTerms(ss *scorch.SegmentSnapshot, term string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -315,17 +287,6 @@ func (c *postingsCache) dropTerms(ss *scorch.SegmentSnapshot, term string) {
 		delete(c.meta, k)
 		c.metaBytes -= tb.bytes
 		c.forgetBlocks(tb)
-	}
-	if sf := c.files[id]; sf != nil {
-		sf.forget()
-	}
-	if sf := c.files[id]; sf != nil && sf.path != "" {
-		sf.mu.Lock()
-		sf.bad = false
-		if err := removeFile(sf.path); err != nil {
-			sf.bad = true
-		}
-		sf.mu.Unlock()
 	}
 }
 
@@ -418,11 +379,6 @@ func (c *postingsCache) dropSegments(live map[uint64]bool) {
 				}
 			}
 			gone = true
-		}
-	}
-	for id := range c.files {
-		if !live[id] {
-			delete(c.files, id)
 		}
 	}
 	if !gone {

@@ -1,6 +1,7 @@
 package bm25
 
 import (
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,17 @@ func dropSegmentsResident(snap *scorch.IndexSnapshot) {
 	}
 }
 
+// zapMem is the offset of zap's SegmentBase.mem (its mapping, unexported), found by
+// reflection (ok false: this zap has no such field; nothing is trimmed then).
+var zapMem = func() (f struct {
+	ok  bool
+	off uintptr
+}) {
+	sf, ok := reflect.TypeOf(zap.SegmentBase{}).FieldByName("mem")
+	f.off, f.ok = sf.Offset, ok && len(sf.Index) == 1 && sf.Type == reflect.TypeOf([]byte(nil))
+	return f
+}()
+
 // segmentMapping returns the memory-mapped bytes of a persisted zap segment (nil for an
 // in-memory one, or when zap's layout is not the one this package reads).
 func segmentMapping(ss *scorch.SegmentSnapshot) []byte {
@@ -77,8 +89,8 @@ func segmentMapping(ss *scorch.SegmentSnapshot) []byte {
 	case *diskSegment:
 		seg = x.Segment
 	}
-	if seg == nil || !zapFields.ok {
+	if seg == nil || !zapMem.ok {
 		return nil
 	}
-	return *(*[]byte)(unsafe.Add(unsafe.Pointer(&seg.SegmentBase), zapFields.mem))
+	return *(*[]byte)(unsafe.Add(unsafe.Pointer(&seg.SegmentBase), zapMem.off))
 }

@@ -63,9 +63,6 @@ func (p *segmentPlugin) Merge(segments []segment.Segment, drops []*roaring.Bitma
 // the zap segment of the other fields, by buildSegment when every document has the shape
 // it knows and the self-check passed, else by zap's New.
 func (p *segmentPlugin) New(results []index.Document) (segment.Segment, uint64, error) {
-	if bodyInZap.Load() {
-		return p.zap.New(results) // (tests of the earlier layout)
-	}
 	docs, bodies, err := withoutBody(results)
 	if err != nil {
 		return nil, 0, err
@@ -98,10 +95,6 @@ func (p *segmentPlugin) New(results []index.Document) (segment.Segment, uint64, 
 	}
 	return &memSegment{SegmentBase: sb, body: body, data: data}, size + uint64(len(data)), nil
 }
-
-// bodyInZap makes New write segments of the earlier layout, the body's postings in zap
-// (set by tests of the code that reads them).
-var bodyInZap atomic.Bool
 
 var (
 	fastOnce sync.Once
