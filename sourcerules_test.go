@@ -22,7 +22,6 @@ func TestOneAtomicWritePath(t *testing.T) {
 		"create.go":                         "a new store.db is made in a temporary file and hard-linked, never replacing one",
 		"colmeta.go":                        "renaming a collection renames its derived index folders (rebuilt when lost)",
 		"vectorstore/disk_file.go":          "segment files are appended to and synced; disk.json (atomicfile) commits them",
-		"internal/bm25/sidecar.go":          "an append-only log whose records carry checksums",
 		"models/pull.go":                    "a resumable download's .part file, published with atomicfile.Publish",
 		"cmd/memory/evalqa.go":              "trajectories are streamed as the run goes, so an interrupted run keeps them",
 		"bench/rollout/main.go":             "trajectories are streamed as the run goes",
