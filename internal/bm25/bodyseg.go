@@ -25,8 +25,8 @@ import (
 
 // The body field's postings are not in the zap segment: each segment of this package's
 // documents has a file of its own beside it, "<segment>.zap" + bodyExt (package postfile:
-// frame-of-reference blocks of 128 postings, about 1.6 bytes a posting where zap's
-// roaring bitmaps and uvarint frequency/length chunks took about 4.9; each document's
+// frame-of-reference blocks of 128 postings, about 1.8 bytes a posting with its dictionary
+// where zap's roaring bitmaps and uvarint frequency/length chunks took about 4.9; each document's
 // length once, not in every posting; the block-max metadata the evaluator reads written
 // with the lists). The zap segment holds the _id, length and metadata fields as before.
 // The plugin's New builds both from a batch, Merge merges zap's fields with zap and the
@@ -83,7 +83,7 @@ func (s *memSegment) Fields() []string { return withBody(s.SegmentBase.Fields())
 // Size is the segment's memory: zap's and the body file's.
 func (s *memSegment) Size() int { return s.SegmentBase.Size() + len(s.data) }
 
-// Persist writes the body file, then zap's (see above).
+// Persist writes zap's file, then the body file (see above).
 func (s *memSegment) Persist(path string) error {
 	if err := s.SegmentBase.Persist(path); err != nil {
 		return err
