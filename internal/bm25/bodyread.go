@@ -28,6 +28,7 @@ type pfSource struct {
 	pos   int           // where the last lookup in it stopped
 	docs  [postings.BlockSize]uint32
 	freqs [postings.BlockSize]uint32
+	lens  [postings.BlockSize]uint32 // decodeInto's: the lengths of docs
 }
 
 // pfBlocks returns term's block metadata from its body file (src.pf.r), ok false when the
@@ -149,12 +150,14 @@ func (s *pfSource) decodeInto(tb *termBlocks, i int, front []fl, narrow bool) (_
 		if at+m > n {
 			return nil, false, errBlockMeta
 		}
+		// The documents' lengths first, in a loop of independent loads (they miss the
+		// caches at random), then the postings.
+		if uint64(s.docs[0]) < lo || uint64(s.docs[m-1]) >= hi {
+			return nil, false, errBlockMeta // (the documents rise: DecodeBlock checks)
+		}
+		s.r.Lengths(s.docs[:m], s.lens[:])
 		for k := range m {
-			d, f := s.docs[k], s.freqs[k]
-			if uint64(d) < lo || uint64(d) >= hi {
-				return nil, false, errBlockMeta
-			}
-			dl := s.r.Length(d)
+			d, f, dl := s.docs[k], s.freqs[k], s.lens[k]
 			if f < smallFreqs {
 				bad |= b2u(dl < minDL[f])
 			} else if !dominatedOrdered(front, f, dl) {

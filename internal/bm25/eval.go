@@ -642,10 +642,14 @@ type blockCursor struct {
 }
 
 // directProbes is how many documents of a block not decoded yet are looked up alone
-// (blockCursor.lookup) before the block is decoded: a lookup costs a few hundred nanoseconds,
-// a decode about as many microseconds, and a block probed this often is usually probed
-// many times more (then each probe after the decode is a step through decoded documents).
-const directProbes = 16
+// (blockCursor.lookup) before the block is decoded: a lookup decodes the 128 postings
+// around the document and reads one length, a block's decode about 1,024 postings and as
+// many lengths (read at random from the body file's table: at 21M documents most miss
+// the caches), and a block probed this often is usually probed many times more (then
+// each probe after the decode is a step through decoded documents). 64, chosen on the
+// 21M tuning queries' first rounds (p50 3.4–3.8 ms against 3.8–4.4 ms with 16, 4.6–4.7
+// with 4; 256 no better and slower warm; BENCHMARKS.md §0zn).
+const directProbes = 64
 
 // warmProbes is how many documents of a block are looked up alone, over all queries,
 // before the block is decoded and cached, while the cache has room (postingsCache.full is
