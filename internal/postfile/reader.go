@@ -154,10 +154,6 @@ func (r *Reader) Lengths(docs, dst []uint32) {
 	}
 }
 
-// LengthsTable returns the bytes of the lengths section (for a caller that
-// maps the file and wants its pages resident ahead of queries).
-func (r *Reader) LengthsTable() []byte { return r.lens[:len(r.lens)-3] }
-
 // Pair is a (frequency, length) pair of a chunk's frontier.
 type Pair struct{ Freq, Len uint32 }
 

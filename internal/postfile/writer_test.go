@@ -453,3 +453,29 @@ func TestFixedSpan(t *testing.T) {
 		t.Fatalf("inputs of two spans: %v, want ErrInput", err)
 	}
 }
+
+// TestLengthsBatch: Lengths reads what Length reads, for every width.
+func TestLengthsBatch(t *testing.T) {
+	for _, top := range []uint32{200, 60000, 1 << 30} {
+		lengths := make([]uint32, 1000)
+		for i := range lengths {
+			lengths[i] = uint32(i*7919) % (top + 1)
+		}
+		var buf bytes.Buffer
+		if err := NewWriter(&buf, lengths).Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Open(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := []uint32{0, 1, 500, 998, 999, 3, 3}
+		got := make([]uint32, len(docs))
+		r.Lengths(docs, got)
+		for i, d := range docs {
+			if got[i] != lengths[d] || r.Length(d) != lengths[d] {
+				t.Fatalf("max %d, doc %d: Lengths %d, Length %d, want %d", top, d, got[i], r.Length(d), lengths[d])
+			}
+		}
+	}
+}
