@@ -1,10 +1,7 @@
 package bm25
 
 import (
-	"errors"
-	"io/fs"
 	"math"
-	"os"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -407,12 +404,4 @@ func (b *Index) CacheStats() (bytes, entries int, hits, misses uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used + c.metaBytes, len(c.ring), c.hits.Load(), c.misses.Load()
-}
-
-// removeFile removes path; a missing file is not an error.
-func removeFile(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
 }

@@ -479,3 +479,34 @@ func TestLengthsBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestManyTermsSmallDictionary: a dictionary whose terms share most of their bytes holds
+// more terms than it has bytes (10,000 numbered terms); such a file opens and reads.
+func TestManyTermsSmallDictionary(t *testing.T) {
+	lengths := make([]uint32, 10000)
+	var buf bytes.Buffer
+	w := NewWriter(&buf, lengths)
+	for i := range 10000 {
+		if err := w.Add(fmt.Appendf(nil, "b%05d", i), []uint32{7}, []uint32{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if f := parseFooter(buf.Bytes()[buf.Len()-footerSize:]); f.dictLen >= f.numTerms {
+		t.Fatalf("dictionary of %d bytes for %d terms: not the case under test", f.dictLen, f.numTerms)
+	}
+	r, err := Open(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var tm Term
+	if ok, err := r.Term([]byte("b04321"), &tm); !ok || err != nil || tm.Count() != 1 {
+		t.Fatalf("b04321: %v %v %d", ok, err, tm.Count())
+	}
+	t.Logf("%d terms, file %d bytes", r.NumTerms(), r.Size())
+}
