@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"sync/atomic"
+
+	"github.com/agentmem/memory/internal/postfile"
 )
 
 // This file holds the block-max view of a posting list that the MaxScore evaluator reads.
@@ -43,6 +45,9 @@ type termBlocks struct {
 	probed []atomic.Uint32 // per block: the postings looked up alone while the cache was not full
 	bytes  int             // the metadata's bytes
 	ratios atomic.Pointer[blockRatios]
+	// pt is the term's entry in the segment's body file, read once with the metadata and
+	// shared (read only) by the queries that open its chunks.
+	pt *postfile.Term
 }
 
 // blockRatios is each block's best BM25 ratio under one snapshot's statistics (0 for an
@@ -322,26 +327,26 @@ func buildBlocks(src *blockSource, term []byte) (*termBlocks, error) {
 	return tb, err
 }
 
-// open looks term up in the body file and checks it against tb (once a query).
-func (s *blockSource) open(term []byte, tb *termBlocks) error {
+// open takes tb's entry in the body file and checks it against tb (once a query).
+func (s *blockSource) open(tb *termBlocks) error {
 	if s.pf == nil {
 		return errNotScorch
 	}
 	if s.next >= 0 {
 		return nil
 	}
-	if err := s.pf.open(term, tb); err != nil {
+	if err := s.pf.open(tb); err != nil {
 		return err
 	}
 	s.next = 0
 	return nil
 }
 
-// decode reads block i of tb (term in the segment) and checks it against the metadata:
+// decode reads block i of tb and checks it against the metadata:
 // its count, its documents within the block's span, every posting covered by the block's
 // frontier. A disagreement is errBlockMeta.
-func (s *blockSource) decode(term []byte, tb *termBlocks, i int) (*postBlock, error) {
-	if err := s.open(term, tb); err != nil {
+func (s *blockSource) decode(tb *termBlocks, i int) (*postBlock, error) {
+	if err := s.open(tb); err != nil {
 		return nil, err
 	}
 	return s.pf.decode(tb, i)
@@ -349,8 +354,8 @@ func (s *blockSource) decode(term []byte, tb *termBlocks, i int) (*postBlock, er
 
 // lookup reads the posting of document d in block i of tb alone (present false: d is not
 // in the list).
-func (s *blockSource) lookup(term []byte, tb *termBlocks, i int, d uint32) (f, dl uint32, present bool, err error) {
-	if err := s.open(term, tb); err != nil {
+func (s *blockSource) lookup(tb *termBlocks, i int, d uint32) (f, dl uint32, present bool, err error) {
+	if err := s.open(tb); err != nil {
 		return 0, 0, false, err
 	}
 	return s.pf.lookup(tb, i, d)

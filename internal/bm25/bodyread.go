@@ -20,12 +20,12 @@ import (
 // pfSource is blockSource's state for a body file.
 type pfSource struct {
 	r     *postfile.Reader
-	t     postfile.Term
-	list  postings.List // the chunk open (chunk)
-	chunk int           // -1: none
-	blk   int           // the 128-block of list decoded into docs and freqs, -1: none
-	n     int           // its postings
-	pos   int           // where the last lookup in it stopped
+	t     *postfile.Term // the term's entry (termBlocks.pt, shared)
+	list  postings.List  // the chunk open (chunk)
+	chunk int            // -1: none
+	blk   int            // the 128-block of list decoded into docs and freqs, -1: none
+	n     int            // its postings
+	pos   int            // where the last lookup in it stopped
 	docs  [postings.BlockSize]uint32
 	freqs [postings.BlockSize]uint32
 	lens  [postings.BlockSize]uint32 // decodeInto's: the lengths of docs
@@ -34,7 +34,8 @@ type pfSource struct {
 // pfBlocks returns term's block metadata from its body file (src.pf.r), ok false when the
 // term has no postings there.
 func pfBlocks(src *pfSource, term []byte) (*termBlocks, error) {
-	ok, err := src.r.Term(term, &src.t)
+	t := new(postfile.Term) // (kept with the metadata: not src's to reuse)
+	ok, err := src.r.Term(term, t)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
@@ -42,7 +43,7 @@ func pfBlocks(src *pfSource, term []byte) (*termBlocks, error) {
 	if !ok {
 		return nil, errBlockMeta
 	}
-	t := &src.t
+	src.t = t
 	nc := t.Chunks()
 	tb := &termBlocks{cs: t.Span(), total: t.Count(), count: make([]uint32, nc), fstart: make([]uint32, 1, nc+1)}
 	nf := 0
@@ -64,20 +65,18 @@ func pfBlocks(src *pfSource, term []byte) (*termBlocks, error) {
 		return nil, err
 	}
 	tb.makeSlots()
-	tb.bytes = tb.sizeBytes()
+	tb.pt = t
+	tb.bytes = tb.sizeBytes() + t.Bytes()
 	return tb, nil
 }
 
-// open finds term in the body file and checks it against tb.
-func (s *pfSource) open(term []byte, tb *termBlocks) error {
-	ok, err := s.r.Term(term, &s.t)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
+// open takes the term's entry, read with tb, for this query's reads.
+func (s *pfSource) open(tb *termBlocks) error {
 	s.chunk = -1
-	if !ok || s.t.Count() != tb.total || s.t.Span() != tb.cs || s.t.Chunks() != len(tb.count) {
+	if tb.pt == nil || tb.pt.Count() != tb.total || tb.pt.Span() != tb.cs || tb.pt.Chunks() != len(tb.count) {
 		return errBlockMeta
 	}
+	s.t = tb.pt
 	return nil
 }
 

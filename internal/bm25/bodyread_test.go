@@ -80,7 +80,7 @@ func TestBodyBlocks(t *testing.T) {
 					slices.Sort(order)
 				}
 				for _, i := range order {
-					blk, err := src.decode(term, tb, i)
+					blk, err := src.decode(tb, i)
 					if err != nil {
 						t.Fatalf("%q block %d: %v", term, i, err)
 					}
@@ -119,7 +119,7 @@ func TestBodyBlocks(t *testing.T) {
 						if i >= len(tb.count) {
 							continue
 						}
-						f, dl, present, err := src.lookup(term, tb, i, d)
+						f, dl, present, err := src.lookup(tb, i, d)
 						if err != nil {
 							t.Fatalf("%q lookup %d: %v", term, d, err)
 						}
@@ -134,7 +134,7 @@ func TestBodyBlocks(t *testing.T) {
 				if n := tb.count[0]; n > 0 {
 					tb.count[0]++
 					src.pf.chunk = -1
-					if _, err := src.decode(term, tb, 0); !errors.Is(err, errBlockMeta) {
+					if _, err := src.decode(tb, 0); !errors.Is(err, errBlockMeta) {
 						t.Fatalf("%q: a count off by one decoded: %v", term, err)
 					}
 					tb.count[0] = n

@@ -1,6 +1,7 @@
 package bm25
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -296,13 +297,14 @@ func buildBody(bodies []index.Field) ([]byte, error) {
 		}
 	}
 	b.group(f)
-	var out bodyBuffer
-	out.b = b.out[:0]
+	// A bytes.Buffer over the builder's pooled bytes: the writer appends to it directly
+	// (it buffers a destination that offers no buffer of its own).
+	out := bytes.NewBuffer(b.out[:0])
 	var o postfile.Options
 	if m := zap.DefaultChunkMode; m > 0 && m <= 1024 {
 		o.FixedSpan = uint16(m) // (tests: zap's chunks of m documents, see withChunkMode)
 	}
-	w := postfile.NewWriterOptions(&out, lengths, o)
+	w := postfile.NewWriterOptions(out, lengths, o)
 	for _, t := range b.order {
 		lo, hi := b.counts[t], b.counts[t+1]
 		if err := w.Add([]byte(f.terms[t]), b.docs[lo:hi], b.freqs[lo:hi]); err != nil {
@@ -312,20 +314,10 @@ func buildBody(bodies []index.Field) ([]byte, error) {
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
-	data := slices.Clone(out.b)
-	b.out = out.b[:0]
+	data := slices.Clone(out.Bytes())
+	b.out = out.Bytes()[:0]
 	return data, nil
 }
-
-// bodyBuffer is an io.Writer appending to a byte slice (the builder's pooled buffer).
-type bodyBuffer struct{ b []byte }
-
-func (w *bodyBuffer) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-var _ io.Writer = (*bodyBuffer)(nil)
 
 // removeBodyLeftovers removes the body files in the segment directory dir whose zap file
 // is gone, and, when temps is set (a writable open, before any segment is written), the

@@ -686,9 +686,8 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 			sc.hits++
 		} else {
 			sc.misses++
-			sc.termBuf = append(sc.termBuf[:0], c.term...)
 			var err error
-			if p, err = c.src.decode(sc.termBuf, c.tb, c.blk); err != nil {
+			if p, err = c.src.decode(c.tb, c.blk); err != nil {
 				return err
 			}
 			sc.cache.decoded.Add(uint64(p.count()))
@@ -725,8 +724,7 @@ func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64,
 		c.tb.probed[c.blk].Add(1) // (queries racing here may count a few past warmProbes: a hint)
 	}
 	c.probes++
-	sc.termBuf = append(sc.termBuf[:0], c.term...)
-	fi, dl, present, err := c.src.lookup(sc.termBuf, c.tb, c.blk, d)
+	fi, dl, present, err := c.src.lookup(c.tb, c.blk, d)
 	if err != nil {
 		c.probes = directProbes // (the decode reads the block, or reports the damage)
 		return 0, false, false, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"slices"
+	"unsafe"
 
 	"github.com/agentmem/memory/internal/postings"
 	"github.com/blevesearch/vellum"
@@ -167,7 +169,8 @@ type chunkInfo struct {
 }
 
 // Term is one term's entry, filled by Reader.Term or TermIterator.Next and
-// reusable: its memory is kept for the next term.
+// reusable: its memory is kept for the next term. Once filled, its methods
+// only read it: goroutines may share a filled Term as long as none refills it.
 type Term struct {
 	r      *Reader
 	count  uint64
@@ -188,6 +191,11 @@ type Term struct {
 
 // Count returns the number of postings of the term.
 func (t *Term) Count() uint64 { return t.count }
+
+// Bytes returns the memory t holds (for callers that keep Terms in a budget).
+func (t *Term) Bytes() int {
+	return int(unsafe.Sizeof(*t)) + cap(t.chunks)*int(unsafe.Sizeof(chunkInfo{})) + cap(t.pairs)*8 + cap(t.buf)
+}
 
 // Span returns the number of documents a chunk spans.
 func (t *Term) Span() uint64 { return t.span }
@@ -237,17 +245,7 @@ func (t *Term) Chunk(c int, l *postings.List) error {
 		return l.Reset(emptyList)
 	}
 	if t.inline {
-		if len(t.buf) == 0 {
-			if t.lw == nil {
-				t.lw = new(postings.ListWriter)
-			}
-			t.lw.SetBase(uint32(uint64(c) * t.span))
-			if err := t.lw.Add(t.doc, t.freq); err != nil {
-				return corruptWrap(err, "inline posting")
-			}
-			t.buf = t.lw.Finish(t.buf[:0])
-		}
-		return l.ResetBase(t.buf, uint32(uint64(c)*t.span))
+		return l.ResetBase(t.buf, 0) // (one chunk, from document 0)
 	}
 	if err := l.ResetBase(t.r.entries[ch.off:ch.off+ch.len], uint32(uint64(c)*t.span)); err != nil {
 		return corruptWrap(err, "chunk %d", c)
@@ -316,6 +314,15 @@ func (r *Reader) load(v uint64, t *Term) error {
 		t.count, t.span = 1, r.n
 		t.pairs = append(t.pairs, Pair{t.freq, r.Length(t.doc)})
 		t.chunks = append(t.chunks, chunkInfo{n: 1, fs: 0, fe: 1})
+		// The posting's list, encoded now so that Chunk only reads t.
+		if t.lw == nil {
+			t.lw = new(postings.ListWriter)
+		}
+		if err := t.lw.Add(t.doc, t.freq); err != nil {
+			t.count = 0
+			return corruptWrap(err, "inline posting")
+		}
+		t.buf = t.lw.Finish(t.buf[:0])
 		return nil
 	}
 	err := r.parseEntry(v>>1, t)
@@ -589,7 +596,7 @@ func (r *Reader) checkTerm(t *Term, next *int, l *postings.List, fr *frontier,
 			continue
 		}
 		got := fr.compute(*cf, *cl)
-		if !slicesEqual(got, want) {
+		if !slices.Equal(got, want) {
 			return corrupt("chunk %d: frontier %v, postings give %v", c, want, got)
 		}
 	}
@@ -597,16 +604,4 @@ func (r *Reader) checkTerm(t *Term, next *int, l *postings.List, fr *frontier,
 		return corrupt("chunks hold %d postings, count %d", total, t.count)
 	}
 	return nil
-}
-
-func slicesEqual(a, b []Pair) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
