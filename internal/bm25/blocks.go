@@ -124,23 +124,36 @@ func (t *termBlocks) check() error {
 }
 
 // postBlock is one decoded block: ascending document numbers, frequencies and lengths.
+//
+// The documents' lengths sit in the body file's per-document table, read at random (at
+// millions of documents most of those reads miss the caches). A block that an essential
+// list of a query enumerates has all of them read, in batches (lensRead); one decoded for
+// a non-essential list has none, and a query records those of the documents it looks up
+// in it (setLen), so later queries find them. An unknown length reads as 0 (a document
+// holding a term is at least one token long); a length too long for the block's form
+// stays unknown and is read from the table each time. Lengths are recorded while other
+// queries read the block: packed and narrow are read and filled with atomic operations
+// once the block is shown to anyone (putBlock).
 type postBlock struct {
 	// docs holds the documents, unless d16 does: each document less base, in 16 bits (a
 	// narrow block of a list whose blocks span at most 1<<16 documents).
 	docs []uint32
 	d16  []uint16
 	base uint32
-	// packed holds f<<16 | dl per posting when every f and dl of the block is below 1<<16;
-	// otherwise wide holds f and dl in full.
+	// packed holds f<<16 | dl per posting when every f of the block is below 1<<16 (dl
+	// 0 while unknown, and lengths of 1<<16 or more never stored); otherwise wide holds
+	// f and dl in full (its lengths read when it is decoded).
 	packed []uint32
 	wide   []fl
-	// narrow, when not nil, holds f<<narrowShift | dl per posting instead of packed: a
-	// block decoded whole (pfSource.decode) whose every f is below narrowFreqs and
-	// every dl below narrowLen.
-	narrow []uint16
-	ref    atomic.Bool // CLOCK reference bit
-	bytes  int
-	slot   []uint32 // the arena slot holding docs (or d16) and packed (or narrow); nil: on the heap
+	// narrow, when not nil, holds f<<narrowShift | dl per posting in 16 bits, two
+	// postings a word (posting i in bits 16·(i&1) of word i/2), instead of packed: a
+	// block whose every f is below narrowFreqs; lengths of narrowLen or more are not
+	// stored.
+	narrow   []uint32
+	lensRead atomic.Bool // every length the block's form holds is recorded
+	ref      atomic.Bool // CLOCK reference bit
+	bytes    int
+	slot     []uint32 // the arena slot holding docs (or d16) and packed (or narrow); nil: on the heap
 }
 
 // count returns the block's postings.
@@ -203,22 +216,38 @@ func gallop[T uint16 | uint32](docs []T, lo int, d T) int {
 const (
 	narrowShift = 11
 	narrowFreqs = 1 << (16 - narrowShift) // frequencies below 32
-	narrowLen   = 1 << narrowShift        // lengths below 2,048
+	narrowLen   = 1 << narrowShift        // lengths below 2,048 are stored
 )
 
-// at returns the frequency and length of posting i.
+// at returns the frequency and length of posting i (dl 0: not known yet, see setLen).
 func (p *postBlock) at(i int) (f, dl uint32) {
 	if p.narrow != nil {
-		v := uint32(p.narrow[i])
+		v := atomic.LoadUint32(&p.narrow[i>>1]) >> (16 * (i & 1)) & 0xffff
 		return v >> narrowShift, v & (narrowLen - 1)
 	}
 	if p.wide != nil {
 		return p.wide[i].f, p.wide[i].dl
 	}
-	v := p.packed[i]
+	v := atomic.LoadUint32(&p.packed[i])
 	return v >> 16, v & 0xffff
 }
 
+// setLen records dl (> 0) as posting i's length, read from the body file's table, when
+// the block's form can hold it. Queries sharing the block may record the same length at
+// once: each sets the same bits.
+func (p *postBlock) setLen(i int, dl uint32) {
+	switch {
+	case p.narrow != nil:
+		if dl < narrowLen {
+			atomic.OrUint32(&p.narrow[i>>1], dl<<(16*(i&1)))
+		}
+	case p.wide != nil:
+	case dl < 1<<16:
+		atomic.OrUint32(&p.packed[i], dl)
+	}
+}
+
+// add appends a posting to a block being built (not shown to anyone yet).
 func (p *postBlock) add(doc, f, dl uint32) {
 	p.docs = append(p.docs, doc)
 	if p.wide == nil && (f >= 1<<16 || dl >= 1<<16) {
@@ -236,13 +265,16 @@ func (p *postBlock) add(doc, f, dl uint32) {
 }
 
 func (p *postBlock) finish() {
-	p.bytes = 4*cap(p.docs) + 2*cap(p.d16) + 4*cap(p.packed) + 2*cap(p.narrow) + 8*cap(p.wide) + 64
+	p.bytes = 4*cap(p.docs) + 2*cap(p.d16) + 4*cap(p.packed) + 4*cap(p.narrow) + 8*cap(p.wide) + 64
 }
 
 // errBlockMeta: a term's block metadata disagrees with its postings (a damaged body file
 // whose damage its checksums did not show). The metadata is dropped and the query
 // evaluated again; a second disagreement is reported as damage.
 var errBlockMeta = errors.New("hybrid: block metadata disagrees with the postings")
+
+// errNoPostings: a term has no postings in a segment's body file.
+var errNoPostings = errors.New("hybrid: no postings")
 
 // dominated reports whether (f, dl) is covered by a pair of front: one with f' >= f and
 // dl' <= dl, so its BM25 ratio bounds that of (f, dl).
@@ -343,20 +375,21 @@ func (s *blockSource) open(tb *termBlocks) error {
 }
 
 // decode reads block i of tb and checks it against the metadata:
-// its count, its documents within the block's span, every posting covered by the block's
-// frontier. A disagreement is errBlockMeta.
-func (s *blockSource) decode(tb *termBlocks, i int) (*postBlock, error) {
+// its count, its documents within the block's span, no frequency above the frontier's (a
+// posting's length is checked against the frontier when it is read: postBlock). A
+// disagreement is errBlockMeta.
+func (s *blockSource) decode(tb *termBlocks, i int, lens bool) (*postBlock, error) {
 	if err := s.open(tb); err != nil {
 		return nil, err
 	}
-	return s.pf.decode(tb, i)
+	return s.pf.decode(tb, i, lens)
 }
 
-// lookup reads the posting of document d in block i of tb alone (present false: d is not
-// in the list).
-func (s *blockSource) lookup(tb *termBlocks, i int, d uint32) (f, dl uint32, present bool, err error) {
+// lookup reads the frequency of document d, of length dl, in block i of tb alone
+// (present false: d is not in the list).
+func (s *blockSource) lookup(tb *termBlocks, i int, d, dl uint32) (f uint32, present bool, err error) {
 	if err := s.open(tb); err != nil {
-		return 0, 0, false, err
+		return 0, false, err
 	}
-	return s.pf.lookup(tb, i, d)
+	return s.pf.lookup(tb, i, d, dl)
 }

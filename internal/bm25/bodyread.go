@@ -15,7 +15,8 @@ import (
 // lookup and no pass over its postings. A chunk's postings are blocks
 // of 128 behind a skip table (package postings): decoding one is a few nanoseconds a
 // posting, and a single document is looked up by decoding only the 128 around it.
-// Lengths come from the file's per-document table.
+// Lengths come from the file's per-document table, read when a posting is scored
+// (postBlock).
 
 // pfSource is blockSource's state for a body file.
 type pfSource struct {
@@ -28,11 +29,11 @@ type pfSource struct {
 	pos   int            // where the last lookup in it stopped
 	docs  [postings.BlockSize]uint32
 	freqs [postings.BlockSize]uint32
-	lens  [postings.BlockSize]uint32 // decodeInto's: the lengths of docs
+	lens  [postings.BlockSize]uint32 // decode's: the lengths of a wide block's docs
 }
 
-// pfBlocks returns term's block metadata from its body file (src.pf.r), ok false when the
-// term has no postings there.
+// pfBlocks returns term's block metadata from its body file (src.r); errNoPostings when
+// the term has no postings there.
 func pfBlocks(src *pfSource, term []byte) (*termBlocks, error) {
 	t := new(postfile.Term) // (kept with the metadata: not src's to reuse)
 	ok, err := src.r.Term(term, t)
@@ -41,7 +42,7 @@ func pfBlocks(src *pfSource, term []byte) (*termBlocks, error) {
 	}
 	src.chunk = -1
 	if !ok {
-		return nil, errBlockMeta
+		return nil, errNoPostings
 	}
 	src.t = t
 	nc := t.Chunks()
@@ -96,124 +97,139 @@ func (s *pfSource) openChunk(tb *termBlocks, i int) error {
 	return nil
 }
 
-// decode reads block (chunk) i of tb whole, checking every posting against its frontier.
-// A block whose frontier bounds its frequencies under narrowFreqs is decoded narrow first
-// (frequency and length in 16 bits: 6 bytes a posting in the cache, not 8); a length of
-// narrowLen or more then has it decoded again in full.
-func (s *pfSource) decode(tb *termBlocks, i int) (*postBlock, error) {
+// decode reads block (chunk) i of tb whole, checking it against its metadata (count,
+// documents within the block's span, no frequency above the frontier's). With lens the
+// documents' lengths are read too, in batches, each posting checked against the frontier
+// (postBlock.lensRead); a block with a frequency of 1<<16 or more, kept wide, always has
+// them. A block whose frontier bounds its frequencies under narrowFreqs is kept narrow
+// (frequency and length in 16 bits: 6 bytes a posting in the cache, or 4, not 8).
+func (s *pfSource) decode(tb *termBlocks, i int, lens bool) (_ *postBlock, err error) {
 	if err := s.openChunk(tb, i); err != nil {
 		return nil, err
 	}
 	front := tb.blockFront(i)
-	if !frontOrdered(front) {
+	n := int(tb.count[i])
+	if (len(front) == 0) != (n == 0) || !frontOrdered(front) {
 		return nil, errBlockMeta
 	}
-	if len(front) > 0 && front[0].f < narrowFreqs {
-		blk, long, err := s.decodeInto(tb, i, front, true)
-		if !long {
-			return blk, err
-		}
-	}
-	blk, _, err := s.decodeInto(tb, i, front, false)
-	return blk, err
-}
-
-func (s *pfSource) decodeInto(tb *termBlocks, i int, front []fl, narrow bool) (_ *postBlock, long bool, err error) {
 	lo, hi := tb.span(i)
 	if lo > math.MaxUint32 {
-		return nil, false, errBlockMeta
+		return nil, errBlockMeta
 	}
-	n := int(tb.count[i])
+	maxF := uint32(0)
+	if n > 0 {
+		maxF = front[0].f
+	}
 	var blk *postBlock
-	if narrow {
+	switch {
+	case maxF < narrowFreqs:
 		blk = newNarrowBlock(n, hi-lo <= 1<<16)
-	} else {
+	case maxF < 1<<16:
 		blk = newBlock(n, true)
+	default:
+		blk = newBlock(n, true)
+		blk.packed, blk.wide = nil, make([]fl, n)
+		lens = true
 	}
 	defer func() {
-		if err != nil || long {
+		if err != nil {
 			dropBlock(blk)
 		}
 	}()
 	if blk.d16 != nil {
 		blk.base = uint32(lo)
 	}
-	minDL := smallFront(front)
+	var minDL [smallFreqs]uint32
+	if lens {
+		minDL = smallFront(front)
+	}
 	var bad uint32
 	at := 0
 	for j := range s.list.Blocks() {
 		m, err := s.list.DecodeBlock(j, s.docs[:], s.freqs[:])
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		if at+m > n {
-			return nil, false, errBlockMeta
+			return nil, errBlockMeta
 		}
-		// The documents' lengths first, in a loop of independent loads (they miss the
-		// caches at random), then the postings.
 		if uint64(s.docs[0]) < lo || uint64(s.docs[m-1]) >= hi {
-			return nil, false, errBlockMeta // (the documents rise: DecodeBlock checks)
+			return nil, errBlockMeta // (the documents rise: DecodeBlock checks)
 		}
-		s.r.Lengths(s.docs[:m], s.lens[:])
-		for k := range m {
-			d, f, dl := s.docs[k], s.freqs[k], s.lens[k]
-			if f < smallFreqs {
-				bad |= b2u(dl < minDL[f])
-			} else if !dominatedOrdered(front, f, dl) {
-				return nil, false, errBlockMeta
-			}
-			switch {
-			case narrow:
-				if f >= narrowFreqs || dl >= narrowLen {
-					return nil, true, nil
+		docs, freqs, dls := s.docs[:m], s.freqs[:m], s.lens[:m]
+		if lens {
+			// The lengths first, in a loop of independent loads (they miss the caches
+			// at random), then each posting checked against the frontier.
+			s.r.Lengths(docs, dls)
+			for k, f := range freqs {
+				dl := dls[k]
+				if f < smallFreqs {
+					bad |= b2u(dl < minDL[f])
+				} else if !dominatedOrdered(front, f, dl) {
+					return nil, errBlockMeta
 				}
-				blk.narrow[at+k] = uint16(f<<narrowShift | dl)
-			case blk.wide != nil:
-				blk.wide[at+k] = fl{f: f, dl: dl}
-			case f >= 1<<16 || dl >= 1<<16:
-				blk.wide = make([]fl, n)
-				for q, v := range blk.packed[:at+k] {
-					blk.wide[q] = fl{f: v >> 16, dl: v & 0xffff}
-				}
-				blk.packed = nil
-				blk.wide[at+k] = fl{f: f, dl: dl}
-			default:
-				blk.packed[at+k] = f<<16 | dl
 			}
-			if blk.d16 != nil {
+		} else {
+			clear(dls)
+			for _, f := range freqs {
+				bad |= b2u(f > maxF)
+			}
+		}
+		switch {
+		case blk.narrow != nil:
+			for k, f := range freqs {
+				v := f<<narrowShift | dls[k]&-b2u(dls[k] < narrowLen)
+				if q := at + k; q&1 == 0 {
+					blk.narrow[q>>1] = v
+				} else {
+					blk.narrow[q>>1] |= v << 16
+				}
+			}
+		case blk.wide != nil:
+			for k, f := range freqs {
+				blk.wide[at+k] = fl{f: f, dl: dls[k]}
+			}
+		default:
+			for k, f := range freqs {
+				blk.packed[at+k] = f<<16 | dls[k]&-b2u(dls[k] < 1<<16)
+			}
+		}
+		if blk.d16 != nil {
+			for k, d := range docs {
 				blk.d16[at+k] = uint16(d - uint32(lo))
-			} else {
-				blk.docs[at+k] = d
 			}
+		} else {
+			copy(blk.docs[at:], docs)
 		}
 		at += m
 	}
 	if at != n || bad != 0 {
-		return nil, false, errBlockMeta
+		return nil, errBlockMeta
 	}
+	blk.lensRead.Store(lens)
 	blk.finish()
-	return blk, false, nil
+	return blk, nil
 }
 
-// lookup reads the posting of document d in block (chunk) i of tb without decoding the
-// block: the skip table finds the 128 postings that may hold d, and only those are
-// decoded (kept for the next lookup, which a query makes in rising order).
-func (s *pfSource) lookup(tb *termBlocks, i int, d uint32) (f, dl uint32, present bool, err error) {
+// lookup reads the frequency of document d, of length dl, in block (chunk) i of tb
+// without decoding the block: the skip table finds the 128 postings that may hold d, and
+// only those are decoded (kept for the next lookup, which a query makes in rising order).
+func (s *pfSource) lookup(tb *termBlocks, i int, d, dl uint32) (f uint32, present bool, err error) {
 	if lo, hi := tb.span(i); uint64(d) < lo || uint64(d) >= hi {
-		return 0, 0, false, nil
+		return 0, false, nil
 	}
 	if err := s.openChunk(tb, i); err != nil {
-		return 0, 0, false, err
+		return 0, false, err
 	}
 	j := s.list.Seek(d)
 	if j >= s.list.Blocks() {
-		return 0, 0, false, nil
+		return 0, false, nil
 	}
 	if j != s.blk {
 		s.blk = -1
 		m, err := s.list.DecodeBlock(j, s.docs[:], s.freqs[:])
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		s.blk, s.n, s.pos = j, m, 0
 	}
@@ -223,11 +239,11 @@ func (s *pfSource) lookup(tb *termBlocks, i int, d uint32) (f, dl uint32, presen
 	k := gallop(s.docs[:s.n], s.pos, d)
 	s.pos = k
 	if k >= s.n || s.docs[k] != d {
-		return 0, 0, false, nil
+		return 0, false, nil
 	}
-	f, dl = s.freqs[k], s.r.Length(d)
+	f = s.freqs[k]
 	if !dominated(tb.blockFront(i), f, dl) {
-		return 0, 0, false, errBlockMeta
+		return 0, false, errBlockMeta
 	}
-	return f, dl, true, nil
+	return f, true, nil
 }

@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -80,7 +81,8 @@ func TestBodyBlocks(t *testing.T) {
 					slices.Sort(order)
 				}
 				for _, i := range order {
-					blk, err := src.decode(tb, i)
+					lens := rng.IntN(2) == 0
+					blk, err := src.decode(tb, i, lens)
 					if err != nil {
 						t.Fatalf("%q block %d: %v", term, i, err)
 					}
@@ -94,10 +96,26 @@ func TestBodyBlocks(t *testing.T) {
 					if blk.count() != len(want) {
 						t.Fatalf("%q block %d: %d postings, want %d", term, i, blk.count(), len(want))
 					}
+					if blk.lensRead.Load() != (lens || blk.wide != nil) {
+						t.Fatalf("%q block %d decoded with lengths %v: lensRead %v", term, i, lens, blk.lensRead.Load())
+					}
 					for j, p := range want {
+						// A length is known once read (decode with lens, or setLen) where
+						// the block's form holds it, and not before.
 						f, dl := blk.at(j)
-						if blk.doc(j) != p.d || f != p.f || dl != p.dl {
-							t.Fatalf("%q block %d posting %d: (%d %d %d), want %v", term, i, j, blk.doc(j), f, dl, p)
+						holds := blk.wide != nil || (blk.narrow != nil && p.dl < narrowLen) || (blk.narrow == nil && p.dl < 1<<16)
+						read := lens || blk.wide != nil
+						if blk.doc(j) != p.d || f != p.f || (read && holds && dl != p.dl) || ((!read || !holds) && dl != 0) {
+							t.Fatalf("%q block %d posting %d (lengths %v): (%d %d %d), want %v", term, i, j, lens, blk.doc(j), f, dl, p)
+						}
+						if got := r.Length(p.d); got != p.dl {
+							t.Fatalf("%q: document %d's length %d, the iterator's norm %d", term, p.d, got, p.dl)
+						}
+						blk.setLen(j, p.dl)
+						blk.setLen(j, p.dl) // (recorded twice: the same bits)
+						f, dl = blk.at(j)
+						if f != p.f || (holds && dl != p.dl) || (!holds && dl != 0) {
+							t.Fatalf("%q block %d posting %d: (%d %d) after setLen(%d), want %v", term, i, j, f, dl, p.dl, p)
 						}
 					}
 					dropBlock(blk)
@@ -119,13 +137,24 @@ func TestBodyBlocks(t *testing.T) {
 						if i >= len(tb.count) {
 							continue
 						}
-						f, dl, present, err := src.lookup(tb, i, d)
+						dl := uint32(0)
+						if int(d) < r.NumDocs() {
+							dl = r.Length(d)
+						}
+						f, present, err := src.lookup(tb, i, d, dl)
 						if err != nil {
 							t.Fatalf("%q lookup %d: %v", term, d, err)
 						}
 						p, want := in[d]
-						if present != want || (want && (f != p.f || dl != p.dl)) {
-							t.Fatalf("%q lookup %d: (%d %d %v), want %v %v", term, d, f, dl, present, p, want)
+						if present != want || (want && f != p.f) {
+							t.Fatalf("%q lookup %d: (%d %v), want %v %v", term, d, f, present, p, want)
+						}
+						if want {
+							// A length under what the block's frontier allows its
+							// frequency is a disagreement.
+							if _, _, err := src.lookup(tb, i, d, 0); !errors.Is(err, errBlockMeta) {
+								t.Fatalf("%q lookup %d of length 0: %v", term, d, err)
+							}
 						}
 						lookups++
 					}
@@ -134,7 +163,7 @@ func TestBodyBlocks(t *testing.T) {
 				if n := tb.count[0]; n > 0 {
 					tb.count[0]++
 					src.pf.chunk = -1
-					if _, err := src.decode(tb, 0); !errors.Is(err, errBlockMeta) {
+					if _, err := src.decode(tb, 0, rng.IntN(2) == 0); !errors.Is(err, errBlockMeta) {
 						t.Fatalf("%q: a count off by one decoded: %v", term, err)
 					}
 					tb.count[0] = n
@@ -244,4 +273,82 @@ func TestBlockSearch(t *testing.T) {
 		}
 		dropBlock(short)
 	}
+}
+
+// TestTermCount holds termCount, which reads a term's document frequency from its block
+// metadata in a segment without deletions (reading the metadata into the cache the first
+// time), to the count of the segment's postings list, before and after deletions (then the
+// list counts, without the deleted documents), for every term of every segment.
+func TestTermCount(t *testing.T) {
+	withChunkMode(t, 16)
+	b, _ := openRandomOnDisk(t, 2000)
+	check := func(stage string, wantDeleted bool) {
+		t.Helper()
+		terms, fromMeta := 0, 0
+		err := b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+			segs := snap.Segments()
+			e := new(evalState)
+			if err := e.bind(snap, segs); err != nil {
+				return err
+			}
+			deleted := false
+			for si, ss := range segs {
+				c := e.cur[si]
+				del := ss.Deleted()
+				deleted = deleted || (del != nil && !del.IsEmpty())
+				it := c.dict.AutomatonIterator(anyTerm{}, nil, nil)
+				for {
+					de, err := it.Next()
+					if err != nil {
+						return err
+					}
+					if de == nil {
+						break
+					}
+					pl, err := c.dict.PostingsList([]byte(de.Term), del, nil)
+					if err != nil {
+						return err
+					}
+					want := pl.Count()
+					for pass := range 2 { // (the second from the cache)
+						var tc termCursor
+						got, err := e.termCount(b.postings, ss, c, &tc, de.Term)
+						if err != nil {
+							return fmt.Errorf("%s: %q: %v", stage, de.Term, err)
+						}
+						if got != want {
+							return fmt.Errorf("%s: %q pass %d: df %d, the postings list counts %d", stage, de.Term, pass, got, want)
+						}
+						segDel := del != nil && !del.IsEmpty()
+						if (tc.pl == nil) == segDel {
+							return fmt.Errorf("%s: %q: counted from the metadata %v in a segment with deletions %v", stage, de.Term, tc.pl == nil, segDel)
+						}
+						if tc.pl == nil {
+							fromMeta++
+						}
+					}
+					terms++
+				}
+			}
+			if deleted != wantDeleted {
+				return fmt.Errorf("%s: deletions %v, want %v", stage, deleted, wantDeleted)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if terms < 50 || (fromMeta == 0) != wantDeleted {
+			t.Fatalf("%s: %d terms, %d counts from the metadata", stage, terms, fromMeta)
+		}
+	}
+	check("no deletions", false)
+	var dels []string
+	for i := 0; i < 2000; i += 7 {
+		dels = append(dels, fmt.Sprintf("d%04d", i))
+	}
+	if err := b.Apply(nil, dels, 2); err != nil {
+		t.Fatal(err)
+	}
+	check("deletions", true)
 }

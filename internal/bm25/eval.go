@@ -17,6 +17,7 @@ import (
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 
 	"github.com/agentmem/memory/internal/postfile"
+	"github.com/agentmem/memory/internal/postings"
 )
 
 // This file holds the default query path of BM25Index: textbook BM25 as Lucene computes it,
@@ -145,12 +146,14 @@ type segCursor struct {
 
 // termCursor is one query term's postings in one segment.
 type termCursor struct {
-	src blockSource // MaxScore's block decoding
-	pl  segment.PostingsList
-	it  segment.PostingsIterator
-	doc uint64 // current document, noMore once exhausted
-	f   float64
-	dl  uint64
+	src  blockSource          // MaxScore's block decoding
+	n    uint64               // the term's postings of live documents (its document frequency)
+	pl   segment.PostingsList // nil until postings is called
+	prev segment.PostingsList // the last one looked up, reused
+	it   segment.PostingsIterator
+	doc  uint64 // current document, noMore once exhausted
+	f    float64
+	dl   uint64
 }
 
 const noMore = math.MaxUint64
@@ -171,9 +174,10 @@ func (c *termCursor) load(p segment.Posting) error {
 
 // evalState is the reusable state of one query's evaluation.
 type evalState struct {
-	snap *scorch.IndexSnapshot // the snapshot curs is bound to (held: no address reuse)
-	curs map[segment.Segment]*segCursor
-	cur  []*segCursor // per segment of snap, in order
+	snap    *scorch.IndexSnapshot // the snapshot curs is bound to (held: no address reuse)
+	curs    map[segment.Segment]*segCursor
+	cur     []*segCursor // per segment of snap, in order
+	termBuf []byte
 
 	// exhaustive evaluation
 	scores  []float64
@@ -339,13 +343,13 @@ func (b *Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, 
 	if err != nil || none {
 		return nil, err
 	}
-	weights, err := e.termWeights(st, segs, terms)
+	weights, err := e.termWeights(b.postings, st, segs, terms)
 	if err != nil {
 		return nil, err
 	}
 	top := &topK{k: k}
 	if b.exhaustive.Load() {
-		err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
+		err = e.exhaustive(ctx, st, segs, terms, weights, allowBits, top)
 	} else {
 		err = b.maxScore(ctx, e, st, segs, terms, weights, allowBits, top)
 		if errors.Is(err, errBlockMeta) {
@@ -356,7 +360,7 @@ func (b *Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, 
 		if errors.Is(err, errBlockMeta) {
 			slog.Warn("hybrid: block metadata still disagrees with the postings; scoring every posting", "err", err)
 			top = &topK{k: k}
-			err = e.exhaustive(ctx, st, segs, weights, allowBits, top)
+			err = e.exhaustive(ctx, st, segs, terms, weights, allowBits, top)
 		}
 	}
 	if err != nil {
@@ -382,11 +386,11 @@ func (b *Index) restrictBits(ctx context.Context, e *evalState, snap *scorch.Ind
 	return nil, false, nil
 }
 
-// termWeights looks up every query term's postings list in every segment (kept in e's
-// cursors) and returns each term's weight: its count in the query times its idf over the
+// termWeights counts every query term's postings of live documents in every segment
+// (termCount; kept in e's cursors) and returns each term's weight: its count in the query times its idf over the
 // live documents times k1+1 (0 for a term no document holds). With ScoringLucene the
 // weight is Lucene 8's: no k1+1 (a constant factor, the same order), idf a float32.
-func (e *evalState) termWeights(st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount) ([]float64, error) {
+func (e *evalState) termWeights(cache *postingsCache, st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount) ([]float64, error) {
 	k1p1 := st.k1 + 1
 	weights := make([]float64, len(terms))
 	for _, c := range e.cur {
@@ -395,18 +399,17 @@ func (e *evalState) termWeights(st *snapStats, segs []*scorch.SegmentSnapshot, t
 		}
 		c.terms = c.terms[:len(terms)]
 	}
-	var termBuf []byte
 	for ti, tc := range terms {
-		termBuf = append(termBuf[:0], tc.term...)
 		var df uint64
 		for si, c := range e.cur {
 			tcur := &c.terms[ti]
-			pl, err := c.dict.PostingsList(termBuf, segs[si].Deleted(), tcur.pl)
+			tcur.pl = nil
+			n, err := e.termCount(cache, segs[si], c, tcur, tc.term)
 			if err != nil {
 				return nil, fmt.Errorf("%w: postings %q: %v", ErrBM25, tc.term, err)
 			}
-			tcur.pl = pl
-			df += pl.Count()
+			tcur.n = n
+			df += n
 		}
 		if df > 0 {
 			dff := float64(df)
@@ -419,6 +422,57 @@ func (e *evalState) termWeights(st *snapStats, segs []*scorch.SegmentSnapshot, t
 		}
 	}
 	return weights, nil
+}
+
+// termCount returns the postings of live documents of term in segment ss (cursor c). In
+// a segment with a body file and no deletions that is the count in the term's block
+// metadata, read from the file (and kept in cache for the evaluation that follows and
+// later queries) when it is not cached yet; otherwise the postings list counts.
+func (e *evalState) termCount(cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, tcur *termCursor, term string) (uint64, error) {
+	if del := ss.Deleted(); c.pf != nil && (del == nil || del.IsEmpty()) {
+		if tb := cache.terms(ss, term); tb != nil {
+			return tb.total, nil
+		}
+		tcur.usePF(c.pf)
+		e.termBuf = append(e.termBuf[:0], term...)
+		tb, err := buildBlocks(&tcur.src, e.termBuf)
+		switch {
+		case errors.Is(err, errNoPostings):
+			return 0, nil
+		case err != nil:
+			return 0, err
+		}
+		tb = cache.addTerms(ss, term, tb)
+		return tb.total, nil
+	}
+	pl, err := tcur.postings(c, ss, term, &e.termBuf)
+	if err != nil {
+		return 0, err
+	}
+	return pl.Count(), nil
+}
+
+// postings returns the term's postings list in segment ss (cursor c), looked up once an
+// evaluation.
+func (t *termCursor) postings(c *segCursor, ss *scorch.SegmentSnapshot, term string, buf *[]byte) (segment.PostingsList, error) {
+	if t.pl != nil {
+		return t.pl, nil
+	}
+	*buf = append((*buf)[:0], term...)
+	pl, err := c.dict.PostingsList(*buf, ss.Deleted(), t.prev)
+	if err != nil {
+		return nil, err
+	}
+	t.pl, t.prev = pl, pl
+	return pl, nil
+}
+
+// usePF points t's block source at body file r.
+func (t *termCursor) usePF(r *postfile.Reader) {
+	t.src.next = -1 // the term is looked up in the body file again in this query
+	if t.src.pf == nil || t.src.pf.r != r {
+		t.src.pf = &pfSource{r: r, chunk: -1, blk: -1}
+	}
 }
 
 // allowBits builds the bitset of the allowed ids' live global document numbers; nil when
@@ -487,7 +541,7 @@ func sortHits(hits []Hit) {
 
 // exhaustive scores every posting of every term, term at a time, into a score array, and
 // offers every scored document to top.
-func (e *evalState) exhaustive(ctx context.Context, st *snapStats, segs []*scorch.SegmentSnapshot, weights []float64, allowBits []uint64, top *topK) error {
+func (e *evalState) exhaustive(ctx context.Context, st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount, weights []float64, allowBits []uint64, top *topK) error {
 	if cap(e.scores) < st.maxDoc {
 		e.scores = make([]float64, st.maxDoc)
 	}
@@ -505,14 +559,18 @@ func (e *evalState) exhaustive(ctx context.Context, st *snapStats, segs []*scorc
 		}
 		for si, c := range e.cur {
 			tc := &c.terms[ti]
-			if tc.pl.Count() == 0 {
+			if tc.n == 0 {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			pl, err := tc.postings(c, segs[si], terms[ti].term, &e.termBuf)
+			if err != nil {
+				return fmt.Errorf("%w: postings %q: %v", ErrBM25, terms[ti].term, err)
+			}
 			off := st.offs[si]
-			tc.it = tc.pl.Iterator(true, true, false, tc.it)
+			tc.it = pl.Iterator(true, true, false, tc.it)
 			for {
 				p, err := tc.it.Next()
 				if err != nil {
@@ -552,7 +610,7 @@ func (b *Index) maxScore(ctx context.Context, e *evalState, st *snapStats, segs 
 	order := make([]int, 0, len(segs))
 	for si, c := range e.cur {
 		for ti := range weights {
-			if weights[ti] > 0 && c.terms[ti].pl.Count() > 0 {
+			if weights[ti] > 0 && c.terms[ti].n > 0 {
 				order = append(order, si)
 				break
 			}
@@ -675,8 +733,11 @@ func (c *blockCursor) moveTo(st *snapStats, d, segDocs uint64) {
 }
 
 // load positions c at its current block's first posting at or after d, decoding the
-// block (or taking it from the cache) when it is not loaded yet.
-func (c *blockCursor) load(sc *segScorer, d uint32) error {
+// block (or taking it from the cache) when it is not loaded yet. An essential list's
+// block (lens) has every posting's length read, in one pass (postBlock): each of its
+// postings is a candidate to score. A non-essential list's block is decoded without
+// them: only the candidates' documents are looked up in it, whose lengths the scorer has.
+func (c *blockCursor) load(sc *segScorer, d uint32, lens bool) error {
 	if c.cur == nil {
 		if c.blk >= len(c.tb.count) || c.tb.count[c.blk] == 0 {
 			return nil
@@ -687,7 +748,7 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 		} else {
 			sc.misses++
 			var err error
-			if p, err = c.src.decode(c.tb, c.blk); err != nil {
+			if p, err = c.src.decode(c.tb, c.blk, lens); err != nil {
 				return err
 			}
 			sc.cache.decoded.Add(uint64(p.count()))
@@ -695,11 +756,22 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 		}
 		c.cur = p
 		c.pos = 0
+		if lens && !p.lensRead.Load() {
+			if err := sc.readLens(c); err != nil {
+				c.cur = nil
+				return err
+			}
+		}
 		if p.count() > 0 && p.doc(0) < d {
 			c.pos = p.search(0, d)
 		}
 		c.setDoc()
 		return nil
+	}
+	if lens && !c.cur.lensRead.Load() {
+		if err := sc.readLens(c); err != nil {
+			return err
+		}
 	}
 	if c.doc < d && c.doc != noDoc {
 		c.advance(d)
@@ -712,7 +784,7 @@ func (c *blockCursor) load(sc *segScorer, d uint32) error {
 // block instead: the block is cached, was looked up directProbes times already in this
 // pass, or, while the cache has never been full (postingsCache.full), warmProbes times
 // over all queries, or cannot be read so (damage: decode then reports it).
-func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64, present, used bool, err error) {
+func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d, dl uint32) (v float64, present, used bool, err error) {
 	if c.probes >= directProbes || c.blk >= len(c.tb.count) || c.tb.count[c.blk] == 0 ||
 		sc.cache.block(c.tb, c.blk) != nil {
 		return 0, false, false, nil
@@ -724,7 +796,7 @@ func (c *blockCursor) lookup(sc *segScorer, st *snapStats, d uint32) (v float64,
 		c.tb.probed[c.blk].Add(1) // (queries racing here may count a few past warmProbes: a hint)
 	}
 	c.probes++
-	fi, dl, present, err := c.src.lookup(c.tb, c.blk, d)
+	fi, present, err := c.src.lookup(c.tb, c.blk, d, dl)
 	if err != nil {
 		c.probes = directProbes // (the decode reads the block, or reports the damage)
 		return 0, false, false, nil
@@ -751,12 +823,20 @@ func (c *blockCursor) next() {
 	c.setDoc()
 }
 
-// score is the term's BM25 contribution for the current posting, computed exactly as
-// exhaustive evaluation computes it.
-func (c *blockCursor) score(st *snapStats) float64 {
-	fi, dl := c.cur.at(c.pos)
+// score is the term's BM25 contribution for the current posting, for a document of
+// length dl, computed exactly as exhaustive evaluation computes it. A posting whose
+// block does not hold its length yet is checked against the block's frontier, and dl
+// recorded.
+func (c *blockCursor) score(st *snapStats, dl uint32) (float64, error) {
+	fi, known := c.cur.at(c.pos)
+	if known == 0 {
+		if !dominatedOrdered(c.tb.blockFront(c.blk), fi, dl) {
+			return 0, errBlockMeta
+		}
+		c.cur.setLen(c.pos, dl)
+	}
 	f := float64(fi)
-	return c.w * f / (f + st.kOf(uint64(dl)))
+	return c.w * f / (f + st.kOf(uint64(dl))), nil
 }
 
 // advance moves to the first posting of the block at or after d (galloping, then binary
@@ -778,6 +858,9 @@ type segScorer struct {
 	prefix  []float64 // prefix[i] = Σ block bounds of cs[:i]
 	contrib []float64 // per query term index: the current document's contribution
 	present []int     // query term indexes with a contribution for the current document
+	lens    *postfile.Reader
+	docs    [postings.BlockSize]uint32 // readLens's scratch
+	dls     [postings.BlockSize]uint32
 	termBuf []byte
 	hits    uint64 // block cache hits and misses of the current run
 	misses  uint64
@@ -795,7 +878,7 @@ type segScorer struct {
 // k-th best score is non-essential (its blocks are decoded only for a document that can
 // still enter the top k), the others are decoded and give the candidates.
 func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, off uint64, terms []termCount, weights []float64, allowBits []uint64, top *topK, bound *sharedBound) error {
-	sc.cache, sc.dict = cache, c.dict
+	sc.cache, sc.dict, sc.lens = cache, c.dict, c.pf
 	sc.hits, sc.misses, sc.lookups = 0, 0, 0
 	pin := cache.pin() // the blocks this pass takes from the cache stay valid until unpin
 	defer func() {
@@ -803,7 +886,7 @@ func (sc *segScorer) run(ctx context.Context, cache *postingsCache, ss *scorch.S
 			sc.curs[i].cur = nil
 		}
 		cache.unpin(pin)
-		sc.dict = nil
+		sc.dict, sc.lens = nil, nil
 		cache.hits.Add(sc.hits)
 		cache.misses.Add(sc.misses)
 		cache.lookups.Add(sc.lookups)
@@ -881,7 +964,7 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 		}
 		ne := essentialFrom(prefix, theta)
 		for _, tc := range cs[ne:] {
-			if err := tc.load(sc, uint32(ws)); err != nil {
+			if err := tc.load(sc, uint32(ws), true); err != nil {
 				return err
 			}
 		}
@@ -920,13 +1003,22 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 			}
 			skip := del != nil && del.Contains(d)
 			s := 0.0
+			dl := uint32(0) // the document's length: from its postings' blocks
 			present := sc.present[:0]
 			for _, tc := range cs[ne:] {
 				if tc.doc != d {
 					continue
 				}
 				if !skip {
-					v := tc.score(st)
+					if dl == 0 {
+						if _, dl = tc.cur.at(tc.pos); dl == 0 {
+							dl = sc.lens.Length(d) // (too long for its block to hold)
+						}
+					}
+					v, err := tc.score(st, dl)
+					if err != nil {
+						return err
+					}
 					contrib[tc.ti] = v
 					present = append(present, tc.ti)
 					s += v
@@ -944,7 +1036,7 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 				}
 				tc := cs[i]
 				if tc.cur == nil {
-					v, found, used, err := tc.lookup(sc, st, d)
+					v, found, used, err := tc.lookup(sc, st, d, dl)
 					if err != nil {
 						return err
 					}
@@ -961,11 +1053,14 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 					if tc.doc < d {
 						tc.advance(d)
 					}
-				} else if err := tc.load(sc, d); err != nil {
+				} else if err := tc.load(sc, d, false); err != nil {
 					return err
 				}
 				if tc.doc == d {
-					v := tc.score(st)
+					v, err := tc.score(st, dl)
+					if err != nil {
+						return err
+					}
 					contrib[tc.ti] = v
 					present = append(present, tc.ti)
 					s += v
@@ -997,18 +1092,46 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 	return nil
 }
 
+// readLens records the length of every posting of c's current block, read in batches
+// from the body file's table (a batch's reads miss the caches together rather than one
+// after another), each checked against the block's frontier.
+func (sc *segScorer) readLens(c *blockCursor) error {
+	p, front := c.cur, c.tb.blockFront(c.blk)
+	n := p.count()
+	for at := 0; at < n; at += len(sc.docs) {
+		m := min(n-at, len(sc.docs))
+		docs := sc.docs[:m]
+		for k := range docs {
+			docs[k] = p.doc(at + k)
+		}
+		sc.lens.Lengths(docs, sc.dls[:])
+		for k, dl := range sc.dls[:m] {
+			f, known := p.at(at + k)
+			if known != 0 {
+				continue
+			}
+			if !dominatedOrdered(front, f, dl) {
+				return errBlockMeta
+			}
+			p.setLen(at+k, dl)
+		}
+	}
+	p.lensRead.Store(true)
+	return nil
+}
+
 // openCursors sets sc.curs to a cursor over the blocks of each weighted query term present
 // in the segment, reading (or computing once) the term's block metadata.
 func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapshot, c *segCursor, st *snapStats, terms []termCount, weights []float64) error {
 	sc.curs = sc.curs[:0]
 	for ti, w := range weights {
 		tc := &c.terms[ti]
-		if w == 0 || tc.pl.Count() == 0 {
+		if w == 0 || tc.n == 0 {
 			continue
 		}
 		tc.src.next = -1 // the term is looked up in the body file again in this query
-		if c.pf != nil && (tc.src.pf == nil || tc.src.pf.r != c.pf) {
-			tc.src.pf = &pfSource{r: c.pf, chunk: -1, blk: -1}
+		if c.pf != nil {
+			tc.usePF(c.pf)
 		}
 		term := terms[ti].term
 		tb := cache.terms(ss, term)

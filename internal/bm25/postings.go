@@ -169,7 +169,7 @@ func newNarrowBlock(n int, short bool) *postBlock {
 	if s == nil {
 		s = make([]uint32, dw+half)
 	}
-	p := &postBlock{narrow: u16s(s[dw:], n), slot: slot}
+	p := &postBlock{narrow: s[dw : dw+half : dw+half], slot: slot}
 	if short {
 		p.d16 = u16s(s, n)
 	} else {
