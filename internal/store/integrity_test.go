@@ -323,3 +323,72 @@ func TestMissBesideNestedBucket(t *testing.T) {
 		t.Fatalf("a miss beside a nested bucket: %v", err)
 	}
 }
+
+// TestMissGap: in one read-only transaction, RecordMeta of an id that sorts between the
+// same two stored ids as the last honest miss is a miss without a second check of the
+// neighbourhood (the pages cannot change under the transaction); an id elsewhere is
+// checked; damage beside a gap is reported for every id there, the first and the next
+// (a failed check leaves no gap behind); a new transaction checks again.
+func TestMissGap(t *testing.T) {
+	db := missStore(t, 2000, 100) // k000000, k000002, ..., k003998
+	checks := 0
+	orig := checkDocsMiss
+	checkDocsMiss = func(docs *bolt.Bucket, key []byte) error {
+		checks++
+		return orig(docs, key)
+	}
+	t.Cleanup(func() { checkDocsMiss = orig })
+	steps := []struct {
+		id     string
+		checks int // the checks so far after it
+	}{
+		{"k000099", 1},  // a miss between k000098 and k000100: checked
+		{"k000099a", 1}, // the same gap
+		{"k0000985", 1}, // the same gap (k000098 < k0000985 < k000100)
+		{"k000098", 1},  // stored: a hit
+		{"k000101", 2},  // another gap
+		{"k000099b", 3}, // the first gap again: not the last one
+		{"k999999", 4},  // past the last id
+		{"k9999990", 4}, // the same (end) gap
+		{"a", 5},        // before the first id
+		{"k", 5},        // the same (start) gap
+	}
+	if err := db.View(func(tx *Tx) error {
+		for _, s := range steps {
+			r, err := tx.RecordMeta("c", s.id)
+			if err != nil || (r != nil) != (s.id == "k000098") {
+				return fmt.Errorf("RecordMeta(%s) = %v, %v", s.id, r, err)
+			}
+			if checks != s.checks {
+				return fmt.Errorf("after RecordMeta(%s): %d checks, want %d", s.id, checks, s.checks)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx *Tx) error {
+		_, err := tx.RecordMeta("c", "k000099a")
+		return err
+	}); err != nil || checks != 6 {
+		t.Fatalf("a new transaction: %v, %d checks (want 6)", err, checks)
+	}
+	// Damage beside k000100: every miss near it is ErrCorrupt, the second as the first.
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bkCols).Bucket([]byte("c")).Bucket(bkDocs)
+		v := append([]byte(nil), docs.Get([]byte("k000100"))...)
+		return errors.Join(docs.Delete([]byte("k000100")), docs.Put([]byte("k000101"), v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.View(func(tx *Tx) error {
+		for _, id := range []string{"k000099", "k000099a", "k000097"} {
+			if _, err := tx.RecordMeta("c", id); !errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("RecordMeta(%s) beside damage: %v", id, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
