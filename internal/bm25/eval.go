@@ -387,9 +387,10 @@ func (b *Index) restrictBits(ctx context.Context, e *evalState, snap *scorch.Ind
 }
 
 // termWeights counts every query term's postings of live documents in every segment
-// (termCount; kept in e's cursors) and returns each term's weight: its count in the query times its idf over the
-// live documents times k1+1 (0 for a term no document holds). With ScoringLucene the
-// weight is Lucene 8's: no k1+1 (a constant factor, the same order), idf a float32.
+// (termCount; kept in e's cursors) and returns each term's weight: its count in the query
+// times its idf over the live documents times k1+1 (0 for a term no document holds). With
+// ScoringLucene the weight is Lucene 8's: no k1+1 (a constant factor, the same order), idf
+// a float32.
 func (e *evalState) termWeights(cache *postingsCache, st *snapStats, segs []*scorch.SegmentSnapshot, terms []termCount) ([]float64, error) {
 	k1p1 := st.k1 + 1
 	weights := make([]float64, len(terms))
