@@ -36,6 +36,19 @@ func missStore(t testing.TB, n, size int) *DB {
 	return db
 }
 
+// misplaceRecord moves the record of id from to key to in collection c, as a flipped bit in
+// its key leaves it (its checksum is bound to from).
+func misplaceRecord(t *testing.T, db *DB, from, to string) {
+	t.Helper()
+	if err := db.bolt.Update(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bkCols).Bucket([]byte("c")).Bucket(bkDocs)
+		v := append([]byte(nil), docs.Get([]byte(from))...)
+		return errors.Join(docs.Delete([]byte(from)), docs.Put([]byte(to), v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestMissChecksNeighbourhood: a lookup that misses reads the leaf around where the key
 // would be: an honest miss is (nil, nil), a miss beside a record stored under a damaged key
 // (the record of k000100 put under k000101, as a flipped bit leaves it) is ErrCorrupt
@@ -45,13 +58,7 @@ func TestMissChecksNeighbourhood(t *testing.T) {
 	if r, _, err := db.Document("c", "k000099"); r != nil || err != nil {
 		t.Fatalf("an honest miss: %v, %v", r, err)
 	}
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
-		docs := tx.Bucket(bkCols).Bucket([]byte("c")).Bucket(bkDocs)
-		v := append([]byte(nil), docs.Get([]byte("k000100"))...)
-		return errors.Join(docs.Delete([]byte("k000100")), docs.Put([]byte("k000101"), v))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	misplaceRecord(t, db, "k000100", "k000101")
 	for _, id := range []string{"k000100", "k000101", "k000097"} {
 		_, _, err := db.Document("c", id)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `collection "c"`) {
@@ -374,13 +381,7 @@ func TestMissGap(t *testing.T) {
 		t.Fatalf("a new transaction: %v, %d checks (want 6)", err, checks)
 	}
 	// Damage beside k000100: every miss near it is ErrCorrupt, the second as the first.
-	if err := db.bolt.Update(func(tx *bolt.Tx) error {
-		docs := tx.Bucket(bkCols).Bucket([]byte("c")).Bucket(bkDocs)
-		v := append([]byte(nil), docs.Get([]byte("k000100"))...)
-		return errors.Join(docs.Delete([]byte("k000100")), docs.Put([]byte("k000101"), v))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	misplaceRecord(t, db, "k000100", "k000101")
 	if err := db.View(func(tx *Tx) error {
 		for _, id := range []string{"k000099", "k000099a", "k000097"} {
 			if _, err := tx.RecordMeta("c", id); !errors.Is(err, ErrCorrupt) {
