@@ -287,3 +287,16 @@ func walk(r *Reader) error {
 	note(r.checkStructure())
 	return firstErr
 }
+
+// openChecked opens data and checks the whole file (Reader.Check), failing tb on an error.
+func openChecked(tb testing.TB, data []byte) *Reader {
+	tb.Helper()
+	r, err := Open(data)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := r.Check(); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}

@@ -368,13 +368,7 @@ func TestWriterEmpty(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatalf("%d documents, no terms: %v", len(lengths), err)
 		}
-		r, err := Open(buf.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Check(); err != nil {
-			t.Fatal(err)
-		}
+		r := openChecked(t, buf.Bytes())
 		var tm Term
 		if ok, err := r.Term([]byte("a"), &tm); ok || err != nil {
 			t.Fatalf("lookup in an empty file: %v, %v", ok, err)
@@ -497,13 +491,7 @@ func TestManyTermsSmallDictionary(t *testing.T) {
 	if f := parseFooter(buf.Bytes()[buf.Len()-footerSize:]); f.dictLen >= f.numTerms {
 		t.Fatalf("dictionary of %d bytes for %d terms: not the case under test", f.dictLen, f.numTerms)
 	}
-	r, err := Open(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Check(); err != nil {
-		t.Fatal(err)
-	}
+	r := openChecked(t, buf.Bytes())
 	var tm Term
 	if ok, err := r.Term([]byte("b04321"), &tm); !ok || err != nil || tm.Count() != 1 {
 		t.Fatalf("b04321: %v %v %d", ok, err, tm.Count())

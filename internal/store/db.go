@@ -351,8 +351,9 @@ var checkDocsMiss = func(docs *bolt.Bucket, key []byte) error {
 	return honestMiss(docs, key, "document", "docs", verifyRecordElem)
 }
 
-// lookupMeta is lookupRecord for RecordMeta: a miss between the elements around the last
-// honest miss of this read-only transaction is honest without a second check (missGap).
+// lookupMeta is lookupRecord for RecordMeta (the lookup a writer makes for each document
+// of its batch): a miss between the elements around the last honest miss of this
+// read-only transaction is honest without a second check (missGap).
 func (t *Tx) lookupMeta(docs *bolt.Bucket, id string) ([]byte, error) {
 	if docs == nil {
 		return nil, nil

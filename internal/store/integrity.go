@@ -112,7 +112,7 @@ func lookupRecord(docs *bolt.Bucket, id string) ([]byte, error) {
 	}
 	v := docs.Get([]byte(id))
 	if v == nil {
-		return nil, honestMiss(docs, []byte(id), "document", "docs", verifyRecordElem)
+		return nil, checkDocsMiss(docs, []byte(id))
 	}
 	return v, nil
 }
