@@ -181,10 +181,15 @@ func inParallel(t *testing.T, n int, fn func(g int) error) {
 
 // TestCacheConcurrentEviction: queries from several goroutines over a cache far too small
 // for them (every pass evicts blocks others are scoring) answer exactly as exhaustive
-// evaluation, and closing the index gives every slot back to the arena.
+// evaluation, and closing the index gives every slot back to the arena. The budget is
+// sized from what the queries cache: half their blocks' bytes, of which the blocks keep
+// a quarter to a half whatever the metadata's size (the metadata takes at most half the
+// budget from them), so blocks are evicted and read again (more misses than distinct
+// blocks) and still found cached at times (hits), on one core as on many. (A fixed
+// 8 KiB budget once left no block cached on one core: the metadata filled it.)
 func TestCacheConcurrentEviction(t *testing.T) {
 	_, before := blockArena.stats()
-	b, err := OpenWith("", Options{PostingsCacheBytes: 8 << 10})
+	b, err := OpenWith("", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +208,20 @@ func TestCacheConcurrentEviction(t *testing.T) {
 		want[i] = fmt.Sprint(hits)
 	}
 	b.SetExhaustive(false)
+	for i := range qs { // fill the (default, ample) cache with every block the queries use
+		if _, err := b.Search(ctx, qs[i], 10, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := b.postings
+	c.mu.Lock()
+	blocks, blockBytes := len(c.ring), c.used
+	c.budget = blockBytes / 2
+	c.mu.Unlock()
+	if blocks < 20 {
+		t.Fatalf("the queries cached %d blocks: too few to evict", blocks)
+	}
+	_, _, hits0, misses0 := b.CacheStats()
 	inParallel(t, 4, func(g int) error {
 		for r := range 5 {
 			for j := range qs {
@@ -218,13 +237,59 @@ func TestCacheConcurrentEviction(t *testing.T) {
 		}
 		return nil
 	})
-	if _, _, hits, misses := b.CacheStats(); misses == 0 || hits == 0 {
-		t.Fatalf("the cache was not exercised: %d hits, %d misses", hits, misses)
+	_, held, hits, misses := b.CacheStats()
+	if hits, misses = hits-hits0, misses-misses0; misses <= uint64(blocks) || hits == 0 {
+		t.Fatalf("the cache was not exercised: %d hits, %d misses of %d distinct blocks", hits, misses, blocks)
+	}
+	t.Logf("%d hits, %d misses of %d distinct blocks, %d held at the end", hits, misses, blocks, held)
+	if held >= blocks {
+		t.Fatalf("%d blocks held of %d within half their bytes", held, blocks)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, after := blockArena.stats(); after != before {
 		t.Fatalf("arena bytes in use: %d before the index, %d after its Close", before, after)
+	}
+}
+
+// TestCacheSmallBudgetKeepsBlocks: under a budget smaller than the queried terms'
+// metadata (kept up to 16 MiB whatever the budget), blocks still get half of it: the same
+// queries run twice in one goroutine find blocks cached (a hit for every 4 misses; with
+// the metadata counted first, 2 hits in 604), and the blocks fill a quarter to a half of
+// the budget.
+func TestCacheSmallBudgetKeepsBlocks(t *testing.T) {
+	const budget = 16 << 10
+	b, err := OpenWith("", Options{PostingsCacheBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rng := rand.New(rand.NewPCG(9, 9))
+	applyRandomBatches(t, b, newRef(), rng, 3)
+	ctx := context.Background()
+	qs := make([]string, 60)
+	for i := range qs {
+		qs[i] = randomQuery(rng, 5)
+	}
+	for range 2 {
+		for _, q := range qs {
+			if _, err := b.Search(ctx, q, 10, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := b.postings
+	c.mu.Lock()
+	used, meta := c.used, c.metaBytes
+	c.mu.Unlock()
+	_, _, hits, misses := b.CacheStats()
+	t.Logf("blocks %d B, metadata %d B, %d hits, %d misses", used, meta, hits, misses)
+	if meta <= budget {
+		t.Fatalf("the metadata (%d B) fits the budget: the test needs more terms", meta)
+	}
+	if hits < misses/4 || used < budget/4 || used > budget/2 {
+		t.Fatalf("%d hits, %d misses, %d B of blocks held: want a hit for every 4 misses or more, and %d to %d B",
+			hits, misses, used, budget/4, budget/2)
 	}
 }

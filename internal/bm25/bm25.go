@@ -122,7 +122,8 @@ type Options struct {
 	// than the blocks queries scored, so a small index keeps it small. Negative keeps none
 	// (every query decodes the blocks it needs). The block metadata of queried terms (a few
 	// bytes a block, persisted beside each segment file) counts within the same budget, up
-	// to half of it, so the cache's memory in all stays within it.
+	// to half of it, so the cache's memory in all stays within it (a budget under 32 MiB
+	// still keeps up to 16 MiB of metadata, and half the budget for blocks).
 	PostingsCacheBytes int
 	// ReadOnly opens an existing index for searching only (path "" is an in-memory index
 	// as without it): Bleve's scorch runs with its read_only setting (a shared lock on

@@ -318,10 +318,13 @@ func (c *postingsCache) putBlock(tb *termBlocks, i int, p *postBlock) *postBlock
 	c.used += p.bytes
 	// The budget holds the blocks and the terms' metadata together (the metadata is
 	// shed past half of it, see shedMeta), so a process holding both stays within it.
-	if c.used+c.metaBytes > c.budget && !c.full.Load() {
+	// The blocks keep at least half of it: under 32 MiB the metadata may fill more than
+	// half (metaCap), and blocks evicted as soon as cached would all be decoded again.
+	blockBudget := c.budget - min(c.metaBytes, c.budget/2)
+	if c.used > blockBudget && !c.full.Load() {
 		c.full.Store(true)
 	}
-	for c.used+c.metaBytes > c.budget && len(c.ring) > 0 {
+	for c.used > blockBudget && len(c.ring) > 0 {
 		if c.hand >= len(c.ring) {
 			c.hand = 0
 		}
