@@ -3,6 +3,7 @@ package bm25
 import (
 	"errors"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/agentmem/memory/internal/postfile"
@@ -56,19 +57,73 @@ type blockRatios struct {
 	avgdl, k1, b float64 // what length normalisation depends on
 	lucene       bool
 	r            []float64
+	// top holds the largest non-zero ratios of r, up to maxTopRatios, descending: the j-th
+	// is reached by a posting of a block other than the first j-1's (a frontier's pairs
+	// are postings), so the term alone scores at least top[k-1]·w in k distinct documents
+	// (thresholdFloor).
+	top []float64
 }
 
+// maxTopRatios is the most ratios blockRatios.top keeps: queries with k above it get no
+// threshold floor.
+const maxTopRatios = 128
+
 // ratiosFor returns each block's best ratio under st, computed once per statistics.
-func (t *termBlocks) ratiosFor(st *snapStats) []float64 {
+func (t *termBlocks) ratiosFor(st *snapStats) *blockRatios {
 	if br := t.ratios.Load(); br != nil && br.avgdl == st.avgdl && br.k1 == st.k1 && br.b == st.b && br.lucene == st.lucene {
-		return br.r
+		return br
 	}
 	r := make([]float64, len(t.count))
 	for i := range r {
 		r[i] = bestRatio(st, t.blockFront(i))
 	}
-	t.ratios.Store(&blockRatios{avgdl: st.avgdl, k1: st.k1, b: st.b, lucene: st.lucene, r: r})
-	return r
+	br := &blockRatios{avgdl: st.avgdl, k1: st.k1, b: st.b, lucene: st.lucene, r: r, top: largest(r, maxTopRatios)}
+	t.ratios.Store(br)
+	return br
+}
+
+// largest returns the n largest positive values of r, descending (fewer when r has fewer).
+func largest(r []float64, n int) []float64 {
+	h := make([]float64, 0, min(n, len(r))) // a min-heap while it fills, then kept full
+	for _, v := range r {
+		if v <= 0 {
+			continue
+		}
+		if len(h) < n {
+			h = append(h, v)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if h[p] <= h[i] {
+					break
+				}
+				h[p], h[i] = h[i], h[p]
+				i = p
+			}
+			continue
+		}
+		if v <= h[0] {
+			continue
+		}
+		h[0] = v
+		for i := 0; ; {
+			l := 2*i + 1
+			if l >= len(h) {
+				break
+			}
+			m := l
+			if l+1 < len(h) && h[l+1] < h[l] {
+				m = l + 1
+			}
+			if h[i] <= h[m] {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	slices.Sort(h)
+	slices.Reverse(h)
+	return h
 }
 
 // blockFront returns block i's frontier (f descending, dl ascending).
@@ -98,7 +153,8 @@ func (t *termBlocks) makeSlots() {
 
 func (t *termBlocks) sizeBytes() int {
 	// count, fstart, front, slots, probed, and one statistics' ratios (ratiosFor)
-	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 4*cap(t.probed) + 8*len(t.count) + 96
+	return 4*cap(t.count) + 4*cap(t.fstart) + 8*cap(t.front) + 16*cap(t.slots) + 4*cap(t.probed) + 8*len(t.count) +
+		8*min(len(t.count), maxTopRatios) + 120
 }
 
 // check validates metadata read from a file: counts add up, every non-empty block has a

@@ -697,6 +697,7 @@ type blockCursor struct {
 	pos    int
 	doc    uint32    // cur.docs[pos]; noDoc when the block is exhausted or not loaded
 	ratios []float64 // each block's best BM25 ratio under the query's statistics
+	top    []float64 // the largest of them, descending (blockRatios.top)
 	probes int       // documents of the current block looked up without decoding it
 }
 
@@ -926,6 +927,15 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 	}
 
 	theta := top.threshold()
+	if useFloor && del == nil && allowBits == nil && segDocs == ss.Segment().Count() {
+		if f := thresholdFloor(cs, top.k); f > 0 && f > theta {
+			sc.cache.floors.Add(1)
+			theta = f
+			if bound != nil {
+				bound.raise(f)
+			}
+		}
+	}
 	n := 0
 	for ws := uint64(0); ws < segDocs; {
 		if err := ctx.Err(); err != nil {
@@ -1093,6 +1103,33 @@ func (sc *segScorer) score(ctx context.Context, ss *scorch.SegmentSnapshot, st *
 	return nil
 }
 
+// floorSlack keeps thresholdFloor under the score it stands for: a block's bound (weight
+// times ratio) and a posting's score (weight times frequency, over frequency plus the
+// length's term) round apart by an ulp or two.
+const floorSlack = 1 - 1e-7
+
+// useFloor turns thresholdFloor on (tests compare passes without it).
+var useFloor = true
+
+// thresholdFloor returns a score the k-th best document of the whole query reaches at
+// least, known before any is scored (0 when none is): for each term, the k-th largest of
+// its blocks' bounds in this segment. Each block's bound is the score of one of its
+// postings (a frontier's pairs are postings), so k blocks give k distinct documents the
+// term alone scores that high, and the other terms only add. Pruning from it at once
+// spares a first query the start of a segment where, with theta still low, every list is
+// essential and its blocks decoded with their lengths. It holds only where every posting
+// of the segment is a live document the query may return: the caller checks that no
+// document is deleted, no filter applies and the segment is wholly in the snapshot.
+func thresholdFloor(cs []*blockCursor, k int) float64 {
+	best := 0.0
+	for _, tc := range cs {
+		if k > 0 && k <= len(tc.top) {
+			best = max(best, tc.w*tc.top[k-1])
+		}
+	}
+	return best * floorSlack
+}
+
 // readLens records the length of every posting of c's current block, read in batches
 // from the body file's table (a batch's reads miss the caches together rather than one
 // after another), each checked against the block's frontier.
@@ -1147,7 +1184,8 @@ func (sc *segScorer) openCursors(cache *postingsCache, ss *scorch.SegmentSnapsho
 			}
 			tb = cache.addTerms(ss, term, tb)
 		}
-		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti, ratios: tb.ratiosFor(st)})
+		br := tb.ratiosFor(st)
+		sc.curs = append(sc.curs, blockCursor{tb: tb, src: &tc.src, term: term, w: w, ti: ti, ratios: br.r, top: br.top})
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ type postingsCache struct {
 	hits, misses atomic.Uint64
 	decoded      atomic.Uint64 // postings decoded (whole blocks)
 	lookups      atomic.Uint64 // postings read alone, their blocks not decoded (blockCursor.lookup)
+	floors       atomic.Uint64 // segment passes started from a threshold floor (thresholdFloor)
 	// full is set once the cache has had to evict (or to refuse) a block: from then on a
 	// block probed for a few documents in a pass has its postings read alone rather than
 	// decoded (blockCursor.lookup). While everything queries decode fits, a block probed
