@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,13 +78,48 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	// The merged snapshot is in memory: persist it (a batch carrying the sequence number
 	// again, persisted after it), so that a Close right after keeps it; and once more, so
 	// that the snapshot before the merge leaves the one Bleve keeps for rollback and the
-	// persister removes the files merged away.
-	for range 2 {
+	// persister removes the files merged away. Each persist ages the kept snapshots by one:
+	// after two merge passes (a segment persisted while the first ran) two rounds left the
+	// first pass's output on disk, 3.7 GB at 21M passages, until the next writable open.
+	// So persist until the directory holds only the current snapshot's zap files (or rounds
+	// run out: the next writable open removes the rest), then remove the body files whose
+	// zap files are gone (Close would; a process that compacts and stays open keeps its
+	// disk space).
+	for round := 0; round < 2 || (round < compactPersistRounds && b.mergedAwayOnDisk()); round++ {
 		if err := b.persistAll(); err != nil {
 			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
 		}
 	}
+	removeBodyLeftovers(filepath.Join(b.dir, "store"), false)
 	return nil
+}
+
+// compactPersistRounds bounds Compact's persists while files merged away remain.
+const compactPersistRounds = 8
+
+// mergedAwayOnDisk reports whether the index's segment directory holds the zap file of a
+// segment the current snapshot does not have.
+func (b *Index) mergedAwayOnDisk() bool {
+	live := map[string]bool{}
+	if err := b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		for _, ss := range snap.Segments() {
+			live[fmt.Sprintf("%012x.zap", ss.Id())] = true
+		}
+		return nil
+	}); err != nil {
+		return false
+	}
+	ents, err := os.ReadDir(filepath.Join(b.dir, "store"))
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, ".zap") && !live[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // compactPasses counts Compact's merge passes (ForceMerge calls), for tests.

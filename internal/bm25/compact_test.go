@@ -64,6 +64,21 @@ func TestCompact(t *testing.T) {
 	if p := compactPasses.Load() - passes; p != 1 {
 		t.Fatalf("compacting %d segments took %d merge passes, want 1", batches, p)
 	}
+	// Compact returns once the files merged away are gone, body files included, and
+	// mergedAwayOnDisk sees a zap file the snapshot does not name.
+	if names, _ := os.ReadDir(filepath.Join(dir, "store")); len(names) != 3 || b.mergedAwayOnDisk() {
+		t.Fatalf("after Compact the segment directory holds %v, want one segment, its body file and root.bolt", names)
+	}
+	stale := filepath.Join(dir, "store", "0000000fffff.zap")
+	if err := os.WriteFile(stale, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !b.mergedAwayOnDisk() {
+		t.Fatal("mergedAwayOnDisk missed the zap file of a segment the snapshot does not have")
+	}
+	if err := os.Remove(stale); err != nil {
+		t.Fatal(err)
+	}
 	if after := searchAll(t, b, queries); !slices.Equal(before, after) {
 		t.Fatalf("hits changed by compacting:\nbefore %v\nafter  %v", before, after)
 	}
