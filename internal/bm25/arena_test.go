@@ -3,7 +3,6 @@ package bm25
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,14 +192,11 @@ func TestCacheConcurrentEviction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(9, 9))
-	applyRandomBatches(t, b, newRef(), rng, 3)
+	qs := randomIndexQueries(t, b, 9, 9, 60, 5)
 	ctx := context.Background()
-	qs := make([]string, 60)
 	want := make([]string, len(qs))
 	b.SetExhaustive(true)
 	for i := range qs {
-		qs[i] = randomQuery(rng, 5)
 		hits, err := b.Search(ctx, qs[i], 10, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -265,13 +261,8 @@ func TestCacheSmallBudgetKeepsBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	rng := rand.New(rand.NewPCG(9, 9))
-	applyRandomBatches(t, b, newRef(), rng, 3)
+	qs := randomIndexQueries(t, b, 9, 9, 60, 5)
 	ctx := context.Background()
-	qs := make([]string, 60)
-	for i := range qs {
-		qs[i] = randomQuery(rng, 5)
-	}
 	for range 2 {
 		for _, q := range qs {
 			if _, err := b.Search(ctx, q, 10, nil); err != nil {

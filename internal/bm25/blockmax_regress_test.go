@@ -1,7 +1,6 @@
 package bm25
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -39,17 +38,7 @@ func TestTopKDoesNotCacheWholeLists(t *testing.T) {
 	if err := b.Apply(docs, nil, 1); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	b.SetExhaustive(true)
-	want, err := b.Search(ctx, "common", 10, nil)
-	b.SetExhaustive(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.Search(ctx, "common", 10, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, got := searchBoth(t, b, "common", 10)
 	checkSame(t, "common", got, want)
 	bytes, _, _, _ := b.CacheStats()
 	if whole := 8 * n; bytes*2 > whole {

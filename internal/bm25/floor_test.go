@@ -117,16 +117,7 @@ func TestThresholdFloor(t *testing.T) {
 				c.ring, c.used = nil, 0
 				c.mu.Unlock()
 				before := c.decoded.Load() + c.lookups.Load()
-				b.SetExhaustive(true)
-				want, err := b.Search(ctx, "rarea common", 10, nil)
-				b.SetExhaustive(false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := b.Search(ctx, "rarea common", 10, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
+				want, got := searchBoth(t, b, "rarea common", 10)
 				if !slices.Equal(got, want) {
 					t.Fatalf("rarea common (floor %v):\n got %v\nwant %v", floor, got, want)
 				}

@@ -21,6 +21,35 @@ func randomQuery(rng *rand.Rand, maxTerms int) string {
 	return strings.Join(w, " ")
 }
 
+// randomIndexQueries fills b with three random batches (applyRandomBatches, PCG seed
+// (s1, s2)) and returns n random queries of up to terms terms drawn after them.
+func randomIndexQueries(t *testing.T, b *Index, s1, s2 uint64, n, terms int) []string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(s1, s2))
+	applyRandomBatches(t, b, newRef(), rng, 3)
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = randomQuery(rng, terms)
+	}
+	return qs
+}
+
+// searchBoth returns q's top k by exhaustive evaluation, then by pruned evaluation.
+func searchBoth(t *testing.T, b *Index, q string, k int) (exhaustive, pruned []Hit) {
+	t.Helper()
+	ctx := context.Background()
+	b.SetExhaustive(true)
+	exhaustive, err := b.Search(ctx, q, k, nil)
+	b.SetExhaustive(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pruned, err = b.Search(ctx, q, k, nil); err != nil {
+		t.Fatal(err)
+	}
+	return exhaustive, pruned
+}
+
 // TestMaxScoreMatchesExhaustive is the property test of the pruned evaluator: over random
 // multi-segment indexes (in memory and on disk, with deletes, upserts and exact duplicate
 // documents, so scores tie at the cut), random queries, k and allow lists, MaxScore — on one
@@ -218,13 +247,8 @@ func TestHugeQuery(t *testing.T) {
 // is named; a cancelled context stops the batch.
 func TestSearchBatch(t *testing.T) {
 	b := openMemBM25(t)
-	rng := rand.New(rand.NewPCG(1, 2))
-	applyRandomBatches(t, b, newRef(), rng, 3)
 	ctx := context.Background()
-	qs := make([]string, 200)
-	for i := range qs {
-		qs[i] = randomQuery(rng, 6)
-	}
+	qs := randomIndexQueries(t, b, 1, 2, 200, 6)
 	got, err := b.SearchBatch(ctx, qs, 5, nil)
 	if err != nil {
 		t.Fatal(err)
