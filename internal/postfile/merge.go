@@ -96,11 +96,20 @@ func Merge(w io.Writer, inputs []*Reader, newDocNums [][]uint64, closeCh <-chan 
 			return err
 		}
 	}
-	if err := mg.run(); err != nil {
+	run := mg.run
+	if m >= pipelineMinDocs {
+		run = mg.runPipelined
+	}
+	if err := run(); err != nil {
 		return err
 	}
 	return wr.Close()
 }
+
+// pipelineMinDocs is the least documents a merge writes for it to run in two goroutines
+// (runPipelined): a smaller one is over before the second would pay for itself. (A
+// variable for tests.)
+var pipelineMinDocs uint64 = 1 << 18
 
 // closed reports whether ch is closed (never, for a nil ch).
 func closed(ch <-chan struct{}) bool {
@@ -178,6 +187,154 @@ func (mg *merger) run() error {
 		if terms++; terms%closeCheckTerms == 0 && closed(mg.closeCh) {
 			return ErrClosed
 		}
+	}
+	return nil
+}
+
+// A merge's work splits in two about evenly: walking the inputs' dictionaries and
+// decoding their postings, and encoding the merged postings and building the new
+// dictionary (the FST). A large merge (pipelineMinDocs: above all the compaction of a bulk
+// load into one segment, which runs alone) does the first in the caller's goroutine and the
+// second in another, passing terms in batches; two batches take turns, so it holds at most
+// twice the postings of its largest term. The file written is the same byte for byte
+// (TestMergeIdentical runs both ways).
+
+// mergeBatch is a run of merged terms and their postings, in order.
+type mergeBatch struct {
+	terms             []byte     // the terms, one after another
+	ends              []mergeEnd // per term: where its bytes and its postings end
+	docs, freqs, lens []uint32
+}
+
+// mergeEnd locates a term of a mergeBatch: its bytes end at term, its postings at post.
+type mergeEnd struct{ term, post int }
+
+// A batch is handed to the writing goroutine once it holds batchPostings postings or
+// batchTerms terms.
+const (
+	batchPostings = 1 << 18
+	batchTerms    = 1 << 12
+)
+
+// runPipelined merges every term as run does, the writing in a goroutine of its own.
+func (mg *merger) runPipelined() error {
+	const batches = 2
+	free := make(chan *mergeBatch, batches)
+	for range batches {
+		free <- new(mergeBatch)
+	}
+	full := make(chan *mergeBatch, batches)
+	failed := make(chan struct{}) // closed at the writer's first error
+	done := make(chan struct{})
+	var werr error // the writer's error: read once done is closed
+	go func() {
+		defer close(done)
+		for b := range full {
+			if werr == nil {
+				if werr = mg.writeSafely(b); werr != nil {
+					close(failed)
+				}
+			}
+			free <- b // (room for every batch: never blocks)
+		}
+	}()
+	err := mg.fill(free, full, failed)
+	close(full)
+	<-done
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// fill merges the terms into batches from free and sends each to full, until the terms
+// run out or failed is closed (the writer's error is then the merge's).
+func (mg *merger) fill(free <-chan *mergeBatch, full chan<- *mergeBatch, failed <-chan struct{}) error {
+	take := func() *mergeBatch {
+		select {
+		case b := <-free:
+			b.terms, b.ends = b.terms[:0], b.ends[:0]
+			b.docs, b.freqs, b.lens = b.docs[:0], b.freqs[:0], b.lens[:0]
+			return b
+		case <-failed:
+			return nil
+		}
+	}
+	send := func(b *mergeBatch) bool {
+		select {
+		case full <- b:
+			return true
+		case <-failed:
+			return false
+		}
+	}
+	b := take()
+	if b == nil {
+		return nil
+	}
+	terms := 0
+	for len(mg.heap) > 0 {
+		mg.term = append(mg.term[:0], mg.ins[mg.heap[0]].it.key...)
+		mg.group = mg.group[:0]
+		for len(mg.heap) > 0 && bytes.Equal(mg.ins[mg.heap[0]].it.key, mg.term) {
+			mg.group = append(mg.group, mg.pop())
+		}
+		mg.docs, mg.freqs, mg.lens = b.docs, b.freqs, b.lens
+		start := len(mg.docs)
+		for _, i := range mg.group {
+			if err := mg.collect(i); err != nil {
+				if err == ErrClosed {
+					return err
+				}
+				return fmt.Errorf("merge: input %d: term %q: %w", i, mg.term, err)
+			}
+			if err := mg.advance(i); err != nil {
+				return err
+			}
+		}
+		b.docs, b.freqs, b.lens = mg.docs, mg.freqs, mg.lens
+		mg.docs, mg.freqs, mg.lens = nil, nil, nil
+		if len(b.docs) > start {
+			b.terms = append(b.terms, mg.term...)
+			b.ends = append(b.ends, mergeEnd{term: len(b.terms), post: len(b.docs)})
+		}
+		if len(b.docs) >= batchPostings || len(b.ends) >= batchTerms {
+			if !send(b) {
+				return nil
+			}
+			if b = take(); b == nil {
+				return nil
+			}
+		}
+		if terms++; terms%closeCheckTerms == 0 && closed(mg.closeCh) {
+			return ErrClosed
+		}
+	}
+	if len(b.ends) > 0 {
+		send(b)
+	}
+	return nil
+}
+
+// writeSafely is writeBatch reporting a panic as an error: the writing goroutine's panic
+// would end the process, where Merge's caller expects an error.
+func (mg *merger) writeSafely(b *mergeBatch) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("postfile: merge: writing: %v", p)
+		}
+	}()
+	return mg.writeBatch(b)
+}
+
+// writeBatch writes the terms of b.
+func (mg *merger) writeBatch(b *mergeBatch) error {
+	t, p := 0, 0
+	for _, e := range b.ends {
+		if err := mg.wr.add(b.terms[t:e.term], b.docs[p:e.post], b.freqs[p:e.post], b.lens[p:e.post]); err != nil {
+			return err
+		}
+		t, p = e.term, e.post
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -80,48 +81,50 @@ func openAll(t *testing.T, cs []corpus) []*Reader {
 // TestMergeIdentical: Merge writes exactly the bytes a Writer writes for
 // the merged postings built directly.
 func TestMergeIdentical(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	rounds := 30
-	if testing.Short() {
-		rounds = 10
-	}
-	compared := 0
-	for round := range rounds {
-		k := 1 + rng.IntN(4)
-		cs := make([]corpus, k)
-		for i := range cs {
-			n := 1 + rng.IntN([]int{10, 300, 5000, 30_000}[rng.IntN(4)])
-			cs[i] = genCorpus(rng, genOpts{n: n, perDoc: 1 + rng.IntN(10), vocab: 50 + rng.IntN(5000),
-				s: 1.05 + rng.Float64()/2, singletons: rng.IntN(200), everyDoc: rng.IntN(2), extremes: rng.IntN(3) == 0})
+	mergeBothWays(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 12))
+		rounds := 30
+		if testing.Short() {
+			rounds = 10
 		}
-		drop := []float64{0, 0.01, 0.3, 0.9, 0.999}[rng.IntN(5)]
-		ndn := renumber(rng, cs, drop)
-		want := mergedCorpus(cs, ndn)
-		name := fmt.Sprintf("round %d (%d inputs, drop %v)", round, k, drop)
-		var got bytes.Buffer
-		err := Merge(&got, openAll(t, cs), ndn, nil)
-		if len(want.lengths) == 0 || len(want.terms) == 0 {
-			if !errors.Is(err, ErrInput) {
-				t.Fatalf("%s: nothing survives, Merge: %v", name, err)
+		compared := 0
+		for round := range rounds {
+			k := 1 + rng.IntN(4)
+			cs := make([]corpus, k)
+			for i := range cs {
+				n := 1 + rng.IntN([]int{10, 300, 5000, 30_000}[rng.IntN(4)])
+				cs[i] = genCorpus(rng, genOpts{n: n, perDoc: 1 + rng.IntN(10), vocab: 50 + rng.IntN(5000),
+					s: 1.05 + rng.Float64()/2, singletons: rng.IntN(200), everyDoc: rng.IntN(2), extremes: rng.IntN(3) == 0})
 			}
-			continue
+			drop := []float64{0, 0.01, 0.3, 0.9, 0.999}[rng.IntN(5)]
+			ndn := renumber(rng, cs, drop)
+			want := mergedCorpus(cs, ndn)
+			name := fmt.Sprintf("round %d (%d inputs, drop %v)", round, k, drop)
+			var got bytes.Buffer
+			err := Merge(&got, openAll(t, cs), ndn, nil)
+			if len(want.lengths) == 0 || len(want.terms) == 0 {
+				if !errors.Is(err, ErrInput) {
+					t.Fatalf("%s: nothing survives, Merge: %v", name, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if wantBytes := write(t, want); !bytes.Equal(got.Bytes(), wantBytes) {
+				t.Fatalf("%s: Merge wrote %d bytes, Writer %d, different", name, got.Len(), len(wantBytes))
+			}
+			r, err := Open(got.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCorpus(t, r, want)
+			compared++
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		if compared < rounds*2/3 {
+			t.Fatalf("only %d of %d rounds had survivors", compared, rounds)
 		}
-		if wantBytes := write(t, want); !bytes.Equal(got.Bytes(), wantBytes) {
-			t.Fatalf("%s: Merge wrote %d bytes, Writer %d, different", name, got.Len(), len(wantBytes))
-		}
-		r, err := Open(got.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkCorpus(t, r, want)
-		compared++
-	}
-	if compared < rounds*2/3 {
-		t.Fatalf("only %d of %d rounds had survivors", compared, rounds)
-	}
+	})
 }
 
 // notifyWriter is a buffered destination that closes ch once more than
@@ -143,33 +146,35 @@ func (w *notifyWriter) Write(p []byte) (int, error) {
 // TestMergeClosed: a closed channel stops Merge with ErrClosed, before
 // it starts or within a few thousand terms of its closing.
 func TestMergeClosed(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
-	cs := []corpus{
-		genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
-		genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
-	}
-	rs := openAll(t, cs)
-	ndn := renumber(rng, cs, 0.1)
-	var full bytes.Buffer
-	if err := Merge(&full, rs, ndn, nil); err != nil {
-		t.Fatal(err)
-	}
+	mergeBothWays(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(13, 14))
+		cs := []corpus{
+			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
+			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
+		}
+		rs := openAll(t, cs)
+		ndn := renumber(rng, cs, 0.1)
+		var full bytes.Buffer
+		if err := Merge(&full, rs, ndn, nil); err != nil {
+			t.Fatal(err)
+		}
 
-	ch := make(chan struct{})
-	close(ch)
-	var out bytes.Buffer
-	if err := Merge(&out, rs, ndn, ch); err != ErrClosed {
-		t.Fatalf("closed before: %v", err)
-	}
+		ch := make(chan struct{})
+		close(ch)
+		var out bytes.Buffer
+		if err := Merge(&out, rs, ndn, ch); err != ErrClosed {
+			t.Fatalf("closed before: %v", err)
+		}
 
-	nw := &notifyWriter{after: full.Len() / 4, ch: make(chan struct{})}
-	err := Merge(nw, rs, ndn, nw.ch)
-	if !errors.Is(err, ErrClosed) {
-		t.Fatalf("closed during: %v", err)
-	}
-	if nw.Len() >= full.Len()*3/4 {
-		t.Fatalf("stopped after %d of %d bytes", nw.Len(), full.Len())
-	}
+		nw := &notifyWriter{after: full.Len() / 4, ch: make(chan struct{})}
+		err := Merge(nw, rs, ndn, nw.ch)
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("closed during: %v", err)
+		}
+		if nw.Len() >= full.Len()*3/4 {
+			t.Fatalf("stopped after %d of %d bytes", nw.Len(), full.Len())
+		}
+	})
 }
 
 // TestMergeBadNumbers: renumberings that are not dense and in order give
@@ -226,30 +231,69 @@ func TestMergeBadNumbers(t *testing.T) {
 // TestMergeCorruptInput: damage met in an input's postings gives
 // ErrCorrupt, not a panic.
 func TestMergeCorruptInput(t *testing.T) {
-	rng := rand.New(rand.NewPCG(17, 18))
-	c := genCorpus(rng, genOpts{n: 3000, perDoc: 10, vocab: 500, s: 1.1, everyDoc: 1})
-	data := write(t, c)
-	f := parseFooter(data[len(data)-footerSize:])
-	reported := 0
-	for k := range 200 {
-		bad := slices.Clone(data)
-		pos := int(f.entriesOff) + rng.IntN(int(f.entryLen))
-		bad[pos] ^= byte(1 + rng.IntN(255))
-		r, err := Open(bad)
-		if err != nil {
-			t.Fatalf("damage to entries fails Open: %v", err)
-		}
-		ndn := renumber(rng, []corpus{c}, 0.2)
-		var out bytes.Buffer
-		if err := Merge(&out, []*Reader{r}, ndn, nil); err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("case %d: %v does not wrap ErrCorrupt", k, err)
+	mergeBothWays(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(17, 18))
+		c := genCorpus(rng, genOpts{n: 3000, perDoc: 10, vocab: 500, s: 1.1, everyDoc: 1})
+		data := write(t, c)
+		f := parseFooter(data[len(data)-footerSize:])
+		reported := 0
+		for k := range 200 {
+			bad := slices.Clone(data)
+			pos := int(f.entriesOff) + rng.IntN(int(f.entryLen))
+			bad[pos] ^= byte(1 + rng.IntN(255))
+			r, err := Open(bad)
+			if err != nil {
+				t.Fatalf("damage to entries fails Open: %v", err)
 			}
-			reported++
+			ndn := renumber(rng, []corpus{c}, 0.2)
+			var out bytes.Buffer
+			if err := Merge(&out, []*Reader{r}, ndn, nil); err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("case %d: %v does not wrap ErrCorrupt", k, err)
+				}
+				reported++
+			}
 		}
+		t.Logf("%d of 200 damaged inputs reported", reported)
+		if reported < 150 {
+			t.Fatalf("only %d of 200 damaged inputs reported", reported)
+		}
+	})
+}
+
+// mergeBothWays runs f as a subtest with merges in one goroutine, then with every merge
+// in two (runPipelined).
+func mergeBothWays(t *testing.T, f func(t *testing.T)) {
+	old := pipelineMinDocs
+	t.Cleanup(func() { pipelineMinDocs = old })
+	for _, way := range []struct {
+		name string
+		min  uint64
+	}{{"serial", math.MaxUint64}, {"pipelined", 0}} {
+		pipelineMinDocs = way.min
+		t.Run(way.name, f)
 	}
-	t.Logf("%d of 200 damaged inputs reported", reported)
-	if reported < 150 {
-		t.Fatalf("only %d of 200 damaged inputs reported", reported)
-	}
+}
+
+// TestMergeWriteError: a destination failing anywhere in a merge fails it with the
+// destination's error, in both ways (a pipelined merge stops its walk of the inputs).
+func TestMergeWriteError(t *testing.T) {
+	mergeBothWays(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(19, 20))
+		cs := []corpus{
+			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
+			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
+		}
+		rs := openAll(t, cs)
+		ndn := renumber(rng, cs, 0.1)
+		var full bytes.Buffer
+		if err := Merge(&full, rs, ndn, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{0, 1000, full.Len() / 3, full.Len() - 1} {
+			if err := Merge(&errWriter{limit: limit}, rs, ndn, nil); !errors.Is(err, errDisk) {
+				t.Fatalf("limit %d of %d: %v", limit, full.Len(), err)
+			}
+		}
+	})
 }
