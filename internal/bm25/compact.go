@@ -13,6 +13,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
 // Compact merges the index's persisted segments into as few as mergeplan allows for
@@ -42,8 +43,21 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	// Everything written so far persisted first: a merge plans over persisted segments
 	// only, and a tail still in memory (the persister behind a bulk load: at 21M passages
 	// 1.45 GB of it) would be persisted during the merge and need a second pass over all.
-	if err := b.persistAll(); err != nil {
-		return fmt.Errorf("%w: compact: %v", ErrBM25, err)
+	// One persist was not always enough: at 21M passages a segment of 2.4M documents
+	// arrived on disk as the merge started, stayed out of it, and a second pass rewrote
+	// everything to take it in (a 4 min 3 s compaction; 1 min 44 s in one pass once Compact
+	// waited for it: BENCHMARKS.md §0zq). So persist until no segment of the snapshot is
+	// held in memory (a bounded number of rounds; the loop below still merges again if
+	// one arrives all the same).
+	for round := 0; ; round++ {
+		if err := b.persistAll(); err != nil {
+			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
+		}
+		n, err := b.unpersistedSegments()
+		if err != nil || n == 0 || round+1 >= compactPersistRounds {
+			break
+		}
+		slog.Debug("bm25: segments still in memory after a persist", "segments", n, "round", round)
 	}
 	// One ForceMerge merges up to SegmentsPerMergeTask segments a task: repeat while the
 	// count falls.
@@ -120,6 +134,19 @@ func (b *Index) mergedAwayOnDisk() bool {
 		}
 	}
 	return false
+}
+
+// unpersistedSegments is the number of the current snapshot's segments still in memory.
+func (b *Index) unpersistedSegments() (n int, err error) {
+	err = b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		for _, ss := range snap.Segments() {
+			if _, ok := ss.Segment().(segment.PersistedSegment); !ok {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
 }
 
 // compactPasses counts Compact's merge passes (ForceMerge calls), for tests.

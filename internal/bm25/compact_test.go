@@ -160,3 +160,46 @@ func searchAll(t *testing.T, b *Index, queries []string) []string {
 	}
 	return out
 }
+
+// TestUnpersistedSegments: Compact's wait before its merge counts the segments held in
+// memory: every segment of an in-memory index, none of an index whose writes were
+// persisted.
+func TestUnpersistedSegments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	mem := openMemBM25(t)
+	for batch := range 3 {
+		var docs []Doc
+		for i := range 20 {
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("m%d-%02d", batch, i)))
+		}
+		if err := mem.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := mem.unpersistedSegments()
+	segs, _ := mem.SegmentCount()
+	if err != nil || n == 0 || n != segs {
+		t.Fatalf("in-memory index: %d segments held in memory (%v), want all %d", n, err, segs)
+	}
+
+	disk, err := OpenWith(filepath.Join(t.TempDir(), "bm25"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer disk.Close()
+	for batch := range 3 {
+		var docs []Doc
+		for i := range 20 {
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("d%d-%02d", batch, i)))
+		}
+		if err := disk.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := disk.unpersistedSegments(); err != nil || n != 0 {
+		t.Fatalf("persisted index: %d segments held in memory (%v), want 0", n, err)
+	}
+	if segs, _ := disk.SegmentCount(); segs == 0 {
+		t.Fatal("persisted index has no segment")
+	}
+}
