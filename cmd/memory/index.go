@@ -34,6 +34,7 @@ const defaultIndexBatch = 10000
 // indexOptions are the flags of memory index beside the store's.
 type indexOptions struct {
 	col, analyzer, code, vectors, embedderID, compatName string
+	pprofAddr                                            string // --pprof (hidden)
 	batch                                                int
 	mappedMB                                             int64
 	autoCode, sync, strict, chunk, compact               bool
@@ -87,6 +88,8 @@ func newIndexCmd() *cobra.Command {
 		"whole as the original's index builder does (E5: \"passage: \" + contents, at most 256 tokens)")
 	fs.BoolVar(&o.chunk, "chunk", true, "split long prose documents into chunks (over 1,000 non-space characters); --chunk=false stores each whole. "+
 		"Default: chunk, except a passage corpus (every file .jsonl of {\"id\", \"contents\"} rows) or with --compat search-r1")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "serve Go's profiler at http://`ADDR`/debug/pprof/ while the run lasts (a bulk load's heap and CPU)")
+	fs.MarkHidden("pprof") //nolint:errcheck // the flag exists
 	completeValues(fs, memory.Analyzers(), "analyzer")
 	completeValues(fs, compatValues, "compat")
 	completeValuesOrFiles(fs, modelNames("embedder"), "embedder-id")
@@ -108,6 +111,13 @@ func runIndex(ctx context.Context, sf *storeFlags, o indexOptions, args []string
 	}
 	if o.batch <= 0 {
 		o.batch = defaultIndexBatch
+	}
+	if o.pprofAddr != "" {
+		stop, err := listenProfiler(o.pprofAddr, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	defer ingestGC()()
 	rep := &skipReport{}
