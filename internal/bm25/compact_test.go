@@ -167,15 +167,7 @@ func searchAll(t *testing.T, b *Index, queries []string) []string {
 func TestUnpersistedSegments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	mem := openMemBM25(t)
-	for batch := range 3 {
-		var docs []Doc
-		for i := range 20 {
-			docs = append(docs, randomDoc(rng, fmt.Sprintf("m%d-%02d", batch, i)))
-		}
-		if err := mem.Apply(docs, nil, uint64(batch+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyThree(t, mem, rng, "m")
 	n, err := mem.unpersistedSegments()
 	segs, _ := mem.SegmentCount()
 	if err != nil || n == 0 || n != segs {
@@ -187,19 +179,25 @@ func TestUnpersistedSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer disk.Close()
-	for batch := range 3 {
-		var docs []Doc
-		for i := range 20 {
-			docs = append(docs, randomDoc(rng, fmt.Sprintf("d%d-%02d", batch, i)))
-		}
-		if err := disk.Apply(docs, nil, uint64(batch+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyThree(t, disk, rng, "d")
 	if n, err := disk.unpersistedSegments(); err != nil || n != 0 {
 		t.Fatalf("persisted index: %d segments held in memory (%v), want 0", n, err)
 	}
 	if segs, _ := disk.SegmentCount(); segs == 0 {
 		t.Fatal("persisted index has no segment")
+	}
+}
+
+// applyThree applies three batches of 20 random documents (ids prefix0-00...) to b.
+func applyThree(t *testing.T, b *Index, rng *rand.Rand, prefix string) {
+	t.Helper()
+	for batch := range 3 {
+		var docs []Doc
+		for i := range 20 {
+			docs = append(docs, randomDoc(rng, fmt.Sprintf("%s%d-%02d", prefix, batch, i)))
+		}
+		if err := b.Apply(docs, nil, uint64(batch+1)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -162,22 +162,9 @@ func (mg *merger) advance(i int) error {
 func (mg *merger) run() error {
 	terms := 0
 	for len(mg.heap) > 0 {
-		mg.term = append(mg.term[:0], mg.ins[mg.heap[0]].it.key...)
-		mg.group = mg.group[:0]
-		for len(mg.heap) > 0 && bytes.Equal(mg.ins[mg.heap[0]].it.key, mg.term) {
-			mg.group = append(mg.group, mg.pop()) // equal terms pop in input order
-		}
 		mg.docs, mg.freqs, mg.lens = mg.docs[:0], mg.freqs[:0], mg.lens[:0]
-		for _, i := range mg.group {
-			if err := mg.collect(i); err != nil {
-				if err == ErrClosed {
-					return err
-				}
-				return fmt.Errorf("merge: input %d: term %q: %w", i, mg.term, err)
-			}
-			if err := mg.advance(i); err != nil {
-				return err
-			}
+		if err := mg.nextTerm(); err != nil {
+			return err
 		}
 		if len(mg.docs) > 0 {
 			if err := mg.wr.add(mg.term, mg.docs, mg.freqs, mg.lens); err != nil {
@@ -274,23 +261,10 @@ func (mg *merger) fill(free <-chan *mergeBatch, full chan<- *mergeBatch, failed 
 	}
 	terms := 0
 	for len(mg.heap) > 0 {
-		mg.term = append(mg.term[:0], mg.ins[mg.heap[0]].it.key...)
-		mg.group = mg.group[:0]
-		for len(mg.heap) > 0 && bytes.Equal(mg.ins[mg.heap[0]].it.key, mg.term) {
-			mg.group = append(mg.group, mg.pop())
-		}
 		mg.docs, mg.freqs, mg.lens = b.docs, b.freqs, b.lens
 		start := len(mg.docs)
-		for _, i := range mg.group {
-			if err := mg.collect(i); err != nil {
-				if err == ErrClosed {
-					return err
-				}
-				return fmt.Errorf("merge: input %d: term %q: %w", i, mg.term, err)
-			}
-			if err := mg.advance(i); err != nil {
-				return err
-			}
+		if err := mg.nextTerm(); err != nil {
+			return err
 		}
 		b.docs, b.freqs, b.lens = mg.docs, mg.freqs, mg.lens
 		mg.docs, mg.freqs, mg.lens = nil, nil, nil
@@ -335,6 +309,28 @@ func (mg *merger) writeBatch(b *mergeBatch) error {
 			return err
 		}
 		t, p = e.term, e.post
+	}
+	return nil
+}
+
+// nextTerm takes the smallest term of the inputs (mg.term) and appends its surviving
+// postings from every input that has it to mg.docs, freqs and lens, moving those inputs on.
+func (mg *merger) nextTerm() error {
+	mg.term = append(mg.term[:0], mg.ins[mg.heap[0]].it.key...)
+	mg.group = mg.group[:0]
+	for len(mg.heap) > 0 && bytes.Equal(mg.ins[mg.heap[0]].it.key, mg.term) {
+		mg.group = append(mg.group, mg.pop()) // equal terms pop in input order
+	}
+	for _, i := range mg.group {
+		if err := mg.collect(i); err != nil {
+			if err == ErrClosed {
+				return err
+			}
+			return fmt.Errorf("merge: input %d: term %q: %w", i, mg.term, err)
+		}
+		if err := mg.advance(i); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -147,17 +147,7 @@ func (w *notifyWriter) Write(p []byte) (int, error) {
 // it starts or within a few thousand terms of its closing.
 func TestMergeClosed(t *testing.T) {
 	mergeBothWays(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(13, 14))
-		cs := []corpus{
-			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
-			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
-		}
-		rs := openAll(t, cs)
-		ndn := renumber(rng, cs, 0.1)
-		var full bytes.Buffer
-		if err := Merge(&full, rs, ndn, nil); err != nil {
-			t.Fatal(err)
-		}
+		rs, ndn, full := twoInputMerge(t, rand.New(rand.NewPCG(13, 14)))
 
 		ch := make(chan struct{})
 		close(ch)
@@ -279,21 +269,28 @@ func mergeBothWays(t *testing.T, f func(t *testing.T)) {
 // destination's error, in both ways (a pipelined merge stops its walk of the inputs).
 func TestMergeWriteError(t *testing.T) {
 	mergeBothWays(t, func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(19, 20))
-		cs := []corpus{
-			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
-			genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
-		}
-		rs := openAll(t, cs)
-		ndn := renumber(rng, cs, 0.1)
-		var full bytes.Buffer
-		if err := Merge(&full, rs, ndn, nil); err != nil {
-			t.Fatal(err)
-		}
+		rs, ndn, full := twoInputMerge(t, rand.New(rand.NewPCG(19, 20)))
 		for _, limit := range []int{0, 1000, full.Len() / 3, full.Len() - 1} {
 			if err := Merge(&errWriter{limit: limit}, rs, ndn, nil); !errors.Is(err, errDisk) {
 				t.Fatalf("limit %d of %d: %v", limit, full.Len(), err)
 			}
 		}
 	})
+}
+
+// twoInputMerge makes two inputs of 20,000 documents with a large vocabulary, renumbers
+// them dropping a tenth, and merges them: the inputs, the renumbering and the file.
+func twoInputMerge(t *testing.T, rng *rand.Rand) ([]*Reader, [][]uint64, bytes.Buffer) {
+	t.Helper()
+	cs := []corpus{
+		genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
+		genCorpus(rng, genOpts{n: 20_000, perDoc: 5, vocab: 50_000, s: 1.05, singletons: 20_000}),
+	}
+	rs := openAll(t, cs)
+	ndn := renumber(rng, cs, 0.1)
+	var full bytes.Buffer
+	if err := Merge(&full, rs, ndn, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rs, ndn, full
 }
