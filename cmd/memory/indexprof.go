@@ -18,12 +18,18 @@ func listenProfiler(addr string, stderr io.Writer) (stop func(), err error) {
 		return nil, usagef("--pprof: %v", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/debug/pprof/", http.HandlerFunc(pprof.Index))
-	mux.Handle("/debug/pprof/profile", http.HandlerFunc(pprof.Profile))
-	mux.Handle("/debug/pprof/symbol", http.HandlerFunc(pprof.Symbol))
-	mux.Handle("/debug/pprof/trace", http.HandlerFunc(pprof.Trace))
+	handleProfiler(mux, func(h http.Handler) http.Handler { return h })
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
 	fmt.Fprintf(stderr, "profiler at http://%s/debug/pprof/\n", ln.Addr())
 	return func() { srv.Close() }, nil
+}
+
+// handleProfiler registers Go's profiler under /debug/pprof/ on mux (less cmdline, which
+// would show the command's flags), each handler wrapped by guard.
+func handleProfiler(mux *http.ServeMux, guard func(http.Handler) http.Handler) {
+	mux.Handle("/debug/pprof/", guard(http.HandlerFunc(pprof.Index)))
+	mux.Handle("/debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("/debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("/debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
 }

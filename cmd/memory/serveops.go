@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/pprof"
 	"sync"
 
 	"github.com/agentmem/memory"
@@ -88,10 +87,7 @@ func (o *serveOps) mux(reg *prometheus.Registry, token string, next http.Handler
 			}
 			return mcpserver.RequireBearer(token, h)
 		}
-		mux.Handle("/debug/pprof/", guard(http.HandlerFunc(pprof.Index)))
-		mux.Handle("/debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
-		mux.Handle("/debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
-		mux.Handle("/debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
+		handleProfiler(mux, guard)
 	}
 	mux.Handle("/", next)
 	return mux

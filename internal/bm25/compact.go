@@ -49,15 +49,8 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	// waited for it: BENCHMARKS.md §0zq). So persist until no segment of the snapshot is
 	// held in memory (a bounded number of rounds; the loop below still merges again if
 	// one arrives all the same).
-	for round := 0; ; round++ {
-		if err := b.persistAll(); err != nil {
-			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
-		}
-		n, err := b.unpersistedSegments()
-		if err != nil || n == 0 || round+1 >= compactPersistRounds {
-			break
-		}
-		slog.Debug("bm25: segments still in memory after a persist", "segments", n, "round", round)
+	if err := b.persistWhile(1, func() bool { n, err := b.unpersistedSegments(); return err == nil && n > 0 }); err != nil {
+		return err
 	}
 	// One ForceMerge merges up to SegmentsPerMergeTask segments a task: repeat while the
 	// count falls.
@@ -99,17 +92,26 @@ func (b *Index) Compact(ctx context.Context) (err error) {
 	// run out: the next writable open removes the rest), then remove the body files whose
 	// zap files are gone (Close would; a process that compacts and stays open keeps its
 	// disk space).
-	for round := 0; round < 2 || (round < compactPersistRounds && b.mergedAwayOnDisk()); round++ {
-		if err := b.persistAll(); err != nil {
-			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
-		}
+	if err := b.persistWhile(2, b.mergedAwayOnDisk); err != nil {
+		return err
 	}
 	removeBodyLeftovers(filepath.Join(b.dir, "store"), false)
 	return nil
 }
 
-// compactPersistRounds bounds Compact's persists while files merged away remain.
+// compactPersistRounds bounds Compact's persists while a condition holds (persistWhile).
 const compactPersistRounds = 8
+
+// persistWhile persists everything written so far least times, then again while
+// more reports true, at most compactPersistRounds times in all.
+func (b *Index) persistWhile(least int, more func() bool) error {
+	for round := 0; round < least || (round < compactPersistRounds && more()); round++ {
+		if err := b.persistAll(); err != nil {
+			return fmt.Errorf("%w: compact: %v", ErrBM25, err)
+		}
+	}
+	return nil
+}
 
 // mergedAwayOnDisk reports whether the index's segment directory holds the zap file of a
 // segment the current snapshot does not have.
