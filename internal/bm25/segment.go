@@ -527,7 +527,8 @@ func (b *segBuilder) writeField(out []byte, f *segField, n int) ([]byte, error) 
 		out = binary.AppendUvarint(out, tfAddr)
 		out = binary.AppendUvarint(out, 0) // no locations
 		out, b.groups = appendRoaring(out, docs, b.groups[:0])
-		if err := b.builder.Insert([]byte(f.terms[t]), postAddr); err != nil {
+		// No copy: the builder keeps copies of what it needs, and a string never changes.
+		if err := b.builder.Insert(unsafe.Slice(unsafe.StringData(f.terms[t]), len(f.terms[t])), postAddr); err != nil {
 			return nil, err
 		}
 	}
