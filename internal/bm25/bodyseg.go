@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2/document"
@@ -308,10 +307,7 @@ func buildBody(bodies []index.Field) ([]byte, error) {
 	w := postfile.NewWriterOptions(out, lengths, o)
 	for _, t := range b.order {
 		lo, hi := b.counts[t], b.counts[t+1]
-		// The term's bytes without a copy: Add only reads them (its dictionary and its
-		// last term keep copies), and a string's bytes never change.
-		term := unsafe.Slice(unsafe.StringData(f.terms[t]), len(f.terms[t]))
-		if err := w.Add(term, b.docs[lo:hi], b.freqs[lo:hi]); err != nil {
+		if err := w.Add(f.termBytes(t), b.docs[lo:hi], b.freqs[lo:hi]); err != nil {
 			return nil, err
 		}
 	}

@@ -287,6 +287,12 @@ func (f *segField) addShared(term []byte, doc, freq uint32) {
 	f.posts = append(f.posts, segPosting{term: s.id, doc: doc, freq: freq})
 }
 
+// termBytes is the bytes of term t of f, not copied: for writers that only read them (the
+// dictionary builders keep copies of what they need), since a string never changes.
+func (f *segField) termBytes(t uint32) []byte {
+	return unsafe.Slice(unsafe.StringData(f.terms[t]), len(f.terms[t]))
+}
+
 // add adds term (freq occurrences in document doc) to field f.
 func (f *segField) add(term []byte, doc, freq uint32) {
 	f.posts = append(f.posts, segPosting{term: f.id(term), doc: doc, freq: freq})
@@ -527,8 +533,7 @@ func (b *segBuilder) writeField(out []byte, f *segField, n int) ([]byte, error) 
 		out = binary.AppendUvarint(out, tfAddr)
 		out = binary.AppendUvarint(out, 0) // no locations
 		out, b.groups = appendRoaring(out, docs, b.groups[:0])
-		// No copy: the builder keeps copies of what it needs, and a string never changes.
-		if err := b.builder.Insert(unsafe.Slice(unsafe.StringData(f.terms[t]), len(f.terms[t])), postAddr); err != nil {
+		if err := b.builder.Insert(f.termBytes(t), postAddr); err != nil {
 			return nil, err
 		}
 	}
