@@ -649,27 +649,15 @@ func (c *Collection) DeleteWhere(ctx context.Context, where Where) (int, error) 
 // metadata terms: O(matches), not O(documents)), and each document it names is checked
 // against its stored record; any other Where scans the records' metadata.
 func (c *Collection) matching(ctx context.Context, s *colState, cw docfilter.Compiled) ([]string, error) {
-	m := c.m
-	var ids []string
-	if mf := cw.Meta; mf != nil && !filterScan.Load() {
-		if err := m.reg.ensureOpen(s); err != nil {
-			return nil, err
-		}
-		units, err := func() ([]string, error) {
-			s.mu.RLock() // the writer lock keeps the indexes open
-			defer s.mu.RUnlock()
-			return s.bm25.FilterIDs(ctx, mf)
-		}()
-		if err == nil {
-			return c.checkedIDs(units, cw.Pred)
-		}
-		if !bm25Damaged(err) {
-			return nil, err
-		}
-		// The scan below answers without the index; the next open or search rebuilds it.
-		m.log.Warn("memory: the BM25 index cannot evaluate a filter, scanning the store of record", "collection", c.name, "err", err)
+	units, ok, err := c.filterUnits(ctx, s, cw)
+	if err != nil {
+		return nil, err
 	}
-	err := m.forEachMeta(c.name, func(id string, r *store.Record) { // a Where reads metadata only
+	if ok {
+		return c.checkedIDs(ctx, units, cw.Pred)
+	}
+	var ids []string
+	err = c.m.forEachMeta(c.name, func(id string, r *store.Record) { // a Where reads metadata only
 		if cw.Pred(r) {
 			ids = append(ids, id)
 		}
@@ -677,19 +665,41 @@ func (c *Collection) matching(ctx context.Context, s *colState, cw docfilter.Com
 	return ids, err
 }
 
+// filterUnits returns the index ids (sorted; the caller must not modify them) of the units
+// whose metadata the compiled filter cw matches, evaluated by the BM25 index: ok is false
+// when the index cannot evaluate cw (no metadata part, or damage: the caller scans the
+// store of record, and the next open or search rebuilds the index).
+func (c *Collection) filterUnits(ctx context.Context, s *colState, cw docfilter.Compiled) (units []string, ok bool, err error) {
+	mf := cw.Meta
+	if mf == nil || filterScan.Load() {
+		return nil, false, nil
+	}
+	m := c.m
+	if err := m.reg.ensureOpen(s); err != nil {
+		return nil, false, err
+	}
+	units, err = func() ([]string, error) {
+		s.mu.RLock() // the writer lock keeps the indexes open
+		defer s.mu.RUnlock()
+		return s.bm25.FilterIDs(ctx, mf)
+	}()
+	if err == nil {
+		return units, true, nil
+	}
+	if !bm25Damaged(err) {
+		return nil, false, err
+	}
+	m.log.Warn("memory: the BM25 index cannot evaluate a filter, scanning the store of record", "collection", c.name, "err", err)
+	return nil, false, nil
+}
+
 // checkedIDs are the documents of index ids units (sorted) whose stored records pred
 // matches, sorted: a write commits its records before it updates the index, and an index
 // update that failed leaves it behind until it is caught up.
-func (c *Collection) checkedIDs(units []string, pred docfilter.Pred) ([]string, error) {
+func (c *Collection) checkedIDs(ctx context.Context, units []string, pred docfilter.Pred) ([]string, error) {
 	var ids []string
 	err := c.m.db.View(func(tx *store.Tx) error {
-		last := ""
-		for _, u := range units { // sorted: a document's chunks are adjacent
-			id, _ := store.SplitUnit(u)
-			if id == last {
-				continue
-			}
-			last = id
+		return eachUnitDoc(ctx, units, "", func(id string) error {
 			r, err := tx.RecordMeta(c.name, id) // a Where reads metadata only
 			if err != nil {
 				return err
@@ -697,11 +707,40 @@ func (c *Collection) checkedIDs(units []string, pred docfilter.Pred) ([]string, 
 			if r != nil && pred(r) {
 				ids = append(ids, id)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
-	slices.Sort(ids)
-	return slices.Compact(ids), err
+	return ids, err
+}
+
+// unitsVisited counts the unit ids eachUnitDoc has looked at (tests: a page's cost).
+var unitsVisited atomic.Int64
+
+// eachUnitDoc calls fn with each document id of units (index ids, sorted) after after,
+// once each and in id order: unit ids sort in document id order, a document's chunks
+// right after it (a chunk's unit id is its document's id, a NUL byte and the chunk's
+// number, and ids hold no NUL). It starts at after by binary search, so a page of a Find
+// reads the units of its page, not every match's.
+func eachUnitDoc(ctx context.Context, units []string, after string, fn func(id string) error) error {
+	from, _ := slices.BinarySearch(units, after)
+	last := after
+	for n, u := range units[from:] {
+		unitsVisited.Add(1)
+		if n&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		id, _ := store.SplitUnit(u)
+		if id <= last {
+			continue
+		}
+		last = id
+		if err := fn(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DeleteWhere removes the documents of the default collection that match where; see

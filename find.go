@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/agentmem/memory/internal/docfilter"
 	"github.com/agentmem/memory/internal/store"
@@ -80,44 +79,39 @@ func (c *Collection) Find(ctx context.Context, o FindOptions) ([]Document, error
 		}
 		return ctx.Err()
 	}
-	ids := o.IDs
-	if ids == nil && cw.Meta != nil {
-		// The documents the filter selects, from the index that evaluates filters (sorted;
-		// each checked against its record): a Find by source reads those documents, not
-		// every record of the collection.
-		matched, err := c.matching(ctx, s, cw)
-		if err != nil {
+	// For a Where on metadata, the documents the index that evaluates filters lists
+	// (sorted; each checked against its record in the read below): a Find by source reads
+	// those documents, not every record of the collection, and a page only its own
+	// (from o.After until Limit matches: a Find paged through a million matches read
+	// every match's record for each page).
+	var units []string
+	indexed := false
+	if o.IDs == nil && cw.Meta != nil {
+		if units, indexed, err = c.filterUnits(ctx, s, cw); err != nil {
 			return nil, err
-		}
-		from, _ := slices.BinarySearch(matched, o.After)
-		if from < len(matched) && o.After != "" && matched[from] == o.After {
-			from++
-		}
-		ids = matched[from:]
-		if ids == nil {
-			ids = []string{}
 		}
 	}
 	err = c.m.db.View(func(tx *store.Tx) error {
-		if ids == nil {
-			return tx.EachRecordAfter(c.name, o.After, false, keep)
-		}
-		seen := make(map[string]bool, len(o.IDs)) // (the index's ids are distinct)
-		for _, id := range ids {
-			if o.IDs != nil {
-				if seen[id] {
-					continue
-				}
-				seen[id] = true
-			}
+		read := func(id string) error {
 			r, err := tx.Record(c.name, id)
-			if err != nil {
+			if err != nil || r == nil {
 				return err
 			}
-			if r == nil {
+			return keep(id, r)
+		}
+		switch {
+		case indexed:
+			return eachUnitDoc(ctx, units, o.After, read)
+		case o.IDs == nil:
+			return tx.EachRecordAfter(c.name, o.After, false, keep)
+		}
+		seen := make(map[string]bool, len(o.IDs))
+		for _, id := range o.IDs {
+			if seen[id] {
 				continue
 			}
-			if err := keep(id, r); err != nil {
+			seen[id] = true
+			if err := read(id); err != nil {
 				return err
 			}
 		}

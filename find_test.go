@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -83,5 +85,73 @@ func TestCollectionFind(t *testing.T) {
 	}
 	if _, err := m.Collection("nope").Find(ctx, FindOptions{}); !errors.Is(err, ErrCollectionNotFound) {
 		t.Errorf("missing collection: %v", err)
+	}
+}
+
+// TestFindPagesWhere: keyset pages of a Find with a Where on metadata, over chunked
+// documents and ids that sort around the chunks' separator, put together give the whole
+// match list, from the index and from a scan; and a page looks at its own units only (a
+// Find paged through a million matches once read every match for every page: quadratic).
+func TestFindPagesWhere(t *testing.T) {
+	ctx := context.Background()
+	m, err := Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.Collection("kb")
+	long := strings.Repeat("a long passage of prose that the chunker splits in parts. ", 60)
+	var want []string
+	var docs []Document
+	for i := range 300 {
+		for _, suffix := range []string{"", "!", "-x", "/y", "z"} {
+			id := fmt.Sprintf("d%03d%s", i, suffix)
+			text := fmt.Sprintf("number %d", i)
+			if i%7 == 0 {
+				text = long + text // chunked: several index units
+			}
+			src := "a.txt"
+			if suffix == "z" {
+				src = "b.txt"
+			} else {
+				want = append(want, id)
+			}
+			docs = append(docs, Document{ID: id, Text: text, Source: src})
+		}
+	}
+	if err := c.Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(want)
+	defer filterScan.Store(false)
+	for _, scan := range []bool{false, true} {
+		filterScan.Store(scan)
+		for _, limit := range []int{1, 7, 100} {
+			var got []string
+			before := unitsVisited.Load()
+			o := FindOptions{Where: Where{"source": "a.txt"}, Limit: limit}
+			pages := 0
+			for {
+				page, err := c.Find(ctx, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pages++
+				got = append(got, findIDs(page)...)
+				if len(page) < limit {
+					break
+				}
+				o.After = page[len(page)-1].ID
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("scan=%v limit %d: %d ids, want %d (first %v)", scan, limit, len(got), len(want), got[:min(len(got), 5)])
+			}
+			// Each page looks at the units of its own documents (a chunked document's
+			// several) and at most one document past them: not every match's.
+			units := unitsVisited.Load() - before
+			if !scan && units > int64(3*len(want)+2*pages) {
+				t.Errorf("limit %d: %d pages looked at %d units for %d matches", limit, pages, units, len(want))
+			}
+		}
 	}
 }

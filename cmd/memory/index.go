@@ -318,22 +318,27 @@ func (ix *indexer) claim(srcs []string) {
 	}
 }
 
-// staleBatch is how many stale documents removeStale removes in one transaction, and
-// stalePage how many documents it reads at a time.
+// staleBatch is how many stale documents removeStale removes in one transaction,
+// stalePage how many documents it reads at a time, and staleHeld how many stale ids it
+// holds before it removes them: a removal changes the index, whose list of a source's
+// documents the next page then computes again (O(documents of the sources)), so removing
+// every staleBatch ids as they were found made a run with millions of stale documents
+// quadratic.
 const (
 	staleBatch = 10000
 	stalePage  = 2048
+	staleHeld  = 1 << 20
 )
 
 // removeStale removes, once every document of the run is stored, the stale documents of
 // the re-indexed sources: those the collection holds under a re-indexed source whose id
 // the run did not read (an id the run read and the store rejected keeps its earlier
 // version). It reads the collection once, in id order (Find), and removes them by id,
-// about staleBatch a transaction: a run with at most that many removes them in one, so a
+// staleBatch a transaction: a run with at most that many removes them in one, so a
 // kill leaves each source with all of its stale documents or none of them; past that, a
 // kill between two transactions leaves the rest to the next run, which removes them. A
 // document moved to another source was stored under it already, and is not stale. The
-// memory it takes is a page and the ids of a transaction, beside the run's ids (idSeen).
+// memory it takes is a page and up to staleHeld stale ids, beside the run's ids (idSeen).
 func (ix *indexer) removeStale() error {
 	if len(ix.cleared) == 0 {
 		return nil
@@ -350,15 +355,16 @@ func (ix *indexer) removeStale() error {
 	}
 	var stale []string
 	remove := func() error {
-		if len(stale) == 0 {
-			return nil
+		for len(stale) > 0 {
+			batch := stale[:min(len(stale), staleBatch)]
+			if err := ix.c.Delete(ix.ctx, batch...); err != nil {
+				return fmt.Errorf("removing %d stale documents of re-indexed sources (%d removed before): %w", len(batch), ix.replaced, err)
+			}
+			ix.replaced += len(batch)
+			stale = stale[len(batch):]
+			ix.prog.staleRemoved(ix.replaced)
 		}
-		if err := ix.c.Delete(ix.ctx, stale...); err != nil {
-			return fmt.Errorf("removing %d stale documents of re-indexed sources (%d removed before): %w", len(stale), ix.replaced, err)
-		}
-		ix.replaced += len(stale)
-		stale = stale[:0]
-		ix.prog.staleRemoved(ix.replaced)
+		stale = nil
 		return nil
 	}
 	for {
@@ -375,7 +381,7 @@ func (ix *indexer) removeStale() error {
 			break
 		}
 		opts.After = page[len(page)-1].ID
-		if len(stale) >= staleBatch {
+		if len(stale) >= staleHeld {
 			if err := remove(); err != nil {
 				return err
 			}
