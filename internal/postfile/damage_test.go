@@ -158,6 +158,7 @@ func FuzzOpen(f *testing.F) {
 		{[]byte("h"), []uint32{1, 2, 3, 1099}, []uint32{1, 2, 3, 4}}}}))
 	f.Add(write(f, genCorpus(rng, genOpts{n: 3, perDoc: 2, vocab: 5, s: 1.1, singletons: 2, everyDoc: 1, extremes: true})))
 	f.Add(write(f, genCorpus(rng, genOpts{n: 30, perDoc: 3, vocab: 10, s: 1.2, singletons: 2, everyDoc: 1})))
+	f.Add(toVersion2(f, write(f, genCorpus(rng, genOpts{n: 30, perDoc: 3, vocab: 10, s: 1.2, singletons: 2, everyDoc: 1}))))
 	f.Add([]byte(headerMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Open(b)

@@ -40,7 +40,12 @@
 //	           the largest length): the field length of document 0, 1, ...
 //	entries  = entry*: one per term not stored inline, in term order, back
 //	           to back
-//	dict     = a vellum FST mapping every term, strictly ascending, to a value
+//	dict     = every term, strictly ascending, with its value: blocks of
+//	           32 terms, then the blocks' offsets (version 3, dict.go:
+//	           each term front-coded against the one before it in its
+//	           block, a lookup binary-searches the blocks' first terms);
+//	           in a version 2 file, a vellum FST mapping each term to its
+//	           value (still read; this package writes version 3)
 //	footer   = 84 bytes, below
 //
 // A dictionary value v is either
@@ -75,7 +80,7 @@
 // The footer, at offset size-84, is
 //
 //	 0  u64  N, documents (0 <= N <= 2^32)
-//	 8  u64  terms (equal to the FST's own count; 0 when N is)
+//	 8  u64  terms (equal to the dictionary's; 0 when N is)
 //	16  u64  offset of lengths (8)        24  u64  its length (N*W)
 //	32  u64  offset of entries            40  u64  its length
 //	48  u64  offset of dict               56  u64  its length
@@ -83,7 +88,8 @@
 //	68  u8   W
 //	69  u16  fixed span (Options.FixedSpan; 0: the rule above)
 //	71  u8   zero
-//	72  u32  format version (2; 1 counted every list's documents from 0)
+//	72  u32  format version (3; 2 had an FST dictionary, 1 counted every
+//	         list's documents from 0)
 //	76  4    "PSTF"
 //	80  u32  CRC-32C of every byte of the file before this field
 //
@@ -96,9 +102,11 @@
 // allocate more than a small multiple of their length (or of a term's
 // postings count, which is bounded by them). Open checks the magics, the
 // version, that the sections tile the file exactly (so any truncation or
-// extension is reported) and the dictionary's own CRC, because vellum
-// trusts its input: a damaged FST can make it read out of range or walk a
-// cycle. Open does not checksum the rest; Verify checks the whole file's
+// extension is reported) and the dictionary's own CRC, because a damaged
+// dictionary misleads lookups (a version 2 FST can make vellum read out of
+// range or walk a cycle; a block's first term out of order hides terms
+// from the binary search), and a version 3 dictionary's block offsets.
+// Open does not checksum the rest; Verify checks the whole file's
 // CRC, and Check additionally decodes and cross-checks every term.
 // Reader.Term checks what it reads from an entry (counts against the
 // chunk geometry, frontier order and bounds, list extents inside the

@@ -14,7 +14,11 @@ import (
 const Dropped = math.MaxUint64
 
 // Version is the format version this package writes and reads.
-const Version = 2
+const Version = 3
+
+// versionFST is the version before, whose dictionary is a vellum FST; it
+// is still read.
+const versionFST = 2
 
 // ChunkPostings is the target number of postings a chunk: a term of count
 // postings is cut into count/ChunkPostings + 1 spans of documents (zap

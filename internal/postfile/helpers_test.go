@@ -253,7 +253,7 @@ func walk(r *Reader) error {
 		if found, err := r.Term(term, &t2); err != nil || !found {
 			note(err)
 			if !found && err == nil {
-				note(fmt.Errorf("term %q iterated but not found", term))
+				note(fmt.Errorf("%w: term %q iterated but not found", ErrCorrupt, term))
 			}
 		}
 		_, _ = t.Count(), t.Span()

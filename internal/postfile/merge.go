@@ -180,7 +180,7 @@ func (mg *merger) run() error {
 
 // A merge's work splits in two about evenly: walking the inputs' dictionaries and
 // decoding their postings, and encoding the merged postings and building the new
-// dictionary (the FST). A large merge (pipelineMinDocs: above all the compaction of a bulk
+// dictionary. A large merge (pipelineMinDocs: above all the compaction of a bulk
 // load into one segment, which runs alone) does the first in the caller's goroutine and the
 // second in another, passing terms in batches; two batches take turns, so it holds at most
 // twice the postings of its largest term. The file written is the same byte for byte

@@ -1,6 +1,7 @@
 package postfile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,7 +26,8 @@ type Reader struct {
 	lshift  uint8  // log2 of the bytes a length
 	lmask   uint32 // the mask of a length's bytes
 	entries []byte
-	fst     *vellum.FST
+	fst     *vellum.FST // the dictionary of a version 2 file
+	bd      *blockDict  // the dictionary of a version 3 file
 }
 
 // Open checks data, the whole file, and returns a Reader of it. It checks
@@ -45,8 +47,8 @@ func Open(data []byte) (*Reader, error) {
 	if string(f.magic[:]) != footerMagic {
 		return nil, corrupt("bad footer magic")
 	}
-	if f.version != Version {
-		return nil, corrupt("format version %d, want %d", f.version, Version)
+	if f.version != Version && f.version != versionFST {
+		return nil, corrupt("format version %d, want %d or %d", f.version, versionFST, Version)
 	}
 	if f.reserved != 0 {
 		return nil, corrupt("footer: reserved byte not zero")
@@ -75,8 +77,9 @@ func Open(data []byte) (*Reader, error) {
 		return nil, corrupt("footer: sections (lengths %d+%d, entries %d+%d, dictionary %d+%d) do not tile %d bytes",
 			f.lensOff, f.lensLen, f.entriesOff, f.entryLen, f.dictOff, f.dictLen, size)
 	}
-	// (An FST can hold many more terms than it has bytes: terms sharing prefixes and
-	// suffixes share states. The count is checked against the FST's own once it loads.)
+	// (A version 2 FST can hold many more terms than it has bytes: terms sharing prefixes
+	// and suffixes share states. The count is checked against the dictionary's own once it
+	// loads.)
 	if f.numTerms > 0 && f.numDocs == 0 {
 		return nil, corrupt("footer: %d terms and no documents", f.numTerms)
 	}
@@ -84,12 +87,18 @@ func Open(data []byte) (*Reader, error) {
 	if crc32.Checksum(dict, castagnoli) != f.dictCRC {
 		return nil, corrupt("dictionary checksum mismatch")
 	}
-	fst, err := loadFST(dict)
-	if err != nil {
+	var fst *vellum.FST
+	var bd *blockDict
+	var err error
+	if f.version == versionFST {
+		if fst, err = loadFST(dict); err != nil {
+			return nil, err
+		}
+		if uint64(fst.Len()) != f.numTerms {
+			return nil, corrupt("dictionary holds %d terms, footer says %d", fst.Len(), f.numTerms)
+		}
+	} else if bd, err = loadBlockDict(dict, f.numTerms); err != nil {
 		return nil, err
-	}
-	if uint64(fst.Len()) != f.numTerms {
-		return nil, corrupt("dictionary holds %d terms, footer says %d", fst.Len(), f.numTerms)
 	}
 	r := &Reader{
 		data:  data,
@@ -103,6 +112,7 @@ func Open(data []byte) (*Reader, error) {
 		lmask:   uint32(math.MaxUint32 >> (32 - 8*uint(f.width))),
 		entries: data[f.entriesOff : f.entriesOff+f.entryLen],
 		fst:     fst,
+		bd:      bd,
 	}
 	return r, nil
 }
@@ -187,6 +197,7 @@ type Term struct {
 
 	fr    *vellum.Reader // looks terms up in fst without allocating
 	frFST *vellum.FST
+	dc    dictCursor // looks terms up in a block dictionary
 }
 
 // Count returns the number of postings of the term.
@@ -270,6 +281,13 @@ func (t *Term) Chunk(c int, l *postings.List) error {
 // term is absent (t is then undefined). It allocates nothing once t has
 // held a term of as many chunks and frontier pairs.
 func (r *Reader) Term(term []byte, t *Term) (bool, error) {
+	if r.bd != nil {
+		v, ok, err := r.bd.get(&t.dc, term)
+		if err != nil || !ok {
+			return false, err
+		}
+		return true, r.load(v, t)
+	}
 	if t.frFST != r.fst {
 		fr, err := r.fst.Reader()
 		if err != nil {
@@ -451,6 +469,11 @@ type TermIterator struct {
 	err        error
 	key        []byte
 	val        uint64
+	// a block dictionary's reading
+	dc     dictCursor
+	last   []byte // the last term read (accepted or not)
+	read   bool   // a term was read (last holds it)
+	states []int  // the automaton's state after each byte of last, as far as it ran
 }
 
 // Iterator returns an iterator over the terms in [start, end), in
@@ -485,6 +508,9 @@ func (it *TermIterator) next() (ok bool) {
 			it.done, it.err, ok = true, corrupt("dictionary: %v", p), false
 		}
 	}()
+	if it.r.bd != nil {
+		return it.nextBlock()
+	}
 	var err error
 	if !it.started {
 		it.started = true
@@ -507,6 +533,62 @@ func (it *TermIterator) next() (ok bool) {
 	it.key = append(it.key[:0], k...)
 	it.val = v
 	return true
+}
+
+// nextBlock is next for a block dictionary: it reads terms in order,
+// checking that they ascend, until one is in range and accepted.
+func (it *TermIterator) nextBlock() bool {
+	for {
+		var ok bool
+		var err error
+		if !it.started {
+			it.started = true
+			if ok, err = it.r.bd.seek(&it.dc, it.start); err == nil && !ok {
+				ok, err = it.dc.next()
+			}
+		} else {
+			ok, err = it.dc.next()
+		}
+		if err != nil || !ok {
+			it.done, it.err = true, err
+			return false
+		}
+		k := it.dc.key
+		if it.read && bytes.Compare(k, it.last) <= 0 {
+			it.done, it.err = true, corrupt("dictionary: term %q after %q", k, it.last)
+			return false
+		}
+		if it.end != nil && bytes.Compare(k, it.end) >= 0 {
+			it.done = true
+			return false
+		}
+		accepted := it.aut == nil || it.accepts(k)
+		it.last, it.read = append(it.last[:0], k...), true
+		if accepted {
+			it.key = append(it.key[:0], k...)
+			it.val = it.dc.val
+			return true
+		}
+	}
+}
+
+// accepts runs the automaton over key, from the state it reached on the
+// bytes key shares with the last term read.
+func (it *TermIterator) accepts(key []byte) bool {
+	if it.states == nil {
+		it.states = append(it.states, it.aut.Start())
+	}
+	p := min(commonPrefix(it.last, key), len(it.states)-1)
+	it.states = it.states[:p+1]
+	s := it.states[p]
+	for _, b := range key[p:] {
+		if !it.aut.CanMatch(s) {
+			return false
+		}
+		s = it.aut.Accept(s, b)
+		it.states = append(it.states, s)
+	}
+	return it.aut.IsMatch(s)
 }
 
 // Check checks the whole file: Verify, then every term's entry, every

@@ -66,6 +66,11 @@ func (d *dictionary) AutomatonIterator(a segment.Automaton,
 
 // Contains reports whether key is a term.
 func (d *dictionary) Contains(key []byte) (bool, error) {
+	if d.r.bd != nil {
+		var c dictCursor
+		_, ok, err := d.r.bd.get(&c, key)
+		return ok, err
+	}
 	fr, err := d.r.fst.Reader()
 	if err != nil {
 		return false, corruptWrap(err, "dictionary")

@@ -12,13 +12,12 @@ import (
 	"slices"
 
 	"github.com/agentmem/memory/internal/postings"
-	"github.com/blevesearch/vellum"
 )
 
 // Writer writes a file term by term: NewWriter, Add for each term in
 // ascending order, Close. The writer streams: entries are written as terms
-// are added; only the dictionary (a vellum FST) is built in memory and
-// written by Close.
+// are added; only the dictionary (dict.go) is built in memory and written
+// by Close.
 //
 // Errors are sticky: after Add fails (bad input or a write error) every
 // later call returns the same error and Close writes no dictionary or
@@ -34,8 +33,7 @@ type Writer struct {
 	entries    uint64 // bytes of entries written
 	terms      uint64
 	prev       []byte // the last term added
-	fstBuf     bytes.Buffer
-	fst        *vellum.Builder
+	dict       dictWriter
 	enc        encoder
 	err        error
 	closed     bool
@@ -89,12 +87,6 @@ func newWriter(w io.Writer, n uint64, o Options) *Writer {
 		wr.err = badInput("%d documents, want at most 2^32", n)
 		return wr
 	}
-	fst, err := vellum.New(&wr.fstBuf, nil)
-	if err != nil {
-		wr.err = fmt.Errorf("postfile: dictionary: %w", err)
-		return wr
-	}
-	wr.fst = fst
 	wr.s.write([]byte(headerMagic))
 	return wr
 }
@@ -207,7 +199,7 @@ func (w *Writer) add(term []byte, docs, freqs, lens []uint32) error {
 			return w.err
 		}
 	}
-	if err := w.fst.Insert(term, v); err != nil {
+	if err := w.dict.add(term, v); err != nil {
 		w.err = fmt.Errorf("postfile: dictionary: term %q: %w", term, err)
 		return w.err
 	}
@@ -230,11 +222,7 @@ func (w *Writer) Close() error {
 	if w.err != nil {
 		return w.err
 	}
-	if err := w.fst.Close(); err != nil {
-		w.err = fmt.Errorf("postfile: dictionary: %w", err)
-		return w.err
-	}
-	dict := w.fstBuf.Bytes()
+	dict := w.dict.finish()
 	dictOff := uint64(w.s.n)
 	w.s.write(dict)
 	f := footer{
@@ -254,7 +242,7 @@ func (w *Writer) Close() error {
 	if w.s.err != nil {
 		w.err = fmt.Errorf("postfile: write: %w", w.s.err)
 	}
-	w.fstBuf = bytes.Buffer{}
+	w.dict = dictWriter{}
 	w.lengths = nil
 	return w.err
 }

@@ -474,8 +474,9 @@ func TestLengthsBatch(t *testing.T) {
 	}
 }
 
-// TestManyTermsSmallDictionary: a dictionary whose terms share most of their bytes holds
-// more terms than it has bytes (10,000 numbered terms); such a file opens and reads.
+// TestManyTermsSmallDictionary: a version 2 dictionary (an FST) whose terms share most of
+// their bytes holds more terms than it has bytes (10,000 numbered terms); such a file opens
+// and reads.
 func TestManyTermsSmallDictionary(t *testing.T) {
 	lengths := make([]uint32, 10000)
 	var buf bytes.Buffer
@@ -488,10 +489,11 @@ func TestManyTermsSmallDictionary(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if f := parseFooter(buf.Bytes()[buf.Len()-footerSize:]); f.dictLen >= f.numTerms {
+	data := toVersion2(t, buf.Bytes())
+	if f := parseFooter(data[len(data)-footerSize:]); f.dictLen >= f.numTerms {
 		t.Fatalf("dictionary of %d bytes for %d terms: not the case under test", f.dictLen, f.numTerms)
 	}
-	r := openChecked(t, buf.Bytes())
+	r := openChecked(t, data)
 	var tm Term
 	if ok, err := r.Term([]byte("b04321"), &tm); !ok || err != nil || tm.Count() != 1 {
 		t.Fatalf("b04321: %v %v %d", ok, err, tm.Count())
