@@ -18,16 +18,22 @@ func findIDs(docs []Document) []string {
 	return out
 }
 
-// TestCollectionFind: ids (in their order), metadata and text filters, offset, limit and
-// keyset pages (After) select the documents a get-by-filter returns.
-func TestCollectionFind(t *testing.T) {
-	ctx := context.Background()
+// findCollection returns collection "kb" of a new in-memory store, closed when t ends.
+func findCollection(t *testing.T) *Collection {
+	t.Helper()
 	m, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	c := m.Collection("kb")
+	t.Cleanup(func() { m.Close() })
+	return m.Collection("kb")
+}
+
+// TestCollectionFind: ids (in their order), metadata and text filters, offset, limit and
+// keyset pages (After) select the documents a get-by-filter returns.
+func TestCollectionFind(t *testing.T) {
+	ctx := context.Background()
+	c := findCollection(t)
 	for i := range 10 {
 		kind := "odd"
 		if i%2 == 0 {
@@ -83,7 +89,7 @@ func TestCollectionFind(t *testing.T) {
 			t.Errorf("%+v: err %v", bad.Where, err)
 		}
 	}
-	if _, err := m.Collection("nope").Find(ctx, FindOptions{}); !errors.Is(err, ErrCollectionNotFound) {
+	if _, err := c.m.Collection("nope").Find(ctx, FindOptions{}); !errors.Is(err, ErrCollectionNotFound) {
 		t.Errorf("missing collection: %v", err)
 	}
 }
@@ -94,12 +100,7 @@ func TestCollectionFind(t *testing.T) {
 // Find paged through a million matches once read every match for every page: quadratic).
 func TestFindPagesWhere(t *testing.T) {
 	ctx := context.Background()
-	m, err := Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	c := m.Collection("kb")
+	c := findCollection(t)
 	long := strings.Repeat("a long passage of prose that the chunker splits in parts. ", 60)
 	var want []string
 	var docs []Document
