@@ -724,9 +724,11 @@ var unitsVisited atomic.Int64
 func eachUnitDoc(ctx context.Context, units []string, after string, fn func(id string) error) error {
 	from, _ := slices.BinarySearch(units, after)
 	last := after
-	for n, u := range units[from:] {
-		unitsVisited.Add(1)
-		if n&1023 == 1023 {
+	n := 0
+	defer func() { unitsVisited.Add(int64(n)) }()
+	for _, u := range units[from:] {
+		n++
+		if n&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
