@@ -13,6 +13,8 @@
 // (the tuning half: the JIT compiles the search path on queries that are not timed), then a
 // fresh DirectoryReader answers --rounds rounds of --queries (the reported half), round 1
 // being queries this reader (and JVM) has not seen: p50, p99 and mean a round, in µs.
+// --run-out FILE then writes each query's top k, searched again untimed, as a TREC run
+// (query id, document id, rank, score): the run bench/lucene/overlap.py compares with ours.
 //
 // --store-raw stores each corpus line whole in a stored field "raw" (LZ4-compressed, as
 // pyserini's -storeRaw keeps them: what a retriever that returns passages, Search-R1's BM25
@@ -67,7 +69,7 @@ import org.apache.lucene.store.FSDirectory;
 
 public final class LuceneBatch {
   public static void main(String[] args) throws Exception {
-    String index = null, queries = null, corpus = null, warmupQueries = null;
+    String index = null, queries = null, corpus = null, warmupQueries = null, runOut = null;
     int threads = 2, k = 10, warmup = 3, rounds = 5, indexThreads = 1;
     boolean indexOnly = false, latency = false, storeRaw = false;
     int forceMerge = 0;
@@ -89,6 +91,7 @@ public final class LuceneBatch {
         case "--warmup-queries": warmupQueries = args[++i]; break;
         case "--store-raw": storeRaw = true; break;
         case "--force-merge": forceMerge = Integer.parseInt(args[++i]); break;
+        case "--run-out": runOut = args[++i]; break;
         default: throw new IllegalArgumentException("unknown argument " + args[i]);
       }
     }
@@ -100,6 +103,7 @@ public final class LuceneBatch {
     BooleanQuery.setMaxClauseCount(1 << 16);
     if (latency) {
       latency(index, qs, warmupQueries == null ? null : readQueries(warmupQueries), warmup, rounds, k, k1, b);
+      if (runOut != null) writeRun(index, readQueryIds(queries), qs, k, k1, b, runOut);
       return;
     }
     try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
@@ -191,20 +195,7 @@ public final class LuceneBatch {
 
   /** One query: analyze, bag of words, top k, ids from doc values (in doc order). */
   static String[] search(IndexSearcher s, DirectoryReader reader, Analyzer a, String text, int k) throws IOException {
-    LinkedHashMap<String, Integer> counts = new LinkedHashMap<>();
-    try (TokenStream ts = a.tokenStream("contents", text)) {
-      CharTermAttribute t = ts.addAttribute(CharTermAttribute.class);
-      ts.reset();
-      while (ts.incrementToken()) counts.merge(t.toString(), 1, Integer::sum);
-      ts.end();
-    }
-    BooleanQuery.Builder bq = new BooleanQuery.Builder();
-    for (Map.Entry<String, Integer> e : counts.entrySet()) {
-      Query tq = new TermQuery(new Term("contents", e.getKey()));
-      if (e.getValue() > 1) tq = new BoostQuery(tq, e.getValue());
-      bq.add(tq, BooleanClause.Occur.SHOULD);
-    }
-    TopDocs td = s.search(bq.build(), k);
+    TopDocs td = s.search(bagOfWords(a, text), k);
     ScoreDoc[] sd = td.scoreDocs;
     int[] docs = new int[sd.length];
     for (int i = 0; i < sd.length; i++) docs[i] = sd[i].doc;
@@ -218,6 +209,24 @@ public final class LuceneBatch {
       else ids[i] = "";
     }
     return ids;
+  }
+
+  /** The yardstick's query: one SHOULD TermQuery per distinct analyzed term, boost = count. */
+  static Query bagOfWords(Analyzer a, String text) throws IOException {
+    LinkedHashMap<String, Integer> counts = new LinkedHashMap<>();
+    try (TokenStream ts = a.tokenStream("contents", text)) {
+      CharTermAttribute t = ts.addAttribute(CharTermAttribute.class);
+      ts.reset();
+      while (ts.incrementToken()) counts.merge(t.toString(), 1, Integer::sum);
+      ts.end();
+    }
+    BooleanQuery.Builder bq = new BooleanQuery.Builder();
+    for (Map.Entry<String, Integer> e : counts.entrySet()) {
+      Query tq = new TermQuery(new Term("contents", e.getKey()));
+      if (e.getValue() > 1) tq = new BoostQuery(tq, e.getValue());
+      bq.add(tq, BooleanClause.Occur.SHOULD);
+    }
+    return bq.build();
   }
 
   /**
@@ -311,6 +320,40 @@ public final class LuceneBatch {
       return ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime();
     }
     return 0;
+  }
+
+  /** The ids of the queries readQueries reads, in the same order. */
+  static List<String> readQueryIds(String path) throws IOException {
+    List<String> out = new ArrayList<>();
+    for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8)) {
+      Map<String, String> m = parseFlat(line);
+      if (m.get("text") != null) out.add(m.getOrDefault("_id", ""));
+    }
+    return out;
+  }
+
+  /** The --run-out file: each query's top k (the latency mode's query), best first. */
+  static void writeRun(String index, List<String> ids, List<String> qs, int k, float k1, float b, String path)
+      throws Exception {
+    Analyzer analyzer = new EnglishAnalyzer();
+    StringBuilder out = new StringBuilder();
+    try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(index)))) {
+      IndexSearcher s = new IndexSearcher(reader);
+      s.setSimilarity(new BM25Similarity(k1, b));
+      s.setQueryCache(null);
+      List<LeafReaderContext> leaves = reader.leaves();
+      for (int i = 0; i < qs.size(); i++) {
+        ScoreDoc[] sd = s.search(bagOfWords(analyzer, qs.get(i)), k).scoreDocs;
+        for (int r = 0; r < sd.length; r++) {
+          LeafReaderContext leaf = leaves.get(ReaderUtil.subIndex(sd[r].doc, leaves));
+          BinaryDocValues dv = leaf.reader().getBinaryDocValues("id");
+          String id = dv != null && dv.advanceExact(sd[r].doc - leaf.docBase) ? dv.binaryValue().utf8ToString() : "";
+          out.append(ids.get(i)).append(" Q0 ").append(id).append(' ').append(r + 1).append(' ')
+              .append(sd[r].score).append(" lucene\n");
+        }
+      }
+    }
+    Files.write(Paths.get(path), out.toString().getBytes(StandardCharsets.UTF_8));
   }
 
   /** The "text" string of each JSONL line. */

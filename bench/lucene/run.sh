@@ -10,6 +10,8 @@
 # file: the tuning half, untimed, for the JIT; WARMUP rounds of it) then ROUNDS rounds of the
 # folder's queries.jsonl on a fresh reader:
 #   LATENCY=1 WARM_QUERIES=/tmp/z1m/queries-tune.jsonl WARMUP=3 ROUNDS=3 bash bench/lucene/run.sh /tmp/z1m-report /tmp/luc-idx
+# RUN_OUT=FILE (with LATENCY=1) then writes the queries' top k as a TREC run, searched untimed
+# (python3 bench/lucene/overlap.py ours.run FILE 10 compares it with querybench -run-out's).
 # STORE_RAW=1 stores each corpus line in the index (pyserini's -storeRaw: a passage retriever
 # reads its text back, as ours stores it); FORCE_MERGE=N merges the index to at most N segments
 # after the build, or first thing when it exists (ours is compacted to one; pyserini -optimize):
@@ -34,7 +36,7 @@ fi
 if [ -n "${LATENCY:-}" ]; then
   # shellcheck disable=SC2086
   java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/queries.jsonl" \
-    --latency ${WARM_QUERIES:+--warmup-queries "$WARM_QUERIES"} --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-3}" "${extra[@]}"
+    --latency ${WARM_QUERIES:+--warmup-queries "$WARM_QUERIES"} ${RUN_OUT:+--run-out "$RUN_OUT"} --k "$k" --warmup "${WARMUP:-3}" --rounds "${ROUNDS:-3}" "${extra[@]}"
   exit 0
 fi
 java ${JAVA_OPTS:--Xms2g -Xmx2g} -cp "$build:$CP" LuceneBatch --index "$index" --corpus "$data/corpus.jsonl" --queries "$data/batch-queries.jsonl" \
