@@ -202,13 +202,15 @@ public final class LuceneBatch {
     Arrays.sort(docs);
     String[] ids = new String[docs.length];
     List<LeafReaderContext> leaves = reader.leaves();
-    for (int i = 0; i < docs.length; i++) {
-      LeafReaderContext leaf = leaves.get(ReaderUtil.subIndex(docs[i], leaves));
-      BinaryDocValues dv = leaf.reader().getBinaryDocValues("id");
-      if (dv != null && dv.advanceExact(docs[i] - leaf.docBase)) ids[i] = dv.binaryValue().utf8ToString();
-      else ids[i] = "";
-    }
+    for (int i = 0; i < docs.length; i++) ids[i] = idOf(leaves, docs[i]);
     return ids;
+  }
+
+  /** The "id" doc value of document doc ("" when it has none). */
+  static String idOf(List<LeafReaderContext> leaves, int doc) throws IOException {
+    LeafReaderContext leaf = leaves.get(ReaderUtil.subIndex(doc, leaves));
+    BinaryDocValues dv = leaf.reader().getBinaryDocValues("id");
+    return dv != null && dv.advanceExact(doc - leaf.docBase) ? dv.binaryValue().utf8ToString() : "";
   }
 
   /** The yardstick's query: one SHOULD TermQuery per distinct analyzed term, boost = count. */
@@ -324,12 +326,7 @@ public final class LuceneBatch {
 
   /** The ids of the queries readQueries reads, in the same order. */
   static List<String> readQueryIds(String path) throws IOException {
-    List<String> out = new ArrayList<>();
-    for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8)) {
-      Map<String, String> m = parseFlat(line);
-      if (m.get("text") != null) out.add(m.getOrDefault("_id", ""));
-    }
-    return out;
+    return readQueryField(path, "_id");
   }
 
   /** The --run-out file: each query's top k (the latency mode's query), best first. */
@@ -345,10 +342,7 @@ public final class LuceneBatch {
       for (int i = 0; i < qs.size(); i++) {
         ScoreDoc[] sd = s.search(bagOfWords(analyzer, qs.get(i)), k).scoreDocs;
         for (int r = 0; r < sd.length; r++) {
-          LeafReaderContext leaf = leaves.get(ReaderUtil.subIndex(sd[r].doc, leaves));
-          BinaryDocValues dv = leaf.reader().getBinaryDocValues("id");
-          String id = dv != null && dv.advanceExact(sd[r].doc - leaf.docBase) ? dv.binaryValue().utf8ToString() : "";
-          out.append(ids.get(i)).append(" Q0 ").append(id).append(' ').append(r + 1).append(' ')
+          out.append(ids.get(i)).append(" Q0 ").append(idOf(leaves, sd[r].doc)).append(' ').append(r + 1).append(' ')
               .append(sd[r].score).append(" lucene\n");
         }
       }
@@ -358,10 +352,15 @@ public final class LuceneBatch {
 
   /** The "text" string of each JSONL line. */
   static List<String> readQueries(String path) throws IOException {
+    return readQueryField(path, "text");
+  }
+
+  /** Field f ("" when absent) of each JSONL line that has a "text" string. */
+  static List<String> readQueryField(String path, String f) throws IOException {
     List<String> out = new ArrayList<>();
     for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8)) {
-      String t = parseFlat(line).get("text");
-      if (t != null) out.add(t);
+      Map<String, String> m = parseFlat(line);
+      if (m.get("text") != null) out.add(m.getOrDefault(f, ""));
     }
     return out;
   }
