@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
@@ -27,14 +28,20 @@ import (
 // slot; a colliding word replaces it), read without locks. 8 MiB of slots: text whose
 // vocabulary grows as real text's does (bench/zipfgen) missed a table of 1<<17 slots on
 // 43 % of the words it was asked for, and each miss runs the stop and stemming filters.
+// (1<<22 slots loaded 1M passages of it no faster, and would keep up to four times the
+// entries on the heap, each marked by every collection.)
 const wordCacheSlots = 1 << 20
 
 // wordEntry is what the analyzer's filters make of one lower-cased ASCII word.
 type wordEntry struct {
-	word string // the lower-cased word
-	stop bool   // a stop word: no term
-	term string // its stem, the term indexed
-	tb   []byte // term's bytes (shared: never modified)
+	// The fields a lookup reads come first, in the entry's first 64 bytes.
+	k [3]uint64 // word's first 24 bytes, packed as bodyAnalysis.ascii packs them
+	// local holds the id of the term in the last two local tables (localWords) that
+	// counted the word through this entry, one a lane (localWords.lane), as the table's
+	// tag<<localIDBits | id: the next count from such a table skips its term map.
+	local [2]atomic.Uint64
+	tb    []byte // the term indexed, the word's stem (shared: never modified); nil for a stop word
+	word  string // the lower-cased word
 }
 
 // wordCache maps lower-cased ASCII words to their entries, safe for concurrent use.
@@ -44,26 +51,29 @@ type wordCache struct {
 	filters []analysis.TokenFilter // the analyzer's filters after the lower-case one
 }
 
-// lookup returns the entry of the lower-cased word w, computing it with the filters when
-// the word's slot holds another.
-func (c *wordCache) lookup(w []byte) *wordEntry {
-	slot := &c.slots[maphash.Bytes(c.seed, w)&(wordCacheSlots-1)]
-	if e := slot.Load(); e != nil && e.word == string(w) {
+// lookup returns the entry of the lower-cased word w (k: its first 24 bytes packed),
+// computing it with the filters when the word's slot holds another. A word of up to 24
+// bytes is compared by k and its length, which the entry holds: no load of its bytes.
+func (c *wordCache) lookup(w []byte, k [3]uint64) *wordEntry {
+	slot := c.slot(w)
+	if e := slot.Load(); e != nil && e.k == k && len(e.word) == len(w) && (len(w) <= 24 || e.word == string(w)) {
 		return e
 	}
-	e := &wordEntry{word: string(w)}
+	e := &wordEntry{k: k, word: string(w)}
 	ts := analysis.TokenStream{&analysis.Token{Term: []byte(e.word), Type: analysis.AlphaNumeric}}
 	for _, f := range c.filters {
 		ts = f.Filter(ts)
 	}
-	if len(ts) == 0 {
-		e.stop = true
-	} else {
-		e.term = string(ts[0].Term)
-		e.tb = []byte(e.term)
+	if len(ts) > 0 {
+		e.tb = append(make([]byte, 0, max(len(ts[0].Term), 1)), ts[0].Term...) // (not nil)
 	}
 	slot.Store(e)
 	return e
+}
+
+// slot returns the slot of the lower-cased word w.
+func (c *wordCache) slot(w []byte) *atomic.Pointer[wordEntry] {
+	return &c.slots[maphash.Bytes(c.seed, w)&(wordCacheSlots-1)]
 }
 
 // bodyAnalysis is the one-pass analysis of the English analyzer ana (cachedEnglish's
@@ -118,7 +128,17 @@ func newBodyAnalysis(ana analysis.Analyzer) *bodyAnalysis {
 const (
 	localSlots    = 1 << 18
 	localMaxWords = localSlots / 2
+	localIDBits   = 20 // bits of a term id in wordEntry.local (ids past them are not kept there)
 )
+
+// localTags numbers the local tables and their refills: a table takes a new tag when it is
+// made and each time it forgets its terms (reset), so an id recorded in a wordEntry under
+// an older tag is not used.
+var localTags atomic.Uint64
+
+// localLanes deals the local tables their lanes in wordEntry.local, in turn: the two
+// tables of two goroutines analysing at once keep their ids apart.
+var localLanes atomic.Uint32
 
 var localMaxTerms = 1 << 19 // a variable for tests
 
@@ -140,7 +160,26 @@ type localWords struct {
 	counts  []int32          // by id: occurrences in the current document
 	touched []int32          // ids counted in the current document
 	length  int              // terms counted in the current document (with repeats)
+	tag     uint64           // this table's tag while its ids last (localTags)
+	lane    int              // the slot of wordEntry.local this table uses
+
+	// The words of the text being analysed, lower cased, wait in a batch (countBatch).
+	lower []byte      // their bytes
+	batch []batchWord // the words, in order
+	pend  []int32     // the batch's words the table has no slot for
+	sink  uint64      // what countBatch's loads read (kept so that they are made)
 }
+
+// batchWord is a word of localWords.batch: its bytes are lower[off:end], the first 24
+// packed in k, and h is its hash in the table (words of up to 24 bytes).
+type batchWord struct {
+	off, end int
+	k        [3]uint64
+	h        uint64
+}
+
+// wordBatch is the most words a batch holds.
+const wordBatch = 256
 
 // localTerm is a term of a local table: its key in a document's term map and its bytes.
 type localTerm struct {
@@ -152,7 +191,7 @@ type localTerm struct {
 // has its own tables, since what a word makes, a stop word or which term, depends on the
 // analyzer's filters).
 func newLocalWords() any {
-	return &localWords{slots: make([]wordSlot, localSlots), ids: map[string]int32{}}
+	return &localWords{slots: make([]wordSlot, localSlots), ids: map[string]int32{}, tag: localTags.Add(1), lane: int(localLanes.Add(1) & 1)}
 }
 
 // reset empties the table (between documents).
@@ -160,6 +199,7 @@ func (l *localWords) reset() {
 	clear(l.slots)
 	clear(l.ids)
 	l.words, l.terms, l.counts = 0, l.terms[:0], l.counts[:0]
+	l.tag = localTags.Add(1)
 }
 
 // id returns the id of term, adding it (a copy) when new.
@@ -167,11 +207,43 @@ func (l *localWords) id(term []byte) int32 {
 	if id, ok := l.ids[string(term)]; ok {
 		return id
 	}
-	id := int32(len(l.terms))
 	key := string(term)
-	l.terms = append(l.terms, localTerm{key: key, tb: []byte(key)})
+	return l.add(key, unsafe.Slice(unsafe.StringData(key), len(key)))
+}
+
+// sharedID is id for the bytes of a term that are never modified (a wordEntry's): they
+// are kept, not copied, so that the segment builder sees the same bytes (addShared) for
+// the term whichever goroutine counted it.
+func (l *localWords) sharedID(tb []byte) int32 {
+	key := unsafe.String(unsafe.SliceData(tb), len(tb))
+	if id, ok := l.ids[key]; ok {
+		return id
+	}
+	return l.add(key, tb)
+}
+
+// add numbers a new term, key as a string and tb as bytes (the same bytes, never modified).
+func (l *localWords) add(key string, tb []byte) int32 {
+	id := int32(len(l.terms))
+	l.terms = append(l.terms, localTerm{key: key, tb: tb})
 	l.counts = append(l.counts, 0)
 	l.ids[key] = id
+	return id
+}
+
+// entryID returns the id of e's term (a word that is no stop word): from e when this
+// table recorded it there, else from the term map (and recorded). Words the local table
+// has no slot for reach here for each occurrence; the entry is one load away, the map
+// a few more.
+func (l *localWords) entryID(e *wordEntry) int32 {
+	local := &e.local[l.lane]
+	if v := local.Load(); v>>localIDBits == l.tag {
+		return int32(v & (1<<localIDBits - 1))
+	}
+	id := l.sharedID(e.tb)
+	if id < 1<<localIDBits {
+		local.Store(l.tag<<localIDBits | uint64(id))
+	}
 	return id
 }
 
@@ -184,12 +256,90 @@ func (l *localWords) count(id int32) {
 	l.length++
 }
 
-// word counts the lower-cased ASCII word w (k: its first 24 bytes packed): through its
-// slot when the table holds it, else through the shared table (and a new slot while the
-// table has room: the words seen first, the frequent ones, keep theirs).
-func (l *localWords) word(shared *wordCache, w []byte, k [3]uint64) {
+// countBatch counts the words of the batch, in order, and empties it.
+//
+// Most of a word's cost is the wait for memory: its slot in this table (8 MiB, larger than
+// the processor's caches), and for a word the table does not hold, its slot in the shared
+// table and the entry it points to. Counted one after the other, each word waits for its
+// loads in turn. So the batch's loads are made first, in loops whose loads do not depend
+// on each other, which the processor overlaps: the slots of all its words, then the
+// shared slots of the words found to have none here, then their entries. The counting
+// pass then finds them in the caches.
+func (l *localWords) countBatch(shared *wordCache) {
+	if len(l.batch) == 0 {
+		return
+	}
+	shift := 64 - bits.TrailingZeros(uint(len(l.slots)))
+	var sink uint64
+	for i := range l.batch {
+		b := &l.batch[i]
+		if n := b.end - b.off; n <= 24 && n > 0 {
+			b.h = wordHash(b.k, n)
+			sink += uint64(l.slots[b.h>>shift].ref)
+		}
+	}
+	pend := l.pend[:0]
+	for i := range l.batch {
+		if b := &l.batch[i]; !l.holds(b) {
+			pend = append(pend, int32(i))
+		}
+	}
+	if len(pend) > 0 {
+		var entries [wordBatch]*wordEntry
+		for j, i := range pend {
+			b := &l.batch[i]
+			entries[j] = shared.slot(l.lower[b.off:b.end]).Load()
+		}
+		for _, e := range entries[:len(pend)] {
+			if e != nil {
+				sink += e.k[0] + uint64(cap(e.tb))
+			}
+		}
+	}
+	l.sink += sink
+	for i := range l.batch {
+		b := &l.batch[i]
+		l.word(shared, l.lower[b.off:b.end], b.k, b.h)
+	}
+	l.batch, l.lower, l.pend = l.batch[:0], l.lower[:0], pend[:0]
+	if cap(l.lower) > maxLowerKept {
+		l.lower = nil // (a text's one long word: not kept with the pooled table)
+	}
+}
+
+// maxLowerKept is the most bytes of localWords.lower kept between batches.
+const maxLowerKept = 64 << 10
+
+// wordHash is the hash of a word of n bytes (1 to 24) packed in k.
+func wordHash(k [3]uint64, n int) uint64 {
+	return (bits.RotateLeft64(k[0]*0x9E3779B97F4A7C15, 31) ^ bits.RotateLeft64(k[1]*0x94D049BB133111EB, 17) ^ k[2] ^ uint64(n)) * 0xC2B2AE3D27D4EB4F
+}
+
+// holds reports whether the table has a slot for b (a word of up to 24 bytes).
+func (l *localWords) holds(b *batchWord) bool {
+	n := b.end - b.off
+	if n > 24 || n == 0 {
+		return false
+	}
+	shift := 64 - bits.TrailingZeros(uint(len(l.slots)))
+	mask := uint64(len(l.slots) - 1)
+	for i := b.h >> shift; ; i = (i + 1) & mask {
+		s := &l.slots[i]
+		if s.ref == 0 {
+			return false
+		}
+		if s.k == b.k && s.n == uint8(n) {
+			return true
+		}
+	}
+}
+
+// word counts the lower-cased ASCII word w (k: its first 24 bytes packed, h: its hash
+// when it is 1 to 24 bytes long): through its slot when the table holds it, else through
+// the shared table (and a new slot while the table has room: the words seen first, the
+// frequent ones, keep theirs).
+func (l *localWords) word(shared *wordCache, w []byte, k [3]uint64, h uint64) {
 	if len(w) <= 24 && len(w) > 0 {
-		h := (bits.RotateLeft64(k[0]*0x9E3779B97F4A7C15, 31) ^ bits.RotateLeft64(k[1]*0x94D049BB133111EB, 17) ^ k[2] ^ uint64(len(w))) * 0xC2B2AE3D27D4EB4F
 		shift := 64 - bits.TrailingZeros(uint(len(l.slots)))
 		mask := uint64(len(l.slots) - 1)
 		for i := h >> shift; ; i = (i + 1) & mask {
@@ -199,8 +349,8 @@ func (l *localWords) word(shared *wordCache, w []byte, k [3]uint64) {
 					break // full: the shared table answers
 				}
 				var ref uint32 = 1
-				if e := shared.lookup(w); !e.stop {
-					ref = 2 + uint32(l.id(e.tb))
+				if e := shared.lookup(w, k); e.tb != nil {
+					ref = 2 + uint32(l.entryID(e))
 				}
 				*s = wordSlot{k: k, n: uint8(len(w)), ref: ref}
 				l.words++
@@ -213,8 +363,8 @@ func (l *localWords) word(shared *wordCache, w []byte, k [3]uint64) {
 			return
 		}
 	}
-	if e := shared.lookup(w); !e.stop {
-		l.count(l.id(e.tb))
+	if e := shared.lookup(w, k); e.tb != nil {
+		l.count(l.entryID(e))
 	}
 }
 
@@ -312,7 +462,6 @@ func (a *bodyAnalysis) general(input []byte) ([]fieldTerm, int) {
 // ascii counts the terms of the words of input[from:to], all ASCII, which starts and ends
 // at breaks (the words of words.ascii).
 func (a *bodyAnalysis) ascii(l *localWords, input []byte, from, to int) {
-	var lower [64]byte
 	for i := from; i < to; {
 		cl := asciiClass[input[i]]
 		if cl != clLetter && cl != clDigit && cl != clUnder {
@@ -348,21 +497,22 @@ func (a *bodyAnalysis) ascii(l *localWords, input []byte, from, to int) {
 			w = w[:m-2]
 		}
 		var k [3]uint64
-		lw := lower[:0]
-		if len(w) > len(lower) {
-			lw = make([]byte, 0, len(w))
-		}
+		off := len(l.lower)
 		for j, b := range w {
 			if 'A' <= b && b <= 'Z' {
 				b += 'a' - 'A'
 			}
-			lw = append(lw, b)
+			l.lower = append(l.lower, b)
 			if j < 24 {
 				k[j>>3] |= uint64(b) << (8 * (j & 7))
 			}
 		}
-		l.word(a.words, lw, k)
+		l.batch = append(l.batch, batchWord{off: off, end: len(l.lower), k: k})
+		if len(l.batch) == wordBatch {
+			l.countBatch(a.words)
+		}
 	}
+	l.countBatch(a.words)
 }
 
 // bodyDocField is the body field of a document analysed by bodyAnalysis (Bleve's

@@ -70,6 +70,29 @@ func bodyTexts() []string {
 		}
 		texts = append(texts, b.String())
 	}
+	// Texts of several batches of words (wordBatch), with words the tables hold, words past
+	// 24 bytes (never in the local table), repeats on both sides of a batch's end, and one
+	// word longer than the batch buffer keeps (maxLowerKept).
+	for n := range 3 {
+		var b strings.Builder
+		for i := range wordBatch*(n+1) + 7 {
+			switch i % 5 {
+			case 0:
+				b.WriteString("Running")
+			case 1:
+				b.WriteString("pneumonoultramicroscopicsilicovolcanoconiosis's")
+			case 2:
+				b.WriteString(strings.Repeat("Ab", 12+i%3)) // 24, 26 and 28 bytes
+			case 3:
+				b.WriteString("the")
+			default:
+				b.WriteString(pieces[i%len(pieces)])
+			}
+			b.WriteByte(' ')
+		}
+		texts = append(texts, b.String())
+	}
+	texts = append(texts, "cats "+strings.Repeat("x", maxLowerKept+10)+" cats", strings.Repeat("y", 3*maxLowerKept))
 	return append(texts, "", " ", "the of and", "'s", "a\x80b", "The Cat's cats' CATS")
 }
 
