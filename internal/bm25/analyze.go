@@ -315,7 +315,9 @@ func wordHash(k [3]uint64, n int) uint64 {
 	return (bits.RotateLeft64(k[0]*0x9E3779B97F4A7C15, 31) ^ bits.RotateLeft64(k[1]*0x94D049BB133111EB, 17) ^ k[2] ^ uint64(n)) * 0xC2B2AE3D27D4EB4F
 }
 
-// holds reports whether the table has a slot for b (a word of up to 24 bytes).
+// holds reports whether the table has a slot for b (a word of up to 24 bytes). word probes
+// for the slot again, finding it in the caches: sharing one probe function between the two,
+// or folding countBatch's loops into fewer, analysed 5–8 % slower (session 45).
 func (l *localWords) holds(b *batchWord) bool {
 	n := b.end - b.off
 	if n > 24 || n == 0 {
