@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -15,6 +16,47 @@ import (
 // collection it has touched (a few words each), but the indexes (open files, mapped
 // segments, caches) of at most Options.MaxOpenCollections. A search or write on a closed
 // one opens its indexes again, catching them up from the change log.
+
+// Open opens the collection's indexes now, as its first search or write would (catching
+// them up with the store of record and verifying them), and computes what its first BM25
+// query needs before it scores (the index's statistics). A process that serves queries
+// calls it at start so that its first query does not pay for these (at 21M passages about
+// 12 ms); without it they are paid by the first search instead. Indexes closed later for
+// Options.MaxOpenCollections open again at their next use. A missing collection is
+// ErrCollectionNotFound; on a cluster or remote store Open does nothing (their servers
+// hold the indexes).
+func (c *Collection) Open(ctx context.Context) error {
+	m := c.m
+	if m.cluster != nil || m.remote != nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := c.state(false)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(c.name))
+	}
+	prepare := func() error {
+		unlock, err := m.reg.rlockOpen(s)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if s.bm25 == nil {
+			return nil
+		}
+		return s.bm25.Warm(ctx)
+	}
+	err = store.Guard("open", prepare)
+	if bm25Damaged(err) && m.dx.repairBM25(c.name, err) == nil {
+		err = store.Guard("open", prepare) // on the rebuilt index
+	}
+	return err
+}
 
 // registry holds the collections a store has used since it opened, and opens and closes
 // their indexes within Options.MaxOpenCollections.

@@ -7,7 +7,11 @@
 //	go run ./bench/querybench -store S -queries DIR/queries.jsonl [-k 10] [-rounds 3] [-limit 300]
 //	    [-batch DIR/batch-queries.jsonl [-batch-rounds N]] [-mode bm25|dense|hybrid] [-read-only=true]
 //	    [-cpuprofile FILE] [-run-out FILE] [-lat-out FILE] [-full-dense-window]
-//	    [-warm-queries TUNE.jsonl [-warm-rounds 3]]
+//	    [-warm-queries TUNE.jsonl [-warm-rounds 3]] [-open-indexes=true]
+//
+// The store is opened (timed: "open"), then the default collection's indexes
+// (Collection.Open, timed apart: "indexes opened"; -open-indexes=false leaves them to the
+// first query), then the timed rounds run.
 //
 // -warm-queries warms the process the way bench/lucene's latency mode warms its JVM: the
 // store is opened, those queries (the tuning half: never the timed ones) are searched
@@ -55,10 +59,12 @@ func main() {
 		latOut   = flag.String("lat-out", "", "write each query's latency in every round to this file (round, query id, microseconds a line)")
 		warmQ    = flag.String("warm-queries", "", "queries (BEIR queries.jsonl) searched untimed on a first open, closed before the timed open (see the command's doc)")
 		warmR    = flag.Int("warm-rounds", 3, "rounds over -warm-queries")
+		openIx   = flag.Bool("open-indexes", true, "open the default collection's indexes after the store, timed apart (Collection.Open), as Lucene's tool opens its reader before its rounds; false: the first query opens them")
 	)
 	flag.Parse()
 	heapProfile, runFile, latFile = *memProf, *runOut, *latOut
 	warmFile, warmRounds = *warmQ, *warmR
+	openIndexes = *openIx
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -112,6 +118,13 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	defer mem.Close()
 	fmt.Printf("open %v; %s\n", time.Since(t).Round(time.Microsecond), rss())
 	ctx := context.Background()
+	if openIndexes {
+		t := time.Now()
+		if err := mem.Collection(memory.DefaultCollection).Open(ctx); err != nil {
+			return err
+		}
+		fmt.Printf("indexes opened %v; %s\n", time.Since(t).Round(time.Microsecond), rss())
+	}
 	if qfile != "" {
 		ids, qs, err := beir.ReadQueryFile(qfile, limit)
 		if err != nil {
@@ -182,6 +195,9 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 
 // heapProfile is -memprofile's file, runFile -run-out's, latFile -lat-out's ("": none).
 var heapProfile, runFile, latFile string
+
+// openIndexes is -open-indexes.
+var openIndexes bool
 
 // warmFile is -warm-queries' file ("": none), warmRounds -warm-rounds.
 var (

@@ -4,6 +4,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -27,7 +28,8 @@ import (
 // with ~465 MB of new pages, and one fault a page, each a trap and, once the page cache is
 // full, a reclaim, cost 0.87–1.29 ms of system CPU a query; populated in steps, 0.53–0.96
 // ms, and that round's p50 / p99 went from 0.85x / 0.93x Lucene's to 0.74x / 0.82x
-// (BENCHMARKS.md §0zm).
+// (BENCHMARKS.md §0zm). The step after the one being cut from is populated by a goroutine
+// of its own (populateNext), so the query cutting slots does not wait for it (§0zw).
 
 const (
 	arenaMinWords  = 64        // the smallest slot, in uint32s (256 bytes)
@@ -109,6 +111,7 @@ func (a *slabArena) alloc(n int) []uint32 {
 		a.popTo[c] = populateAhead(a.bump[c], size, a.popTo[c])
 		s = a.bump[c][:size:size]
 		a.bump[c] = a.bump[c][size:]
+		a.popTo[c] = populateNext(a.bump[c], a.popTo[c])
 	}
 	a.inUse += int64(4 * len(s))
 	return s
@@ -161,6 +164,87 @@ func populateAhead(bump []uint32, size int, popTo uintptr) uintptr {
 	}
 	return to
 }
+
+// populateNext asks the populator (populateAsync) for the next popStep of the unused rest
+// of a slab, bump, when less than half a step of it is populated ahead (popTo), and
+// returns the address populated or asked for up to (popTo when nothing is asked). The
+// slots the cache cuts next then find their pages in memory without the query that cuts
+// them waiting for the kernel to zero and map them: in a fresh process's first queries
+// that was 0.4 ms of system CPU a query at 21M passages (BENCHMARKS.md §0zu), about a
+// tenth of the round.
+func populateNext(bump []uint32, popTo uintptr) uintptr {
+	if len(bump) == 0 || populateOff.Load() {
+		return popTo
+	}
+	start, end := wordsAddr(bump), wordsAddr(bump)+uintptr(4*len(bump))
+	if popTo >= end || popTo < start || popTo-start >= popStep/2 {
+		return popTo
+	}
+	from := (popTo + uintptr(pageSize-1)) &^ uintptr(pageSize-1)
+	to := min(popTo+popStep, end)
+	if from >= to || !populateAsync(unsafe.Add(unsafe.Pointer(unsafe.SliceData(bump)), int(from-start)), int(to-from)) {
+		return popTo
+	}
+	return to
+}
+
+// popRange is a request to the populator: n bytes at p, or, when done is not nil, a
+// signal once the requests before it are done (populatorIdle).
+type popRange struct {
+	p    unsafe.Pointer
+	n    int
+	done chan struct{}
+}
+
+// populator is the process's one goroutine that populates slab pages ahead of their
+// slots (populateNext), started with the first request; its queue is short, and a request
+// that finds it full is not made (those pages then fault in at their first touch, or a
+// later step populates them).
+var populator struct {
+	once sync.Once
+	ch   chan popRange
+}
+
+// populateAsync queues the population of the n bytes of anonymous memory at p (a page
+// boundary); false when the queue is full.
+func populateAsync(p unsafe.Pointer, n int) bool {
+	select {
+	case populatorQueue() <- popRange{p: p, n: n}:
+		return true
+	default:
+		return false
+	}
+}
+
+// populatorQueue returns the populator's queue, starting it the first time.
+func populatorQueue() chan<- popRange {
+	populator.once.Do(func() {
+		populator.ch = make(chan popRange, 16)
+		go func() {
+			for r := range populator.ch {
+				if r.done != nil {
+					close(r.done)
+					continue
+				}
+				populate(r.p, r.n)
+			}
+		}()
+	})
+	return populator.ch
+}
+
+// populatorIdle waits until the requests queued so far are done (tests).
+func populatorIdle() {
+	done := make(chan struct{})
+	populatorQueue() <- popRange{done: done}
+	<-done
+}
+
+// populateOff is set where pages cannot be populated ahead: off Linux, or once the kernel
+// does not know MADV_POPULATE_WRITE (before Linux 5.14); pages are then faulted in by
+// their first touch. Other failures (no memory now, a fatal signal pending) leave it
+// clear: those pages then fault in at their first touch.
+var populateOff atomic.Bool
 
 // pageSize is the size of the system's pages.
 var pageSize = os.Getpagesize()

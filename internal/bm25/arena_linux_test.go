@@ -53,8 +53,9 @@ func residentPages(t *testing.T, p unsafe.Pointer, n int) []bool {
 }
 
 // TestArenaPopulatesAhead: a slab's pages are in memory before its slots are touched, a
-// popStep at a time as slots are cut (one madvise instead of a fault a page), and the
-// slab's pages past the last step are not (a slab is not populated whole up front).
+// popStep at a time as slots are cut (one madvise instead of a fault a page), the next
+// step by the populator before any of its slots is cut, and the slab's pages past that
+// are not (a slab is not populated whole up front).
 func TestArenaPopulatesAhead(t *testing.T) {
 	a := newSlabArena()
 	const n = 2048 // 8 KiB slots
@@ -66,6 +67,7 @@ func TestArenaPopulatesAhead(t *testing.T) {
 	if populateOff.Load() {
 		t.Skip("this kernel does not know MADV_POPULATE_WRITE (Linux < 5.14)")
 	}
+	populatorIdle()
 	first := unsafe.Pointer(&slots[0][0])
 	for i, in := range residentPages(t, first, arenaFirstSlab) {
 		if !in {
@@ -87,9 +89,21 @@ func TestArenaPopulatesAhead(t *testing.T) {
 			}
 		}
 	}
+	populatorIdle()
 	check(1) // one slot cut, never touched: its step is in memory, the rest of the slab not
-	for range popStep / (4 * n) {
-		slots = append(slots, a.alloc(n)) // the last one starts the second step
+	// Once less than half a step lies populated ahead of the slots cut, the next step is
+	// populated by the populator, before any slot of it is cut.
+	for range popStep / (8 * n) {
+		slots = append(slots, a.alloc(n))
 	}
+	populatorIdle()
+	check(2)
+	for range popStep/(8*n) - 1 {
+		slots = append(slots, a.alloc(n)) // the last one ends the first step
+	}
+	populatorIdle()
+	check(2)
+	slots = append(slots, a.alloc(n)) // the first slot of the second step
+	populatorIdle()
 	check(2)
 }

@@ -24,7 +24,7 @@ type pfSource struct {
 	t     *postfile.Term // the term's entry (termBlocks.pt, shared)
 	list  postings.List  // the chunk open (chunk)
 	chunk int            // -1: none
-	blk   int            // the 128-block of list decoded into docs and freqs, -1: none
+	blk   int            // the 128-block of list whose documents are in docs (lookup), -1: none
 	n     int            // its postings
 	pos   int            // where the last lookup in it stopped
 	docs  [postings.BlockSize]uint32
@@ -107,6 +107,7 @@ func (s *pfSource) decode(tb *termBlocks, i int, lens bool) (_ *postBlock, err e
 	if err := s.openChunk(tb, i); err != nil {
 		return nil, err
 	}
+	s.blk = -1 // (docs is the decode's scratch now)
 	front := tb.blockFront(i)
 	n := int(tb.count[i])
 	if (len(front) == 0) != (n == 0) || !frontOrdered(front) {
@@ -213,7 +214,8 @@ func (s *pfSource) decode(tb *termBlocks, i int, lens bool) (_ *postBlock, err e
 
 // lookup reads the frequency of document d, of length dl, in block (chunk) i of tb
 // without decoding the block: the skip table finds the 128 postings that may hold d, and
-// only those are decoded (kept for the next lookup, which a query makes in rising order).
+// only their documents are decoded (kept for the next lookup, which a query makes in
+// rising order), then d's frequency alone when d is there.
 func (s *pfSource) lookup(tb *termBlocks, i int, d, dl uint32) (f uint32, present bool, err error) {
 	if lo, hi := tb.span(i); uint64(d) < lo || uint64(d) >= hi {
 		return 0, false, nil
@@ -227,23 +229,49 @@ func (s *pfSource) lookup(tb *termBlocks, i int, d, dl uint32) (f uint32, presen
 	}
 	if j != s.blk {
 		s.blk = -1
-		m, err := s.list.DecodeBlock(j, s.docs[:], s.freqs[:])
+		m, err := s.list.DecodeDocs(j, s.docs[:])
 		if err != nil {
 			return 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		s.blk, s.n, s.pos = j, m, 0
 	}
-	if s.pos >= s.n || s.docs[s.pos] > d {
-		s.pos = 0
+	var k int
+	if s.pos >= s.n || s.docs[s.pos] > d || s.pos == 0 {
+		k = lowerBound(s.docs[:s.n], d) // (a block just decoded: its first lookup)
+	} else {
+		k = gallop(s.docs[:s.n], s.pos, d)
 	}
-	k := gallop(s.docs[:s.n], s.pos, d)
 	s.pos = k
 	if k >= s.n || s.docs[k] != d {
 		return 0, false, nil
 	}
-	f = s.freqs[k]
+	if f, err = s.list.Freq(j, k); err != nil {
+		return 0, false, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
 	if !dominated(tb.blockFront(i), f, dl) {
 		return 0, false, errBlockMeta
 	}
 	return f, true, nil
+}
+
+// lowerBound returns the first index of docs (rising) whose value is at least d
+// (len(docs) when none), by a binary search without a branch on the documents read: a
+// lookup's search in a block just decoded has nothing to gallop from, and the branches of
+// gallop's search mispredict about every other step.
+func lowerBound(docs []uint32, d uint32) int {
+	n := len(docs)
+	if n == 0 {
+		return 0
+	}
+	base := 0
+	for n > 1 {
+		half := n >> 1
+		lt := (uint64(docs[base+half]) - uint64(d)) >> 63 // 1 when docs[base+half] < d
+		base += half * int(lt)
+		n -= half
+	}
+	if docs[base] < d {
+		base++
+	}
+	return base
 }

@@ -352,3 +352,31 @@ func TestTermCount(t *testing.T) {
 	}
 	check("deletions", true)
 }
+
+// TestLowerBound: lowerBound and gallop (from any start at or before the answer) find
+// the first document at or after d, for every d around every document of rising lists of
+// 0 to 130 documents.
+func TestLowerBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := range 131 {
+		docs := make([]uint32, n)
+		d := uint32(rng.IntN(3))
+		for i := range docs {
+			d += 1 + uint32(rng.IntN(4))
+			docs[i] = d
+		}
+		for x := uint32(0); x <= d+2; x++ {
+			want, _ := slices.BinarySearch(docs, x)
+			if got := lowerBound(docs, x); got != want {
+				t.Fatalf("n %d, d %d: lowerBound %d, want %d", n, x, got, want)
+			}
+			for from := range want + 1 {
+				if from < n {
+					if got := gallop(docs, from, x); got != want {
+						t.Fatalf("n %d, d %d, from %d: gallop %d, want %d", n, x, from, got, want)
+					}
+				}
+			}
+		}
+	}
+}

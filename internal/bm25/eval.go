@@ -108,6 +108,38 @@ func (b *Index) withSnapshot(fn func(*scorch.IndexSnapshot) error) error {
 	return fn(snap)
 }
 
+// Warm computes what the first query on the index's current snapshot needs before it
+// scores anything (its statistics: each segment's total length, read from the length
+// field), so that the first query does not wait for it. Queries compute them anyway;
+// Warm only moves the work. It does nothing for an index that is not a scorch snapshot
+// (queries then go through Bleve's search).
+func (b *Index) Warm(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		_, err := b.stats.stats(snap, b.opts.K1, b.opts.B, b.opts.Scoring == ScoringLucene)
+		return err
+	})
+	if errors.Is(err, errNotScorch) {
+		return nil
+	}
+	return err
+}
+
+// Warmed reports whether the statistics of the index's current snapshot are computed
+// (Warm, or a query on it); false for an index that is not a scorch snapshot.
+func (b *Index) Warmed() bool {
+	warm := false
+	_ = b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
+		b.stats.mu.Lock()
+		defer b.stats.mu.Unlock()
+		warm = b.stats.last != nil && b.stats.last.snap == snap
+		return nil
+	})
+	return warm
+}
+
 // errNotScorch: the index reader is not a scorch snapshot, or its segments do not carry
 // document lengths in their norms (not zap v16), so the default path cannot run.
 var errNotScorch = errors.New("hybrid: index reader is not a scorch v16 snapshot")

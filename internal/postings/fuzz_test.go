@@ -4,13 +4,15 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
 // FuzzOpenDecode feeds arbitrary bytes to OpenList and decodes every block
 // of what opens: no panic, errors wrap ErrCorrupt, and a block that
 // decodes holds BlockLen(i) <= BlockSize postings whose documents rise
-// strictly from above LastDoc(i-1) to exactly LastDoc(i), with freqs >= 1.
+// strictly from above LastDoc(i-1) to exactly LastDoc(i), with freqs >= 1,
+// the same that DecodeDocs and Freq read.
 func FuzzOpenDecode(f *testing.F) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	seeds := []plist{
@@ -35,7 +37,7 @@ func FuzzOpenDecode(f *testing.F) {
 			}
 			return
 		}
-		docs, freqs := make([]uint32, BlockSize), make([]uint32, BlockSize)
+		docs, freqs, docs2 := make([]uint32, BlockSize), make([]uint32, BlockSize), make([]uint32, BlockSize)
 		total := 0
 		for i := range l.Blocks() {
 			n, err := l.DecodeBlock(i, docs, freqs)
@@ -65,6 +67,16 @@ func FuzzOpenDecode(f *testing.F) {
 			}
 			if uint32(prev) != l.LastDoc(i) {
 				t.Fatalf("block %d: ends at %d, LastDoc %d", i, prev, l.LastDoc(i))
+			}
+			// DecodeDocs and Freq read what DecodeBlock does.
+			m, err := l.DecodeDocs(i, docs2)
+			if err != nil || m != n || !slices.Equal(docs2[:m], docs[:n]) {
+				t.Fatalf("block %d: DecodeDocs = %d, %v, differs from DecodeBlock's %d", i, m, err, n)
+			}
+			for k := range n {
+				if f, err := l.Freq(i, k); err != nil || f != freqs[k] {
+					t.Fatalf("block %d: Freq(%d) = %d, %v; DecodeBlock read %d", i, k, f, err, freqs[k])
+				}
 			}
 		}
 		if total != l.Len() {

@@ -294,6 +294,37 @@ func (l *List) DecodeBlock(i int, docs, freqs []uint32) (int, error) {
 		return 0, fmt.Errorf("postings: decode needs %d-element slices, got %d and %d: %w",
 			BlockSize, len(docs), len(freqs), io.ErrShortBuffer)
 	}
+	n, err := l.DecodeDocs(i, docs)
+	if err != nil {
+		return 0, err
+	}
+	bi := l.info[i]
+	dlen, flen := packedLen(n, int(bi.dw)), packedLen(n, int(bi.fw))
+	src := l.data[bi.off+dlen : bi.off+dlen+flen]
+	unpackFreqs(freqs, src, n, bi.fw)
+	if bi.fw == 32 {
+		for _, f := range freqs[:n] {
+			if f == 0 {
+				return 0, corrupt("block %d: frequency 2^32", i)
+			}
+		}
+	}
+	return n, nil
+}
+
+// DecodeDocs is DecodeBlock without the frequencies: it decodes block i's
+// documents into docs[:n] (docs of length at least BlockSize) and returns
+// n, with DecodeBlock's checks (the check byte covers the whole block, the
+// frequencies too). Freq then reads one posting's frequency: a caller
+// looking a document up decodes no other frequency.
+func (l *List) DecodeDocs(i int, docs []uint32) (int, error) {
+	if uint(i) >= uint(len(l.info)) {
+		return 0, fmt.Errorf("postings: block %d of %d: %w", i, len(l.info), ErrBlockRange)
+	}
+	if len(docs) < BlockSize {
+		return 0, fmt.Errorf("postings: decode needs %d-element slices, got %d: %w",
+			BlockSize, len(docs), io.ErrShortBuffer)
+	}
 	bi := l.info[i]
 	n := BlockSize
 	if i == len(l.info)-1 {
@@ -311,13 +342,32 @@ func (l *List) DecodeBlock(i int, docs, freqs []uint32) (int, error) {
 	if a = unpackDocs(docs, src[:dlen], n, bi.dw, a); a != uint64(l.last[i]) {
 		return 0, corrupt("block %d: documents end at %d, skip table says %d", i, a, l.last[i])
 	}
-	unpackFreqs(freqs, src[dlen:], n, bi.fw)
-	if bi.fw == 32 {
-		for _, f := range freqs[:n] {
-			if f == 0 {
-				return 0, corrupt("block %d: frequency 2^32", i)
-			}
-		}
-	}
 	return n, nil
+}
+
+// Freq returns the frequency of posting k of block i, decoding it alone.
+// The block should have been checked by DecodeDocs(i); k must be in
+// [0, BlockLen(i)) (ErrBlockRange otherwise). A frequency of 2^32 (a
+// damaged block of width 32) wraps ErrCorrupt.
+func (l *List) Freq(i, k int) (uint32, error) {
+	if uint(i) >= uint(len(l.info)) || uint(k) >= uint(l.BlockLen(i)) {
+		return 0, fmt.Errorf("postings: posting %d of block %d of %d: %w", k, i, len(l.info), ErrBlockRange)
+	}
+	bi := l.info[i]
+	if bi.fw == 0 {
+		return 1, nil
+	}
+	n := l.BlockLen(i)
+	dlen, flen := packedLen(n, int(bi.dw)), packedLen(n, int(bi.fw))
+	src := l.data[bi.off+dlen : bi.off+dlen+flen]
+	bit := uint(k) * uint(bi.fw)
+	var acc uint64
+	for j, p := uint(0), bit/8; j < 5 && int(p) < len(src); j, p = j+1, p+1 {
+		acc |= uint64(src[p]) << (8 * j)
+	}
+	f := uint32(acc>>(bit%8)&(uint64(1)<<bi.fw-1)) + 1
+	if f == 0 {
+		return 0, corrupt("block %d: frequency 2^32", i)
+	}
+	return f, nil
 }

@@ -242,6 +242,77 @@ func TestDecodeArgs(t *testing.T) {
 	}
 }
 
+// TestDecodeDocsFreq: DecodeDocs decodes the documents DecodeBlock does
+// with the same checks (a byte flipped in the frequencies is found), and
+// Freq reads each posting's frequency alone, at every width (0..32, full
+// and short blocks); indexes outside the block are ErrBlockRange.
+func TestDecodeDocsFreq(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var lists []plist
+	for w := range 33 {
+		maxFreq := uint32(1)
+		if w > 0 {
+			maxFreq = uint32(min(uint64(1)<<w, math.MaxUint32))
+		}
+		lists = append(lists, genList(rng, 300, 0, 1+rng.Uint32N(5000), maxFreq))
+	}
+	docs, freqs, docs2 := make([]uint32, BlockSize), make([]uint32, BlockSize), make([]uint32, BlockSize)
+	widths := map[uint8]bool{}
+	for li, p := range lists {
+		b := encode(t, p)
+		l, err := OpenList(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Blocks() {
+			widths[l.info[i].fw] = true
+			n, err := l.DecodeBlock(i, docs, freqs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := l.DecodeDocs(i, docs2)
+			if err != nil || m != n || !slices.Equal(docs[:n], docs2[:m]) {
+				t.Fatalf("list %d block %d: DecodeDocs %d, %v", li, i, m, err)
+			}
+			for k := range n {
+				if f, err := l.Freq(i, k); err != nil || f != freqs[k] {
+					t.Fatalf("list %d block %d: Freq(%d) = %d, %v, want %d", li, i, k, f, err, freqs[k])
+				}
+			}
+			if _, err := l.Freq(i, n); !errors.Is(err, ErrBlockRange) {
+				t.Fatalf("list %d block %d: Freq past the block: %v", li, i, err)
+			}
+		}
+		if _, err := l.Freq(l.Blocks(), 0); !errors.Is(err, ErrBlockRange) {
+			t.Fatalf("Freq past the list: %v", err)
+		}
+		if _, err := l.DecodeDocs(-1, docs2); !errors.Is(err, ErrBlockRange) {
+			t.Fatalf("DecodeDocs(-1): %v", err)
+		}
+		if _, err := l.DecodeDocs(0, docs2[:BlockSize-1]); !errors.Is(err, io.ErrShortBuffer) {
+			t.Fatalf("DecodeDocs, short slice: %v", err)
+		}
+		// A bit flipped in the last block's last byte (its frequencies, but for width 0)
+		// is found by DecodeDocs too.
+		if l.info[l.Blocks()-1].fw > 0 {
+			bad := slices.Clone(b)
+			bad[len(bad)-1] ^= 1
+			lb, err := OpenList(bad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lb.DecodeDocs(lb.Blocks()-1, docs2); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("list %d: a flipped frequency bit: DecodeDocs %v", li, err)
+			}
+		}
+	}
+	for _, w := range []uint8{0, 1, 2, 3, 7, 13, 31, 32} {
+		if !widths[w] {
+			t.Errorf("no block of frequency width %d was read", w)
+		}
+	}
+}
+
 func TestSeek(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	p := genList(rng, 5000, 10, 30, 2)

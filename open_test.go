@@ -1,0 +1,73 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// TestCollectionOpen: Collection.Open opens a closed collection's indexes (read-only and
+// writable stores alike), computes the BM25 statistics of the current snapshot, and
+// searches after it answer as without it; a missing collection is ErrCollectionNotFound,
+// a closed store ErrClosed.
+func TestCollectionOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	ctx := context.Background()
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []Document{{ID: "a", Text: "alpha beta gamma"}, {ID: "b", Text: "beta delta"}, {ID: "c", Text: "gamma epsilon alpha"}}
+	if err := m.Collection("notes").Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		var opts []Option
+		if ro {
+			opts = append(opts, ReadOnly())
+		}
+		m, err := OpenExisting(dir, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.Collection("notes")
+		if s := m.reg.loadedState("notes"); s != nil && s.Indexes != nil {
+			t.Fatalf("read-only %v: the indexes are open before any use", ro)
+		}
+		if err := c.Open(ctx); err != nil {
+			t.Fatalf("read-only %v: Open: %v", ro, err)
+		}
+		s := m.reg.loadedState("notes")
+		if s == nil || s.Indexes == nil || s.bm25 == nil {
+			t.Fatalf("read-only %v: Open left the indexes closed", ro)
+		}
+		if !s.bm25.Warmed() {
+			t.Fatalf("read-only %v: Open did not compute the BM25 statistics", ro)
+		}
+		if err := c.Open(ctx); err != nil { // (again: nothing to do)
+			t.Fatal(err)
+		}
+		res, err := c.Search(ctx, "alpha", WithMode(BM25))
+		if err != nil || len(res) != 2 || res[0].ID != "a" && res[0].ID != "c" {
+			t.Fatalf("read-only %v: search after Open: %v, %v", ro, res, err)
+		}
+		if err := m.Collection("nothing").Open(ctx); !errors.Is(err, ErrCollectionNotFound) {
+			t.Fatalf("read-only %v: a missing collection: %v", ro, err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := c.Open(cctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("read-only %v: a cancelled context: %v", ro, err)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Open(ctx); !errors.Is(err, ErrClosed) {
+			t.Fatalf("read-only %v: a closed store: %v", ro, err)
+		}
+	}
+}
