@@ -21,7 +21,7 @@ import (
 // them up with the store of record and verifying them), and computes what its first BM25
 // query needs before it scores (the index's statistics). A process that serves queries
 // calls it at start so that its first query does not pay for these (at 21M passages about
-// 12 ms); without it they are paid by the first search instead. Indexes closed later for
+// 13 ms); without it they are paid by the first search instead. Indexes closed later for
 // Options.MaxOpenCollections open again at their next use. A missing collection is
 // ErrCollectionNotFound; on a cluster or remote store Open does nothing (their servers
 // hold the indexes).

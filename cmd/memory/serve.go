@@ -114,7 +114,7 @@ func serveStore(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	// Its indexes open now rather than on the first request (at 21M passages ~12 ms); an
+	// Its indexes open now rather than on the first request (at 21M passages ~13 ms); an
 	// error is the first search's to report (it opens them again).
 	if err := searcher.Open(ctx); err != nil && !errors.Is(err, memory.ErrCollectionNotFound) {
 		fmt.Fprintf(stderr, "memory serve: warning: opening the indexes of the collection: %v\n", err)
