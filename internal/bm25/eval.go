@@ -118,13 +118,18 @@ func (b *Index) Warm(ctx context.Context) error {
 		return err
 	}
 	err := b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
-		_, err := b.stats.stats(snap, b.opts.K1, b.opts.B, b.opts.Scoring == ScoringLucene)
+		_, err := b.snapStats(snap)
 		return err
 	})
 	if errors.Is(err, errNotScorch) {
 		return nil
 	}
 	return err
+}
+
+// snapStats returns the scoring statistics of snap under the index's parameters.
+func (b *Index) snapStats(snap *scorch.IndexSnapshot) (*snapStats, error) {
+	return b.stats.stats(snap, b.opts.K1, b.opts.B, b.opts.Scoring == ScoringLucene)
 }
 
 // Warmed reports whether the statistics of the index's current snapshot are computed
@@ -355,7 +360,7 @@ func (s *sharedBound) raise(v float64) {
 // searchSnapshot scores the analysed query terms over snap and returns the top k of the
 // documents r allows.
 func (b *Index) searchSnapshot(ctx context.Context, snap *scorch.IndexSnapshot, terms []termCount, k int, r restriction) ([]Hit, error) {
-	st, err := b.stats.stats(snap, b.opts.K1, b.opts.B, b.opts.Scoring == ScoringLucene)
+	st, err := b.snapStats(snap)
 	if err != nil {
 		return nil, fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
 	}

@@ -376,7 +376,7 @@ func (b *Index) evalFilter(ctx context.Context, snap *scorch.IndexSnapshot, st *
 // filtered runs fn with f's evaluation over the current snapshot.
 func (b *Index) filtered(ctx context.Context, f *MetaFilter, fn func(snap *scorch.IndexSnapshot, r *filterResult) error) error {
 	err := b.withSnapshot(func(snap *scorch.IndexSnapshot) error {
-		st, err := b.stats.stats(snap, b.opts.K1, b.opts.B, b.opts.Scoring == ScoringLucene)
+		st, err := b.snapStats(snap)
 		if err != nil {
 			return fmt.Errorf("%w: bm25 statistics: %v", ErrBM25, err)
 		}

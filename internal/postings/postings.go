@@ -294,14 +294,12 @@ func (l *List) DecodeBlock(i int, docs, freqs []uint32) (int, error) {
 		return 0, fmt.Errorf("postings: decode needs %d-element slices, got %d and %d: %w",
 			BlockSize, len(docs), len(freqs), io.ErrShortBuffer)
 	}
-	n, err := l.DecodeDocs(i, docs)
+	n, src, err := l.decodeDocs(i, docs)
 	if err != nil {
 		return 0, err
 	}
 	bi := l.info[i]
-	dlen, flen := packedLen(n, int(bi.dw)), packedLen(n, int(bi.fw))
-	src := l.data[bi.off+dlen : bi.off+dlen+flen]
-	unpackFreqs(freqs, src, n, bi.fw)
+	unpackFreqs(freqs, src[packedLen(n, int(bi.dw)):], n, bi.fw)
 	if bi.fw == 32 {
 		for _, f := range freqs[:n] {
 			if f == 0 {
@@ -325,6 +323,13 @@ func (l *List) DecodeDocs(i int, docs []uint32) (int, error) {
 		return 0, fmt.Errorf("postings: decode needs %d-element slices, got %d: %w",
 			BlockSize, len(docs), io.ErrShortBuffer)
 	}
+	n, _, err := l.decodeDocs(i, docs)
+	return n, err
+}
+
+// decodeDocs is DecodeDocs once its arguments are checked; it also returns the
+// block's bytes (documents, then frequencies).
+func (l *List) decodeDocs(i int, docs []uint32) (int, []byte, error) {
 	bi := l.info[i]
 	n := BlockSize
 	if i == len(l.info)-1 {
@@ -333,16 +338,16 @@ func (l *List) DecodeDocs(i int, docs []uint32) (int, error) {
 	dlen, flen := packedLen(n, int(bi.dw)), packedLen(n, int(bi.fw))
 	src := l.data[bi.off : bi.off+dlen+flen]
 	if xorBytes(src) != bi.check {
-		return 0, corrupt("block %d: check byte mismatch", i)
+		return 0, nil, corrupt("block %d: check byte mismatch", i)
 	}
 	a := uint64(l.base) - 1 // the document before the first: base-1 (-1 wrapped for base 0)
 	if i > 0 {
 		a = uint64(l.last[i-1])
 	}
 	if a = unpackDocs(docs, src[:dlen], n, bi.dw, a); a != uint64(l.last[i]) {
-		return 0, corrupt("block %d: documents end at %d, skip table says %d", i, a, l.last[i])
+		return 0, nil, corrupt("block %d: documents end at %d, skip table says %d", i, a, l.last[i])
 	}
-	return n, nil
+	return n, src, nil
 }
 
 // Freq returns the frequency of posting k of block i, decoding it alone.
