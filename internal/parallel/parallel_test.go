@@ -3,8 +3,10 @@ package parallel
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestFor(t *testing.T) {
@@ -20,18 +22,31 @@ func TestFor(t *testing.T) {
 				t.Fatalf("workers %d: index %d ran %d times", workers, i, seen[i].Load())
 			}
 		}
-		// the first error stops the hand-out and is returned
+		// the first error stops the hand-out, cancels the context of the calls still
+		// running and is returned. Calls after index 7 wait for that cancellation, so the
+		// count is deterministic: indices 0..7, plus at most one call per other worker.
 		boom := errors.New("boom")
-		var ran atomic.Int32
-		err := For(ctx, 10_000, workers, func(_ context.Context, i int) error {
+		var ran, uncancelled atomic.Int32
+		err := For(ctx, 10_000, workers, func(ctx context.Context, i int) error {
 			ran.Add(1)
-			if i == 7 {
+			switch {
+			case i == 7:
 				return boom
+			case i > 7:
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Minute): // a hang guard, not a timing assertion
+					uncancelled.Add(1)
+				}
 			}
 			return nil
 		})
-		if !errors.Is(err, boom) || ran.Load() > 10_000/2 {
-			t.Fatalf("workers %d: err %v after %d calls", workers, err, ran.Load())
+		effective := workers
+		if effective <= 0 {
+			effective = runtime.GOMAXPROCS(0)
+		}
+		if !errors.Is(err, boom) || uncancelled.Load() != 0 || int(ran.Load()) > 8+effective-1 {
+			t.Fatalf("workers %d: err %v after %d calls (%d never saw the cancellation)", workers, err, ran.Load(), uncancelled.Load())
 		}
 		// a cancelled context runs nothing
 		cctx, cancel := context.WithCancel(ctx)
