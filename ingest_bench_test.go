@@ -34,7 +34,8 @@ func dirBytes(dir string) int64 {
 // indexing rate, and the size of its store.db. BM25 only (no embedder), as Lucene; with
 // MEMORY_INGEST_EMBEDDER=hash:DIM also with the hashing embedder's vectors (sub-benchmark
 // "vectors", after "bm25" in the same run: issue #23's ratio of the two; then
-// "vectors-float16", the vectors kept in float16).
+// "vectors-float16", the vectors kept in float16, and "vectors-int8", kept once in int8
+// with an index of codes and lists only, issue #40's layout).
 func BenchmarkIngest(b *testing.B) {
 	corpus := os.Getenv("MEMORY_INGEST_CORPUS")
 	if corpus == "" {
@@ -68,6 +69,9 @@ func BenchmarkIngest(b *testing.B) {
 	})
 	b.Run("vectors-float16", func(b *testing.B) {
 		ingestRun(b, batches, []Option{WithEmbedder(vectorstore.NewHashEmbedder(dim)), WithVectorPrecision(Float16)})
+	})
+	b.Run("vectors-int8", func(b *testing.B) {
+		ingestRun(b, batches, []Option{WithEmbedder(vectorstore.NewHashEmbedder(dim)), WithVectorPrecision(Int8)})
 	})
 }
 

@@ -97,3 +97,91 @@ func TestRoundInt8Idempotent(t *testing.T) {
 		}
 	}
 }
+
+// quantizeInt8Ref is QuantizeInt8 as first written (math.Round per value, a finiteness
+// test per value): the reference the faster one must match bit for bit.
+func quantizeInt8Ref(v []float32, q []int8) (float32, error) {
+	var m float32
+	for i, x := range v {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return 0, &VectorError{Len: len(v), Dim: len(v), Index: i, Value: x}
+		}
+		m = max(m, float32(math.Abs(float64(x))))
+	}
+	s := Int8Scale(m)
+	q = q[:len(v)]
+	if s == 0 {
+		clear(q)
+		return 0, nil
+	}
+	inv := 1 / float64(s)
+	for i, x := range v {
+		c := math.Round(float64(x) * inv)
+		q[i] = int8(max(-127, min(127, c)))
+	}
+	return s, nil
+}
+
+// TestQuantizeInt8MatchesReference: the same scale, values and errors as the reference on
+// random vectors of every magnitude, on values that fall on the grid's half steps (ties
+// round away from zero), just beside them, at the clamp, subnormals, signed zeros, and
+// non-finite values anywhere (the first one is reported).
+func TestQuantizeInt8MatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var vecs [][]float32
+	for range 3000 {
+		d := 1 + rng.IntN(1000)
+		mag := math.Pow(10, float64(rng.IntN(80)-40))
+		v := make([]float32, d)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * mag)
+		}
+		vecs = append(vecs, v)
+	}
+	for _, m := range []float32{1, 3.7, 1e-3, 1e30, 1e-39, math.SmallestNonzeroFloat32, math.MaxFloat32} {
+		s := Int8Scale(m)
+		v := []float32{m, -m, 0, float32(math.Copysign(0, -1))}
+		for k := -127; k <= 127; k++ {
+			half := (float32(k) + 0.5) * s
+			v = append(v, half, -half, math.Nextafter32(half, 0), math.Nextafter32(half, float32(math.Inf(1))), float32(k)*s)
+		}
+		vecs = append(vecs, v)
+	}
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	vecs = append(vecs, []float32{1, 2, nan, inf}, []float32{inf, nan}, []float32{-inf}, []float32{0, 0, nan},
+		[]float32{math.MaxFloat32, -math.MaxFloat32}, []float32{}, []float32{0})
+	for n, v := range vecs {
+		want, got := make([]int8, len(v)), make([]int8, len(v))
+		ws, werr := quantizeInt8Ref(v, want)
+		gs, gerr := QuantizeInt8(v, got)
+		if werr != nil || gerr != nil {
+			var we, ge *VectorError
+			if !errors.As(werr, &we) || !errors.As(gerr, &ge) || *we != *ge && !(we.Index == ge.Index && we.Value != we.Value && ge.Value != ge.Value) {
+				t.Fatalf("vector %d: err %v, want %v", n, gerr, werr)
+			}
+			continue
+		}
+		if math.Float32bits(gs) != math.Float32bits(ws) || !slices.Equal(got, want) {
+			for i := range v {
+				if got[i] != want[i] {
+					t.Fatalf("vector %d: value %d (%v, scale %v): %d, want %d", n, i, v[i], ws, got[i], want[i])
+				}
+			}
+			t.Fatalf("vector %d: scale %v, want %v", n, gs, ws)
+		}
+	}
+}
+
+func BenchmarkQuantizeInt8_768(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	v := make([]float32, 768)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	q := make([]int8, len(v))
+	for b.Loop() {
+		if _, err := QuantizeInt8(v, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
