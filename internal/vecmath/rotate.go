@@ -92,7 +92,7 @@ func (r *Rotation) Apply(dst, src []float32) []float32 {
 // ...) replaces each pair (v[i], v[i+h]) of a 2h-aligned group by (v[i]+v[i+h],
 // v[i]-v[i+h]); the first three stages run on each group of 8 values held in registers,
 // the same additions in the same order as stage by stage (bit-identical results), without
-// a loop of one, two and four pairs per group.
+// a loop of one, two and four pairs per group; the later stages go two at a time.
 func walshHadamard(v []float32) {
 	n := len(v)
 	h := 1
@@ -114,13 +114,26 @@ func walshHadamard(v []float32) {
 		}
 		h = 8
 	}
-	for ; h < n; h *= 2 {
-		for i := 0; i < n; i += 2 * h {
+	// Then two stages at a time (h and 2h) over each 4h-aligned group: every value is
+	// loaded and stored once for the two.
+	for ; 2*h < n; h *= 4 {
+		for i := 0; i < n; i += 4 * h {
 			a, b := v[i:i+h:i+h], v[i+h:i+2*h:i+2*h]
+			c, d := v[i+2*h:i+3*h:i+3*h], v[i+3*h:i+4*h:i+4*h]
 			for j := range a {
-				x, y := a[j], b[j]
-				a[j], b[j] = x+y, x-y
+				x0, x1, x2, x3 := a[j], b[j], c[j], d[j]
+				a0, a1 := x0+x1, x0-x1
+				a2, a3 := x2+x3, x2-x3
+				a[j], c[j] = a0+a2, a0-a2
+				b[j], d[j] = a1+a3, a1-a3
 			}
+		}
+	}
+	if h < n { // the last stage alone
+		a, b := v[:h:h], v[h:2*h:2*h]
+		for j := range a {
+			x, y := a[j], b[j]
+			a[j], b[j] = x+y, x-y
 		}
 	}
 }
