@@ -109,15 +109,11 @@ func quantizeInt8Ref(v []float32, q []int8) (float32, error) {
 		m = max(m, float32(math.Abs(float64(x))))
 	}
 	s := Int8Scale(m)
-	q = q[:len(v)]
-	if s == 0 {
-		clear(q)
-		return 0, nil
-	}
-	inv := 1 / float64(s)
 	for i, x := range v {
-		c := math.Round(float64(x) * inv)
-		q[i] = int8(max(-127, min(127, c)))
+		q[i] = 0 // (a zero vector: scale 0, every value 0)
+		if s != 0 {
+			q[i] = int8(max(-127, min(127, math.Round(float64(x)*(1/float64(s))))))
+		}
 	}
 	return s, nil
 }
