@@ -40,11 +40,11 @@ func (c *Collection) SearchBatch(ctx context.Context, queries []string, opts ...
 		}
 		return c.remoteBatch(ctx, queries, opts)
 	}
-	shares, err := c.batchOptions(ctx, queries, so)
-	if bm25Damaged(err) && c.m.dx.repairBM25(c.name, err) == nil ||
-		vectorsDamaged(err) && c.m.dx.repairKind(c.name, vecDir, err) == nil {
-		shares, err = c.batchOptions(ctx, queries, so) // on the rebuilt index
-	}
+	var shares [][]SearchOption
+	err := c.m.dx.retryRepaired(c.name, func() (err error) {
+		shares, err = c.batchOptions(ctx, queries, so)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

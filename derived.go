@@ -322,6 +322,18 @@ func (dv derivedIndexes) repairBM25(col string, cause error) error {
 	return dv.repairKind(col, bm25Dir, cause)
 }
 
+// retryRepaired runs fn and, when it fails on collection col's damaged BM25 or vector
+// index, rebuilds that index from the store of record and runs fn once more (on the
+// rebuilt index): what a search, a batch and Collection.Open do on damage.
+func (dv derivedIndexes) retryRepaired(col string, fn func() error) error {
+	err := fn()
+	if bm25Damaged(err) && dv.repairBM25(col, err) == nil ||
+		vectorsDamaged(err) && dv.repairKind(col, vecDir, err) == nil {
+		err = fn()
+	}
+	return err
+}
+
 // vectorsDamaged reports whether a search error says the vector index's files are damaged
 // (a disk index block that failed its checksum).
 func vectorsDamaged(err error) bool { return errors.Is(err, vectorstore.ErrCorrupt) }

@@ -51,11 +51,7 @@ func (c *Collection) Open(ctx context.Context) error {
 		}
 		return s.bm25.Warm(ctx)
 	}
-	err = store.Guard("open", prepare)
-	if bm25Damaged(err) && m.dx.repairBM25(c.name, err) == nil {
-		err = store.Guard("open", prepare) // on the rebuilt index
-	}
-	return err
+	return m.dx.retryRepaired(c.name, func() error { return store.Guard("open", prepare) })
 }
 
 // registry holds the collections a store has used since it opened, and opens and closes

@@ -3,7 +3,9 @@ package memory
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -68,6 +70,62 @@ func TestCollectionOpen(t *testing.T) {
 		}
 		if err := c.Open(ctx); !errors.Is(err, ErrClosed) {
 			t.Fatalf("read-only %v: a closed store: %v", ro, err)
+		}
+	}
+}
+
+// TestCollectionOpenDamagedBM25: Collection.Open on a collection whose BM25 body postings
+// file was damaged (bytes flipped in its lists and footer) rebuilds the index from the
+// store of record, read-only and writable alike, and the search after it answers as
+// before the damage.
+func TestCollectionOpenDamagedBM25(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	ctx := context.Background()
+	m, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []Document{{ID: "a", Text: "alpha beta gamma"}, {ID: "b", Text: "beta delta"}, {ID: "c", Text: "gamma epsilon alpha"}}
+	if err := m.Collection("notes").Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{false, true} {
+		files, _ := filepath.Glob(filepath.Join(dir, "bm25", "*", "store", "*.zap.post"))
+		if len(files) == 0 {
+			t.Fatal("no body postings file to damage")
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 0xff
+			b[len(b)-90] ^= 0xff
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var opts []Option
+		if ro {
+			opts = append(opts, ReadOnly())
+		}
+		m, err := OpenExisting(dir, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := m.Collection("notes")
+		if err := c.Open(ctx); err != nil {
+			t.Fatalf("read-only %v: Open on a damaged index: %v", ro, err)
+		}
+		res, err := c.Search(ctx, "alpha", WithMode(BM25))
+		if got := ids(res); err != nil || len(got) != 2 || !slices.Contains(got, "a") || !slices.Contains(got, "c") {
+			t.Fatalf("read-only %v: search after Open: %v, %v", ro, got, err)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -183,15 +183,12 @@ func (c *Collection) Search(ctx context.Context, query string, opts ...SearchOpt
 	if len(so.Collections) > 0 {
 		res, err = searcher{c.m}.searchMany(ctx, query, so, st)
 	} else {
-		one := func() error {
-			res, err = searcher{c.m}.searchOne(ctx, c.name, query, so, st)
-			return err
-		}
-		err = store.Guard("search", one)
-		if bm25Damaged(err) && c.m.dx.repairBM25(c.name, err) == nil ||
-			vectorsDamaged(err) && c.m.dx.repairKind(c.name, vecDir, err) == nil {
-			err = store.Guard("search", one) // on the rebuilt index
-		}
+		err = c.m.dx.retryRepaired(c.name, func() error {
+			return store.Guard("search", func() (err error) {
+				res, err = searcher{c.m}.searchOne(ctx, c.name, query, so, st)
+				return err
+			})
+		})
 	}
 	st.Total = time.Since(start)
 	if so.statsFunc != nil {
