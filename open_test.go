@@ -9,24 +9,31 @@ import (
 	"testing"
 )
 
-// TestCollectionOpen: Collection.Open opens a closed collection's indexes (read-only and
-// writable stores alike), computes the BM25 statistics of the current snapshot, and
-// searches after it answer as without it; a missing collection is ErrCollectionNotFound,
-// a closed store ErrClosed.
-func TestCollectionOpen(t *testing.T) {
+// notesStore writes a closed store with three documents in collection "notes" ("alpha" is
+// in a and c) and returns its directory.
+func notesStore(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "s")
-	ctx := context.Background()
 	m, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	docs := []Document{{ID: "a", Text: "alpha beta gamma"}, {ID: "b", Text: "beta delta"}, {ID: "c", Text: "gamma epsilon alpha"}}
-	if err := m.Collection("notes").Add(ctx, docs...); err != nil {
+	if err := m.Collection("notes").Add(context.Background(), docs...); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestCollectionOpen: Collection.Open opens a closed collection's indexes (read-only and
+// writable stores alike), computes the BM25 statistics of the current snapshot, and
+// searches after it answer as without it; a missing collection is ErrCollectionNotFound,
+// a closed store ErrClosed.
+func TestCollectionOpen(t *testing.T) {
+	dir, ctx := notesStore(t), context.Background()
 	for _, ro := range []bool{false, true} {
 		var opts []Option
 		if ro {
@@ -79,19 +86,7 @@ func TestCollectionOpen(t *testing.T) {
 // store of record, read-only and writable alike, and the search after it answers as
 // before the damage.
 func TestCollectionOpenDamagedBM25(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "s")
-	ctx := context.Background()
-	m, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs := []Document{{ID: "a", Text: "alpha beta gamma"}, {ID: "b", Text: "beta delta"}, {ID: "c", Text: "gamma epsilon alpha"}}
-	if err := m.Collection("notes").Add(ctx, docs...); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir, ctx := notesStore(t), context.Background()
 	for _, ro := range []bool{false, true} {
 		files, _ := filepath.Glob(filepath.Join(dir, "bm25", "*", "store", "*.zap.post"))
 		if len(files) == 0 {
