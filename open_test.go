@@ -28,6 +28,20 @@ func notesStore(t *testing.T) string {
 	return dir
 }
 
+// openNotes opens the store at dir (read-only when ro) and returns it with its "notes".
+func openNotes(t *testing.T, dir string, ro bool) (*Memory, *Collection) {
+	t.Helper()
+	var opts []Option
+	if ro {
+		opts = append(opts, ReadOnly())
+	}
+	m, err := OpenExisting(dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, m.Collection("notes")
+}
+
 // TestCollectionOpen: Collection.Open opens a closed collection's indexes (read-only and
 // writable stores alike), computes the BM25 statistics of the current snapshot, and
 // searches after it answer as without it; a missing collection is ErrCollectionNotFound,
@@ -35,15 +49,7 @@ func notesStore(t *testing.T) string {
 func TestCollectionOpen(t *testing.T) {
 	dir, ctx := notesStore(t), context.Background()
 	for _, ro := range []bool{false, true} {
-		var opts []Option
-		if ro {
-			opts = append(opts, ReadOnly())
-		}
-		m, err := OpenExisting(dir, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := m.Collection("notes")
+		m, c := openNotes(t, dir, ro)
 		if s := m.reg.loadedState("notes"); s != nil && s.Indexes != nil {
 			t.Fatalf("read-only %v: the indexes are open before any use", ro)
 		}
@@ -103,15 +109,7 @@ func TestCollectionOpenDamagedBM25(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var opts []Option
-		if ro {
-			opts = append(opts, ReadOnly())
-		}
-		m, err := OpenExisting(dir, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := m.Collection("notes")
+		m, c := openNotes(t, dir, ro)
 		if err := c.Open(ctx); err != nil {
 			t.Fatalf("read-only %v: Open on a damaged index: %v", ro, err)
 		}
