@@ -36,6 +36,7 @@ import (
 	"github.com/agentmem/memory"
 	"github.com/agentmem/memory/internal/atomicfile"
 	"github.com/agentmem/memory/internal/beir"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 func main() {
@@ -59,12 +60,17 @@ func main() {
 		latOut   = flag.String("lat-out", "", "write each query's latency in every round to this file (round, query id, microseconds a line)")
 		warmQ    = flag.String("warm-queries", "", "queries (BEIR queries.jsonl) searched untimed on a first open, closed before the timed open (see the command's doc)")
 		warmR    = flag.Int("warm-rounds", 3, "rounds over -warm-queries")
+		ixParams = flag.String("index-param", "", "dense index search parameters for this run, KEY=N,... (memory.WithIndex Params: nprobe, oversample, prefilter)")
 		openIx   = flag.Bool("open-indexes", true, "open the default collection's indexes after the store, timed apart (Collection.Open), as Lucene's tool opens its reader before its rounds; false: the first query opens them")
 	)
 	flag.Parse()
 	heapProfile, runFile, latFile = *memProf, *runOut, *latOut
 	warmFile, warmRounds = *warmQ, *warmR
 	openIndexes = *openIx
+	if err := parseIndexParams(*ixParams); err != nil {
+		fmt.Fprintln(os.Stderr, "querybench:", err)
+		os.Exit(2)
+	}
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
 		if err == nil {
@@ -90,6 +96,28 @@ func main() {
 	}
 }
 
+// indexParams are -index-param's parameters (nil: none).
+var indexParams map[string]int
+
+// parseIndexParams reads -index-param's KEY=N,... into indexParams.
+func parseIndexParams(s string) error {
+	for kv := range strings.SplitSeq(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return fmt.Errorf("-index-param %q: want KEY=N", kv)
+		}
+		if indexParams == nil {
+			indexParams = map[string]int{}
+		}
+		indexParams[k] = n
+	}
+	return nil
+}
+
 func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode string, readOnly, noText, fullWin bool, bm25Scoring string) error {
 	m, err := parseMode(mode)
 	if err != nil {
@@ -104,6 +132,9 @@ func run(dir, qfile, bfile string, k, rounds, bRounds, limit, cacheMB int, mode 
 	}
 	if bm25Scoring != "" {
 		opts = append(opts, memory.WithBM25Scoring(bm25Scoring))
+	}
+	if len(indexParams) > 0 {
+		opts = append(opts, memory.WithIndex(vectorstore.IndexConfig{Params: indexParams}))
 	}
 	if warmFile != "" {
 		if err := warmProcess(dir, opts, m, k, noText, fullWin); err != nil {

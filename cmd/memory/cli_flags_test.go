@@ -33,7 +33,7 @@ func findCommand(t *testing.T, path ...string) *cobra.Command {
 // the embedder and of the dense index (see storeFlags.addEmbedder and addIndex).
 var (
 	embedderFlags = []string{"embedder", "query-prefix", "passage-prefix", "model-preset", "query-max-tokens", "passage-max-tokens", "device"}
-	indexFlags    = []string{"index", "faiss-factory", "rebuild-index", "vector-precision"}
+	indexFlags    = []string{"index", "faiss-factory", "index-param", "rebuild-index", "vector-precision"}
 	rankFlags     = []string{"reranker", "bm25-scoring"}
 )
 

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/agentmem/memory/models"
 	"github.com/agentmem/memory/rerank"
@@ -13,6 +16,23 @@ import (
 // indexConfig builds the dense index configuration from the CLI flags.
 func indexConfig(backend, factory string) vectorstore.IndexConfig {
 	return vectorstore.IndexConfig{Backend: backend, Factory: factory}
+}
+
+// indexParams are the keys --index-param accepts: the disk index's lists (nlist, nprobe)
+// and candidates (oversample, prefilter), FAISS's nprobe and efSearch.
+var indexParams = []string{"nlist", "nprobe", "oversample", "prefilter", "efSearch"}
+
+// checkIndexParams refuses a key --index-param does not know and a negative value.
+func checkIndexParams(p map[string]int) error {
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if !slices.Contains(indexParams, k) {
+			return usagef("--index-param %s: unknown parameter (one of %s)", k, strings.Join(indexParams, ", "))
+		}
+		if p[k] < 0 && k != "prefilter" {
+			return usagef("--index-param %s=%d: negative", k, p[k])
+		}
+	}
+	return nil
 }
 
 // modelDir resolves a model name or directory: an existing directory is used as it is,

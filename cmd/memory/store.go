@@ -23,8 +23,9 @@ type storeFlags struct {
 	dir           string
 	embedder      string // model name (in MEMORY_MODELS or the cache), directory, or hash[:DIM]
 	reranker      string
-	backend       string // vector index backend
-	factory       string // FAISS factory string
+	backend       string         // vector index backend
+	factory       string         // FAISS factory string
+	params        map[string]int // --index-param: build and search parameters of the dense index
 	reembed       bool
 	rebuildIndex  bool   // rebuild the dense index when --index/--faiss-factory differ from the store's
 	precision     string // --vector-precision: float32 or float16 ("": the store's)
@@ -121,6 +122,9 @@ func (f *storeFlags) addIndex(fs *pflag.FlagSet) {
 	grouped(fs, groupIndex, func() {
 		fs.StringVar(&f.backend, "index", "", "dense index `BACKEND` (disk, flat, chromem, faiss when built with -tags faiss; default: the store's recorded one, else disk)")
 		fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory `STRING` (Flat, IVF1024,Flat, HNSW32)")
+		fs.StringToIntVar(&f.params, "index-param", nil, "dense index `KEY=N` parameters, comma-separated or repeated: the disk index's nlist "+
+			"(inverted lists, set when the store first gets vectors), nprobe (lists a search scans; default nlist/16), oversample and "+
+			"prefilter; FAISS's nprobe and efSearch. Search parameters may differ from the recorded ones on any open")
 		fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records "+
 			"(a store remembers its index: without --index it uses it; another one is an error without this flag)")
 		fs.StringVar(&f.precision, "vector-precision", "", "`PRECISION` store.db keeps vectors in: float32, float16 (half the bytes; exact search then ranks by "+
@@ -198,8 +202,12 @@ func (f *storeFlags) options(store string, stderr io.Writer) ([]memory.Option, e
 	if gpu && f.backend != "faiss" {
 		fmt.Fprintf(stderr, "memory: --device %s: the dense index runs on a GPU only with --index faiss (a -tags faiss,faissgpu build); ONNX models still use it\n", f.device)
 	}
-	if f.backend != "" || f.factory != "" || gpu {
+	if f.backend != "" || f.factory != "" || gpu || len(f.params) > 0 {
 		cfg := indexConfig(f.backend, f.factory)
+		if err := checkIndexParams(f.params); err != nil {
+			return nil, err
+		}
+		cfg.Params = f.params
 		cfg.GPU = gpu
 		opts = append(opts, memory.WithIndex(cfg))
 	}
@@ -248,7 +256,7 @@ func (f *storeFlags) checkClusterFlags(store string) error {
 		set        bool
 		flag, what string
 	}{
-		{f.backend != "" || f.factory != "", "--index/--faiss-factory", "Weaviate keeps the vectors in its own HNSW index"},
+		{f.backend != "" || f.factory != "" || len(f.params) > 0, "--index/--faiss-factory/--index-param", "Weaviate keeps the vectors in its own HNSW index"},
 		{f.rebuildIndex, "--rebuild-index", "Weaviate keeps the vectors in its own HNSW index"},
 		{f.precision != "" && f.precision != string(memory.Float32), "--vector-precision " + f.precision, "Weaviate stores float32 vectors"},
 		{f.reembed, "--reembed", "the cluster cannot re-embed what it holds"},

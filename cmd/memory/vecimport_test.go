@@ -223,6 +223,36 @@ func TestSearchUsesRecordedIndex(t *testing.T) {
 	m.Close()
 }
 
+// --index-param sets the disk index's inverted lists when the store first gets vectors (the
+// manifest records nlist); a search may change nprobe but not nlist, and an unknown or
+// negative parameter is a usage error naming it.
+func TestIndexParamLists(t *testing.T) {
+	dir := t.TempDir()
+	docs := filepath.Join(dir, "c.jsonl")
+	jsonl(t, docs, 20, nil)
+	store := filepath.Join(dir, "s")
+	mustCLI(t, 0, "index", "--store", store, "--embedder", "hash:32", "--index-param", "nlist=4", docs)
+	m := openTest(t, store)
+	if got := m.IndexConfig(); got.Backend != "disk" || got.Params["nlist"] != 4 {
+		t.Fatalf("recorded index %+v, want disk with nlist 4", got)
+	}
+	m.Close()
+	out, _ := mustCLI(t, 0, "search", "--store", store, "--mode", "dense", "--index-param", "nprobe=4", "-k", "1", "document number 7 about otters")
+	if !strings.Contains(out, "d7") {
+		t.Fatalf("dense search with nprobe 4: %s", out)
+	}
+	_, errs := mustCLI(t, 1, "search", "--store", store, "--mode", "dense", "--index-param", "nlist=8", "otters")
+	if !strings.Contains(errs, "nlist=4") || !strings.Contains(errs, "nlist=8") {
+		t.Fatalf("another nlist: %s", errs)
+	}
+	for _, bad := range []string{"lists=4", "nprobe=-1", "nprobe"} {
+		_, errs := mustCLI(t, 2, "search", "--store", store, "--index-param", bad, "otters")
+		if k, _, _ := strings.Cut(bad, "="); !strings.Contains(errs, k) {
+			t.Errorf("--index-param %s: %s", bad, errs)
+		}
+	}
+}
+
 // serve --retrieve on a store of vectors imported without their model serves BM25 (as
 // search does) instead of failing every query.
 func TestServeVectorsWithoutModelServesBM25(t *testing.T) {
