@@ -90,12 +90,12 @@ type DiskSearchOptions struct {
 	// for k would return. Hybrid search asks for its fusion window (100) with the focus on
 	// the results it returns (10): 10x fewer rows read for rescoring. 0, or >= k: k.
 	Focus int
-	// Prefilter makes a binary scan without inverted lists and without a filter pass
-	// twice over the codes: first it counts the Hamming distance of every code to the
-	// query's own code (a few popcounts a row), then it scores with the query's byte tables
-	// (binaryScore) only the rows within the distance that keeps Prefilter x k x
-	// oversample of them. 0: Params["prefilter"], else diskPrefilterDefault; negative:
-	// off (every row scored with the tables).
+	// Prefilter makes a binary scan without a filter pass (of every code, or of the
+	// probed inverted lists') twice over the codes: first it counts the Hamming distance
+	// of every hammingSample-th code to the query's own code (a few popcounts a row), then
+	// it scores with the query's byte tables (binaryScore) only the rows within the
+	// distance that keeps Prefilter x k x oversample of them. 0: Params["prefilter"],
+	// else diskPrefilterDefault; negative: off (every row scored with the tables).
 	Prefilter int
 }
 
@@ -782,8 +782,9 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	lists := ""
 	if x.lists != nil {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
-	} else if pf := cmp.Or(x.prefilter, diskPrefilterDefault); mode == DiskBinary && pf > 0 {
-		lists = fmt.Sprintf(" (those within the Hamming distance that keeps %dx the candidates scored)", pf)
+	}
+	if pf := cmp.Or(x.prefilter, diskPrefilterDefault); mode == DiskBinary && pf > 0 {
+		lists += fmt.Sprintf(" (those within the Hamming distance that keeps %dx the candidates scored)", pf)
 	}
 	if x.rows != nil {
 		prec := ""
@@ -1044,17 +1045,20 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	workers = max(1, min(workers, len(runs)+len(probed)))
 	hcut := -1 // with a prefilter: the largest Hamming distance of a row scored
 	var qcode []uint64
-	if mode == DiskBinary && len(runs) > 0 && acc.f == nil && acc.allow == nil {
+	if mode == DiskBinary && len(runs)+len(probed) > 0 && acc.f == nil && acc.allow == nil {
 		pf := cmp.Or(o.Prefilter, x.prefilter, diskPrefilterDefault)
 		rows := 0
 		for _, r := range runs {
 			rows += r.hi - r.lo
 		}
+		for _, l := range probed {
+			rows += len(l)
+		}
 		if pf > 0 && int64(c)*int64(pf) < int64(rows)/2 {
 			qcode = make([]uint64, x.codeWords())
 			binaryCode(bv, qcode) // the query's own code, as the rows' are made
 			var err error
-			if hcut, err = x.hammingCut(ctx, qcode, runs, c*pf, workers); err != nil {
+			if hcut, err = x.hammingCut(ctx, qcode, runs, probedList, c*pf, workers); err != nil {
 				return nil, err
 			}
 		}
@@ -1093,7 +1097,11 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 						for r, o := range p.ords {
 							var sc float32
 							if mode == DiskBinary {
-								sc = binaryScore(lut, p.b1[r*W:(r+1)*W:(r+1)*W])
+								code := p.b1[r*W : (r+1)*W : (r+1)*W]
+								if hcut >= 0 && hamming(qcode, code) > hcut {
+									continue
+								}
+								sc = binaryScore(lut, code)
 							} else {
 								sc = float32(dotInt8Q(qi, p.i8[r*x.dim:(r+1)*x.dim:(r+1)*x.dim]))
 							}
@@ -1114,7 +1122,11 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 						}
 						var sc float32
 						if mode == DiskBinary {
-							sc = binaryScore(lut, s.b1[j*W:(j+1)*W:(j+1)*W])
+							code := s.b1[j*W : (j+1)*W : (j+1)*W]
+							if hcut >= 0 && hamming(qcode, code) > hcut {
+								continue
+							}
+							sc = binaryScore(lut, code)
 						} else {
 							sc = float32(dotInt8Q(qi, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
 						}

@@ -194,12 +194,14 @@ func hammingGeneric(a, b []uint64) int {
 const hammingSample = 8
 
 // hammingCut is the prefilter's first pass (DiskSearchOptions.Prefilter): the Hamming
-// distance to the query's code qc of every hammingSample-th row of runs, counted per
-// distance over workers goroutines, and the smallest distance within which at least
-// 2 x keep / hammingSample of the sampled rows lie (the largest distance when fewer rows
-// lie in runs): about 2 x keep rows of runs lie within it. Each range's code bytes are
-// checked as the scan checks them.
-func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun, keep, workers int) (int, error) {
+// distance to the query's code qc of every hammingSample-th row of runs and of the probed
+// inverted lists (a list's rows whose ordinal is a multiple of hammingSample: its rows are
+// in no order), counted per distance over workers goroutines, and the smallest distance
+// within which at least 2 x keep / hammingSample of the sampled rows lie (the largest
+// distance when fewer rows lie in runs and lists): about 2 x keep rows lie within it. Each
+// range's code bytes are checked as the scan checks them; a list is packed (diskPack) as
+// the scan would pack it.
+func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun, lists []int32, keep, workers int) (int, error) {
 	W := x.codeWords()
 	hists := make([][]int, workers)
 	errs := make([]error, workers)
@@ -213,12 +215,19 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 			h := hists[w]
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(runs) {
+				if i >= len(runs)+len(lists) {
 					return
 				}
 				if err := ctx.Err(); err != nil {
 					errs[w] = err
 					return
+				}
+				if i >= len(runs) {
+					if err := x.sampleList(lists[i-len(runs)], qc, h); err != nil {
+						errs[w] = err
+						return
+					}
+					continue
 				}
 				r := runs[i]
 				if err := x.checkRange(r.seg, diskB1, r.lo*8*W, r.hi*8*W); err != nil {
@@ -245,4 +254,34 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 		}
 	}
 	return len(hists[0]) - 1, nil
+}
+
+// sampleList counts in h the Hamming distance to qc of inverted list c's rows whose
+// ordinal is a multiple of hammingSample, from the list's packed codes (packing them
+// first, as the scan does) or else from the segments.
+func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
+	W := x.codeWords()
+	p, err := x.pack(c, DiskBinary)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		for r, o := range p.ords {
+			if o%hammingSample == 0 {
+				h[hamming(qc, p.b1[r*W:(r+1)*W:(r+1)*W])]++
+			}
+		}
+		return nil
+	}
+	for _, o := range x.lists[c] {
+		if o%hammingSample != 0 {
+			continue
+		}
+		s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+		if err := x.codeAt(s, diskB1, j); err != nil {
+			return err
+		}
+		h[hamming(qc, s.b1[j*W:(j+1)*W:(j+1)*W])]++
+	}
+	return nil
 }

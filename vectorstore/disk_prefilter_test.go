@@ -103,7 +103,7 @@ func TestDiskPrefilter(t *testing.T) {
 				binaryCode(x.binaryView(nq), qc)
 				for _, pf := range []int{1, 2, 3} {
 					keep := k * os * pf
-					cut, err := x.hammingCut(ctx, qc, runs, keep, 2)
+					cut, err := x.hammingCut(ctx, qc, runs, nil, keep, 2)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -169,5 +169,120 @@ func TestDiskPrefilter(t *testing.T) {
 				t.Fatal("no hit of the plain scan lies beyond a prefilter's cut: the test cannot tell the prefilter from none")
 			}
 		})
+	}
+}
+
+// TestDiskPrefilterLists: with inverted lists, the prefilter's first pass samples the
+// probed lists' rows whose ordinal is a multiple of hammingSample, its cut is the smallest
+// distance holding 2 x keep / hammingSample of them, every hit of a prefiltered search
+// lies within it and keeps its exact score, some hit of the unfiltered scan lies beyond it,
+// and lists read from their packed copies and from the segments (no pack budget) answer
+// alike.
+func TestDiskPrefilterLists(t *testing.T) {
+	smallDiskWrites(t, 4000)
+	ctx := context.Background()
+	const n, dim, k, os, nlist, nprobe = 4000, 48, 5, 4, 8, 3
+	rng := rand.New(rand.NewPCG(10, 11))
+	src := RowMap{}
+	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: filepath.Join(t.TempDir(), "x"),
+		Params: map[string]int{"segrows": 512, "code": DiskCodeRotated, "nlist": nlist}, Rows: src})
+	defer x.Close()
+	ids := vectest.IDs(n)
+	vecs := diskClustered(rng, n, dim, 20, 0.8)
+	for i, id := range ids {
+		src[id] = vecs[i]
+	}
+	if err := x.Add(ctx, ids, vecs); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	if len(x.lists) != nlist {
+		t.Fatalf("%d lists, want %d", len(x.lists), nlist)
+	}
+	W := x.codeWords()
+	codeOf := func(o int32) []uint64 {
+		s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+		return s.b1[j*W : (j+1)*W]
+	}
+	ordOf := map[string]int32{}
+	for o := range int32(n) {
+		ordOf[x.idView(o)] = o
+	}
+	beyond, cut1 := 0, 0
+	for qi, q := range vectest.RandVecs(rng, 12, dim) {
+		exact, err := x.SearchWith(ctx, q, n, nil, DiskSearchOptions{Mode: DiskExact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		score := map[string]float64{}
+		for _, h := range exact {
+			score[h.ID] = h.Score
+		}
+		nq, _ := x.prepQuery(q, "q")
+		probed := x.probe(nq, nprobe)
+		qc := make([]uint64, W)
+		binaryCode(x.binaryView(nq), qc)
+		within := func(d int) int {
+			c := 0
+			for _, l := range probed {
+				for _, o := range x.lists[l] {
+					if o%hammingSample == 0 && hamming(qc, codeOf(o)) <= d {
+						c++
+					}
+				}
+			}
+			return c
+		}
+		for _, pf := range []int{1, 2} {
+			keep := k * os * pf
+			cut, err := x.hammingCut(ctx, qc, nil, probed, keep, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := 2 * keep / hammingSample; within(cut) < want || (cut > 0 && within(cut-1) >= want) {
+				t.Fatalf("query %d keep %d: cut %d holds %d sampled rows (%d below it), want the smallest holding %d", qi, keep, cut, within(cut), within(cut-1), want)
+			}
+			if pf == 1 {
+				cut1 = cut
+			}
+			o := DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: pf, NProbe: nprobe}
+			got, err := x.SearchWith(ctx, q, k, nil, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != k {
+				t.Fatalf("%d hits", len(got))
+			}
+			for _, h := range got {
+				if d := hamming(qc, codeOf(ordOf[h.ID])); d > cut {
+					t.Fatalf("query %d prefilter %d: hit %s at distance %d, beyond the cut %d", qi, pf, h.ID, d, cut)
+				}
+				if h.Score != score[h.ID] {
+					t.Fatalf("hit %s scored %v, exact %v", h.ID, h.Score, score[h.ID])
+				}
+			}
+			old := diskPackBudget
+			diskPackBudget = 0 // the lists read from the segments
+			x.dropPacks()
+			scattered, err := x.SearchWith(ctx, q, k, nil, o)
+			diskPackBudget = old
+			if err != nil || !reflect.DeepEqual(scattered, got) {
+				t.Fatalf("query %d prefilter %d without packs: %v %v, want %v", qi, pf, scattered, err, got)
+			}
+		}
+		plain, err := x.SearchWith(ctx, q, k, nil, DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: -1, NProbe: nprobe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range plain {
+			if hamming(qc, codeOf(ordOf[h.ID])) > cut1 {
+				beyond++
+			}
+		}
+	}
+	if beyond == 0 {
+		t.Fatal("no hit of the unfiltered scan lies beyond a prefilter's cut: the test cannot tell the prefilter from none")
 	}
 }
