@@ -5,10 +5,13 @@ import (
 	"fmt"
 
 	"github.com/agentmem/memory/internal/store"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // Compact merges the BM25 index of the collection into one segment, as few as the index
-// format allows, and writes the merged segment's block metadata. A bulk load leaves tens
+// format allows, and writes the merged segment's block metadata; a dense index with
+// inverted lists is written again with each list's rows together
+// (vectorstore.ListOrderer), so that a search reads a list's codes in one run. A bulk load leaves tens
 // of segments (one per ingest batch, then the merger's tiers), and every query pays for
 // each: a dictionary lookup per term, and, the first time a term is asked for, a pass over
 // each list too short to have persisted metadata. After a load of a million passages,
@@ -41,10 +44,15 @@ func (c *Collection) Compact(ctx context.Context) error {
 	if s.deleted {
 		return fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(c.name))
 	}
-	if s.bm25 == nil {
-		return nil
+	if s.bm25 != nil {
+		if err := s.bm25.Compact(ctx); err != nil {
+			return err
+		}
 	}
-	return s.bm25.Compact(ctx)
+	if o, ok := s.vec.(vectorstore.ListOrderer); ok {
+		return o.OrderLists(ctx)
+	}
+	return nil
 }
 
 // Compact compacts every collection of the store (Collection.Compact), one after another.

@@ -3,6 +3,7 @@ package memory
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -30,9 +31,21 @@ const crashEnv = "MEMORY_CRASH_CHILD"
 // vectors in int8 in store.db, its dense index without rows of its own.
 const crashInt8Env = "MEMORY_CRASH_INT8"
 
-// crashInt8Options open the store of the int8 crash test, in the child and the parent.
-func crashInt8Options() []Option {
-	return []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), WithVectorPrecision(Int8)}
+// crashListsEnv adds to crashInt8Env's store a dense index with inverted lists, and makes
+// the child compact the store (Compact: the lists written again in order,
+// DiskIndex.OrderLists) after every second Add.
+const crashListsEnv = "MEMORY_CRASH_LISTS"
+
+// crashInt8Options open the store of the int8 crash test, in the child and the parent
+// (lists: with crashListsEnv's inverted lists, every list probed and every row rescored:
+// the 64-bit codes of the test's near-duplicate texts tie by the hundred, so the search
+// check stays exact while the lists and their codes are read).
+func crashInt8Options(lists bool) []Option {
+	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), WithVectorPrecision(Int8)}
+	if lists {
+		opts = append(opts, WithIndex(vectorstore.IndexConfig{Params: map[string]int{"nlist": 4, "nprobe": 4, "oversample": 1 << 20}}))
+	}
+	return opts
 }
 
 func TestMain(m *testing.M) {
@@ -70,8 +83,9 @@ func crashChild(dir string) {
 	rng := rand.New(rand.NewSource(seed))
 	childStarted()
 	var opts []Option
+	lists := os.Getenv(crashListsEnv) != ""
 	if os.Getenv(crashInt8Env) != "" {
-		opts = crashInt8Options()
+		opts = crashInt8Options(lists)
 	}
 	m, err := Open(dir, opts...)
 	if err != nil {
@@ -79,6 +93,7 @@ func crashChild(dir string) {
 		os.Exit(3)
 	}
 	next, _ := m.Count(context.Background())
+	adds := 0
 	out := bufio.NewWriter(os.Stdout)
 	for {
 		size := 1 + rng.Intn(40)
@@ -93,6 +108,12 @@ func crashChild(dir string) {
 		next += size
 		fmt.Fprintf(out, "ack %d\n", next) // documents 0..next-1 are acknowledged
 		out.Flush()
+		if adds++; lists && adds%2 == 0 {
+			if err := m.Compact(context.Background()); err != nil {
+				fmt.Println("compact error:", err)
+				os.Exit(5)
+			}
+		}
 	}
 }
 
@@ -227,10 +248,21 @@ func TestCrashDurability(t *testing.T) {
 // back as the embedder's rounded to int8 (vecmath.RoundInt8), and a dense search of its
 // text finds it at the top (tied at most with a document of the same vector) — each
 // document searched in the first run after its write, and a few older ones every run.
-func TestCrashDurabilityInt8(t *testing.T) {
+func TestCrashDurabilityInt8(t *testing.T) { crashInt8(t, false) }
+
+// TestCrashDurabilityInt8Lists is TestCrashDurabilityInt8 with a dense index of inverted
+// lists, the child compacting the store (its lists written again in list order,
+// DiskIndex.OrderLists) after every second Add: a kill lands in those writes too.
+func TestCrashDurabilityInt8Lists(t *testing.T) { crashInt8(t, true) }
+
+func crashInt8(t *testing.T, lists bool) {
 	runs := 8
 	if testing.Short() {
 		runs = 3
+	}
+	env := []string{crashInt8Env + "=1"}
+	if lists {
+		env = append(env, crashListsEnv+"=1")
 	}
 	ctx := context.Background()
 	seed := time.Now().UnixNano()
@@ -238,13 +270,16 @@ func TestCrashDurabilityInt8(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	dir := filepath.Join(t.TempDir(), "store")
 	emb := vectorstore.NewHashEmbedder(64)
-	acked, searched := 0, 0
+	acked, searched, listed, gen := 0, 0, 0, 0
 	for run := 0; run < runs; run++ {
 		kill := 1 + rng.Intn(6)
+		if lists {
+			kill = 3 + rng.Intn(4) // after "ack 3": the Compact after the second Add is done
+		}
 		if run%3 == 0 {
 			kill = rng.Intn(2)
 		}
-		lines := killedChild(t, kill, crashEnv+"="+dir, crashInt8Env+"=1", fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))
+		lines := killedChild(t, kill, append(env, crashEnv+"="+dir, fmt.Sprintf("MEMORY_CRASH_SEED=%d", rng.Int63()))...)
 		for _, l := range lines {
 			if n, ok := strings.CutPrefix(l, "ack "); ok {
 				v, _ := strconv.Atoi(n)
@@ -253,7 +288,10 @@ func TestCrashDurabilityInt8(t *testing.T) {
 				t.Fatalf("run %d: child said %q", run, l)
 			}
 		}
-		m, err := Open(dir, crashInt8Options()...)
+		if g := diskGen(dir); g > gen {
+			listed++ // the child wrote the dense index (Compact)
+		}
+		m, err := Open(dir, crashInt8Options(lists)...)
 		if err != nil {
 			t.Fatalf("run %d: store does not open after kill -9: %v", run, err)
 		}
@@ -312,9 +350,27 @@ func TestCrashDurabilityInt8(t *testing.T) {
 		if err := m.Close(); err != nil {
 			t.Fatalf("run %d: close: %v", run, err)
 		}
+		gen = diskGen(dir)
 	}
 	if acked == 0 {
 		t.Fatal("the child never acknowledged a write: the test proved nothing")
 	}
-	t.Logf("%d kill -9 runs, %d documents survived with their int8 vectors", runs, acked)
+	if lists && listed == 0 {
+		t.Fatal("no child wrote its dense index before the kill: the test proved nothing of OrderLists")
+	}
+	t.Logf("%d kill -9 runs, %d documents survived with their int8 vectors (%d children wrote the dense index)", runs, acked, listed)
+}
+
+// diskGen is the generation of the default collection's disk index in the store at dir
+// (0: none written).
+func diskGen(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "vectors", "default", "disk.json"))
+	if err != nil {
+		return 0
+	}
+	var m struct {
+		Gen int `json:"gen"`
+	}
+	_ = json.Unmarshal(b, &m)
+	return m.Gen
 }

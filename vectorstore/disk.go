@@ -195,6 +195,7 @@ type DiskIndex struct {
 	seq, savedSeq uint64
 	dirty         bool // rows or tombstones changed since the last write
 	upgrade       bool // a version 1 index, to be written with its block checksums
+	byList        bool // the next write puts each list's rows in consecutive ordinals (OrderLists)
 	meta          diskMeta
 	failed        error
 	bgErr         error // a failed background write (CommitBackground), for Close
@@ -1094,22 +1095,24 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 						return
 					}
 					if p != nil {
-						for r, o := range p.ords {
-							var sc float32
-							if mode == DiskBinary {
-								code := p.b1[r*W : (r+1)*W : (r+1)*W]
-								if hcut >= 0 && hamming(qcode, code) > hcut {
+						for _, pc := range p.pieces {
+							for r, o := range pc.ords {
+								var sc float32
+								if mode == DiskBinary {
+									code := pc.b1[r*W : (r+1)*W : (r+1)*W]
+									if hcut >= 0 && hamming(qcode, code) > hcut {
+										continue
+									}
+									sc = binaryScore(lut, code)
+								} else {
+									sc = float32(dotInt8Q(qi, pc.i8[r*x.dim:(r+1)*x.dim:(r+1)*x.dim]))
+								}
+								if h.Full() && sc < h.Min() {
 									continue
 								}
-								sc = binaryScore(lut, code)
-							} else {
-								sc = float32(dotInt8Q(qi, p.i8[r*x.dim:(r+1)*x.dim:(r+1)*x.dim]))
-							}
-							if h.Full() && sc < h.Min() {
-								continue
-							}
-							if accept(o) {
-								h.Offer(sc, o)
+								if accept(o) {
+									h.Offer(sc, o)
+								}
 							}
 						}
 						continue

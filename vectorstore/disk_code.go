@@ -266,9 +266,11 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 		return err
 	}
 	if p != nil {
-		for r, o := range p.ords {
-			if o%hammingSample == 0 {
-				h[hamming(qc, p.b1[r*W:(r+1)*W:(r+1)*W])]++
+		for _, pc := range p.pieces {
+			for r, o := range pc.ords {
+				if o%hammingSample == 0 {
+					h[hamming(qc, pc.b1[r*W:(r+1)*W:(r+1)*W])]++
+				}
 			}
 		}
 		return nil

@@ -531,8 +531,9 @@ func (x *DiskIndex) persistFiles() error {
 	m.Gen++
 	n := x.n()
 	compact := x.dead > 0 && x.dead*4 > n && n >= 64
+	byList := x.byList && x.centroids != nil && x.n0 > 0
 	var order []int32 // compaction: the live ordinals, in order
-	if compact {
+	if compact || byList {
 		// The live rows are copied into new segments with new checksums: each is checked
 		// first, so that a damaged row is not written out as a sound one (without rows of
 		// its own, the codes and list numbers it copies).
@@ -548,6 +549,9 @@ func (x *DiskIndex) persistFiles() error {
 			if !x.isDead(o) {
 				order = append(order, o)
 			}
+		}
+		if byList {
+			order = x.listOrder(order)
 		}
 		row := func(i int) []float32 { return x.row(order[i]) }
 		if x.rows != nil {
@@ -580,6 +584,7 @@ func (x *DiskIndex) persistFiles() error {
 			idsFile.unmap()
 			return err
 		}
+		x.dropPacks() // (their views of the old segments)
 		closeSegs(x.segs)
 		x.ids.unmap()
 		x.segs, x.ids, x.n0, x.tomb, x.dead = segs, idsFile.t, len(order), tomb, 0
@@ -626,6 +631,7 @@ func (x *DiskIndex) persistFiles() error {
 		}
 		for i, s := range x.segs {
 			if segs[i] != s {
+				x.dropPacks() // (their views of the old segments)
 				s.unmap()
 			}
 		}

@@ -186,12 +186,24 @@ func uint32Bytes(v []uint32) []byte {
 // for tests).
 var diskPackBudget int64 = 1 << 30
 
-// diskPack is one list's codes copied in list order: the codes of ords[i] at i.
+// diskPack is one list's codes in list order, in pieces: one copy of them (packed), or,
+// where the list's rows lie in runs of consecutive ordinals (an index written in list
+// order, OrderLists), views of the segments' own codes, read in place.
 type diskPack struct {
-	ords []int32  // the list's ordinals when it was packed (a prefix of x.lists[c])
+	n      int // the list's rows when it was packed (len(x.lists[c]))
+	pieces []diskPiece
+}
+
+// diskPiece holds the codes of ords[i] at i.
+type diskPiece struct {
+	ords []int32
 	b1   []uint64 // binary codes, codeWords() words a row
 	i8   []int8   // int8 codes, dim a row
 }
+
+// diskViewRun is the mean run of consecutive ordinals from which a list's codes are read
+// in place rather than copied.
+const diskViewRun = 32
 
 // diskPacks holds the packed codes of each list, built on a list's first probe.
 type diskPacks struct {
@@ -200,17 +212,16 @@ type diskPacks struct {
 	bytes atomic.Int64
 }
 
-// dropPacks forgets every packed list (the lists changed). Under the write lock.
+// dropPacks forgets every packed list (the lists or the segments changed). Under the
+// write lock.
 func (x *DiskIndex) dropPacks() { x.packs.Store(nil) }
 
-// pack returns list c's codes for mode in list order, packing them on first use while
-// the budget allows (nil: scan the segments), each code's blocks checked before it is
-// copied. Under the read lock: concurrent searches may pack the same list twice, and keep
-// either copy.
+// pack returns list c's codes for mode in list order: views of the segments when its
+// rows lie in runs of consecutive ordinals, else a copy made on first use while the
+// budget allows (nil: scan the segments row by row), each code's blocks checked first.
+// Under the read lock: concurrent searches may pack the same list twice, and keep either
+// copy.
 func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
-	if diskPackBudget <= 0 {
-		return nil, nil
-	}
 	ps := x.packs.Load()
 	if ps == nil {
 		ps = &diskPacks{mode: mode, lists: make([]atomic.Pointer[diskPack], len(x.lists))}
@@ -222,42 +233,174 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 		return nil, nil // another mode's packs: this search scans the segments
 	}
 	ords := x.lists[c]
-	if p := ps.lists[c].Load(); p != nil && len(p.ords) == len(ords) {
+	if p := ps.lists[c].Load(); p != nil && p.n == len(ords) {
 		return p, nil
 	}
 	W, d := x.codeWords(), x.dim
-	rowBytes := int64(8 * W)
+	k, rowBytes := diskB1, 8*W
 	if mode == DiskInt8 {
-		rowBytes = int64(d)
+		k, rowBytes = diskI8, d
 	}
-	if ps.bytes.Add(rowBytes*int64(len(ords))) > diskPackBudget {
-		ps.bytes.Add(-rowBytes * int64(len(ords)))
+	if runs := x.ordinalRuns(ords); runs > 0 && len(ords) >= diskViewRun*runs {
+		p := &diskPack{n: len(ords), pieces: make([]diskPiece, 0, runs)}
+		for i := 0; i < len(ords); {
+			s, j0 := x.segs[int(ords[i])/x.segRows], int(ords[i])%x.segRows
+			e := i + 1
+			for e < len(ords) && ords[e] == ords[e-1]+1 && int(ords[e])%x.segRows != 0 {
+				e++
+			}
+			j1 := j0 + e - i
+			if err := x.checkRange(s, k, j0*rowBytes, j1*rowBytes); err != nil {
+				return nil, err
+			}
+			pc := diskPiece{ords: ords[i:e:e]}
+			if mode == DiskBinary {
+				pc.b1 = s.b1[j0*W : j1*W : j1*W]
+			} else {
+				pc.i8 = s.i8[j0*d : j1*d : j1*d]
+			}
+			p.pieces = append(p.pieces, pc)
+			i = e
+		}
+		ps.lists[c].Store(p)
+		return p, nil
+	}
+	if diskPackBudget <= 0 {
 		return nil, nil
 	}
-	p := &diskPack{ords: ords}
+	size := int64(rowBytes) * int64(len(ords))
+	if ps.bytes.Add(size) > diskPackBudget {
+		ps.bytes.Add(-size)
+		return nil, nil
+	}
+	pc := diskPiece{ords: ords}
 	fail := func(err error) (*diskPack, error) {
-		ps.bytes.Add(-rowBytes * int64(len(ords)))
+		ps.bytes.Add(-size)
 		return nil, err
 	}
 	if mode == DiskBinary {
-		p.b1 = make([]uint64, len(ords)*W)
+		pc.b1 = make([]uint64, len(ords)*W)
 		for i, o := range ords {
 			s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
 			if err := x.codeAt(s, diskB1, j); err != nil {
 				return fail(err)
 			}
-			copy(p.b1[i*W:(i+1)*W], s.b1[j*W:(j+1)*W])
+			copy(pc.b1[i*W:(i+1)*W], s.b1[j*W:(j+1)*W])
 		}
 	} else {
-		p.i8 = make([]int8, len(ords)*d)
+		pc.i8 = make([]int8, len(ords)*d)
 		for i, o := range ords {
 			s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
 			if err := x.codeAt(s, diskI8, j); err != nil {
 				return fail(err)
 			}
-			copy(p.i8[i*d:(i+1)*d], s.i8[j*d:(j+1)*d])
+			copy(pc.i8[i*d:(i+1)*d], s.i8[j*d:(j+1)*d])
 		}
 	}
+	p := &diskPack{n: len(ords), pieces: []diskPiece{pc}}
 	ps.lists[c].Store(p)
 	return p, nil
+}
+
+// ordinalRuns is the number of runs of consecutive ordinals, each within one segment,
+// that ords (ascending) falls into.
+func (x *DiskIndex) ordinalRuns(ords []int32) int {
+	runs := 0
+	for i, o := range ords {
+		if i == 0 || o != ords[i-1]+1 || int(o)%x.segRows == 0 {
+			runs++
+		}
+	}
+	return runs
+}
+
+// listOrder is the live ordinals order (ascending) sorted by their list, stably (ascending
+// within a list): a row in a segment by the list it was written with, a row in memory by
+// its nearest centroid, as writing it will assign it.
+func (x *DiskIndex) listOrder(order []int32) []int32 {
+	var tail [][]float32
+	for _, o := range order {
+		if int(o) >= x.n0 {
+			tail = append(tail, x.row(o))
+		}
+	}
+	tailList := make([]int32, len(tail))
+	x.assignTo(x.centroids, tail, tailList)
+	lists := make([]int32, len(order))
+	t := 0
+	start := make([]int, x.nlist+1)
+	for i, o := range order {
+		if int(o) >= x.n0 {
+			lists[i] = tailList[t]
+			t++
+		} else {
+			lists[i] = int32(x.segs[int(o)/x.segRows].ivl[int(o)%x.segRows])
+		}
+		start[lists[i]+1]++
+	}
+	for c := range x.nlist {
+		start[c+1] += start[c]
+	}
+	out := make([]int32, len(order))
+	for i, o := range order {
+		c := lists[i]
+		out[start[c]] = o
+		start[c]++
+	}
+	return out
+}
+
+// listsInOrder reports whether every list's rows lie in runs of consecutive ordinals: at
+// most one run a list and a segment boundary.
+func (x *DiskIndex) listsInOrder() bool {
+	runs := 0
+	for _, l := range x.lists {
+		runs += x.ordinalRuns(l)
+	}
+	return runs <= len(x.lists)+len(x.segs)
+}
+
+// ListOrderer is an optional ability of an Index with inverted lists: OrderLists writes
+// each list's rows together (DiskIndex.OrderLists).
+type ListOrderer interface {
+	OrderLists(ctx context.Context) error
+}
+
+var _ ListOrderer = (*DiskIndex)(nil)
+
+// OrderLists writes the index again with each inverted list's rows in consecutive
+// ordinals, the dead rows dropped and the rows in memory written: a search then reads a
+// probed list's codes in place, in order, from the page cache (no copy in memory, no
+// budget: diskPack), where rows added one batch after another leave every list scattered
+// over every segment, a row a cache line apart. It copies the codes and list numbers (a
+// pass over the codes, checked first, and a new id table), and commits at the sequence
+// number of the last Commit (an index never written is written first, which trains its
+// lists). Nothing to do (nil) without lists, in a read-only or in-memory index, or when
+// the lists are in order already. Collection.Compact calls it.
+func (x *DiskIndex) OrderLists(ctx context.Context) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.failed != nil {
+		return x.failed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if x.dir == "" || x.readOnly || x.nlist == 0 {
+		return nil
+	}
+	if x.centroids == nil || x.n0 == 0 {
+		if len(x.tailIDs) == 0 {
+			return nil
+		}
+		if err := x.persistLocked(); err != nil { // trains the lists on these rows first
+			return err
+		}
+	}
+	if x.listsInOrder() && len(x.tailIDs) == 0 && x.dead == 0 {
+		return nil
+	}
+	x.byList = true
+	defer func() { x.byList = false }()
+	return x.persistLocked()
 }

@@ -781,3 +781,141 @@ func TestBinaryCodeSigns(t *testing.T) {
 		}
 	}
 }
+
+// TestDiskOrderLists: OrderLists writes each inverted list's rows in consecutive ordinals
+// (the dead rows dropped), after which a probed list's codes are read in place from the
+// segments (no copy) and every query's scores are what they were, before and after a
+// reopen; the rows still in memory are written into their lists; a second call, and a
+// read-only index, write nothing.
+func TestDiskOrderLists(t *testing.T) {
+	ctx := context.Background()
+	const n, d, nq, k = 6000, 48, 40, 10
+	for _, rowless := range []bool{false, true} {
+		t.Run(fmt.Sprint("rowless=", rowless), func(t *testing.T) {
+			smallDiskWrites(t, 500)
+			rng := rand.New(rand.NewPCG(7, 8))
+			all := diskClustered(rng, n+100+nq, d, 60, 0.5)
+			vecs, qs := all[:n+100], all[n+100:]
+			ids := vectest.IDs(n + 100)
+			cfg := IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": DiskQuantBinary, "segrows": 700, "nlist": 16}}
+			if rowless {
+				src := RowMap{}
+				for i, id := range ids {
+					src[id] = vecs[i]
+				}
+				cfg.Rows, cfg.Params = src, map[string]int{"segrows": 700, "nlist": 16, "code": DiskCodeRotated}
+			}
+			x := openDisk(t, cfg)
+			defer func() { x.Close() }()
+			for lo := 0; lo < n; lo += 1000 {
+				if err := x.Add(ctx, ids[lo:lo+1000], vecs[lo:lo+1000]); err != nil {
+					t.Fatal(err)
+				}
+				if err := x.Commit(uint64(lo + 1000)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := x.Delete(ctx, ids[:500]...); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Commit(uint64(n + 1)); err != nil {
+				t.Fatal(err)
+			}
+			if x.listsInOrder() || len(x.tailIDs) != 0 || x.dead != 500 {
+				t.Fatalf("before: lists in order %v, %d rows in memory, %d dead", x.listsInOrder(), len(x.tailIDs), x.dead)
+			}
+			o := DiskSearchOptions{Mode: DiskBinary, NProbe: 4, Oversample: 8}
+			scores := func() [][]float64 {
+				t.Helper()
+				hits, err := x.SearchBatchWith(ctx, qs, k, nil, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := make([][]float64, len(hits))
+				for i, hs := range hits {
+					if len(hs) != k {
+						t.Fatalf("query %d: %d hits", i, len(hs))
+					}
+					for _, h := range hs {
+						if h.ID < ids[500] {
+							t.Fatalf("deleted %s found", h.ID)
+						}
+						out[i] = append(out[i], h.Score)
+					}
+				}
+				return out
+			}
+			want := scores()
+			gen := x.meta.Gen
+			if err := x.OrderLists(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !x.listsInOrder() || x.dead != 0 || x.Len() != n-500 || x.meta.Gen != gen+1 {
+				t.Fatalf("after: lists in order %v, %d dead, %d rows, generation %d -> %d", x.listsInOrder(), x.dead, x.Len(), gen, x.meta.Gen)
+			}
+			if got := scores(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("scores after OrderLists differ:\n%v\nwant\n%v", got, want)
+			}
+			// The probed lists' codes are views of the segments, not copies.
+			views := 0
+			ps := x.packs.Load()
+			for c := range ps.lists {
+				pk := ps.lists[c].Load()
+				if pk == nil {
+					continue
+				}
+				for _, pc := range pk.pieces {
+					o := pc.ords[0]
+					s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+					if W := x.codeWords(); &pc.b1[0] != &s.b1[j*W] {
+						t.Fatalf("list %d: a copy of its codes, not a view", c)
+					}
+					views++
+				}
+			}
+			if views == 0 {
+				t.Fatal("no list read in place")
+			}
+			if err := x.OrderLists(ctx); err != nil || x.meta.Gen != gen+1 {
+				t.Fatalf("a second OrderLists: %v, generation %d", err, x.meta.Gen)
+			}
+			if err := x.Close(); err != nil {
+				t.Fatal(err)
+			}
+			x = openDisk(t, cfg)
+			if got := scores(); !x.listsInOrder() || !reflect.DeepEqual(got, want) {
+				t.Fatalf("reopened: lists in order %v, scores equal %v", x.listsInOrder(), reflect.DeepEqual(got, want))
+			}
+			// Rows in memory go into their lists, in order.
+			if err := x.Add(ctx, ids[n:], vecs[n:]); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Commit(uint64(n + 2)); err != nil {
+				t.Fatal(err)
+			}
+			if len(x.tailIDs) != 100 {
+				t.Fatalf("%d rows in memory", len(x.tailIDs))
+			}
+			if err := x.OrderLists(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if !x.listsInOrder() || len(x.tailIDs) != 0 || x.Len() != n-400 {
+				t.Fatalf("with rows in memory: lists in order %v, %d rows in memory, %d rows", x.listsInOrder(), len(x.tailIDs), x.Len())
+			}
+			for i := n; i < n+100; i += 9 {
+				hits, err := x.SearchWith(ctx, vecs[i], 1, nil, DiskSearchOptions{Mode: DiskBinary, NProbe: 1, Oversample: 8})
+				if err != nil || len(hits) != 1 || hits[0].ID != ids[i] {
+					t.Fatalf("row %s, once in memory, not found in its list: %v %v", ids[i], hits, err)
+				}
+			}
+			gen = x.meta.Gen
+			x.Close()
+			ro := cfg
+			ro.ReadOnly = true
+			x = openDisk(t, ro)
+			if err := x.OrderLists(ctx); err != nil || x.meta.Gen != gen {
+				t.Fatalf("read-only OrderLists: %v, generation %d", err, x.meta.Gen)
+			}
+		})
+	}
+}
