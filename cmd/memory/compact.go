@@ -13,7 +13,7 @@ func newCompactCmd() *cobra.Command {
 	var sf storeFlags
 	var col string
 	var all bool
-	c := newCommand("compact", "merge a collection's BM25 index into one segment", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := newCommand("compact", "merge a collection's BM25 index into one segment and put its dense index's inverted lists in order", func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := sf.need(); err != nil {
 			return err
 		}
