@@ -2,7 +2,6 @@ package vectorstore
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -1016,30 +1015,37 @@ func (x *DiskIndex) writeIDs(m *diskMeta, n int, id func(int32) string, prefix [
 	}
 	perm = append(append(perm, prefix[i:]...), rest[j:]...)
 
+	// Streamed to the file (through atomicfile's buffer), its CRC and size counted on the
+	// way: at 21M ids the table is about 440 MB, which a buffer in memory would hold twice
+	// over while it grows, on top of the heap the load already has.
 	name := fmt.Sprintf("ids-%d.bin", m.Gen)
-	var buf bytes.Buffer
-	buf.WriteString(diskIDsMagic)
-	var u [8]byte
-	binary.LittleEndian.PutUint64(u[:], uint64(n))
-	buf.Write(u[:])
-	var off uint64
-	for o := range n + 1 {
-		binary.LittleEndian.PutUint64(u[:], off)
-		buf.Write(u[:])
-		if o < n {
-			off += uint64(len(id(int32(o))))
-		}
-	}
-	for _, p := range perm {
-		binary.LittleEndian.PutUint32(u[:4], p)
-		buf.Write(u[:4])
-	}
-	for o := range n {
-		buf.WriteString(id(int32(o)))
-	}
-	fm := diskFileMeta{Name: name, Bytes: int64(buf.Len()), CRC: crc32.Checksum(buf.Bytes(), diskCastagnoli)}
+	fm := diskFileMeta{Name: name}
 	path := filepath.Join(x.dir, name)
-	if err := diskWriteAtomic(path, buf.Bytes()); err != nil {
+	err := writeFileAtomic(path, "disk", func(w io.Writer) error {
+		cw := &diskCRCWriter{w: w}
+		var u [8]byte
+		cw.Write([]byte(diskIDsMagic))
+		binary.LittleEndian.PutUint64(u[:], uint64(n))
+		cw.Write(u[:])
+		var off uint64
+		for o := range n + 1 {
+			binary.LittleEndian.PutUint64(u[:], off)
+			cw.Write(u[:])
+			if o < n {
+				off += uint64(len(id(int32(o))))
+			}
+		}
+		for _, p := range perm {
+			binary.LittleEndian.PutUint32(u[:4], p)
+			cw.Write(u[:4])
+		}
+		for o := range n {
+			cw.WriteString(id(int32(o)))
+		}
+		fm.Bytes, fm.CRC = cw.n, cw.crc
+		return cw.err
+	})
+	if err != nil {
 		return nil, err
 	}
 	if err := stampFile(path, &fm); err != nil {
@@ -1052,6 +1058,34 @@ func (x *DiskIndex) writeIDs(m *diskMeta, n int, id func(int32) string, prefix [
 		return nil, err
 	}
 	return &diskIDsFile{t: y.ids, meta: fm}, nil
+}
+
+// diskCRCWriter writes to w, counting the bytes and their Castagnoli CRC; the first error
+// sticks (err), and later writes do nothing.
+type diskCRCWriter struct {
+	w   io.Writer
+	n   int64
+	crc uint32
+	err error
+	tmp []byte
+}
+
+// Write writes b, counting it.
+func (c *diskCRCWriter) Write(b []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	k, err := c.w.Write(b)
+	c.crc = crc32.Update(c.crc, diskCastagnoli, b[:k])
+	c.n += int64(k)
+	c.err = err
+	return k, err
+}
+
+// WriteString writes s through a scratch buffer that is reused (no allocation an id).
+func (c *diskCRCWriter) WriteString(s string) (int, error) {
+	c.tmp = append(c.tmp[:0], s...)
+	return c.Write(c.tmp)
 }
 
 // writeTomb writes the tombstones of n ordinals.
