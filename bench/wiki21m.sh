@@ -13,6 +13,8 @@
 #   N=1000000 DIR=/tmp/wiki1m bash bench/wiki21m.sh        # the same procedure at 1M
 #   STEPS="ours-query lucene-query" DIR=... bash bench/wiki21m.sh
 #   STEPS="corpus dense-index dense-query dense-recall" DIR=... bash bench/wiki21m.sh   # issue 40
+#   GEN=zipfgen QN=256 STEPS=... bash bench/wiki21m.sh   # bench/zipfgen's held-out corpus instead
+#                                                        # (Debian's wamerican for its words)
 #
 # Steps (in this order): corpus, ours-index, ours-query, ours-eval, lucene-index,
 # lucene-query (these six are the default STEPS), dense-index, dense-query, dense-recall
@@ -21,15 +23,20 @@
 # /usr/bin/time gives wall time and peak RSS.
 #
 # The dense steps (issue 40; QN queries of queries.jsonl, default 300, at least 256):
-#   dense-index   `memory index --embedder hash:768 --vector-precision int8` of the corpus into
-#                 $DIR/store-dense: wall time, peak RSS, the bytes of every file of the store.
+#   dense-index   `memory index --embedder hash:768 --vector-precision int8 --index-param
+#                 nlist=$DNLIST` (default 1,024 inverted lists; 0: none, a scan of every code)
+#                 of the corpus into $DIR/store-dense: wall time, peak RSS, the bytes of every
+#                 file of the store. The load ends with a compaction that writes each list's
+#                 rows together (DiskIndex.OrderLists).
 #   dense-query   querybench on that store, modes bm25, dense and hybrid: one thread, k=10, the
-#                 QN queries, 3 rounds; the 2,560-query batch twice (GOMAXPROCS 2); RssAnon after
+#                 QN queries, 3 rounds (dense also at each nprobe of $DNPROBES, default
+#                 64,128,256, with its run file for dense-recall); the 2,560-query batch twice (GOMAXPROCS 2); RssAnon after
 #                 each. Then `memory serve --retrieve` (hybrid; then --compat search-r1, dense)
 #                 answering a 512-query Search-R1 request ({"queries", "topk": 10,
 #                 "return_scores": true}) twice, the first on a freshly opened store, with the
 #                 server's RssAnon after.
-#   dense-recall  recall@10 of the store's dense search against the exact float32 search over
+#   dense-recall  recall@10 of the store's dense search (each run file of dense-query) against
+#                 the exact float32 search over
 #                 the hash:768 vectors of every passage (bench/densetruth: one streaming pass,
 #                 each query's best 11 kept, never the whole set in memory); then bench/diskquant
 #                 on DQ_N (default N) clustered 768-d vectors, 256 queries: an int8 store.db with
@@ -46,18 +53,12 @@
 # 0.5 min (091de54, session 21), lucene-index 21 min with its queries (23,439 docs/s, peak
 # RSS 10.1 GB), then 5 min for its batch (21 min when the batch index is built first). Memory: 24 GB is enough for every step (Lucene
 # runs with -Xmx12g).
-# The dense steps at 21M have not been run: their disk figures are estimates from the 200k x
-# 768 figures of BENCHMARKS.md §0zb (970 B a vector for the dense part, int8 vectors in
-# store.db plus rotated 1,024-bit codes), their times scaled linearly from the 20k run of the
-# procedure (session 29, load 2-6 on the 2-core machine). Disk: dense-index about 37 GB (16.5 GB
-# as ours-index's store plus 20.4 GB of vectors and codes; the 20k run measured 2,428 B a
-# passage, 48.6 MB, which would be 51 GB at 21M if it held), dense-recall about 21 GB for the
-# clustered store. Time: dense-index about 1 h (6,500 docs/s at 20k, peak RSS 0.6 GB);
-# dense-query unknown at 21M (at 20k, load 2-4: dense p50 6.6-7.2 ms, hybrid p50 43-51 ms, the
-# hybrid batch 96-143 s); dense-recall's two brute-force passes about 1.3 h (densetruth, 4.3 s
-# at 20k) and 4 h (diskquant -exact stream with the int8 ceiling, 12.9 s at 20k), the exact
-# results kept in $DIR for a second run. All the steps together: corpus 17.6 + store 16.5 +
-# Lucene 16 + dense 37 + clustered 21, about 108 GB; the corpus and the dense steps about 76 GB.
+# The dense steps at 21M were run by hand on bench/zipfgen's corpus (BENCHMARKS.md §0zy,
+# sessions 48-49, --analyzer en_lucene, nlist 1,024): dense-index 65 min (5,580 docs/s) at a
+# peak RSS of 4.03 GB, a store of 38.0 GB (the dense part 973 B a vector); dense p50 at nprobe
+# 64 in §0zy. Disk: the corpus 17.6 GB, the dense store 38 GB, the clustered store about 21
+# GB. dense-recall's brute-force passes: densetruth about 25 min at 21M for 256 queries
+# (session 49), diskquant -exact stream about 4 h at 21M (12.9 s at 20k, scaled).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${N:-21000000}
@@ -65,7 +66,8 @@ DIR=${DIR:?set DIR to a folder on a disk with room (see the header)}
 STEPS=${STEPS:-corpus ours-index ours-query ours-eval lucene-index lucene-query}
 SRC=${SRC:-$ROOT/../shared/data/beir/scifact}
 LUCENE_TOOL=${LUCENE_TOOL:-$ROOT/../shared/tools/lucene-bm25/run.sh}
-QN=${QN:-300} DQ_N=${DQ_N:-$N} DQ_NLIST=${DQ_NLIST:-0} DQ_OVERSAMPLE=${DQ_OVERSAMPLE:-32,56,64}
+GEN=${GEN:-corpusgen} DANALYZER=${DANALYZER:-en_lucene}
+QN=${QN:-300} DNLIST=${DNLIST:-1024} DNPROBES=${DNPROBES:-64,128,256} DQ_N=${DQ_N:-$N} DQ_NLIST=${DQ_NLIST:-0} DQ_OVERSAMPLE=${DQ_OVERSAMPLE:-32,56,64}
 PORT=${PORT:-18768}
 corpus=$DIR/corpus store=$DIR/store dstore=$DIR/store-dense res=$DIR/results.txt
 mkdir -p "$DIR" "$DIR/bin"
@@ -107,7 +109,11 @@ for step in $STEPS; do
   corpus)
     [ -f "$corpus/batch-queries.jsonl" ] && { echo "corpus: exists"; continue; }
     header corpus
-    timed go run ./bench/corpusgen -src "$SRC" -n "$N" -out "$corpus" 2>&1 | tee -a "$res"
+    if [ "$GEN" = zipfgen ]; then
+      timed go run ./bench/zipfgen -n "$N" -out "$corpus" 2>&1 | tee -a "$res"
+    else
+      timed go run ./bench/corpusgen -src "$SRC" -n "$N" -out "$corpus" 2>&1 | tee -a "$res"
+    fi
     note "corpus.jsonl: $(stat -c %s "$corpus/corpus.jsonl") bytes"
     ;;
   ours-index)
@@ -143,7 +149,7 @@ for step in $STEPS; do
     header dense-index
     rm -rf "$dstore"
     timed "$DIR/bin/memory" index --store "$dstore" --batch 4096 --embedder hash:768 --vector-precision int8 \
-      "$corpus/corpus.jsonl" 2>&1 | tail -3 | tee -a "$res"
+      --analyzer "$DANALYZER" --index-param "nlist=$DNLIST" "$corpus/corpus.jsonl" 2>&1 | tail -3 | tee -a "$res"
     note "store: $(du -sb "$dstore" | cut -f1) bytes ($(du -sB1 "$dstore" | cut -f1) allocated), $(( $(du -sb "$dstore" | cut -f1) / N )) B a passage; its files:"
     (cd "$dstore" && find . -type f -printf '  %12s %P\n' | sort -k2) | tee -a "$res"
     touch "$dstore/.indexed"
@@ -155,6 +161,11 @@ for step in $STEPS; do
       note "mode $mode:"
       GOMAXPROCS=2 timed "$DIR/bin/querybench" -store "$dstore" -mode "$mode" -queries "$corpus/queries.jsonl" -limit "$QN" \
         -rounds 3 -k 10 -batch "$corpus/batch-queries.jsonl" -batch-rounds 2 2>&1 | tee -a "$res"
+    done
+    for np in ${DNPROBES//,/ }; do
+      note "mode dense, nprobe $np:"
+      timed "$DIR/bin/querybench" -store "$dstore" -mode dense -queries "$corpus/queries.jsonl" -limit "$QN" \
+        -rounds 3 -k 10 -no-text -index-param "nprobe=$np" -run-out "$DIR/dense-nprobe$np.run" 2>&1 | tee -a "$res"
     done
     python3 -c '
 import json, sys
@@ -169,13 +180,16 @@ json.dump({"queries": qs, "topk": 10, "return_scores": True}, open(sys.argv[2], 
     header dense-recall
     "$DIR/bin/querybench" -store "$dstore" -mode dense -queries "$corpus/queries.jsonl" -limit "$QN" -rounds 1 -k 10 \
       -run-out "$DIR/dense.run" >/dev/null
-    if [ -f "$DIR/exact-hash768-q$QN.run" ]; then
-      "$DIR/bin/densetruth" -queries "$corpus/queries.jsonl" -limit "$QN" -exact "$DIR/exact-hash768-q$QN.run" \
-        -run "$DIR/dense.run" 2>&1 | tee -a "$res"
-    else
+    if [ ! -f "$DIR/exact-hash768-q$QN.run" ]; then
       timed "$DIR/bin/densetruth" -corpus "$corpus/corpus.jsonl" -queries "$corpus/queries.jsonl" -limit "$QN" -dim 768 \
-        -out "$DIR/exact-hash768-q$QN.run" -run "$DIR/dense.run" 2>&1 | tee -a "$res"
+        -out "$DIR/exact-hash768-q$QN.run" 2>&1 | tee -a "$res"
     fi
+    for run in "$DIR/dense.run" "$DIR"/dense-nprobe*.run; do
+      [ -f "$run" ] || continue
+      note "$(basename "$run"):"
+      "$DIR/bin/densetruth" -queries "$corpus/queries.jsonl" -limit "$QN" -exact "$DIR/exact-hash768-q$QN.run" \
+        -run "$run" 2>&1 | tee -a "$res"
+    done
     note "clustered 768-d (bench/diskquant, N=$DQ_N, lists $DQ_NLIST):"
     timed "$DIR/bin/diskquant" -n "$DQ_N" -dim 768 -vectors clustered -q 256 -modes none -store int8 -code rotated \
       -exact stream -nlist "$DQ_NLIST" -oversample "$DQ_OVERSAMPLE" -latency 256 -dir "$DIR/clustered768" 2>&1 | tee -a "$res"
