@@ -57,14 +57,7 @@ func TestDiskSearchFocus(t *testing.T) {
 			const os = 4
 			for _, c := range []struct{ k, focus int }{{40, 5}, {40, 10}, {12, 1}, {100, 30}} {
 				for qi, q := range qs {
-					exact, err := x.SearchWith(ctx, q, n, nil, DiskSearchOptions{Mode: DiskExact})
-					if err != nil {
-						t.Fatal(err)
-					}
-					score := map[string]float64{}
-					for _, h := range exact {
-						score[h.ID] = h.Score
-					}
+					score := exactScores(t, x, q, n)
 					before := src.ids.Load()
 					got, err := x.SearchWith(ctx, q, c.k, nil, DiskSearchOptions{Mode: tc.mode, Oversample: os, Focus: c.focus})
 					if err != nil {

@@ -58,21 +58,8 @@ func TestDiskPrefilter(t *testing.T) {
 			ctx := context.Background()
 			const n, dim, k, os = 2000, 48, 5, 4
 			rng := rand.New(rand.NewPCG(8, 9))
-			src := RowMap{}
-			x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: filepath.Join(t.TempDir(), "x"),
-				Params: map[string]int{"segrows": 256, "code": DiskCodeRotated}, Rows: src})
+			x := openClusteredDisk(t, rng, n, dim, map[string]int{"segrows": 256})
 			defer x.Close()
-			ids := vectest.IDs(n)
-			vecs := diskClustered(rng, n, dim, 20, 0.8)
-			for i, id := range ids {
-				src[id] = vecs[i]
-			}
-			if err := x.Add(ctx, ids, vecs); err != nil {
-				t.Fatal(err)
-			}
-			if err := x.Commit(1); err != nil {
-				t.Fatal(err)
-			}
 			var runs []codeRun
 			for i, s := range x.segs {
 				runs = append(runs, codeRun{s, int32(i * x.segRows), 0, s.rows})
@@ -90,14 +77,7 @@ func TestDiskPrefilter(t *testing.T) {
 			}
 			beyond := 0
 			for qi, q := range vectest.RandVecs(rng, 12, dim) {
-				exact, err := x.SearchWith(ctx, q, n, nil, DiskSearchOptions{Mode: DiskExact})
-				if err != nil {
-					t.Fatal(err)
-				}
-				score := map[string]float64{}
-				for _, h := range exact {
-					score[h.ID] = h.Score
-				}
+				score := exactScores(t, x, q, n)
 				nq, _ := x.prepQuery(q, "q")
 				qc := make([]uint64, W)
 				binaryCode(x.binaryView(nq), qc)
@@ -130,17 +110,7 @@ func TestDiskPrefilter(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if len(got) != k {
-						t.Fatalf("%d hits", len(got))
-					}
-					for _, h := range got {
-						if d := hamming(qc, codeOf(ordOf[h.ID])); d > cut {
-							t.Fatalf("query %d prefilter %d: hit %s at distance %d, beyond the cut %d", qi, pf, h.ID, d, cut)
-						}
-						if h.Score != score[h.ID] {
-							t.Fatalf("hit %s scored %v, exact %v", h.ID, h.Score, score[h.ID])
-						}
-					}
+					checkWithinCut(t, qi, pf, k, got, cut, func(id string) int { return hamming(qc, codeOf(ordOf[id])) }, score)
 					for _, h := range plain {
 						if hamming(qc, codeOf(ordOf[h.ID])) > cut {
 							beyond++
@@ -172,6 +142,60 @@ func TestDiskPrefilter(t *testing.T) {
 	}
 }
 
+// openClusteredDisk opens a disk index of rotated binary codes with params (and rows
+// read from a RowMap), and commits n clustered vectors of rng's to it.
+func openClusteredDisk(t *testing.T, rng *rand.Rand, n, dim int, params map[string]int) *DiskIndex {
+	t.Helper()
+	params["code"] = DiskCodeRotated
+	src := RowMap{}
+	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: filepath.Join(t.TempDir(), "x"), Params: params, Rows: src})
+	ids := vectest.IDs(n)
+	vecs := diskClustered(rng, n, dim, 20, 0.8)
+	for i, id := range ids {
+		src[id] = vecs[i]
+	}
+	if err := x.Add(context.Background(), ids, vecs); err != nil {
+		x.Close()
+		t.Fatal(err)
+	}
+	if err := x.Commit(1); err != nil {
+		x.Close()
+		t.Fatal(err)
+	}
+	return x
+}
+
+// exactScores is the exact search's score of each of x's n rows for q.
+func exactScores(t *testing.T, x *DiskIndex, q []float32, n int) map[string]float64 {
+	t.Helper()
+	exact, err := x.SearchWith(context.Background(), q, n, nil, DiskSearchOptions{Mode: DiskExact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	score := make(map[string]float64, len(exact))
+	for _, h := range exact {
+		score[h.ID] = h.Score
+	}
+	return score
+}
+
+// checkWithinCut fails t unless got holds k hits, each at a distance (dist) within cut of
+// query qi's code and scored as the exact search scores it.
+func checkWithinCut(t *testing.T, qi, pf, k int, got []Hit, cut int, dist func(id string) int, score map[string]float64) {
+	t.Helper()
+	if len(got) != k {
+		t.Fatalf("query %d prefilter %d: %d hits, want %d", qi, pf, len(got), k)
+	}
+	for _, h := range got {
+		if d := dist(h.ID); d > cut {
+			t.Fatalf("query %d prefilter %d: hit %s at distance %d, beyond the cut %d", qi, pf, h.ID, d, cut)
+		}
+		if h.Score != score[h.ID] {
+			t.Fatalf("query %d prefilter %d: hit %s scored %v, exact %v", qi, pf, h.ID, h.Score, score[h.ID])
+		}
+	}
+}
+
 // TestDiskPrefilterLists: with inverted lists, the prefilter's first pass samples the
 // probed lists' rows whose ordinal is a multiple of hammingSample, its cut is the smallest
 // distance holding 2 x keep / hammingSample of them, every hit of a prefiltered search
@@ -183,21 +207,8 @@ func TestDiskPrefilterLists(t *testing.T) {
 	ctx := context.Background()
 	const n, dim, k, os, nlist, nprobe = 4000, 48, 5, 4, 8, 3
 	rng := rand.New(rand.NewPCG(10, 11))
-	src := RowMap{}
-	x := openDisk(t, IndexConfig{Dim: dim, Metric: Cosine, Dir: filepath.Join(t.TempDir(), "x"),
-		Params: map[string]int{"segrows": 512, "code": DiskCodeRotated, "nlist": nlist}, Rows: src})
+	x := openClusteredDisk(t, rng, n, dim, map[string]int{"segrows": 512, "nlist": nlist})
 	defer x.Close()
-	ids := vectest.IDs(n)
-	vecs := diskClustered(rng, n, dim, 20, 0.8)
-	for i, id := range ids {
-		src[id] = vecs[i]
-	}
-	if err := x.Add(ctx, ids, vecs); err != nil {
-		t.Fatal(err)
-	}
-	if err := x.Commit(1); err != nil {
-		t.Fatal(err)
-	}
 	if len(x.lists) != nlist {
 		t.Fatalf("%d lists, want %d", len(x.lists), nlist)
 	}
@@ -212,14 +223,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 	}
 	beyond, cut1 := 0, 0
 	for qi, q := range vectest.RandVecs(rng, 12, dim) {
-		exact, err := x.SearchWith(ctx, q, n, nil, DiskSearchOptions{Mode: DiskExact})
-		if err != nil {
-			t.Fatal(err)
-		}
-		score := map[string]float64{}
-		for _, h := range exact {
-			score[h.ID] = h.Score
-		}
+		score := exactScores(t, x, q, n)
 		nq, _ := x.prepQuery(q, "q")
 		probed := x.probe(nq, nprobe)
 		qc := make([]uint64, W)
@@ -252,17 +256,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got) != k {
-				t.Fatalf("%d hits", len(got))
-			}
-			for _, h := range got {
-				if d := hamming(qc, codeOf(ordOf[h.ID])); d > cut {
-					t.Fatalf("query %d prefilter %d: hit %s at distance %d, beyond the cut %d", qi, pf, h.ID, d, cut)
-				}
-				if h.Score != score[h.ID] {
-					t.Fatalf("hit %s scored %v, exact %v", h.ID, h.Score, score[h.ID])
-				}
-			}
+			checkWithinCut(t, qi, pf, k, got, cut, func(id string) int { return hamming(qc, codeOf(ordOf[id])) }, score)
 			old := diskPackBudget
 			diskPackBudget = 0 // the lists read from the segments
 			x.dropPacks()
