@@ -24,3 +24,13 @@ func diskUnmap(b []byte) error {
 	}
 	return unix.Munmap(b)
 }
+
+// diskDropResident drops b's pages (a read-only mapping of diskMapFile) from the
+// process's page tables: they stay in the page cache, the next read of one is a minor
+// fault, and the process's resident size no longer counts them. A pass over more mapped
+// bytes than the memory budget (OrderLists' copy) calls it as it goes.
+func diskDropResident(b []byte) {
+	if len(b) > 0 {
+		_ = unix.Madvise(b, unix.MADV_DONTNEED) // advice: a refusal changes nothing read
+	}
+}

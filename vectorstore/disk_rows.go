@@ -142,6 +142,7 @@ func (x *DiskIndex) checkAllCodes() error {
 				}
 			}
 		}
+		s.dropResident() // (a pass over every segment: none stays resident for it)
 	}
 	return nil
 }

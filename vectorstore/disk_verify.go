@@ -166,6 +166,7 @@ func (x *DiskIndex) checkAllRows() error {
 		if err := x.checkRange(s, diskF32, 0, len(s.maps[diskF32])); err != nil {
 			return err
 		}
+		s.dropResident() // (a pass over every segment: none stays resident for it)
 	}
 	return nil
 }
