@@ -92,9 +92,10 @@ type DiskSearchOptions struct {
 	Focus int
 	// Prefilter makes a binary scan without a filter pass (of every code, or of the
 	// probed inverted lists') twice over the codes: first it counts the Hamming distance
-	// of every hammingSample-th code to the query's own code (a few popcounts a row), then
-	// it scores with the query's byte tables (binaryScore) only the rows within the
-	// distance that keeps Prefilter x k x oversample of them. 0: Params["prefilter"],
+	// of a sample of the codes (an eighth, in blocks of consecutive rows) to the query's
+	// own code (a few popcounts a row), then it scores with the query's byte tables
+	// (binaryScore) only the rows within the distance that keeps about twice Prefilter x k
+	// x oversample of them. 0: Params["prefilter"],
 	// else diskPrefilterDefault; negative: off (every row scored with the tables).
 	Prefilter int
 }

@@ -187,18 +187,34 @@ func hammingGeneric(a, b []uint64) int {
 	return n0 + n1 + n2 + n3
 }
 
-// hammingSample is how sparsely the prefilter's first pass samples the rows: every
-// hammingSample-th row's distance is counted, and the cut keeps twice the rows the sample
-// predicts are needed (a sample of at least 2 x keep / hammingSample rows: the prefilter
-// runs only on scans of at least twice keep rows, keep >= 1,000 at k 10).
-const hammingSample = 8
+// hammingSample is how sparsely the prefilter's first pass samples the rows: the rows of
+// every hammingSample-th block of hammingBlock ordinals (hammingSampled). Blocks, not
+// every hammingSample-th row: a list's rows in order (OrderLists) or a segment's run are
+// consecutive ordinals, read then as 6 KB stretches at 768 bits a code, streamed from
+// memory as the scan reads them, where one row in eight was a cache miss each (the first
+// pass cost three times the scan of every row at 21M x 768: BENCHMARKS §0zz).
+const (
+	hammingSample = 8
+	hammingBlock  = 64
+)
+
+// hammingSampled reports whether the prefilter's first pass samples ordinal o.
+func hammingSampled(o int32) bool { return (o/hammingBlock)%hammingSample == 0 }
+
+// hammingWant is how many of sampled rows the prefilter's cut keeps within it, of a scan
+// of rows rows keeping keep: twice keep, in the sample's proportion (at least one).
+func hammingWant(keep, sampled, rows int) int {
+	if rows <= 0 {
+		return 1
+	}
+	return max(1, int((2*int64(keep)*int64(sampled)+int64(rows)-1)/int64(rows)))
+}
 
 // hammingCut is the prefilter's first pass (DiskSearchOptions.Prefilter): the Hamming
-// distance to the query's code qc of every hammingSample-th row of runs and of the probed
-// inverted lists (a list's rows whose ordinal is a multiple of hammingSample: its rows are
-// in no order), counted per distance over workers goroutines, and the smallest distance
-// within which at least 2 x keep / hammingSample of the sampled rows lie (the largest
-// distance when fewer rows lie in runs and lists): about 2 x keep rows lie within it. Each
+// distance to the query's code qc of the sampled rows (hammingSampled) of runs and of the
+// probed inverted lists, counted per distance over workers goroutines, and the smallest
+// distance within which hammingWant of the sampled rows lie (the largest distance when
+// fewer rows lie in runs and lists): about 2 x keep rows of the scan lie within it. Each
 // range's code bytes are checked as the scan checks them; a list is packed (diskPack) as
 // the scan would pack it.
 func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun, lists []int32, keep, workers int) (int, error) {
@@ -234,9 +250,7 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 					errs[w] = err
 					return
 				}
-				for j := r.lo; j < r.hi; j += hammingSample {
-					h[hamming(qc, r.seg.b1[j*W:(j+1)*W:(j+1)*W])]++
-				}
+				sampleRun(r, qc, W, h)
 			}
 		}()
 	}
@@ -244,7 +258,19 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	want, sum := 2*keep/hammingSample, 0
+	rows, sampled := 0, 0
+	for _, r := range runs {
+		rows += r.hi - r.lo
+	}
+	for _, c := range lists {
+		rows += len(x.lists[c])
+	}
+	for _, h := range hists {
+		for _, n := range h {
+			sampled += n
+		}
+	}
+	want, sum := hammingWant(keep, sampled, rows), 0
 	for d := range hists[0] {
 		for _, h := range hists {
 			sum += h[d]
@@ -256,8 +282,24 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 	return len(hists[0]) - 1, nil
 }
 
-// sampleList counts in h the Hamming distance to qc of inverted list c's rows whose
-// ordinal is a multiple of hammingSample, from the list's packed codes (packing them
+// sampleRun counts in h the Hamming distance to qc of run r's sampled rows
+// (hammingSampled), a block of consecutive rows at a time.
+func sampleRun(r codeRun, qc []uint64, W int, h []int) {
+	for j := r.lo; j < r.hi; {
+		o := r.base + int32(j)
+		if b := int(o / hammingBlock); b%hammingSample != 0 { // on to the next sampled block
+			j += (hammingSample-b%hammingSample)*hammingBlock - int(o%hammingBlock)
+			continue
+		}
+		end := min(r.hi, j+hammingBlock-int(o%hammingBlock))
+		for ; j < end; j++ {
+			h[hamming(qc, r.seg.b1[j*W:(j+1)*W:(j+1)*W])]++
+		}
+	}
+}
+
+// sampleList counts in h the Hamming distance to qc of inverted list c's sampled rows
+// (hammingSampled), from the list's packed codes (packing them
 // first, as the scan does) or else from the segments.
 func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 	W := x.codeWords()
@@ -268,7 +310,7 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 	if p != nil {
 		for _, pc := range p.pieces {
 			for r, o := range pc.ords {
-				if o%hammingSample == 0 {
+				if hammingSampled(o) {
 					h[hamming(qc, pc.b1[r*W:(r+1)*W:(r+1)*W])]++
 				}
 			}
@@ -276,7 +318,7 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 		return nil
 	}
 	for _, o := range x.lists[c] {
-		if o%hammingSample != 0 {
+		if !hammingSampled(o) {
 			continue
 		}
 		s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows

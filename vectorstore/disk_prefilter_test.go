@@ -44,8 +44,8 @@ func TestHamming(t *testing.T) {
 
 // TestDiskPrefilter: a binary scan with the prefilter scores only the rows within the
 // Hamming distance hammingCut returns (every hit lies within it, while without the
-// prefilter some query has a hit beyond it), that cut is the smallest holding 2 x keep /
-// hammingSample of the sampled rows, every hit keeps its exact score, and a prefilter
+// prefilter some query has a hit beyond it), that cut is the smallest holding twice keep
+// of the sampled rows (hammingSampled) in the sample's proportion, every hit keeps its exact score, and a prefilter
 // keeping every row, a negative one, a filter or inverted lists give the plain scan's
 // answer. With the portable count too.
 func TestDiskPrefilter(t *testing.T) {
@@ -87,19 +87,20 @@ func TestDiskPrefilter(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					// The cut: the smallest distance holding 2 x keep / hammingSample sampled rows.
+					// The cut: the smallest distance holding twice keep of the sampled rows, in
+					// the sample's proportion.
 					within := func(d int) int {
 						c := 0
 						for _, r := range runs {
-							for j := r.lo; j < r.hi; j += hammingSample {
-								if hamming(qc, codeOf(r.base+int32(j))) <= d {
+							for j := r.lo; j < r.hi; j++ {
+								if o := r.base + int32(j); hammingSampled(o) && hamming(qc, codeOf(o)) <= d {
 									c++
 								}
 							}
 						}
 						return c
 					}
-					if want := 2 * keep / hammingSample; within(cut) < want || (cut > 0 && within(cut-1) >= want) {
+					if want := hammingWant(keep, within(64*W), n); within(cut) < want || (cut > 0 && within(cut-1) >= want) {
 						t.Fatalf("query %d keep %d: cut %d holds %d sampled rows (%d below it), want the smallest holding %d", qi, keep, cut, within(cut), within(cut-1), want)
 					}
 					got, err := x.SearchWith(ctx, q, k, nil, DiskSearchOptions{Mode: DiskBinary, Oversample: os, Prefilter: pf})
@@ -197,8 +198,8 @@ func checkWithinCut(t *testing.T, qi, pf, k int, got []Hit, cut int, dist func(i
 }
 
 // TestDiskPrefilterLists: with inverted lists, the prefilter's first pass samples the
-// probed lists' rows whose ordinal is a multiple of hammingSample, its cut is the smallest
-// distance holding 2 x keep / hammingSample of them, every hit of a prefiltered search
+// probed lists' rows in sampled blocks of ordinals (hammingSampled), its cut is the
+// smallest distance holding twice keep of them in the sample's proportion, every hit of a prefiltered search
 // lies within it and keeps its exact score, some hit of the unfiltered scan lies beyond it,
 // and lists read from their packed copies and from the segments (no pack budget) answer
 // alike.
@@ -232,12 +233,16 @@ func TestDiskPrefilterLists(t *testing.T) {
 			c := 0
 			for _, l := range probed {
 				for _, o := range x.lists[l] {
-					if o%hammingSample == 0 && hamming(qc, codeOf(o)) <= d {
+					if hammingSampled(o) && hamming(qc, codeOf(o)) <= d {
 						c++
 					}
 				}
 			}
 			return c
+		}
+		rows := 0
+		for _, l := range probed {
+			rows += len(x.lists[l])
 		}
 		for _, pf := range []int{1, 2} {
 			keep := k * os * pf
@@ -245,7 +250,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := 2 * keep / hammingSample; within(cut) < want || (cut > 0 && within(cut-1) >= want) {
+			if want := hammingWant(keep, within(64*W), rows); within(cut) < want || (cut > 0 && within(cut-1) >= want) {
 				t.Fatalf("query %d keep %d: cut %d holds %d sampled rows (%d below it), want the smallest holding %d", qi, keep, cut, within(cut), within(cut-1), want)
 			}
 			if pf == 1 {
@@ -278,5 +283,42 @@ func TestDiskPrefilterLists(t *testing.T) {
 	}
 	if beyond == 0 {
 		t.Fatal("no hit of the unfiltered scan lies beyond a prefilter's cut: the test cannot tell the prefilter from none")
+	}
+}
+
+// TestSampleRun: the prefilter's first pass over a run counts exactly the rows whose
+// ordinals lie in sampled blocks (hammingSampled), whatever the run's bounds and its
+// segment's first ordinal, and hammingWant keeps twice keep in the sample's proportion.
+func TestSampleRun(t *testing.T) {
+	const W, rows = 2, 1500
+	rng := rand.New(rand.NewPCG(12, 13))
+	seg := &diskSeg{rows: rows, b1: make([]uint64, rows*W)}
+	for i := range seg.b1 {
+		seg.b1[i] = rng.Uint64()
+	}
+	qc := []uint64{rng.Uint64(), rng.Uint64()}
+	for _, base := range []int32{0, 64, 448, 1000, 3 * 512} {
+		for range 50 {
+			lo := rng.IntN(rows)
+			hi := lo + rng.IntN(rows-lo+1)
+			r := codeRun{seg, base, lo, hi}
+			got, want := make([]int, 64*W+1), make([]int, 64*W+1)
+			sampleRun(r, qc, W, got)
+			for j := lo; j < hi; j++ {
+				if hammingSampled(base + int32(j)) {
+					want[hamming(qc, seg.b1[j*W:(j+1)*W])]++
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("base %d rows [%d, %d): counts %v, want %v", base, lo, hi, got, want)
+			}
+		}
+	}
+	for _, c := range []struct{ keep, sampled, rows, want int }{
+		{100, 125, 1000, 25}, {100, 0, 1000, 1}, {100, 10, 0, 1}, {1000, 1, 8, 250}, {3, 1, 1000, 1},
+	} {
+		if got := hammingWant(c.keep, c.sampled, c.rows); got != c.want {
+			t.Errorf("hammingWant(%d, %d, %d) = %d, want %d", c.keep, c.sampled, c.rows, got, c.want)
+		}
 	}
 }
