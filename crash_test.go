@@ -37,15 +37,17 @@ const crashInt8Env = "MEMORY_CRASH_INT8"
 const crashListsEnv = "MEMORY_CRASH_LISTS"
 
 // crashInt8Options open the store of the int8 crash test, in the child and the parent
-// (lists: with crashListsEnv's inverted lists, every list probed and every row rescored:
-// the 64-bit codes of the test's near-duplicate texts tie by the hundred, so the search
-// check stays exact while the lists and their codes are read).
+// (lists: with crashListsEnv's inverted lists, every list probed). Every row is rescored:
+// the 64-bit codes of the test's near-duplicate texts tie by the hundred (229 of 997
+// documents share one code), so a search for k=3 keeping 168 candidates would drop a
+// document tied past them by ordinal, with or without lists; the search check stays
+// exact while the codes (and lists) are read.
 func crashInt8Options(lists bool) []Option {
-	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), WithVectorPrecision(Int8)}
+	params := map[string]int{"oversample": 1 << 20}
 	if lists {
-		opts = append(opts, WithIndex(vectorstore.IndexConfig{Params: map[string]int{"nlist": 4, "nprobe": 4, "oversample": 1 << 20}}))
+		params["nlist"], params["nprobe"] = 4, 4
 	}
-	return opts
+	return []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), WithVectorPrecision(Int8), WithIndex(vectorstore.IndexConfig{Params: params})}
 }
 
 func TestMain(m *testing.M) {
