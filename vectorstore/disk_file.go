@@ -183,9 +183,10 @@ func (s *diskSeg) dropResident() {
 }
 
 // diskDropEvery is how many rows OrderLists and a compaction copy between two drops of the
-// old segments' pages from the resident set: about 100 MB of int8 rows at 768-d, so that
-// a copy in list order, which reads every segment all the time, keeps at most that much
-// of them resident instead of all of them (3.2 GB of codes at 21M x 768).
+// old segments' pages from the resident set. A copy in list order reads a row here and a
+// row there in every segment, a page each at worst: between two drops at most this many
+// pages stay resident (512 MiB of 4 KiB pages; the codes of 131k rows of 768-d int8 take
+// 100 MB), instead of every page of every segment by the end (3.2 GB of codes at 21M x 768).
 var diskDropEvery = 1 << 17 // (a variable for tests)
 
 func (s *diskSeg) unmap() {
