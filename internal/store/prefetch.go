@@ -45,9 +45,9 @@ func prefetchKeys(b *bolt.Bucket, keys [][]byte) {
 // descendAhead walks keys down the tree of pages from root in data (the file, pages of
 // pageSize, hwm of them in use), a level at a time: ahead(depth, off, n) is called once for
 // each distinct page of a level (its first pageSize bytes; the root's level is depth 0),
-// in increasing order, before any of them is read, and the leaf
-// each key reached is returned (0 where it stopped: a page out of bounds, not a branch or
-// a leaf, a branch whose elements do not lie in it).
+// in increasing order, before any of them is read, and the leaf each key reached is
+// returned (0 where it stopped: a page out of bounds, not a branch or a leaf, a branch
+// whose elements do not lie in it).
 func descendAhead(data []byte, pageSize int64, hwm, root uint64, keys [][]byte, ahead func(depth int, off, n int64)) []uint64 {
 	ids := make([]uint64, len(keys))
 	leaves := make([]uint64, len(keys))
