@@ -1060,7 +1060,7 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 			qcode = make([]uint64, x.codeWords())
 			binaryCode(bv, qcode) // the query's own code, as the rows' are made
 			var err error
-			if hcut, err = x.hammingCut(ctx, qcode, runs, probedList, c*pf, workers); err != nil {
+			if hcut, err = x.hammingCut(ctx, qcode, runs, probedList, rows, c*pf, workers); err != nil {
 				return nil, err
 			}
 		}

@@ -212,12 +212,13 @@ func hammingWant(keep, sampled, rows int) int {
 
 // hammingCut is the prefilter's first pass (DiskSearchOptions.Prefilter): the Hamming
 // distance to the query's code qc of the sampled rows (hammingSampled) of runs and of the
-// probed inverted lists, counted per distance over workers goroutines, and the smallest
-// distance within which hammingWant of the sampled rows lie (the largest distance when
-// fewer rows lie in runs and lists): about 2 x keep rows of the scan lie within it. Each
+// probed inverted lists (rows rows in all), counted per distance over workers goroutines,
+// and the smallest distance within which hammingWant of the sampled rows lie (the largest
+// distance when fewer rows lie in runs and lists): about 2 x keep rows of the scan lie
+// within it. Each
 // range's code bytes are checked as the scan checks them; a list is packed (diskPack) as
 // the scan would pack it.
-func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun, lists []int32, keep, workers int) (int, error) {
+func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun, lists []int32, rows, keep, workers int) (int, error) {
 	W := x.codeWords()
 	hists := make([][]int, workers)
 	errs := make([]error, workers)
@@ -258,13 +259,7 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
-	rows, sampled := 0, 0
-	for _, r := range runs {
-		rows += r.hi - r.lo
-	}
-	for _, c := range lists {
-		rows += len(x.lists[c])
-	}
+	sampled := 0
 	for _, h := range hists {
 		for _, n := range h {
 			sampled += n

@@ -83,7 +83,7 @@ func TestDiskPrefilter(t *testing.T) {
 				binaryCode(x.binaryView(nq), qc)
 				for _, pf := range []int{1, 2, 3} {
 					keep := k * os * pf
-					cut, err := x.hammingCut(ctx, qc, runs, nil, keep, 2)
+					cut, err := x.hammingCut(ctx, qc, runs, nil, n, keep, 2)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -246,7 +246,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 		}
 		for _, pf := range []int{1, 2} {
 			keep := k * os * pf
-			cut, err := x.hammingCut(ctx, qc, nil, probed, keep, 2)
+			cut, err := x.hammingCut(ctx, qc, nil, probed, rows, keep, 2)
 			if err != nil {
 				t.Fatal(err)
 			}
