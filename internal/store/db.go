@@ -252,13 +252,7 @@ func fillVectors(tx *bolt.Tx, col string, ids []string, dst [][]float32) error {
 		return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(col))
 	}
 	vb := b.Bucket(bkVecs)
-	if len(order) >= prefetchMin && vb != nil {
-		keys := make([][]byte, len(order))
-		for j, i := range order {
-			keys[j] = []byte(ids[i])
-		}
-		prefetchKeys(vb, keys) // the leaves all asked for at once, not waited for one by one
-	}
+	prefetchKeys(vb, len(order), func(j int) string { return ids[order[j]] }) // the leaves all asked for at once, not waited for one by one
 	for _, i := range order {
 		id := ids[i]
 		raw, err := lookupVector(vb, id)

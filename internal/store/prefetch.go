@@ -18,8 +18,9 @@ import (
 // prefetchMin is the fewest lookups a batch needs for prefetchKeys to read its pages ahead.
 const prefetchMin = 8
 
-// prefetchKeys asks the kernel to read ahead the pages that lookups of keys in bucket b
-// will read, one level of the tree at a time: the pages of a level that are not resident
+// prefetchKeys asks the kernel to read ahead the pages that lookups in bucket b of the n
+// keys key(0), ..., key(n-1) (in increasing order) will read, one level of the tree at a
+// time: the pages of a level that are not resident
 // are all asked for at once (readahead, without waiting), then each key's page at that
 // level is read and the key's child taken from it, down to the leaves, which are asked
 // for and not parsed (the lookups read them). A hint only: the branch pages are read
@@ -27,8 +28,8 @@ const prefetchMin = 8
 // that follow check what they read), a key stops at anything odd, and nothing is done in
 // a write transaction, for a bucket kept inline, for fewer than prefetchMin keys, or
 // where pages cannot be asked for ahead (no mapping; systems other than Linux).
-func prefetchKeys(b *bolt.Bucket, keys [][]byte) {
-	if !canReadAhead || len(keys) < prefetchMin || b == nil || b.Root() == 0 || b.Tx().Writable() {
+func prefetchKeys(b *bolt.Bucket, n int, key func(i int) string) {
+	if !canReadAhead || n < prefetchMin || b == nil || b.Root() == 0 || b.Tx().Writable() {
 		return
 	}
 	w, done, err := lookupWalk(b.Tx())
@@ -38,6 +39,10 @@ func prefetchKeys(b *bolt.Bucket, keys [][]byte) {
 	defer done()
 	if w.data == nil {
 		return
+	}
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte(key(i))
 	}
 	descendAhead(w.data, w.pageSize, w.hwm, uint64(b.Root()), keys, func(_ int, off, n int64) { readAhead(w.data[off : off+n]) })
 }
