@@ -782,6 +782,30 @@ func TestBinaryCodeSigns(t *testing.T) {
 	}
 }
 
+// checkIDTable checks x's id table: sorted by id, each of live found at one ordinal
+// holding it, none of gone found.
+func checkIDTable(t *testing.T, x *DiskIndex, live, gone []string) {
+	t.Helper()
+	if x.ids.n != x.n0 || len(x.ids.perm) != x.n0 {
+		t.Fatalf("id table of %d ordinals (%d sorted), %d written", x.ids.n, len(x.ids.perm), x.n0)
+	}
+	for i := 1; i < len(x.ids.perm); i++ {
+		if x.ids.at(int(x.ids.perm[i-1])) >= x.ids.at(int(x.ids.perm[i])) {
+			t.Fatalf("id table not sorted at %d: %q, %q", i, x.ids.at(int(x.ids.perm[i-1])), x.ids.at(int(x.ids.perm[i])))
+		}
+	}
+	for _, id := range live {
+		if got := x.ids.find(id); len(got) != 1 || x.idView(got[0]) != id {
+			t.Fatalf("%s found at %v", id, got)
+		}
+	}
+	for _, id := range gone {
+		if got := x.ids.find(id); len(got) != 0 {
+			t.Fatalf("deleted %s found at %v", id, got)
+		}
+	}
+}
+
 // TestDiskOrderLists: OrderLists writes each inverted list's rows in consecutive ordinals
 // (the dead rows dropped), after which a probed list's codes are read in place from the
 // segments (no copy) and every query's scores are what they were, before and after a
@@ -859,6 +883,7 @@ func TestDiskOrderLists(t *testing.T) {
 			if got := scores(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("scores after OrderLists differ:\n%v\nwant\n%v", got, want)
 			}
+			checkIDTable(t, x, ids[500:n], ids[:500])
 			// The probed lists' codes are views of the segments, not copies.
 			views := 0
 			ps := x.packs.Load()
@@ -905,6 +930,7 @@ func TestDiskOrderLists(t *testing.T) {
 			if !x.listsInOrder() || len(x.tailIDs) != 0 || x.Len() != n-400 {
 				t.Fatalf("with rows in memory: lists in order %v, %d rows in memory, %d rows", x.listsInOrder(), len(x.tailIDs), x.Len())
 			}
+			checkIDTable(t, x, ids[500:n+100], ids[:500])
 			for i := n; i < n+100; i += 9 {
 				hits, err := x.SearchWith(ctx, vecs[i], 1, nil, DiskSearchOptions{Mode: DiskBinary, NProbe: 1, Oversample: 8})
 				if err != nil || len(hits) != 1 || hits[0].ID != ids[i] {
