@@ -993,179 +993,44 @@ func (x *DiskIndex) parallelBlocks(ctx context.Context, threads int, newState fu
 // searchCodes scans the codes of the segments for the best k*os candidates, rescores them
 // with their float32 rows, and scores the rows still in memory exactly.
 func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc diskAccept, mode DiskMode, os, threads int, o DiskSearchOptions) ([]Hit, error) {
-	c := k * os
-	if o.Focus > 0 && o.Focus < k {
-		c = max(k, o.Focus*os) // candidates for the first Focus results (SearchFocus)
-	}
-	byOrd := func(a, b int32) bool { return a < b }
-	cand := topk.New(c, byOrd)
-	var lut, bv []float32 // binary: what the codes are the signs of, and its byte tables
-	var qi []int16
-	if mode == DiskBinary {
-		bv = x.binaryView(q)
-		lut = binaryLUT(bv, nil)
-	} else {
-		qi = int8Query(q, x.scale)
-	}
-	accept := func(o int32) bool {
-		if x.isDead(o) {
-			return false
-		}
-		switch {
-		case acc.allow != nil:
-			return acc.allow.Contains(uint32(o))
-		case acc.f != nil:
-			return acc.f(x.idView(o))
-		}
-		return true
-	}
-	// Runs over the segments only: the codes are per segment.
-	type run = codeRun
-	var runs []run
-	var probed [][]int32 // with inverted lists: the ordinals of each probed list
-	var probedList []int32
-	if x.lists != nil {
-		np := o.NProbe
-		if np <= 0 {
-			np = x.nprobe
-		}
-		probedList = x.probe(q, np)
-		for _, c := range probedList {
-			probed = append(probed, x.lists[c])
-		}
-	} else {
-		for i, s := range x.segs {
-			for lo := 0; lo < s.rows; lo += diskChunkRows {
-				runs = append(runs, run{s, int32(i * x.segRows), lo, min(lo+diskChunkRows, s.rows)})
-			}
-		}
-	}
 	workers := threads
 	if workers == 0 {
 		workers = cmp.Or(x.threads, runtime.GOMAXPROCS(0))
 	}
-	workers = max(1, min(workers, len(runs)+len(probed)))
-	hcut := -1 // with a prefilter: the largest Hamming distance of a row scored
-	var qcode []uint64
-	if mode == DiskBinary && len(runs)+len(probed) > 0 && acc.f == nil && acc.allow == nil {
-		pf := cmp.Or(o.Prefilter, x.prefilter, diskPrefilterDefault)
-		rows := 0
-		for _, r := range runs {
-			rows += r.hi - r.lo
-		}
-		for _, l := range probed {
-			rows += len(l)
-		}
-		if pf > 0 && int64(c)*int64(pf) < int64(rows)/2 {
-			qcode = make([]uint64, x.codeWords())
-			binaryCode(bv, qcode) // the query's own code, as the rows' are made
-			var err error
-			if hcut, err = x.hammingCut(ctx, qcode, runs, probedList, rows, c*pf, workers); err != nil {
-				return nil, err
-			}
+	cq := x.prepCodes(q, k, acc, mode, os, o)
+	units := len(cq.runs) + len(cq.probed)
+	workers = max(1, min(workers, units))
+	if cq.qcode != nil {
+		var err error
+		if cq.hcut, err = x.hammingCut(ctx, cq.qcode, cq.runs, cq.probed, cq.rows, cq.keep, workers); err != nil {
+			return nil, err
 		}
 	}
 	heaps := make([]topk.Heap[int32], workers)
 	errs := make([]error, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	W := x.codeWords()
-	codeFile, codeBytes := diskI8, x.dim // the codes scanned, and their bytes a row
-	if mode == DiskBinary {
-		codeFile, codeBytes = diskB1, 8*W
-	}
 	for w := range workers {
-		heaps[w] = topk.New(c, byOrd)
+		heaps[w] = cq.newHeap()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			h := &heaps[w]
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(runs)+len(probed) {
+				if i >= units {
 					return
 				}
 				if err := ctx.Err(); err != nil {
 					errs[w] = err
 					return
 				}
-				if i >= len(runs) {
-					p, err := x.pack(probedList[i-len(runs)], mode)
-					if err != nil {
-						errs[w] = err
-						return
-					}
-					if p != nil {
-						for _, pc := range p.pieces {
-							for r, o := range pc.ords {
-								var sc float32
-								if mode == DiskBinary {
-									code := pc.b1[r*W : (r+1)*W : (r+1)*W]
-									if hcut >= 0 && hamming(qcode, code) > hcut {
-										continue
-									}
-									sc = binaryScore(lut, code)
-								} else {
-									sc = float32(dotInt8Q(qi, pc.i8[r*x.dim:(r+1)*x.dim:(r+1)*x.dim]))
-								}
-								if h.Full() && sc < h.Min() {
-									continue
-								}
-								if accept(o) {
-									h.Offer(sc, o)
-								}
-							}
-						}
-						continue
-					}
-					for _, o := range probed[i-len(runs)] {
-						s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
-						if err := x.codeAt(s, codeFile, j); err != nil {
-							errs[w] = err
-							return
-						}
-						var sc float32
-						if mode == DiskBinary {
-							code := s.b1[j*W : (j+1)*W : (j+1)*W]
-							if hcut >= 0 && hamming(qcode, code) > hcut {
-								continue
-							}
-							sc = binaryScore(lut, code)
-						} else {
-							sc = float32(dotInt8Q(qi, s.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
-						}
-						if h.Full() && sc < h.Min() {
-							continue
-						}
-						if accept(o) {
-							h.Offer(sc, o)
-						}
-					}
-					continue
+				if i < len(cq.runs) {
+					errs[w] = x.scanRun(cq, cq.runs[i], &heaps[w])
+				} else {
+					errs[w] = x.scanList(cq, cq.probed[i-len(cq.runs)], &heaps[w])
 				}
-				r := runs[i]
-				if err := x.checkRange(r.seg, codeFile, r.lo*codeBytes, r.hi*codeBytes); err != nil {
-					errs[w] = err
+				if errs[w] != nil {
 					return
-				}
-				for j := r.lo; j < r.hi; j++ {
-					o := r.base + int32(j)
-					var s float32
-					if mode == DiskBinary {
-						code := r.seg.b1[j*W : (j+1)*W : (j+1)*W]
-						if hcut >= 0 && hamming(qcode, code) > hcut {
-							continue
-						}
-						s = binaryScore(lut, code)
-					} else {
-						s = float32(dotInt8Q(qi, r.seg.i8[j*x.dim:(j+1)*x.dim:(j+1)*x.dim]))
-					}
-					if h.Full() && s < h.Min() {
-						continue
-					}
-					if accept(o) {
-						h.Offer(s, o)
-					}
 				}
 			}
 		}()
@@ -1174,33 +1039,383 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	cand := cq.newHeap()
 	for i := range heaps {
 		cand.Merge(&heaps[i])
 	}
+	return x.finishCodes(ctx, cq, k, &cand)
+}
+
+// codeQuery is one query of a scan of codes (searchCodes): what it scores the codes with,
+// what it scans, and its prefilter's cut.
+type codeQuery struct {
+	q      []float32
+	acc    diskAccept
+	mode   DiskMode
+	c      int       // candidates kept for rescoring
+	lut    []float32 // binary: the byte tables of what the codes are the signs of
+	qi     []int16   // int8: the query's int8 form
+	qcode  []uint64  // with a prefilter: the query's own code
+	hcut   int       // with a prefilter: the largest Hamming distance of a row scored (else -1)
+	keep   int       // with a prefilter: the rows its cut is to keep (hammingCut)
+	rows   int       // with a prefilter: the rows the scan holds
+	runs   []codeRun // without inverted lists: the chunks of every segment
+	probed []int32   // with inverted lists: the lists probed
+}
+
+// diskCandBefore orders candidates of equal scores (by ordinal, so that any split of a
+// scan into parts keeps the same ones).
+func diskCandBefore(a, b int32) bool { return a < b }
+
+// newHeap is a heap of cq's candidates.
+func (cq *codeQuery) newHeap() topk.Heap[int32] { return topk.New(cq.c, diskCandBefore) }
+
+// prepCodes prepares q's scan of codes: its tables, the lists it probes (or the runs of
+// every segment) and, for a binary scan without a filter with more rows than the
+// prefilter keeps, the query's code (qcode), what the prefilter's cut is to keep, and of
+// how many rows (the caller finds the cut: hammingCut, or a batch's list by list).
+func (x *DiskIndex) prepCodes(q []float32, k int, acc diskAccept, mode DiskMode, os int, o DiskSearchOptions) *codeQuery {
+	cq := &codeQuery{q: q, acc: acc, mode: mode, c: k * os, hcut: -1}
+	if o.Focus > 0 && o.Focus < k {
+		cq.c = max(k, o.Focus*os) // candidates for the first Focus results (SearchFocus)
+	}
+	var bv []float32
+	if mode == DiskBinary {
+		bv = x.binaryView(q)
+		cq.lut = binaryLUT(bv, nil)
+	} else {
+		cq.qi = int8Query(q, x.scale)
+	}
+	if x.lists != nil {
+		np := o.NProbe
+		if np <= 0 {
+			np = x.nprobe
+		}
+		cq.probed = x.probe(q, np)
+	} else {
+		for i, s := range x.segs {
+			for lo := 0; lo < s.rows; lo += diskChunkRows {
+				cq.runs = append(cq.runs, codeRun{s, int32(i * x.segRows), lo, min(lo+diskChunkRows, s.rows)})
+			}
+		}
+	}
+	units := len(cq.runs) + len(cq.probed)
+	if mode != DiskBinary || units == 0 || acc.f != nil || acc.allow != nil {
+		return cq
+	}
+	pf := cmp.Or(o.Prefilter, x.prefilter, diskPrefilterDefault)
+	rows := 0
+	for _, r := range cq.runs {
+		rows += r.hi - r.lo
+	}
+	for _, c := range cq.probed {
+		rows += len(x.lists[c])
+	}
+	if pf > 0 && int64(cq.c)*int64(pf) < int64(rows)/2 {
+		cq.qcode = make([]uint64, x.codeWords())
+		binaryCode(bv, cq.qcode) // the query's own code, as the rows' are made
+		cq.keep, cq.rows = cq.c*pf, rows
+	}
+	return cq
+}
+
+// accept reports whether cq's scan may offer ordinal o: live, and accepted by its filter.
+func (x *DiskIndex) accept(cq *codeQuery, o int32) bool {
+	if x.isDead(o) {
+		return false
+	}
+	switch {
+	case cq.acc.allow != nil:
+		return cq.acc.allow.Contains(uint32(o))
+	case cq.acc.f != nil:
+		return cq.acc.f(x.idView(o))
+	}
+	return true
+}
+
+// scanCodes offers to h n rows whose codes are b1 (binary: codeWords() words a row) or i8
+// (int8: dim a row), each scored as cq scores codes, the ones past the prefilter's cut
+// skipped; row r's ordinal is ords[r] (ords nil: base+r).
+func (x *DiskIndex) scanCodes(cq *codeQuery, n int, ords []int32, base int32, b1 []uint64, i8 []int8, h *topk.Heap[int32]) {
+	W, d := x.codeWords(), x.dim
+	if cq.mode == DiskBinary && cq.hcut >= 0 {
+		// The cut first, a block of rows at a time (hammingFilter), then the few rows
+		// within it scored.
+		var pass [256]int32
+		for lo := 0; lo < n; lo += len(pass) {
+			hi := min(lo+len(pass), n)
+			m := hammingFilter(cq.qcode, b1[lo*W:hi*W:hi*W], cq.hcut, pass[:])
+			for _, r := range pass[:m] {
+				j := lo + int(r)
+				o := base + int32(j)
+				if ords != nil {
+					o = ords[j]
+				}
+				sc := binaryScore(cq.lut, b1[j*W:(j+1)*W:(j+1)*W])
+				if h.Full() && sc < h.Min() {
+					continue
+				}
+				if x.accept(cq, o) {
+					h.Offer(sc, o)
+				}
+			}
+		}
+		return
+	}
+	for r := range n {
+		o := base + int32(r)
+		if ords != nil {
+			o = ords[r]
+		}
+		var sc float32
+		if cq.mode == DiskBinary {
+			sc = binaryScore(cq.lut, b1[r*W:(r+1)*W:(r+1)*W])
+		} else {
+			sc = float32(dotInt8Q(cq.qi, i8[r*d:(r+1)*d:(r+1)*d]))
+		}
+		if h.Full() && sc < h.Min() {
+			continue
+		}
+		if x.accept(cq, o) {
+			h.Offer(sc, o)
+		}
+	}
+}
+
+// scanRun scans run r of a segment's codes (checked first) for cq into h.
+func (x *DiskIndex) scanRun(cq *codeQuery, r codeRun, h *topk.Heap[int32]) error {
+	W, d := x.codeWords(), x.dim
+	if cq.mode == DiskBinary {
+		if err := x.checkRange(r.seg, diskB1, r.lo*8*W, r.hi*8*W); err != nil {
+			return err
+		}
+	} else if err := x.checkRange(r.seg, diskI8, r.lo*d, r.hi*d); err != nil {
+		return err
+	}
+	var b1 []uint64
+	var i8 []int8
+	if cq.mode == DiskBinary {
+		b1 = r.seg.b1[r.lo*W : r.hi*W]
+	} else {
+		i8 = r.seg.i8[r.lo*d : r.hi*d]
+	}
+	x.scanCodes(cq, r.hi-r.lo, nil, r.base+int32(r.lo), b1, i8, h)
+	return nil
+}
+
+// scanList scans inverted list c for cq into h: from its packed codes (diskPack), or else
+// row by row from the segments, each row's code bytes checked first.
+func (x *DiskIndex) scanList(cq *codeQuery, c int32, h *topk.Heap[int32]) error {
+	p, err := x.pack(c, cq.mode)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		for _, pc := range p.pieces {
+			x.scanCodes(cq, len(pc.ords), pc.ords, 0, pc.b1, pc.i8, h)
+		}
+		return nil
+	}
+	W, d := x.codeWords(), x.dim
+	codeFile := diskI8
+	if cq.mode == DiskBinary {
+		codeFile = diskB1
+	}
+	for _, o := range x.lists[c] {
+		s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
+		if err := x.codeAt(s, codeFile, j); err != nil {
+			return err
+		}
+		if cq.mode == DiskBinary {
+			x.scanCodes(cq, 1, nil, o, s.b1[j*W:(j+1)*W], nil, h)
+		} else {
+			x.scanCodes(cq, 1, nil, o, nil, s.i8[j*d:(j+1)*d], h)
+		}
+	}
+	return nil
+}
+
+// finishCodes rescores cq's candidates (cand) with their rows and scores the rows still
+// in memory exactly: the best k.
+func (x *DiskIndex) finishCodes(ctx context.Context, cq *codeQuery, k int, cand *topk.Heap[int32]) ([]Hit, error) {
 	final := x.newHeap(k)
-	var one [1]float32
 	items := cand.Sorted()
 	ords := make([]int32, len(items))
 	for i, it := range items {
 		ords[i] = it.Value
 	}
-	if err := x.scoreOrdinals(ctx, q, ords, &final); err != nil {
+	if err := x.scoreOrdinals(ctx, cq.q, ords, &final); err != nil {
 		return nil, err
 	}
 	if t := len(x.tailIDs); t > 0 {
-		if acc.allow != nil {
+		if cq.acc.allow != nil {
+			var one [1]float32
 			for i := range t {
 				o := int32(x.n0 + i)
-				if accept(o) {
-					flatDots(q, x.row(o), one[:])
+				if x.accept(cq, o) {
+					flatDots(cq.q, x.row(o), one[:])
 					final.Offer(one[0], o)
 				}
 			}
 		} else {
-			x.scanExact(q, int32(x.n0), x.tailVecs, t, acc.f, &final)
+			x.scanExact(cq.q, int32(x.n0), x.tailVecs, t, cq.acc.f, &final)
 		}
 	}
 	return x.results(&final)
+}
+
+// diskBatchBlock is how many rows of a list a batch scans for every query probing it
+// before the next rows (searchCodesBatch): 48 KiB of 768-bit codes, in the core's cache.
+var diskBatchBlock = 512 // (a variable for tests)
+
+// searchCodesBatch answers qs (normalised) with scans of codes over inverted lists, list
+// by list: the queries probing a list scan it a block of rows at a time (diskBatchBlock),
+// so each list's codes are read from memory once a batch instead of once a query. Each
+// result is searchCodes'. Preparing (probes, prefilter cuts) and rescoring run a query per
+// goroutine.
+func (x *DiskIndex) searchCodesBatch(ctx context.Context, qs [][]float32, k int, f Filter, mode DiskMode, os int, o DiskSearchOptions, out [][]Hit) error {
+	workers := max(1, cmp.Or(x.threads, runtime.GOMAXPROCS(0)))
+	cqs := make([]*codeQuery, len(qs))
+	if err := diskEach(ctx, workers, len(qs), func(_, i int) error {
+		cqs[i] = x.prepCodes(qs[i], k, diskAccept{f: f}, mode, os, o)
+		return nil
+	}); err != nil {
+		return err
+	}
+	byList := make([][]int32, x.nlist)
+	for i, cq := range cqs {
+		for _, c := range cq.probed {
+			byList[c] = append(byList[c], int32(i))
+		}
+	}
+	var work []int32 // the lists probed by any query
+	for c, l := range byList {
+		if len(l) > 0 {
+			work = append(work, int32(c))
+		}
+	}
+	// The prefilters' cuts, list by list: each query's distances counted per worker
+	// (hammingCut's sample, lists read once for the batch), then each query's cut.
+	hists := make([][][]int, workers) // a worker's, by query
+	if err := diskEach(ctx, workers, len(work), func(w, i int) error {
+		if hists[w] == nil {
+			hists[w] = make([][]int, len(qs))
+		}
+		c := work[i]
+		for _, qi := range byList[c] {
+			cq := cqs[qi]
+			if cq.qcode == nil {
+				continue
+			}
+			if hists[w][qi] == nil {
+				hists[w][qi] = make([]int, 64*x.codeWords()+1)
+			}
+			if err := x.sampleList(c, cq.qcode, hists[w][qi]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for qi, cq := range cqs {
+		if cq.qcode == nil {
+			continue
+		}
+		var hs [][]int
+		for w := range hists {
+			if hists[w] != nil && hists[w][qi] != nil {
+				hs = append(hs, hists[w][qi])
+			}
+		}
+		cq.hcut = hammingCutOf(hs, cq.keep, cq.rows, 64*x.codeWords())
+	}
+	hists = nil
+	heaps := make([][]topk.Heap[int32], workers) // a worker's, by query (allocated when first offered to)
+	if err := diskEach(ctx, workers, len(work), func(w, i int) error {
+		if heaps[w] == nil {
+			heaps[w] = make([]topk.Heap[int32], len(qs))
+		}
+		hw := heaps[w]
+		c := work[i]
+		for _, qi := range byList[c] {
+			if hw[qi].K() == 0 {
+				hw[qi] = cqs[qi].newHeap()
+			}
+		}
+		p, err := x.pack(c, mode)
+		if err != nil {
+			return err
+		}
+		if p == nil { // not packed: row by row, a query at a time
+			for _, qi := range byList[c] {
+				if err := x.scanList(cqs[qi], c, &hw[qi]); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		W, d := x.codeWords(), x.dim
+		for _, pc := range p.pieces {
+			for lo := 0; lo < len(pc.ords); lo += diskBatchBlock {
+				hi := min(lo+diskBatchBlock, len(pc.ords))
+				var b1 []uint64
+				var i8 []int8
+				if mode == DiskBinary {
+					b1 = pc.b1[lo*W : hi*W]
+				} else {
+					i8 = pc.i8[lo*d : hi*d]
+				}
+				for _, qi := range byList[c] {
+					x.scanCodes(cqs[qi], hi-lo, pc.ords[lo:hi], 0, b1, i8, &hw[qi])
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return diskEach(ctx, workers, len(qs), func(_, i int) error {
+		cand := cqs[i].newHeap()
+		for w := range heaps {
+			if heaps[w] != nil && heaps[w][i].K() > 0 {
+				cand.Merge(&heaps[w][i])
+			}
+		}
+		var err error
+		out[i], err = x.finishCodes(ctx, cqs[i], k, &cand)
+		return err
+	})
+}
+
+// diskEach calls fn(w, i) for i in [0, n) on workers goroutines (w: the goroutine's
+// number), stopping at the first error or when ctx is done.
+func diskEach(ctx context.Context, workers, n int, fn func(w, i int) error) error {
+	workers = max(1, min(workers, n))
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if errs[w] = ctx.Err(); errs[w] != nil {
+					return
+				}
+				if errs[w] = fn(w, i); errs[w] != nil {
+					next.Store(int64(n)) // the others stop at their next item
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // binaryCode sets the bits of v's positive components in out.
@@ -1304,7 +1519,9 @@ func dotInt8QGeneric(qi []int16, c []int8) int32 {
 
 // SearchBatch answers many queries: exact searches in one pass over the rows (a block of
 // rows stays in cache while every query is scored against it, as flatIndex.SearchBatch),
-// each result equal to Search's; quantized searches one query per goroutine.
+// each result equal to Search's; quantized searches over inverted lists list by list (the
+// queries probing a list scan it together, a block of its rows at a time), other
+// quantized searches one query per goroutine.
 func (x *DiskIndex) SearchBatch(ctx context.Context, qs [][]float32, k int, f Filter) ([][]Hit, error) {
 	return x.SearchBatchWith(ctx, qs, k, f, DiskSearchOptions{})
 }
@@ -1340,11 +1557,17 @@ func (x *DiskIndex) SearchBatchWith(ctx context.Context, qs [][]float32, k int, 
 	if x.failed != nil {
 		return nil, x.failed
 	}
-	mode, _, err := x.choose(o)
+	mode, os, err := x.choose(o)
 	if err != nil {
 		return nil, err
 	}
 	if x.n()-x.dead == 0 {
+		return out, nil
+	}
+	if mode != DiskExact && x.lists != nil && len(nqs) > 1 {
+		if err := x.searchCodesBatch(ctx, nqs, k, f, mode, os, o, out); err != nil {
+			return nil, err
+		}
 		return out, nil
 	}
 	if mode != DiskExact || x.rows != nil {

@@ -170,6 +170,32 @@ type codeRun struct {
 	lo, hi int   // rows [lo, hi) of the segment
 }
 
+// hammingFilterGeneric is hammingFilter without a kernel: hamming row by row.
+func hammingFilterGeneric(q, codes []uint64, cut int, out []int32) int {
+	W, m := len(q), 0
+	if W == 0 {
+		return 0
+	}
+	for r := 0; (r+1)*W <= len(codes); r++ {
+		if hamming(q, codes[r*W:(r+1)*W:(r+1)*W]) <= cut {
+			out[m] = int32(r)
+			m++
+		}
+	}
+	return m
+}
+
+// hammingDistsGeneric is hammingDists without a kernel: hamming row by row.
+func hammingDistsGeneric(q, codes []uint64, out []int32) {
+	W := len(q)
+	if W == 0 {
+		return
+	}
+	for r := 0; (r+1)*W <= len(codes); r++ {
+		out[r] = int32(hamming(q, codes[r*W:(r+1)*W:(r+1)*W]))
+	}
+}
+
 // hammingGeneric is the number of bits in which codes a and b (of one length) differ.
 func hammingGeneric(a, b []uint64) int {
 	a = a[:len(b)]
@@ -259,6 +285,13 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
+	return hammingCutOf(hists, keep, rows, 64*W), nil
+}
+
+// hammingCutOf is the cut of hammingCut from the counts per distance of its sample
+// (hists: added up; distances 0 to most): the smallest distance within which hammingWant
+// of the sampled rows lie, or most.
+func hammingCutOf(hists [][]int, keep, rows, most int) int {
 	sampled := 0
 	for _, h := range hists {
 		for _, n := range h {
@@ -266,20 +299,21 @@ func (x *DiskIndex) hammingCut(ctx context.Context, qc []uint64, runs []codeRun,
 		}
 	}
 	want, sum := hammingWant(keep, sampled, rows), 0
-	for d := range hists[0] {
+	for d := range most + 1 {
 		for _, h := range hists {
 			sum += h[d]
 		}
 		if sum >= want {
-			return d, nil
+			return d
 		}
 	}
-	return len(hists[0]) - 1, nil
+	return most
 }
 
 // sampleRun counts in h the Hamming distance to qc of run r's sampled rows
 // (hammingSampled), a block of consecutive rows at a time.
 func sampleRun(r codeRun, qc []uint64, W int, h []int) {
+	var dist [hammingBlock]int32
 	for j := r.lo; j < r.hi; {
 		o := r.base + int32(j)
 		if b := int(o / hammingBlock); b%hammingSample != 0 { // on to the next sampled block
@@ -287,9 +321,11 @@ func sampleRun(r codeRun, qc []uint64, W int, h []int) {
 			continue
 		}
 		end := min(r.hi, j+hammingBlock-int(o%hammingBlock))
-		for ; j < end; j++ {
-			h[hamming(qc, r.seg.b1[j*W:(j+1)*W:(j+1)*W])]++
+		hammingDists(qc, r.seg.b1[j*W:end*W:end*W], dist[:])
+		for _, dd := range dist[:end-j] {
+			h[dd]++
 		}
+		j = end
 	}
 }
 
@@ -303,11 +339,22 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 		return err
 	}
 	if p != nil {
+		var dist [hammingBlock]int32
 		for _, pc := range p.pieces {
-			for r, o := range pc.ords {
-				if hammingSampled(o) {
-					h[hamming(qc, pc.b1[r*W:(r+1)*W:(r+1)*W])]++
+			for r := 0; r < len(pc.ords); {
+				if !hammingSampled(pc.ords[r]) {
+					r++
+					continue
 				}
+				end := r + 1 // a run of sampled rows, at most a block
+				for end < len(pc.ords) && end-r < hammingBlock && hammingSampled(pc.ords[end]) {
+					end++
+				}
+				hammingDists(qc, pc.b1[r*W:end*W:end*W], dist[:])
+				for _, dd := range dist[:end-r] {
+					h[dd]++
+				}
+				r = end
 			}
 		}
 		return nil

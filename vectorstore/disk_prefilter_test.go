@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/agentmem/memory/internal/vectest"
@@ -42,18 +43,69 @@ func TestHamming(t *testing.T) {
 	}
 }
 
+// TestHammingFilter: hammingFilter and hammingDists (the AVX-512 kernels where the machine
+// has them, and the portable ones) count each row's distance exactly and keep exactly the rows within the cut of every length of code from 1
+// to 20 words (whole chunks of eight words, a tail, both), at cuts from none to every row.
+func TestHammingFilter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, avx := range []bool{hammingAVX512, false} {
+		old := hammingAVX512
+		hammingAVX512 = avx
+		for W := 1; W <= 20; W++ {
+			for _, n := range []int{1, 2, 7, 33} {
+				q, codes := make([]uint64, W), make([]uint64, n*W)
+				for i := range q {
+					q[i] = rng.Uint64()
+				}
+				for i := range codes {
+					codes[i] = rng.Uint64()
+					if rng.IntN(3) == 0 {
+						codes[i] = q[i%W] ^ 1<<rng.IntN(64) // near the query
+					}
+				}
+				for _, cut := range []int{-1, 0, 16 * W, 32 * W, 40 * W, 64 * W} {
+					var want []int32
+					for r := range n {
+						if hammingGeneric(q, codes[r*W:(r+1)*W]) <= cut {
+							want = append(want, int32(r))
+						}
+					}
+					dists := make([]int32, n+1)
+					dists[n] = -7
+					hammingDists(q, codes, dists[:n])
+					for r := range n {
+						if want := int32(hammingGeneric(q, codes[r*W:(r+1)*W])); dists[r] != want || dists[n] != -7 {
+							hammingAVX512 = old
+							t.Fatalf("kernel %v, %d words, row %d of %d: distance %d, want %d", avx, W, r, n, dists[r], want)
+						}
+					}
+					out := make([]int32, n+1)
+					out[n] = -7
+					m := hammingFilter(q, codes, cut, out[:n])
+					if !slices.Equal(out[:m], want) && !(m == 0 && len(want) == 0) || out[n] != -7 {
+						hammingAVX512 = old
+						t.Fatalf("kernel %v, %d words, %d rows, cut %d: %v, want %v", avx, W, n, cut, out[:m], want)
+					}
+				}
+			}
+		}
+		hammingAVX512 = old
+	}
+	t.Logf("AVX-512 kernel on this machine: %v", hammingAVX512)
+}
+
 // TestDiskPrefilter: a binary scan with the prefilter scores only the rows within the
 // Hamming distance hammingCut returns (every hit lies within it, while without the
 // prefilter some query has a hit beyond it), that cut is the smallest holding twice keep
 // of the sampled rows (hammingSampled) in the sample's proportion, every hit keeps its exact score, and a prefilter
 // keeping every row, a negative one, a filter or inverted lists give the plain scan's
-// answer. With the portable count too.
+// answer. With the portable counts too (no POPCNT, no AVX-512 kernel).
 func TestDiskPrefilter(t *testing.T) {
 	for _, asm := range []bool{hammingAsm, false} {
 		t.Run(fmt.Sprint("kernel=", asm), func(t *testing.T) {
-			old := hammingAsm
-			hammingAsm = asm
-			defer func() { hammingAsm = old }()
+			old, oldAVX := hammingAsm, hammingAVX512
+			hammingAsm, hammingAVX512 = asm, asm && hammingAVX512
+			defer func() { hammingAsm, hammingAVX512 = old, oldAVX }()
 			smallDiskWrites(t, 64)
 			ctx := context.Background()
 			const n, dim, k, os = 2000, 48, 5, 4
