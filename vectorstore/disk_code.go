@@ -313,15 +313,24 @@ func hammingCutOf(hists [][]int, keep, rows, most int) int {
 // sampleRun counts in h the Hamming distance to qc of run r's sampled rows
 // (hammingSampled), a block of consecutive rows at a time.
 func sampleRun(r codeRun, qc []uint64, W int, h []int) {
+	sampleCodes(r.seg.b1[r.lo*W:r.hi*W], r.base+int32(r.lo), qc, h)
+}
+
+// sampleCodes counts in h the Hamming distance to qc of the sampled rows (hammingSampled)
+// of codes, rows of len(qc) words of consecutive ordinals from base: a block at a time,
+// the blocks not sampled skipped whole.
+func sampleCodes(codes []uint64, base int32, qc []uint64, h []int) {
+	W := len(qc)
+	n := len(codes) / W
 	var dist [hammingBlock]int32
-	for j := r.lo; j < r.hi; {
-		o := r.base + int32(j)
+	for j := 0; j < n; {
+		o := base + int32(j)
 		if b := int(o / hammingBlock); b%hammingSample != 0 { // on to the next sampled block
 			j += (hammingSample-b%hammingSample)*hammingBlock - int(o%hammingBlock)
 			continue
 		}
-		end := min(r.hi, j+hammingBlock-int(o%hammingBlock))
-		hammingDists(qc, r.seg.b1[j*W:end*W:end*W], dist[:])
+		end := min(n, j+hammingBlock-int(o%hammingBlock))
+		hammingDists(qc, codes[j*W:end*W:end*W], dist[:])
 		for _, dd := range dist[:end-j] {
 			h[dd]++
 		}
@@ -341,6 +350,10 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 	if p != nil {
 		var dist [hammingBlock]int32
 		for _, pc := range p.pieces {
+			if n := len(pc.ords); n > 0 && int(pc.ords[n-1]-pc.ords[0]) == n-1 { // ascending: consecutive ordinals
+				sampleCodes(pc.b1[:n*W], pc.ords[0], qc, h)
+				continue
+			}
 			for r := 0; r < len(pc.ords); {
 				if !hammingSampled(pc.ords[r]) {
 					r++

@@ -336,6 +336,44 @@ func TestDiskPrefilterLists(t *testing.T) {
 	if beyond == 0 {
 		t.Fatal("no hit of the unfiltered scan lies beyond a prefilter's cut: the test cannot tell the prefilter from none")
 	}
+	// Lists in order: a probed list's codes are read in place, pieces of consecutive
+	// ordinals, sampled a block at a time (sampleCodes), counting what a row-by-row count
+	// does.
+	if err := x.OrderLists(ctx); err != nil || !x.listsInOrder() {
+		t.Fatalf("OrderLists: %v, lists in order %v", err, x.listsInOrder())
+	}
+	runs := 0
+	for _, q := range vectest.RandVecs(rng, 6, dim) {
+		nq, _ := x.prepQuery(q, "q")
+		qc := make([]uint64, W)
+		binaryCode(x.binaryView(nq), qc)
+		for _, l := range x.probe(nq, nprobe) {
+			got, want := make([]int, 64*W+1), make([]int, 64*W+1)
+			if err := x.sampleList(l, qc, got); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range x.lists[l] {
+				if hammingSampled(o) {
+					want[hamming(qc, codeOf(o))]++
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("list %d in order: counts %v, want %v", l, got, want)
+			}
+			p, err := x.pack(l, DiskBinary)
+			if err != nil || p == nil {
+				t.Fatalf("list %d: pack %v %v", l, p, err)
+			}
+			for _, pc := range p.pieces {
+				if n := len(pc.ords); n > 1 && int(pc.ords[n-1]-pc.ords[0]) == n-1 {
+					runs++
+				}
+			}
+		}
+	}
+	if runs == 0 {
+		t.Fatal("no list read in place as a run of consecutive ordinals")
+	}
 }
 
 // TestSampleRun: the prefilter's first pass over a run counts exactly the rows whose
