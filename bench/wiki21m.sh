@@ -56,7 +56,9 @@
 # The dense steps at 21M were run by hand on bench/zipfgen's corpus (BENCHMARKS.md §0zy,
 # sessions 48-49, --analyzer en_lucene, nlist 1,024): dense-index 65 min (5,580 docs/s) at a
 # peak RSS of 4.03 GB, a store of 38.0 GB (the dense part 973 B a vector); dense p50 at nprobe
-# 64 in §0zy; session 50 (§0zz): 86 min, the load's peak 3.62 GB, 4.76 GB in OrderLists. Disk: the corpus 17.6 GB, the dense store 38 GB, the clustered store about 21
+# 64 in §0zy; session 50 (§0zz): 86 min, the load's peak 3.62 GB, 4.76 GB in OrderLists;
+# session 51 (§0zz1): OrderLists copies by pread (<= 3.11 GB), the run's peak 3.85 GB in the load;
+# a 2,560-query dense batch list by list 25 s warm (a query at a time: 5.5 min). Disk: the corpus 17.6 GB, the dense store 38 GB, the clustered store about 21
 # GB. dense-recall's brute-force passes: densetruth 25 min at 21M for 256 queries (session
 # 50: recall@10 0.834 at nprobe 64, 0.845 at 128, 0.863 at 256, 0.923 with every list;
 # §0zz), diskquant -exact stream about 4 h at 21M (12.9 s at 20k, scaled).
