@@ -1007,36 +1007,15 @@ func (x *DiskIndex) searchCodes(ctx context.Context, q []float32, k int, acc dis
 		}
 	}
 	heaps := make([]topk.Heap[int32], workers)
-	errs := make([]error, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
+	for w := range heaps {
 		heaps[w] = cq.newHeap()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= units {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				if i < len(cq.runs) {
-					errs[w] = x.scanRun(cq, cq.runs[i], &heaps[w])
-				} else {
-					errs[w] = x.scanList(cq, cq.probed[i-len(cq.runs)], &heaps[w])
-				}
-				if errs[w] != nil {
-					return
-				}
-			}
-		}()
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := diskEach(ctx, workers, units, func(w, i int) error {
+		if i < len(cq.runs) {
+			return x.scanRun(cq, cq.runs[i], &heaps[w])
+		}
+		return x.scanList(cq, cq.probed[i-len(cq.runs)], &heaps[w])
+	}); err != nil {
 		return nil, err
 	}
 	cand := cq.newHeap()
@@ -1571,27 +1550,11 @@ func (x *DiskIndex) SearchBatchWith(ctx context.Context, qs [][]float32, k int, 
 		return out, nil
 	}
 	if mode != DiskExact || x.rows != nil {
-		workers := cmp.Or(x.threads, runtime.GOMAXPROCS(0))
-		var next atomic.Int64
-		errs := make([]error, workers)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					i := int(next.Add(1)) - 1
-					if i >= len(nqs) {
-						return
-					}
-					if out[i], errs[w] = x.searchLocked(ctx, nqs[i], k, diskAccept{f: f}, o, 1); errs[w] != nil {
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := diskEach(ctx, cmp.Or(x.threads, runtime.GOMAXPROCS(0)), len(nqs), func(_, i int) error {
+			var err error
+			out[i], err = x.searchLocked(ctx, nqs[i], k, diskAccept{f: f}, o, 1)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 		return out, nil

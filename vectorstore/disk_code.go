@@ -170,14 +170,16 @@ type codeRun struct {
 	lo, hi int   // rows [lo, hi) of the segment
 }
 
-// hammingFilterGeneric is hammingFilter without a kernel: hamming row by row.
-func hammingFilterGeneric(q, codes []uint64, cut int, out []int32) int {
-	W, m := len(q), 0
-	if W == 0 {
-		return 0
-	}
-	for r := 0; (r+1)*W <= len(codes); r++ {
-		if hamming(q, codes[r*W:(r+1)*W:(r+1)*W]) <= cut {
+// hammingFilter writes to out the rows r of codes (rows of len(q) words, one after
+// another; len(out) at least their number, at most 256) within Hamming distance cut of
+// q, in order, and returns their count.
+func hammingFilter(q, codes []uint64, cut int, out []int32) int {
+	var dist [256]int32
+	n := len(codes) / max(len(q), 1)
+	hammingDists(q, codes, dist[:n])
+	m := 0
+	for r, d := range dist[:n] {
+		if int(d) <= cut {
 			out[m] = int32(r)
 			m++
 		}

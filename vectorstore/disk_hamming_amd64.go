@@ -5,7 +5,7 @@ import "golang.org/x/sys/cpu"
 // hammingAsm selects the POPCNT kernel; tests turn it off to exercise the portable one.
 var hammingAsm = cpu.X86.HasPOPCNT
 
-// hammingAVX512 selects the AVX-512 kernel of hammingFilter (VPOPCNTDQ: Intel since Ice
+// hammingAVX512 selects the AVX-512 kernel of hammingDists (VPOPCNTDQ: Intel since Ice
 // Lake, AMD since Zen 4); tests turn it off to exercise the portable one.
 var hammingAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VPOPCNTDQ
 
@@ -13,9 +13,6 @@ var hammingAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX5
 //
 //go:noescape
 func hammingPOPCNT(a, b *uint64, n int) int
-
-//go:noescape
-func hammingFilterAVX512(q, codes *uint64, w, n, cut int, out *int32) int
 
 //go:noescape
 func hammingDistsAVX512(q, codes *uint64, w, n int, out *int32)
@@ -27,19 +24,6 @@ func hamming(a, b []uint64) int {
 		return hammingPOPCNT(&a[0], &b[0], len(b))
 	}
 	return hammingGeneric(a, b)
-}
-
-// hammingFilter writes to out the rows r of codes (rows of len(q) words, one after
-// another; len(out) at least their number) within Hamming distance cut of q, in order,
-// and returns their count.
-func hammingFilter(q, codes []uint64, cut int, out []int32) int {
-	W := len(q)
-	n := len(codes) / max(W, 1)
-	if hammingAVX512 && n > 0 && W > 0 {
-		_ = out[n-1]
-		return hammingFilterAVX512(&q[0], &codes[0], W, n, cut, &out[0])
-	}
-	return hammingFilterGeneric(q, codes, cut, out)
 }
 
 // hammingDists writes to out[r] the Hamming distance to q of row r of codes (rows of

@@ -53,87 +53,12 @@ done:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func hammingFilterAVX512(q, codes *uint64, w, n, cut int, out *int32) int
-//
-// The rows r of n rows of w words at codes (one after another) whose Hamming distance to
-// the w words at q is at most cut, written to out in order; their count. A row is XORed
-// with q, counted with VPOPCNTQ (AVX-512 VPOPCNTDQ) eight words at a time into eight lane
-// sums (the last w%8 words through mask K1, which also keeps the loads within the row and
-// q), and the lanes added.
-TEXT ·hammingFilterAVX512(SB), NOSPLIT, $0-56
-	MOVQ q+0(FP), SI
-	MOVQ codes+8(FP), DI
-	MOVQ w+16(FP), R8
-	MOVQ n+24(FP), R9
-	MOVQ cut+32(FP), R10
-	MOVQ out+40(FP), R11
-	MOVQ R8, BX
-	SHRQ $3, BX            // whole chunks of eight words a row
-	MOVQ R8, CX
-	ANDQ $7, CX            // words after them
-	MOVQ CX, DX            // (0: no tail)
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVW AX, K1           // the tail's words
-	SHLQ $3, R8            // bytes a row
-	XORQ R12, R12          // row
-	XORQ R13, R13          // rows written
-
-row:
-	CMPQ R12, R9
-	JGE  done
-	VPXORQ Z1, Z1, Z1
-	XORQ   CX, CX          // byte offset in the row
-	MOVQ   BX, AX
-
-chunk:
-	TESTQ     AX, AX
-	JZ        tail
-	VMOVDQU64 (DI)(CX*1), Z0
-	VPXORQ    (SI)(CX*1), Z0, Z0
-	VPOPCNTQ  Z0, Z0
-	VPADDQ    Z0, Z1, Z1
-	ADDQ      $64, CX
-	DECQ      AX
-	JMP       chunk
-
-tail:
-	TESTQ       DX, DX
-	JZ          reduce
-	VMOVDQU64.Z (DI)(CX*1), K1, Z0
-	VMOVDQU64.Z (SI)(CX*1), K1, Z2
-	VPXORQ      Z2, Z0, Z0
-	VPOPCNTQ    Z0, Z0
-	VPADDQ      Z0, Z1, Z1
-
-reduce:
-	VEXTRACTI64X4 $1, Z1, Y2
-	VPADDQ        Y2, Y1, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDQ        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDQ        X2, X1, X1
-	VMOVQ         X1, AX
-	CMPQ          AX, R10
-	JG            next
-	MOVL          R12, (R11)(R13*4)
-	INCQ          R13
-
-next:
-	ADDQ R8, DI
-	INCQ R12
-	JMP  row
-
-done:
-	VZEROUPPER
-	MOVQ R13, ret+48(FP)
-	RET
-
 // func hammingDistsAVX512(q, codes *uint64, w, n int, out *int32)
 //
-// The Hamming distance to the w words at q of each of n rows of w words at codes, to
-// out[0..n): hammingFilterAVX512's count without its cut.
+// The Hamming distance to the w words at q of each of n rows of w words at codes (one
+// after another), to out[0..n). A row is XORed with q, counted with VPOPCNTQ (AVX-512
+// VPOPCNTDQ) eight words at a time into eight lane sums (the last w%8 words through mask
+// K1, which also keeps the loads within the row and q), and the lanes added.
 TEXT ·hammingDistsAVX512(SB), NOSPLIT, $0-40
 	MOVQ q+0(FP), SI
 	MOVQ codes+8(FP), DI

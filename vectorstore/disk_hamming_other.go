@@ -11,10 +11,6 @@ var hammingAVX512 = false
 // hamming is hammingGeneric here (arm64's popcount needs no feature check).
 func hamming(a, b []uint64) int { return hammingGeneric(a, b) }
 
-// hammingFilter is hammingFilterGeneric here.
-func hammingFilter(q, codes []uint64, cut int, out []int32) int {
-	return hammingFilterGeneric(q, codes, cut, out)
-}
 
 // hammingDists is hammingDistsGeneric here.
 func hammingDists(q, codes []uint64, out []int32) { hammingDistsGeneric(q, codes, out) }

@@ -4,13 +4,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 )
 
@@ -283,36 +280,16 @@ func (x *DiskIndex) Verify(ctx context.Context) error {
 			}
 		}
 	}
-	workers := max(1, min(cmp.Or(x.threads, runtime.GOMAXPROCS(0)), len(jobs)))
-	errs := make([]error, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(jobs) {
-					return
-				}
-				if err := ctx.Err(); err != nil {
-					errs[w] = err
-					return
-				}
-				j := jobs[i]
-				for b := j.lo; b < j.hi; b++ {
-					if err := x.blockSound(j.s, j.k, b); err != nil {
-						errs[w] = err
-						return
-					}
-					j.s.ok[j.k][b>>6].Or(1 << (b & 63))
-				}
+	if err := diskEach(ctx, cmp.Or(x.threads, runtime.GOMAXPROCS(0)), len(jobs), func(_, i int) error {
+		j := jobs[i]
+		for b := j.lo; b < j.hi; b++ {
+			if err := x.blockSound(j.s, j.k, b); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+			j.s.ok[j.k][b>>6].Or(1 << (b & 63))
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	if x.n0 > 0 && crc32.Checksum(x.ids.mapping, diskCastagnoli) != x.meta.IDs.CRC {
