@@ -1120,7 +1120,7 @@ func (x *DiskIndex) scanCodes(cq *codeQuery, n int, ords []int32, base int32, b1
 	if cq.mode == DiskBinary && cq.hcut >= 0 {
 		// The cut first, a block of rows at a time (hammingFilter), then the few rows
 		// within it scored.
-		var pass [256]int32
+		var pass [hammingFilterRows]int32
 		for lo := 0; lo < n; lo += len(pass) {
 			hi := min(lo+len(pass), n)
 			m := hammingFilter(cq.qcode, b1[lo*W:hi*W:hi*W], cq.hcut, pass[:])

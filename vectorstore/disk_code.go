@@ -170,11 +170,14 @@ type codeRun struct {
 	lo, hi int   // rows [lo, hi) of the segment
 }
 
+// hammingFilterRows is the most rows a call of hammingFilter takes.
+const hammingFilterRows = 256
+
 // hammingFilter writes to out the rows r of codes (rows of len(q) words, one after
-// another; len(out) at least their number, at most 256) within Hamming distance cut of
-// q, in order, and returns their count.
+// another; len(out) at least their number, at most hammingFilterRows) within Hamming
+// distance cut of q, in order, and returns their count.
 func hammingFilter(q, codes []uint64, cut int, out []int32) int {
-	var dist [256]int32
+	var dist [hammingFilterRows]int32
 	n := len(codes) / max(len(q), 1)
 	hammingDists(q, codes, dist[:n])
 	m := 0

@@ -182,11 +182,9 @@ func (s *diskSeg) dropResident() {
 	}
 }
 
-// diskDropEvery is how many rows OrderLists and a compaction copy between two drops of the
-// old segments' pages from the resident set. A copy in list order reads a row here and a
-// row there in every segment, a page each at worst: between two drops at most this many
-// pages stay resident (512 MiB of 4 KiB pages; the codes of 131k rows of 768-d int8 take
-// 100 MB), instead of every page of every segment by the end (3.2 GB of codes at 21M x 768).
+// diskDropEvery is how many ids of the old id table OrderLists and a compaction read
+// (in the copy's order, a page here and a page there) between two drops of its pages from
+// the resident set (copiedID).
 var diskDropEvery = 1 << 17 // (a variable for tests)
 
 func (s *diskSeg) unmap() {
@@ -580,7 +578,8 @@ func (x *DiskIndex) persistFiles() error {
 		if err != nil {
 			return err
 		}
-		idsFile, err := x.writeIDs(&m, len(order), x.copiedID(order), x.copiedPerm(order))
+		sorted, rest := x.copiedPerm(order)
+		idsFile, err := x.writeIDs(&m, len(order), x.copiedID(order), sorted, rest)
 		if err != nil {
 			closeSegs(segs)
 			return err
@@ -621,7 +620,7 @@ func (x *DiskIndex) persistFiles() error {
 		var idsFile *diskIDsFile
 		if t > 0 || (n > 0 && ids.Name == "") {
 			var err error
-			if idsFile, err = x.writeIDs(&m, n, x.idView, x.ids.perm); err != nil {
+			if idsFile, err = x.writeIDs(&m, n, x.idView, x.ids.perm, nil); err != nil {
 				x.dropNewSegs(segs)
 				return err
 			}
@@ -932,11 +931,6 @@ func (x *DiskIndex) writeRowsFrom(m *diskMeta, segs []*diskSeg, count int, row f
 		}
 		var err error
 		for j, a := i, 0; j < i+take && err == nil; j++ {
-			if from != nil && j > 0 && j%diskDropEvery == 0 {
-				for _, s := range x.segs {
-					s.dropResident()
-				}
-			}
 			r := row(j)
 			if r == nil { // copied: its codes and list number as they are
 				o := from(j)
@@ -997,8 +991,8 @@ func (x *DiskIndex) writeRowsFrom(m *diskMeta, segs []*diskSeg, count int, row f
 // another order (OrderLists, a compaction) with pread, not through the mappings: a row
 // read through a mapping leaves its page in the process's resident set, and the kernel
 // maps the faulting page's cached neighbours with it (fault-around, 64 KiB), so a copy in
-// list order kept up to 2.4 GB of 21M rows' codes resident between two drops
-// (diskDropEvery). Read this way they stay in the page cache only.
+// list order kept up to 2.4 GB of 21M rows' codes resident. Read this way they stay in
+// the page cache only.
 type diskCopySource struct {
 	x     *DiskIndex
 	files map[[2]int]*os.File // by segment and file kind
@@ -1061,27 +1055,28 @@ func trainScale(d, n int, row func(i int) []float32) []float32 {
 	return sc
 }
 
-// copiedPerm is the id order of a copy's rows (order[i]: the old ordinal of new ordinal
-// i) that come from the id table: its sorted order (x.ids.perm) with the dead rows left
-// out, in new ordinals. writeIDs sorts only the others (the rows in memory), instead of
-// sorting every id again through the old table's mapping, a page here and a page there.
-func (x *DiskIndex) copiedPerm(order []int32) []uint32 {
-	if x.n0 == 0 {
-		return nil
-	}
+// copiedPerm splits the new ordinals of a copy (order[i]: the old ordinal of new ordinal
+// i) for writeIDs: sorted, those of rows from the id table, in its sorted order
+// (x.ids.perm, the dead rows left out); rest, those of the rows in memory. writeIDs sorts
+// only rest, instead of sorting every id again through the old table's mapping, a page
+// here and a page there.
+func (x *DiskIndex) copiedPerm(order []int32) (sorted, rest []uint32) {
 	to := make([]int32, x.n0) // new ordinal + 1 (0: not copied)
+	rest = []uint32{}
 	for i, o := range order {
 		if int(o) < x.n0 {
 			to[o] = int32(i) + 1
+		} else {
+			rest = append(rest, uint32(i))
 		}
 	}
-	out := make([]uint32, 0, len(order))
+	sorted = make([]uint32, 0, len(order)-len(rest))
 	for _, o := range x.ids.perm {
 		if v := to[o]; v > 0 {
-			out = append(out, uint32(v-1))
+			sorted = append(sorted, uint32(v-1))
 		}
 	}
-	return out
+	return sorted, rest
 }
 
 // copiedID is the id of new ordinal i of a copy (order[i]: its old ordinal). Its calls
@@ -1105,21 +1100,17 @@ type diskIDsFile struct {
 
 func (f *diskIDsFile) unmap() { f.t.unmap() }
 
-// writeIDs writes the id table of n ordinals (id(o)), sorted by id: prefix, when not nil,
-// holds some of the ordinals (each once, each < n) already sorted by id (an earlier
-// table's order: the others are sorted and merged with them).
-func (x *DiskIndex) writeIDs(m *diskMeta, n int, id func(int32) string, prefix []uint32) (*diskIDsFile, error) {
-	in := make([]uint64, (n+63)/64)
-	for _, o := range prefix {
-		in[o>>6] |= 1 << (o & 63)
-	}
-	rest := make([]uint32, 0, n-len(prefix))
-	for o := range uint32(n) {
-		if in[o>>6]&(1<<(o&63)) == 0 {
-			rest = append(rest, o)
+// writeIDs writes the id table of n ordinals (id(o)), sorted by id: prefix holds ordinals
+// already sorted by id (an earlier table's order), rest the others, sorted here and merged
+// with them; rest nil: the ordinals from len(prefix) on (prefix the table of the first
+// len(prefix) ordinals, or nil).
+func (x *DiskIndex) writeIDs(m *diskMeta, n int, id func(int32) string, prefix, rest []uint32) (*diskIDsFile, error) {
+	if rest == nil {
+		rest = make([]uint32, 0, n-len(prefix))
+		for o := len(prefix); o < n; o++ {
+			rest = append(rest, uint32(o))
 		}
 	}
-	in = nil
 	byID := func(a, b uint32) int {
 		return cmp.Or(strings.Compare(id(int32(a)), id(int32(b))), cmp.Compare(a, b))
 	}

@@ -11,6 +11,5 @@ var hammingAVX512 = false
 // hamming is hammingGeneric here (arm64's popcount needs no feature check).
 func hamming(a, b []uint64) int { return hammingGeneric(a, b) }
 
-
 // hammingDists is hammingDistsGeneric here.
 func hammingDists(q, codes []uint64, out []int32) { hammingDistsGeneric(q, codes, out) }

@@ -19,7 +19,7 @@ func BenchmarkDiskWriteIDs(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				m := &diskMeta{Gen: uint64(i + 1)}
-				f, err := x.writeIDs(m, n, func(o int32) string { return ids[o] }, nil)
+				f, err := x.writeIDs(m, n, func(o int32) string { return ids[o] }, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -81,7 +81,7 @@ func TestDiskDropResident(t *testing.T) {
 // TestDiskCopyNotResident: the copy OrderLists and a compaction make of an index without
 // rows of its own (codes and list numbers, in list order) reads the old segments with
 // pread, not through their mappings, so none of their pages become resident while it runs
-// (no drop between: diskDropEvery is larger than the index), and it copies each row's
+// (nothing drops them during the copy), and it copies each row's
 // codes and list number exactly.
 func TestDiskCopyNotResident(t *testing.T) {
 	ctx := context.Background()

@@ -818,7 +818,7 @@ func TestDiskOrderLists(t *testing.T) {
 		t.Run(fmt.Sprint("rowless=", rowless), func(t *testing.T) {
 			smallDiskWrites(t, 500)
 			old := diskDropEvery
-			diskDropEvery = 64 // the copy drops the old segments' pages from the resident set as it goes
+			diskDropEvery = 64 // the copy drops the old id table's pages from the resident set as it goes
 			t.Cleanup(func() { diskDropEvery = old })
 			rng := rand.New(rand.NewPCG(7, 8))
 			all := diskClustered(rng, n+100+nq, d, 60, 0.5)
