@@ -192,6 +192,19 @@ func vecOut(dst []float32, n int) []float32 {
 	return make([]float32, n)
 }
 
+// vectorTagged reports whether b, a stored vector, carries a layout tag and so a checksum
+// (decodeVectorInto checks it): every vector written since checksums were.
+func vectorTagged(b []byte) bool {
+	if len(b) < 8 {
+		return false
+	}
+	switch binary.LittleEndian.Uint32(b) {
+	case vecMagicInt8, vecMagicHalf, vecMagicKey, vecMagic:
+		return true
+	}
+	return false
+}
+
 // decodeVectorInto is DecodeVector writing into dst when it has room.
 func decodeVectorInto(uid string, b []byte, dst []float32) ([]float32, error) {
 	tagged := false

@@ -252,8 +252,30 @@ func fillVectors(tx *bolt.Tx, col string, ids []string, dst [][]float32) error {
 		return fmt.Errorf("%w: %s", ErrCollectionNotFound, ShowKey(col))
 	}
 	vb := b.Bucket(bkVecs)
-	prefetchKeys(vb, len(order), func(j int) string { return ids[order[j]] }) // the leaves all asked for at once, not waited for one by one
-	for _, i := range order {
+	keys := make([][]byte, len(order))
+	for j, i := range order {
+		keys[j] = []byte(ids[i])
+	}
+	// The leaves all asked for at once, not waited for one by one, and found on the way:
+	// a vector found in the leaf bbolt would read, its value checked by its checksum
+	// (which covers its key), is decoded there; every other id is left to bbolt's lookup,
+	// which decides, after the shared mapping is released (a miss's checks take it again).
+	rest := func() (rest []int) {
+		leaves, done := descendKeys(vb, keys)
+		defer done()
+		for j, i := range order {
+			if leaves != nil && leaves[j] != nil {
+				if raw, ok := leafValue(leaves[j], keys[j]); ok && vectorTagged(raw) {
+					if v, err := decodeVectorInto(ids[i], raw, dst[i][:0]); err == nil && len(v) == len(dst[i]) {
+						continue
+					}
+				}
+			}
+			rest = append(rest, i)
+		}
+		return rest
+	}()
+	for _, i := range rest {
 		id := ids[i]
 		raw, err := lookupVector(vb, id)
 		if err != nil {

@@ -13,47 +13,150 @@ import (
 // hundreds a query) reads one leaf page each, and a leaf not in the page cache is a read
 // the lookup waits for, one after the other: on a cold 21M x 768 store, seconds a query
 // on a disk that answers about 1,000 random reads a second one at a time and 4,000 when
-// asked for several at once (BENCHMARKS §0zz). prefetchKeys asks for them all at once.
+// asked for several at once (BENCHMARKS §0zz). descendKeys asks for them all at once,
+// and finds each key's leaf on the way, so the lookups need not descend a second time.
 
-// prefetchMin is the fewest lookups a batch needs for prefetchKeys to read its pages ahead.
+// prefetchMin is the fewest lookups a batch needs for descendKeys to read its pages ahead
+// and find the keys' leaves itself.
 const prefetchMin = 8
 
-// prefetchKeys asks the kernel to read ahead the pages that lookups in bucket b of the n
-// keys key(0), ..., key(n-1) (in increasing order) will read, one level of the tree at a
-// time: the pages of a level that are not resident
-// are all asked for at once (readahead, without waiting), then each key's page at that
-// level is read and the key's child taken from it, down to the leaves, which are asked
-// for and not parsed (the lookups read them). A hint only: the branch pages are read
-// through the store's shared lookup mapping, checked only as far as bounds (the lookups
-// that follow check what they read), a key stops at anything odd, and nothing is done in
-// a write transaction, for a bucket kept inline, for fewer than prefetchMin keys, or
-// where pages cannot be asked for ahead (no mapping; systems other than Linux).
-func prefetchKeys(b *bolt.Bucket, n int, key func(i int) string) {
-	if !canReadAhead || n < prefetchMin || b == nil || b.Root() == 0 || b.Tx().Writable() {
-		return
+// leafLookups has FillVectors take vectors from the leaves descendKeys finds; benchmarks
+// turn it off to measure bbolt's lookups beside it.
+var leafLookups = true
+
+// descendKeys finds the leaf pages that lookups in bucket b of keys (in increasing order)
+// read, one level of the tree at a time: the pages of a level that are not resident are
+// all asked for at once (readahead, without waiting, where the system can), then each
+// key's page at that level is read and the key's child taken from it, down to the leaves.
+// leaves[i] is the bytes of keys[i]'s leaf (the page and its overflow pages) in the
+// store's shared lookup mapping, nil where the descent stopped at anything odd; done
+// releases the mapping, after which no leaf may be read. The caller looks each key up in
+// its leaf (leafValue) and asks bbolt where that finds nothing: the pages are checked only
+// as far as bounds, page ids and flags, so the values found there must carry their own
+// check (a stored vector's checksum covers its key and values). Nothing is found in a
+// write transaction (its pages may not be in the file yet), for a bucket kept inline, for
+// fewer than prefetchMin keys or where the file is not mapped: leaves is nil then.
+func descendKeys(b *bolt.Bucket, keys [][]byte) (leaves [][]byte, done func()) {
+	done = func() {}
+	if len(keys) < prefetchMin || b == nil || b.Root() == 0 || b.Tx().Writable() {
+		return nil, done
 	}
-	w, done, err := lookupWalk(b.Tx())
+	if !leafLookups { // the pages asked for ahead as before, the lookups left to bbolt
+		if w, release, err := lookupWalk(b.Tx()); err == nil {
+			defer release()
+			if w.data != nil && canReadAhead {
+				descendAhead(w.data, w.pageSize, w.hwm, uint64(b.Root()), keys, func(_ int, pages []uint64) { readAheadPages(w.data, w.pageSize, pages) })
+			}
+		}
+		return nil, done
+	}
+	w, release, err := lookupWalk(b.Tx())
 	if err != nil {
-		return
+		return nil, done
 	}
-	defer done()
 	if w.data == nil {
-		return
+		release()
+		return nil, done
 	}
-	keys := make([][]byte, n)
-	for i := range keys {
-		keys[i] = []byte(key(i))
+	ahead := func(int, []uint64) {}
+	if canReadAhead {
+		ahead = func(_ int, pages []uint64) { readAheadPages(w.data, w.pageSize, pages) }
 	}
-	descendAhead(w.data, w.pageSize, w.hwm, uint64(b.Root()), keys, func(_ int, off, n int64) { readAhead(w.data[off : off+n]) })
+	ids := descendAhead(w.data, w.pageSize, w.hwm, uint64(b.Root()), keys, ahead)
+	leaves = make([][]byte, len(keys))
+	for i, id := range ids {
+		if id != 0 {
+			off := int64(id) * w.pageSize
+			over := int64(binary.LittleEndian.Uint32(w.data[off+12:]))
+			leaves[i] = w.data[off:min(int64(len(w.data)), int64(w.hwm)*w.pageSize, off+(1+over)*w.pageSize)]
+		}
+	}
+	return leaves, release
+}
+
+// aheadSample is how many pages of a level readAheadPages checks first: when all of them
+// are resident, the level is taken to be (a check is a system call, 1.5-3.5 µs on the
+// machines measured, as much as the rest of a lookup; BENCHMARKS §0zz2).
+const aheadSample = 16
+
+// readAheadPages asks the kernel to read ahead pages (ids, increasing) of data, a mapping
+// of pageSize pages, those not resident, without waiting. A level of more than
+// aheadSample pages is first sampled (aheadSample pages spread over it): when all are
+// resident the others are not checked, since in a page cache that holds the tree's pages
+// a check per page costs more than the rare page it would find missing; a single page
+// found missing has all of them checked. Only the first pageSize bytes of a page are
+// asked for (a leaf's overflow pages are read as they are reached).
+func readAheadPages(data []byte, pageSize int64, pages []uint64) {
+	at := func(id uint64) []byte { return data[int64(id)*pageSize : int64(id+1)*pageSize] }
+	sampleAhead(pages, func(id uint64) bool { return resident(at(id)) }, func(id uint64) { readAhead(at(id)) })
+}
+
+// sampleAhead is readAheadPages' choice: ask(id) for each of pages unless more than
+// aheadSample of them are given and the sample of them is all resident.
+func sampleAhead(pages []uint64, resident func(id uint64) bool, ask func(id uint64)) {
+	if n := len(pages); n > aheadSample {
+		warm := true
+		for i := 0; i < aheadSample && warm; i++ {
+			warm = resident(pages[i*n/aheadSample])
+		}
+		if warm {
+			return
+		}
+	}
+	for _, id := range pages {
+		ask(id)
+	}
+}
+
+// leafValue is the value of key in leaf page p (its bytes: header, elements, keys and
+// values), found as bbolt finds it; ok is false when p holds no such element, or one that
+// is a bucket, or when its elements or their data do not lie in p.
+func leafValue(p, key []byte) (val []byte, ok bool) {
+	if len(p) < pageHeaderSize || binary.LittleEndian.Uint16(p[8:]) != leafFlag {
+		return nil, false
+	}
+	n := int(binary.LittleEndian.Uint16(p[10:]))
+	if pageHeaderSize+n*elemSize > len(p) {
+		return nil, false
+	}
+	// elem is element i's flags, key and value, ok false when they do not lie in p.
+	elem := func(i int) (flags uint32, k, v []byte, ok bool) {
+		e := pageHeaderSize + i*elemSize
+		le := binary.LittleEndian
+		flags = le.Uint32(p[e:])
+		lo := int64(e) + int64(le.Uint32(p[e+4:]))
+		ks, vs := int64(le.Uint32(p[e+8:])), int64(le.Uint32(p[e+12:]))
+		if lo+ks+vs > int64(len(p)) {
+			return 0, nil, nil, false
+		}
+		return flags, p[lo : lo+ks], p[lo+ks : lo+ks+vs], true
+	}
+	sound := true
+	i := sort.Search(n, func(i int) bool {
+		_, k, _, ok := elem(i)
+		if !ok {
+			sound = false
+			return true
+		}
+		return bytes.Compare(k, key) >= 0
+	})
+	if !sound || i == n {
+		return nil, false
+	}
+	flags, k, v, ok := elem(i)
+	if !ok || flags != 0 || !bytes.Equal(k, key) {
+		return nil, false
+	}
+	return v, true
 }
 
 // descendAhead walks keys down the tree of pages from root in data (the file, pages of
-// pageSize, hwm of them in use), a level at a time: ahead(depth, off, n) is called once for
-// each distinct page of a level (its first pageSize bytes; the root's level is depth 0),
-// in increasing order, before any of them is read, and the leaf each key reached is
-// returned (0 where it stopped: a page out of bounds, not a branch or a leaf, a branch
-// whose elements do not lie in it).
-func descendAhead(data []byte, pageSize int64, hwm, root uint64, keys [][]byte, ahead func(depth int, off, n int64)) []uint64 {
+// pageSize, hwm of them in use), a level at a time: ahead(depth, pages) is called with
+// the distinct pages of each level (their ids, in increasing order; the root's level is
+// depth 0) before any of them is read, and the leaf each key reached is
+// returned (0 where it stopped: a page out of bounds, whose header names another page,
+// not a branch or a leaf, a branch whose elements do not lie in it).
+func descendAhead(data []byte, pageSize int64, hwm, root uint64, keys [][]byte, ahead func(depth int, pages []uint64)) []uint64 {
 	ids := make([]uint64, len(keys))
 	leaves := make([]uint64, len(keys))
 	live := make([]int, 0, len(keys)) // the keys still going down
@@ -70,11 +173,8 @@ func descendAhead(data []byte, pageSize int64, hwm, root uint64, keys [][]byte, 
 			}
 		}
 		slices.Sort(pages)
-		for i, id := range pages {
-			if i == 0 || id != pages[i-1] {
-				ahead(depth, int64(id)*pageSize, pageSize)
-			}
-		}
+		pages = slices.Compact(pages)
+		ahead(depth, pages)
 		next := live[:0]
 		for _, k := range live {
 			id := ids[k]
@@ -82,6 +182,9 @@ func descendAhead(data []byte, pageSize int64, hwm, root uint64, keys [][]byte, 
 				continue
 			}
 			off := int64(id) * pageSize
+			if binary.LittleEndian.Uint64(data[off:]) != id {
+				continue // its header names another page (bbolt's lookup refuses it too)
+			}
 			switch binary.LittleEndian.Uint16(data[off+8:]) {
 			case leafFlag:
 				leaves[k] = id

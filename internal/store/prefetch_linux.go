@@ -10,6 +10,14 @@ import (
 // canReadAhead: readAhead asks the kernel for pages here.
 const canReadAhead = true
 
+// resident reports whether the first page of b (a page-aligned part of a file mapping) is
+// in the page cache (mincore); false when the system cannot say.
+func resident(b []byte) bool {
+	var vec [1]byte
+	_, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(min(len(b), os.Getpagesize())), uintptr(unsafe.Pointer(&vec[0])))
+	return e == 0 && vec[0]&1 != 0
+}
+
 // readAhead asks the kernel to read b's pages (a page-aligned part of a file mapping)
 // into the page cache, without waiting, when they are not all resident (mincore).
 func readAhead(b []byte) {
