@@ -8,6 +8,9 @@ var hammingAsm = false
 // hammingAVX512: no kernel here.
 var hammingAVX512 = false
 
+// hammingGroups: no kernel here.
+var hammingGroups = false
+
 // hamming is hammingGeneric here (arm64's popcount needs no feature check).
 func hamming(a, b []uint64) int { return hammingGeneric(a, b) }
 

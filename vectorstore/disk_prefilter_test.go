@@ -44,15 +44,18 @@ func TestHamming(t *testing.T) {
 }
 
 // TestHammingFilter: hammingFilter and hammingDists (the AVX-512 kernels where the machine
-// has them, and the portable ones) count each row's distance exactly and keep exactly the rows within the cut of every length of code from 1
-// to 20 words (whole chunks of eight words, a tail, both), at cuts from none to every row.
+// has them, and the portable ones) count each row's distance exactly and keep exactly the
+// rows within the cut of every length of code from 1 to 20 words (whole chunks of eight
+// words, a tail, both), at cuts from none to every row, for row counts that are whole
+// groups of eight rows (the AVX-512 kernel's step), a group and a rest, and less.
 func TestHammingFilter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, avx := range []bool{hammingAVX512, false} {
-		old := hammingAVX512
-		hammingAVX512 = avx
+	for _, c := range []struct{ avx, groups bool }{{hammingAVX512, true}, {hammingAVX512, false}, {false, false}} {
+		avx := c.avx
+		old, oldGroups := hammingAVX512, hammingGroups
+		hammingAVX512, hammingGroups = avx, c.groups
 		for W := 1; W <= 20; W++ {
-			for _, n := range []int{1, 2, 7, 33} {
+			for _, n := range []int{1, 2, 7, 8, 16, 33} {
 				q, codes := make([]uint64, W), make([]uint64, n*W)
 				for i := range q {
 					q[i] = rng.Uint64()
@@ -75,21 +78,21 @@ func TestHammingFilter(t *testing.T) {
 					hammingDists(q, codes, dists[:n])
 					for r := range n {
 						if want := int32(hammingGeneric(q, codes[r*W:(r+1)*W])); dists[r] != want || dists[n] != -7 {
-							hammingAVX512 = old
-							t.Fatalf("kernel %v, %d words, row %d of %d: distance %d, want %d", avx, W, r, n, dists[r], want)
+							hammingAVX512, hammingGroups = old, oldGroups
+							t.Fatalf("kernel %v (groups %v), %d words, row %d of %d: distance %d, want %d", avx, c.groups, W, r, n, dists[r], want)
 						}
 					}
 					out := make([]int32, n+1)
 					out[n] = -7
 					m := hammingFilter(q, codes, cut, out[:n])
 					if !slices.Equal(out[:m], want) && !(m == 0 && len(want) == 0) || out[n] != -7 {
-						hammingAVX512 = old
+						hammingAVX512, hammingGroups = old, oldGroups
 						t.Fatalf("kernel %v, %d words, %d rows, cut %d: %v, want %v", avx, W, n, cut, out[:m], want)
 					}
 				}
 			}
 		}
-		hammingAVX512 = old
+		hammingAVX512, hammingGroups = old, oldGroups
 	}
 	t.Logf("AVX-512 kernel on this machine: %v", hammingAVX512)
 }
