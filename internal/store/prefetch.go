@@ -41,15 +41,6 @@ func descendKeys(b *bolt.Bucket, keys [][]byte) (leaves [][]byte, done func()) {
 	if len(keys) < prefetchMin || b == nil || b.Root() == 0 || b.Tx().Writable() {
 		return nil, done
 	}
-	if !leafLookups { // the pages asked for ahead as before, the lookups left to bbolt
-		if w, release, err := lookupWalk(b.Tx()); err == nil {
-			defer release()
-			if w.data != nil && canReadAhead {
-				descendAhead(w.data, w.pageSize, w.hwm, uint64(b.Root()), keys, func(_ int, pages []uint64) { readAheadPages(w.data, w.pageSize, pages) })
-			}
-		}
-		return nil, done
-	}
 	w, release, err := lookupWalk(b.Tx())
 	if err != nil {
 		return nil, done
@@ -63,6 +54,10 @@ func descendKeys(b *bolt.Bucket, keys [][]byte) (leaves [][]byte, done func()) {
 		ahead = func(_ int, pages []uint64) { readAheadPages(w.data, w.pageSize, pages) }
 	}
 	ids := descendAhead(w.data, w.pageSize, w.hwm, uint64(b.Root()), keys, ahead)
+	if !leafLookups { // the pages asked for ahead, the lookups left to bbolt (benchmarks)
+		release()
+		return nil, done
+	}
 	leaves = make([][]byte, len(keys))
 	for i, id := range ids {
 		if id != 0 {
