@@ -53,6 +53,12 @@ done:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// WORDSETUP splits a row's w words (R8) into BX chunks of eight and a tail of DX words,
+// and sets mask K1 to the tail's words.
+#define WORDSETUP \
+	MOVQ R8, BX; SHRQ $3, BX; MOVQ R8, CX; ANDQ $7, CX; MOVQ CX, DX; \
+	MOVQ $1, AX; SHLQ CX, AX; DECQ AX; KMOVW AX, K1
+
 // func hammingDistsAVX512(q, codes *uint64, w, n int, out *int32)
 //
 // The Hamming distance to the w words at q of each of n rows of w words at codes (one
@@ -65,15 +71,7 @@ TEXT ·hammingDistsAVX512(SB), NOSPLIT, $0-40
 	MOVQ w+16(FP), R8
 	MOVQ n+24(FP), R9
 	MOVQ out+32(FP), R11
-	MOVQ R8, BX
-	SHRQ $3, BX
-	MOVQ R8, CX
-	ANDQ $7, CX
-	MOVQ CX, DX
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVW AX, K1
+	WORDSETUP
 	SHLQ $3, R8
 	XORQ R12, R12
 
@@ -121,6 +119,14 @@ ddone:
 	VZEROUPPER
 	RET
 
+// COUNT8 counts the bits of Z0-Z7 (eight rows' XORed words) into the rows' lane sums
+// Z8-Z15.
+#define COUNT8 \
+	VPOPCNTQ Z0, Z0; VPOPCNTQ Z1, Z1; VPOPCNTQ Z2, Z2; VPOPCNTQ Z3, Z3; \
+	VPOPCNTQ Z4, Z4; VPOPCNTQ Z5, Z5; VPOPCNTQ Z6, Z6; VPOPCNTQ Z7, Z7; \
+	VPADDQ Z0, Z8, Z8; VPADDQ Z1, Z9, Z9; VPADDQ Z2, Z10, Z10; VPADDQ Z3, Z11, Z11; \
+	VPADDQ Z4, Z12, Z12; VPADDQ Z5, Z13, Z13; VPADDQ Z6, Z14, Z14; VPADDQ Z7, Z15, Z15
+
 // func hammingDists8AVX512(q, codes *uint64, w, groups int, out *int32)
 //
 // hammingDistsAVX512 for 8*groups rows, eight rows at a time: each row's words are XORed
@@ -136,15 +142,7 @@ TEXT ·hammingDists8AVX512(SB), NOSPLIT, $0-40
 	MOVQ w+16(FP), R8
 	MOVQ groups+24(FP), R9
 	MOVQ out+32(FP), R11
-	MOVQ R8, BX
-	SHRQ $3, BX
-	MOVQ R8, CX
-	ANDQ $7, CX
-	MOVQ CX, DX
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVW AX, K1
+	WORDSETUP
 	SHLQ $3, R8              // a row's bytes
 	LEAQ (R8)(R8*2), R13     // three rows' bytes
 	MOVQ R8, R14
@@ -178,22 +176,7 @@ gchunk:
 	VPXORQ    (R12)(R8*1), Z16, Z5
 	VPXORQ    (R12)(R8*2), Z16, Z6
 	VPXORQ    (R12)(R13*1), Z16, Z7
-	VPOPCNTQ  Z0, Z0
-	VPOPCNTQ  Z1, Z1
-	VPOPCNTQ  Z2, Z2
-	VPOPCNTQ  Z3, Z3
-	VPOPCNTQ  Z4, Z4
-	VPOPCNTQ  Z5, Z5
-	VPOPCNTQ  Z6, Z6
-	VPOPCNTQ  Z7, Z7
-	VPADDQ    Z0, Z8, Z8
-	VPADDQ    Z1, Z9, Z9
-	VPADDQ    Z2, Z10, Z10
-	VPADDQ    Z3, Z11, Z11
-	VPADDQ    Z4, Z12, Z12
-	VPADDQ    Z5, Z13, Z13
-	VPADDQ    Z6, Z14, Z14
-	VPADDQ    Z7, Z15, Z15
+	COUNT8
 	ADDQ      $64, CX
 	DECQ      AX
 	JMP       gchunk
@@ -220,22 +203,7 @@ gtail:
 	VPXORQ      Z16, Z5, Z5
 	VPXORQ      Z16, Z6, Z6
 	VPXORQ      Z16, Z7, Z7
-	VPOPCNTQ    Z0, Z0
-	VPOPCNTQ    Z1, Z1
-	VPOPCNTQ    Z2, Z2
-	VPOPCNTQ    Z3, Z3
-	VPOPCNTQ    Z4, Z4
-	VPOPCNTQ    Z5, Z5
-	VPOPCNTQ    Z6, Z6
-	VPOPCNTQ    Z7, Z7
-	VPADDQ      Z0, Z8, Z8
-	VPADDQ      Z1, Z9, Z9
-	VPADDQ      Z2, Z10, Z10
-	VPADDQ      Z3, Z11, Z11
-	VPADDQ      Z4, Z12, Z12
-	VPADDQ      Z5, Z13, Z13
-	VPADDQ      Z6, Z14, Z14
-	VPADDQ      Z7, Z15, Z15
+	COUNT8
 
 greduce:
 	// Rows side by side: each 128-bit block of Z0 holds (row 0, row 1) partial sums, of

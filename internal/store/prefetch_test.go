@@ -141,16 +141,36 @@ func TestDescendAhead(t *testing.T) {
 
 // branchPage builds a branch page of pageSize bytes with children[i] under keys[i].
 func branchPage(pageSize int, keys []string, children []uint64) []byte {
+	return testPage(pageSize, branchFlag, keys, nil, children)
+}
+
+// leafPage builds a leaf page of pageSize bytes holding vals[i] under keys[i].
+func leafPage(pageSize int, keys, vals []string) []byte {
+	return testPage(pageSize, leafFlag, keys, vals, nil)
+}
+
+// testPage builds a page of pageSize bytes with flags (branchFlag or leafFlag) whose
+// elements are keys[i] with children[i] (branch) or vals[i] (leaf), as bbolt lays them out.
+func testPage(pageSize int, flags uint16, keys, vals []string, children []uint64) []byte {
 	p := make([]byte, pageSize)
-	binary.LittleEndian.PutUint16(p[8:], branchFlag)
-	binary.LittleEndian.PutUint16(p[10:], uint16(len(keys)))
+	le := binary.LittleEndian
+	le.PutUint16(p[8:], flags)
+	le.PutUint16(p[10:], uint16(len(keys)))
 	data := pageHeaderSize + len(keys)*elemSize
 	for i, k := range keys {
 		e := pageHeaderSize + i*elemSize
-		binary.LittleEndian.PutUint32(p[e:], uint32(data-e))
-		binary.LittleEndian.PutUint32(p[e+4:], uint32(len(k)))
-		binary.LittleEndian.PutUint64(p[e+8:], children[i])
-		data += copy(p[data:], k)
+		if flags == leafFlag {
+			le.PutUint32(p[e+4:], uint32(data-e))
+			le.PutUint32(p[e+8:], uint32(len(k)))
+			le.PutUint32(p[e+12:], uint32(len(vals[i])))
+			data += copy(p[data:], k)
+			data += copy(p[data:], vals[i])
+		} else {
+			le.PutUint32(p[e:], uint32(data-e))
+			le.PutUint32(p[e+4:], uint32(len(k)))
+			le.PutUint64(p[e+8:], children[i])
+			data += copy(p[data:], k)
+		}
 	}
 	return p
 }
@@ -213,23 +233,6 @@ func FuzzDescendAhead(f *testing.F) {
 			}
 		})
 	})
-}
-
-// leafPage builds a leaf page of pageSize bytes holding vals[i] under keys[i].
-func leafPage(pageSize int, keys, vals []string) []byte {
-	p := make([]byte, pageSize)
-	binary.LittleEndian.PutUint16(p[8:], leafFlag)
-	binary.LittleEndian.PutUint16(p[10:], uint16(len(keys)))
-	data := pageHeaderSize + len(keys)*elemSize
-	for i, k := range keys {
-		e := pageHeaderSize + i*elemSize
-		binary.LittleEndian.PutUint32(p[e+4:], uint32(data-e))
-		binary.LittleEndian.PutUint32(p[e+8:], uint32(len(k)))
-		binary.LittleEndian.PutUint32(p[e+12:], uint32(len(vals[i])))
-		data += copy(p[data:], k)
-		data += copy(p[data:], vals[i])
-	}
-	return p
 }
 
 // TestDescendKeys: the leaves descendKeys finds hold, for every key of a batch, the value
