@@ -43,7 +43,8 @@ func vmHWM(t *testing.T, pid int) int64 {
 // 100,001 short items (under the argument cap, over MaxFilterInItems), a 100 MB frame,
 // and 24 pipelined memory_add calls of 4.4 MB each (over MaxAddBytes, 106 MB in all):
 // each gets a typed error (a JSON-RPC error or a tool error naming the cap), a good call
-// still answers, and the child's VmHWM stays under 300 MB. On 377e589 the $in of 1M was
+// still answers, and the child's VmHWM stays under 300 MB (450 MB under the race
+// detector, whose shadow memory more than doubles it). On 377e589 the $in of 1M was
 // decoded and run (515 MB) and the 100 MB frame ended the server.
 func TestServeMCPMemoryBound(t *testing.T) {
 	if dir := os.Getenv(envServeChild); dir != "" {
@@ -190,8 +191,14 @@ func TestServeMCPMemoryBound(t *testing.T) {
 	expect("good call", recv(), `"id":4,"result"`, `\"id\":\"de\"`)
 	hwm := vmHWM(t, cmd.Process.Pid)
 	t.Logf("serve --mcp VmHWM %d MB", hwm>>20)
-	if hwm > 300<<20 {
-		t.Errorf("VmHWM %d MB, want under 300 MB", hwm>>20)
+	limit := int64(300 << 20)
+	if raceBuild {
+		// The race detector's shadow memory: 132 against 305-308 MB for this child on the
+		// same machine (session 52); the $in decoded and run (515 MB without it) still fails.
+		limit = 450 << 20
+	}
+	if hwm > limit {
+		t.Errorf("VmHWM %d MB, want under %d MB", hwm>>20, limit>>20)
 	}
 	stdin.Close()
 	done := make(chan error, 1)
