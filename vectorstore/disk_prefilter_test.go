@@ -50,9 +50,10 @@ func TestHamming(t *testing.T) {
 // groups of eight rows (the AVX-512 kernel's step), a group and a rest, and less.
 func TestHammingFilter(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, c := range []struct{ avx, groups bool }{{hammingAVX512, true}, {hammingAVX512, false}, {false, false}} {
+	old, oldGroups := hammingAVX512, hammingGroups
+	defer func() { hammingAVX512, hammingGroups = old, oldGroups }()
+	for _, c := range []struct{ avx, groups bool }{{old, true}, {old, false}, {false, false}} {
 		avx := c.avx
-		old, oldGroups := hammingAVX512, hammingGroups
 		hammingAVX512, hammingGroups = avx, c.groups
 		for W := 1; W <= 20; W++ {
 			for _, n := range []int{1, 2, 7, 8, 16, 33} {
@@ -78,7 +79,6 @@ func TestHammingFilter(t *testing.T) {
 					hammingDists(q, codes, dists[:n])
 					for r := range n {
 						if want := int32(hammingGeneric(q, codes[r*W:(r+1)*W])); dists[r] != want || dists[n] != -7 {
-							hammingAVX512, hammingGroups = old, oldGroups
 							t.Fatalf("kernel %v (groups %v), %d words, row %d of %d: distance %d, want %d", avx, c.groups, W, r, n, dists[r], want)
 						}
 					}
@@ -86,14 +86,13 @@ func TestHammingFilter(t *testing.T) {
 					out[n] = -7
 					m := hammingFilter(q, codes, cut, out[:n])
 					if !slices.Equal(out[:m], want) && !(m == 0 && len(want) == 0) || out[n] != -7 {
-						hammingAVX512, hammingGroups = old, oldGroups
 						t.Fatalf("kernel %v, %d words, %d rows, cut %d: %v, want %v", avx, W, n, cut, out[:m], want)
 					}
 				}
 			}
 		}
-		hammingAVX512, hammingGroups = old, oldGroups
 	}
+	hammingAVX512, hammingGroups = old, oldGroups
 	t.Logf("AVX-512 kernel on this machine: %v", hammingAVX512)
 }
 

@@ -110,39 +110,18 @@ func leafValue(p, key []byte) (val []byte, ok bool) {
 	if len(p) < pageHeaderSize || binary.LittleEndian.Uint16(p[8:]) != leafFlag {
 		return nil, false
 	}
-	n := int(binary.LittleEndian.Uint16(p[10:]))
-	if pageHeaderSize+n*elemSize > len(p) {
+	i, n, ok := searchElems(p, true, key, false)
+	if !ok || i == n {
 		return nil, false
 	}
-	// elem is element i's flags, key and value, ok false when they do not lie in p.
-	elem := func(i int) (flags uint32, k, v []byte, ok bool) {
-		e := pageHeaderSize + i*elemSize
-		le := binary.LittleEndian
-		flags = le.Uint32(p[e:])
-		lo := int64(e) + int64(le.Uint32(p[e+4:]))
-		ks, vs := int64(le.Uint32(p[e+8:])), int64(le.Uint32(p[e+12:]))
-		if lo+ks+vs > int64(len(p)) {
-			return 0, nil, nil, false
-		}
-		return flags, p[lo : lo+ks], p[lo+ks : lo+ks+vs], true
-	}
-	sound := true
-	i := sort.Search(n, func(i int) bool {
-		_, k, _, ok := elem(i)
-		if !ok {
-			sound = false
-			return true
-		}
-		return bytes.Compare(k, key) >= 0
-	})
-	if !sound || i == n {
+	e := pageHeaderSize + i*elemSize
+	k, _ := elemKey(p, i, true)
+	lo := int64(e) + int64(binary.LittleEndian.Uint32(p[e+4:])) + int64(len(k))
+	hi := lo + int64(binary.LittleEndian.Uint32(p[e+12:]))
+	if binary.LittleEndian.Uint32(p[e:]) != 0 || !bytes.Equal(k, key) || hi > int64(len(p)) {
 		return nil, false
 	}
-	flags, k, v, ok := elem(i)
-	if !ok || flags != 0 || !bytes.Equal(k, key) {
-		return nil, false
-	}
-	return v, true
+	return p[lo:hi], true
 }
 
 // descendAhead walks keys down the tree of pages from root in data (the file, pages of
@@ -200,33 +179,51 @@ func descendAhead(data []byte, pageSize int64, hwm, root uint64, keys [][]byte, 
 // header and elements): the last element whose key is at most key, or the first, as
 // bbolt's lookups choose. ok is false when p's elements or their keys do not lie in p.
 func branchChild(p, key []byte) (child uint64, ok bool) {
-	if len(p) < pageHeaderSize {
-		return 0, false
-	}
-	n := int(binary.LittleEndian.Uint16(p[10:]))
-	if n == 0 || pageHeaderSize+n*elemSize > len(p) {
-		return 0, false
-	}
-	keyAt := func(i int) ([]byte, bool) {
-		e := pageHeaderSize + i*elemSize
-		pos, size := int64(binary.LittleEndian.Uint32(p[e:])), int64(binary.LittleEndian.Uint32(p[e+4:]))
-		if lo := int64(e) + pos; lo+size <= int64(len(p)) {
-			return p[lo : lo+size], true
-		}
-		return nil, false
-	}
-	sound := true
-	i := sort.Search(n, func(i int) bool {
-		k, ok := keyAt(i)
-		if !ok {
-			sound = false
-			return true
-		}
-		return bytes.Compare(k, key) > 0
-	})
-	if !sound {
+	i, n, ok := searchElems(p, false, key, true)
+	if !ok || n == 0 {
 		return 0, false
 	}
 	e := pageHeaderSize + max(0, i-1)*elemSize
 	return binary.LittleEndian.Uint64(p[e+8:]), true
+}
+
+// searchElems is the first of the n elements of page p (leaf elements when leaf, else
+// branch elements) whose key is greater than key (after) or at least key (!after), n when
+// none is; ok is false when p is shorter than its header and elements, or a key the
+// search reads does not lie in p.
+func searchElems(p []byte, leaf bool, key []byte, after bool) (i, n int, ok bool) {
+	if len(p) < pageHeaderSize {
+		return 0, 0, false
+	}
+	n = int(binary.LittleEndian.Uint16(p[10:]))
+	if pageHeaderSize+n*elemSize > len(p) {
+		return 0, 0, false
+	}
+	ok = true
+	i = sort.Search(n, func(i int) bool {
+		k, sound := elemKey(p, i, leaf)
+		if !sound {
+			ok = false
+			return true
+		}
+		c := bytes.Compare(k, key)
+		return c > 0 || !after && c == 0
+	})
+	return i, n, ok
+}
+
+// elemKey is the key of element i of page p (a leaf's or a branch's element layout); ok
+// is false when it does not lie in p.
+func elemKey(p []byte, i int, leaf bool) (k []byte, ok bool) {
+	e := pageHeaderSize + i*elemSize
+	at := e // a branch element: pos, ksize, child; a leaf's: flags, pos, ksize, vsize
+	if leaf {
+		at += 4
+	}
+	lo := int64(e) + int64(binary.LittleEndian.Uint32(p[at:]))
+	hi := lo + int64(binary.LittleEndian.Uint32(p[at+4:]))
+	if hi > int64(len(p)) {
+		return nil, false
+	}
+	return p[lo:hi], true
 }
