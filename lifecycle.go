@@ -130,10 +130,14 @@ func (rg *registry) ensureOpen(s *colState) error {
 
 // rlockOpen read-locks collection s with its indexes open, opening them (under the write
 // lock) when they are closed. A collection deleted meanwhile is ErrCollectionNotFound.
-func (rg *registry) rlockOpen(s *colState) (unlock func(), err error) {
+func (rg *registry) rlockOpen(s *colState) (unlock func(), err error) { return rg.rlockOpenOf(s, nil) }
+
+// rlockOpenOf is rlockOpen needing only the indexes of the kinds want accepts (nil: all):
+// the others may stay closed (a BM25 search at 21M x 768 does not load the vector index).
+func (rg *registry) rlockOpenOf(s *colState, want func(store.Kind) bool) (unlock func(), err error) {
 	m := rg.m
 	for {
-		unlock, err := s.rlockIfOpen()
+		unlock, err := s.rlockIfOpen(want)
 		if err != nil || unlock != nil {
 			return unlock, err
 		}
@@ -142,16 +146,18 @@ func (rg *registry) rlockOpen(s *colState) (unlock func(), err error) {
 		if err := func() error {
 			m.wmu.Lock()
 			defer m.wmu.Unlock()
-			return rg.ensureOpen(s)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return rg.openIndexesOf(s, want)
 		}(); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// rlockIfOpen read-locks s when its indexes are open and returns the unlock; (nil, nil)
-// when they are closed (s is left unlocked).
-func (s *colState) rlockIfOpen() (unlock func(), err error) {
+// rlockIfOpen read-locks s when its indexes of the kinds want accepts (nil: all) are open
+// and returns the unlock; (nil, nil) when they are closed (s is left unlocked).
+func (s *colState) rlockIfOpen(want func(store.Kind) bool) (unlock func(), err error) {
 	s.mu.RLock()
 	held := true
 	defer func() {
@@ -162,7 +168,7 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 	if s.deleted {
 		return nil, fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(s.Name))
 	}
-	if s.Indexes == nil {
+	if s.Indexes == nil || s.Closed(want) {
 		return nil, nil
 	}
 	s.lastUse.Store(time.Now().UnixNano())
@@ -173,20 +179,29 @@ func (s *colState) rlockIfOpen() (unlock func(), err error) {
 // openIndexes opens, catches up and verifies the derived indexes of s when they are closed,
 // then closes the least recently used collections beyond Options.MaxOpenCollections. The
 // caller holds s.mu for writing.
-func (rg *registry) openIndexes(s *colState) error {
+func (rg *registry) openIndexes(s *colState) error { return rg.openIndexesOf(s, nil) }
+
+// openIndexesOf is openIndexes for the kinds want accepts (nil: every kind, as a write
+// needs): a collection opened for some kinds opens the others when they are wanted.
+func (rg *registry) openIndexesOf(s *colState, want func(store.Kind) bool) error {
 	m := rg.m
 	if s.deleted {
 		return fmt.Errorf("%w: %s", ErrCollectionNotFound, store.ShowKey(s.Name))
 	}
 	s.lastUse.Store(time.Now().UnixNano())
 	if s.Indexes != nil {
-		return nil
+		if !s.Closed(want) {
+			return nil
+		}
+		// Opened for some kinds (a BM25 search): open the rest wanted now. Those open stay
+		// open when one fails.
+		return m.db.OpenIndexesOf(&s.Collection, nil, want)
 	}
 	if !colDirFits(s.Name) && !m.opts.ReadOnly { // (a read-only store indexes it in memory)
 		return fmt.Errorf("%w: %s is too long for its index directories (%d bytes escaped, file systems allow %d): it was created by an older version; read its documents and delete it",
 			ErrInvalidCollection, store.ShowKey(s.Name), len(url.PathEscape(s.Name)), nameMax)
 	}
-	if err := m.db.OpenIndexes(&s.Collection, m.dx.storeKinds(s)); err != nil {
+	if err := m.db.OpenIndexesOf(&s.Collection, m.dx.storeKinds(s), want); err != nil {
 		s.bm25, s.vec = nil, nil
 		return err
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
 	"github.com/agentmem/memory/internal/memtest"
+	"github.com/agentmem/memory/vectorstore"
 )
 
 // TestCollectionCap: creating one collection past Options.MaxCollections is
@@ -116,5 +118,130 @@ func TestIdleCollectionsClose(t *testing.T) {
 	}
 	if res, err := m.Collection("col00").Search(ctx, "cherry", WithMode(BM25)); err != nil || len(ids(res)) != 1 {
 		t.Fatalf("after upsert: %v %v", ids(res), err)
+	}
+}
+
+// TestBM25SearchOpensBM25Only: a BM25 search opens the collection's BM25 index alone (the
+// vector index and any other kind stay closed and unread), a search that needs the others
+// opens them, a write opens every kind first (so none misses it), and closing a collection
+// opened for BM25 only keeps its change log (an index not opened may still need it).
+func TestBM25SearchOpensBM25Only(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), withDerivedKind(toyKind)}
+	docs := []Document{{ID: "a", Text: "alpha fox"}, {ID: "b", Text: "beta dog"}, {ID: "c", Text: "gamma fox dog"}}
+	m := openT(t, dir, opts...)
+	if err := m.Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	want, err := m.Search(ctx, "fox", WithMode(BM25))
+	if err != nil || len(want) != 2 {
+		t.Fatalf("fox: %v %v", ids(want), err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	state := func(m *Memory) *colState {
+		t.Helper()
+		s, err := m.Collection("").state(false)
+		if err != nil || s == nil {
+			t.Fatalf("state: %v", err)
+		}
+		return s
+	}
+
+	toyLog = nil
+	m = openT(t, dir, opts...)
+	got, err := m.Search(ctx, "fox", WithMode(BM25))
+	if err != nil || !slices.Equal(ids(got), ids(want)) {
+		t.Fatalf("fox after reopen: %v %v, want %v", ids(got), err, ids(want))
+	}
+	s := state(m)
+	if s.bm25 == nil || s.vec != nil || !s.Closed(nil) || len(toyLog) != 0 {
+		t.Fatalf("after a BM25 search: bm25 %v, vectors %v, kinds left closed %v, toy index saw %q; want only BM25 open",
+			s.bm25 != nil, s.vec != nil, s.Closed(nil), toyLog)
+	}
+	// A dense search needs the vector index: it opens the kinds left closed.
+	if res, err := m.Search(ctx, "gamma fox dog", WithMode(Dense)); err != nil || len(res) == 0 || res[0].ID != "c" {
+		t.Fatalf("dense: %v %v", ids(res), err)
+	}
+	if s.vec == nil || s.Closed(nil) || len(toyLog) != len(docs) {
+		t.Fatalf("after a dense search: vectors %v, kinds left closed %v, toy index saw %q", s.vec != nil, s.Closed(nil), toyLog)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A write after a BM25 search opens the other kinds first: the toy index sees the
+	// stored documents (its open loads them), then the new one.
+	toyLog = nil
+	m = openT(t, dir, opts...)
+	if _, err := m.Search(ctx, "fox", WithMode(BM25)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Add(ctx, Document{ID: "d", Text: "delta fox"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(toyLog) != len(docs)+1 || toyLog[len(docs)] != "put d" {
+		t.Fatalf("toy index saw %q, want the %d stored documents, then put d", toyLog, len(docs))
+	}
+	if res, err := m.Search(ctx, "delta fox", WithMode(Dense)); err != nil || len(res) == 0 || res[0].ID != "d" {
+		t.Fatalf("dense after the write: %v %v", ids(res), err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The change log: collection "x" is closed while idle (MaxOpenCollections 1), which
+	// persists its indexes but keeps its log; a later store that opens it for a BM25
+	// search alone keeps the log too, one that opens every kind trims it on Close.
+	dir = t.TempDir()
+	one := func(o *Options) { o.MaxOpenCollections = 1 }
+	m = openT(t, dir, append(opts, one)...)
+	if err := m.Collection("x").Add(ctx, docs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Collection("y").Add(ctx, docs...); err != nil { // closes x
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	changes := func() int {
+		t.Helper()
+		m := openT(t, dir, append(opts, one)...)
+		s, err := m.Collection("x").state(false)
+		if err != nil || s == nil {
+			t.Fatalf("state: %v", err)
+		}
+		n := s.Changes
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	kept := changes()
+	if kept == 0 {
+		t.Fatal("an idle collection's change log was trimmed when it closed: the test needs it kept")
+	}
+	m = openT(t, dir, append(opts, one)...)
+	if res, err := m.Collection("x").Search(ctx, "fox", WithMode(BM25)); err != nil || len(res) != 2 {
+		t.Fatalf("x: %v %v", ids(res), err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := changes(); n != kept {
+		t.Fatalf("closing a collection opened for BM25 only left %d changes in its log, want %d", n, kept)
+	}
+	m = openT(t, dir, append(opts, one)...)
+	if _, err := m.Collection("x").Search(ctx, "fox"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := changes(); n != 0 {
+		t.Fatalf("closing a collection with every index open left %d changes in its log, want 0", n)
 	}
 }

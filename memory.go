@@ -450,13 +450,13 @@ func (rg *registry) closeCollection(c *colState) error {
 	m := rg.m
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	open := c.Indexes != nil
+	open := c.Indexes != nil && !c.Closed(nil)
 	if err := c.close(); err != nil || !open || m.tempDir || m.opts.ReadOnly {
 		return err
 	}
 	// Every derived index was caught up and is now persisted up to c.LastSeq: the change
-	// log is no longer needed. (A collection whose indexes were not opened keeps its log:
-	// they may lag behind it.)
+	// log is no longer needed. (A collection whose indexes were not all opened keeps its
+	// log: those not opened may lag behind it.)
 	return m.db.Trim(&c.Collection)
 }
 

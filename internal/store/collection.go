@@ -29,6 +29,7 @@ type Collection struct {
 	// apply); nil while closed (OpenIndexes opens them).
 	Indexes []Index
 	Kinds   []Kind
+	closed  []bool // kinds OpenIndexesOf left closed (nil: none)
 }
 
 // MaxChanges bounds the change log kept for index catch-up; past it the oldest half is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -68,21 +69,68 @@ type Kind struct {
 // OpenIndexes opens, catches up and verifies c's indexes of kinds (see OpenIndex), which
 // c keeps; on an error none stay open.
 func (db *DB) OpenIndexes(c *Collection, kinds []Kind) error {
-	indexes := make([]Index, 0, len(kinds))
-	for _, k := range kinds {
+	return db.OpenIndexesOf(c, kinds, nil)
+}
+
+// OpenIndexesOf is OpenIndexes for the kinds want accepts (nil: all of them): the others
+// stay closed, nil in Indexes, and Closed reports them, until a later call wants them. On
+// a collection whose indexes are partly open it opens the wanted ones still closed (kinds
+// is then ignored: c keeps its own); an error there leaves open what was. A closed index
+// misses the writes applied meanwhile (Apply skips it) and catches up from the change log
+// when it opens, so a caller that writes, or trims the log, opens every kind first.
+func (db *DB) OpenIndexesOf(c *Collection, kinds []Kind, want func(Kind) bool) error {
+	if want == nil {
+		want = func(Kind) bool { return true }
+	}
+	if c.Indexes == nil {
+		indexes, closed := make([]Index, len(kinds)), make([]bool, len(kinds))
+		for i, k := range kinds {
+			if !want(k) {
+				closed[i] = true
+				continue
+			}
+			ix, err := db.OpenIndex(c, k)
+			if err != nil {
+				for _, ix := range indexes {
+					if ix != nil {
+						Guard("close", ix.Close)
+					}
+				}
+				return err
+			}
+			indexes[i] = ix
+		}
+		c.Indexes, c.Kinds, c.closed = indexes, kinds, nil
+		if slices.Contains(closed, true) {
+			c.closed = closed
+		}
+		return nil
+	}
+	for i, k := range c.Kinds {
+		if i >= len(c.closed) || !c.closed[i] || !want(k) {
+			continue
+		}
 		ix, err := db.OpenIndex(c, k)
 		if err != nil {
-			for _, ix := range indexes {
-				if ix != nil {
-					Guard("close", ix.Close)
-				}
-			}
 			return err
 		}
-		indexes = append(indexes, ix)
+		c.Indexes[i], c.closed[i] = ix, false
 	}
-	c.Indexes, c.Kinds = indexes, kinds
+	if !slices.Contains(c.closed, true) {
+		c.closed = nil
+	}
 	return nil
+}
+
+// Closed reports whether c's indexes are open (Indexes not nil) with some kinds left
+// closed by OpenIndexesOf; want, when not nil, asks only about the kinds it accepts.
+func (c *Collection) Closed(want func(Kind) bool) bool {
+	for i, closed := range c.closed {
+		if closed && (want == nil || want(c.Kinds[i])) {
+			return true
+		}
+	}
+	return false
 }
 
 // CloseIndexes closes c's open indexes.
@@ -93,7 +141,7 @@ func (c *Collection) CloseIndexes() error {
 			errs = append(errs, Guard("close", ix.Close))
 		}
 	}
-	c.Indexes = nil
+	c.Indexes, c.closed = nil, nil
 	return errors.Join(errs...)
 }
 

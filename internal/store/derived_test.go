@@ -474,6 +474,52 @@ func TestOpenIndexesFailure(t *testing.T) {
 	}
 }
 
+// TestOpenIndexesOf: the kinds a call does not want stay closed (nil, reported by Closed)
+// and miss the writes applied meanwhile; a later call that wants them opens them caught up
+// from the change log; one that fails there leaves the open ones open.
+func TestOpenIndexesOf(t *testing.T) {
+	db := openTestDB(t)
+	c, _ := db.LoadCollection("c")
+	write(t, db, c, map[string]string{"a": "x"})
+	first, second := newFakeKind(t), newFakeKind(t)
+	kinds := []Kind{first.kind(), second.kind()}
+	kinds[1].Name = "second"
+	onlyFirst := func(k Kind) bool { return k.Name == "fake" }
+	if err := db.OpenIndexesOf(c, kinds, onlyFirst); err != nil {
+		t.Fatal(err)
+	}
+	if c.Indexes[0] == nil || c.Indexes[1] != nil || second.held != nil {
+		t.Fatalf("indexes %v: want the first open, the second never opened", c.Indexes)
+	}
+	if !c.Closed(nil) || c.Closed(onlyFirst) || !c.Closed(func(k Kind) bool { return k.Name == "second" }) {
+		t.Fatal("Closed does not report the second kind alone")
+	}
+	write(t, db, c, map[string]string{"b": "yy"}) // reaches the first only
+	if err := db.OpenIndexesOf(c, nil, onlyFirst); err != nil || c.Indexes[1] != nil {
+		t.Fatalf("a call wanting what is open opened more: %v %v", err, c.Indexes)
+	}
+	boom := errors.New("cannot open")
+	saved := c.Kinds[1]
+	c.Kinds[1] = Kind{Name: "second", Open: func(string) (Index, error) { return nil, boom }}
+	if err := db.OpenIndexesOf(c, nil, nil); !errors.Is(err, boom) {
+		t.Fatalf("opening a broken kind: %v", err)
+	}
+	if c.Indexes[0] == nil || first.held.closed || !c.Closed(nil) {
+		t.Fatal("a failed open of the second kind closed the first or marked the second open")
+	}
+	c.Kinds[1] = saved
+	if err := db.OpenIndexesOf(c, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c.Closed(nil) || c.Indexes[1] == nil || len(second.held.ids) != 2 || second.held.seq != c.LastSeq {
+		t.Fatalf("the second kind opened with %v at seq %d (store at %d): want both documents, caught up",
+			second.held.ids, second.held.seq, c.LastSeq)
+	}
+	if err := c.CloseIndexes(); err != nil || c.Indexes != nil || c.Closed(nil) {
+		t.Fatalf("close: %v", err)
+	}
+}
+
 // TestRebuildIndexFailures: an index whose rebuild fails (Apply errs or panics) or whose
 // rebuilt state does not verify is closed and the error names the collection and kind.
 func TestRebuildIndexFailures(t *testing.T) {
