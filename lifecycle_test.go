@@ -121,11 +121,12 @@ func TestIdleCollectionsClose(t *testing.T) {
 	}
 }
 
-// TestBM25SearchOpensBM25Only: a BM25 search opens the collection's BM25 index alone (the
-// vector index and any other kind stay closed and unread), a search that needs the others
-// opens them, a write opens every kind first (so none misses it), and closing a collection
-// opened for BM25 only keeps its change log (an index not opened may still need it).
-func TestBM25SearchOpensBM25Only(t *testing.T) {
+// TestSearchOpensTheIndexesItNeeds: a BM25 search opens the collection's BM25 index alone
+// (the vector index and any other kind stay closed and unread), a dense search without
+// filters the vector index alone, a hybrid search every kind; a write opens every kind first
+// (so none misses it), and closing a collection opened for some kinds keeps its change log
+// (an index not opened may still need it).
+func TestSearchOpensTheIndexesItNeeds(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(64)), withDerivedKind(toyKind)}
@@ -161,12 +162,42 @@ func TestBM25SearchOpensBM25Only(t *testing.T) {
 		t.Fatalf("after a BM25 search: bm25 %v, vectors %v, kinds left closed %v, toy index saw %q; want only BM25 open",
 			s.bm25 != nil, s.vec != nil, s.Closed(nil), toyLog)
 	}
-	// A dense search needs the vector index: it opens the kinds left closed.
-	if res, err := m.Search(ctx, "gamma fox dog", WithMode(Dense)); err != nil || len(res) == 0 || res[0].ID != "c" {
-		t.Fatalf("dense: %v %v", ids(res), err)
+	// A dense search needs the vector index: it opens it, and leaves the toy kind closed.
+	dense, err := m.Search(ctx, "gamma fox dog", WithMode(Dense))
+	if err != nil || len(dense) == 0 || dense[0].ID != "c" {
+		t.Fatalf("dense: %v %v", ids(dense), err)
 	}
-	if s.vec == nil || s.Closed(nil) || len(toyLog) != len(docs) {
-		t.Fatalf("after a dense search: vectors %v, kinds left closed %v, toy index saw %q", s.vec != nil, s.Closed(nil), toyLog)
+	if s.vec == nil || s.bm25 == nil || !s.Closed(nil) || len(toyLog) != 0 {
+		t.Fatalf("after a dense search: bm25 %v, vectors %v, kinds left closed %v, toy index saw %q", s.bm25 != nil, s.vec != nil, s.Closed(nil), toyLog)
+	}
+	// A hybrid search opens every kind.
+	if res, err := m.Search(ctx, "fox"); err != nil || len(res) == 0 {
+		t.Fatalf("hybrid: %v %v", ids(res), err)
+	}
+	if s.Closed(nil) || len(toyLog) != len(docs) {
+		t.Fatalf("after a hybrid search: kinds left closed %v, toy index saw %q", s.Closed(nil), toyLog)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A dense search without filters opens the vector index alone, with the same results;
+	// one with a Where needs the BM25 index's metadata terms too.
+	toyLog = nil
+	m = openT(t, dir, opts...)
+	got, err = m.Search(ctx, "gamma fox dog", WithMode(Dense))
+	if err != nil || !slices.Equal(ids(got), ids(dense)) {
+		t.Fatalf("dense after reopen: %v %v, want %v", ids(got), err, ids(dense))
+	}
+	s = state(m)
+	if s.bm25 != nil || s.vec == nil || len(toyLog) != 0 {
+		t.Fatalf("after a dense search: bm25 %v, vectors %v, toy index saw %q; want only the vectors open", s.bm25 != nil, s.vec != nil, toyLog)
+	}
+	if _, err := m.Search(ctx, "gamma fox dog", WithMode(Dense), WithWhere(Where{"n": 1})); err != nil {
+		t.Fatal(err)
+	}
+	if s.bm25 == nil {
+		t.Fatal("a filtered dense search left the BM25 index closed")
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

@@ -205,7 +205,7 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 	where docfilter.Compiled, whereDoc docfilter.Pred, so SearchOptions, st *SearchStats) ([]candidate, error) {
 	m := sr.m
 	// ErrCollectionNotFound when deleted since it was looked up
-	unlock, err := m.reg.rlockOpenOf(s, searchKinds(mode, so))
+	unlock, err := m.reg.rlockOpenOf(s, searchKinds(mode, so, where.Pred != nil || whereDoc != nil))
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +262,17 @@ func (sr searcher) retrieve(ctx context.Context, s *colState, col, query string,
 
 // searchKinds are the derived indexes a search in mode needs open (nil: all): a BM25
 // search without a query vector needs the BM25 index alone, and leaves the vector index
-// closed (at 21M x 768 its load was most of a BM25 search's open, 1.1 of 1.3 s).
-func searchKinds(mode Mode, so SearchOptions) func(store.Kind) bool {
-	if mode != BM25 || so.QueryVector != nil {
-		return nil
+// closed (at 21M x 768 its load was most of a BM25 search's open, 1.1 of 1.3 s); a dense
+// search without filters (filtered: a Where or WhereDocument, which the BM25 index's terms
+// or the store's records answer) needs the vector index alone.
+func searchKinds(mode Mode, so SearchOptions, filtered bool) func(store.Kind) bool {
+	switch {
+	case mode == BM25 && so.QueryVector == nil:
+		return func(k store.Kind) bool { return k.Name == bm25Dir }
+	case mode == Dense && !filtered:
+		return func(k store.Kind) bool { return k.Name == vecDir }
 	}
-	return func(k store.Kind) bool { return k.Name == bm25Dir }
+	return nil
 }
 
 // filterScope evaluates the filters once for every retriever, before ranking. A Where
