@@ -183,7 +183,7 @@ type DiskIndex struct {
 	scale []float32
 
 	centroids []float32                 // nlist x dim (nil: no lists, or not trained yet)
-	lists     [][]int32                 // the segment ordinals of each list
+	lists     []diskList                // the segment ordinals of each list
 	packs     atomic.Pointer[diskPacks] // lists' codes in list order, packed on first probe
 
 	tailVecs []float32        // rows n0.. in memory
@@ -1088,7 +1088,7 @@ func (x *DiskIndex) prepCodes(q []float32, k int, acc diskAccept, mode DiskMode,
 		rows += r.hi - r.lo
 	}
 	for _, c := range cq.probed {
-		rows += len(x.lists[c])
+		rows += x.lists[c].len()
 	}
 	if pf > 0 && int64(cq.c)*int64(pf) < int64(rows)/2 {
 		cq.qcode = make([]uint64, x.codeWords())
@@ -1191,7 +1191,7 @@ func (x *DiskIndex) scanList(cq *codeQuery, c int32, h *topk.Heap[int32]) error 
 	}
 	if p != nil {
 		for _, pc := range p.pieces {
-			x.scanCodes(cq, len(pc.ords), pc.ords, 0, pc.b1, pc.i8, h)
+			x.scanCodes(cq, pc.n, pc.ords, pc.base, pc.b1, pc.i8, h)
 		}
 		return nil
 	}
@@ -1200,7 +1200,7 @@ func (x *DiskIndex) scanList(cq *codeQuery, c int32, h *topk.Heap[int32]) error 
 	if cq.mode == DiskBinary {
 		codeFile = diskB1
 	}
-	for _, o := range x.lists[c] {
+	for o := range x.lists[c].all() {
 		s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
 		if err := x.codeAt(s, codeFile, j); err != nil {
 			return err
@@ -1336,8 +1336,8 @@ func (x *DiskIndex) searchCodesBatch(ctx context.Context, qs [][]float32, k int,
 		}
 		W, d := x.codeWords(), x.dim
 		for _, pc := range p.pieces {
-			for lo := 0; lo < len(pc.ords); lo += diskBatchBlock {
-				hi := min(lo+diskBatchBlock, len(pc.ords))
+			for lo := 0; lo < pc.n; lo += diskBatchBlock {
+				hi := min(lo+diskBatchBlock, pc.n)
 				var b1 []uint64
 				var i8 []int8
 				if mode == DiskBinary {
@@ -1345,8 +1345,12 @@ func (x *DiskIndex) searchCodesBatch(ctx context.Context, qs [][]float32, k int,
 				} else {
 					i8 = pc.i8[lo*d : hi*d]
 				}
+				ords := pc.ords
+				if ords != nil {
+					ords = ords[lo:hi]
+				}
 				for _, qi := range byList[c] {
-					x.scanCodes(cqs[qi], hi-lo, pc.ords[lo:hi], 0, b1, i8, &hw[qi])
+					x.scanCodes(cqs[qi], hi-lo, ords, pc.base+int32(lo), b1, i8, &hw[qi])
 				}
 			}
 		}

@@ -355,6 +355,10 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 	if p != nil {
 		var dist [hammingBlock]int32
 		for _, pc := range p.pieces {
+			if pc.ords == nil {
+				sampleCodes(pc.b1[:pc.n*W], pc.base, qc, h)
+				continue
+			}
 			if n := len(pc.ords); n > 0 && int(pc.ords[n-1]-pc.ords[0]) == n-1 { // ascending: consecutive ordinals
 				sampleCodes(pc.b1[:n*W], pc.ords[0], qc, h)
 				continue
@@ -377,7 +381,7 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 		}
 		return nil
 	}
-	for _, o := range x.lists[c] {
+	for o := range x.lists[c].all() {
 		if !hammingSampled(o) {
 			continue
 		}

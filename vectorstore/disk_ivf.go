@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -141,13 +143,43 @@ func (x *DiskIndex) loadCentroids(fm diskFileMeta) error {
 	return nil
 }
 
+// diskList is one inverted list's rows, ascending: a run of consecutive ordinals
+// [lo, lo+n) (the rows a load found written in list order, OrderLists), then ords (rows
+// not in list order, or added after). A run costs nothing to hold: at 21M rows the
+// ordinals of every list took 84 MB, and writing them a third of the index's open.
+type diskList struct {
+	lo, n int32
+	ords  []int32
+}
+
+// len is the number of rows in l.
+func (l *diskList) len() int { return int(l.n) + len(l.ords) }
+
+// all yields l's ordinals in ascending order.
+func (l *diskList) all() iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		for o := l.lo; o < l.lo+l.n; o++ {
+			if !yield(o) {
+				return
+			}
+		}
+		for _, o := range l.ords {
+			if !yield(o) {
+				return
+			}
+		}
+	}
+}
+
 // addToLists appends ordinals [lo, hi) (in segments) to their lists (and drops the
-// lists' packed codes). It counts each list's new rows first and grows each list once:
-// at 21M rows, appending row by row copied the lists about twice over as they doubled
-// (half of an open's time). Lists made here (the first call) share one array, each
-// capped at its own end, so a later append to one moves that list alone.
+// lists' packed codes). It counts each list's new rows first and grows each list once
+// (appending row by row copied the lists about twice over as they doubled). Lists made
+// here (the first call) are runs when the rows lie in list order (each list's rows
+// consecutive: an index written by OrderLists), else they share one array of ordinals,
+// each list capped at its own end, so a later append to one moves that list alone.
 func (x *DiskIndex) addToLists(lo, hi int) error {
 	counts := make([]int, x.nlist)
+	ordered, prev := true, uint32(0)
 	for o := lo; o < hi; {
 		s := x.segs[o/x.segRows]
 		start := o % x.segRows
@@ -160,22 +192,32 @@ func (x *DiskIndex) addToLists(lo, hi int) error {
 				return x.corrupt("%s: list %d of %d", s.meta.IVL.Name, c, x.nlist)
 			}
 			counts[c]++
+			ordered = ordered && c >= prev
+			prev = c
 		}
 		o += end - start
 	}
 	x.dropPacks()
 	if x.lists == nil {
-		x.lists = make([][]int32, x.nlist)
+		x.lists = make([]diskList, x.nlist)
+		if ordered && hi-lo <= math.MaxInt32 {
+			at := int32(lo)
+			for c, k := range counts {
+				x.lists[c] = diskList{lo: at, n: int32(k)}
+				at += int32(k)
+			}
+			return nil
+		}
 		all := make([]int32, hi-lo)
 		off := 0
 		for c, k := range counts {
-			x.lists[c] = all[off : off : off+k]
+			x.lists[c].ords = all[off : off : off+k]
 			off += k
 		}
 	} else {
 		for c, k := range counts {
 			if k > 0 {
-				x.lists[c] = slices.Grow(x.lists[c], k)
+				x.lists[c].ords = slices.Grow(x.lists[c].ords, k)
 			}
 		}
 	}
@@ -184,7 +226,7 @@ func (x *DiskIndex) addToLists(lo, hi int) error {
 		start := o % x.segRows
 		end := min(len(s.ivl), start+hi-o)
 		for i, c := range s.ivl[start:end] {
-			x.lists[c] = append(x.lists[c], int32(o+i))
+			x.lists[c].ords = append(x.lists[c].ords, int32(o+i))
 		}
 		o += end - start
 	}
@@ -223,15 +265,25 @@ var diskPackBudget int64 = 1 << 30
 // where the list's rows lie in runs of consecutive ordinals (an index written in list
 // order, OrderLists), views of the segments' own codes, read in place.
 type diskPack struct {
-	n      int // the list's rows when it was packed (len(x.lists[c]))
+	n      int // the list's rows when it was packed (x.lists[c].len())
 	pieces []diskPiece
 }
 
-// diskPiece holds the codes of ords[i] at i.
+// diskPiece holds the codes of n rows: row i's ordinal is ords[i] (ords nil: base+i).
 type diskPiece struct {
+	n    int
+	base int32
 	ords []int32
 	b1   []uint64 // binary codes, codeWords() words a row
 	i8   []int8   // int8 codes, dim a row
+}
+
+// at is the ordinal of the piece's row i.
+func (pc *diskPiece) at(i int) int32 {
+	if pc.ords == nil {
+		return pc.base + int32(i)
+	}
+	return pc.ords[i]
 }
 
 // diskViewRun is the mean run of consecutive ordinals from which a list's codes are read
@@ -249,11 +301,11 @@ type diskPacks struct {
 // write lock.
 func (x *DiskIndex) dropPacks() { x.packs.Store(nil) }
 
-// pack returns list c's codes for mode in list order: views of the segments when its
-// rows lie in runs of consecutive ordinals, else a copy made on first use while the
-// budget allows (nil: scan the segments row by row), each code's blocks checked first.
-// Under the read lock: concurrent searches may pack the same list twice, and keep either
-// copy.
+// pack returns list c's codes for mode in list order: views of the segments where its
+// rows lie in runs of consecutive ordinals (its run, and its other rows when their runs
+// are long), else a copy of its other rows made on first use while the budget allows
+// (nil: scan the segments row by row), each code's blocks checked first. Under the read
+// lock: concurrent searches may pack the same list twice, and keep either copy.
 func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 	ps := x.packs.Load()
 	if ps == nil {
@@ -265,8 +317,8 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 	if ps == nil || ps.mode != mode || len(ps.lists) != len(x.lists) {
 		return nil, nil // another mode's packs: this search scans the segments
 	}
-	ords := x.lists[c]
-	if p := ps.lists[c].Load(); p != nil && p.n == len(ords) {
+	l := &x.lists[c]
+	if p := ps.lists[c].Load(); p != nil && p.n == l.len() {
 		return p, nil
 	}
 	W, d := x.codeWords(), x.dim
@@ -274,23 +326,46 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 	if mode == DiskInt8 {
 		k, rowBytes = diskI8, d
 	}
+	// view is a piece reading rows [j0, j1) of segment s in place, the first of them
+	// ordinal base (ords nil) or ords.
+	view := func(s *diskSeg, j0, j1 int, base int32, ords []int32) (diskPiece, error) {
+		if err := x.checkRange(s, k, j0*rowBytes, j1*rowBytes); err != nil {
+			return diskPiece{}, err
+		}
+		pc := diskPiece{n: j1 - j0, base: base, ords: ords}
+		if mode == DiskBinary {
+			pc.b1 = s.b1[j0*W : j1*W : j1*W]
+		} else {
+			pc.i8 = s.i8[j0*d : j1*d : j1*d]
+		}
+		return pc, nil
+	}
+	p := &diskPack{n: l.len()}
+	for o, end := int(l.lo), int(l.lo)+int(l.n); o < end; { // the run, a piece a segment
+		s, j0 := x.segs[o/x.segRows], o%x.segRows
+		j1 := min(x.segRows, j0+end-o)
+		pc, err := view(s, j0, j1, int32(o), nil)
+		if err != nil {
+			return nil, err
+		}
+		p.pieces = append(p.pieces, pc)
+		o += j1 - j0
+	}
+	ords := l.ords
+	if len(ords) == 0 {
+		ps.lists[c].Store(p)
+		return p, nil
+	}
 	if runs := x.ordinalRuns(ords); runs > 0 && len(ords) >= diskViewRun*runs {
-		p := &diskPack{n: len(ords), pieces: make([]diskPiece, 0, runs)}
 		for i := 0; i < len(ords); {
 			s, j0 := x.segs[int(ords[i])/x.segRows], int(ords[i])%x.segRows
 			e := i + 1
 			for e < len(ords) && ords[e] == ords[e-1]+1 && int(ords[e])%x.segRows != 0 {
 				e++
 			}
-			j1 := j0 + e - i
-			if err := x.checkRange(s, k, j0*rowBytes, j1*rowBytes); err != nil {
+			pc, err := view(s, j0, j0+e-i, 0, ords[i:e:e])
+			if err != nil {
 				return nil, err
-			}
-			pc := diskPiece{ords: ords[i:e:e]}
-			if mode == DiskBinary {
-				pc.b1 = s.b1[j0*W : j1*W : j1*W]
-			} else {
-				pc.i8 = s.i8[j0*d : j1*d : j1*d]
 			}
 			p.pieces = append(p.pieces, pc)
 			i = e
@@ -306,7 +381,7 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 		ps.bytes.Add(-size)
 		return nil, nil
 	}
-	pc := diskPiece{ords: ords}
+	pc := diskPiece{n: len(ords), ords: ords}
 	fail := func(err error) (*diskPack, error) {
 		ps.bytes.Add(-size)
 		return nil, err
@@ -330,7 +405,7 @@ func (x *DiskIndex) pack(c int32, mode DiskMode) (*diskPack, error) {
 			copy(pc.i8[i*d:(i+1)*d], s.i8[j*d:(j+1)*d])
 		}
 	}
-	p := &diskPack{n: len(ords), pieces: []diskPiece{pc}}
+	p.pieces = append(p.pieces, pc)
 	ps.lists[c].Store(p)
 	return p, nil
 }
@@ -388,7 +463,10 @@ func (x *DiskIndex) listOrder(order []int32) []int32 {
 func (x *DiskIndex) listsInOrder() bool {
 	runs := 0
 	for _, l := range x.lists {
-		runs += x.ordinalRuns(l)
+		if l.n > 0 {
+			runs++
+		}
+		runs += x.ordinalRuns(l.ords)
 	}
 	return runs <= len(x.lists)+len(x.segs)
 }

@@ -286,7 +286,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 		within := func(d int) int {
 			c := 0
 			for _, l := range probed {
-				for _, o := range x.lists[l] {
+				for o := range x.lists[l].all() {
 					if hammingSampled(o) && hamming(qc, codeOf(o)) <= d {
 						c++
 					}
@@ -296,7 +296,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 		}
 		rows := 0
 		for _, l := range probed {
-			rows += len(x.lists[l])
+			rows += x.lists[l].len()
 		}
 		for _, pf := range []int{1, 2} {
 			keep := k * os * pf
@@ -354,7 +354,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 			if err := x.sampleList(l, qc, got); err != nil {
 				t.Fatal(err)
 			}
-			for _, o := range x.lists[l] {
+			for o := range x.lists[l].all() {
 				if hammingSampled(o) {
 					want[hamming(qc, codeOf(o))]++
 				}
@@ -367,7 +367,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 				t.Fatalf("list %d: pack %v %v", l, p, err)
 			}
 			for _, pc := range p.pieces {
-				if n := len(pc.ords); n > 1 && int(pc.ords[n-1]-pc.ords[0]) == n-1 {
+				if n := pc.n; n > 1 && int(pc.at(n-1)-pc.at(0)) == n-1 {
 					runs++
 				}
 			}

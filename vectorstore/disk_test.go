@@ -893,7 +893,7 @@ func TestDiskOrderLists(t *testing.T) {
 					continue
 				}
 				for _, pc := range pk.pieces {
-					o := pc.ords[0]
+					o := pc.at(0)
 					s, j := x.segs[int(o)/x.segRows], int(o)%x.segRows
 					if W := x.codeWords(); &pc.b1[0] != &s.b1[j*W] {
 						t.Fatalf("list %d: a copy of its codes, not a view", c)
@@ -946,5 +946,120 @@ func TestDiskOrderLists(t *testing.T) {
 				t.Fatalf("read-only OrderLists: %v, generation %d", err, x.meta.Gen)
 			}
 		})
+	}
+}
+
+// TestDiskListRuns: an index whose rows lie in list order (OrderLists) loads each list as
+// a run of ordinals, holding none of them; rows written to segments after it join their
+// lists as ordinals beside the run; an index reopened with its rows out of list order
+// loads ordinals only. Every form answers with the same scores.
+func TestDiskListRuns(t *testing.T) {
+	ctx := context.Background()
+	const n, more, d, nq, k, nlist = 3000, 700, 32, 30, 10, 16
+	smallDiskWrites(t, 200)
+	rng := rand.New(rand.NewPCG(21, 22))
+	all := diskClustered(rng, n+more+nq, d, 40, 0.5)
+	vecs, qs := all[:n+more], all[n+more:]
+	ids := vectest.IDs(n + more)
+	cfg := IndexConfig{Dim: d, Dir: t.TempDir(), Params: map[string]int{"quant": DiskQuantBinary, "segrows": 500, "nlist": nlist}}
+	x := openDisk(t, cfg)
+	defer func() { x.Close() }()
+	add := func(lo, hi int, seq uint64) {
+		t.Helper()
+		if err := x.Add(ctx, ids[lo:hi], vecs[lo:hi]); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Commit(seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(0, n, 1)
+	// Every list probed, every candidate rescored: the scores are the exact top k, whatever
+	// order the rows are kept in.
+	o := DiskSearchOptions{Mode: DiskBinary, NProbe: nlist, Oversample: 1000}
+	scores := func() [][]float64 {
+		t.Helper()
+		hits, err := x.SearchBatchWith(ctx, qs, k, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := x.SearchWith(ctx, qs[0], k, nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([][]float64, len(hits))
+		for i, hs := range hits {
+			for j, h := range hs {
+				out[i] = append(out[i], h.Score)
+				if i == 0 && (j >= len(one) || one[j].Score != h.Score) {
+					t.Fatalf("a search alone and in a batch disagree: %v vs %v", one, hs)
+				}
+			}
+		}
+		return out
+	}
+	forms := func() (runs, rows int) {
+		for _, l := range x.lists {
+			if l.n > 0 {
+				runs++
+			}
+			rows += len(l.ords)
+		}
+		return runs, rows
+	}
+	reopen := func() {
+		t.Helper()
+		if err := x.Close(); err != nil {
+			t.Fatal(err)
+		}
+		x = openDisk(t, cfg)
+	}
+	if runs, _ := forms(); runs != 0 {
+		t.Fatalf("rows added as they came: %d lists held as runs", runs)
+	}
+	want := scores() // lists of ordinals, the rows as they came
+	if err := x.OrderLists(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reopen()
+	if runs, rows := forms(); runs == 0 || rows != 0 {
+		t.Fatalf("reopened in list order: %d lists held as runs, %d ordinals held; want runs only", runs, rows)
+	}
+	if got := scores(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("lists as runs: scores\n%v\nwant\n%v", got, want)
+	}
+	// Rows added after it: into segments (smallDiskWrites), beside the runs.
+	add(n, n+more, 2)
+	if len(x.tailIDs) >= more {
+		t.Fatalf("%d of %d new rows still in memory", len(x.tailIDs), more)
+	}
+	runs, rows := forms()
+	if runs == 0 || rows == 0 {
+		t.Fatalf("after adding rows: %d runs, %d ordinals; want both", runs, rows)
+	}
+	if got := x.lists[0].len(); got != int(x.lists[0].n)+len(x.lists[0].ords) {
+		t.Fatalf("list 0: len %d", got)
+	}
+	total := 0
+	for c := range x.lists {
+		prev := int32(-1)
+		for o := range x.lists[c].all() {
+			if o <= prev {
+				t.Fatalf("list %d: ordinal %d after %d", c, o, prev)
+			}
+			prev = o
+			total++
+		}
+	}
+	if total != x.n0 {
+		t.Fatalf("the lists hold %d rows, the segments %d", total, x.n0)
+	}
+	want = scores()
+	reopen() // rows no longer in list order: ordinals only
+	if runs, rows := forms(); runs != 0 || rows != x.n0 {
+		t.Fatalf("reopened out of list order: %d runs, %d of %d ordinals", runs, rows, x.n0)
+	}
+	if got := scores(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("lists as ordinals: scores\n%v\nwant\n%v", got, want)
 	}
 }
