@@ -289,8 +289,9 @@ func (ck checker) checkCollection(s *colState, repair bool) ([]IndexCheck, error
 }
 
 // checkAllOnDisk checks every kind of index of s as it is on disk, before opening catches
-// it up or rebuilds it; nothing when the indexes are open already (only writers open
-// them, and the caller holds the writer lock). One entry per kind, in Memory.kinds order.
+// it up or rebuilds it; nothing for the kinds open already (opened by a write, which the
+// caller's writer lock keeps out, or by a search, which caught them up). One entry per
+// kind, in Memory.kinds order.
 func (ck checker) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 	m := ck.m
 	kinds := m.dx.kinds()
@@ -300,13 +301,14 @@ func (ck checker) checkAllOnDisk(s *colState, ids []string) []IndexCheck {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Indexes != nil {
-		return checks
-	}
+	bm, vec := s.bm25, s.vec // those of the kinds open (a search's): kept
 	for i, k := range kinds {
+		if s.Indexes != nil && !s.Closed(func(sk store.Kind) bool { return sk.Name == k.name }) {
+			continue
+		}
 		ck.checkOnDisk(s, k, ids, &checks[i])
 	}
-	s.bm25, s.vec = nil, nil // set by the kinds' open, closed again
+	s.bm25, s.vec = bm, vec // set by the kinds' open, closed again
 	return checks
 }
 

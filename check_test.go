@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -286,6 +287,51 @@ func TestCheckConcurrentWrites(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A check after a BM25 search, which opened the BM25 index alone, still checks the vector
+// index (a disk index, its metadata damaged: a writable open rebuilds it) as it is on
+// disk, and reports what the check of a store not searched reports.
+func TestCheckAfterBM25Search(t *testing.T) {
+	opts := []Option{WithEmbedder(vectorstore.NewHashEmbedder(16)), WithIndex(vectorstore.IndexConfig{Backend: "disk"})}
+	for _, searched := range []bool{false, true} {
+		dir := t.TempDir()
+		m := openT(t, dir, opts...)
+		for i := range 50 {
+			if err := m.Add(bg, Document{ID: fmt.Sprintf("d%03d", i), Text: fmt.Sprintf("document %d marker%d", i, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		meta := filepath.Join(dir, vecDir, DefaultCollection, "disk.json")
+		b, err := os.ReadFile(meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 0x20
+		if err := os.WriteFile(meta, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m = openT(t, dir, opts...)
+		if searched {
+			if res, err := m.Search(bg, "marker7", WithMode(BM25), TopK(1)); err != nil || len(res) != 1 {
+				t.Fatalf("search: %v %v", ids(res), err)
+			}
+		}
+		rep, err := m.Check(bg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := find(t, rep, DefaultCollection, vecDir)
+		if len(v.Problems) == 0 || !v.Repaired || v.Count != 50 {
+			t.Fatalf("searched %v: the deleted vector index: %s", searched, v)
+		}
+		if b := find(t, rep, DefaultCollection, bm25Dir); len(b.Problems) != 0 {
+			t.Fatalf("searched %v: bm25: %s", searched, b)
 		}
 	}
 }
