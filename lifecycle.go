@@ -194,8 +194,16 @@ func (rg *registry) openIndexesOf(s *colState, want func(store.Kind) bool) error
 			return nil
 		}
 		// Opened for some kinds (a BM25 search): open the rest wanted now. Those open stay
-		// open when one fails.
-		return m.db.OpenIndexesOf(&s.Collection, nil, want)
+		// open when one fails; the search fields of one that failed are cleared (its open
+		// may have set them before its catch-up or rebuild failed and closed it).
+		err := m.db.OpenIndexesOf(&s.Collection, nil, want)
+		if s.Closed(func(k store.Kind) bool { return k.Name == bm25Dir }) {
+			s.bm25 = nil
+		}
+		if s.Closed(func(k store.Kind) bool { return k.Name == vecDir }) {
+			s.vec = nil
+		}
+		return err
 	}
 	if !colDirFits(s.Name) && !m.opts.ReadOnly { // (a read-only store indexes it in memory)
 		return fmt.Errorf("%w: %s is too long for its index directories (%d bytes escaped, file systems allow %d): it was created by an older version; read its documents and delete it",
