@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -274,5 +275,45 @@ func TestSearchOpensTheIndexesItNeeds(t *testing.T) {
 	}
 	if n := changes(); n != 0 {
 		t.Fatalf("closing a collection with every index open left %d changes in its log, want 0", n)
+	}
+}
+
+// TestLaterOpenFails: when the vector index, left closed by a BM25 search, cannot be
+// opened or rebuilt (its files gone, a stored vector damaged), the dense search fails with
+// ErrCorrupt, the BM25 index stays open and answering, and the collection keeps no closed
+// vector index in its search field.
+func TestLaterOpenFails(t *testing.T) {
+	dir := t.TempDir()
+	buildVecDamageStore(t, dir)
+	db := filepath.Join(dir, dbName)
+	e := locateElem(t, db, [][]byte{bkCols, []byte(DefaultCollection), bkVecs}, []byte("d0005"))
+	raw, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[e.val+4] ^= 0x10
+	if err := os.WriteFile(db, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, vecDir, DefaultCollection, "disk.json")); err != nil {
+		t.Fatal(err)
+	}
+	m := openT(t, dir, vecDamageOptions()...)
+	if res, err := m.Search(bg, "document 150", WithMode(BM25), TopK(3)); err != nil || len(res) == 0 {
+		t.Fatalf("bm25: %v %v", ids(res), err)
+	}
+	_, err = m.Search(bg, "document 150", WithMode(Dense), TopK(3))
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("dense search over a vector index that cannot be rebuilt: %v, want ErrCorrupt", err)
+	}
+	s, err := m.Collection("").state(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.vec != nil || s.bm25 == nil || !s.Closed(nil) {
+		t.Fatalf("after the failed open: vectors field set %v, bm25 %v, kinds closed %v", s.vec != nil, s.bm25 != nil, s.Closed(nil))
+	}
+	if res, err := m.Search(bg, "document 150", WithMode(BM25), TopK(3)); err != nil || len(res) == 0 {
+		t.Fatalf("bm25 after the failed open: %v %v", ids(res), err)
 	}
 }
