@@ -355,12 +355,8 @@ func (x *DiskIndex) sampleList(c int32, qc []uint64, h []int) error {
 	if p != nil {
 		var dist [hammingBlock]int32
 		for _, pc := range p.pieces {
-			if pc.ords == nil {
-				sampleCodes(pc.b1[:pc.n*W], pc.base, qc, h)
-				continue
-			}
-			if n := len(pc.ords); n > 0 && int(pc.ords[n-1]-pc.ords[0]) == n-1 { // ascending: consecutive ordinals
-				sampleCodes(pc.b1[:n*W], pc.ords[0], qc, h)
+			if n := pc.n; n > 0 && int(pc.at(n-1)-pc.at(0)) == n-1 { // ascending: consecutive ordinals (a run)
+				sampleCodes(pc.b1[:n*W], pc.at(0), qc, h)
 				continue
 			}
 			for r := 0; r < len(pc.ords); {

@@ -180,22 +180,18 @@ func (l *diskList) all() iter.Seq[int32] {
 func (x *DiskIndex) addToLists(lo, hi int) error {
 	counts := make([]int, x.nlist)
 	ordered, prev := true, uint32(0)
-	for o := lo; o < hi; {
-		s := x.segs[o/x.segRows]
-		start := o % x.segRows
-		end := min(len(s.ivl), start+hi-o)
-		if end <= start {
-			return x.corrupt("%s: %d list numbers, row %d asked for", s.meta.IVL.Name, len(s.ivl), start)
-		}
-		for _, c := range s.ivl[start:end] {
+	if err := x.eachListNumbers(lo, hi, func(_ int, cs []uint32, name string) error {
+		for _, c := range cs {
 			if int(c) >= x.nlist {
-				return x.corrupt("%s: list %d of %d", s.meta.IVL.Name, c, x.nlist)
+				return x.corrupt("%s: list %d of %d", name, c, x.nlist)
 			}
 			counts[c]++
 			ordered = ordered && c >= prev
 			prev = c
 		}
-		o += end - start
+		return nil
+	}); err != nil {
+		return err
 	}
 	x.dropPacks()
 	if x.lists == nil {
@@ -221,12 +217,26 @@ func (x *DiskIndex) addToLists(lo, hi int) error {
 			}
 		}
 	}
+	return x.eachListNumbers(lo, hi, func(o int, cs []uint32, _ string) error {
+		for i, c := range cs {
+			x.lists[c].ords = append(x.lists[c].ords, int32(o+i))
+		}
+		return nil
+	})
+}
+
+// eachListNumbers calls f with the list numbers of ordinals [lo, hi) (in segments), a
+// segment's share at a time: cs[i] is ordinal o+i's list, name the segment's file of them.
+func (x *DiskIndex) eachListNumbers(lo, hi int, f func(o int, cs []uint32, name string) error) error {
 	for o := lo; o < hi; {
 		s := x.segs[o/x.segRows]
 		start := o % x.segRows
 		end := min(len(s.ivl), start+hi-o)
-		for i, c := range s.ivl[start:end] {
-			x.lists[c].ords = append(x.lists[c].ords, int32(o+i))
+		if end <= start {
+			return x.corrupt("%s: %d list numbers, row %d asked for", s.meta.IVL.Name, len(s.ivl), start)
+		}
+		if err := f(o, s.ivl[start:end], s.meta.IVL.Name); err != nil {
+			return err
 		}
 		o += end - start
 	}
