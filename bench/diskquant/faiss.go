@@ -4,6 +4,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +22,8 @@ func init() { runFaiss = faissRun }
 // disk index's cosine) over the n generated vectors, trained on the first 256 x 1,024 of
 // them (as many as the disk index's lists at -nlist 4096 and -train 0) and filled a chunk
 // at a time, and reports build time and, per nprobe and refine factor, the batch time over
-// qs and recall@10 against exact.
-func faissRun(factory string, g *gen, n int, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string) {
+// qs, recall@10 against exact and the p50 and p99 of the first lat queries searched one a call.
+func faissRun(factory string, g *gen, n int, qs [][]float32, exact [][]vectorstore.Hit, nprobes, kfactors string, lat int) {
 	d := g.dim
 	norm := func(vs [][]float32) []float32 {
 		out := make([]float32, len(vs)*d)
@@ -65,8 +67,23 @@ func faissRun(factory string, g *gen, n int, qs [][]float32, exact [][]vectorsto
 					}
 				}
 			}
-			fmt.Printf("  faiss nprobe %d k_factor %d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", n, k, recall(got, exact),
-				len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), status("RssAnon"))
+			// One query a call, as a one-thread search: FAISS searches a single query's
+			// lists on one thread (its default parallel mode splits the queries).
+			ts := make([]time.Duration, min(lat, len(qs)))
+			for i := range ts {
+				t = time.Now()
+				_, _, err := idx.Search(xq[i*d:(i+1)*d], 10)
+				check(err)
+				ts[i] = time.Since(t)
+			}
+			one := ""
+			if len(ts) > 0 {
+				slices.Sort(ts)
+				at := func(f float64) time.Duration { return ts[min(len(ts)-1, int(math.Ceil(f*float64(len(ts))))-1)] }
+				one = fmt.Sprintf("; one query a call p50 %v p99 %v", at(0.5).Round(time.Microsecond), at(0.99).Round(time.Microsecond))
+			}
+			fmt.Printf("  faiss nprobe %d k_factor %d: recall@10 %.4f (first %d), batch of %d %v (%.0f q/s)%s, RssAnon %s\n", n, k, recall(got, exact), len(exact),
+				len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), one, status("RssAnon"))
 		}
 	}
 }
