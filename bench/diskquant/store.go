@@ -172,8 +172,11 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 			if nlist > 0 {
 				probes = strings.Split(nprobes, ",")
 			}
+			t := time.Now()
 			_, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: mode}) // warm-up
 			check(err)
+			fmt.Printf("  warm-up batch of %d at the defaults (the first, on the page cache as found): %v, RssAnon %s\n", len(qs),
+				time.Since(t).Round(time.Millisecond), status("RssAnon"))
 			for _, ps := range probes {
 				np, _ := strconv.Atoi(ps)
 				for _, pair := range crossLists(oversample, prefilters) {
