@@ -474,8 +474,9 @@ func exactStream(g *gen, n int, qs [][]float32, p string) [][]vectorstore.Hit {
 // below a query's 11th best by more than it cannot be among its best 11.
 const exactSlack = 1e-3
 
-// exactBlock is how many vectors exactStream passes every query over at a time (96 KiB of
-// float32 at 192 dimensions, 768 KiB at 768: within a core's L2 beside the queries).
+// exactBlock is how many vectors exactStream passes every query over at a time (768 KiB of
+// float32 at 768 dimensions: within a core's 2 MiB L2 beside a worker's share of 256
+// queries, 384 KiB).
 const exactBlock = 256
 
 // dot32 is the inner product of a and b (the same length) in float32, eight partial sums.
