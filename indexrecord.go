@@ -28,9 +28,9 @@ type indexInfo struct {
 }
 
 // searchParams are the index parameters that tune searches only (FAISS's and the disk
-// index's nprobe, FAISS's efSearch, the disk index's oversample and prefilter): a configuration may set
-// them to other values than the recorded ones.
-var searchParams = []string{"nprobe", "efSearch", "oversample", "prefilter"}
+// index's nprobe, FAISS's efSearch, the disk index's probecut, oversample and prefilter): a
+// configuration may set them to other values than the recorded ones.
+var searchParams = []string{"nprobe", "efSearch", "probecut", "oversample", "prefilter"}
 
 // String is the configuration in words, as errors name it.
 func (x indexInfo) String() string {

@@ -1,6 +1,7 @@
 package vectorstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -243,8 +244,22 @@ func (x *DiskIndex) eachListNumbers(lo, hi int, f func(o int, cs []uint32, name 
 	return nil
 }
 
-// probe returns the nprobe lists whose centroids score best against q.
-func (x *DiskIndex) probe(q []float32, nprobe int) []int32 {
+// probeWith returns the lists a search with options o scans for q (probe).
+func (x *DiskIndex) probeWith(q []float32, o DiskSearchOptions) []int32 {
+	np := o.NProbe
+	if np <= 0 {
+		np = x.nprobe
+	}
+	return x.probe(q, np, cmp.Or(o.ProbeCut, x.probeCut, diskProbeCutDefault))
+}
+
+// probe returns the lists to scan for q, best first: the nprobe whose centroids score
+// best against it. For a Cosine index with cut > 0 (DiskSearchOptions.ProbeCut), only
+// the first keep = max(1, nprobe/diskProbeFloor) of them when those stand apart from the
+// rest: when, for some m from 1 to keep, the angle between q and list m's centroid
+// exceeds list m-1's by at least cut % of what the last list's exceeds list m's by. q
+// and the centroids are normalised: an angle is acos(score).
+func (x *DiskIndex) probe(q []float32, nprobe, cut int) []int32 {
 	scores := make([]float32, x.nlist)
 	flatDots(q, x.centroids, scores)
 	h := topk.New(min(nprobe, x.nlist), func(a, b int32) bool { return a < b })
@@ -252,6 +267,16 @@ func (x *DiskIndex) probe(q []float32, nprobe int) []int32 {
 		h.Offer(s, int32(c))
 	}
 	items := h.Sorted()
+	if keep := max(1, nprobe/diskProbeFloor); cut > 0 && x.metric == Cosine && len(items) > keep {
+		angle := func(i int) float64 { return math.Acos(max(-1, min(1, float64(items[i].Score)))) }
+		last := angle(len(items) - 1)
+		for m := 1; m <= keep; m++ {
+			if jump := angle(m) - angle(m-1); jump > 0 && jump >= float64(cut)/100*(last-angle(m)) {
+				items = items[:keep]
+				break
+			}
+		}
+	}
 	out := make([]int32, len(items))
 	for i, it := range items {
 		out[i] = it.Value

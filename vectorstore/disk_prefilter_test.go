@@ -280,7 +280,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 	for qi, q := range vectest.RandVecs(rng, 12, dim) {
 		score := exactScores(t, x, q, n)
 		nq, _ := x.prepQuery(q, "q")
-		probed := x.probe(nq, nprobe)
+		probed := x.probeWith(nq, DiskSearchOptions{NProbe: nprobe})
 		qc := make([]uint64, W)
 		binaryCode(x.binaryView(nq), qc)
 		within := func(d int) int {
@@ -349,7 +349,7 @@ func TestDiskPrefilterLists(t *testing.T) {
 		nq, _ := x.prepQuery(q, "q")
 		qc := make([]uint64, W)
 		binaryCode(x.binaryView(nq), qc)
-		for _, l := range x.probe(nq, nprobe) {
+		for _, l := range x.probeWith(nq, DiskSearchOptions{NProbe: nprobe}) {
 			got, want := make([]int, 64*W+1), make([]int, 64*W+1)
 			if err := x.sampleList(l, qc, got); err != nil {
 				t.Fatal(err)

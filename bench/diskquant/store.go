@@ -179,20 +179,24 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 				time.Since(t).Round(time.Millisecond), status("RssAnon"))
 			for _, ps := range probes {
 				np, _ := strconv.Atoi(ps)
-				for _, pair := range crossLists(oversample, prefilters) {
-					o, pf := pair[0], pair[1]
-					so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np, Prefilter: pf}
-					t := time.Now()
-					got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
+				for _, rs := range strings.Split(probeCuts, ",") {
+					cut, err := strconv.Atoi(rs)
 					check(err)
-					el := time.Since(t)
-					line := fmt.Sprintf("  store %s %s nprobe %d oversample %2d prefilter %d: recall@10 %.4f (first %d), batch of %d %v (%.0f q/s)", p, ck, np, o, pf,
-						recall(got, exact), min(qexact, len(exact)), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds())
-					if lat > 0 {
-						p50, p99 := oneThread(ctx, cfg, x, qs[:min(lat, len(qs))], so)
-						line += fmt.Sprintf("; one thread p50 %v p99 %v", p50, p99)
+					for _, pair := range crossLists(oversample, prefilters) {
+						o, pf := pair[0], pair[1]
+						so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np, Prefilter: pf, ProbeCut: cut}
+						t := time.Now()
+						got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
+						check(err)
+						el := time.Since(t)
+						line := fmt.Sprintf("  store %s %s nprobe %d cut %d oversample %2d prefilter %d: recall@10 %.4f (first %d), batch of %d %v (%.0f q/s)", p, ck, np, cut, o, pf,
+							recall(got, exact), min(qexact, len(exact)), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds())
+						if lat > 0 {
+							p50, p99 := oneThread(ctx, cfg, x, qs[:min(lat, len(qs))], so)
+							line += fmt.Sprintf("; one thread p50 %v p99 %v", p50, p99)
+						}
+						fmt.Printf("%s, RssAnon %s\n", line, status("RssAnon"))
 					}
-					fmt.Printf("%s, RssAnon %s\n", line, status("RssAnon"))
 				}
 			}
 			check(x.Close())
@@ -513,6 +517,10 @@ func dot64(a, b []float32) float64 {
 
 // prefilters is -prefilter: the prefilter factors the store searches try.
 var prefilters = "0"
+
+// probeCuts is -probecut: the DiskSearchOptions.ProbeCut values the store
+// searches try (with -nlist).
+var probeCuts = "0"
 
 // crossLists returns every pair of a value of the comma-separated integer lists a and b.
 func crossLists(a, b string) [][2]int {

@@ -60,7 +60,7 @@ func main() {
 		latOut   = flag.String("lat-out", "", "write each query's latency in every round to this file (round, query id, microseconds a line)")
 		warmQ    = flag.String("warm-queries", "", "queries (BEIR queries.jsonl) searched untimed on a first open, closed before the timed open (see the command's doc)")
 		warmR    = flag.Int("warm-rounds", 3, "rounds over -warm-queries")
-		ixParams = flag.String("index-param", "", "dense index search parameters for this run, KEY=N,... (memory.WithIndex Params: nprobe, oversample, prefilter)")
+		ixParams = flag.String("index-param", "", "dense index search parameters for this run, KEY=N,... (memory.WithIndex Params: nprobe, probecut, oversample, prefilter)")
 		openIx   = flag.Bool("open-indexes", true, "open the default collection's indexes after the store, timed apart (Collection.Open), as Lucene's tool opens its reader before its rounds; false: the first query opens them")
 	)
 	flag.Parse()

@@ -18,9 +18,9 @@ func indexConfig(backend, factory string) vectorstore.IndexConfig {
 	return vectorstore.IndexConfig{Backend: backend, Factory: factory}
 }
 
-// indexParams are the keys --index-param accepts: the disk index's lists (nlist, nprobe)
-// and candidates (oversample, prefilter), FAISS's nprobe and efSearch.
-var indexParams = []string{"nlist", "nprobe", "oversample", "prefilter", "efSearch"}
+// indexParams are the keys --index-param accepts: the disk index's lists (nlist, nprobe,
+// probecut) and candidates (oversample, prefilter), FAISS's nprobe and efSearch.
+var indexParams = []string{"nlist", "nprobe", "probecut", "oversample", "prefilter", "efSearch"}
 
 // checkIndexParams refuses a key --index-param does not know and a negative value.
 func checkIndexParams(p map[string]int) error {
@@ -28,7 +28,7 @@ func checkIndexParams(p map[string]int) error {
 		if !slices.Contains(indexParams, k) {
 			return usagef("--index-param %s: unknown parameter (one of %s)", k, strings.Join(indexParams, ", "))
 		}
-		if p[k] < 0 && k != "prefilter" {
+		if p[k] < 0 && k != "prefilter" && k != "probecut" { // (negative: off)
 			return usagef("--index-param %s=%d: negative", k, p[k])
 		}
 	}
