@@ -84,13 +84,15 @@ type DiskSearchOptions struct {
 	// (Params["nlist"]) scans at most (0: Params["nprobe"], else nlist/16).
 	NProbe int
 	// ProbeCut lets a search of a Cosine index with lists scan fewer than NProbe of them
-	// where the query plainly lies in a few: only the first NProbe/8 (at least one), when
-	// the angle between the query and the lists' centroids, list after list, jumps between
-	// two of those (up to the first one left out) by at least ProbeCut % of the spread of
-	// the angles of the lists behind the jump. Where the lists' centroids lie about
-	// as far from the query one after another (vectors that do not cluster, as hash:768's),
-	// all NProbe are scanned as before. 0: Params["probecut"], else diskProbeCutDefault;
-	// negative: off.
+	// where the query plainly lies in a few: only the first NProbe/8, when the angle
+	// between the query and the lists' centroids, list after list, jumps between two of
+	// those (up to the first one left out) by at least ProbeCut % of the spread of the
+	// angles of the lists behind the jump. Where the lists' centroids lie about as far from
+	// the query one after another (vectors that do not cluster, as hash:768's), all NProbe
+	// are scanned as before. It needs NProbe >= 16 (lists behind to measure the spread
+	// with). 0: Params["probecut"], else diskProbeCutDefault where NProbe is the index's
+	// default (nlist/16) and off where it was asked for (this option or
+	// Params["nprobe"]); negative: off.
 	ProbeCut int
 	// Focus, between 1 and k, is how many of the k results a quantized scan picks its
 	// candidates for: Focus x oversample of them (at least k) are rescored exactly, instead
@@ -145,6 +147,8 @@ const (
 	// diskProbeFloor: a search that cuts its lists (ProbeCut) scans NProbe/diskProbeFloor
 	// of them.
 	diskProbeFloor = 8
+	// diskProbeCutMin is the fewest lists (NProbe) a search cuts (ProbeCut).
+	diskProbeCutMin = 2 * diskProbeFloor
 )
 
 // DiskIndex is an Index that lives in files (IndexConfig.Dir): float32 rows of fixed width
@@ -184,6 +188,7 @@ type DiskIndex struct {
 	probeCut   int // Params["probecut"] (DiskSearchOptions.ProbeCut)
 	nlist      int // inverted lists (0: none)
 	nprobe     int
+	nprobeSet  bool // Params["nprobe"] set nprobe (DiskSearchOptions.ProbeCut)
 	threads    int
 	segRows    int
 	budget     int64     // float32 bytes up to which DiskQuantAuto searches exactly
@@ -269,6 +274,7 @@ func NewDiskIndex(cfg IndexConfig) (*DiskIndex, error) {
 	if x.quant == DiskQuantInt8 && x.dim > 4100 {
 		return nil, fmt.Errorf("%w: disk: int8 codes of %d dimensions (at most 4100)", ErrBadConfig, x.dim)
 	}
+	x.nprobeSet = x.nprobe > 0
 	if x.nprobe == 0 {
 		x.nprobe = max(1, x.nlist/16)
 	}
@@ -805,9 +811,13 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	lists := ""
 	if x.lists != nil {
 		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
-		if cut := cmp.Or(x.probeCut, diskProbeCutDefault); cut > 0 && x.metric == Cosine && x.nprobe > 1 {
+		cut := x.probeCut
+		if cut == 0 && !x.nprobeSet {
+			cut = diskProbeCutDefault
+		}
+		if cut > 0 && x.metric == Cosine && min(x.nprobe, x.nlist) >= diskProbeCutMin {
 			lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query, or the %d nearest where those stand apart from the rest,",
-				min(x.nprobe, x.nlist), x.nlist, max(1, x.nprobe/diskProbeFloor))
+				min(x.nprobe, x.nlist), x.nlist, min(x.nprobe, x.nlist)/diskProbeFloor)
 		}
 	}
 	if pf := cmp.Or(x.prefilter, diskPrefilterDefault); mode == DiskBinary && pf > 0 {

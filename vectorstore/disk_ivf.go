@@ -244,21 +244,29 @@ func (x *DiskIndex) eachListNumbers(lo, hi int, f func(o int, cs []uint32, name 
 	return nil
 }
 
-// probeWith returns the lists a search with options o scans for q (probe).
+// probeWith returns the lists a search with options o scans for q (probe): cut by
+// ProbeCut when it is set (the option, else Params["probecut"]), else by
+// diskProbeCutDefault when nprobe is the index's default (neither the option nor
+// Params["nprobe"] sets it: an nprobe asked for is scanned whole).
 func (x *DiskIndex) probeWith(q []float32, o DiskSearchOptions) []int32 {
-	np := o.NProbe
-	if np <= 0 {
-		np = x.nprobe
+	np, asked := o.NProbe, o.NProbe > 0
+	if !asked {
+		np, asked = x.nprobe, x.nprobeSet
 	}
-	return x.probe(q, np, cmp.Or(o.ProbeCut, x.probeCut, diskProbeCutDefault))
+	cut := cmp.Or(o.ProbeCut, x.probeCut)
+	if cut == 0 && !asked {
+		cut = diskProbeCutDefault
+	}
+	return x.probe(q, np, cut)
 }
 
-// probe returns the lists to scan for q, best first: the nprobe whose centroids score
-// best against it. For a Cosine index with cut > 0 (DiskSearchOptions.ProbeCut), only
-// the first keep = max(1, nprobe/diskProbeFloor) of them when those stand apart from the
-// rest: when, for some m from 1 to keep, the angle between q and list m's centroid
-// exceeds list m-1's by at least cut % of what the last list's exceeds list m's by. q
-// and the centroids are normalised: an angle is acos(score).
+// probe returns the lists to scan for q, best first: the n = min(nprobe, nlist) whose
+// centroids score best against it. For a Cosine index with cut > 0
+// (DiskSearchOptions.ProbeCut) and n >= diskProbeCutMin, only the first keep =
+// n/diskProbeFloor of them when those stand apart from the rest: when, for some m from 1
+// to keep, the angle between q and list m's centroid exceeds list m-1's by at least cut %
+// of what the last list's exceeds list m's by. q and the centroids are normalised: an
+// angle is acos(score).
 func (x *DiskIndex) probe(q []float32, nprobe, cut int) []int32 {
 	scores := make([]float32, x.nlist)
 	flatDots(q, x.centroids, scores)
@@ -267,7 +275,7 @@ func (x *DiskIndex) probe(q []float32, nprobe, cut int) []int32 {
 		h.Offer(s, int32(c))
 	}
 	items := h.Sorted()
-	if keep := max(1, nprobe/diskProbeFloor); cut > 0 && x.metric == Cosine && len(items) > keep {
+	if keep := len(items) / diskProbeFloor; cut > 0 && x.metric == Cosine && len(items) >= diskProbeCutMin {
 		angle := func(i int) float64 { return math.Acos(max(-1, min(1, float64(items[i].Score)))) }
 		last := angle(len(items) - 1)
 		for m := 1; m <= keep; m++ {

@@ -158,7 +158,7 @@ func main() {
 	codes := flag.String("code", "rotated", "binary codes of the indexes (signs, rotated, rotatedpad: every bit of the padded rotation, what a row-less index keeps by default; several: signs,rotated with -store, the first for the binary modes)")
 	flag.StringVar(&exactMode, "exact", "memory", "with -store int8 first: how the exact float32 results are computed: memory (an index of every vector in memory) or stream (one pass, each query's best 11 kept: a set larger than memory)")
 	flag.StringVar(&prefilters, "prefilter", "0", "with -store: the binary scans' prefilter factors tried (vectorstore.DiskSearchOptions.Prefilter; 0: the default, -1: off)")
-	flag.StringVar(&probeCuts, "probecut", "0", "with -store and -nlist: the ProbeCut values tried (percent; 0: the default, -1: off)")
+	flag.StringVar(&probeCuts, "probecut", "0", "with -nlist: the ProbeCut values tried (percent; 0: the default, -1: off)")
 	qseed := flag.Int("qseed", 0, "query set: the queries are the generator's vectors n+qseed*q.. (tune on one, report on another)")
 	flag.Parse()
 	ctx := context.Background()
@@ -269,13 +269,13 @@ func main() {
 		for range *rounds {
 			for _, ps := range probes {
 				np, _ := strconv.Atoi(ps)
-				for _, os := range strings.Split(*oversample, ",") {
-					o, _ := strconv.Atoi(os)
+				for _, pair := range crossLists(*oversample, probeCuts) {
+					o, cut := pair[0], pair[1]
 					t = time.Now()
-					got, err := x.SearchBatchWith(ctx, batch, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np})
+					got, err := x.SearchBatchWith(ctx, batch, 10, nil, vectorstore.DiskSearchOptions{Mode: q.mode, Oversample: o, NProbe: np, ProbeCut: cut})
 					check(err)
 					el := time.Since(t)
-					fmt.Printf("  %s nprobe %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", name, np, o,
+					fmt.Printf("  %s nprobe %d cut %d oversample %2d: recall@10 %.4f, batch of %d %v (%.0f q/s), RssAnon %s\n", name, np, cut, o,
 						recall(got, exact), len(batch), el.Round(time.Millisecond), float64(len(batch))/el.Seconds(), status("RssAnon"))
 				}
 			}

@@ -518,8 +518,8 @@ func dot64(a, b []float32) float64 {
 // prefilters is -prefilter: the prefilter factors the store searches try.
 var prefilters = "0"
 
-// probeCuts is -probecut: the DiskSearchOptions.ProbeCut values the store
-// searches try (with -nlist).
+// probeCuts is -probecut: the DiskSearchOptions.ProbeCut values the searches of
+// indexes with lists try.
 var probeCuts = "0"
 
 // crossLists returns every pair of a value of the comma-separated integer lists a and b.

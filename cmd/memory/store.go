@@ -124,7 +124,7 @@ func (f *storeFlags) addIndex(fs *pflag.FlagSet) {
 		fs.StringVar(&f.factory, "faiss-factory", "", "FAISS index factory `STRING` (Flat, IVF1024,Flat, HNSW32)")
 		fs.StringToIntVar(&f.params, "index-param", nil, "dense index `KEY=N` parameters, comma-separated or repeated: the disk index's nlist "+
 			"(inverted lists, set when the store first gets vectors), nprobe (lists a search scans; default nlist/16), probecut "+
-			"(-1: always nprobe lists, not nprobe/8 where those stand apart), oversample and prefilter; FAISS's nprobe and efSearch. Search parameters may differ from the recorded ones on any open")
+			"(percent; at the default nprobe a search scans nprobe/8 lists where those stand apart from the rest; -1: never; set, it applies to a set nprobe too), oversample and prefilter; FAISS's nprobe and efSearch. Search parameters may differ from the recorded ones on any open")
 		fs.BoolVar(&f.rebuildIndex, "rebuild-index", false, "rebuild the dense index when --index/--faiss-factory differ from the one the store records "+
 			"(a store remembers its index: without --index it uses it; another one is an error without this flag)")
 		fs.StringVar(&f.precision, "vector-precision", "", "`PRECISION` store.db keeps vectors in: float32, float16 (half the bytes; exact search then ranks by "+
