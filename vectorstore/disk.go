@@ -810,14 +810,12 @@ func (x *DiskIndex) plan(mode DiskMode, os int) string {
 	}
 	lists := ""
 	if x.lists != nil {
-		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", min(x.nprobe, x.nlist), x.nlist)
-		cut := x.probeCut
-		if cut == 0 && !x.nprobeSet {
-			cut = diskProbeCutDefault
-		}
-		if cut > 0 && x.metric == Cosine && min(x.nprobe, x.nlist) >= diskProbeCutMin {
+		np, cut := x.probeParams(DiskSearchOptions{})
+		n := min(np, x.nlist)
+		lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query", n, x.nlist)
+		if x.cuts(n, cut) {
 			lists = fmt.Sprintf(" in the %d of %d inverted lists nearest the query, or the %d nearest where those stand apart from the rest,",
-				min(x.nprobe, x.nlist), x.nlist, min(x.nprobe, x.nlist)/diskProbeFloor)
+				n, x.nlist, n/diskProbeFloor)
 		}
 	}
 	if pf := cmp.Or(x.prefilter, diskPrefilterDefault); mode == DiskBinary && pf > 0 {

@@ -244,20 +244,32 @@ func (x *DiskIndex) eachListNumbers(lo, hi int, f func(o int, cs []uint32, name 
 	return nil
 }
 
-// probeWith returns the lists a search with options o scans for q (probe): cut by
-// ProbeCut when it is set (the option, else Params["probecut"]), else by
+// probeWith returns the lists a search with options o scans for q (probe).
+func (x *DiskIndex) probeWith(q []float32, o DiskSearchOptions) []int32 {
+	np, cut := x.probeParams(o)
+	return x.probe(q, np, cut)
+}
+
+// probeParams is the nprobe and ProbeCut of a search with options o: the cut is
+// ProbeCut when it is set (the option, else Params["probecut"]), else
 // diskProbeCutDefault when nprobe is the index's default (neither the option nor
 // Params["nprobe"] sets it: an nprobe asked for is scanned whole).
-func (x *DiskIndex) probeWith(q []float32, o DiskSearchOptions) []int32 {
+func (x *DiskIndex) probeParams(o DiskSearchOptions) (nprobe, cut int) {
 	np, asked := o.NProbe, o.NProbe > 0
 	if !asked {
 		np, asked = x.nprobe, x.nprobeSet
 	}
-	cut := cmp.Or(o.ProbeCut, x.probeCut)
+	cut = cmp.Or(o.ProbeCut, x.probeCut)
 	if cut == 0 && !asked {
 		cut = diskProbeCutDefault
 	}
-	return x.probe(q, np, cut)
+	return np, cut
+}
+
+// cuts reports whether a search of n lists with ProbeCut cut may scan fewer (probe): a
+// Cosine index, cut > 0 and n >= diskProbeCutMin.
+func (x *DiskIndex) cuts(n, cut int) bool {
+	return cut > 0 && x.metric == Cosine && n >= diskProbeCutMin
 }
 
 // probe returns the lists to scan for q, best first: the n = min(nprobe, nlist) whose
@@ -275,7 +287,7 @@ func (x *DiskIndex) probe(q []float32, nprobe, cut int) []int32 {
 		h.Offer(s, int32(c))
 	}
 	items := h.Sorted()
-	if keep := len(items) / diskProbeFloor; cut > 0 && x.metric == Cosine && len(items) >= diskProbeCutMin {
+	if keep := len(items) / diskProbeFloor; x.cuts(len(items), cut) {
 		angle := func(i int) float64 { return math.Acos(max(-1, min(1, float64(items[i].Score)))) }
 		last := angle(len(items) - 1)
 		for m := 1; m <= keep; m++ {
