@@ -146,7 +146,7 @@ func (x *DiskIndex) encodeBinary(r []float32, out []uint64, tmp []float32) {
 
 // binaryView returns what the rows' binary codes are the signs of, for query q: q itself
 // for sign codes, the first codeBits values of its rotation for rotated ones. A scan makes
-// the query's byte tables (binaryLUT) and, for the prefilter, its own code (binaryCode)
+// the query's nibble tables (binaryLUT) and, for the prefilter, its own code (binaryCode)
 // from it: the rotation is applied once a query.
 func (x *DiskIndex) binaryView(q []float32) []float32 {
 	if x.rot == nil {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentmem/memory/internal/vecmath"
 	"github.com/agentmem/memory/internal/vectest"
 )
 
@@ -300,5 +303,39 @@ func TestDiskTrainingSample(t *testing.T) {
 	delete(src, ids[7])
 	if _, _, err := x.trainingSample(30, row, func(i int) int32 { return int32(i) }); !errors.Is(err, ErrNoRow) {
 		t.Fatalf("a row the source lacks: %v", err)
+	}
+}
+
+// TestDiskUnitRow holds unitRow (the rescoring's normalisation, four partial sums) to
+// vecmath.NormalizeInto within float32 rounding, for lengths that do and do not fill its
+// four sums, and leaves a row of zeros as it is.
+func TestDiskUnitRow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, d := range []int{1, 3, 4, 5, 8, 383, 768} {
+		for _, scale := range []float32{1e-3, 1, 1e3} {
+			v := vectest.RandVecs(rng, 1, d)[0]
+			for j := range v {
+				v[j] *= scale
+			}
+			want := make([]float32, d)
+			vecmath.NormalizeInto(want, v)
+			got := slices.Clone(v)
+			unitRow(got)
+			var ss float64
+			for j := range got {
+				if diff := math.Abs(float64(got[j] - want[j])); diff > 1e-6*math.Abs(float64(want[j]))+1e-12 {
+					t.Fatalf("d=%d scale %g: value %d is %v, NormalizeInto %v", d, scale, j, got[j], want[j])
+				}
+				ss += float64(got[j]) * float64(got[j])
+			}
+			if math.Abs(ss-1) > 1e-5 {
+				t.Errorf("d=%d scale %g: squared norm %v after unitRow", d, scale, ss)
+			}
+		}
+	}
+	zero := make([]float32, 5)
+	unitRow(zero)
+	if !slices.Equal(zero, make([]float32, 5)) {
+		t.Errorf("a row of zeros became %v", zero)
 	}
 }

@@ -462,7 +462,7 @@ func TestDiskDotInt8(t *testing.T) {
 	}
 }
 
-// TestDiskBinaryScore holds the byte-table score of a sign code to its definition, the dot
+// TestDiskBinaryScore holds the nibble-table score of a sign code to its definition, the dot
 // product of the query with the code's signs, for dimensions that do and do not fill the
 // code's words.
 func TestDiskBinaryScore(t *testing.T) {

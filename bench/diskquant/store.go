@@ -173,10 +173,12 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 				probes = strings.Split(nprobes, ",")
 			}
 			t := time.Now()
+			f0, j0 := faults()
 			_, err = x.SearchBatchWith(ctx, qs, 10, nil, vectorstore.DiskSearchOptions{Mode: mode}) // warm-up
 			check(err)
-			fmt.Printf("  warm-up batch of %d at the defaults (the first, on the page cache as found): %v, RssAnon %s\n", len(qs),
-				time.Since(t).Round(time.Millisecond), status("RssAnon"))
+			f1, j1 := faults()
+			fmt.Printf("  warm-up batch of %d at the defaults (the first, on the page cache as found): %v, page faults a query %.1f minor %.1f major, RssAnon %s\n", len(qs),
+				time.Since(t).Round(time.Millisecond), float64(f1-f0)/float64(len(qs)), float64(j1-j0)/float64(len(qs)), status("RssAnon"))
 			for _, ps := range probes {
 				np, _ := strconv.Atoi(ps)
 				for _, rs := range strings.Split(probeCuts, ",") {
@@ -186,11 +188,13 @@ func runStores(ctx context.Context, precs []string, g *gen, n, dim, nlist int, q
 						o, pf := pair[0], pair[1]
 						so := vectorstore.DiskSearchOptions{Mode: mode, Oversample: o, NProbe: np, Prefilter: pf, ProbeCut: cut}
 						t := time.Now()
+						f0, j0 := faults()
 						got, err := x.SearchBatchWith(ctx, qs, 10, nil, so)
 						check(err)
 						el := time.Since(t)
-						line := fmt.Sprintf("  store %s %s nprobe %d cut %d oversample %2d prefilter %d: recall@10 %.4f (first %d), batch of %d %v (%.0f q/s)", p, ck, np, cut, o, pf,
-							recall(got, exact), min(qexact, len(exact)), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds())
+						f1, j1 := faults()
+						line := fmt.Sprintf("  store %s %s nprobe %d cut %d oversample %2d prefilter %d: recall@10 %.4f (first %d), batch of %d %v (%.0f q/s, page faults a query %.1f minor %.1f major)", p, ck, np, cut, o, pf,
+							recall(got, exact), min(qexact, len(exact)), len(qs), el.Round(time.Millisecond), float64(len(qs))/el.Seconds(), float64(f1-f0)/float64(len(qs)), float64(j1-j0)/float64(len(qs)))
 						if lat > 0 {
 							p50, p99 := oneThread(ctx, cfg, x, qs[:min(lat, len(qs))], so)
 							line += fmt.Sprintf("; one thread p50 %v p99 %v", p50, p99)
