@@ -1450,9 +1450,9 @@ func binaryCode(v []float32, out []uint64) {
 // between two sign codes), in one lookup a nibble. A nibble's 16 values are 64 bytes and
 // a query's tables 16 KiB at 1,024 bits, within a core's first-level cache; byte tables
 // (256 values a byte, 128 KiB) took half the lookups, but a batch, which scores the rows
-// of a list for query after query, found them in the third-level cache: at 10M x 768,
-// 2,560 queries at the defaults, the scoring took 16 % of the CPU with byte tables and
-// 10 % with these (BENCHMARKS §0zz6).
+// of a list for query after query, holds a query's tables at a time beside rows and
+// pages: at 10M x 768, 2,560 queries at the defaults, the scoring took 16 % of the CPU
+// with byte tables and 10 % with these, and the batch 0.3 GB less heap (BENCHMARKS §0zz6).
 func binaryLUT(q []float32, out []float32) []float32 {
 	nn := 16 * ((len(q) + 63) / 64) // every nibble of the code's words (past the last dimension: 0)
 	out = slices.Grow(out[:0], nn*16)[:nn*16]
