@@ -1247,14 +1247,25 @@ func (x *DiskIndex) scanList(cq *codeQuery, c int32, h *topk.Heap[int32]) error 
 // in memory exactly: the best k.
 func (x *DiskIndex) finishCodes(ctx context.Context, cq *codeQuery, k int, cand *topk.Heap[int32]) ([]Hit, error) {
 	final := x.newHeap(k)
+	if err := x.scoreOrdinals(ctx, cq.q, candOrdinals(cand), &final); err != nil {
+		return nil, err
+	}
+	return x.finishTail(cq, &final)
+}
+
+// candOrdinals empties cand and returns its ordinals, best first.
+func candOrdinals(cand *topk.Heap[int32]) []int32 {
 	items := cand.Sorted()
 	ords := make([]int32, len(items))
 	for i, it := range items {
 		ords[i] = it.Value
 	}
-	if err := x.scoreOrdinals(ctx, cq.q, ords, &final); err != nil {
-		return nil, err
-	}
+	return ords
+}
+
+// finishTail offers final, which holds cq's rescored candidates, the rows in memory that
+// cq accepts (no codes of their own: each is scored exactly), and returns its hits.
+func (x *DiskIndex) finishTail(cq *codeQuery, final *flatHeap) ([]Hit, error) {
 	if t := len(x.tailIDs); t > 0 {
 		if cq.acc.allow != nil {
 			var one [1]float32
@@ -1266,10 +1277,10 @@ func (x *DiskIndex) finishCodes(ctx context.Context, cq *codeQuery, k int, cand 
 				}
 			}
 		} else {
-			x.scanExact(cq.q, int32(x.n0), x.tailVecs, t, cq.acc.f, &final)
+			x.scanExact(cq.q, int32(x.n0), x.tailVecs, t, cq.acc.f, final)
 		}
 	}
-	return x.results(&final)
+	return x.results(final)
 }
 
 // diskBatchBlock is how many rows of a list a batch scans for every query probing it
@@ -1279,8 +1290,9 @@ var diskBatchBlock = 512 // (a variable for tests)
 // searchCodesBatch answers qs (normalised) with scans of codes over inverted lists, list
 // by list: the queries probing a list scan it a block of rows at a time (diskBatchBlock),
 // so each list's codes are read from memory once a batch instead of once a query. Each
-// result is searchCodes'. Preparing (probes, prefilter cuts) and rescoring run a query per
-// goroutine.
+// result is searchCodes'. Preparing (probes, prefilter cuts) runs a query per goroutine;
+// rescoring too for an index with rows of its own, while one that reads its rows from a
+// RowSource reads the batch's candidates once for the batch, in key order (rescoreBatch).
 func (x *DiskIndex) searchCodesBatch(ctx context.Context, qs [][]float32, k int, f Filter, mode DiskMode, os int, o DiskSearchOptions, out [][]Hit) error {
 	workers := max(1, cmp.Or(x.threads, runtime.GOMAXPROCS(0)))
 	cqs := make([]*codeQuery, len(qs))
@@ -1387,15 +1399,37 @@ func (x *DiskIndex) searchCodesBatch(ctx context.Context, qs [][]float32, k int,
 	}); err != nil {
 		return err
 	}
-	return diskEach(ctx, workers, len(qs), func(_, i int) error {
+	merged := func(i int) *topk.Heap[int32] {
 		cand := cqs[i].newHeap()
 		for w := range heaps {
 			if heaps[w] != nil && heaps[w][i].K() > 0 {
 				cand.Merge(&heaps[w][i])
 			}
 		}
+		return &cand
+	}
+	if x.rows == nil { // rows of its own: each query rescores its candidates
+		return diskEach(ctx, workers, len(qs), func(_, i int) error {
+			var err error
+			out[i], err = x.finishCodes(ctx, cqs[i], k, merged(i))
+			return err
+		})
+	}
+	cands := make([][]int32, len(qs))
+	if err := diskEach(ctx, workers, len(qs), func(_, i int) error {
+		cands[i] = candOrdinals(merged(i))
+		return nil
+	}); err != nil {
+		return err
+	}
+	heaps = nil
+	finals, err := x.rescoreBatch(ctx, workers, k, cqs, cands)
+	if err != nil {
+		return err
+	}
+	return diskEach(ctx, workers, len(qs), func(_, i int) error {
 		var err error
-		out[i], err = x.finishCodes(ctx, cqs[i], k, &cand)
+		out[i], err = x.finishTail(cqs[i], &finals[i])
 		return err
 	})
 }
