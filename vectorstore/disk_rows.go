@@ -104,17 +104,11 @@ func (x *DiskIndex) scoreOrdinals(ctx context.Context, q []float32, ords []int32
 		return nil
 	}
 	n := min(len(seg), diskFetchRows)
-	bp := diskRowBufs.Get().(*[]float32)
-	defer diskRowBufs.Put(bp)
-	buf := slices.Grow((*bp)[:0], n*d)[:n*d]
-	*bp = buf
-	dst := make([][]float32, n)
+	buf, dst, release := x.rowRoom(n)
+	defer release()
 	scores := make([]float32, n)
 	for lo := 0; lo < len(seg); lo += n {
 		part := seg[lo:min(lo+n, len(seg))]
-		for i := range part {
-			dst[i] = buf[i*d : (i+1)*d : (i+1)*d]
-		}
 		if err := x.fetchRows(ctx, part, dst[:len(part)]); err != nil {
 			return err
 		}
@@ -124,6 +118,20 @@ func (x *DiskIndex) scoreOrdinals(ctx context.Context, q []float32, ords []int32
 		}
 	}
 	return nil
+}
+
+// rowRoom returns room for n rows read from the row source, from diskRowBufs: buf, and
+// dst[i] its row i; release gives it back (after which neither may be used).
+func (x *DiskIndex) rowRoom(n int) (buf []float32, dst [][]float32, release func()) {
+	d := x.dim
+	bp := diskRowBufs.Get().(*[]float32)
+	buf = slices.Grow((*bp)[:0], n*d)[:n*d]
+	*bp = buf
+	dst = make([][]float32, n)
+	for i := range dst {
+		dst[i] = buf[i*d : (i+1)*d : (i+1)*d]
+	}
+	return buf, dst, func() { diskRowBufs.Put(bp) }
 }
 
 // diskRowBufs recycles scoreOrdinals' room for the rows it reads (*[]float32): a query's
@@ -248,7 +256,6 @@ func (x *DiskIndex) rescoreBatch(ctx context.Context, workers, k int, cqs []*cod
 		return strings.Compare(x.idView(a.o), x.idView(b.o))
 	})
 	per := max(1, diskBatchFetch)
-	d := x.dim
 	heaps := make([][]flatHeap, workers) // a worker's, by query (each made when first offered to)
 	err := diskEach(ctx, workers, (len(wants)+per-1)/per, func(w, c int) error {
 		if heaps[w] == nil {
@@ -260,14 +267,8 @@ func (x *DiskIndex) rescoreBatch(ctx context.Context, workers, k int, cqs []*cod
 		for i, r := range part {
 			ords[i] = r.o
 		}
-		bp := diskRowBufs.Get().(*[]float32)
-		defer diskRowBufs.Put(bp)
-		buf := slices.Grow((*bp)[:0], len(part)*d)[:len(part)*d]
-		*bp = buf
-		dst := make([][]float32, len(part))
-		for i := range part {
-			dst[i] = buf[i*d : (i+1)*d : (i+1)*d]
-		}
+		_, dst, release := x.rowRoom(len(part))
+		defer release()
 		if err := x.fetchRows(ctx, ords, dst); err != nil {
 			return err
 		}
